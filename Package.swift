@@ -1,0 +1,130 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Swift 6 language mode everywhere; warnings are treated as errors by `make` (see Makefile).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "device-registry",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RegistryClient", targets: ["RegistryClient"]),
+        .executable(name: "registryd", targets: ["registryd"]),
+        .executable(name: "registryctl", targets: ["registryctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // C libraries from the system (Debian: libprotobuf-c-dev, libsqlite3-dev).
+        .systemLibrary(
+            name: "CProtobufC",
+            pkgConfig: "libprotobuf-c",
+            providers: [.apt(["libprotobuf-c-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // protoc-c output for Protos/registry/v1, committed; regenerate with `make protos`.
+        .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
+
+        // Identity rules, HLC, merge: pure values, no I/O, no NIO, no C.
+        .target(name: "RegistryCore", swiftSettings: swiftSettings),
+        // Swift message types, protobuf-c codec and frame coder. protobuf-c never leaves it.
+        .target(
+            name: "RegistryWire",
+            dependencies: [
+                "CRegistryProto", "CProtobufC", "RegistryCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Durable operation log and node metadata in SQLite (WAL, group commit).
+        .target(
+            name: "RegistryStorage",
+            dependencies: ["CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // The node: engine (state + durable log), SwiftNIO server, configuration.
+        .target(
+            name: "RegistryServer",
+            dependencies: [
+                "RegistryCore", "RegistryWire", "RegistryStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Async, pipelining client for backend services and the tools.
+        .target(
+            name: "RegistryClient",
+            dependencies: [
+                "RegistryWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "registryd",
+            dependencies: [
+                "RegistryServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "registryctl",
+            dependencies: [
+                "RegistryClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RegistryWireTests",
+            dependencies: [
+                "RegistryWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "RegistryStorageTests", dependencies: ["RegistryStorage"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RegistryServerTests",
+            dependencies: [
+                "RegistryServer", "RegistryClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "RegistryClient", "RegistryWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

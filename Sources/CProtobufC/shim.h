@@ -1,0 +1,1 @@
+#include <protobuf-c/protobuf-c.h>

@@ -1,0 +1,67 @@
+/// A validated, lower-cased reverse-DNS bundle ID such as `com.vendor.app1`.
+///
+/// Rules (design brief section 2): ASCII letters, digits and `-`; labels separated by `.`;
+/// at least two labels, none empty; at most 255 bytes. Compared case-insensitively, so it is
+/// stored lower-cased.
+public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The maximum length in bytes.
+    public static let maxLength = 255
+
+    /// Lower-case text.
+    public let value: String
+    /// The labels, lower-case.
+    public var labels: [Substring] { value.split(separator: ".", omittingEmptySubsequences: false) }
+
+    /// Validates and normalises `text`.
+    public init(parsing text: String) throws(IdentityError) {
+        try self.init(parsing: text, minimumLabels: 2, what: "bundle ID")
+    }
+
+    /// Shared by bundle IDs and vendor-rule prefixes, which follow the same label grammar.
+    init(parsing text: String, minimumLabels: Int, what: String) throws(IdentityError) {
+        let utf8 = text.utf8
+        guard !utf8.isEmpty else { throw .invalidBundleID("the \(what) is empty") }
+        guard utf8.count <= Self.maxLength else {
+            throw .invalidBundleID("the \(what) is \(utf8.count) bytes; at most \(Self.maxLength) are allowed")
+        }
+        var lowered = [UInt8]()
+        lowered.reserveCapacity(utf8.count)
+        var labels = 1
+        var labelLength = 0
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard labelLength > 0 else { throw .invalidBundleID("\(quoted(text)) has an empty label") }
+                labels += 1
+                labelLength = 0
+                lowered.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                labelLength += 1
+                lowered.append(byte + 32)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                labelLength += 1
+                lowered.append(byte)
+            default:
+                throw .invalidBundleID(
+                    "\(quoted(text)) contains a character other than ASCII letters, digits, '-' and '.'")
+            }
+        }
+        guard labelLength > 0 else { throw .invalidBundleID("\(quoted(text)) has an empty label") }
+        guard labels >= minimumLabels else {
+            throw .invalidBundleID("\(quoted(text)) needs at least \(minimumLabels) labels separated by '.'")
+        }
+        value = String(decoding: lowered, as: UTF8.self)
+    }
+
+    /// True when `prefix`'s labels are the first labels of this ID (`com.acme` prefixes
+    /// `com.acme.app` and `com.acme`, not `com.acmecorp.app`).
+    public func hasLabelPrefix(_ prefix: String) -> Bool {
+        guard value.hasPrefix(prefix) else { return false }
+        let rest = value.utf8.dropFirst(prefix.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: ".")
+    }
+
+    public var description: String { value }
+
+    public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.value < rhs.value }
+}

@@ -1,0 +1,44 @@
+/// A state change as it is logged and replicated. Applying one is idempotent and commutes with
+/// every other, so replicas converge whatever order operations arrive in.
+public enum Operation: Hashable, Sendable {
+    case registration(RegistrationOp)
+}
+
+/// One registration as it changed the state.
+public struct RegistrationOp: Hashable, Sendable {
+    /// The device the registration resolved to.
+    public let device: DeviceRef
+    public let bundle: BundleID
+    /// Identifiers claimed for `device`. A claim that meets another device's claim merges them.
+    public let claims: [Identifier]
+    /// Other devices found to be the same physical device; each is merged with `device`.
+    public let merged: [DeviceRef]
+    /// When the app was seen.
+    public let seen: HLCTimestamp
+
+    public init(device: DeviceRef, bundle: BundleID, claims: [Identifier], merged: [DeviceRef], seen: HLCTimestamp) {
+        self.device = device
+        self.bundle = bundle
+        self.claims = claims
+        self.merged = merged
+        self.seen = seen
+    }
+}
+
+/// An operation with its place in a node's log: (origin, epoch, sequence) names it uniquely,
+/// and the HLC stamps it.
+public struct LoggedOperation: Hashable, Sendable {
+    public let origin: NodeID
+    public let epoch: UInt64
+    public let sequence: UInt64
+    public let timestamp: HLCTimestamp
+    public let operation: Operation
+
+    public init(origin: NodeID, epoch: UInt64, sequence: UInt64, timestamp: HLCTimestamp, operation: Operation) {
+        self.origin = origin
+        self.epoch = epoch
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.operation = operation
+    }
+}

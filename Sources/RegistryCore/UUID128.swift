@@ -1,0 +1,112 @@
+/// A 128-bit UUID value held as 16 bytes in two words, with RFC 9562 text form.
+///
+/// Parsing accepts the canonical 8-4-4-4-12 hex form in either case; formatting
+/// always prints lower case. Ordering is by the big-endian bytes.
+public struct UUID128: Hashable, Comparable, Sendable {
+    /// Bytes 0...7, big-endian.
+    public let high: UInt64
+    /// Bytes 8...15, big-endian.
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// The all-zero UUID, which the registry never accepts as an identifier.
+    public static let zero = UUID128(high: 0, low: 0)
+
+    public var isZero: Bool { high == 0 && low == 0 }
+
+    /// Builds a value from exactly 16 bytes; nil for any other count.
+    public init?<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
+        guard bytes.count == 16 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 {
+                high = high << 8 | UInt64(byte)
+            } else {
+                low = low << 8 | UInt64(byte)
+            }
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// The 16 big-endian bytes.
+    public var bytes: [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(16)
+        for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
+        return result
+    }
+
+    /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hex digits in either case.
+    /// Returns nil for anything else.
+    public init?(text: String) {
+        var contiguous = text
+        guard let value = contiguous.withUTF8({ UUID128.parse($0) }) else { return nil }
+        self = value
+    }
+
+    private static func parse(_ chars: UnsafeBufferPointer<UInt8>) -> UUID128? {
+        guard chars.count == 36 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var nibbles = 0
+        for offset in 0..<36 {
+            let char = chars[offset]
+            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
+                guard char == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            guard let nibble = hexValue(char) else { return nil }
+            if nibbles < 16 {
+                high = high << 4 | UInt64(nibble)
+            } else {
+                low = low << 4 | UInt64(nibble)
+            }
+            nibbles += 1
+        }
+        return UUID128(high: high, low: low)
+    }
+
+    private static func hexValue(_ char: UInt8) -> UInt8? {
+        switch char {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return char - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// Lower-case 8-4-4-4-12 text.
+    public var text: String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var out = 0
+            var nibble = 0
+            for word in [high, low] {
+                for shift in stride(from: 60, through: 0, by: -4) {
+                    if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                        buffer[out] = UInt8(ascii: "-")
+                        out += 1
+                    }
+                    buffer[out] = digits[Int((word >> UInt64(shift)) & 0xF)]
+                    out += 1
+                    nibble += 1
+                }
+            }
+            return out
+        }
+    }
+
+    public static func < (lhs: UUID128, rhs: UUID128) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+}
+
+extension UUID128: CustomStringConvertible {
+    public var description: String { text }
+}

@@ -1,0 +1,118 @@
+/// One configured vendor: a name and the bundle-ID prefixes it owns.
+public struct VendorRule: Equatable, Sendable {
+    /// The vendor scope this rule produces.
+    public let name: String
+    /// Lower-case label prefixes, such as `uk.co.bbc`.
+    public let prefixes: [String]
+
+    /// Validates a rule. `name` defaults to the first prefix. A name must be either free of
+    /// dots (so it can never equal a default `label.label` scope) or one of the rule's own
+    /// prefixes; otherwise devices of two vendors could meet in one scope.
+    public init(name: String?, prefixes: [String]) throws(IdentityError) {
+        guard !prefixes.isEmpty else { throw .invalidVendor("a vendor rule needs at least one prefix") }
+        var normalised = [String]()
+        for prefix in prefixes {
+            let parsed: BundleID
+            do {
+                parsed = try BundleID(parsing: prefix, minimumLabels: 2, what: "vendor prefix")
+            } catch {
+                throw .invalidVendor("prefix \(quoted(prefix)): \(error)")
+            }
+            normalised.append(parsed.value)
+        }
+        let chosen = (name ?? normalised[0]).lowercased()
+        guard !chosen.isEmpty, chosen.utf8.count <= BundleID.maxLength else {
+            throw .invalidVendor("vendor name \(quoted(chosen)) must be 1 to \(BundleID.maxLength) bytes")
+        }
+        if chosen.contains(".") {
+            guard normalised.contains(chosen) else {
+                throw .invalidVendor(
+                    "vendor name \(quoted(chosen)) contains '.' but is not one of its own prefixes \(normalised)")
+            }
+        } else {
+            let allowed = chosen.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+            }
+            guard allowed else {
+                throw .invalidVendor("vendor name \(quoted(chosen)) may hold only letters, digits and '-'")
+            }
+        }
+        self.name = chosen
+        self.prefixes = normalised
+    }
+}
+
+/// Maps a bundle ID to its vendor scope: the longest configured prefix wins, otherwise the
+/// first `defaultDepth` labels (2: `com.vendor`).
+public struct VendorRules: Equatable, Sendable {
+    /// Prefix to vendor name, searched longest first.
+    private let byPrefix: [(prefix: String, vendor: String)]
+    public let defaultDepth: Int
+    public let rules: [VendorRule]
+
+    /// Validates that no prefix belongs to two rules and no two rules share a name.
+    public init(rules: [VendorRule] = [], defaultDepth: Int = 2) throws(IdentityError) {
+        guard defaultDepth >= 2 else { throw .invalidVendor("the default vendor depth must be at least 2 labels") }
+        var seen = [String: String]()
+        var names = Set<String>()
+        for rule in rules {
+            guard names.insert(rule.name).inserted else {
+                throw .invalidVendor("two vendor rules are named \(quoted(rule.name))")
+            }
+            for prefix in rule.prefixes {
+                if let other = seen[prefix] {
+                    throw .invalidVendor("prefix \(quoted(prefix)) belongs to both \(quoted(other)) and \(quoted(rule.name))")
+                }
+                seen[prefix] = rule.name
+            }
+        }
+        self.rules = rules
+        self.defaultDepth = defaultDepth
+        byPrefix = seen.map { ($0.key, $0.value) }.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
+    }
+
+    /// The vendor scope of `bundle`.
+    public func vendor(of bundle: BundleID) -> Vendor {
+        for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {
+            return Vendor(trusted: entry.vendor)
+        }
+        let labels = bundle.labels.prefix(defaultDepth)
+        return Vendor(trusted: labels.joined(separator: "."))
+    }
+
+    /// Checks that `name` is a scope these rules can produce (a rule name, or a plain
+    /// `label.label` default) so a lookup by vendor gets a clear error for a typo.
+    public func vendor(named name: String) throws(IdentityError) -> Vendor {
+        let lowered = name.lowercased()
+        if rules.contains(where: { $0.name == lowered }) { return Vendor(trusted: lowered) }
+        let parsed: BundleID
+        do {
+            parsed = try BundleID(parsing: lowered, minimumLabels: defaultDepth, what: "vendor")
+        } catch {
+            throw .invalidVendor("\(quoted(name)) is neither a configured vendor nor a \(defaultDepth)-label prefix")
+        }
+        guard parsed.labels.count == defaultDepth else {
+            throw .invalidVendor("\(quoted(name)) is neither a configured vendor nor a \(defaultDepth)-label prefix")
+        }
+        return vendor(of: parsed)
+    }
+
+    public static func == (lhs: VendorRules, rhs: VendorRules) -> Bool {
+        lhs.rules == rhs.rules && lhs.defaultDepth == rhs.defaultDepth
+    }
+}
+
+/// A vendor scope. All data is partitioned by it; nothing links devices across vendors.
+public struct Vendor: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let name: String
+
+    /// Only ``VendorRules`` and replayed operations create vendors.
+    public init(trusted name: String) {
+        self.name = name
+    }
+
+    public var description: String { name }
+
+    public static func < (lhs: Vendor, rhs: Vendor) -> Bool { lhs.name < rhs.name }
+}

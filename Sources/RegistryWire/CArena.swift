@@ -1,0 +1,92 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CProtobufC
+
+/// Owns every C allocation made while one protobuf-c message graph is built, and frees them
+/// all when it goes away. protobuf-c messages hold raw pointers to their strings, arrays and
+/// sub-messages, so they must outlive `pack`; keep the arena alive with `withExtendedLifetime`.
+///
+/// Only plain C structs, pointers and bytes are stored, so freeing without deinitialising is sound.
+final class CArena {
+    private var allocations: [UnsafeMutableRawPointer] = []
+
+    deinit {
+        for allocation in allocations { free(allocation) }
+    }
+
+    private func allocate(bytes: Int) -> UnsafeMutableRawPointer {
+        guard let raw = malloc(max(bytes, 1)) else { fatalError("out of memory allocating \(bytes) bytes") }
+        allocations.append(raw)
+        return raw
+    }
+
+    /// A C copy of `value`.
+    func new<T>(_ value: T) -> UnsafeMutablePointer<T> {
+        let pointer = allocate(bytes: MemoryLayout<T>.stride).bindMemory(to: T.self, capacity: 1)
+        pointer.initialize(to: value)
+        return pointer
+    }
+
+    /// A C array of `values`, nil when empty (protobuf-c reads no pointer for a count of 0).
+    func array<T>(_ values: [T]) -> UnsafeMutablePointer<T>? {
+        guard !values.isEmpty else { return nil }
+        let pointer = allocate(bytes: MemoryLayout<T>.stride * values.count).bindMemory(to: T.self, capacity: values.count)
+        pointer.initialize(from: values, count: values.count)
+        return pointer
+    }
+
+    /// A NUL-terminated C copy of `text`.
+    func string(_ text: String) -> UnsafeMutablePointer<CChar> {
+        let count = text.utf8.count
+        let raw = allocate(bytes: count + 1)
+        let bytes = raw.bindMemory(to: UInt8.self, capacity: count + 1)
+        _ = UnsafeMutableBufferPointer(start: bytes, count: count).initialize(from: text.utf8)
+        bytes[count] = 0
+        return raw.bindMemory(to: CChar.self, capacity: count + 1)
+    }
+
+    /// A protobuf-c `bytes` field holding a copy of `bytes`.
+    func bytes(_ bytes: [UInt8]) -> ProtobufCBinaryData {
+        guard let pointer = array(bytes) else { return ProtobufCBinaryData(len: 0, data: nil) }
+        return ProtobufCBinaryData(len: bytes.count, data: pointer)
+    }
+}
+
+/// Reading helpers for unpacked protobuf-c messages.
+enum CRead {
+    static func string(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer)
+    }
+
+    static func bytes(_ data: ProtobufCBinaryData) -> [UInt8] {
+        guard let pointer = data.data, data.len > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: pointer, count: data.len))
+    }
+
+    /// A repeated message field: `count` pointers to sub-messages.
+    static func messages<Message, Result>(
+        _ count: Int, _ items: UnsafeMutablePointer<UnsafeMutablePointer<Message>?>?,
+        _ transform: (Message) throws(CodecError) -> Result
+    ) throws(CodecError) -> [Result] {
+        guard let items, count > 0 else { return [] }
+        var result = [Result]()
+        result.reserveCapacity(count)
+        for index in 0..<count {
+            guard let item = items[index] else { continue }
+            result.append(try transform(item.pointee))
+        }
+        return result
+    }
+
+    /// A repeated string field.
+    static func strings(_ count: Int, _ items: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> [String] {
+        guard let items, count > 0 else { return [] }
+        return (0..<count).map { string(items[$0]) }
+    }
+}

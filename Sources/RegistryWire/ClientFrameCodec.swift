@@ -1,0 +1,123 @@
+import CProtobufC
+import CRegistryProto
+import NIOCore
+import RegistryCore
+
+extension ClientFrame {
+    /// Decodes one frame payload. Throws ``CodecError/malformed(message:bytes:)`` when the
+    /// bytes are not a ClientFrame; an unknown or missing body decodes as `.unknown`.
+    public init(decoding payload: ByteBuffer) throws(CodecError) {
+        self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ClientFrame", unpack: registry__v1__client_frame__unpack) {
+            (frame: Registry__V1__ClientFrame) throws(CodecError) -> ClientFrame in
+            ClientFrame(requestID: frame.request_id, body: try Self.body(of: frame))
+        }
+    }
+
+    private static func body(of frame: Registry__V1__ClientFrame) throws(CodecError) -> ClientBody {
+        switch frame.body_case {
+        case REGISTRY__V1__CLIENT_FRAME__BODY_HELLO:
+            guard let hello = frame.hello?.pointee else { return .unknown }
+            return .hello(
+                Hello(
+                    version: CRead.version(hello.version), role: Role(rawValue: Int32(truncatingIfNeeded: hello.role.rawValue)),
+                    clientName: CRead.string(hello.client_name)))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_REGISTER_DEVICE:
+            guard let request = frame.register_device?.pointee else { return .unknown }
+            return .register(registerRequest(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_REGISTER_BATCH:
+            guard let batch = frame.register_batch?.pointee else { return .unknown }
+            return .registerBatch(try CRead.messages(batch.n_registrations, batch.registrations) { registerRequest($0) })
+        case REGISTRY__V1__CLIENT_FRAME__BODY_RESOLVE_DEVICE:
+            guard let request = frame.resolve_device?.pointee else { return .unknown }
+            return .resolve(deviceID: CRead.string(request.device_id))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_LOOKUP_DEVICE:
+            guard let request = frame.lookup_device?.pointee else { return .unknown }
+            let scope: LookupRequest.Scope
+            switch request.scope_case {
+            case REGISTRY__V1__LOOKUP_REQUEST__SCOPE_BUNDLE_ID: scope = .bundle(CRead.string(request.bundle_id))
+            case REGISTRY__V1__LOOKUP_REQUEST__SCOPE_VENDOR: scope = .vendor(CRead.string(request.vendor))
+            default: scope = .unspecified
+            }
+            return .lookup(LookupRequest(scope: scope, identifier: request.identifier.map { CRead.identifier($0.pointee) }))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_STATS:
+            return .stats
+        default:
+            return .unknown
+        }
+    }
+
+    private static func registerRequest(_ request: Registry__V1__RegisterRequest) -> RegisterRequest {
+        let identifiers = (try? CRead.messages(request.n_identifiers, request.identifiers) { CRead.identifier($0) }) ?? []
+        return RegisterRequest(bundleID: CRead.string(request.bundle_id), identifiers: identifiers)
+    }
+
+    /// Appends this frame as protobuf bytes (no length prefix) to `buffer`.
+    public func encode(into buffer: inout ByteBuffer) throws(CodecError) {
+        let arena = CArena()
+        var frame = Registry__V1__ClientFrame()
+        registry__v1__client_frame__init(&frame)
+        frame.request_id = requestID
+        switch body {
+        case .hello(let hello):
+            var message = Registry__V1__Hello()
+            registry__v1__hello__init(&message)
+            message.version = arena.version(hello.version)
+            message.role = Registry__V1__Role(rawValue: .init(truncatingIfNeeded: hello.role.rawValue))
+            message.client_name = arena.string(hello.clientName)
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_HELLO
+            frame.hello = arena.new(message)
+        case .register(let request):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_REGISTER_DEVICE
+            frame.register_device = arena.registerRequest(request)
+        case .registerBatch(let requests):
+            var message = Registry__V1__RegisterBatchRequest()
+            registry__v1__register_batch_request__init(&message)
+            message.n_registrations = requests.count
+            message.registrations = arena.array(requests.map { arena.registerRequest($0) })
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_REGISTER_BATCH
+            frame.register_batch = arena.new(message)
+        case .resolve(let deviceID):
+            var message = Registry__V1__ResolveRequest()
+            registry__v1__resolve_request__init(&message)
+            message.device_id = arena.string(deviceID)
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_RESOLVE_DEVICE
+            frame.resolve_device = arena.new(message)
+        case .lookup(let request):
+            var message = Registry__V1__LookupRequest()
+            registry__v1__lookup_request__init(&message)
+            switch request.scope {
+            case .bundle(let bundle):
+                message.scope_case = REGISTRY__V1__LOOKUP_REQUEST__SCOPE_BUNDLE_ID
+                message.bundle_id = arena.string(bundle)
+            case .vendor(let vendor):
+                message.scope_case = REGISTRY__V1__LOOKUP_REQUEST__SCOPE_VENDOR
+                message.vendor = arena.string(vendor)
+            case .unspecified:
+                break
+            }
+            message.identifier = request.identifier.flatMap { arena.identifier($0) }
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_LOOKUP_DEVICE
+            frame.lookup_device = arena.new(message)
+        case .stats:
+            var message = Registry__V1__StatsRequest()
+            registry__v1__stats_request__init(&message)
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_STATS
+            frame.stats = arena.new(message)
+        case .unknown:
+            break
+        }
+        try withExtendedLifetime(arena) { () throws(CodecError) in
+            try ProtobufC.pack(&frame, into: &buffer)
+        }
+    }
+}
+
+extension CArena {
+    func registerRequest(_ request: RegisterRequest) -> UnsafeMutablePointer<Registry__V1__RegisterRequest>? {
+        var message = Registry__V1__RegisterRequest()
+        registry__v1__register_request__init(&message)
+        message.bundle_id = string(request.bundleID)
+        (message.n_identifiers, message.identifiers) = identifiers(request.identifiers)
+        return new(message)
+    }
+}

@@ -1,0 +1,56 @@
+import CProtobufC
+import CRegistryProto
+import RegistryCore
+
+/// Conversions for messages both directions share (identifiers, errors, versions).
+extension CArena {
+    func identifier(_ value: PresentedIdentifier) -> UnsafeMutablePointer<Registry__V1__Identifier>? {
+        var message = Registry__V1__Identifier()
+        registry__v1__identifier__init(&message)
+        message.kind = Registry__V1__IdentifierKind(rawValue: .init(truncatingIfNeeded: value.rawKind))
+        message.value = string(value.text)
+        return new(message)
+    }
+
+    func identifiers(_ values: [PresentedIdentifier]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Registry__V1__Identifier>?>?) {
+        (values.count, array(values.map { identifier($0) }))
+    }
+
+    func error(_ value: WireError) -> UnsafeMutablePointer<Registry__V1__Error>? {
+        var message = Registry__V1__Error()
+        registry__v1__error__init(&message)
+        message.code = Registry__V1__ErrorCode(rawValue: .init(truncatingIfNeeded: value.code.rawValue))
+        message.message = string(value.message)
+        message.retryable = value.retryable ? 1 : 0
+        return new(message)
+    }
+
+    func version(_ value: ProtocolVersion) -> UnsafeMutablePointer<Registry__V1__ProtocolVersion>? {
+        var message = Registry__V1__ProtocolVersion()
+        registry__v1__protocol_version__init(&message)
+        message.major = value.major
+        message.minor = value.minor
+        return new(message)
+    }
+
+    func strings(_ values: [String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
+        (values.count, array(values.map { Optional(string($0)) }))
+    }
+}
+
+extension CRead {
+    static func identifier(_ message: Registry__V1__Identifier) -> PresentedIdentifier {
+        PresentedIdentifier(rawKind: Int32(truncatingIfNeeded: message.kind.rawValue), text: string(message.value))
+    }
+
+    static func error(_ message: Registry__V1__Error) -> WireError {
+        WireError(
+            code: ErrorCode(rawValue: Int32(truncatingIfNeeded: message.code.rawValue)), message: string(message.message),
+            retryable: message.retryable != 0)
+    }
+
+    static func version(_ message: UnsafeMutablePointer<Registry__V1__ProtocolVersion>?) -> ProtocolVersion {
+        guard let message else { return ProtocolVersion(major: 0, minor: 0) }
+        return ProtocolVersion(major: message.pointee.major, minor: message.pointee.minor)
+    }
+}

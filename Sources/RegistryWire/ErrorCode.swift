@@ -1,0 +1,91 @@
+import RegistryCore
+
+/// A wire error code (`registry.v1.ErrorCode`). A struct rather than an enum so that codes
+/// added by newer servers survive decoding.
+public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    public static let invalidBundleID = ErrorCode(rawValue: 1)
+    public static let invalidIdentifier = ErrorCode(rawValue: 2)
+    public static let missingIdentifier = ErrorCode(rawValue: 3)
+    public static let invalidDeviceID = ErrorCode(rawValue: 4)
+    public static let notFound = ErrorCode(rawValue: 5)
+    public static let batchTooLarge = ErrorCode(rawValue: 6)
+    public static let unknownMessage = ErrorCode(rawValue: 7)
+    public static let invalidArgument = ErrorCode(rawValue: 8)
+    public static let unavailable = ErrorCode(rawValue: 9)
+    public static let internalError = ErrorCode(rawValue: 10)
+    public static let handshakeRequired = ErrorCode(rawValue: 100)
+    public static let unsupportedVersion = ErrorCode(rawValue: 101)
+    public static let malformedFrame = ErrorCode(rawValue: 102)
+    public static let frameTooLarge = ErrorCode(rawValue: 103)
+    public static let unsupportedRole = ErrorCode(rawValue: 104)
+
+    /// Every code this version knows, in code order.
+    public static let known: [ErrorCode] = [
+        .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
+        .unknownMessage, .invalidArgument, .unavailable, .internalError, .handshakeRequired, .unsupportedVersion,
+        .malformedFrame, .frameTooLarge, .unsupportedRole,
+    ]
+
+    /// Codes from 100 end the connection.
+    public var closesConnection: Bool { rawValue >= 100 }
+
+    /// The stable snake-case name used in JSON output and metrics labels.
+    public var name: String {
+        switch self {
+        case .invalidBundleID: return "invalid_bundle_id"
+        case .invalidIdentifier: return "invalid_identifier"
+        case .missingIdentifier: return "missing_identifier"
+        case .invalidDeviceID: return "invalid_device_id"
+        case .notFound: return "not_found"
+        case .batchTooLarge: return "batch_too_large"
+        case .unknownMessage: return "unknown_message"
+        case .invalidArgument: return "invalid_argument"
+        case .unavailable: return "unavailable"
+        case .internalError: return "internal"
+        case .handshakeRequired: return "handshake_required"
+        case .unsupportedVersion: return "unsupported_version"
+        case .malformedFrame: return "malformed_frame"
+        case .frameTooLarge: return "frame_too_large"
+        case .unsupportedRole: return "unsupported_role"
+        default: return "code_\(rawValue)"
+        }
+    }
+
+    public var description: String { name }
+
+    public static func < (lhs: ErrorCode, rhs: ErrorCode) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A typed error as it travels: code, text, and whether retrying may help.
+public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+    public let retryable: Bool
+
+    public init(code: ErrorCode, message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+
+    /// The wire form of an identity-rule refusal.
+    public init(_ error: IdentityError) {
+        switch error {
+        case .invalidBundleID: code = .invalidBundleID
+        case .invalidIdentifier: code = .invalidIdentifier
+        case .missingIdentifier: code = .missingIdentifier
+        case .invalidDeviceID: code = .invalidDeviceID
+        case .invalidVendor: code = .invalidArgument
+        }
+        message = error.description
+        retryable = false
+    }
+
+    public var description: String { "\(code.name): \(message)" }
+}

@@ -1,0 +1,275 @@
+import RegistryCore
+
+/// Swift forms of the `registry.v1` messages. Fields carry what the client sent, unvalidated:
+/// validation is the identity rules' job, so that every refusal gets its own typed error.
+
+/// `registry.v1.ProtocolVersion`.
+public struct ProtocolVersion: Hashable, Sendable, CustomStringConvertible {
+    public var major: UInt32
+    public var minor: UInt32
+
+    public init(major: UInt32, minor: UInt32) {
+        self.major = major
+        self.minor = minor
+    }
+
+    /// The version this code speaks.
+    public static let current = ProtocolVersion(major: 1, minor: 0)
+
+    public var description: String { "\(major).\(minor)" }
+}
+
+/// `registry.v1.Role`; `unknown` keeps values this version does not know.
+public enum Role: Hashable, Sendable, CustomStringConvertible {
+    case client, admin, peer
+    case unknown(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 1: self = .client
+        case 2: self = .admin
+        case 3: self = .peer
+        default: self = .unknown(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .client: return 1
+        case .admin: return 2
+        case .peer: return 3
+        case .unknown(let value): return value
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .client: return "client"
+        case .admin: return "admin"
+        case .peer: return "peer"
+        case .unknown(let value): return "unknown(\(value))"
+        }
+    }
+}
+
+/// `registry.v1.Hello`.
+public struct Hello: Hashable, Sendable {
+    public var version: ProtocolVersion
+    public var role: Role
+    public var clientName: String
+
+    public init(version: ProtocolVersion = .current, role: Role, clientName: String) {
+        self.version = version
+        self.role = role
+        self.clientName = clientName
+    }
+}
+
+/// `registry.v1.Limits`.
+public struct Limits: Hashable, Sendable {
+    public var maxFrameBytes: UInt32
+    public var maxBatchSize: UInt32
+    public var maxInFlight: UInt32
+
+    public init(maxFrameBytes: UInt32, maxBatchSize: UInt32, maxInFlight: UInt32) {
+        self.maxFrameBytes = maxFrameBytes
+        self.maxBatchSize = maxBatchSize
+        self.maxInFlight = maxInFlight
+    }
+
+    /// 1 MiB frames, 1000 registrations a batch, 1024 requests in flight per connection.
+    public static let `default` = Limits(maxFrameBytes: 1 << 20, maxBatchSize: 1000, maxInFlight: 1024)
+}
+
+/// `registry.v1.HelloAccepted`.
+public struct HelloAccepted: Hashable, Sendable {
+    public var version: ProtocolVersion
+    public var nodeID: String
+    public var clusterID: String
+    public var serverVersion: String
+    public var limits: Limits
+
+    public init(version: ProtocolVersion, nodeID: String, clusterID: String, serverVersion: String, limits: Limits) {
+        self.version = version
+        self.nodeID = nodeID
+        self.clusterID = clusterID
+        self.serverVersion = serverVersion
+        self.limits = limits
+    }
+}
+
+/// `registry.v1.RegisterRequest`.
+public struct RegisterRequest: Hashable, Sendable {
+    public var bundleID: String
+    public var identifiers: [PresentedIdentifier]
+
+    public init(bundleID: String, identifiers: [PresentedIdentifier]) {
+        self.bundleID = bundleID
+        self.identifiers = identifiers
+    }
+
+    /// Convenience for the common two kinds.
+    public init(bundleID: String, keychain: String? = nil, idfv: String? = nil) {
+        var identifiers = [PresentedIdentifier]()
+        if let keychain { identifiers.append(PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: keychain)) }
+        if let idfv { identifiers.append(PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, text: idfv)) }
+        self.init(bundleID: bundleID, identifiers: identifiers)
+    }
+}
+
+/// `registry.v1.RegisterResult`.
+public struct RegisterResult: Hashable, Sendable {
+    public var deviceID: String
+    public var created: Bool
+    public var vendor: String
+    public var replacedDeviceIDs: [String]
+    public var rejectedIdentifiers: [PresentedIdentifier]
+
+    public init(
+        deviceID: String, created: Bool, vendor: String, replacedDeviceIDs: [String] = [],
+        rejectedIdentifiers: [PresentedIdentifier] = []
+    ) {
+        self.deviceID = deviceID
+        self.created = created
+        self.vendor = vendor
+        self.replacedDeviceIDs = replacedDeviceIDs
+        self.rejectedIdentifiers = rejectedIdentifiers
+    }
+}
+
+/// `registry.v1.LookupRequest`: an identifier within a vendor, named directly or by a bundle.
+public struct LookupRequest: Hashable, Sendable {
+    public enum Scope: Hashable, Sendable {
+        case bundle(String)
+        case vendor(String)
+        case unspecified
+    }
+
+    public var scope: Scope
+    /// Nil when the client sent none.
+    public var identifier: PresentedIdentifier?
+
+    public init(scope: Scope, identifier: PresentedIdentifier?) {
+        self.scope = scope
+        self.identifier = identifier
+    }
+}
+
+/// `registry.v1.AppSeen`.
+public struct AppSeenRecord: Hashable, Sendable, Codable {
+    public var bundleID: String
+    public var firstSeenMillis: UInt64
+    public var lastSeenMillis: UInt64
+
+    public init(bundleID: String, firstSeenMillis: UInt64, lastSeenMillis: UInt64) {
+        self.bundleID = bundleID
+        self.firstSeenMillis = firstSeenMillis
+        self.lastSeenMillis = lastSeenMillis
+    }
+}
+
+/// `registry.v1.DeviceRecord`.
+public struct DeviceRecordMessage: Hashable, Sendable {
+    public var deviceID: String
+    public var vendor: String
+    public var apps: [AppSeenRecord]
+    public var aliasIDs: [String]
+    public var createdAtMillis: UInt64
+    public var createdHLC: UInt64
+    public var originNodeID: String
+
+    public init(
+        deviceID: String, vendor: String, apps: [AppSeenRecord], aliasIDs: [String], createdAtMillis: UInt64,
+        createdHLC: UInt64, originNodeID: String
+    ) {
+        self.deviceID = deviceID
+        self.vendor = vendor
+        self.apps = apps
+        self.aliasIDs = aliasIDs
+        self.createdAtMillis = createdAtMillis
+        self.createdHLC = createdHLC
+        self.originNodeID = originNodeID
+    }
+
+    /// The wire form of a core record.
+    public init(_ record: DeviceRecord) {
+        self.init(
+            deviceID: record.device.id.description, vendor: record.device.vendor.name,
+            apps: record.apps.map {
+                AppSeenRecord(bundleID: $0.bundle.value, firstSeenMillis: $0.firstSeen.millis, lastSeenMillis: $0.lastSeen.millis)
+            },
+            aliasIDs: record.aliases.map(\.description), createdAtMillis: record.device.created.millis,
+            createdHLC: record.device.created.rawValue, originNodeID: record.device.origin.value)
+    }
+}
+
+/// `registry.v1.Stats`.
+public struct StatsMessage: Hashable, Sendable {
+    public var nodeID = ""
+    public var clusterID = ""
+    public var serverVersion = ""
+    public var uptimeMillis: UInt64 = 0
+    public var deviceCount: UInt64 = 0
+    public var aliasCount: UInt64 = 0
+    public var claimCount: UInt64 = 0
+    public var requestsServed: UInt64 = 0
+    /// Non-zero counts only, in code order.
+    public var errors: [ErrorCode: UInt64] = [:]
+    public var logOperations: UInt64 = 0
+    public var logEpoch: UInt64 = 0
+    public var logSequence: UInt64 = 0
+    public var connections: UInt64 = 0
+
+    public init() {}
+}
+
+/// One registration's outcome inside a batch.
+public enum BatchItem: Hashable, Sendable {
+    case result(RegisterResult)
+    case error(WireError)
+}
+
+/// What a client can ask.
+public enum ClientBody: Hashable, Sendable {
+    case hello(Hello)
+    case register(RegisterRequest)
+    case registerBatch([RegisterRequest])
+    case resolve(deviceID: String)
+    case lookup(LookupRequest)
+    case stats
+    /// A body this version does not know (or none at all).
+    case unknown
+}
+
+/// `registry.v1.ClientFrame`.
+public struct ClientFrame: Hashable, Sendable {
+    public var requestID: UInt64
+    public var body: ClientBody
+
+    public init(requestID: UInt64, body: ClientBody) {
+        self.requestID = requestID
+        self.body = body
+    }
+}
+
+/// What a server can answer.
+public enum ServerBody: Hashable, Sendable {
+    case helloAccepted(HelloAccepted)
+    case registerResult(RegisterResult)
+    case registerBatchResult([BatchItem])
+    case device(DeviceRecordMessage)
+    case stats(StatsMessage)
+    case error(WireError)
+    case unknown
+}
+
+/// `registry.v1.ServerFrame`.
+public struct ServerFrame: Hashable, Sendable {
+    public var requestID: UInt64
+    public var body: ServerBody
+
+    public init(requestID: UInt64, body: ServerBody) {
+        self.requestID = requestID
+        self.body = body
+    }
+}

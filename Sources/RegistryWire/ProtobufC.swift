@@ -1,0 +1,36 @@
+import CProtobufC
+import NIOCore
+
+/// The two calls every top-level message goes through, written once.
+enum ProtobufC {
+    /// Packs `message` (a protobuf-c struct initialised by its `__init`) after the buffer's
+    /// writer index, checking `pack` against `get_packed_size`.
+    static func pack<Message>(_ message: UnsafeMutablePointer<Message>, into buffer: inout ByteBuffer) throws(CodecError) {
+        let base = UnsafeMutableRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self)
+        let size = protobuf_c_message_get_packed_size(base)
+        let written = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { out in
+            protobuf_c_message_pack(base, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+        guard written == size else { throw .packSizeMismatch(expected: size, written: written) }
+    }
+
+    /// Unpacks `bytes` with a generated `__unpack` function, hands the message to `body`, and
+    /// frees it on every path. A NULL from protobuf-c is a typed `malformed` error.
+    static func withUnpacked<Message, Result>(
+        _ bytes: ByteBuffer, name: String,
+        unpack: (UnsafeMutablePointer<ProtobufCAllocator>?, Int, UnsafePointer<UInt8>?) -> UnsafeMutablePointer<Message>?,
+        _ body: (Message) throws(CodecError) -> Result
+    ) throws(CodecError) -> Result {
+        let message = bytes.withUnsafeReadableBytes { raw -> UnsafeMutablePointer<Message>? in
+            var empty: UInt8 = 0
+            guard let base = raw.baseAddress, raw.count > 0 else { return unpack(nil, 0, &empty) }
+            return unpack(nil, raw.count, base.assumingMemoryBound(to: UInt8.self))
+        }
+        guard let message else { throw .malformed(message: name, bytes: bytes.readableBytes) }
+        defer {
+            protobuf_c_message_free_unpacked(
+                UnsafeMutableRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self), nil)
+        }
+        return try body(message.pointee)
+    }
+}

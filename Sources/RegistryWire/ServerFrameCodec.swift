@@ -1,0 +1,210 @@
+import CProtobufC
+import CRegistryProto
+import NIOCore
+import RegistryCore
+
+extension ServerFrame {
+    /// Decodes one frame payload; throws ``CodecError/malformed(message:bytes:)`` for bad bytes.
+    public init(decoding payload: ByteBuffer) throws(CodecError) {
+        self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ServerFrame", unpack: registry__v1__server_frame__unpack) {
+            (frame: Registry__V1__ServerFrame) throws(CodecError) -> ServerFrame in
+            ServerFrame(requestID: frame.request_id, body: try Self.body(of: frame))
+        }
+    }
+
+    private static func body(of frame: Registry__V1__ServerFrame) throws(CodecError) -> ServerBody {
+        switch frame.body_case {
+        case REGISTRY__V1__SERVER_FRAME__BODY_HELLO_ACCEPTED:
+            guard let hello = frame.hello_accepted?.pointee else { return .unknown }
+            let limits = hello.limits?.pointee
+            return .helloAccepted(
+                HelloAccepted(
+                    version: CRead.version(hello.version), nodeID: CRead.string(hello.node_id),
+                    clusterID: CRead.string(hello.cluster_id), serverVersion: CRead.string(hello.server_version),
+                    limits: Limits(
+                        maxFrameBytes: limits?.max_frame_bytes ?? 0, maxBatchSize: limits?.max_batch_size ?? 0,
+                        maxInFlight: limits?.max_in_flight ?? 0)))
+        case REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_RESULT:
+            guard let result = frame.register_result?.pointee else { return .unknown }
+            return .registerResult(try registerResult(result))
+        case REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_BATCH_RESULT:
+            guard let batch = frame.register_batch_result?.pointee else { return .unknown }
+            return .registerBatchResult(
+                try CRead.messages(batch.n_items, batch.items) { (item) throws(CodecError) -> BatchItem in
+                    switch item.outcome_case {
+                    case REGISTRY__V1__REGISTER_BATCH_ITEM__OUTCOME_RESULT:
+                        guard let result = item.result?.pointee else { break }
+                        return .result(try registerResult(result))
+                    case REGISTRY__V1__REGISTER_BATCH_ITEM__OUTCOME_ERROR:
+                        guard let error = item.error?.pointee else { break }
+                        return .error(CRead.error(error))
+                    default:
+                        break
+                    }
+                    return .error(WireError(code: .unknownMessage, message: "batch item without outcome"))
+                })
+        case REGISTRY__V1__SERVER_FRAME__BODY_DEVICE:
+            guard let device = frame.device?.pointee else { return .unknown }
+            return .device(
+                DeviceRecordMessage(
+                    deviceID: CRead.string(device.device_id), vendor: CRead.string(device.vendor),
+                    apps: try CRead.messages(device.n_apps, device.apps) {
+                        AppSeenRecord(
+                            bundleID: CRead.string($0.bundle_id), firstSeenMillis: $0.first_seen_ms,
+                            lastSeenMillis: $0.last_seen_ms)
+                    },
+                    aliasIDs: CRead.strings(device.n_alias_ids, device.alias_ids), createdAtMillis: device.created_at_ms,
+                    createdHLC: device.created_hlc, originNodeID: CRead.string(device.origin_node_id)))
+        case REGISTRY__V1__SERVER_FRAME__BODY_STATS:
+            guard let stats = frame.stats?.pointee else { return .unknown }
+            var message = StatsMessage()
+            message.nodeID = CRead.string(stats.node_id)
+            message.clusterID = CRead.string(stats.cluster_id)
+            message.serverVersion = CRead.string(stats.server_version)
+            message.uptimeMillis = stats.uptime_ms
+            message.deviceCount = stats.device_count
+            message.aliasCount = stats.alias_count
+            message.claimCount = stats.claim_count
+            message.requestsServed = stats.requests_served
+            for (code, count) in try CRead.messages(stats.n_errors, stats.errors, { (Int32(truncatingIfNeeded: $0.code.rawValue), $0.count) }) {
+                message.errors[ErrorCode(rawValue: code), default: 0] += count
+            }
+            message.logOperations = stats.log_operations
+            message.logEpoch = stats.log_epoch
+            message.logSequence = stats.log_sequence
+            message.connections = stats.connections
+            return .stats(message)
+        case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
+            guard let error = frame.error?.pointee else { return .unknown }
+            return .error(CRead.error(error))
+        default:
+            return .unknown
+        }
+    }
+
+    private static func registerResult(_ result: Registry__V1__RegisterResult) throws(CodecError) -> RegisterResult {
+        RegisterResult(
+            deviceID: CRead.string(result.device_id), created: result.created != 0, vendor: CRead.string(result.vendor),
+            replacedDeviceIDs: CRead.strings(result.n_replaced_device_ids, result.replaced_device_ids),
+            rejectedIdentifiers: try CRead.messages(result.n_rejected_identifiers, result.rejected_identifiers) {
+                CRead.identifier($0)
+            })
+    }
+
+    /// Appends this frame as protobuf bytes (no length prefix) to `buffer`.
+    public func encode(into buffer: inout ByteBuffer) throws(CodecError) {
+        let arena = CArena()
+        var frame = Registry__V1__ServerFrame()
+        registry__v1__server_frame__init(&frame)
+        frame.request_id = requestID
+        switch body {
+        case .helloAccepted(let hello):
+            var limits = Registry__V1__Limits()
+            registry__v1__limits__init(&limits)
+            limits.max_frame_bytes = hello.limits.maxFrameBytes
+            limits.max_batch_size = hello.limits.maxBatchSize
+            limits.max_in_flight = hello.limits.maxInFlight
+            var message = Registry__V1__HelloAccepted()
+            registry__v1__hello_accepted__init(&message)
+            message.version = arena.version(hello.version)
+            message.node_id = arena.string(hello.nodeID)
+            message.cluster_id = arena.string(hello.clusterID)
+            message.server_version = arena.string(hello.serverVersion)
+            message.limits = arena.new(limits)
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_HELLO_ACCEPTED
+            frame.hello_accepted = arena.new(message)
+        case .registerResult(let result):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_RESULT
+            frame.register_result = arena.registerResult(result)
+        case .registerBatchResult(let items):
+            let encoded = items.map { item -> UnsafeMutablePointer<Registry__V1__RegisterBatchItem>? in
+                var message = Registry__V1__RegisterBatchItem()
+                registry__v1__register_batch_item__init(&message)
+                switch item {
+                case .result(let result):
+                    message.outcome_case = REGISTRY__V1__REGISTER_BATCH_ITEM__OUTCOME_RESULT
+                    message.result = arena.registerResult(result)
+                case .error(let error):
+                    message.outcome_case = REGISTRY__V1__REGISTER_BATCH_ITEM__OUTCOME_ERROR
+                    message.error = arena.error(error)
+                }
+                return arena.new(message)
+            }
+            var message = Registry__V1__RegisterBatchResult()
+            registry__v1__register_batch_result__init(&message)
+            message.n_items = encoded.count
+            message.items = arena.array(encoded)
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_BATCH_RESULT
+            frame.register_batch_result = arena.new(message)
+        case .device(let device):
+            let apps = device.apps.map { app -> UnsafeMutablePointer<Registry__V1__AppSeen>? in
+                var message = Registry__V1__AppSeen()
+                registry__v1__app_seen__init(&message)
+                message.bundle_id = arena.string(app.bundleID)
+                message.first_seen_ms = app.firstSeenMillis
+                message.last_seen_ms = app.lastSeenMillis
+                return arena.new(message)
+            }
+            var message = Registry__V1__DeviceRecord()
+            registry__v1__device_record__init(&message)
+            message.device_id = arena.string(device.deviceID)
+            message.vendor = arena.string(device.vendor)
+            message.n_apps = apps.count
+            message.apps = arena.array(apps)
+            (message.n_alias_ids, message.alias_ids) = arena.strings(device.aliasIDs)
+            message.created_at_ms = device.createdAtMillis
+            message.created_hlc = device.createdHLC
+            message.origin_node_id = arena.string(device.originNodeID)
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_DEVICE
+            frame.device = arena.new(message)
+        case .stats(let stats):
+            let errors = stats.errors.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
+                entry -> UnsafeMutablePointer<Registry__V1__ErrorCount>? in
+                var message = Registry__V1__ErrorCount()
+                registry__v1__error_count__init(&message)
+                message.code = Registry__V1__ErrorCode(rawValue: .init(truncatingIfNeeded: entry.key.rawValue))
+                message.count = entry.value
+                return arena.new(message)
+            }
+            var message = Registry__V1__Stats()
+            registry__v1__stats__init(&message)
+            message.node_id = arena.string(stats.nodeID)
+            message.cluster_id = arena.string(stats.clusterID)
+            message.server_version = arena.string(stats.serverVersion)
+            message.uptime_ms = stats.uptimeMillis
+            message.device_count = stats.deviceCount
+            message.alias_count = stats.aliasCount
+            message.claim_count = stats.claimCount
+            message.requests_served = stats.requestsServed
+            message.n_errors = errors.count
+            message.errors = arena.array(errors)
+            message.log_operations = stats.logOperations
+            message.log_epoch = stats.logEpoch
+            message.log_sequence = stats.logSequence
+            message.connections = stats.connections
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_STATS
+            frame.stats = arena.new(message)
+        case .error(let error):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
+            frame.error = arena.error(error)
+        case .unknown:
+            break
+        }
+        try withExtendedLifetime(arena) { () throws(CodecError) in
+            try ProtobufC.pack(&frame, into: &buffer)
+        }
+    }
+}
+
+extension CArena {
+    func registerResult(_ result: RegisterResult) -> UnsafeMutablePointer<Registry__V1__RegisterResult>? {
+        var message = Registry__V1__RegisterResult()
+        registry__v1__register_result__init(&message)
+        message.device_id = string(result.deviceID)
+        message.created = result.created ? 1 : 0
+        message.vendor = string(result.vendor)
+        (message.n_replaced_device_ids, message.replaced_device_ids) = strings(result.replacedDeviceIDs)
+        (message.n_rejected_identifiers, message.rejected_identifiers) = identifiers(result.rejectedIdentifiers)
+        return new(message)
+    }
+}

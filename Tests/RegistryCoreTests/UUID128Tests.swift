@@ -1,0 +1,50 @@
+import Testing
+@testable import RegistryCore
+
+@Suite struct UUID128Tests {
+    @Test func parsesEitherCaseAndPrintsLowerCase() throws {
+        let upper = try #require(UUID128(text: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        let lower = try #require(UUID128(text: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f"))
+        #expect(upper == lower)
+        #expect(upper.text == "e621e1f8-c36c-495a-93fc-0c247a3e6e5f")
+        #expect(upper.bytes.count == 16)
+        #expect(UUID128(bytes: upper.bytes) == upper)
+    }
+
+    @Test(arguments: [
+        "", "e621e1f8c36c495a93fc0c247a3e6e5f", "e621e1f8-c36c-495a-93fc-0c247a3e6e5", "e621e1f8-c36c-495a-93fc-0c247a3e6e5ff",
+        "g621e1f8-c36c-495a-93fc-0c247a3e6e5f", "e621e1f8_c36c-495a-93fc-0c247a3e6e5f", "{e621e1f8-c36c-495a-93fc-0c247a3e6e5f}",
+        "e621e1f8-c36c-495a-93fc-0c247a3e6é5f",
+    ])
+    func rejectsMalformedText(_ text: String) {
+        #expect(UUID128(text: text) == nil)
+    }
+
+    @Test func randomValuesRoundTripThroughTextAndBytes() {
+        var generator = SplitMix64(seed: 7)
+        for _ in 0..<1000 {
+            let value = UUID128(high: generator.next(), low: generator.next())
+            #expect(UUID128(text: value.text) == value)
+            #expect(UUID128(bytes: value.bytes) == value)
+        }
+        #expect(UUID128(bytes: [UInt8](repeating: 1, count: 15)) == nil)
+    }
+
+    @Test func orderIsByBigEndianBytes() {
+        let a = UUID128(text: "00000000-0000-0000-0000-0000000000ff")!
+        let b = UUID128(text: "00000000-0000-0000-0100-000000000000")!
+        let c = UUID128(text: "01000000-0000-0000-0000-000000000000")!
+        #expect(a < b && b < c)
+    }
+
+    @Test func mintedDeviceIDsAreVersion7AndTimeOrdered() {
+        var generator = SplitMix64(seed: 1)
+        let early = DeviceID.mint(at: HLCTimestamp(millis: 1_000, counter: 0), using: &generator)
+        let late = DeviceID.mint(at: HLCTimestamp(millis: 2_000, counter: 0), using: &generator)
+        #expect(early < late)
+        let text = early.description
+        #expect(Array(text)[14] == "7")
+        #expect("89ab".contains(Array(text)[19]))
+        #expect(throws: IdentityError.invalidDeviceID("nope")) { try DeviceID(parsing: "nope") }
+    }
+}
