@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOPosix
+import RegistryCore
+import RegistryWire
+
+/// An async client for one registry node. Calls may be made concurrently from many tasks;
+/// they are pipelined on one TCP connection and matched to answers by request ID.
+///
+/// ```swift
+/// let client = try await RegistryClient.connect(to: Endpoint(parsing: "127.0.0.1:7400"), clientName: "billing")
+/// let result = try await client.register(RegisterRequest(bundleID: "com.vendor.app1", idfv: idfv))
+/// ```
+public final class RegistryClient: Sendable {
+    /// What the server said in the handshake.
+    public let server: HelloAccepted
+    public let endpoint: Endpoint
+    private let channel: any Channel
+
+    private init(server: HelloAccepted, endpoint: Endpoint, channel: any Channel) {
+        self.server = server
+        self.endpoint = endpoint
+        self.channel = channel
+    }
+
+    /// Connects and performs the handshake.
+    public static func connect(
+        to endpoint: Endpoint, role: Role = .client, clientName: String,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5)
+    ) async throws(RegistryClientError) -> RegistryClient {
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers(
+                            ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)), ClientChannelHandler())
+                    }
+                }
+                .connect(host: endpoint.host, port: endpoint.port).get()
+        } catch let error as NIOConnectionError {
+            let reasons = error.connectionErrors.map { attempt in
+                (attempt.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(attempt.error)"
+            }
+            throw .unreachable(
+                endpoint: endpoint.description,
+                reason: reasons.isEmpty ? (error.dnsAAAAError ?? error.dnsAError).map { "\($0)" } ?? "no address" : reasons.joined(separator: "; "))
+        } catch {
+            throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
+        }
+        let answer: ServerBody
+        do {
+            answer = try await send(.hello(Hello(role: role, clientName: clientName)), on: channel)
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+        switch answer {
+        case .helloAccepted(let accepted):
+            return RegistryClient(server: accepted, endpoint: endpoint, channel: channel)
+        case .error(let error):
+            try? await channel.close()
+            throw .server(error)
+        default:
+            try? await channel.close()
+            throw .unexpectedResponse("\(answer) to Hello")
+        }
+    }
+
+    private static func send(_ body: ClientBody, on channel: any Channel) async throws(RegistryClientError) -> ServerBody {
+        let promise = channel.eventLoop.makePromise(of: ServerBody.self)
+        channel.writeAndFlush(PendingRequest(body: body, promise: promise), promise: nil)
+        do {
+            return try await promise.futureResult.get()
+        } catch let error as RegistryClientError {
+            throw error
+        } catch {
+            throw .connectionClosed("\(error)")
+        }
+    }
+
+    /// Sends any request and returns the server's answer as is (errors included).
+    public func send(_ body: ClientBody) async throws(RegistryClientError) -> ServerBody {
+        try await Self.send(body, on: channel)
+    }
+
+    public func register(_ request: RegisterRequest) async throws(RegistryClientError) -> RegisterResult {
+        switch try await send(.register(request)) {
+        case .registerResult(let result): return result
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to RegisterRequest")
+        }
+    }
+
+    /// Registers up to `server.limits.maxBatchSize` devices in one frame; one outcome each, in order.
+    public func registerBatch(_ requests: [RegisterRequest]) async throws(RegistryClientError) -> [BatchItem] {
+        switch try await send(.registerBatch(requests)) {
+        case .registerBatchResult(let items): return items
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to RegisterBatchRequest")
+        }
+    }
+
+    /// The canonical record of a device ID or alias.
+    public func resolve(deviceID: String) async throws(RegistryClientError) -> DeviceRecordMessage {
+        try await device(for: .resolve(deviceID: deviceID))
+    }
+
+    /// The device an identifier is claimed by within a vendor scope.
+    public func lookup(_ request: LookupRequest) async throws(RegistryClientError) -> DeviceRecordMessage {
+        try await device(for: .lookup(request))
+    }
+
+    private func device(for body: ClientBody) async throws(RegistryClientError) -> DeviceRecordMessage {
+        switch try await send(body) {
+        case .device(let record): return record
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other)")
+        }
+    }
+
+    public func stats() async throws(RegistryClientError) -> StatsMessage {
+        switch try await send(.stats) {
+        case .stats(let stats): return stats
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to StatsRequest")
+        }
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+}

@@ -1,0 +1,49 @@
+import RegistryWire
+
+/// Why a client call failed.
+public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The endpoint text is not `host:port`.
+    case invalidEndpoint(String)
+    /// No connection could be made (refused, unresolvable, timed out).
+    case unreachable(endpoint: String, reason: String)
+    /// The server answered with a typed error.
+    case server(WireError)
+    /// The connection closed before the answer arrived.
+    case connectionClosed(String)
+    /// The server sent something this client cannot use.
+    case unexpectedResponse(String)
+
+    public var description: String {
+        switch self {
+        case .invalidEndpoint(let text): return "invalid endpoint \"\(text)\": expected host:port"
+        case .unreachable(let endpoint, let reason): return "cannot reach \(endpoint): \(reason)"
+        case .server(let error): return "server error \(error.code.name): \(error.message)"
+        case .connectionClosed(let reason): return "connection closed: \(reason)"
+        case .unexpectedResponse(let what): return "unexpected response: \(what)"
+        }
+    }
+}
+
+/// A server address, `host:port`.
+public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `host:port` (`[v6]:port` for IPv6 literals).
+    public init(parsing text: String) throws(RegistryClientError) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65_535).contains(port)
+        else { throw .invalidEndpoint(text) }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw .invalidEndpoint(text) }
+        self.init(host: host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

@@ -1,0 +1,21 @@
+import RegistryStorage
+import RegistryWire
+
+/// Why a node could not start. Nothing is written before these checks pass.
+public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertible {
+    case storage(StorageError)
+    /// The data directory belongs to another node ID than the one configured.
+    case nodeIDMismatch(stored: String, configured: String)
+    /// A log entry could not be decoded; the node refuses to serve a partial state.
+    case corruptLog(origin: String, epoch: UInt64, sequence: UInt64, reason: String)
+
+    public var description: String {
+        switch self {
+        case .storage(let error): return error.description
+        case .nodeIDMismatch(let stored, let configured):
+            return "the data directory belongs to node \(stored), but --node-id is \(configured)"
+        case .corruptLog(let origin, let epoch, let sequence, let reason):
+            return "log entry \(origin)/\(epoch)/\(sequence) is unreadable: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,239 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Synchronization
+
+/// Carries out what ``NodeState`` decides: requests are answered under one lock (fast, in
+/// memory), and their operations are group-committed to the durable log by ``LogWriter``.
+/// A response is released only after every operation it reports, and every operation applied
+/// before it, is durable: while a commit runs, even read-only answers wait for it.
+public final class RegistryEngine: Sendable {
+    /// Calls back with the responses to one submitted group of requests, in request order.
+    public typealias Delivery = @Sendable ([ServerFrame]) -> Void
+
+    struct Waiter {
+        let responses: [ServerFrame]
+        let deliver: Delivery
+    }
+
+    struct Core {
+        var node: NodeState
+        var generator = SystemRandomNumberGenerator()
+        /// Operations applied in memory and not yet handed to the writer.
+        var pendingOperations: [LoggedOperation] = []
+        var pendingWaiters: [Waiter] = []
+        /// True from the moment a commit loop is scheduled until it finds nothing left to write.
+        var commitRunning = false
+        /// Set once the log failed or was closed; from then on every request is refused.
+        var failure: WireError?
+        var durableOperations: UInt64
+    }
+
+    public let nodeID: NodeID
+    public let clusterID: String
+    public let limits: Limits
+    public static let serverVersion = "registryd 0.1.0"
+
+    private let core: Mutex<Core>
+    private let writer: LogWriter
+    let counters = ServerCounters()
+    private let logger: Logger
+    private let wallClock: @Sendable () -> UInt64
+    private let startedAt: UInt64
+    /// Called once, off the lock, when the log fails; registryd shuts down on it.
+    private let onFatalError: @Sendable (StorageError) -> Void
+
+    /// Opens the data directory, replays the log into memory, and restores the clock and sequence.
+    public init(
+        configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = wallClockMillis,
+        onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
+    ) throws(NodeStartupError) {
+        let log: OperationLog
+        let identity: NodeIdentity
+        do {
+            let directory = try DataDirectory(path: configuration.dataDirectory)
+            log = try OperationLog(directory: directory)
+            if let stored = try log.identity() {
+                if let configured = configuration.nodeID, configured.value != stored.nodeID {
+                    throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
+                }
+                identity = stored
+            } else {
+                var generator = SystemRandomNumberGenerator()
+                let nodeID = configuration.nodeID?.value ?? "node-\(String(generator.next() & 0xFFFF_FFFF, radix: 16))"
+                identity = NodeIdentity(nodeID: nodeID, epoch: wallClock())
+                try log.initialise(identity)
+                logger.info("initialised a new data directory", metadata: ["node": "\(nodeID)", "epoch": "\(identity.epoch)"])
+            }
+        } catch let error as NodeStartupError {
+            throw error
+        } catch let error as StorageError {
+            throw .storage(error)
+        } catch {
+            throw .storage(.corrupt("\(error)"))
+        }
+
+        var registry = RegistryState()
+        var newest = HLCTimestamp.zero
+        var lastOwnSequence: UInt64 = 0
+        do {
+            try log.forEach { (record) throws(StorageError) in
+                let operation: Operation
+                do {
+                    operation = try OperationCodec.decode(record.payload)
+                } catch {
+                    throw .corrupt("\(record.origin)/\(record.epoch)/\(record.sequence): \(error)")
+                }
+                registry.apply(operation)
+                newest = max(newest, HLCTimestamp(rawValue: record.hlc))
+                if record.origin == identity.nodeID, record.epoch == identity.epoch {
+                    lastOwnSequence = max(lastOwnSequence, record.sequence)
+                }
+            }
+            newest = max(newest, HLCTimestamp(rawValue: try log.persistedClock()))
+        } catch {
+            throw .storage(error)
+        }
+
+        let nodeID = NodeID(trusted: identity.nodeID)
+        let node = NodeState(
+            registry: registry, clock: HybridLogicalClock(last: newest), nodeID: nodeID, epoch: identity.epoch,
+            nextSequence: lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
+        self.core = Mutex(Core(node: node, durableOperations: log.recordCount))
+        self.writer = LogWriter(log: log)
+        self.nodeID = nodeID
+        self.clusterID = configuration.clusterID
+        self.limits = configuration.limits
+        self.logger = logger
+        self.wallClock = wallClock
+        self.startedAt = wallClock()
+        self.onFatalError = onFatalError
+        logger.info(
+            "replayed the operation log",
+            metadata: [
+                "operations": "\(log.recordCount)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
+                "epoch": "\(identity.epoch)", "next_sequence": "\(lastOwnSequence + 1)",
+            ])
+    }
+
+    /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
+    /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
+    public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
+        let wall = wallClock()
+        var responses = [ServerFrame]()
+        responses.reserveCapacity(frames.count)
+        let (answerNow, startCommit) = core.withLock { core -> (Bool, Bool) in
+            if let failure = core.failure {
+                responses = frames.map { ServerFrame(requestID: $0.requestID, body: .error(failure)) }
+                return (true, false)
+            }
+            let before = core.pendingOperations.count
+            for frame in frames {
+                let body: ServerBody
+                if case .stats = frame.body {
+                    body = .stats(stats(core))
+                } else {
+                    body = core.node.handle(
+                        frame, wallMillis: wall, generator: &core.generator, operations: &core.pendingOperations)
+                }
+                responses.append(ServerFrame(requestID: frame.requestID, body: body))
+            }
+            if core.pendingOperations.count == before, !core.commitRunning { return (true, false) }
+            core.pendingWaiters.append(Waiter(responses: responses, deliver: deliver))
+            guard !core.commitRunning else { return (false, false) }
+            core.commitRunning = true
+            return (false, true)
+        }
+        counters.record(responses)
+        if answerNow { deliver(responses) }
+        if startCommit { writer.queue.async { self.commitLoop() } }
+    }
+
+    /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
+    /// so far and makes it durable with one transaction (group commit).
+    private func commitLoop() {
+        while true {
+            let taken = core.withLock { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
+                guard !core.pendingWaiters.isEmpty || !core.pendingOperations.isEmpty else {
+                    core.commitRunning = false
+                    return nil
+                }
+                defer {
+                    core.pendingOperations = []
+                    core.pendingWaiters = []
+                }
+                return (core.pendingOperations, core.pendingWaiters, core.node.clock.last, core.failure)
+            }
+            guard let taken else { return }
+            if let failure = taken.failure {
+                refuse(taken.waiters, with: failure)
+                continue
+            }
+            switch writer.write(taken.operations, clock: taken.clock) {
+            case .success(let durable):
+                core.withLock { $0.durableOperations = durable }
+                for waiter in taken.waiters { waiter.deliver(waiter.responses) }
+            case .failure(let error):
+                logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
+                let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
+                core.withLock { $0.failure = failure }
+                refuse(taken.waiters, with: failure)
+                onFatalError(error)
+            }
+        }
+    }
+
+    private func refuse(_ waiters: [Waiter], with failure: WireError) {
+        for waiter in waiters {
+            waiter.deliver(waiter.responses.map { ServerFrame(requestID: $0.requestID, body: .error(failure)) })
+        }
+    }
+
+    /// The node's statistics.
+    public func stats() -> StatsMessage {
+        core.withLock { stats($0) }
+    }
+
+    private func stats(_ core: borrowing Core) -> StatsMessage {
+        var message = StatsMessage()
+        message.nodeID = nodeID.value
+        message.clusterID = clusterID
+        message.serverVersion = Self.serverVersion
+        message.uptimeMillis = wallClock() &- startedAt
+        message.deviceCount = UInt64(core.node.registry.deviceCount)
+        message.aliasCount = UInt64(core.node.registry.aliasCount)
+        message.claimCount = UInt64(core.node.registry.claimCount)
+        message.requestsServed = counters.requestsServed
+        message.errors = counters.errorCounts
+        message.logOperations = core.durableOperations
+        message.logEpoch = core.node.epoch
+        message.logSequence = core.node.nextSequence - 1
+        message.connections = UInt64(counters.connections)
+        return message
+    }
+
+    /// Refuses new requests, waits for queued commits, and closes storage (releasing the lock).
+    public func close() {
+        core.withLock { core in
+            if core.failure == nil {
+                core.failure = WireError(code: .unavailable, message: "the node is shutting down", retryable: true)
+            }
+        }
+        writer.close()
+        logger.info("storage closed")
+    }
+}
+
+/// Milliseconds since the Unix epoch from the system clock.
+@Sendable public func wallClockMillis() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return UInt64(spec.tv_sec) * 1_000 + UInt64(spec.tv_nsec) / 1_000_000
+}

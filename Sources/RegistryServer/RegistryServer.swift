@@ -1,0 +1,91 @@
+import Logging
+import NIOCore
+import NIOPosix
+import RegistryWire
+import ServiceLifecycle
+import Synchronization
+
+/// The TCP server of one node, run as a ServiceLifecycle service. On graceful shutdown it stops
+/// accepting, lets open connections finish what is in flight (up to the drain timeout), closes
+/// them, and then closes storage.
+public final class RegistryServer: Service, Sendable {
+    private let engine: RegistryEngine
+    private let host: String
+    private let port: Int
+    private let drainTimeout: TimeAmount
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let boundAddress = Mutex<SocketAddress?>(nil)
+
+    public init(
+        engine: RegistryEngine, configuration: NodeConfiguration, logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.engine = engine
+        self.host = configuration.host
+        self.port = configuration.port
+        self.drainTimeout = .milliseconds(Int64(configuration.drainTimeoutSeconds * 1_000))
+        self.logger = logger
+        self.group = group
+    }
+
+    /// The address the server listens on, once `run` has bound it.
+    public var localAddress: SocketAddress? { boundAddress.withLock { $0 } }
+
+    public func run() async throws {
+        let maxFrameBytes = Int(engine.limits.maxFrameBytes)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 512)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { [engine, logger] channel in
+                self.track(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(FrameDecoder(maxFrameBytes: maxFrameBytes)),
+                        ConnectionHandler(engine: engine, logger: logger))
+                }
+            }
+            .bind(host: host, port: port).get()
+        boundAddress.withLock { $0 = channel.localAddress }
+        let shown = channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? "\(host):\(port)"
+        logger.notice("listening on \(shown)", metadata: ["node": "\(engine.nodeID)", "cluster": "\(engine.clusterID)"])
+
+        try await withGracefulShutdownHandler {
+            try await channel.closeFuture.get()
+        } onGracefulShutdown: {
+            channel.close(promise: nil)
+        }
+        await drainConnections()
+        engine.close()
+    }
+
+    private func track(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        connections.withLock { $0[key] = channel }
+        channel.closeFuture.whenComplete { _ in
+            self.connections.withLock { _ = $0.removeValue(forKey: key) }
+        }
+    }
+
+    private func drainConnections() async {
+        let open = connections.withLock { Array($0.values) }
+        logger.info("draining connections", metadata: ["open": "\(open.count)"])
+        for channel in open {
+            channel.pipeline.fireUserInboundEventTriggered(DrainConnectionEvent())
+        }
+        let deadline = NIODeadline.now() + drainTimeout
+        for channel in open {
+            let remaining = deadline - .now()
+            if remaining > .zero {
+                let closed = channel.eventLoop.scheduleTask(in: remaining) { channel.close(promise: nil) }
+                try? await channel.closeFuture.get()
+                closed.cancel()
+            } else {
+                try? await channel.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A node's data directory, checked and locked so that two processes never share one.
+/// The lock is an exclusive `flock` on `LOCK`, released when the process exits, even by `kill -9`.
+public final class DataDirectory {
+    public let path: String
+    private let lockDescriptor: Int32
+
+    public init(path: String) throws(StorageError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { throw .missingDirectory(path) }
+            throw .notWritable(path, reason: String(cString: strerror(errno)))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notWritable(path, reason: "it is not a directory") }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw .notWritable(path, reason: "no write permission (\(String(cString: strerror(errno))))")
+        }
+        let lockPath = path + "/LOCK"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw .notWritable(path, reason: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw .locked(path)
+        }
+        self.path = path
+        self.lockDescriptor = descriptor
+    }
+
+    deinit {
+        flock(lockDescriptor, LOCK_UN)
+        close(lockDescriptor)
+    }
+
+    /// The SQLite database holding the operation log.
+    public var databasePath: String { path + "/registry.sqlite3" }
+}

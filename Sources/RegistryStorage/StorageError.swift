@@ -1,0 +1,23 @@
+/// Why storage could not be opened, read or written.
+public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The data directory does not exist.
+    case missingDirectory(String)
+    /// The data directory exists but is not a directory, or cannot be written.
+    case notWritable(String, reason: String)
+    /// Another process holds the data directory's lock.
+    case locked(String)
+    /// SQLite reported an error; `context` says what was being done.
+    case sqlite(code: Int32, message: String, context: String)
+    /// The database holds something this version cannot read.
+    case corrupt(String)
+
+    public var description: String {
+        switch self {
+        case .missingDirectory(let path): return "data directory \(path) does not exist; create it first"
+        case .notWritable(let path, let reason): return "data directory \(path) is not usable: \(reason)"
+        case .locked(let path): return "data directory \(path) is in use by another registryd (its LOCK file is held)"
+        case .sqlite(let code, let message, let context): return "SQLite error \(code) while \(context): \(message)"
+        case .corrupt(let reason): return "storage is corrupt: \(reason)"
+        }
+    }
+}

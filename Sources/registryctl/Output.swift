@@ -1,0 +1,157 @@
+import Foundation
+import RegistryWire
+
+/// Something registryctl prints: stable JSON, or aligned rows for people.
+protocol Printable: Encodable {
+    var rows: [(String, String)] { get }
+    /// Extra lines after the rows (a nested table), table mode only.
+    var trailer: [String] { get }
+}
+
+extension Printable {
+    var trailer: [String] { [] }
+}
+
+enum Output {
+    static func print(_ value: some Printable, format: OutputFormat) {
+        switch format {
+        case .json:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+            Swift.print(String(decoding: data, as: UTF8.self))
+        case .table:
+            let width = value.rows.map(\.0.count).max() ?? 0
+            for (key, text) in value.rows {
+                Swift.print(key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + text)
+            }
+            for line in value.trailer { Swift.print(line) }
+        }
+    }
+
+    /// `2026-11-22T01:50:00.123Z`.
+    static func time(_ millis: UInt64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1_000))
+    }
+
+    static func duration(_ millis: UInt64) -> String {
+        let seconds = millis / 1_000
+        let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60)
+        if days > 0 { return "\(days)d \(hours)h \(minutes)m" }
+        if hours > 0 { return "\(hours)h \(minutes)m \(seconds % 60)s" }
+        return "\(minutes)m \(seconds % 60)s"
+    }
+}
+
+struct StatusView: Printable {
+    let node: String
+    let cluster: String
+    let version: String
+    let uptimeMs: UInt64
+    let devices: UInt64
+    let aliases: UInt64
+    let claims: UInt64
+    let requestsServed: UInt64
+    let connections: UInt64
+    let log: Log
+    let errors: [String: UInt64]
+
+    struct Log: Encodable {
+        let operations: UInt64
+        let epoch: UInt64
+        let sequence: UInt64
+    }
+
+    init(_ stats: StatsMessage) {
+        node = stats.nodeID
+        cluster = stats.clusterID
+        version = stats.serverVersion
+        uptimeMs = stats.uptimeMillis
+        devices = stats.deviceCount
+        aliases = stats.aliasCount
+        claims = stats.claimCount
+        requestsServed = stats.requestsServed
+        connections = stats.connections
+        log = Log(operations: stats.logOperations, epoch: stats.logEpoch, sequence: stats.logSequence)
+        errors = Dictionary(uniqueKeysWithValues: stats.errors.map { ($0.key.name, $0.value) })
+    }
+
+    var rows: [(String, String)] {
+        [
+            ("node", node), ("cluster", cluster), ("version", version), ("uptime", Output.duration(uptimeMs)),
+            ("devices", "\(devices)"), ("aliases", "\(aliases)"), ("claims", "\(claims)"),
+            ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
+            ("log", "\(log.operations) operations, epoch \(log.epoch), sequence \(log.sequence)"),
+            ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
+        ]
+    }
+}
+
+struct DeviceView: Printable {
+    let deviceId: String
+    let vendor: String
+    let createdAt: String
+    let createdHlc: UInt64
+    let originNode: String
+    let aliases: [String]
+    let apps: [App]
+
+    struct App: Encodable {
+        let bundleId: String
+        let firstSeen: String
+        let lastSeen: String
+    }
+
+    init(_ record: DeviceRecordMessage) {
+        deviceId = record.deviceID
+        vendor = record.vendor
+        createdAt = Output.time(record.createdAtMillis)
+        createdHlc = record.createdHLC
+        originNode = record.originNodeID
+        aliases = record.aliasIDs
+        apps = record.apps.map {
+            App(bundleId: $0.bundleID, firstSeen: Output.time($0.firstSeenMillis), lastSeen: Output.time($0.lastSeenMillis))
+        }
+    }
+
+    var rows: [(String, String)] {
+        [
+            ("device", deviceId), ("vendor", vendor), ("created", "\(createdAt) on \(originNode)"),
+            ("aliases", aliases.isEmpty ? "none" : aliases.joined(separator: ", ")),
+        ]
+    }
+
+    var trailer: [String] {
+        let width = max(apps.map(\.bundleId.count).max() ?? 0, "APP".count)
+        let header = "APP".padding(toLength: width, withPad: " ", startingAt: 0) + "  FIRST SEEN                LAST SEEN"
+        return ["", header]
+            + apps.map {
+                $0.bundleId.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.firstSeen + "  " + $0.lastSeen
+            }
+    }
+}
+
+struct RegisterView: Printable {
+    let deviceId: String
+    let created: Bool
+    let vendor: String
+    let replacedDeviceIds: [String]
+    let rejectedIdentifiers: [String]
+
+    init(_ result: RegisterResult) {
+        deviceId = result.deviceID
+        created = result.created
+        vendor = result.vendor
+        replacedDeviceIds = result.replacedDeviceIDs
+        rejectedIdentifiers = result.rejectedIdentifiers.map { "kind \($0.rawKind): \($0.text)" }
+    }
+
+    var rows: [(String, String)] {
+        var rows = [("device", deviceId), ("created", created ? "yes" : "no"), ("vendor", vendor)]
+        if !replacedDeviceIds.isEmpty { rows.append(("replaced", replacedDeviceIds.joined(separator: ", "))) }
+        if !rejectedIdentifiers.isEmpty { rows.append(("ignored", rejectedIdentifiers.joined(separator: "; "))) }
+        return rows
+    }
+}

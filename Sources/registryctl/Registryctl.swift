@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import RegistryClient
+import RegistryWire
+
+/// The operator's tool for one registry node.
+@main
+struct Registryctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registryctl",
+        abstract: "Inspect and exercise a device registry node.",
+        discussion: """
+            Output is a table on a terminal and JSON otherwise; -o forces either. JSON keys are \
+            stable and sorted.
+
+            Exit status: 0 ok; 1 the server refused the request or failed; 3 not found; \
+            64 usage error; 69 the node is unreachable.
+            """,
+        subcommands: [Status.self, Device.self, Register.self])
+}
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "Node to talk to, host:port. [env: REGISTRY_ENDPOINT] [default: 127.0.0.1:7400]")
+    var endpoint: String?
+
+    @Option(name: .shortAndLong, help: "Output format: table or json. [default: table on a terminal, json otherwise]")
+    var output: OutputFormat?
+
+    var format: OutputFormat {
+        output ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
+    }
+
+    /// Connects as an admin, or exits 64/69 with the reason on stderr.
+    func connect() async -> RegistryClient {
+        let text = endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
+        do {
+            let parsed = try Endpoint(parsing: text)
+            return try await RegistryClient.connect(to: parsed, role: .admin, clientName: "registryctl")
+        } catch {
+            exitWith(error)
+        }
+    }
+}
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json
+}
+
+/// Documented exit statuses.
+enum ExitStatus {
+    static let serverError: Int32 = 1
+    static let notFound: Int32 = 3
+    static let usage: Int32 = 64
+    static let unreachable: Int32 = 69
+}
+
+/// Prints `error` to stderr and exits with its documented status.
+func exitWith(_ error: RegistryClientError) -> Never {
+    let status: Int32
+    switch error {
+    case .invalidEndpoint: status = ExitStatus.usage
+    case .unreachable, .connectionClosed: status = ExitStatus.unreachable
+    case .server(let wire) where wire.code == .notFound: status = ExitStatus.notFound
+    case .server, .unexpectedResponse: status = ExitStatus.serverError
+    }
+    FileHandle.standardError.write(Data("registryctl: \(error)\n".utf8))
+    exit(status)
+}
+
+/// Runs a client call, exiting with the documented status on failure.
+func call<T>(_ body: () async throws(RegistryClientError) -> T) async -> T {
+    do {
+        return try await body()
+    } catch {
+        exitWith(error)
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the node's health and statistics.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let client = await global.connect()
+        let stats = await call { () async throws(RegistryClientError) in try await client.stats() }
+        await client.close()
+        Output.print(StatusView(stats), format: global.format)
+    }
+}
+
+struct Device: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read device records.", subcommands: [Get.self, Find.self])
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a device by ID (aliases resolve to the canonical record).")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Device ID, UUID text.") var id: String
+
+        func run() async throws {
+            let client = await global.connect()
+            let record = await call { () async throws(RegistryClientError) in try await client.resolve(deviceID: id) }
+            await client.close()
+            Output.print(DeviceView(record), format: global.format)
+        }
+    }
+
+    struct Find: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Find the device an identifier is claimed by.",
+            discussion: "Give the scope with --bundle (its vendor is used) or --vendor, and one of --idfv or --keychain.")
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "A bundle ID of the vendor, e.g. com.vendor.app1.") var bundle: String?
+        @Option(help: "A vendor scope, e.g. com.vendor or a configured vendor name.") var vendor: String?
+        @Option(help: "The IDFV to look up.") var idfv: String?
+        @Option(help: "The keychain UUID to look up.") var keychain: String?
+
+        func validate() throws {
+            guard (bundle == nil) != (vendor == nil) else { throw ValidationError("give exactly one of --bundle or --vendor") }
+            guard (idfv == nil) != (keychain == nil) else { throw ValidationError("give exactly one of --idfv or --keychain") }
+        }
+
+        func run() async throws {
+            let scope: LookupRequest.Scope = bundle.map { .bundle($0) } ?? .vendor(vendor ?? "")
+            let identifier = RegisterRequest(bundleID: "", keychain: keychain, idfv: idfv).identifiers[0]
+            let client = await global.connect()
+            let record = await call { () async throws(RegistryClientError) in
+                try await client.lookup(LookupRequest(scope: scope, identifier: identifier))
+            }
+            await client.close()
+            Output.print(DeviceView(record), format: global.format)
+        }
+    }
+}
+
+struct Register: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Register a device as an app would (for manual tests).",
+        discussion: "Give at least one of --idfv or --keychain.")
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The registering app's bundle ID.") var bundle: String
+    @Option(help: "The app's identifierForVendor.") var idfv: String?
+    @Option(help: "The UUID the app keeps in the vendor's shared keychain.") var keychain: String?
+
+    func validate() throws {
+        guard idfv != nil || keychain != nil else { throw ValidationError("give --idfv, --keychain, or both") }
+    }
+
+    func run() async throws {
+        let client = await global.connect()
+        let result = await call { () async throws(RegistryClientError) in
+            try await client.register(RegisterRequest(bundleID: bundle, keychain: keychain, idfv: idfv))
+        }
+        await client.close()
+        Output.print(RegisterView(result), format: global.format)
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RegistryServer
+import ServiceLifecycle
+
+/// The registry node daemon.
+@main
+struct Registryd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registryd",
+        abstract: "Run a device registry node.",
+        discussion: """
+            Each setting comes from, strongest first: a flag, its environment variable, the JSON \
+            config file (--config or REGISTRY_CONFIG), then the default. See deploy/registryd.json \
+            for every config-file key.
+
+            The node logs "listening on HOST:PORT" once it accepts connections (--port 0 picks a \
+            free port). SIGTERM or SIGINT stops it gracefully: it stops accepting, answers what is \
+            in flight (up to drainTimeoutSeconds), then closes storage.
+
+            Exit status: 0 after a graceful stop; 64 bad flags; 74 storage error (missing, \
+            unwritable or locked data directory, failed write); 78 bad configuration.
+            """)
+
+    @Option(help: "Address to listen on. [env: REGISTRY_HOST] [default: 127.0.0.1]")
+    var host: String?
+
+    @Option(help: "TCP port; 0 picks a free one. [env: REGISTRY_PORT] [default: 7400]")
+    var port: Int?
+
+    @Option(name: .customLong("data-dir"), help: "Existing directory for the durable log. [env: REGISTRY_DATA_DIR] [default: ./data]")
+    var dataDir: String?
+
+    @Option(
+        name: .customLong("node-id"),
+        help: "Node name (lower-case letters, digits, '-'). [env: REGISTRY_NODE_ID] [default: stored in the data directory, or generated]")
+    var nodeID: String?
+
+    @Option(name: .customLong("cluster-id"), help: "Cluster name reported to clients. [env: REGISTRY_CLUSTER_ID] [default: default]")
+    var clusterID: String?
+
+    @Option(help: "JSON config file. [env: REGISTRY_CONFIG]")
+    var config: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. [env: REGISTRY_LOG_LEVEL] [default: info]")
+    var logLevel: String?
+
+    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame accepted, in bytes. [default: 1048576]")
+    var maxFrameBytes: UInt32?
+
+    @Option(name: .customLong("max-batch-size"), help: "Most registrations per batch frame. [default: 1000]")
+    var maxBatchSize: UInt32?
+
+    @Option(name: .customLong("max-in-flight"), help: "Unanswered requests per connection before reading pauses. [default: 1024]")
+    var maxInFlight: UInt32?
+
+    func validate() throws {
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let configuration: NodeConfiguration
+        do {
+            configuration = try resolveConfiguration(environment)
+        } catch {
+            Self.fail("\(error)", status: 78)
+        }
+        let level = (logLevel ?? environment["REGISTRY_LOG_LEVEL"]).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "registryd")
+
+        let fatal = FatalSignal()
+        let engine: RegistryEngine
+        do {
+            engine = try RegistryEngine(configuration: configuration, logger: logger, onFatalError: { _ in
+                fatal.trigger()
+            })
+        } catch {
+            Self.fail("\(error)", status: 74)
+        }
+        let server = RegistryServer(engine: engine, configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        fatal.onTrigger { Task { await group.triggerGracefulShutdown() } }
+        do {
+            try await group.run()
+        } catch {
+            Self.fail("\(error)", status: 74)
+        }
+        if fatal.triggered { Self.fail("stopped after a storage failure", status: 74) }
+    }
+
+    /// Defaults, then the config file, then environment variables, then flags.
+    private func resolveConfiguration(_ environment: [String: String]) throws(ConfigurationError) -> NodeConfiguration {
+        var configuration = NodeConfiguration()
+        if let path = config ?? environment["REGISTRY_CONFIG"] {
+            try configuration.apply(configFile: path)
+        }
+        if let value = host ?? environment["REGISTRY_HOST"] { configuration.host = value }
+        if let value = port {
+            try configuration.setPort(value, source: "--port")
+        } else if let text = environment["REGISTRY_PORT"] {
+            guard let value = Int(text) else { throw .invalidValue(source: "REGISTRY_PORT", reason: "\"\(text)\" is not a port") }
+            try configuration.setPort(value, source: "REGISTRY_PORT")
+        }
+        if let value = dataDir ?? environment["REGISTRY_DATA_DIR"] { configuration.dataDirectory = value }
+        if let value = nodeID {
+            try configuration.setNodeID(value, source: "--node-id")
+        } else if let value = environment["REGISTRY_NODE_ID"] {
+            try configuration.setNodeID(value, source: "REGISTRY_NODE_ID")
+        }
+        if let value = clusterID ?? environment["REGISTRY_CLUSTER_ID"] { configuration.clusterID = value }
+        if let value = maxFrameBytes { configuration.limits.maxFrameBytes = value }
+        if let value = maxBatchSize { configuration.limits.maxBatchSize = value }
+        if let value = maxInFlight { configuration.limits.maxInFlight = value }
+        try configuration.validate(source: "flags")
+        return configuration
+    }
+
+    private static func fail(_ message: String, status: Int32) -> Never {
+        FileHandle.standardError.write(Data("registryd: error: \(message)\n".utf8))
+        Foundation.exit(status)
+    }
+}
