@@ -16,7 +16,10 @@ import Testing
             _ = try BundleID(parsing: text)
             Issue.record("accepted \(text)")
         } catch {
-            guard case .invalidBundleID(let message) = error else { return Issue.record("wrong error \(error)") }
+            guard case .invalidBundleID(let message) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(message.contains(reason), "\(message)")
         }
     }

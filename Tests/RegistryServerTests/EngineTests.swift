@@ -1,0 +1,91 @@
+import Logging
+import RegistryCore
+import RegistryWire
+import Synchronization
+import Testing
+@testable import RegistryServer
+
+@Suite struct EngineTests {
+    func open(_ path: String, nodeID: String? = "node-a") throws -> RegistryEngine {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        configuration.nodeID = try nodeID.map { try NodeID($0) }
+        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    /// Submits and waits for the (durable) answers.
+    func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
+        let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
+        return await withCheckedContinuation { continuation in
+            engine.submit(frames) { continuation.resume(returning: $0.map(\.body)) }
+        }
+    }
+
+    @Test func acknowledgedRegistrationsSurviveReopeningAndSequencesContinue() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var ids = [String]()
+        do {
+            let engine = try open(temp.path)
+            for answer in await submit(engine, [
+                .register(RegisterRequest(bundleID: "com.v.a", keychain: key1)),
+                .register(RegisterRequest(bundleID: "com.v.b", idfv: idfv1)),
+                .register(RegisterRequest(bundleID: "com.v.a", keychain: key1, idfv: idfv1)),
+            ]) {
+                guard case .registerResult(let result) = answer else { return #expect(Bool(false), "\(answer)") }
+                ids.append(result.deviceID)
+            }
+            #expect(engine.stats().logOperations == 3)
+            engine.close()
+        }
+        let engine = try open(temp.path, nodeID: nil)
+        let stats = engine.stats()
+        #expect(stats.nodeID == "node-a")
+        #expect(stats.deviceCount == 1 && stats.aliasCount == 1 && stats.claimCount == 2)
+        #expect(stats.logSequence == 3)
+        let answers = await submit(engine, [.resolve(deviceID: ids[1]), .register(RegisterRequest(bundleID: "com.v.c", idfv: idfv1))])
+        guard case .device(let record) = answers[0], case .registerResult(let result) = answers[1] else {
+            return #expect(Bool(false), "\(answers)")
+        }
+        #expect(record.deviceID == ids[0] && record.aliasIDs == [ids[1]])
+        #expect(result.deviceID == ids[0])
+        #expect(engine.stats().logSequence == 4)
+        engine.close()
+    }
+
+    @Test func theClockNeverRunsBackwardsAcrossRestarts() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = temp.path
+        let future = Mutex<UInt64>(5_000_000_000_000)
+        let engine = try RegistryEngine(configuration: configuration, logger: Logger(label: "t"), wallClock: { future.withLock { $0 } })
+        _ = await submit(engine, [.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))])
+        engine.close()
+        // The wall clock went back a long way; the HLC must not.
+        let reopened = try RegistryEngine(configuration: configuration, logger: Logger(label: "t"), wallClock: { 1_000 })
+        guard case .registerResult(let result) = await submit(reopened, [.register(RegisterRequest(bundleID: "com.v.b", idfv: idfv2))])[0],
+            case .device(let record) = await submit(reopened, [.resolve(deviceID: result.deviceID)])[0]
+        else { return #expect(Bool(false)) }
+        #expect(record.createdAtMillis >= 5_000_000_000_000)
+        reopened.close()
+    }
+
+    @Test func aDataDirectoryOfAnotherNodeIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try open(temp.path).close()
+        #expect(throws: NodeStartupError.nodeIDMismatch(stored: "node-a", configured: "node-b")) {
+            try open(temp.path, nodeID: "node-b")
+        }
+    }
+
+    @Test func aClosedEngineRefusesWithARetryableError() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        engine.close()
+        guard case .error(let error) = await submit(engine, [.stats])[0] else { return #expect(Bool(false)) }
+        #expect(error.code == .unavailable && error.retryable)
+    }
+}

@@ -1,0 +1,79 @@
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+@Suite struct NodeStateTests {
+    func makeState(maxBatch: UInt32 = 3) throws -> NodeState {
+        NodeState(
+            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try VendorRules(),
+            limits: Limits(maxFrameBytes: 1 << 20, maxBatchSize: maxBatch, maxInFlight: 8))
+    }
+
+    func handle(_ state: inout NodeState, _ body: ClientBody, operations: inout [LoggedOperation]) -> ServerBody {
+        var generator = SplitMix64(seed: 5)
+        return state.handle(ClientFrame(requestID: 1, body: body), wallMillis: 1_000, generator: &generator, operations: &operations)
+    }
+
+    @Test func registrationsAreLoggedWithConsecutiveSequenceNumbers() throws {
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        _ = handle(&state, .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1)), operations: &operations)
+        _ = handle(&state, .register(RegisterRequest(bundleID: "com.v.b", idfv: idfv1)), operations: &operations)
+        _ = handle(&state, .register(RegisterRequest(bundleID: "bad", idfv: idfv1)), operations: &operations)
+        #expect(operations.map(\.sequence) == [1, 2])
+        #expect(operations[0].timestamp < operations[1].timestamp)
+        #expect(state.nextSequence == 3)
+    }
+
+    @Test func aBatchOverTheLimitIsRefusedWhole() throws {
+        var state = try makeState(maxBatch: 2)
+        var operations = [LoggedOperation]()
+        let batch = Array(repeating: RegisterRequest(bundleID: "com.v.a", idfv: idfv1), count: 3)
+        let answer = handle(&state, .registerBatch(batch), operations: &operations)
+        guard case .error(let error) = answer else { return #expect(Bool(false), "\(answer)") }
+        #expect(error.code == .batchTooLarge)
+        #expect(operations.isEmpty)
+    }
+
+    @Test func aBatchAnswersEachItemInOrder() throws {
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        let answer = handle(
+            &state,
+            .registerBatch([
+                RegisterRequest(bundleID: "com.v.a", idfv: idfv1), RegisterRequest(bundleID: "com..a", idfv: idfv1),
+                RegisterRequest(bundleID: "com.v.b", idfv: idfv1),
+            ]), operations: &operations)
+        guard case .registerBatchResult(let items) = answer, items.count == 3 else { return #expect(Bool(false), "\(answer)") }
+        guard case .result(let first) = items[0], case .error(let bad) = items[1], case .result(let third) = items[2] else {
+            return #expect(Bool(false), "\(items)")
+        }
+        #expect(first.created && !third.created && first.deviceID == third.deviceID)
+        #expect(bad.code == .invalidBundleID)
+    }
+
+    @Test func resolveAndLookupAnswerTypedErrors() throws {
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        func code(_ body: ClientBody) -> ErrorCode? {
+            if case .error(let error) = handle(&state, body, operations: &operations) { return error.code }
+            return nil
+        }
+        #expect(code(.resolve(deviceID: "nope")) == .invalidDeviceID)
+        #expect(code(.resolve(deviceID: "00000000-0000-4000-8000-000000000001")) == .notFound)
+        let idfv = PresentedIdentifier(rawKind: 2, text: idfv1)
+        #expect(code(.lookup(LookupRequest(scope: .unspecified, identifier: idfv))) == .invalidArgument)
+        #expect(code(.lookup(LookupRequest(scope: .bundle("com.v.a"), identifier: nil))) == .missingIdentifier)
+        #expect(code(.lookup(LookupRequest(scope: .bundle("com.v.a"), identifier: idfv))) == .notFound)
+        #expect(code(.lookup(LookupRequest(scope: .vendor("x"), identifier: idfv))) == .invalidArgument)
+        #expect(code(.lookup(LookupRequest(scope: .bundle("com.v.a"), identifier: PresentedIdentifier(rawKind: 2, text: "z")))) == .invalidIdentifier)
+        #expect(code(.unknown) == .unknownMessage)
+        #expect(code(.register(RegisterRequest(bundleID: "com.v.a", identifiers: []))) == .missingIdentifier)
+        #expect(operations.isEmpty)
+    }
+}
+
+let idfv1 = "11111111-1111-4111-8111-111111111111"
+let idfv2 = "22222222-2222-4222-8222-222222222222"
+let key1 = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"

@@ -1,0 +1,145 @@
+import NIOCore
+import RegistryClient
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+@Suite(.serialized) struct ServerTests {
+    @Test func pipelinedRequestsOnOneConnectionAllGetTheirOwnAnswers() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path) { $0.limits.maxInFlight = 16 }
+        let client = try await node.client()
+        #expect(client.server.nodeID == "node-test" && client.server.limits.maxInFlight == 16)
+        // 400 concurrent calls: more than the in-flight limit, so the server must pause reading.
+        let results = try await withThrowingTaskGroup(of: (Int, RegisterResult).self) { group in
+            for index in 0..<400 {
+                group.addTask {
+                    let idfv = UUID128(high: UInt64(index / 2) + 1, low: 42).text
+                    let bundle = index % 2 == 0 ? "com.v.a" : "com.v.b"
+                    return (index, try await client.register(RegisterRequest(bundleID: bundle, idfv: idfv)))
+                }
+            }
+            var collected = [Int: RegisterResult]()
+            for try await (index, result) in group { collected[index] = result }
+            return collected
+        }
+        #expect(results.count == 400)
+        for pair in 0..<200 {
+            #expect(results[2 * pair]!.deviceID == results[2 * pair + 1]!.deviceID)
+        }
+        let stats = try await client.stats()
+        #expect(stats.deviceCount == 200 && stats.logOperations == 400)
+        await client.close()
+        try await node.stop()
+    }
+
+    @Test func badInputGetsTypedErrorsAndOtherConnectionsCarryOn() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path) {
+            $0.limits.maxFrameBytes = 4096
+            $0.limits.maxBatchSize = 5
+        }
+        let bystander = try await node.client()
+        let acknowledged = try await bystander.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))
+
+        func connectionError(_ send: (RawConnection) throws -> Void, hello: Bool = true) throws -> (ErrorCode?, Bool) {
+            let raw = try RawConnection(port: node.port)
+            defer { raw.close() }
+            if hello { _ = try raw.sendHello() }
+            try send(raw)
+            let (frames, closed) = raw.readFramesAndClose()
+            guard case .error(let error) = frames.last?.body else { return (nil, closed) }
+            return (error.code, closed)
+        }
+
+        // A frame over the limit: refused from its length prefix alone.
+        var prefix = ByteBuffer()
+        prefix.writeInteger(UInt32(4097))
+        #expect(try connectionError { $0.send(Array(prefix.readableBytesView)) } == (.frameTooLarge, true))
+        // Bytes that are not protobuf.
+        #expect(try connectionError { $0.send([0, 0, 0, 3, 0xFF, 0xFF, 0xFF]) } == (.malformedFrame, true))
+        // A request before the hello.
+        #expect(try connectionError({ try $0.send(ClientFrame(requestID: 5, body: .stats)) }, hello: false) == (.handshakeRequired, true))
+        // A wrong protocol version.
+        let v2 = ClientFrame(requestID: 1, body: .hello(Hello(version: ProtocolVersion(major: 2, minor: 0), role: .client, clientName: "")))
+        #expect(try connectionError({ try $0.send(v2) }, hello: false) == (.unsupportedVersion, true))
+        // A connection closed mid-frame: nothing to answer, the node just drops it.
+        do {
+            let raw = try RawConnection(port: node.port)
+            _ = try raw.sendHello()
+            raw.send([0, 0, 0, 50, 1, 2, 3])
+            raw.close()
+        }
+
+        // Per-request errors leave the connection open.
+        let raw = try RawConnection(port: node.port)
+        defer { raw.close() }
+        _ = try raw.sendHello()
+        let batch = Array(repeating: RegisterRequest(bundleID: "com.v.a", idfv: idfv2), count: 6)
+        try raw.send(ClientFrame(requestID: 10, body: .unknown))
+        try raw.send(ClientFrame(requestID: 11, body: .registerBatch(batch)))
+        try raw.send(ClientFrame(requestID: 12, body: .register(RegisterRequest(bundleID: "com.v", identifiers: []))))
+        try raw.send(ClientFrame(requestID: 13, body: .register(RegisterRequest(bundleID: "com", idfv: idfv2))))
+        try raw.send(ClientFrame(requestID: 14, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: "00000000-0000-0000-0000-000000000000"))))
+        try raw.send(ClientFrame(requestID: 15, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: "not-a-uuid"))))
+        try raw.send(ClientFrame(requestID: 16, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv2))))
+        let frames = raw.readFrames(count: 7)
+        let codes = frames.map { frame -> String in
+            if case .error(let error) = frame.body { return "\(frame.requestID):\(error.code.name)" }
+            return "\(frame.requestID):ok"
+        }
+        #expect(
+            codes == [
+                "10:unknown_message", "11:batch_too_large", "12:missing_identifier", "13:invalid_bundle_id",
+                "14:invalid_identifier", "15:invalid_identifier", "16:ok",
+            ])
+
+        // The bystander's connection and its acknowledged data are untouched.
+        let record = try await bystander.resolve(deviceID: acknowledged.deviceID)
+        #expect(record.deviceID == acknowledged.deviceID)
+        let stats = try await bystander.stats()
+        #expect(stats.errors[.frameTooLarge] == 1 && stats.errors[.malformedFrame] == 2)
+        #expect(stats.errors[.handshakeRequired] == 1 && stats.errors[.unsupportedVersion] == 1)
+        #expect(stats.errors[.invalidIdentifier] == 2 && stats.errors[.batchTooLarge] == 1)
+        await bystander.close()
+        try await node.stop()
+    }
+
+    @Test func gracefulShutdownAnswersWhatIsInFlight() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path)
+        let client = try await node.client()
+        let pending = Task {
+            try await withThrowingTaskGroup(of: RegisterResult.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        try await client.register(RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: 9, low: UInt64(index) + 1).text))
+                    }
+                }
+                return try await group.reduce(into: 0) { count, _ in count += 1 }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(5))
+        try await node.stop()
+        // Whatever was answered is durable; the rest failed cleanly, never hung.
+        let answered = (try? await pending.value) ?? -1
+        let reopened = try TestNode.reopenStats(temp.path)
+        if answered == 50 { #expect(reopened.logOperations == 50) }
+        #expect(reopened.logOperations <= 50)
+    }
+}
+
+extension TestNode {
+    /// Stats of a stopped node's data directory, read by reopening it.
+    static func reopenStats(_ path: String) throws -> StatsMessage {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        let engine = try RegistryEngine(configuration: configuration, logger: .init(label: "reopen"))
+        defer { engine.close() }
+        return engine.stats()
+    }
+}

@@ -1,0 +1,134 @@
+import NIOCore
+import RegistryCore
+import Testing
+@testable import RegistryWire
+
+@Suite struct CodecRoundTripTests {
+    static let idfv = PresentedIdentifier(rawKind: 2, text: "11111111-1111-4111-8111-111111111111")
+    static let keychain = PresentedIdentifier(rawKind: 1, text: "AAAAAAAA-aaaa-4aaa-8aaa-aaaaaaaaaaaa")
+
+    static let clientBodies: [ClientBody] = [
+        .hello(Hello(version: ProtocolVersion(major: 1, minor: 7), role: .admin, clientName: "tests/1.0 ✓")),
+        .hello(Hello(role: .unknown(42), clientName: "")),
+        .register(RegisterRequest(bundleID: "com.v.a", identifiers: [keychain, idfv])),
+        .register(RegisterRequest(bundleID: "", identifiers: [])),
+        .registerBatch([
+            RegisterRequest(bundleID: "com.v.a", identifiers: [idfv]), RegisterRequest(bundleID: "com.v.b", identifiers: [keychain]),
+        ]),
+        .registerBatch([]),
+        .resolve(deviceID: "01a200f1-a937-78a7-859a-016864593c7a"),
+        .lookup(LookupRequest(scope: .bundle("com.v.a"), identifier: idfv)),
+        .lookup(LookupRequest(scope: .vendor("acme"), identifier: nil)),
+        .lookup(LookupRequest(scope: .unspecified, identifier: keychain)),
+        .stats,
+        .unknown,
+    ]
+
+    @Test(arguments: clientBodies)
+    func clientFramesRoundTrip(_ body: ClientBody) throws {
+        let frame = ClientFrame(requestID: .max - 3, body: body)
+        var buffer = ByteBuffer()
+        try frame.encode(into: &buffer)
+        #expect(try ClientFrame(decoding: buffer) == frame)
+    }
+
+    static let record = DeviceRecordMessage(
+        deviceID: "01a200f1-a937-78a7-859a-016864593c7a", vendor: "com.v",
+        apps: [AppSeenRecord(bundleID: "com.v.a", firstSeenMillis: 1, lastSeenMillis: 2)], aliasIDs: ["x", "y"],
+        createdAtMillis: 1_700_000_000_000, createdHLC: 1_700_000_000_000 << 16 | 3, originNodeID: "node-a")
+
+    static var stats: StatsMessage {
+        var stats = StatsMessage()
+        stats.nodeID = "node-a"
+        stats.clusterID = "c"
+        stats.serverVersion = "v"
+        stats.uptimeMillis = 5
+        stats.deviceCount = 6
+        stats.aliasCount = 7
+        stats.claimCount = 8
+        stats.requestsServed = 9
+        stats.errors = [.notFound: 2, .malformedFrame: 1, ErrorCode(rawValue: 77): 4]
+        stats.logOperations = 10
+        stats.logEpoch = 11
+        stats.logSequence = 12
+        stats.connections = 13
+        return stats
+    }
+
+    static let serverBodies: [ServerBody] = [
+        .helloAccepted(
+            HelloAccepted(
+                version: .current, nodeID: "node-a", clusterID: "prod", serverVersion: "registryd 0.1.0", limits: .default)),
+        .registerResult(
+            RegisterResult(deviceID: "d", created: true, vendor: "com.v", replacedDeviceIDs: ["a", "b"], rejectedIdentifiers: [idfv])),
+        .registerBatchResult([
+            .result(RegisterResult(deviceID: "d", created: false, vendor: "v")),
+            .error(WireError(code: .invalidBundleID, message: "bad", retryable: false)),
+        ]),
+        .device(record),
+        .stats(stats),
+        .error(WireError(code: .unavailable, message: "later", retryable: true)),
+        .error(WireError(code: ErrorCode(rawValue: 555), message: "from a newer server")),
+        .unknown,
+    ]
+
+    @Test(arguments: serverBodies)
+    func serverFramesRoundTrip(_ body: ServerBody) throws {
+        let frame = ServerFrame(requestID: 99, body: body)
+        var buffer = ByteBuffer()
+        try frame.encode(into: &buffer)
+        #expect(try ServerFrame(decoding: buffer) == frame)
+    }
+
+    @Test func operationsRoundTrip() throws {
+        let vendor = Vendor(trusted: "com.v")
+        let device = DeviceRef(
+            id: DeviceID(UUID128(high: 1, low: 2)), created: HLCTimestamp(millis: 9, counter: 1), origin: NodeID(trusted: "n-1"),
+            vendor: vendor)
+        let other = DeviceRef(
+            id: DeviceID(UUID128(high: 3, low: 4)), created: HLCTimestamp(millis: 10, counter: 0), origin: NodeID(trusted: "n-2"),
+            vendor: vendor)
+        let op = Operation.registration(
+            RegistrationOp(
+                device: device, bundle: try BundleID(parsing: "com.v.a"),
+                claims: [Identifier(kind: .idfv, value: UUID128(high: 5, low: 6))], merged: [other],
+                seen: HLCTimestamp(millis: 11, counter: 0)))
+        #expect(try OperationCodec.decode(try OperationCodec.encode(op)) == op)
+    }
+
+    @Test func invalidOperationsAreRefused() throws {
+        // A valid Operation message whose device ref is missing.
+        let bytes: [UInt8] = [0x0A, 0x00]  // field 1 (registration), empty message
+        #expect(throws: CodecError.invalidOperation("an operation names no device")) {
+            try OperationCodec.decode(bytes)
+        }
+        #expect(throws: CodecError.self) { try OperationCodec.decode([0xFF, 0xFF, 0xFF]) }
+    }
+
+    @Test(arguments: [
+        [0x08] as [UInt8],  // field 1 varint with no value
+        [0x12, 0x05, 0x01],  // length-delimited field longer than the data
+        [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],  // overlong tag
+        [0x0B],  // start-group wire type
+    ])
+    func malformedBytesAreATypedError(_ bytes: [UInt8]) {
+        #expect(throws: CodecError.malformed(message: "registry.v1.ClientFrame", bytes: bytes.count)) {
+            try ClientFrame(decoding: ByteBuffer(bytes: bytes))
+        }
+    }
+
+    @Test func emptyPayloadIsAFrameWithNoBody() throws {
+        #expect(try ClientFrame(decoding: ByteBuffer()) == ClientFrame(requestID: 0, body: .unknown))
+    }
+
+    @Test func seededRandomBytesNeverCrashTheDecoder() {
+        var generator = SplitMix64(seed: 2024)
+        for _ in 0..<2_000 {
+            let count = Int(generator.next() % 64)
+            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            _ = try? ClientFrame(decoding: ByteBuffer(bytes: bytes))
+            _ = try? ServerFrame(decoding: ByteBuffer(bytes: bytes))
+            _ = try? OperationCodec.decode(bytes)
+        }
+    }
+}
