@@ -75,7 +75,11 @@ public final class RegistryClient: Sendable {
 
     private static func send(_ body: ClientBody, on channel: any Channel) async throws(RegistryClientError) -> ServerBody {
         let promise = channel.eventLoop.makePromise(of: ServerBody.self)
-        channel.writeAndFlush(PendingRequest(body: body, promise: promise), promise: nil)
+        // A write that never reaches the handler (the channel already closed) must still
+        // complete the request; completing it a second time is a no-op.
+        channel.writeAndFlush(PendingRequest(body: body, promise: promise)).whenFailure { error in
+            promise.fail(RegistryClientError.connectionClosed("\(error)"))
+        }
         do {
             return try await promise.futureResult.get()
         } catch let error as RegistryClientError {

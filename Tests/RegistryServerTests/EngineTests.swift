@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 @testable import RegistryServer
 
-@Suite struct EngineTests {
+@Suite(.timeLimit(.minutes(1))) struct EngineTests {
     func open(_ path: String, nodeID: String? = "node-a") throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path

@@ -5,7 +5,7 @@ import RegistryWire
 import Testing
 @testable import RegistryServer
 
-@Suite(.serialized) struct ServerTests {
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ServerTests {
     @Test func pipelinedRequestsOnOneConnectionAllGetTheirOwnAnswers() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
@@ -106,6 +106,20 @@ import Testing
         #expect(stats.errors[.invalidIdentifier] == 2 && stats.errors[.batchTooLarge] == 1)
         await bystander.close()
         try await node.stop()
+    }
+
+    @Test func callsAfterTheServerWentAwayFailInsteadOfHanging() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path)
+        let client = try await node.client()
+        try await node.stop()
+        for _ in 0..<3 {
+            await #expect(throws: RegistryClientError.self) {
+                try await client.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))
+            }
+        }
+        await client.close()
     }
 
     @Test func gracefulShutdownAnswersWhatIsInFlight() async throws {

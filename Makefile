@@ -1,0 +1,56 @@
+# Device registry. Every target installs what it needs when it is missing (Debian packages
+# through apt-get, Python's protobuf through pip), so a new machine needs only these commands.
+#
+#   make run     build, then start a node on 127.0.0.1:7400 with its data in ./data
+#   make test    build, check the generated protobuf-c code is current, run every test
+#   make build   build everything (debug)
+#   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
+#   make clean   remove build output
+
+SHELL := /bin/bash
+SWIFT ?= swift
+DATA_DIR ?= ./data
+APT := scripts/apt-install.sh
+
+.PHONY: build run test protos check-protos clean deps proto-tools test-tools
+
+# C libraries the build links: protobuf-c and SQLite.
+deps:
+	@command -v pkg-config >/dev/null || $(APT) pkg-config
+	@pkg-config --exists libprotobuf-c || $(APT) libprotobuf-c-dev
+	@pkg-config --exists sqlite3 || $(APT) libsqlite3-dev
+
+# protoc-c regenerates the committed C code.
+proto-tools:
+	@command -v protoc-c >/dev/null || $(APT) protobuf-c-compiler
+
+# protoc and Python's protobuf run the interop test.
+test-tools: proto-tools
+	@command -v protoc >/dev/null || $(APT) protobuf-compiler
+	@python3 -c 'import google.protobuf' 2>/dev/null || python3 -m pip install --quiet 'protobuf>=4.21,<8'
+
+build: deps
+	$(SWIFT) build
+
+run: build
+	mkdir -p $(DATA_DIR)
+	$(SWIFT) run --skip-build registryd --data-dir $(DATA_DIR) $(ARGS)
+
+protos: proto-tools
+	scripts/gen-protos.sh
+
+# Fails when the committed generated code differs from what protoc-c makes of Protos/.
+check-protos: proto-tools
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  scripts/gen-protos.sh "$$tmp" && \
+	  if ! diff -r "$$tmp" Sources/CRegistryProto >/dev/null; then \
+	    diff -r "$$tmp" Sources/CRegistryProto | head -20; \
+	    echo "Sources/CRegistryProto is stale: run 'make protos' and commit the result." >&2; exit 1; \
+	  else echo "generated protobuf-c code is current"; fi
+
+test: deps test-tools check-protos
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+clean:
+	rm -rf .build

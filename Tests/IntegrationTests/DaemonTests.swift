@@ -1,0 +1,138 @@
+import Foundation
+import RegistryClient
+import RegistryCore
+import RegistryWire
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `registryd` as a process: crash durability, graceful stop, and refusal of bad start-up input.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct DaemonTests {
+    @Test func killNineLosesNoAcknowledgedRegistration() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var node = try DaemonProcess(dataDirectory: directory, arguments: ["--node-id", "node-crash"])
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash-test")
+
+        // Keep registering, pipelined, and kill -9 the node in the middle of it.
+        let acknowledged = ManagedAcknowledgements()
+        let writer = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for lane in 0..<8 {
+                    group.addTask {
+                        for index in 0..<2_000 {
+                            let idfv = UUID128(high: UInt64(lane + 1) << 32 | UInt64(index + 1), low: 7).text
+                            let request = RegisterRequest(bundleID: "com.crash.app\(index % 3)", idfv: idfv)
+                            guard let result = try? await client.register(request) else { return }
+                            acknowledged.append(idfv: idfv, deviceID: result.deviceID)
+                        }
+                    }
+                }
+            }
+        }
+        while acknowledged.count < 300 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(node.stop(signal: SIGKILL) == SIGKILL)
+        await writer.value
+        await client.close()
+        let acked = acknowledged.all
+        #expect(acked.count >= 300)
+
+        node = try DaemonProcess(dataDirectory: directory)
+        defer { node.stop() }
+        #expect(node.log.contains("node=node-crash"), "the data directory keeps its node ID")
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "verify")
+        var lost = 0
+        for (idfv, deviceID) in acked {
+            let record = try? await reader.lookup(
+                LookupRequest(scope: .vendor("com.crash"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
+            if record?.deviceID != deviceID { lost += 1 }
+        }
+        #expect(lost == 0, "\(lost) of \(acked.count) acknowledged registrations were lost")
+        let stats = try await reader.stats()
+        #expect(stats.logOperations >= UInt64(acked.count))
+        // New writes continue the sequence, never reuse it.
+        _ = try await reader.register(RegisterRequest(bundleID: "com.crash.app0", idfv: UUID().uuidString))
+        #expect(try await reader.stats().logSequence == stats.logSequence + 1)
+        await reader.close()
+    }
+
+    @Test func sigtermStopsGracefullyAndKeepsData() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let node = try DaemonProcess(dataDirectory: directory)
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "t")
+        let result = try await client.register(RegisterRequest(bundleID: "com.v.a", keychain: UUID().uuidString))
+        #expect(node.stop(signal: SIGTERM) == 0)
+        #expect(node.log.contains("storage closed"))
+        await client.close()
+
+        let again = try DaemonProcess(dataDirectory: directory)
+        defer { again.stop(signal: SIGINT) }
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: again.endpoint), clientName: "t")
+        #expect(try await reader.resolve(deviceID: result.deviceID).deviceID == result.deviceID)
+        await reader.close()
+    }
+
+    @Test func badStartupInputExitsWithATypedStatusAndMessage() throws {
+        let registryd = Binaries.path("registryd")
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let missing = try run(registryd, ["--data-dir", directory + "/absent", "--port", "0"])
+        #expect(missing.status == 74 && missing.stderr.contains("does not exist"))
+
+        let file = directory + "/file"
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
+        let notDirectory = try run(registryd, ["--data-dir", file, "--port", "0"])
+        #expect(notDirectory.status == 74 && notDirectory.stderr.contains("not a directory"))
+
+        let config = directory + "/bad.json"
+        try Data("{\"port\": 80,".utf8).write(to: URL(fileURLWithPath: config))
+        let corrupt = try run(registryd, ["--config", config, "--data-dir", directory])
+        #expect(corrupt.status == 78 && corrupt.stderr.contains("not valid JSON"))
+        let corruptFromEnvironment = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_CONFIG": config])
+        #expect(corruptFromEnvironment.status == 78)
+
+        let unknownFlag = try run(registryd, ["--frobnicate"])
+        #expect(unknownFlag.status == 64 && unknownFlag.stderr.contains("Unknown option"))
+        let badNodeID = try run(registryd, ["--node-id", "Bad Name", "--data-dir", directory])
+        #expect(badNodeID.status == 78 && badNodeID.stderr.contains("node ID"))
+        let badPort = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_PORT": "http"])
+        #expect(badPort.status == 78 && badPort.stderr.contains("REGISTRY_PORT"))
+
+        let help = try run(registryd, ["--help"])
+        #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
+
+        // Two nodes on one data directory: the second is refused.
+        let first = try DaemonProcess(dataDirectory: directory)
+        defer { first.stop() }
+        let second = try run(registryd, ["--data-dir", directory, "--port", "0"])
+        #expect(second.status == 74 && second.stderr.contains("in use"))
+    }
+
+    @Test func theWireContractHoldsForPythonProtobuf() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let node = try DaemonProcess(dataDirectory: directory)
+        defer { node.stop() }
+        let script = Binaries.repository.appendingPathComponent("Tests/Interop/interop.py").path
+        let result = try run("/usr/bin/env", ["python3", script, node.endpoint])
+        #expect(result.status == 0, "interop failed (needs protoc and Python protobuf; `make test` installs both): \(result.stderr)")
+        #expect(result.stdout.contains("\"ok\": true"))
+    }
+}
+
+/// Acknowledged (identifier, device ID) pairs collected from many tasks.
+final class ManagedAcknowledgements: Sendable {
+    private let storage = Mutex<[(String, String)]>([])
+
+    func append(idfv: String, deviceID: String) {
+        storage.withLock { $0.append((idfv, deviceID)) }
+    }
+
+    var count: Int { storage.withLock { $0.count } }
+    var all: [(String, String)] { storage.withLock { $0 } }
+}
+

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// `registryctl` against a real `registryd` process.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryctlTests {
+    func ctl(_ arguments: [String], endpoint: String?) throws -> CommandResult {
+        try run(Binaries.path("registryctl"), arguments, environment: endpoint.map { ["REGISTRY_ENDPOINT": $0] } ?? [:])
+    }
+
+    func json(_ result: CommandResult) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        return try #require(object as? [String: Any], "\(result.stdout)")
+    }
+
+    @Test func registerFindGetAndStatusAgainstARealNode() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let node = try DaemonProcess(dataDirectory: directory, arguments: ["--node-id", "node-it"])
+        defer { node.stop() }
+        let endpoint = node.endpoint
+        let keychain = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let idfv = "11111111-1111-4111-8111-111111111111"
+
+        let byKeychain = try ctl(["register", "--bundle", "com.v.a", "--keychain", keychain], endpoint: endpoint)
+        #expect(byKeychain.status == 0, "\(byKeychain.stderr)")
+        let first = try json(byKeychain)
+        #expect(first["created"] as? Bool == true && first["vendor"] as? String == "com.v")
+
+        let byIDFV = try json(try ctl(["register", "--bundle", "com.v.b", "--idfv", idfv], endpoint: endpoint))
+        let linked = try json(try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv, "--keychain", keychain, "-o", "json"], endpoint: endpoint))
+        #expect(linked["deviceId"] as? String == first["deviceId"] as? String)
+        #expect(linked["replacedDeviceIds"] as? [String] == [byIDFV["deviceId"] as! String])
+
+        // The endpoint flag wins over the environment.
+        let found = try ctl(["device", "find", "--endpoint", endpoint, "--vendor", "com.v", "--idfv", idfv], endpoint: "127.0.0.1:1")
+        #expect(found.status == 0, "\(found.stderr)")
+        let record = try json(found)
+        #expect(record["deviceId"] as? String == first["deviceId"] as? String)
+        #expect(record["aliases"] as? [String] == [byIDFV["deviceId"] as! String])
+        #expect((record["apps"] as? [[String: Any]])?.compactMap { $0["bundleId"] as? String } == ["com.v.a", "com.v.b"])
+        #expect(record["originNode"] as? String == "node-it")
+
+        let alias = try json(try ctl(["device", "get", byIDFV["deviceId"] as! String], endpoint: endpoint))
+        #expect(alias["deviceId"] as? String == first["deviceId"] as? String)
+
+        let table = try ctl(["device", "get", first["deviceId"] as! String, "-o", "table"], endpoint: endpoint)
+        #expect(table.stdout.contains("APP") && table.stdout.contains("com.v.b") && table.stdout.contains("on node-it"))
+
+        let status = try json(try ctl(["status"], endpoint: endpoint))
+        #expect(status["node"] as? String == "node-it")
+        #expect(status["devices"] as? Int == 1 && status["aliases"] as? Int == 1 && status["claims"] as? Int == 2)
+        #expect((status["log"] as? [String: Any])?["operations"] as? Int == 3)
+    }
+
+    @Test func exitStatusesAreTheDocumentedOnes() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let node = try DaemonProcess(dataDirectory: directory)
+        defer { node.stop() }
+
+        let notFound = try ctl(["device", "get", "00000000-0000-4000-8000-000000000001"], endpoint: node.endpoint)
+        #expect(notFound.status == 3 && notFound.stderr.contains("not_found"))
+        let refused = try ctl(["register", "--bundle", "nodots", "--idfv", "11111111-1111-4111-8111-111111111111"], endpoint: node.endpoint)
+        #expect(refused.status == 1 && refused.stderr.contains("invalid_bundle_id"))
+        let badUUID = try ctl(["device", "get", "xyz"], endpoint: node.endpoint)
+        #expect(badUUID.status == 1 && badUUID.stderr.contains("invalid_device_id"))
+        let unreachable = try ctl(["status"], endpoint: "127.0.0.1:1")
+        #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot reach"))
+        let badEndpoint = try ctl(["status"], endpoint: "no-port")
+        #expect(badEndpoint.status == 64)
+        let unknownFlag = try ctl(["status", "--frobnicate"], endpoint: node.endpoint)
+        #expect(unknownFlag.status == 64)
+        let missing = try ctl(["register", "--bundle", "com.v.a"], endpoint: node.endpoint)
+        #expect(missing.status == 64 && missing.stderr.contains("--idfv"))
+        let help = try ctl(["--help"], endpoint: nil)
+        #expect(help.status == 0 && help.stdout.contains("Exit status"))
+    }
+}
