@@ -96,6 +96,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Helpers the test targets share.
+        .target(name: "RegistryTestSupport", path: "Tests/RegistryTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",
@@ -106,11 +108,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RegistryStorageTests", dependencies: ["RegistryStorage"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RegistryStorageTests", dependencies: ["RegistryStorage", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryClient",
+                "RegistryServer", "RegistryClient", "RegistryTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -120,7 +123,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "RegistryClient", "RegistryWire",
+                "RegistryClient", "RegistryWire", "RegistryTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

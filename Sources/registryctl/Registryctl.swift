@@ -31,12 +31,23 @@ struct GlobalOptions: ParsableArguments {
         output ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
     }
 
-    /// Connects as an admin, or exits 64/69 with the reason on stderr.
-    func connect() async -> RegistryClient {
+    /// Connects as an admin, runs `body`, closes, and prints its result; on any failure it
+    /// exits with the documented status and the reason on stderr.
+    func withClient<Value>(
+        _ body: (RegistryClient) async throws(RegistryClientError) -> Value, print view: (Value) -> some Printable
+    ) async {
         let text = endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
-        do {
-            let parsed = try Endpoint(parsing: text)
-            return try await RegistryClient.connect(to: parsed, role: .admin, clientName: "registryctl")
+        do throws(RegistryClientError) {
+            let client = try await RegistryClient.connect(to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl")
+            let value: Value
+            do {
+                value = try await body(client)
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
+            Output.print(view(value), format: format)
         } catch {
             exitWith(error)
         }
@@ -68,25 +79,13 @@ func exitWith(_ error: RegistryClientError) -> Never {
     exit(status)
 }
 
-/// Runs a client call, exiting with the documented status on failure.
-func call<T>(_ body: () async throws(RegistryClientError) -> T) async -> T {
-    do {
-        return try await body()
-    } catch {
-        exitWith(error)
-    }
-}
-
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the node's health and statistics.")
 
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let client = await global.connect()
-        let stats = await call { () async throws(RegistryClientError) in try await client.stats() }
-        await client.close()
-        Output.print(StatusView(stats), format: global.format)
+        await global.withClient({ (client) async throws(RegistryClientError) in try await client.stats() }, print: StatusView.init)
     }
 }
 
@@ -101,10 +100,8 @@ struct Device: AsyncParsableCommand {
         @Argument(help: "Device ID, UUID text.") var id: String
 
         func run() async throws {
-            let client = await global.connect()
-            let record = await call { () async throws(RegistryClientError) in try await client.resolve(deviceID: id) }
-            await client.close()
-            Output.print(DeviceView(record), format: global.format)
+            await global.withClient(
+                { (client) async throws(RegistryClientError) in try await client.resolve(deviceID: id) }, print: DeviceView.init)
         }
     }
 
@@ -127,12 +124,10 @@ struct Device: AsyncParsableCommand {
         func run() async throws {
             let scope: LookupRequest.Scope = bundle.map { .bundle($0) } ?? .vendor(vendor ?? "")
             let identifier = RegisterRequest(bundleID: "", keychain: keychain, idfv: idfv).identifiers[0]
-            let client = await global.connect()
-            let record = await call { () async throws(RegistryClientError) in
-                try await client.lookup(LookupRequest(scope: scope, identifier: identifier))
-            }
-            await client.close()
-            Output.print(DeviceView(record), format: global.format)
+            await global.withClient(
+                { (client) async throws(RegistryClientError) in
+                    try await client.lookup(LookupRequest(scope: scope, identifier: identifier))
+                }, print: DeviceView.init)
         }
     }
 }
@@ -152,11 +147,9 @@ struct Register: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = await global.connect()
-        let result = await call { () async throws(RegistryClientError) in
-            try await client.register(RegisterRequest(bundleID: bundle, keychain: keychain, idfv: idfv))
-        }
-        await client.close()
-        Output.print(RegisterView(result), format: global.format)
+        await global.withClient(
+            { (client) async throws(RegistryClientError) in
+                try await client.register(RegisterRequest(bundleID: bundle, keychain: keychain, idfv: idfv))
+            }, print: RegisterView.init)
     }
 }

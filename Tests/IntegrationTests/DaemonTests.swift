@@ -3,6 +3,7 @@ import RegistryClient
 import RegistryCore
 import RegistryWire
 import Synchronization
+import RegistryTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -11,8 +12,9 @@ import Glibc
 /// `registryd` as a process: crash durability, graceful stop, and refusal of bad start-up input.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct DaemonTests {
     @Test func killNineLosesNoAcknowledgedRegistration() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
         var node = try DaemonProcess(dataDirectory: directory, arguments: ["--node-id", "node-crash"])
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash-test")
 
@@ -59,8 +61,9 @@ import Glibc
     }
 
     @Test func sigtermStopsGracefullyAndKeepsData() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
         let node = try DaemonProcess(dataDirectory: directory)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "t")
         let result = try await client.register(RegisterRequest(bundleID: "com.v.a", keychain: UUID().uuidString))
@@ -77,8 +80,9 @@ import Glibc
 
     @Test func badStartupInputExitsWithATypedStatusAndMessage() throws {
         let registryd = Binaries.path("registryd")
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
 
         let missing = try run(registryd, ["--data-dir", directory + "/absent", "--port", "0"])
         #expect(missing.status == 74 && missing.stderr.contains("does not exist"))
@@ -113,8 +117,9 @@ import Glibc
     }
 
     @Test func theWireContractHoldsForPythonProtobuf() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
         let node = try DaemonProcess(dataDirectory: directory)
         defer { node.stop() }
         let script = Binaries.repository.appendingPathComponent("Tests/Interop/interop.py").path

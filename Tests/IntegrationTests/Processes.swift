@@ -117,10 +117,3 @@ final class DaemonProcess {
         if process.isRunning { stop(signal: SIGKILL) }
     }
 }
-
-/// A fresh directory under the system temp dir.
-func temporaryDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "registry-it-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}

@@ -1,4 +1,5 @@
 import Foundation
+import RegistryTestSupport
 import Testing
 
 /// `registryctl` against a real `registryd` process.
@@ -13,8 +14,9 @@ import Testing
     }
 
     @Test func registerFindGetAndStatusAgainstARealNode() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
         let node = try DaemonProcess(dataDirectory: directory, arguments: ["--node-id", "node-it"])
         defer { node.stop() }
         let endpoint = node.endpoint
@@ -53,8 +55,9 @@ import Testing
     }
 
     @Test func exitStatusesAreTheDocumentedOnes() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path
         let node = try DaemonProcess(dataDirectory: directory)
         defer { node.stop() }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RegistryCore
+import RegistryTestSupport
 import Testing
 @testable import RegistryServer
 

@@ -2,6 +2,7 @@ import Logging
 import RegistryCore
 import RegistryWire
 import Synchronization
+import RegistryTestSupport
 import Testing
 @testable import RegistryServer
 

@@ -2,6 +2,7 @@ import NIOCore
 import RegistryClient
 import RegistryCore
 import RegistryWire
+import RegistryTestSupport
 import Testing
 @testable import RegistryServer
 

@@ -1,4 +1,5 @@
 import Foundation
+import RegistryTestSupport
 import Testing
 @testable import RegistryStorage
 

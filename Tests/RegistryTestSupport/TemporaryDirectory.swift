@@ -1,15 +1,15 @@
 import Foundation
 
-/// A fresh directory under the system temp dir, removed by `remove()`.
-struct TemporaryDirectory {
-    let path: String
+/// A fresh directory under the system temp dir, for one test; `remove()` deletes it.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         path = NSTemporaryDirectory() + "registry-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
-    func remove() {
+    public func remove() {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
