@@ -176,6 +176,11 @@ public final class RegistryEngine: Sendable {
                 refuse(taken.waiters, with: failure)
                 continue
             }
+            if taken.operations.isEmpty {
+                // Read-only answers that waited for the previous pass, which is now durable.
+                for waiter in taken.waiters { waiter.deliver(waiter.responses) }
+                continue
+            }
             switch writer.write(taken.operations, clock: taken.clock) {
             case .success(let durable):
                 core.withLock { $0.durableOperations = durable }

@@ -72,10 +72,10 @@ import Glibc
         await client.close()
 
         let again = try DaemonProcess(dataDirectory: directory)
-        defer { again.stop(signal: SIGINT) }
         let reader = try await RegistryClient.connect(to: Endpoint(parsing: again.endpoint), clientName: "t")
         #expect(try await reader.resolve(deviceID: result.deviceID).deviceID == result.deviceID)
         await reader.close()
+        #expect(again.stop(signal: SIGINT) == 0)
     }
 
     @Test func badStartupInputExitsWithATypedStatusAndMessage() throws {
@@ -114,6 +114,61 @@ import Glibc
         defer { first.stop() }
         let second = try run(registryd, ["--data-dir", directory, "--port", "0"])
         #expect(second.status == 74 && second.stderr.contains("in use"))
+    }
+
+    @Test func aReadOnlyDataDirectoryIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        // A read-only tmpfs in a private mount namespace: even root cannot write there.
+        let script = "mount -t tmpfs -o ro,size=1m tmpfs \"$1\" && exec \"$2\" --data-dir \"$1\" --port 0"
+        let result = try run("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", temp.path, Binaries.path("registryd")])
+        #expect(result.status == 74, "\(result.stderr)")
+        #expect(result.stderr.contains("is not usable") && result.stderr.contains("Read-only"), "\(result.stderr)")
+    }
+
+    @Test func aFullDiskRefusesRetryablyKeepsWhatWasAcknowledgedAndStopsTheNode() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path + "/small", tmpfsBytes: 512 * 1024)
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "disk-full")
+        var acknowledged = [(String, String)]()
+        var refusal: RegistryClientError?
+        for index in 0..<100_000 {
+            let idfv = UUID128(high: UInt64(index + 1), low: 99).text
+            do {
+                let result = try await client.register(RegisterRequest(bundleID: "com.full.app", idfv: idfv))
+                acknowledged.append((idfv, result.deviceID))
+            } catch {
+                refusal = error
+                break
+            }
+        }
+        guard case .server(let error) = refusal else {
+            Issue.record("expected a server refusal, got \(String(describing: refusal))")
+            return
+        }
+        #expect(error.code == .unavailable && error.retryable, "\(error)")
+        #expect(acknowledged.count >= 10)
+        // The node refuses everything from now on, then stops with the storage status.
+        if case .server(let again)? = await Result(catching: { () async throws(RegistryClientError) in try await client.stats() }).failure {
+            #expect(again.code == .unavailable)
+        }
+        #expect(node.waitForExit(timeout: 60) == 74, "\(node.log)")
+        #expect(node.log.contains("the operation log failed"))
+        await client.close()
+
+        // Everything acknowledged before the disk filled is in the data directory.
+        let restarted = try DaemonProcess(dataDirectory: temp.path + "/small.saved")
+        defer { restarted.stop() }
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: restarted.endpoint), clientName: "verify")
+        var lost = 0
+        for (idfv, deviceID) in acknowledged {
+            let record = try? await reader.lookup(
+                LookupRequest(scope: .bundle("com.full.app"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
+            if record?.deviceID != deviceID { lost += 1 }
+        }
+        #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged registrations were lost")
+        await reader.close()
     }
 
     @Test func theWireContractHoldsForPythonProtobuf() throws {

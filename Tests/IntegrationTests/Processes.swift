@@ -69,11 +69,32 @@ final class DaemonProcess {
     private(set) var port = 0
 
     /// Starts `registryd` and waits (up to 30 s) for its "listening on" line.
-    init(dataDirectory: String, arguments: [String] = []) throws {
+    ///
+    /// With `tmpfsBytes`, it runs in a private mount namespace with a tmpfs of that size mounted
+    /// over the data directory, so a test can fill the disk without touching the machine's.
+    /// When it exits, the tmpfs contents are copied to `dataDirectory + ".saved"`. Such a node
+    /// cannot be stopped gracefully (a signal ends `unshare`, which kills it); wait for its exit.
+    init(dataDirectory: String, arguments: [String] = [], tmpfsBytes: Int? = nil) throws {
         logPath = dataDirectory + ".log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Binaries.path("registryd"))
-        process.arguments = ["--data-dir", dataDirectory, "--port", "0", "--host", "127.0.0.1"] + arguments
+        let registryd = [Binaries.path("registryd"), "--data-dir", dataDirectory, "--port", "0", "--host", "127.0.0.1"] + arguments
+        if let tmpfsBytes {
+            for path in [dataDirectory, dataDirectory + ".saved"] {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            }
+            let script = """
+                mount -t tmpfs -o size=\(tmpfsBytes) tmpfs "$1" || exit 1
+                dir=$1; shift
+                "$@"; status=$?
+                cp -a "$dir/." "$dir.saved/"
+                exit $status
+                """
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["--mount", "--fork", "--kill-child", "/bin/sh", "-c", script, "sh", dataDirectory] + registryd
+        } else {
+            process.executableURL = URL(fileURLWithPath: registryd[0])
+            process.arguments = Array(registryd.dropFirst())
+        }
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -113,7 +134,33 @@ final class DaemonProcess {
         return process.terminationStatus
     }
 
+    /// Waits (up to `timeout`) for the process to exit by itself; nil if it is still running.
+    func waitForExit(timeout: TimeInterval) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        guard !process.isRunning else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     deinit {
         if process.isRunning { stop(signal: SIGKILL) }
+    }
+}
+
+extension Result {
+    /// The error, when this is a failure.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+
+    /// Runs an async throwing body into a Result.
+    init(catching body: () async throws(Failure) -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
     }
 }
