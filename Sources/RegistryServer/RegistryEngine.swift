@@ -34,6 +34,7 @@ public final class RegistryEngine: Sendable {
         /// Set once the log failed or was closed; from then on every request is refused.
         var failure: WireError?
         var durableOperations: UInt64
+        var commits: UInt64 = 0
     }
 
     public let nodeID: NodeID
@@ -183,7 +184,10 @@ public final class RegistryEngine: Sendable {
             }
             switch writer.write(taken.operations, clock: taken.clock) {
             case .success(let durable):
-                core.withLock { $0.durableOperations = durable }
+                core.withLock { core in
+                    core.durableOperations = durable
+                    core.commits += 1
+                }
                 for waiter in taken.waiters { waiter.deliver(waiter.responses) }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
@@ -221,6 +225,7 @@ public final class RegistryEngine: Sendable {
         message.logEpoch = core.node.epoch
         message.logSequence = core.node.nextSequence - 1
         message.connections = UInt64(counters.connections)
+        message.logCommits = core.commits
         return message
     }
 

@@ -219,6 +219,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var logEpoch: UInt64 = 0
     public var logSequence: UInt64 = 0
     public var connections: UInt64 = 0
+    /// Durable log commits since start.
+    public var logCommits: UInt64 = 0
 
     public init() {}
 }

@@ -73,6 +73,7 @@ extension ServerFrame {
             message.logEpoch = stats.log_epoch
             message.logSequence = stats.log_sequence
             message.connections = stats.connections
+            message.logCommits = stats.log_commits
             return .stats(message)
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
@@ -182,6 +183,7 @@ extension ServerFrame {
             message.log_epoch = stats.logEpoch
             message.log_sequence = stats.logSequence
             message.connections = stats.connections
+            message.log_commits = stats.logCommits
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_STATS
             frame.stats = arena.new(message)
         case .error(let error):

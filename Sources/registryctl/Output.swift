@@ -60,6 +60,7 @@ struct StatusView: Printable {
 
     struct Log: Encodable {
         let operations: UInt64
+        let commits: UInt64
         let epoch: UInt64
         let sequence: UInt64
     }
@@ -74,7 +75,7 @@ struct StatusView: Printable {
         claims = stats.claimCount
         requestsServed = stats.requestsServed
         connections = stats.connections
-        log = Log(operations: stats.logOperations, epoch: stats.logEpoch, sequence: stats.logSequence)
+        log = Log(operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence)
         errors = Dictionary(uniqueKeysWithValues: stats.errors.map { ($0.key.name, $0.value) })
     }
 
@@ -83,7 +84,7 @@ struct StatusView: Printable {
             ("node", node), ("cluster", cluster), ("version", version), ("uptime", Output.duration(uptimeMs)),
             ("devices", "\(devices)"), ("aliases", "\(aliases)"), ("claims", "\(claims)"),
             ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
-            ("log", "\(log.operations) operations, epoch \(log.epoch), sequence \(log.sequence)"),
+            ("log", "\(log.operations) operations, \(log.commits) commits since start, epoch \(log.epoch), sequence \(log.sequence)"),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]
     }

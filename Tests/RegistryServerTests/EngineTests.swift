@@ -54,6 +54,23 @@ import Testing
         engine.close()
     }
 
+    @Test func requestsSubmittedTogetherShareOneDurableCommit() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        let singles = (0..<100).map { ClientBody.register(RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: 1, low: UInt64($0) + 1).text)) }
+        let batch = ClientBody.registerBatch(
+            (0..<50).map { RegisterRequest(bundleID: "com.v.b", idfv: UUID128(high: 2, low: UInt64($0) + 1).text) })
+        _ = await submit(engine, singles + [batch])
+        var stats = engine.stats()
+        #expect(stats.logOperations == 150 && stats.logCommits == 1)
+        // Read-only requests never cost a commit.
+        _ = await submit(engine, [.stats, .resolve(deviceID: "00000000-0000-4000-8000-000000000001")])
+        stats = engine.stats()
+        #expect(stats.logCommits == 1)
+    }
+
     @Test func theClockNeverRunsBackwardsAcrossRestarts() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

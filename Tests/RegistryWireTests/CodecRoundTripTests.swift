@@ -52,6 +52,7 @@ import Testing
         stats.logEpoch = 11
         stats.logSequence = 12
         stats.connections = 13
+        stats.logCommits = 14
         return stats
     }
 

@@ -211,7 +211,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[13] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[14] =
 {
   {
     "node_id",
@@ -369,6 +369,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[13]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "log_commits",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, log_commits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -377,6 +389,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   12,   /* field[12] = connections */
   4,   /* field[4] = device_count */
   8,   /* field[8] = errors */
+  13,   /* field[13] = log_commits */
   10,   /* field[10] = log_epoch */
   9,   /* field[9] = log_operations */
   11,   /* field[11] = log_sequence */
@@ -388,7 +401,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 13 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -398,7 +411,7 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  13,
+  14,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   1,  registry__v1__stats__number_ranges,

@@ -93,10 +93,15 @@ struct  Registry__V1__Stats
    * Open client connections.
    */
   uint64_t connections;
+  /*
+   * Durable commits (fsyncs) of the log since start. Many operations share one
+   * commit (group commit); operations / commits is the grouping achieved.
+   */
+  uint64_t log_commits;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0 }
 
 
 /* Registry__V1__StatsRequest methods */
