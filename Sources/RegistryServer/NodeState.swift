@@ -77,7 +77,7 @@ struct NodeState {
     }
 
     private func lookup(_ request: LookupRequest) -> ServerBody {
-        do {
+        do throws(IdentityError) {
             let vendor: Vendor
             switch request.scope {
             case .bundle(let text): vendor = rules.vendor(of: try BundleID(parsing: text))
@@ -91,10 +91,8 @@ struct NodeState {
                 return .error(WireError(code: .notFound, message: "no device claims \(identifier) in vendor \(vendor)"))
             }
             return .device(DeviceRecordMessage(record))
-        } catch let error as IdentityError {
-            return .error(WireError(error))
         } catch {
-            return .error(WireError(code: .internalError, message: "\(error)"))
+            return .error(WireError(error))
         }
     }
 }

@@ -118,7 +118,7 @@ public final class OperationLog {
                 insert.bind(record.hlc, at: 4)
                 insert.bind(record.payload, at: 5)
                 try insert.run(context: "appending to the log")
-                added += UInt64(sqlite3Changes())
+                added += UInt64(connection.changes)
             }
             try setMeta("hlc", clock)
         }
@@ -159,8 +159,6 @@ public final class OperationLog {
             throw error
         }
     }
-
-    private func sqlite3Changes() -> Int32 { sqliteChanges(connection.handle) }
 
     private func setMeta(_ key: String, _ value: UInt64) throws(StorageError) {
         saveMeta.bind(key, at: 1)

@@ -21,6 +21,9 @@ final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
+    /// Rows changed by the last statement.
+    var changes: Int32 { sqlite3_changes(handle) }
+
     /// Runs one or more statements that return no rows.
     func execute(_ sql: String, context: String) throws(StorageError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
@@ -124,6 +127,3 @@ final class SQLiteStatement {
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 }
-
-/// Rows changed by the last statement on `handle`.
-func sqliteChanges(_ handle: OpaquePointer) -> Int32 { sqlite3_changes(handle) }
