@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "RegistryClient", targets: ["RegistryClient"]),
         .executable(name: "registryd", targets: ["registryd"]),
         .executable(name: "registryctl", targets: ["registryctl"]),
+        .executable(name: "registryload", targets: ["registryload"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // C libraries from the system (Debian: libprotobuf-c-dev, libsqlite3-dev).
@@ -95,10 +97,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The load harness: workload model, schedule, objectives and report (pure) ...
+        .target(
+            name: "RegistryLoad",
+            dependencies: ["RegistryCore", "RegistryWire", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            swiftSettings: swiftSettings
+        ),
+        // ... and the tool that drives it over real connections.
+        .executableTarget(
+            name: "registryload",
+            dependencies: [
+                "RegistryLoad", "RegistryClient", "RegistryWire", "RegistryCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // Helpers the test targets share.
         .target(name: "RegistryTestSupport", path: "Tests/RegistryTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [

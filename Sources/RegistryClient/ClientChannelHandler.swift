@@ -1,10 +1,31 @@
 import NIOCore
 import RegistryWire
 
-/// A request waiting to be written, with the promise its answer completes.
+/// Where a request's answer goes: an async caller's promise, or a callback that runs on the
+/// connection's event loop (for callers that must not pay for a task per request).
+enum AnswerSink: Sendable {
+    case promise(EventLoopPromise<ServerBody>)
+    case callback(@Sendable (Result<ServerBody, RegistryClientError>) -> Void)
+
+    func succeed(_ body: ServerBody) {
+        switch self {
+        case .promise(let promise): promise.succeed(body)
+        case .callback(let callback): callback(.success(body))
+        }
+    }
+
+    func fail(_ error: RegistryClientError) {
+        switch self {
+        case .promise(let promise): promise.fail(error)
+        case .callback(let callback): callback(.failure(error))
+        }
+    }
+}
+
+/// A request waiting to be written, with where its answer goes.
 struct PendingRequest: Sendable {
     let body: ClientBody
-    let promise: EventLoopPromise<ServerBody>
+    let answer: AnswerSink
 }
 
 /// Numbers outgoing requests, matches answers by request ID, and fails every waiting request
@@ -15,14 +36,16 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private var nextRequestID: UInt64 = 1
-    private var waiting: [UInt64: EventLoopPromise<ServerBody>] = [:]
+    private var waiting: [UInt64: AnswerSink] = [:]
     private var closedReason: RegistryClientError?
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
+        // Once a request reaches this handler, the handler alone answers it, so the write
+        // promise succeeds here; a failed write promise means the handler never saw the request.
+        promise?.succeed()
         if let closedReason {
-            request.promise.fail(closedReason)
-            promise?.fail(closedReason)
+            request.answer.fail(closedReason)
             return
         }
         let id = nextRequestID
@@ -31,12 +54,12 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         do {
             try ClientFrame(requestID: id, body: request.body).encodeFrame(into: &buffer)
         } catch {
-            request.promise.fail(RegistryClientError.unexpectedResponse("cannot encode request: \(error)"))
-            promise?.succeed()
+            request.answer.fail(.unexpectedResponse("cannot encode request: \(error)"))
             return
         }
-        waiting[id] = request.promise
-        context.write(wrapOutboundOut(buffer), promise: promise)
+        waiting[id] = request.answer
+        // A failed socket write closes the channel, and channelInactive fails every waiting request.
+        context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -48,8 +71,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
-        if let promise = waiting.removeValue(forKey: frame.requestID) {
-            promise.succeed(frame.body)
+        if let answer = waiting.removeValue(forKey: frame.requestID) {
+            answer.succeed(frame.body)
         } else if case .error(let error) = frame.body {
             failAll(.server(error))
         }
@@ -67,8 +90,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
 
     private func failAll(_ error: RegistryClientError) {
         closedReason = closedReason ?? error
-        let promises = waiting.values
+        let answers = waiting.values
         waiting.removeAll()
-        for promise in promises { promise.fail(error) }
+        for answer in answers { answer.fail(error) }
     }
 }

@@ -76,8 +76,8 @@ public final class RegistryClient: Sendable {
     private static func send(_ body: ClientBody, on channel: any Channel) async throws(RegistryClientError) -> ServerBody {
         let promise = channel.eventLoop.makePromise(of: ServerBody.self)
         // A write that never reaches the handler (the channel already closed) must still
-        // complete the request; completing it a second time is a no-op.
-        channel.writeAndFlush(PendingRequest(body: body, promise: promise)).whenFailure { error in
+        // complete the request.
+        channel.writeAndFlush(PendingRequest(body: body, answer: .promise(promise))).whenFailure { error in
             promise.fail(RegistryClientError.connectionClosed("\(error)"))
         }
         do {
@@ -92,6 +92,28 @@ public final class RegistryClient: Sendable {
     /// Sends any request and returns the server's answer as is (errors included).
     public func send(_ body: ClientBody) async throws(RegistryClientError) -> ServerBody {
         try await Self.send(body, on: channel)
+    }
+
+    /// The event loop this connection's callbacks run on.
+    public var eventLoop: any EventLoop { channel.eventLoop }
+
+    /// Queues a request without flushing it and without a task: `onAnswer` runs on
+    /// ``eventLoop`` with the server's answer (errors included) or the transport failure.
+    /// Call ``flush()`` to send everything queued; one flush for many requests saves system calls.
+    /// For load generators and proxies; most callers want the async methods.
+    public func enqueue(
+        _ body: ClientBody, onAnswer: @escaping @Sendable (Result<ServerBody, RegistryClientError>) -> Void
+    ) {
+        channel.write(PendingRequest(body: body, answer: .callback(onAnswer))).whenFailure { error in
+            // Only for writes the handler never saw (the channel had already closed), so the
+            // callback still runs exactly once.
+            onAnswer(.failure(.connectionClosed("\(error)")))
+        }
+    }
+
+    /// Sends everything ``enqueue(_:onAnswer:)`` queued.
+    public func flush() {
+        channel.flush()
     }
 
     public func register(_ request: RegisterRequest) async throws(RegistryClientError) -> RegisterResult {

@@ -1,0 +1,25 @@
+import RegistryCore
+
+/// What the generator believes about one device the registry acknowledged: its identifiers,
+/// the ID it was given, and every identifier it ever presented (for `--verify`).
+public struct ModelDevice: Sendable {
+    public let vendor: Int
+    public let homeApp: Int
+    public internal(set) var keychain: UUID128
+    public internal(set) var idfv: UUID128
+    /// The ID the first acknowledgement named.
+    public let deviceID: UUID128
+    /// For a concurrent-siblings pair told two different IDs: the other one. The registry must
+    /// still converge on one of them.
+    public let otherID: UUID128?
+    /// Identifiers presented earlier and since replaced (old IDFVs, lost keychain UUIDs).
+    public internal(set) var replaced: [Identifier] = []
+
+    /// Every identifier the device has claimed, current ones first.
+    public var claims: [Identifier] {
+        [Identifier(kind: .keychain, value: keychain), Identifier(kind: .idfv, value: idfv)] + replaced
+    }
+
+    /// Whether `id` is an answer consistent with what was acknowledged.
+    public func accepts(_ id: UUID128) -> Bool { id == deviceID || id == otherID }
+}

@@ -1,0 +1,58 @@
+import RegistryCore
+import RegistryWire
+
+/// One unit of work the generator hands the driver: a single registration, or for
+/// ``WorkloadKind/concurrentSiblings`` a pair sent at the same moment from two apps.
+public struct LoadUnit: Sendable {
+    public let kind: WorkloadKind
+    public let vendor: Int
+    public let app: Int
+    public let keychain: UUID128
+    public let idfv: UUID128
+    /// The model device a known-device kind acts on.
+    public let known: Int?
+    /// The second app of a concurrent-siblings pair.
+    public let partnerApp: Int?
+
+    /// How many registrations the unit sends.
+    public var registrations: Int { partnerApp == nil ? 1 : 2 }
+}
+
+/// The app names the generator registers: `com.load<v>.app<a>`, so that the default vendor rule
+/// (the first two labels) makes each `com.load<v>` one vendor.
+public struct LoadCatalogue: Sendable {
+    public let vendors: Int
+    public let appsPerVendor: Int
+    private let bundles: [String]
+    private let vendorNames: [String]
+
+    public init(vendors: Int, appsPerVendor: Int) {
+        precondition(vendors > 0 && appsPerVendor > 0)
+        self.vendors = vendors
+        self.appsPerVendor = appsPerVendor
+        vendorNames = (0..<vendors).map { "com.load\($0)" }
+        bundles = (0..<vendors).flatMap { vendor in (0..<appsPerVendor).map { "com.load\(vendor).app\($0)" } }
+    }
+
+    public func bundle(vendor: Int, app: Int) -> String { bundles[vendor * appsPerVendor + app] }
+    public func vendorName(_ vendor: Int) -> String { vendorNames[vendor] }
+
+    /// The request for the unit's first app.
+    public func request(for unit: LoadUnit) -> RegisterRequest {
+        request(vendor: unit.vendor, app: unit.app, keychain: unit.keychain, idfv: unit.idfv)
+    }
+
+    /// The request for the second app of a concurrent-siblings pair.
+    public func partnerRequest(for unit: LoadUnit) -> RegisterRequest? {
+        unit.partnerApp.map { request(vendor: unit.vendor, app: $0, keychain: unit.keychain, idfv: unit.idfv) }
+    }
+
+    private func request(vendor: Int, app: Int, keychain: UUID128, idfv: UUID128) -> RegisterRequest {
+        RegisterRequest(
+            bundleID: bundle(vendor: vendor, app: app),
+            identifiers: [
+                PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: keychain.text),
+                PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, text: idfv.text),
+            ])
+    }
+}

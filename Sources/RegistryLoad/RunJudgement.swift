@@ -1,0 +1,51 @@
+/// Whether a run's numbers can be trusted, and whether it met its objectives. Pure: the
+/// driver measures, this decides.
+public struct RunJudgement: Codable, Equatable, Sendable {
+    /// Open-loop runs whose achieved rate is below this share of the intended rate are invalid.
+    public static let minimumAchievedShare = 0.9
+    /// Open-loop runs whose scheduler lag p99 exceeds this are invalid: the generator's own delay
+    /// would be charged to the server.
+    public static let maximumSchedulerLagP99: UInt64 = 1_000_000
+
+    public struct ObjectiveResult: Codable, Equatable, Sendable {
+        public let objective: String
+        public let measuredNanoseconds: UInt64
+        public let met: Bool
+    }
+
+    public let valid: Bool
+    /// Why the run is invalid; empty when valid.
+    public let invalidReasons: [String]
+    public let objectives: [ObjectiveResult]
+    public var objectivesMet: Bool { objectives.allSatisfy(\.met) }
+
+    enum CodingKeys: String, CodingKey {
+        case valid
+        case invalidReasons = "invalid_reasons"
+        case objectives
+    }
+
+    public init(
+        intendedRate: Double?, achievedRate: Double, schedulerLag: LatencySummary, latency: LatencySummary,
+        acknowledged: UInt64, objectives: [ServiceLevelObjective], percentile: (Double) -> UInt64
+    ) {
+        var reasons = [String]()
+        if acknowledged == 0 { reasons.append("no registration was acknowledged") }
+        if let intendedRate {
+            if achievedRate < intendedRate * Self.minimumAchievedShare {
+                reasons.append(
+                    "achieved \(Int(achievedRate))/s is below \(Int(Self.minimumAchievedShare * 100))% of the intended \(Int(intendedRate))/s")
+            }
+            if schedulerLag.p99 > Self.maximumSchedulerLagP99 {
+                reasons.append(
+                    "the generator's scheduler lag p99 was \(DurationText.format(nanoseconds: schedulerLag.p99)), over \(DurationText.format(nanoseconds: Self.maximumSchedulerLagP99)): it could not send on time")
+            }
+        }
+        self.invalidReasons = reasons
+        self.valid = reasons.isEmpty
+        self.objectives = objectives.map { objective in
+            let measured = percentile(objective.percentile)
+            return ObjectiveResult(objective: objective.description, measuredNanoseconds: measured, met: objective.isMet(by: measured))
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import RegistryClient
+import RegistryLoad
+
+/// Everything one run needs, validated from the command line.
+struct LoadPlan: Sendable {
+    var endpoints: [Endpoint]
+    var connections: Int
+    var inFlight: Int
+    var batch: Int
+    /// Registrations per second in open loop; nil for closed loop.
+    var rate: Double?
+    var duration: DurationText?
+    var requests: UInt64?
+    var warmup: DurationText
+    var seed: UInt64
+    var mix: WorkloadMix
+    var catalogue: LoadCatalogue
+    var threads: Int
+    var verify: Bool
+    var verifyWait: DurationText
+    var objectives: [ServiceLevelObjective]
+
+    var mode: String { rate == nil ? "closed-loop" : "open-loop" }
+
+    var parameters: LoadReport.Parameters {
+        LoadReport.Parameters(
+            endpoints: endpoints.map(\.description), connections: connections, inFlight: inFlight, batch: batch, mode: mode,
+            rate: rate, durationSeconds: duration?.seconds, requests: requests, warmupSeconds: warmup.seconds, seed: seed,
+            workload: mix.description, vendors: catalogue.vendors, appsPerVendor: catalogue.appsPerVendor, threads: threads,
+            verify: verify, objectives: objectives.map(\.description))
+    }
+}

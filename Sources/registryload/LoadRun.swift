@@ -1,0 +1,171 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import RegistryClient
+import RegistryLoad
+import RegistryWire
+
+/// One run from connecting to the report: connects the lanes, starts every shard, prints
+/// progress, gathers the measurements, verifies, and asks each endpoint for its stats.
+struct LoadRun {
+    let plan: LoadPlan
+
+    func run() async throws(RegistryClientError) -> LoadReport {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: plan.threads)
+        let startedAt = ISO8601DateFormatter().string(from: Date())
+        let shards: [LoadShard]
+        do {
+            shards = try await connectShards(group: group)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        let report = await measure(shards, startedAt: startedAt)
+        for shard in shards {
+            for lane in shard.lanes { await lane.client.close() }
+        }
+        try? await group.shutdownGracefully()
+        return report
+    }
+
+    private func measure(_ shards: [LoadShard], startedAt: String) async -> LoadReport {
+        let startTime = monotonicNanos()
+        let finished = shards.map { shard in shard.loop.flatSubmit { shard.start(at: startTime) } }
+        let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
+        let progressTask = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+                guard !Task.isCancelled else { break }
+                var interval = ShardTotals()
+                for shard in shards {
+                    if let part = try? await shard.loop.submit({ shard.takeInterval() }).get() { interval.add(part) }
+                }
+                progress.print(interval)
+            }
+        }
+        for future in finished { try? await future.get() }
+        progressTask.cancel()
+        progress.end()
+
+        var totals = ShardTotals()
+        var measureEnd: UInt64 = 0
+        var generated = [String: UInt64]()
+        var pairs: UInt64 = 0
+        var divergent: UInt64 = 0
+        var unexpected: UInt64 = 0
+        for shard in shards {
+            let part = try? await shard.loop.submit {
+                (shard.total, shard.measureEnd, shard.workload.generated, shard.workload.pairs, shard.workload.divergentPairs,
+                 shard.workload.unexpectedAnswers)
+            }.get()
+            guard let part else { continue }
+            totals.add(part.0)
+            measureEnd = max(measureEnd, part.1)
+            for (kind, count) in part.2 { generated[kind.rawValue, default: 0] += count }
+            pairs += part.3
+            divergent += part.4
+            unexpected += part.5
+        }
+        let measureStart = startTime + plan.warmup.nanoseconds
+        let seconds = measureEnd > measureStart ? Double(measureEnd - measureStart) / 1e9 : 0
+        let achieved = seconds > 0 ? Double(totals.acknowledged) / seconds : 0
+
+        let verification = plan.verify ? await verifyAll(shards) : nil
+        let servers = await serverStats(shards)
+        let latency = totals.latency
+        let judgement = RunJudgement(
+            intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
+            latency: latency.summary, acknowledged: totals.acknowledged, objectives: plan.objectives,
+            percentile: { latency.value(atPercentile: $0) })
+        return LoadReport(
+            startedAt: startedAt, gitRevision: GitRevision.current(), parameters: plan.parameters,
+            throughput: LoadReport.Throughput(
+                intendedPerSecond: plan.rate, achievedPerSecond: achieved, measuredSeconds: seconds,
+                acknowledged: totals.acknowledged, failed: totals.failed),
+            latency: latency.summary, serviceTime: totals.service.summary, schedulerLag: totals.schedulerLag.summary,
+            errors: totals.errors,
+            workload: LoadReport.Workload(
+                generated: generated, concurrentPairs: pairs, concurrentPairsWithDifferentIDs: divergent,
+                unexpectedAnswers: unexpected),
+            judgement: judgement, verification: verification, servers: servers)
+    }
+
+    /// Opens every connection, each on its shard's event loop: shard `s` owns connections
+    /// s, s + threads, ..., and its k-th connection goes to endpoint k mod endpoints.
+    private func connectShards(group: MultiThreadedEventLoopGroup) async throws(RegistryClientError) -> [LoadShard] {
+        let loops = Array(group.makeIterator())
+        var shards = [LoadShard]()
+        for shardIndex in 0..<plan.threads {
+            let loop = loops[shardIndex % loops.count]
+            let laneCount = (plan.connections - shardIndex + plan.threads - 1) / plan.threads
+            var lanes = [Lane]()
+            for k in 0..<laneCount {
+                let endpoint = k % plan.endpoints.count
+                let client = try await RegistryClient.connect(
+                    to: plan.endpoints[endpoint], clientName: "registryload", group: loop)
+                let limits = client.server.limits
+                if plan.batch > Int(limits.maxBatchSize) || plan.inFlight > Int(limits.maxInFlight) {
+                    await client.close()
+                    throw .unexpectedResponse(
+                        "\(plan.endpoints[endpoint]) accepts batches of at most \(limits.maxBatchSize) and \(limits.maxInFlight) requests in flight; lower --batch or --in-flight")
+                }
+                lanes.append(Lane(client: client, endpoint: endpoint))
+            }
+            let rate = plan.rate.map { $0 / Double(plan.threads) }
+            let requestLimit = plan.requests.map { ($0 + UInt64(plan.threads) - 1) / UInt64(plan.threads) }
+            // Shard 0 uses the seed as given, so a one-thread run is reproducible from it alone.
+            let seed = plan.seed &+ UInt64(shardIndex) &* 0x9E37_79B9_7F4A_7C15
+            shards.append(LoadShard(loop: loop, lanes: lanes, plan: plan, seed: seed, rate: rate, requestLimit: requestLimit))
+        }
+        return shards
+    }
+
+    /// Checks every acknowledged device; re-checks failures until they pass or `--verify-wait` ends.
+    private func verifyAll(_ shards: [LoadShard]) async -> LoadReport.Verification {
+        let deadline = monotonicNanos() + plan.verifyWait.nanoseconds
+        var result = LoadReport.Verification()
+        var remaining = [[Int]]()
+        for shard in shards {
+            let count = (try? await shard.loop.submit { shard.workload.devices.count }.get()) ?? 0
+            remaining.append(Array(0..<count))
+            result.devices += UInt64(count)
+        }
+        while true {
+            var round = VerificationOutcome()
+            for (index, shard) in shards.enumerated() where !remaining[index].isEmpty {
+                let devices = remaining[index]
+                let outcome = try? await shard.loop.flatSubmit { shard.verify(devices: devices, endpoints: plan.endpoints.count) }.get()
+                guard let outcome else { continue }
+                round.lookups += outcome.lookups
+                round.lost += outcome.lost
+                round.mismatched += outcome.mismatched
+                round.failedLookups += outcome.failedLookups
+                remaining[index] = outcome.failingDevices
+            }
+            result.lookups += round.lookups
+            result.lost = round.lost
+            result.mismatched = round.mismatched
+            result.failedLookups = round.failedLookups
+            let passed = round.lost == 0 && round.mismatched == 0 && round.failedLookups == 0
+            if passed || monotonicNanos() >= deadline { return result }
+            try? await Task.sleep(nanoseconds: 250_000_000)
+        }
+    }
+
+    private func serverStats(_ shards: [LoadShard]) async -> [LoadReport.ServerStats] {
+        var result = [LoadReport.ServerStats]()
+        for (index, endpoint) in plan.endpoints.enumerated() {
+            guard let lane = shards.lazy.flatMap(\.lanes).first(where: { $0.endpoint == index }),
+                let stats = try? await lane.client.stats()
+            else { continue }
+            result.append(
+                LoadReport.ServerStats(
+                    endpoint: endpoint.description, nodeID: stats.nodeID, serverVersion: stats.serverVersion,
+                    devices: stats.deviceCount, aliases: stats.aliasCount, claims: stats.claimCount,
+                    requestsServed: stats.requestsServed,
+                    errors: Dictionary(uniqueKeysWithValues: stats.errors.map { ($0.key.name, $0.value) }),
+                    logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis))
+        }
+        return result
+    }
+}

@@ -1,0 +1,344 @@
+import NIOCore
+import RegistryClient
+import RegistryCore
+import RegistryLoad
+import RegistryWire
+
+/// Monotonic nanoseconds, the clock every latency is measured with.
+func monotonicNanos() -> UInt64 { NIODeadline.now().uptimeNanoseconds }
+
+/// One connection of a shard and the endpoint it goes to.
+struct Lane: Sendable {
+    let client: RegistryClient
+    let endpoint: Int
+}
+
+/// Registrations planned together: one frame to one lane, plus for concurrent-siblings pairs a
+/// second frame with the other halves to another lane, both sent at the same moment.
+struct PlannedStep {
+    let units: [LoadUnit]
+    /// When the step was meant to be sent (open loop) or was sent (closed loop).
+    let intended: UInt64
+    var registrations: Int { units.reduce(0) { $0 + $1.registrations } }
+}
+
+/// One answer per registration of a frame: the device ID, or the error code's name.
+typealias ItemAnswers = [Result<UUID128, FailureCode>]
+
+/// An error code as the report counts it.
+struct FailureCode: Error, Hashable {
+    let name: String
+}
+
+/// Drives one share of the load on one event loop: its lanes, its workload generator, and its
+/// measurements. Closed loop keeps `inFlight` steps outstanding per lane; open loop sends steps
+/// at the schedule's intended times and queues them when every slot is busy, charging the wait
+/// to latency.
+///
+/// `@unchecked Sendable`: every stored `var` is read and written only on `loop`. The public
+/// entry points (`start`, `takeInterval`, `finish`, `verify`) are called through
+/// `loop.submit`/`loop.execute`, and client callbacks run on `loop` because every lane's channel
+/// was created on it (`RegistryClient.enqueue` calls back on the channel's event loop).
+final class LoadShard: @unchecked Sendable {
+    let loop: any EventLoop
+    let lanes: [Lane]
+    let plan: LoadPlan
+    private(set) var workload: WorkloadGenerator
+    private let rate: Double?
+    private let capacity: Int
+
+    private var schedule: OpenLoopSchedule?
+    private var measureStart: UInt64 = 0
+    private(set) var measureEnd: UInt64 = 0
+    private var stopIssuing = false
+    private var requestsIssued: UInt64 = 0
+    private let requestLimit: UInt64?
+    private var inFlightSteps = 0
+    private var backlog: [PlannedStep] = []
+    private var backlogHead = 0
+    private var laneCursor = 0
+    private var dirtyLanes = Set<Int>()
+    private var flushScheduled = false
+    private var done: EventLoopPromise<Void>?
+
+    private(set) var total = ShardTotals()
+    private var interval = ShardTotals()
+
+    init(loop: any EventLoop, lanes: [Lane], plan: LoadPlan, seed: UInt64, rate: Double?, requestLimit: UInt64?) {
+        self.loop = loop
+        self.lanes = lanes
+        self.plan = plan
+        self.rate = rate
+        self.requestLimit = requestLimit
+        self.capacity = lanes.count * plan.inFlight
+        self.workload = WorkloadGenerator(mix: plan.mix, catalogue: plan.catalogue, seed: seed, trackDevices: plan.verify)
+    }
+
+    // MARK: - Running
+
+    /// Starts sending; the future completes when the run has stopped and every step is answered.
+    func start(at startTime: UInt64) -> EventLoopFuture<Void> {
+        loop.preconditionInEventLoop()
+        let promise = loop.makePromise(of: Void.self)
+        done = promise
+        measureStart = startTime + plan.warmup.nanoseconds
+        if let duration = plan.duration {
+            let end = measureStart + duration.nanoseconds
+            loop.scheduleTask(deadline: .uptimeNanoseconds(end)) { self.stop(at: end) }
+        }
+        if let rate {
+            schedule = OpenLoopSchedule(rate: rate, start: startTime)
+            tick()
+        } else {
+            for _ in 0..<capacity where !stopIssuing { issue(plannedStep(intended: monotonicNanos())) }
+            flushDirtyLanes()
+        }
+        return promise.futureResult
+    }
+
+    private func stop(at time: UInt64) {
+        guard !stopIssuing else { return }
+        stopIssuing = true
+        measureEnd = time
+        finishIfIdle()
+    }
+
+    private func finishIfIdle() {
+        guard stopIssuing, inFlightSteps == 0, backlogHead == backlog.count else { return }
+        if measureEnd == 0 { measureEnd = monotonicNanos() }
+        done?.succeed()
+        done = nil
+    }
+
+    private func plannedStep(intended: UInt64) -> PlannedStep {
+        var units = [LoadUnit]()
+        units.reserveCapacity(plan.batch)
+        for _ in 0..<plan.batch { units.append(workload.next()) }
+        let step = PlannedStep(units: units, intended: intended)
+        countIssued(step)
+        return step
+    }
+
+    private func countIssued(_ step: PlannedStep) {
+        guard let requestLimit, step.intended >= measureStart else { return }
+        requestsIssued += UInt64(step.registrations)
+        if requestsIssued >= requestLimit {
+            stopIssuing = true
+        }
+    }
+
+    /// Open loop: sends every step whose intended time has come, then sleeps until the next.
+    private func tick() {
+        guard var schedule, !stopIssuing else { return }
+        let now = monotonicNanos()
+        while !stopIssuing, schedule.nextIntended <= now {
+            var units = [LoadUnit]()
+            units.reserveCapacity(plan.batch)
+            for _ in 0..<plan.batch { units.append(workload.next()) }
+            let step = PlannedStep(units: units, intended: schedule.take(items: units.reduce(0) { $0 + $1.registrations }))
+            if step.intended >= measureStart {
+                total.schedulerLag.record(now - step.intended)
+                interval.schedulerLag.record(now - step.intended)
+            }
+            countIssued(step)
+            if inFlightSteps < capacity {
+                issue(step)
+            } else {
+                backlog.append(step)
+            }
+        }
+        self.schedule = schedule
+        flushDirtyLanes()
+        if !stopIssuing {
+            loop.scheduleTask(deadline: .uptimeNanoseconds(schedule.nextIntended)) { self.tick() }
+        }
+    }
+
+    private func nextLane(avoiding other: Int? = nil) -> Int {
+        for _ in 0..<lanes.count {
+            let index = laneCursor
+            laneCursor = (laneCursor + 1) % lanes.count
+            guard let other else { return index }
+            if lanes[index].endpoint != lanes[other].endpoint { return index }
+        }
+        // One endpoint only: another connection to it, when there is one.
+        return lanes.count > 1 ? (other! + 1) % lanes.count : other!
+    }
+
+    private func issue(_ step: PlannedStep) {
+        inFlightSteps += 1
+        let sent = monotonicNanos()
+        let primary = nextLane()
+        let primaryRequests = step.units.map { plan.catalogue.request(for: $0) }
+        let partnerRequests = step.units.compactMap { plan.catalogue.partnerRequest(for: $0) }
+        let tracker = StepTracker(step: step, sent: sent, framesLeft: partnerRequests.isEmpty ? 1 : 2)
+        send(primaryRequests, on: primary) { answers in
+            tracker.primary = answers
+            self.frameAnswered(tracker, registrations: primaryRequests.count, answers: answers)
+        }
+        if !partnerRequests.isEmpty {
+            send(partnerRequests, on: nextLane(avoiding: primary)) { answers in
+                tracker.partner = answers
+                self.frameAnswered(tracker, registrations: partnerRequests.count, answers: answers)
+            }
+        }
+    }
+
+    /// Sends registrations as one frame (a single RegisterRequest when there is one) and
+    /// calls back on the loop with one answer per registration.
+    private func send(_ requests: [RegisterRequest], on lane: Int, answered: @escaping (ItemAnswers) -> Void) {
+        let body: ClientBody = requests.count == 1 && plan.batch == 1 ? .register(requests[0]) : .registerBatch(requests)
+        let count = requests.count
+        let callback = NIOLoopBound(answered, eventLoop: loop)
+        lanes[lane].client.enqueue(body) { result in
+            callback.value(Self.itemAnswers(result, count: count))
+        }
+        markDirty(lane)
+    }
+
+    static func itemAnswers(_ result: Result<ServerBody, RegistryClientError>, count: Int) -> ItemAnswers {
+        switch result {
+        case .success(.registerResult(let result)):
+            return [parseID(result.deviceID)]
+        case .success(.registerBatchResult(let items)):
+            guard items.count == count else {
+                return Array(repeating: .failure(FailureCode(name: "BAD_BATCH_ANSWER")), count: count)
+            }
+            return items.map { item in
+                switch item {
+                case .result(let result): return parseID(result.deviceID)
+                case .error(let error): return .failure(FailureCode(name: error.code.name))
+                }
+            }
+        case .success(.error(let error)):
+            return Array(repeating: .failure(FailureCode(name: error.code.name)), count: count)
+        case .success:
+            return Array(repeating: .failure(FailureCode(name: "UNEXPECTED_ANSWER")), count: count)
+        case .failure(let error):
+            let name: String
+            if case .server(let wire) = error { name = wire.code.name } else { name = "TRANSPORT" }
+            return Array(repeating: .failure(FailureCode(name: name)), count: count)
+        }
+    }
+
+    private static func parseID(_ text: String) -> Result<UUID128, FailureCode> {
+        UUID128(text: text).map { .success($0) } ?? .failure(FailureCode(name: "BAD_DEVICE_ID"))
+    }
+
+    private func frameAnswered(_ tracker: StepTracker, registrations: Int, answers: ItemAnswers) {
+        let now = monotonicNanos()
+        let latency = now &- tracker.step.intended
+        let service = now &- tracker.sent
+        let measured = tracker.step.intended >= measureStart
+        let inWindow = measured && (measureEnd == 0 || now <= measureEnd)
+        // The progress line shows warm-up too; the run's totals only the measured window.
+        interval.latency.record(latency, count: registrations)
+        interval.service.record(service, count: registrations)
+        if measured {
+            total.latency.record(latency, count: registrations)
+            total.service.record(service, count: registrations)
+        }
+        for answer in answers {
+            switch answer {
+            case .success:
+                interval.acknowledged += 1
+                if inWindow { total.acknowledged += 1 }
+            case .failure(let code):
+                interval.recordFailure(code.name)
+                if measured { total.recordFailure(code.name) }
+            }
+        }
+        tracker.framesLeft -= 1
+        guard tracker.framesLeft == 0 else { return }
+        acknowledge(tracker)
+        inFlightSteps -= 1
+        if rate == nil {
+            if !stopIssuing { issue(plannedStep(intended: monotonicNanos())) }
+        } else if backlogHead < backlog.count {
+            issue(backlog[backlogHead])
+            backlogHead += 1
+            if backlogHead == backlog.count {
+                backlog.removeAll(keepingCapacity: true)
+                backlogHead = 0
+            }
+        }
+        if stopIssuing, let requestLimit, requestsIssued >= requestLimit, inFlightSteps == 0 {
+            measureEnd = monotonicNanos()
+        }
+        finishIfIdle()
+    }
+
+    /// Feeds every acknowledged registration back into the workload model.
+    private func acknowledge(_ tracker: StepTracker) {
+        var partnerIndex = 0
+        for (index, unit) in tracker.step.units.enumerated() {
+            var partnerID: UUID128?
+            var partnerOK = true
+            if unit.partnerApp != nil {
+                if case .success(let id)? = tracker.partner?[partnerIndex] { partnerID = id } else { partnerOK = false }
+                partnerIndex += 1
+            }
+            guard case .success(let id)? = tracker.primary?[index], partnerOK else { continue }
+            workload.acknowledge(unit, deviceID: id, partnerID: partnerID)
+        }
+    }
+
+    private func markDirty(_ lane: Int) {
+        dirtyLanes.insert(lane)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        // Runs after the answers of the current read are handled: one flush for all of them.
+        loop.execute { self.flushDirtyLanes() }
+    }
+
+    private func flushDirtyLanes() {
+        flushScheduled = false
+        for lane in dirtyLanes { lanes[lane].client.flush() }
+        dirtyLanes.removeAll(keepingCapacity: true)
+    }
+
+    /// The measurements since the previous call, for the progress line.
+    func takeInterval() -> ShardTotals {
+        loop.preconditionInEventLoop()
+        defer { interval = ShardTotals() }
+        return interval
+    }
+
+    // MARK: - Verification
+
+    /// Looks up every identifier of every acknowledged device on every endpoint and compares the
+    /// answers with what was acknowledged. `devices` selects which model devices to check.
+    func verify(devices: [Int], endpoints: Int) -> EventLoopFuture<VerificationOutcome> {
+        loop.preconditionInEventLoop()
+        let promise = loop.makePromise(of: VerificationOutcome.self)
+        let verifier = ShardVerifier(shard: self, devices: devices, endpoints: endpoints, promise: promise)
+        verifier.start()
+        return promise.futureResult
+    }
+
+    /// The lanes that go to `endpoint`.
+    func lanes(to endpoint: Int) -> [Int] {
+        lanes.indices.filter { lanes[$0].endpoint == endpoint }
+    }
+
+    func sendLookup(_ request: LookupRequest, on lane: Int, answered: @escaping (Result<ServerBody, RegistryClientError>) -> Void) {
+        let callback = NIOLoopBound(answered, eventLoop: loop)
+        lanes[lane].client.enqueue(.lookup(request)) { result in callback.value(result) }
+        markDirty(lane)
+    }
+}
+
+/// The frames of one step still to be answered.
+final class StepTracker {
+    let step: PlannedStep
+    let sent: UInt64
+    var framesLeft: Int
+    var primary: ItemAnswers?
+    var partner: ItemAnswers?
+
+    init(step: PlannedStep, sent: UInt64, framesLeft: Int) {
+        self.step = step
+        self.sent = sent
+        self.framesLeft = framesLeft
+    }
+}

@@ -1,0 +1,148 @@
+import ArgumentParser
+import Foundation
+import RegistryClient
+import RegistryLoad
+
+/// `registryload`: drives registrations at one or more registry nodes and reports throughput
+/// and latency the way a capacity planner needs them.
+@main
+struct Registryload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registryload",
+        abstract: "Load-test registry nodes with realistic registrations and report throughput and latency.",
+        discussion: """
+            Closed loop (the default) keeps --in-flight requests outstanding on every connection and \
+            measures the maximum throughput. Open loop (--rate) sends at a fixed rate whatever the \
+            answers do, and measures latency from each request's intended send time, so a stalled \
+            server is charged for every request it delayed; service time (from the actual send) is \
+            reported beside it.
+
+            Workloads: first-install, returning, sibling, reinstall, lost-keychain, \
+            concurrent-siblings. Mix them with weights: --workload first-install=70,returning=20,sibling=10. \
+            Known-device workloads act on devices this run has had acknowledged (a first install \
+            until there is one). The same --seed gives the same sequence of registrations.
+
+            A run is INVALID when the generator could not keep up: an open-loop run that achieved \
+            less than 90% of its intended rate, or whose scheduler lag p99 exceeded 1ms.
+
+            Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid; \
+            3 --verify found lost or mismatched registrations; 64 bad usage; 69 an endpoint is \
+            unreachable or refused the connection's limits; 74 the --json file cannot be written.
+            """)
+
+    @Option(
+        name: .long, parsing: .upToNextOption,
+        help: ArgumentHelp("Nodes to load, host:port; requests are spread across them.", valueName: "host:port"))
+    var endpoints: [String] = [ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"]
+
+    @Option(help: "TCP connections in total, spread across the endpoints.")
+    var connections = 4
+
+    @Option(name: .customLong("in-flight"), help: "Requests outstanding per connection (pipelining depth).")
+    var inFlight = 32
+
+    @Option(help: "Registrations per frame; 1 sends RegisterRequest, more send RegisterBatchRequest.")
+    var batch = 1
+
+    @Option(help: "Open loop at this many registrations per second. Without it the run is closed loop.")
+    var rate: Double?
+
+    @Option(help: "How long to measure after the warm-up, e.g. 30s or 2m. Default 10s unless --requests is given.")
+    var duration: String?
+
+    @Option(help: "Stop after this many registrations have been sent after the warm-up.")
+    var requests: UInt64?
+
+    @Option(help: "Load sent before measuring starts, excluded from the statistics.")
+    var warmup = "1s"
+
+    @Option(help: "Seed of the workload's random choices and identifiers.")
+    var seed: UInt64 = 1
+
+    @Option(help: "A workload kind, or a weighted mix such as first-install=80,returning=20.")
+    var workload = "first-install"
+
+    @Option(help: "Vendors the workload spreads devices over (bundles com.load<N>.app<M>).")
+    var vendors = 100
+
+    @Option(name: .customLong("apps-per-vendor"), help: "Apps per vendor, for sibling registrations.")
+    var appsPerVendor = 3
+
+    @Option(help: "Generator threads (event loops); each drives its share of the connections.")
+    var threads = 1
+
+    @Flag(help: "After the run, check that every acknowledged registration resolves to its ID on every endpoint.")
+    var verify = false
+
+    @Option(name: .customLong("verify-wait"), help: "How long --verify keeps re-checking failures while a cluster converges.")
+    var verifyWait = "10s"
+
+    @Option(
+        name: .customLong("slo"),
+        help: ArgumentHelp("A latency objective such as p99=2ms, p99.9=10ms or max=50ms; repeatable.", valueName: "objective"))
+    var objectives: [String] = []
+
+    @Option(name: .customLong("json"), help: ArgumentHelp("Write the versioned JSON report to this file.", valueName: "file"))
+    var jsonPath: String?
+
+    func validate() throws {
+        _ = try makePlan()
+    }
+
+    func makePlan() throws -> LoadPlan {
+        do {
+            let endpointList = try endpoints.flatMap { $0.split(separator: ",") }.map { text throws(RegistryClientError) in
+                try Endpoint(parsing: String(text))
+            }
+            guard !endpointList.isEmpty else { throw ValidationError("--endpoints needs at least one host:port") }
+            guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+            guard connections >= threads * endpointList.count else {
+                throw ValidationError(
+                    "--connections must be at least --threads × endpoints (\(threads * endpointList.count)), so every thread reaches every endpoint")
+            }
+            guard inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1") }
+            guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
+            guard vendors >= 1, appsPerVendor >= 1 else { throw ValidationError("--vendors and --apps-per-vendor must be at least 1") }
+            if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be a positive number") } }
+            if let requests { guard requests > 0 else { throw ValidationError("--requests must be positive") } }
+            let measured = try duration.map { text throws(LoadConfigurationError) in try DurationText(parsing: text) }
+            if let measured, measured.nanoseconds == 0 { throw ValidationError("--duration must be positive") }
+            return LoadPlan(
+                endpoints: endpointList, connections: connections, inFlight: inFlight, batch: batch, rate: rate,
+                duration: measured ?? (requests == nil ? DurationText(nanoseconds: 10_000_000_000) : nil), requests: requests,
+                warmup: try DurationText(parsing: warmup), seed: seed, mix: try WorkloadMix(parsing: workload),
+                catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
+                verifyWait: try DurationText(parsing: verifyWait),
+                objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) })
+        } catch let error as LoadConfigurationError {
+            throw ValidationError(error.description)
+        } catch let error as RegistryClientError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func run() async throws {
+        let plan = try makePlan()
+        let report: LoadReport
+        do throws(RegistryClientError) {
+            report = try await LoadRun(plan: plan).run()
+        } catch {
+            FileHandle.standardError.write(Data("registryload: \(error)\n".utf8))
+            throw ExitCode(69)
+        }
+        print(ReportText.summary(report), terminator: "")
+        if let jsonPath {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            do {
+                try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))
+            } catch {
+                FileHandle.standardError.write(Data("registryload: cannot write \(jsonPath): \(error)\n".utf8))
+                throw ExitCode(74)
+            }
+        }
+        if let verification = report.verification, !verification.passed { throw ExitCode(3) }
+        if !report.judgement.valid { throw ExitCode(2) }
+        if !report.judgement.objectivesMet { throw ExitCode(1) }
+    }
+}

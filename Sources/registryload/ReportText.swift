@@ -1,0 +1,61 @@
+import Foundation
+import RegistryLoad
+
+/// The human summary printed after a run.
+enum ReportText {
+    static func summary(_ report: LoadReport) -> String {
+        let p = report.parameters
+        var lines = [String]()
+        lines.append("registryload \(p.mode), workload \(p.workload), seed \(p.seed)")
+        lines.append(
+            "  \(p.endpoints.joined(separator: " ")): \(p.connections) connections × \(p.inFlight) in flight, batch \(p.batch), \(p.threads) thread(s)")
+        let throughput = report.throughput
+        var rateLine = "throughput    \(Int(throughput.achievedPerSecond.rounded())) registrations/s"
+        if let intended = throughput.intendedPerSecond { rateLine += " (intended \(Int(intended)))" }
+        rateLine += " over \((throughput.measuredSeconds * 100).rounded() / 100)s: \(throughput.acknowledged) acknowledged, \(throughput.failed) failed"
+        lines.append(rateLine)
+        lines.append(row("latency", report.latency))
+        if p.mode == "open-loop" {
+            lines.append(row("service time", report.serviceTime))
+            lines.append(row("sched. lag", report.schedulerLag))
+        }
+        if !report.errors.isEmpty {
+            lines.append("errors        " + report.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        }
+        let workload = report.workload
+        lines.append(
+            "generated     " + workload.generated.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        if workload.concurrentPairs > 0 {
+            lines.append(
+                "concurrent siblings: \(workload.concurrentPairs) pairs, \(workload.concurrentPairsWithDifferentIDs) told different IDs")
+        }
+        if workload.unexpectedAnswers > 0 {
+            lines.append("UNEXPECTED: \(workload.unexpectedAnswers) known-device registrations answered with another device's ID")
+        }
+        for objective in report.judgement.objectives {
+            lines.append(
+                "objective     \(objective.objective): \(DurationText.format(nanoseconds: objective.measuredNanoseconds)) \(objective.met ? "met" : "MISSED")")
+        }
+        if let verification = report.verification {
+            lines.append(
+                "verify        \(verification.devices) devices, \(verification.lookups) lookups: \(verification.lost) lost, \(verification.mismatched) mismatched, \(verification.failedLookups) failed lookups")
+        }
+        for server in report.servers {
+            lines.append(
+                "server        \(server.endpoint) \(server.nodeID): \(server.devices) devices, \(server.logOperations) log operations in \(server.logCommits) commits")
+        }
+        if report.judgement.valid {
+            lines.append("run           valid")
+        } else {
+            lines.append("run           INVALID: " + report.judgement.invalidReasons.joined(separator: "; "))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func row(_ name: String, _ summary: LatencySummary) -> String {
+        let padded = name.padding(toLength: 14, withPad: " ", startingAt: 0)
+        let values = [("p50", summary.p50), ("p90", summary.p90), ("p99", summary.p99), ("p99.9", summary.p999),
+                      ("p99.99", summary.p9999), ("max", summary.max)]
+        return padded + values.map { "\($0.0) \(DurationText.format(nanoseconds: $0.1))" }.joined(separator: "  ")
+    }
+}
