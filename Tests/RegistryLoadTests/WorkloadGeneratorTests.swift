@@ -1,0 +1,119 @@
+import RegistryCore
+import RegistryLoad
+import Testing
+
+@Suite("Workload generator")
+struct WorkloadGeneratorTests {
+    let catalogue = LoadCatalogue(vendors: 5, appsPerVendor: 3)
+
+    /// Acknowledges every unit with a device ID derived from its identifiers, as one node would.
+    private func drive(_ generator: inout WorkloadGenerator, units: Int) -> [LoadUnit] {
+        var produced = [LoadUnit]()
+        var ids = [UUID128: UUID128]()
+        for _ in 0..<units {
+            let unit = generator.next()
+            produced.append(unit)
+            let id: UUID128
+            if let known = unit.known {
+                id = generator.devices[known].deviceID
+            } else {
+                id = ids[unit.keychain] ?? UUID128(high: unit.keychain.low, low: unit.keychain.high)
+                ids[unit.keychain] = id
+            }
+            generator.acknowledge(unit, deviceID: id, partnerID: unit.partnerApp == nil ? nil : id)
+        }
+        return produced
+    }
+
+    @Test func theSameSeedGivesTheSameUnits() throws {
+        let mix = try WorkloadMix(parsing: "first-install=40,returning=20,sibling=10,reinstall=10,lost-keychain=10,concurrent-siblings=10")
+        var first = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 42, trackDevices: false)
+        var second = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 42, trackDevices: false)
+        var other = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 43, trackDevices: false)
+        let a = drive(&first, units: 500).map { "\($0.kind)/\($0.vendor)/\($0.app)/\($0.keychain)/\($0.idfv)" }
+        let b = drive(&second, units: 500).map { "\($0.kind)/\($0.vendor)/\($0.app)/\($0.keychain)/\($0.idfv)" }
+        let c = drive(&other, units: 500).map { "\($0.kind)/\($0.vendor)/\($0.app)/\($0.keychain)/\($0.idfv)" }
+        #expect(a == b)
+        #expect(a != c)
+        #expect(first.generated == second.generated)
+        #expect(Set(first.generated.keys) == Set(WorkloadKind.allCases))
+    }
+
+    @Test func knownDeviceKindsFallBackToFirstInstallsUntilADeviceIsAcknowledged() throws {
+        var generator = WorkloadGenerator(
+            mix: try WorkloadMix(parsing: "returning"), catalogue: catalogue, seed: 1, trackDevices: false)
+        let unit = generator.next()
+        #expect(unit.kind == .firstInstall)
+        generator.acknowledge(unit, deviceID: UUID128(high: 1, low: 1))
+        let next = generator.next()
+        #expect(next.kind == .returning)
+        #expect(next.known == 0)
+        #expect(next.keychain == unit.keychain && next.idfv == unit.idfv && next.app == unit.app)
+    }
+
+    @Test func eachKindPresentsTheIdentifiersItsScenarioHas() throws {
+        let base = WorkloadGenerator(mix: try WorkloadMix(parsing: "first-install"), catalogue: catalogue, seed: 9, trackDevices: true)
+        var seeded = base
+        let install = seeded.next()
+        seeded.acknowledge(install, deviceID: UUID128(high: 7, low: 7))
+        let device = seeded.devices[0]
+
+        func one(_ kind: String) throws -> (LoadUnit, WorkloadGenerator) {
+            var generator = WorkloadGenerator(mix: try WorkloadMix(parsing: kind), catalogue: catalogue, seed: 9, trackDevices: true)
+            let first = generator.next()
+            generator.acknowledge(first, deviceID: UUID128(high: 7, low: 7))
+            return (generator.next(), generator)
+        }
+        let (sibling, _) = try one("sibling")
+        #expect(sibling.kind == .sibling && sibling.app != device.homeApp && sibling.vendor == device.vendor)
+        #expect(sibling.keychain == device.keychain && sibling.idfv == device.idfv)
+
+        var (reinstall, afterReinstall) = try one("reinstall")
+        #expect(reinstall.keychain == device.keychain && reinstall.idfv != device.idfv)
+        afterReinstall.acknowledge(reinstall, deviceID: UUID128(high: 7, low: 7))
+        #expect(afterReinstall.devices[0].idfv == reinstall.idfv)
+        #expect(afterReinstall.devices[0].replaced == [Identifier(kind: .idfv, value: device.idfv)])
+        #expect(afterReinstall.devices[0].claims.count == 3)
+        #expect(afterReinstall.unexpectedAnswers == 0)
+        reinstall = afterReinstall.next()
+        afterReinstall.acknowledge(reinstall, deviceID: UUID128(high: 8, low: 8))
+        #expect(afterReinstall.unexpectedAnswers == 1)
+
+        var (lost, afterLost) = try one("lost-keychain")
+        #expect(lost.keychain != device.keychain && lost.idfv == device.idfv)
+        afterLost.acknowledge(lost, deviceID: UUID128(high: 7, low: 7))
+        #expect(afterLost.devices[0].keychain == lost.keychain)
+        lost = afterLost.next()
+        #expect(lost.known == 0)
+    }
+
+    @Test func concurrentSiblingPairsUseTwoAppsOfOneVendorAndCountDivergence() throws {
+        var generator = WorkloadGenerator(
+            mix: try WorkloadMix(parsing: "concurrent-siblings"), catalogue: catalogue, seed: 3, trackDevices: true)
+        let pair = generator.next()
+        #expect(pair.registrations == 2)
+        let partner = try #require(catalogue.partnerRequest(for: pair))
+        let primary = catalogue.request(for: pair)
+        #expect(partner.bundleID != primary.bundleID)
+        #expect(partner.identifiers == primary.identifiers)
+        generator.acknowledge(pair, deviceID: UUID128(high: 1, low: 1), partnerID: UUID128(high: 2, low: 2))
+        #expect(generator.pairs == 1 && generator.divergentPairs == 1)
+        #expect(generator.devices[0].accepts(UUID128(high: 2, low: 2)))
+        #expect(!generator.devices[0].accepts(UUID128(high: 3, low: 3)))
+    }
+
+    @Test func firstInstallsAloneKeepNoModelUnlessVerifying() throws {
+        var light = WorkloadGenerator(mix: try WorkloadMix(parsing: "first-install"), catalogue: catalogue, seed: 1, trackDevices: false)
+        _ = drive(&light, units: 100)
+        #expect(light.devices.isEmpty)
+        var verifying = WorkloadGenerator(mix: try WorkloadMix(parsing: "first-install"), catalogue: catalogue, seed: 1, trackDevices: true)
+        _ = drive(&verifying, units: 100)
+        #expect(verifying.devices.count == 100)
+    }
+
+    @Test func bundlesFollowTheDefaultVendorRule() throws {
+        let rules = try VendorRules()
+        let bundle = try BundleID(parsing: catalogue.bundle(vendor: 3, app: 2))
+        #expect(rules.vendor(of: bundle).name == catalogue.vendorName(3))
+    }
+}
