@@ -9,17 +9,22 @@ public struct Registration: Hashable, Sendable {
     public let rejected: [PresentedIdentifier]
 
     public init(bundle: String, identifiers presented: [PresentedIdentifier], rules: VendorRules) throws(IdentityError) {
-        let bundle = try BundleID(parsing: bundle)
+        var resolver = BundleResolver(rules: rules, capacity: 0)
+        try self.init(bundle: bundle, identifiers: presented, resolver: &resolver)
+    }
+
+    /// Validates with a ``BundleResolver``, which remembers bundles already seen.
+    public init(
+        bundle: String, identifiers presented: [PresentedIdentifier], resolver: inout BundleResolver
+    ) throws(IdentityError) {
+        let (bundle, vendor) = try resolver.resolve(bundle)
         guard !presented.isEmpty else { throw .missingIdentifier }
-        var kinds = Set<Int32>()
+        try Self.refuseRepeatedKinds(presented)
         var valid = [Identifier]()
+        valid.reserveCapacity(presented.count)
         var rejected = [PresentedIdentifier]()
         var firstRejection: IdentityError?
         for item in presented {
-            guard kinds.insert(item.rawKind).inserted else {
-                let name = IdentifierKind(rawValue: item.rawKind).map { "\($0)" } ?? "kind \(item.rawKind)"
-                throw .invalidIdentifier("\(name) appears more than once")
-            }
             do {
                 valid.append(try Identifier(rawKind: item.rawKind, text: item.text))
             } catch {
@@ -28,9 +33,37 @@ public struct Registration: Hashable, Sendable {
             }
         }
         if valid.isEmpty, let firstRejection { throw firstRejection }
+        if !valid.isSorted(by: { $0.kind < $1.kind }) { valid.sort { $0.kind < $1.kind } }
         self.bundle = bundle
-        self.vendor = rules.vendor(of: bundle)
-        self.identifiers = valid.sorted { $0.kind < $1.kind }
+        self.vendor = vendor
+        self.identifiers = valid
         self.rejected = rejected
+    }
+
+    /// At most one identifier per kind. A handful are compared pairwise (no allocation);
+    /// many, which only a broken or hostile client sends, go through a set.
+    private static func refuseRepeatedKinds(_ presented: [PresentedIdentifier]) throws(IdentityError) {
+        var repeated: Int32?
+        if presented.count <= 8 {
+            outer: for i in presented.indices {
+                for j in presented.indices where j > i && presented[j].rawKind == presented[i].rawKind {
+                    repeated = presented[i].rawKind
+                    break outer
+                }
+            }
+        } else {
+            var kinds = Set<Int32>()
+            repeated = presented.first { !kinds.insert($0.rawKind).inserted }?.rawKind
+        }
+        if let repeated {
+            let name = IdentifierKind(rawValue: repeated).map { "\($0)" } ?? "kind \(repeated)"
+            throw .invalidIdentifier("\(name) appears more than once")
+        }
+    }
+}
+
+extension Array {
+    func isSorted(by areInIncreasingOrder: (Element, Element) -> Bool) -> Bool {
+        indices.dropFirst().allSatisfy { !areInIncreasingOrder(self[$0], self[$0 - 1]) }
     }
 }

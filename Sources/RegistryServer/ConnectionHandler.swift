@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import RegistryCore
 import RegistryWire
 
 /// Asks connections to finish their in-flight requests and close (graceful shutdown).
@@ -15,6 +16,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var machine: ConnectionStateMachine
     private var batch: [ClientFrame] = []
     private let engine: RegistryEngine
+    /// Remembers this connection's bundles, so each is validated once.
+    private var resolver: BundleResolver
     private var logger: Logger
     private var context: ChannelHandlerContext?
 
@@ -22,6 +25,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.engine = engine
         self.logger = logger
         self.machine = ConnectionStateMachine(maxInFlight: Int(engine.limits.maxInFlight))
+        self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -68,7 +72,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             batch = []
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            engine.submit(frames) { responses in
+            engine.submit(frames, resolver: &resolver) { responses in
                 if loop.inEventLoop {
                     bound.value.deliver(responses)
                 } else {

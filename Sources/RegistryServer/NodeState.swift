@@ -2,8 +2,16 @@ import RegistryCore
 import RegistryWire
 
 /// Everything a node decides with, as a plain value: the registry state, the clock, the log
-/// position, and the rules. ``handle(_:wallMillis:generator:operations:)`` turns one request
-/// into its response and the operations to log, with no I/O, so it is tested directly.
+/// position, and the rules. A request goes through three pure steps so that only the middle
+/// one needs the engine's lock:
+///
+/// 1. ``prepare(_:resolver:limits:)`` validates what needs no state (bundle, identifiers,
+///    batch size);
+/// 2. ``decide(_:requestID:wallMillis:generator:operations:)`` changes the state and says what
+///    happened, appending the operations to log;
+/// 3. ``Decision/body`` turns that into the wire answer (UUID text and all).
+///
+/// ``handle(_:wallMillis:generator:operations:)`` runs the three in a row.
 struct NodeState {
     var registry = RegistryState()
     var clock: HybridLogicalClock
@@ -14,55 +22,115 @@ struct NodeState {
     let rules: VendorRules
     let limits: Limits
 
+    /// A request after the checks that need no state.
+    enum Prepared: Sendable {
+        case register(Result<Registration, WireError>)
+        case registerBatch([Result<Registration, WireError>])
+        /// Refused whole (a batch over the limit).
+        case refused(WireError)
+        /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
+        case read(ClientBody)
+    }
+
+    /// What the state decided, not yet in wire form.
+    enum Decision: Sendable {
+        case registered(Result<RegistrationOutcome, WireError>)
+        case registeredBatch([Result<RegistrationOutcome, WireError>])
+        case answer(ServerBody)
+
+        /// The wire answer.
+        var body: ServerBody {
+            switch self {
+            case .registered(.success(let outcome)): return .registerResult(RegisterResult(outcome))
+            case .registered(.failure(let error)): return .error(error)
+            case .registeredBatch(let items):
+                return .registerBatchResult(
+                    items.map { item in
+                        switch item {
+                        case .success(let outcome): return .result(RegisterResult(outcome))
+                        case .failure(let error): return .error(error)
+                        }
+                    })
+            case .answer(let body): return body
+            }
+        }
+    }
+
+    static func prepare(_ body: ClientBody, resolver: inout BundleResolver, limits: Limits) -> Prepared {
+        switch body {
+        case .register(let request):
+            return .register(validate(request, resolver: &resolver))
+        case .registerBatch(let requests):
+            guard requests.count <= Int(limits.maxBatchSize) else {
+                return .refused(
+                    WireError(
+                        code: .batchTooLarge,
+                        message: "batch of \(requests.count) registrations exceeds the limit of \(limits.maxBatchSize)"))
+            }
+            return .registerBatch(requests.map { validate($0, resolver: &resolver) })
+        default:
+            return .read(body)
+        }
+    }
+
+    private static func validate(_ request: RegisterRequest, resolver: inout BundleResolver) -> Result<Registration, WireError> {
+        do {
+            return .success(try Registration(bundle: request.bundleID, identifiers: request.identifiers, resolver: &resolver))
+        } catch {
+            return .failure(WireError(error))
+        }
+    }
+
     /// Answers `frame`, appending any state change to `operations`. Per-request errors become
     /// error responses; nothing here closes a connection.
     mutating func handle(
         _ frame: ClientFrame, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation]
     ) -> ServerBody {
-        switch frame.body {
-        case .register(let request):
-            switch register(request, wallMillis: wallMillis, generator: &generator, operations: &operations) {
-            case .result(let result): return .registerResult(result)
-            case .error(let error): return .error(error)
-            }
-        case .registerBatch(let requests):
-            guard requests.count <= Int(limits.maxBatchSize) else {
-                return .error(
-                    WireError(
-                        code: .batchTooLarge,
-                        message: "batch of \(requests.count) registrations exceeds the limit of \(limits.maxBatchSize)"))
-            }
-            return .registerBatchResult(
-                requests.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
-        case .resolve(let text):
+        var resolver = BundleResolver(rules: rules, capacity: 0)
+        let prepared = Self.prepare(frame.body, resolver: &resolver, limits: limits)
+        return decide(prepared, requestID: frame.requestID, wallMillis: wallMillis, generator: &generator, operations: &operations)
+            .body
+    }
+
+    /// Applies a prepared request to the state.
+    mutating func decide(
+        _ prepared: Prepared, requestID: UInt64, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
+        operations: inout [LoggedOperation]
+    ) -> Decision {
+        switch prepared {
+        case .register(let registration):
+            return .registered(
+                registration.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
+        case .registerBatch(let registrations):
+            return .registeredBatch(
+                registrations.map { item in
+                    item.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) }
+                })
+        case .refused(let error):
+            return .answer(.error(error))
+        case .read(.resolve(let text)):
             do {
                 let id = try DeviceID(parsing: text)
                 guard let record = registry.resolve(id) else {
-                    return .error(WireError(code: .notFound, message: "no device \(id)"))
+                    return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
                 }
-                return .device(DeviceRecordMessage(record))
+                return .answer(.device(DeviceRecordMessage(record)))
             } catch {
-                return .error(WireError(error))
+                return .answer(.error(WireError(error)))
             }
-        case .lookup(let request):
-            return lookup(request)
-        case .hello, .stats, .unknown:
-            // The connection handles the handshake and stats; an unknown body is refused here.
-            return .error(WireError(code: .unknownMessage, message: "request \(frame.requestID) has no body this node knows"))
+        case .read(.lookup(let request)):
+            return .answer(lookup(request))
+        case .read:
+            // The connection handles the handshake and the engine stats; anything else is unknown.
+            return .answer(.error(WireError(code: .unknownMessage, message: "request \(requestID) has no body this node knows")))
         }
     }
 
     private mutating func register(
-        _ request: RegisterRequest, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
+        _ registration: Registration, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation]
-    ) -> BatchItem {
-        let registration: Registration
-        do {
-            registration = try Registration(bundle: request.bundleID, identifiers: request.identifiers, rules: rules)
-        } catch {
-            return .error(WireError(error))
-        }
+    ) -> RegistrationOutcome {
         let now = clock.tick(wallMillis: wallMillis)
         let (op, outcome) = registry.register(registration, at: now, origin: nodeID) {
             DeviceID.mint(at: now, using: &generator)
@@ -70,10 +138,7 @@ struct NodeState {
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
-        return .result(
-            RegisterResult(
-                deviceID: outcome.device.description, created: outcome.created, vendor: outcome.vendor.name,
-                replacedDeviceIDs: outcome.replaced.map(\.description), rejectedIdentifiers: outcome.rejected))
+        return outcome
     }
 
     private func lookup(_ request: LookupRequest) -> ServerBody {
@@ -94,5 +159,14 @@ struct NodeState {
         } catch {
             return .error(WireError(error))
         }
+    }
+}
+
+extension RegisterResult {
+    /// The wire form of a core outcome.
+    init(_ outcome: RegistrationOutcome) {
+        self.init(
+            deviceID: outcome.device.description, created: outcome.created, vendor: outcome.vendor.name,
+            replacedDeviceIDs: outcome.replaced.map(\.description), rejectedIdentifiers: outcome.rejected)
     }
 }

@@ -18,9 +18,16 @@ public final class RegistryEngine: Sendable {
     /// Calls back with the responses to one submitted group of requests, in request order.
     public typealias Delivery = @Sendable ([ServerFrame]) -> Void
 
+    /// Answers decided under the lock, waiting for their operations to become durable. They
+    /// are put in wire form only when delivered, off the lock.
     struct Waiter {
-        let responses: [ServerFrame]
+        let requestIDs: [UInt64]
+        let decisions: [NodeState.Decision]
         let deliver: Delivery
+
+        var responses: [ServerFrame] {
+            zip(requestIDs, decisions).map { ServerFrame(requestID: $0, body: $1.body) }
+        }
     }
 
     struct Core {
@@ -40,6 +47,7 @@ public final class RegistryEngine: Sendable {
     public let nodeID: NodeID
     public let clusterID: String
     public let limits: Limits
+    private let rules: VendorRules
     public static let serverVersion = "registryd 0.1.0"
 
     private let core: Mutex<Core>
@@ -112,6 +120,7 @@ public final class RegistryEngine: Sendable {
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
+        self.rules = configuration.vendorRules
         self.logger = logger
         self.wallClock = wallClock
         self.startedAt = wallClock()
@@ -124,37 +133,54 @@ public final class RegistryEngine: Sendable {
             ])
     }
 
+    /// The vendor rules, for the ``BundleResolver`` each connection keeps.
+    public var vendorRules: VendorRules { rules }
+
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
+        var resolver = BundleResolver(rules: rules, capacity: 0)
+        submit(frames, resolver: &resolver, deliver: deliver)
+    }
+
+    /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
+    /// Validation runs before the lock; only the state change runs under it.
+    public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
+        let prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
+        let requestIDs = frames.map(\.requestID)
         let wall = wallClock()
-        var responses = [ServerFrame]()
-        responses.reserveCapacity(frames.count)
+        var decisions = [NodeState.Decision]()
+        decisions.reserveCapacity(frames.count)
         let (answerNow, startCommit) = core.withLock { core -> (Bool, Bool) in
             if let failure = core.failure {
-                responses = frames.map { ServerFrame(requestID: $0.requestID, body: .error(failure)) }
+                decisions = frames.map { _ in .answer(.error(failure)) }
                 return (true, false)
             }
             let before = core.pendingOperations.count
-            for frame in frames {
-                let body: ServerBody
+            for (frame, request) in zip(frames, prepared) {
                 if case .stats = frame.body {
-                    body = .stats(stats(core))
+                    decisions.append(.answer(.stats(stats(core))))
                 } else {
-                    body = core.node.handle(
-                        frame, wallMillis: wall, generator: &core.generator, operations: &core.pendingOperations)
+                    decisions.append(
+                        core.node.decide(
+                            request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
+                            operations: &core.pendingOperations))
                 }
-                responses.append(ServerFrame(requestID: frame.requestID, body: body))
             }
             if core.pendingOperations.count == before, !core.commitRunning { return (true, false) }
-            core.pendingWaiters.append(Waiter(responses: responses, deliver: deliver))
+            core.pendingWaiters.append(Waiter(requestIDs: requestIDs, decisions: decisions, deliver: deliver))
             guard !core.commitRunning else { return (false, false) }
             core.commitRunning = true
             return (false, true)
         }
-        counters.record(responses)
-        if answerNow { deliver(responses) }
+        if answerNow { deliverCounted(Waiter(requestIDs: requestIDs, decisions: decisions, deliver: deliver)) }
         if startCommit { writer.queue.async { self.commitLoop() } }
+    }
+
+    private func deliverCounted(_ waiter: Waiter) {
+        let responses = waiter.responses
+        counters.record(responses)
+        waiter.deliver(responses)
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
@@ -179,7 +205,7 @@ public final class RegistryEngine: Sendable {
             }
             if taken.operations.isEmpty {
                 // Read-only answers that waited for the previous pass, which is now durable.
-                for waiter in taken.waiters { waiter.deliver(waiter.responses) }
+                for waiter in taken.waiters { deliverCounted(waiter) }
                 continue
             }
             switch writer.write(taken.operations, clock: taken.clock) {
@@ -188,7 +214,7 @@ public final class RegistryEngine: Sendable {
                     core.durableOperations = durable
                     core.commits += 1
                 }
-                for waiter in taken.waiters { waiter.deliver(waiter.responses) }
+                for waiter in taken.waiters { deliverCounted(waiter) }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
@@ -201,7 +227,7 @@ public final class RegistryEngine: Sendable {
 
     private func refuse(_ waiters: [Waiter], with failure: WireError) {
         for waiter in waiters {
-            waiter.deliver(waiter.responses.map { ServerFrame(requestID: $0.requestID, body: .error(failure)) })
+            deliverCounted(Waiter(requestIDs: waiter.requestIDs, decisions: waiter.requestIDs.map { _ in .answer(.error(failure)) }, deliver: waiter.deliver))
         }
     }
 

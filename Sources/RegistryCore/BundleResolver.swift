@@ -1,0 +1,26 @@
+/// Validates bundle IDs and finds their vendor, remembering the answers: a connection sends
+/// the same few bundles over and over, and parsing plus the vendor-rule search was a fifth of
+/// a registration's cost. A plain value; give each connection (or thread) its own.
+public struct BundleResolver: Sendable {
+    public let rules: VendorRules
+    /// Distinct bundles remembered before the memo starts again from empty.
+    public let capacity: Int
+    private var memo: [String: (bundle: BundleID, vendor: Vendor)] = [:]
+
+    public init(rules: VendorRules, capacity: Int = 4096) {
+        self.rules = rules
+        self.capacity = capacity
+    }
+
+    /// The validated bundle and its vendor; throws ``IdentityError/invalidBundleID(_:)`` as
+    /// ``BundleID/init(parsing:)`` does. Refusals are not remembered.
+    public mutating func resolve(_ text: String) throws(IdentityError) -> (bundle: BundleID, vendor: Vendor) {
+        if let known = memo[text] { return known }
+        let bundle = try BundleID(parsing: text)
+        let resolved = (bundle: bundle, vendor: rules.vendor(of: bundle))
+        guard capacity > 0 else { return resolved }
+        if memo.count >= capacity { memo.removeAll(keepingCapacity: true) }
+        memo[text] = resolved
+        return resolved
+    }
+}
