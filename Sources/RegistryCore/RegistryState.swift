@@ -4,31 +4,68 @@
 /// union-find whose root is always the winner the written rule names, and app sightings keep the
 /// earliest first-seen and latest last-seen. Applying the same set of operations in any order,
 /// any number of times, gives the same state.
+///
+/// Layout, for memory at tens of millions of devices: each device is a 56-byte ``Slot`` in a
+/// paged array and is named inside the state by its slot number; vendors, bundles and nodes are
+/// interned to 4-byte numbers. The rare extras (a second app, merged aliases) live in side tables
+/// keyed by the canonical slot.
 public struct RegistryState: Sendable {
-    struct Entry: Sendable {
-        let ref: DeviceRef
-        /// The winner of this device's merge set; itself when canonical. Always one hop.
-        var canonical: DeviceID
-        /// On a canonical entry only: every device merged into it.
-        var aliases: [DeviceID]
-        /// On a canonical entry only.
-        var apps: [AppSeen]
+    /// One device.
+    struct Slot: Sendable {
+        let id: UUID128
+        /// HLC of creation (raw).
+        let created: UInt64
+        /// Interned origin node.
+        let origin: UInt32
+        /// Interned vendor.
+        let vendor: UInt32
+        /// The slot of the winner of this device's merge set; its own slot when canonical.
+        /// Always one hop.
+        var canonical: UInt32
+        /// On a canonical slot: the interned bundle of its first app, or ``noApp``.
+        var app: UInt32
+        var firstSeen: UInt64
+        var lastSeen: UInt64
+    }
+
+    /// An app sighting beyond a device's first.
+    struct AppSlot: Sendable {
+        let bundle: UInt32
+        var firstSeen: UInt64
+        var lastSeen: UInt64
     }
 
     struct ClaimKey: Hashable, Sendable {
-        let vendor: Vendor
-        let identifier: Identifier
+        let value: UUID128
+        let vendor: UInt32
+        let kind: Int32
+
+        init(vendor: UInt32, identifier: Identifier) {
+            self.value = identifier.value
+            self.vendor = vendor
+            self.kind = identifier.kind.rawValue
+        }
     }
 
-    private var entries: [DeviceID: Entry] = [:]
-    /// Identifier to the device that claimed it (the merge-rule minimum when several did).
-    private var claims: [ClaimKey: DeviceID] = [:]
+    static let noApp = UInt32.max
+
+    private var slots = PagedArray<Slot>()
+    private var slotOf: [UUID128: UInt32] = [:]
+    /// (vendor, identifier) to the slot that claimed it (the merge-rule minimum when several did).
+    private var claims: [ClaimKey: UInt32] = [:]
+    /// Canonical slot to its apps after the first.
+    private var moreApps: [UInt32: [AppSlot]] = [:]
+    /// Canonical slot to the slots merged into it.
+    private var members: [UInt32: [UInt32]] = [:]
+    private var vendors = Interner<Vendor>()
+    private var bundles = Interner<BundleID>()
+    private var origins = Interner<NodeID>()
     public private(set) var aliasCount = 0
 
     public init() {}
 
     /// Canonical devices.
-    public var deviceCount: Int { entries.count - aliasCount }
+    public var deviceCount: Int { slots.count - aliasCount }
     /// (vendor, identifier) claims.
     public var claimCount: Int { claims.count }
 
@@ -40,17 +77,17 @@ public struct RegistryState: Sendable {
         _ registration: Registration, at now: HLCTimestamp, origin: NodeID, mint: () -> DeviceID
     ) -> (operation: RegistrationOp, outcome: RegistrationOutcome) {
         let vendor = registration.vendor
-        var owners = [DeviceID]()
-        var roots = [DeviceID]()
-        var unclaimed = [Identifier]()
-        for identifier in registration.identifiers {
-            guard let owner = claims[ClaimKey(vendor: vendor, identifier: identifier)] else {
-                unclaimed.append(identifier)
-                continue
+        // Arrays stay empty, and unallocated, for a first install.
+        var owners = [UInt32]()
+        var roots = [UInt32]()
+        let vendorNumber = vendors.number(of: vendor)
+        if let vendorNumber {
+            for identifier in registration.identifiers {
+                guard let owner = claims[ClaimKey(vendor: vendorNumber, identifier: identifier)] else { continue }
+                if !owners.contains(owner) { owners.append(owner) }
+                let root = slots[owner].canonical
+                if !roots.contains(root) { roots.append(root) }
             }
-            if !owners.contains(owner) { owners.append(owner) }
-            let root = entries[owner]!.canonical
-            if !roots.contains(root) { roots.append(root) }
         }
 
         let operation: RegistrationOp
@@ -59,18 +96,23 @@ public struct RegistryState: Sendable {
             operation = RegistrationOp(
                 device: ref, bundle: registration.bundle, claims: registration.identifiers, merged: [], seen: now)
         } else {
-            let refs = roots.map { entries[$0]!.ref }
-            let winner = refs.dropFirst().reduce(refs[0]) { $1.winsMerge(against: $0) ? $1 : $0 }
+            var winner = roots[0]
+            for root in roots.dropFirst() where wins(root, over: winner) { winner = root }
+            let unclaimed = registration.identifiers.filter {
+                claims[ClaimKey(vendor: vendorNumber!, identifier: $0)] == nil
+            }
             operation = RegistrationOp(
-                device: winner, bundle: registration.bundle, claims: unclaimed,
-                merged: refs.filter { $0.id != winner.id }, seen: now)
+                device: ref(winner), bundle: registration.bundle, claims: unclaimed,
+                merged: roots.filter { $0 != winner }.map { ref($0) }, seen: now)
         }
-        apply(operation)
+        let device = applied(operation)
 
-        let canonical = entries[operation.device.id]!.canonical
+        let canonical = slots[device].canonical
+        let canonicalID = DeviceID(slots[canonical].id)
         let outcome = RegistrationOutcome(
-            device: canonical, created: roots.isEmpty, vendor: vendor,
-            replaced: owners.filter { $0 != canonical }.sorted(), rejected: registration.rejected)
+            device: canonicalID, created: roots.isEmpty, vendor: vendor,
+            replaced: owners.map { DeviceID(slots[$0].id) }.filter { $0 != canonicalID }.sorted(),
+            rejected: registration.rejected)
         return (operation, outcome)
     }
 
@@ -83,77 +125,129 @@ public struct RegistryState: Sendable {
     }
 
     public mutating func apply(_ op: RegistrationOp) {
-        let device = op.device
-        insertIfAbsent(device)
-        for identifier in op.claims {
-            let key = ClaimKey(vendor: device.vendor, identifier: identifier)
-            guard let owner = claims[key] else {
-                claims[key] = device.id
-                continue
-            }
-            guard owner != device.id else { continue }
-            if device.winsMerge(against: entries[owner]!.ref) { claims[key] = device.id }
-            union(owner, device.id)
-        }
-        for other in op.merged where other.vendor == device.vendor {
-            insertIfAbsent(other)
-            union(other.id, device.id)
-        }
-        let root = entries[device.id]!.canonical
-        if let index = entries[root]!.apps.firstIndex(where: { $0.bundle == op.bundle }) {
-            entries[root]!.apps[index].absorb(firstSeen: op.seen, lastSeen: op.seen)
-        } else {
-            entries[root]!.apps.append(AppSeen(bundle: op.bundle, firstSeen: op.seen, lastSeen: op.seen))
-        }
+        _ = applied(op)
     }
 
-    private mutating func insertIfAbsent(_ ref: DeviceRef) {
-        if entries[ref.id] == nil {
-            entries[ref.id] = Entry(ref: ref, canonical: ref.id, aliases: [], apps: [])
+    /// Applies one registration; returns the slot of its device.
+    private mutating func applied(_ op: RegistrationOp) -> UInt32 {
+        let device = slot(for: op.device)
+        let vendor = slots[device].vendor
+        for identifier in op.claims {
+            let key = ClaimKey(vendor: vendor, identifier: identifier)
+            // One hash for the common case, a claim nobody held.
+            guard let owner = claims.updateValue(device, forKey: key), owner != device else { continue }
+            if !wins(device, over: owner) { claims[key] = owner }
+            union(owner, device)
+        }
+        for other in op.merged where other.vendor == op.device.vendor {
+            union(slot(for: other), device)
+        }
+        see(bundles.intern(op.bundle), first: op.seen.rawValue, last: op.seen.rawValue, on: slots[device].canonical)
+        return device
+    }
+
+    /// The slot of `ref`, created when the device is new to this replica.
+    private mutating func slot(for ref: DeviceRef) -> UInt32 {
+        if let existing = slotOf[ref.id.uuid] { return existing }
+        let number = UInt32(slots.count)
+        slots.append(
+            Slot(
+                id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
+                vendor: vendors.intern(ref.vendor), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
+        slotOf[ref.id.uuid] = number
+        return number
+    }
+
+    /// Joins an app sighting into canonical slot `root`: earliest first-seen, latest last-seen.
+    private mutating func see(_ bundle: UInt32, first: UInt64, last: UInt64, on root: UInt32) {
+        if slots[root].app == Self.noApp {
+            slots[root].app = bundle
+            slots[root].firstSeen = first
+            slots[root].lastSeen = last
+        } else if slots[root].app == bundle {
+            slots[root].firstSeen = min(slots[root].firstSeen, first)
+            slots[root].lastSeen = max(slots[root].lastSeen, last)
+        } else if let index = moreApps[root]?.firstIndex(where: { $0.bundle == bundle }) {
+            moreApps[root]![index].firstSeen = min(moreApps[root]![index].firstSeen, first)
+            moreApps[root]![index].lastSeen = max(moreApps[root]![index].lastSeen, last)
+        } else {
+            moreApps[root, default: []].append(AppSlot(bundle: bundle, firstSeen: first, lastSeen: last))
         }
     }
 
     /// Merges the sets of `a` and `b` under the rule's winner, keeping every alias one hop deep.
-    private mutating func union(_ a: DeviceID, _ b: DeviceID) {
-        let rootA = entries[a]!.canonical
-        let rootB = entries[b]!.canonical
+    private mutating func union(_ a: UInt32, _ b: UInt32) {
+        let rootA = slots[a].canonical
+        let rootB = slots[b].canonical
         guard rootA != rootB else { return }
-        let aWins = entries[rootA]!.ref.winsMerge(against: entries[rootB]!.ref)
-        let (winner, loser) = aWins ? (rootA, rootB) : (rootB, rootA)
-        let losing = entries[loser]!
-        entries[loser]!.aliases = []
-        entries[loser]!.apps = []
-        let moved = [loser] + losing.aliases
-        for id in moved { entries[id]!.canonical = winner }
-        entries[winner]!.aliases.append(contentsOf: moved)
-        for app in losing.apps {
-            if let index = entries[winner]!.apps.firstIndex(where: { $0.bundle == app.bundle }) {
-                entries[winner]!.apps[index].absorb(firstSeen: app.firstSeen, lastSeen: app.lastSeen)
-            } else {
-                entries[winner]!.apps.append(app)
-            }
+        let (winner, loser) = wins(rootA, over: rootB) ? (rootA, rootB) : (rootB, rootA)
+        let moved = [loser] + (members.removeValue(forKey: loser) ?? [])
+        for member in moved { slots[member].canonical = winner }
+        members[winner, default: []].append(contentsOf: moved)
+        let losing = slots[loser]
+        if losing.app != Self.noApp {
+            slots[loser].app = Self.noApp
+            see(losing.app, first: losing.firstSeen, last: losing.lastSeen, on: winner)
+        }
+        for app in moreApps.removeValue(forKey: loser) ?? [] {
+            see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: winner)
         }
         aliasCount += 1
+    }
+
+    /// The merge rule on slots (see ``DeviceRef/winsMerge(against:)``).
+    private func wins(_ a: UInt32, over b: UInt32) -> Bool {
+        let (x, y) = (slots[a], slots[b])
+        if x.created != y.created { return x.created < y.created }
+        if x.origin != y.origin { return origins[x.origin] < origins[y.origin] }
+        return x.id < y.id
+    }
+
+    private func ref(_ number: UInt32) -> DeviceRef {
+        let slot = slots[number]
+        return DeviceRef(
+            id: DeviceID(slot.id), created: HLCTimestamp(rawValue: slot.created), origin: origins[slot.origin],
+            vendor: vendors[slot.vendor])
     }
 
     // MARK: - Queries
 
     /// The canonical device of `id`, which may be an alias; nil when unknown.
     public func canonical(of id: DeviceID) -> DeviceID? {
-        entries[id]?.canonical
+        slotOf[id.uuid].map { DeviceID(slots[slots[$0].canonical].id) }
     }
 
     /// The canonical record of `id`, which may be an alias.
     public func resolve(_ id: DeviceID) -> DeviceRecord? {
-        guard let root = entries[id]?.canonical, let entry = entries[root] else { return nil }
-        return DeviceRecord(
-            device: entry.ref, apps: entry.apps.sorted { $0.bundle < $1.bundle }, aliases: entry.aliases.sorted())
+        slotOf[id.uuid].map { record(of: slots[$0].canonical) }
     }
 
     /// The canonical record of the device `identifier` is claimed by within `vendor`.
     public func lookup(vendor: Vendor, identifier: Identifier) -> DeviceRecord? {
-        guard let owner = claims[ClaimKey(vendor: vendor, identifier: identifier)] else { return nil }
-        return resolve(owner)
+        guard let vendorNumber = vendors.number(of: vendor),
+            let owner = claims[ClaimKey(vendor: vendorNumber, identifier: identifier)]
+        else { return nil }
+        return record(of: slots[owner].canonical)
+    }
+
+    private func record(of root: UInt32) -> DeviceRecord {
+        var apps = [AppSeen]()
+        let slot = slots[root]
+        if slot.app != Self.noApp {
+            apps.append(
+                AppSeen(
+                    bundle: bundles[slot.app], firstSeen: HLCTimestamp(rawValue: slot.firstSeen),
+                    lastSeen: HLCTimestamp(rawValue: slot.lastSeen)))
+        }
+        for app in moreApps[root] ?? [] {
+            apps.append(
+                AppSeen(
+                    bundle: bundles[app.bundle], firstSeen: HLCTimestamp(rawValue: app.firstSeen),
+                    lastSeen: HLCTimestamp(rawValue: app.lastSeen)))
+        }
+        return DeviceRecord(
+            device: ref(root), apps: apps.sorted { $0.bundle < $1.bundle },
+            aliases: (members[root] ?? []).map { DeviceID(slots[$0].id) }.sorted())
     }
 
     // MARK: - Comparing replicas
@@ -163,13 +257,15 @@ public struct RegistryState: Sendable {
     public func snapshot() -> Snapshot {
         var canonical = [DeviceID: DeviceID]()
         var records = [DeviceID: DeviceRecord]()
-        for (id, entry) in entries {
-            canonical[id] = entry.canonical
-            if entry.canonical == id { records[id] = resolve(id) }
+        for number in 0..<UInt32(slots.count) {
+            let slot = slots[number]
+            canonical[DeviceID(slot.id)] = DeviceID(slots[slot.canonical].id)
+            if slot.canonical == number { records[DeviceID(slot.id)] = record(of: number) }
         }
         var claimed = [String: DeviceID]()
         for (key, owner) in claims {
-            claimed["\(key.vendor)/\(key.identifier)"] = entries[owner]!.canonical
+            let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
+            claimed["\(vendors[key.vendor])/\(identifier)"] = DeviceID(slots[slots[owner].canonical].id)
         }
         return Snapshot(canonical: canonical, records: records, claims: claimed)
     }
