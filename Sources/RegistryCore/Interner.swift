@@ -3,13 +3,20 @@
 struct Interner<Value: Hashable & Sendable>: Sendable {
     private var values: [Value] = []
     private var numbers: [Value: UInt32] = [:]
+    /// The number last interned: runs of one value (this node's ID) skip hashing.
+    private var last: UInt32?
 
     /// The value's number, assigning the next one when it is new.
     mutating func intern(_ value: Value) -> UInt32 {
-        if let number = numbers[value] { return number }
+        if let last, values[Int(last)] == value { return last }
+        if let number = numbers[value] {
+            last = number
+            return number
+        }
         let number = UInt32(values.count)
         values.append(value)
         numbers[value] = number
+        last = number
         return number
     }
 

@@ -72,11 +72,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
             batch = []
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            engine.submit(frames, resolver: &resolver) { responses in
+            engine.submit(frames, resolver: &resolver) { answers in
                 if loop.inEventLoop {
-                    bound.value.deliver(responses)
+                    bound.value.deliver(answers.frames)
                 } else {
-                    loop.execute { bound.value.deliver(responses) }
+                    loop.execute { bound.value.deliver(answers.frames) }
                 }
             }
         }

@@ -15,24 +15,32 @@ import Synchronization
 /// A response is released only after every operation it reports, and every operation applied
 /// before it, is durable: while a commit runs, even read-only answers wait for it.
 public final class RegistryEngine: Sendable {
-    /// Calls back with the responses to one submitted group of requests, in request order.
-    public typealias Delivery = @Sendable ([ServerFrame]) -> Void
+    /// Calls back with the answers to one submitted group of requests, in request order.
+    public typealias Delivery = @Sendable (Answers) -> Void
 
-    /// Answers decided under the lock, waiting for their operations to become durable. They
-    /// are put in wire form only when delivered, off the lock.
-    struct Waiter {
+    /// Answers decided and, where they changed state, durable: ready to send. They are put in
+    /// wire form (UUID text and all) by ``frames``, which the receiver calls on its own thread,
+    /// so neither the engine's lock nor the log writer pays for it.
+    public struct Answers: Sendable {
         let requestIDs: [UInt64]
         let decisions: [NodeState.Decision]
-        let deliver: Delivery
 
-        var responses: [ServerFrame] {
+        public var count: Int { requestIDs.count }
+
+        public var frames: [ServerFrame] {
             zip(requestIDs, decisions).map { ServerFrame(requestID: $0, body: $1.body) }
         }
     }
 
+    /// Answers decided under the lock, waiting for their operations to become durable.
+    struct Waiter {
+        let answers: Answers
+        let deliver: Delivery
+    }
+
     struct Core {
         var node: NodeState
-        var generator = SystemRandomNumberGenerator()
+        var generator = BufferedRandom()
         /// Operations applied in memory and not yet handed to the writer.
         var pendingOperations: [LoggedOperation] = []
         var pendingWaiters: [Waiter] = []
@@ -168,19 +176,18 @@ public final class RegistryEngine: Sendable {
                 }
             }
             if core.pendingOperations.count == before, !core.commitRunning { return (true, false) }
-            core.pendingWaiters.append(Waiter(requestIDs: requestIDs, decisions: decisions, deliver: deliver))
+            core.pendingWaiters.append(Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver))
             guard !core.commitRunning else { return (false, false) }
             core.commitRunning = true
             return (false, true)
         }
-        if answerNow { deliverCounted(Waiter(requestIDs: requestIDs, decisions: decisions, deliver: deliver)) }
+        if answerNow { deliverCounted(Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver)) }
         if startCommit { writer.queue.async { self.commitLoop() } }
     }
 
     private func deliverCounted(_ waiter: Waiter) {
-        let responses = waiter.responses
-        counters.record(responses)
-        waiter.deliver(responses)
+        counters.record(waiter.answers.decisions)
+        waiter.deliver(waiter.answers)
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
@@ -227,7 +234,8 @@ public final class RegistryEngine: Sendable {
 
     private func refuse(_ waiters: [Waiter], with failure: WireError) {
         for waiter in waiters {
-            deliverCounted(Waiter(requestIDs: waiter.requestIDs, decisions: waiter.requestIDs.map { _ in .answer(.error(failure)) }, deliver: waiter.deliver))
+            let refused = waiter.answers.requestIDs.map { _ in NodeState.Decision.answer(.error(failure)) }
+            deliverCounted(Waiter(answers: Answers(requestIDs: waiter.answers.requestIDs, decisions: refused), deliver: waiter.deliver))
         }
     }
 

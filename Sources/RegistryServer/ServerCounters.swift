@@ -13,15 +13,15 @@ final class ServerCounters: Sendable {
     private let requestsMetric = Counter(label: "registry_requests_total")
     private let connectionsMetric = Gauge(label: "registry_connections")
 
-    func record(_ responses: [ServerFrame]) {
-        served.add(UInt64(responses.count), ordering: .relaxed)
-        requestsMetric.increment(by: Int64(responses.count))
-        for response in responses {
-            switch response.body {
-            case .error(let error):
+    func record(_ answers: [NodeState.Decision]) {
+        served.add(UInt64(answers.count), ordering: .relaxed)
+        requestsMetric.increment(by: Int64(answers.count))
+        for answer in answers {
+            switch answer {
+            case .registered(.failure(let error)), .answer(.error(let error)):
                 record(error: error.code)
-            case .registerBatchResult(let items):
-                for case .error(let error) in items { record(error: error.code) }
+            case .registeredBatch(let items):
+                for case .failure(let error) in items { record(error: error.code) }
             default:
                 break
             }

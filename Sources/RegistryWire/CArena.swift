@@ -6,23 +6,40 @@ import Musl
 import Darwin
 #endif
 import CProtobufC
+import RegistryCore
 
 /// Owns every C allocation made while one protobuf-c message graph is built, and frees them
 /// all when it goes away. protobuf-c messages hold raw pointers to their strings, arrays and
 /// sub-messages, so they must outlive `pack`; keep the arena alive with `withExtendedLifetime`.
 ///
-/// Only plain C structs, pointers and bytes are stored, so freeing without deinitialising is sound.
+/// Allocations are carved from 4 KiB blocks (a bump allocator), so a whole message costs one
+/// or two `malloc`s instead of one per field. Only plain C structs, pointers and bytes are
+/// stored, so freeing the blocks without deinitialising anything is sound.
 final class CArena {
-    private var allocations: [UnsafeMutableRawPointer] = []
+    static let blockSize = 4096
+    /// Every block handed out, freed in `deinit`.
+    private var blocks: [UnsafeMutableRawPointer] = []
+    private var cursor: UnsafeMutableRawPointer?
+    private var remaining = 0
 
     deinit {
-        for allocation in allocations { free(allocation) }
+        for block in blocks { free(block) }
     }
 
-    private func allocate(bytes: Int) -> UnsafeMutableRawPointer {
-        guard let raw = malloc(max(bytes, 1)) else { fatalError("out of memory allocating \(bytes) bytes") }
-        allocations.append(raw)
-        return raw
+    /// `bytes` bytes aligned to 16, from the current block or a new one.
+    func allocate(bytes: Int) -> UnsafeMutableRawPointer {
+        let size = (max(bytes, 1) + 15) & ~15
+        if size > remaining {
+            let blockBytes = max(size, Self.blockSize)
+            guard let block = malloc(blockBytes) else { fatalError("out of memory allocating \(blockBytes) bytes") }
+            blocks.append(block)
+            cursor = block
+            remaining = blockBytes
+        }
+        let pointer = cursor!
+        cursor = pointer + size
+        remaining -= size
+        return pointer
     }
 
     /// A C copy of `value`.
@@ -50,6 +67,14 @@ final class CArena {
         return raw.bindMemory(to: CChar.self, capacity: count + 1)
     }
 
+    /// A protobuf-c `bytes` field holding the 16 big-endian bytes of `uuid`.
+    func bytes(_ uuid: UUID128) -> ProtobufCBinaryData {
+        let raw = allocate(bytes: 16)
+        raw.storeBytes(of: uuid.high.bigEndian, toByteOffset: 0, as: UInt64.self)
+        raw.storeBytes(of: uuid.low.bigEndian, toByteOffset: 8, as: UInt64.self)
+        return ProtobufCBinaryData(len: 16, data: raw.bindMemory(to: UInt8.self, capacity: 16))
+    }
+
     /// A protobuf-c `bytes` field holding a copy of `bytes`.
     func bytes(_ bytes: [UInt8]) -> ProtobufCBinaryData {
         guard let pointer = array(bytes) else { return ProtobufCBinaryData(len: 0, data: nil) }
@@ -62,6 +87,15 @@ enum CRead {
     static func string(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
         guard let pointer else { return "" }
         return String(cString: pointer)
+    }
+
+    /// A 16-byte field as a UUID; nil for any other length.
+    static func uuid(_ data: ProtobufCBinaryData) -> UUID128? {
+        guard let pointer = data.data, data.len == 16 else { return nil }
+        let raw = UnsafeRawPointer(pointer)
+        return UUID128(
+            high: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
     }
 
     static func bytes(_ data: ProtobufCBinaryData) -> [UInt8] {

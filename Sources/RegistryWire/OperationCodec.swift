@@ -20,7 +20,7 @@ public enum OperationCodec {
                 var message = Registry__V1__ClaimedIdentifier()
                 registry__v1__claimed_identifier__init(&message)
                 message.kind = Registry__V1__IdentifierKind(rawValue: .init(truncatingIfNeeded: claim.kind.rawValue))
-                message.value = arena.bytes(claim.value.bytes)
+                message.value = arena.bytes(claim.value)
                 return arena.new(message)
             }
             registration.n_claims = claims.count
@@ -58,7 +58,7 @@ public enum OperationCodec {
             }
             let claims = try CRead.messages(op.n_claims, op.claims) { (claim) throws(CodecError) -> Identifier in
                 guard let kind = IdentifierKind(rawValue: Int32(truncatingIfNeeded: claim.kind.rawValue)),
-                    let value = UUID128(bytes: CRead.bytes(claim.value)), !value.isZero
+                    let value = CRead.uuid(claim.value), !value.isZero
                 else { throw .invalidOperation("a claim is not a known kind with a non-zero 16-byte value") }
                 return Identifier(kind: kind, value: value)
             }
@@ -78,7 +78,7 @@ public enum OperationCodec {
 
     private static func deviceRef(_ pointer: UnsafeMutablePointer<Registry__V1__DeviceRef>?) throws(CodecError) -> DeviceRef {
         guard let ref = pointer?.pointee else { throw .invalidOperation("an operation names no device") }
-        guard let id = UUID128(bytes: CRead.bytes(ref.device_id)) else {
+        guard let id = CRead.uuid(ref.device_id) else {
             throw .invalidOperation("a device ID is not 16 bytes")
         }
         let origin: NodeID
@@ -102,7 +102,7 @@ extension CArena {
     func deviceRef(_ ref: DeviceRef) -> UnsafeMutablePointer<Registry__V1__DeviceRef>? {
         var message = Registry__V1__DeviceRef()
         registry__v1__device_ref__init(&message)
-        message.device_id = bytes(ref.id.uuid.bytes)
+        message.device_id = bytes(ref.id.uuid)
         message.created_hlc = ref.created.rawValue
         message.origin_node_id = string(ref.origin.value)
         message.vendor = string(ref.vendor.name)

@@ -18,7 +18,7 @@ import Testing
     func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
         let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
         return await withCheckedContinuation { continuation in
-            engine.submit(frames) { continuation.resume(returning: $0.map(\.body)) }
+            engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
         }
     }
 
