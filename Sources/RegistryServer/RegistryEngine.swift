@@ -8,7 +8,7 @@ import Logging
 import RegistryCore
 import RegistryStorage
 import RegistryWire
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Carries out what ``NodeState`` decides: requests are answered under one lock (fast, in
 /// memory), and their operations are group-committed to the durable log by ``LogWriter``.
@@ -58,7 +58,9 @@ public final class RegistryEngine: Sendable {
     private let rules: VendorRules
     public static let serverVersion = "registryd 0.1.0"
 
-    private let core: Mutex<Core>
+    /// A pthread mutex: Synchronization.Mutex is a priority-inheritance futex on Linux, whose
+    /// contended path costs a kernel round trip every time.
+    private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
     let counters = ServerCounters()
     private let logger: Logger
@@ -123,7 +125,7 @@ public final class RegistryEngine: Sendable {
         let node = NodeState(
             registry: registry, clock: HybridLogicalClock(last: newest), nodeID: nodeID, epoch: identity.epoch,
             nextSequence: lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
-        self.core = Mutex(Core(node: node, durableOperations: log.recordCount))
+        self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
         self.writer = LogWriter(log: log)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
@@ -152,36 +154,42 @@ public final class RegistryEngine: Sendable {
     }
 
     /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
-    /// Validation runs before the lock; only the state change runs under it.
+    ///
+    /// Validation runs before the lock, and the lock is taken once per frame rather than once
+    /// for the group, so that other connections and the log writer interleave with a long
+    /// group. Ordering stays safe: a group that changed or observed anything not yet durable
+    /// (pending, or in a running commit) is answered only after a later commit pass, and it
+    /// starts that commit itself when none is running.
     public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
         let prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
         let requestIDs = frames.map(\.requestID)
         let wall = wallClock()
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
-        let (answerNow, startCommit) = core.withLock { core -> (Bool, Bool) in
-            if let failure = core.failure {
-                decisions = frames.map { _ in .answer(.error(failure)) }
-                return (true, false)
+        var mustWait = false
+        for (frame, request) in zip(frames, prepared) {
+            let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
+                if let failure = core.failure { return (.answer(.error(failure)), false) }
+                // Anything pending or being committed is not durable yet: whoever saw it waits.
+                let undurable = core.commitRunning || !core.pendingOperations.isEmpty
+                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable) }
+                let before = core.pendingOperations.count
+                let decision = core.node.decide(
+                    request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
+                    operations: &core.pendingOperations)
+                return (decision, undurable || core.pendingOperations.count > before)
             }
-            let before = core.pendingOperations.count
-            for (frame, request) in zip(frames, prepared) {
-                if case .stats = frame.body {
-                    decisions.append(.answer(.stats(stats(core))))
-                } else {
-                    decisions.append(
-                        core.node.decide(
-                            request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
-                            operations: &core.pendingOperations))
-                }
-            }
-            if core.pendingOperations.count == before, !core.commitRunning { return (true, false) }
-            core.pendingWaiters.append(Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver))
-            guard !core.commitRunning else { return (false, false) }
-            core.commitRunning = true
-            return (false, true)
+            decisions.append(decision)
+            mustWait = mustWait || waits
         }
-        if answerNow { deliverCounted(Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver)) }
+        let answers = Answers(requestIDs: requestIDs, decisions: decisions)
+        guard mustWait else { return deliverCounted(Waiter(answers: answers, deliver: deliver)) }
+        let startCommit = core.withLockedValue { core -> Bool in
+            core.pendingWaiters.append(Waiter(answers: answers, deliver: deliver))
+            guard !core.commitRunning else { return false }
+            core.commitRunning = true
+            return true
+        }
         if startCommit { writer.queue.async { self.commitLoop() } }
     }
 
@@ -194,7 +202,7 @@ public final class RegistryEngine: Sendable {
     /// so far and makes it durable with one transaction (group commit).
     private func commitLoop() {
         while true {
-            let taken = core.withLock { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
+            let taken = core.withLockedValue { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
                 guard !core.pendingWaiters.isEmpty || !core.pendingOperations.isEmpty else {
                     core.commitRunning = false
                     return nil
@@ -217,7 +225,7 @@ public final class RegistryEngine: Sendable {
             }
             switch writer.write(taken.operations, clock: taken.clock) {
             case .success(let durable):
-                core.withLock { core in
+                core.withLockedValue { core in
                     core.durableOperations = durable
                     core.commits += 1
                 }
@@ -225,7 +233,7 @@ public final class RegistryEngine: Sendable {
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
-                core.withLock { $0.failure = failure }
+                core.withLockedValue { $0.failure = failure }
                 refuse(taken.waiters, with: failure)
                 onFatalError(error)
             }
@@ -241,7 +249,7 @@ public final class RegistryEngine: Sendable {
 
     /// The node's statistics.
     public func stats() -> StatsMessage {
-        core.withLock { stats($0) }
+        core.withLockedValue { stats($0) }
     }
 
     private func stats(_ core: borrowing Core) -> StatsMessage {
@@ -265,7 +273,7 @@ public final class RegistryEngine: Sendable {
 
     /// Refuses new requests, waits for queued commits, and closes storage (releasing the lock).
     public func close() {
-        core.withLock { core in
+        core.withLockedValue { core in
             if core.failure == nil {
                 core.failure = WireError(code: .unavailable, message: "the node is shutting down", retryable: true)
             }
