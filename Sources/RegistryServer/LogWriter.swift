@@ -16,27 +16,29 @@ final class LogWriter: @unchecked Sendable {
         self.log = log
     }
 
-    /// Encodes and durably appends `operations`, with the clock, in one transaction. Call on `queue`.
+    /// Encodes and durably appends `operations`, with the clock, in one transaction: the
+    /// operations of each (origin, epoch) run become one ``LogSegment`` row.
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let log else { return .failure(.corrupt("the log is closed")) }
-        var records = [LogRecord]()
-        records.reserveCapacity(operations.count)
+        var segments = [LogSegment]()
         var buffer = ByteBuffer()
         for operation in operations {
+            if segments.last.map({ $0.origin != operation.origin.value || $0.epoch != operation.epoch }) ?? true {
+                segments.append(
+                    LogSegment(origin: operation.origin.value, epoch: operation.epoch, reservingBytes: 200 * operations.count))
+            }
             buffer.clear()
             do {
                 try OperationCodec.encode(operation.operation, into: &buffer)
             } catch {
                 return .failure(.corrupt("cannot encode operation \(operation.sequence): \(error)"))
             }
-            records.append(
-                LogRecord(
-                    origin: operation.origin.value, epoch: operation.epoch, sequence: operation.sequence,
-                    hlc: operation.timestamp.rawValue, payload: Array(buffer.readableBytesView)))
+            segments[segments.count - 1].append(
+                sequence: operation.sequence, hlc: operation.timestamp.rawValue, payload: buffer.readableBytesView)
         }
         do {
-            try log.append(records, clock: clock.rawValue)
+            try log.append(segments, clock: clock.rawValue)
             return .success(log.recordCount)
         } catch {
             return .failure(error)

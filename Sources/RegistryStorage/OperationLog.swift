@@ -31,17 +31,30 @@ public struct NodeIdentity: Hashable, Sendable {
 
 /// The durable per-origin operation log in SQLite (WAL, `synchronous=FULL`): an append returns
 /// only once its records survive a crash or power loss. Many records share one transaction, so
-/// one fsync acknowledges a whole group of registrations.
+/// one fsync acknowledges a whole group of registrations, and they share one row
+/// (``LogSegment``), so the group costs one B-tree insert.
+///
+/// Records of one (origin, epoch) are appended in increasing sequence order; a record at or
+/// below the last stored sequence of its (origin, epoch) is a duplicate and is skipped, so
+/// appends are idempotent.
 ///
 /// Not thread-safe: the owner confines it to one thread or queue.
 public final class OperationLog {
-    public static let schemaVersion = 1
+    /// 2: one row per segment of records. Version 1 (one row per record) is migrated on open.
+    public static let schemaVersion = 2
 
     private let directory: DataDirectory
     private let connection: SQLiteConnection
     private let insert: SQLiteStatement
     private let saveMeta: SQLiteStatement
     public private(set) var recordCount: UInt64
+    /// The last stored sequence of every (origin, epoch).
+    private var lastSequences: [OriginEpoch: UInt64] = [:]
+
+    private struct OriginEpoch: Hashable {
+        let origin: String
+        let epoch: UInt64
+    }
 
     /// Opens (creating if needed) the log in `directory`.
     public init(directory: DataDirectory) throws(StorageError) {
@@ -56,28 +69,60 @@ public final class OperationLog {
             PRAGMA synchronous=FULL;
             PRAGMA busy_timeout=5000;
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS oplog (
-                origin TEXT NOT NULL, epoch INTEGER NOT NULL, seq INTEGER NOT NULL,
-                hlc INTEGER NOT NULL, payload BLOB NOT NULL,
-                PRIMARY KEY (origin, epoch, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS oplog_segments (
+                origin TEXT NOT NULL, epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL, count INTEGER NOT NULL, records BLOB NOT NULL,
+                PRIMARY KEY (origin, epoch, first_seq)) WITHOUT ROWID;
             """, context: "creating the schema")
         insert = try connection.prepare(
-            "INSERT OR IGNORE INTO oplog (origin, epoch, seq, hlc, payload) VALUES (?, ?, ?, ?, ?)", context: "oplog insert")
+            "INSERT INTO oplog_segments (origin, epoch, first_seq, last_seq, count, records) VALUES (?, ?, ?, ?, ?, ?)",
+            context: "segment insert")
         saveMeta = try connection.prepare(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             context: "meta upsert")
-        let count = try connection.prepare("SELECT count(*) FROM oplog", context: "counting the log")
-        _ = try count.step(context: "counting the log")
-        recordCount = count.uint64(at: 0)
+        recordCount = 0
         try checkSchemaVersion()
+        let positions = try connection.prepare(
+            "SELECT origin, epoch, max(last_seq), sum(count) FROM oplog_segments GROUP BY origin, epoch",
+            context: "reading log positions")
+        while try positions.step(context: "reading log positions") {
+            lastSequences[OriginEpoch(origin: positions.text(at: 0) ?? "", epoch: positions.uint64(at: 1))] =
+                positions.uint64(at: 2)
+            recordCount += positions.uint64(at: 3)
+        }
     }
 
     private func checkSchemaVersion() throws(StorageError) {
-        if let stored = try metaInteger("schema_version") {
-            guard stored == UInt64(Self.schemaVersion) else {
-                throw .corrupt("schema version \(stored) is not \(Self.schemaVersion), which this registryd reads")
+        switch try metaInteger("schema_version") {
+        case nil:
+            try setMeta("schema_version", UInt64(Self.schemaVersion))
+        case 1:
+            try migrateFromRecordRows()
+        case UInt64(Self.schemaVersion):
+            break
+        case let stored?:
+            throw .corrupt("schema version \(stored) is not \(Self.schemaVersion), which this registryd reads")
+        }
+    }
+
+    /// Version 1 kept one row per record in `oplog`; moves them into segments of up to 1000.
+    private func migrateFromRecordRows() throws(StorageError) {
+        try transaction { () throws(StorageError) in
+            let rows = try connection.prepare(
+                "SELECT origin, epoch, seq, hlc, payload FROM oplog ORDER BY origin, epoch, seq", context: "migrating the log")
+            var segment: LogSegment?
+            while try rows.step(context: "migrating the log") {
+                let origin = rows.text(at: 0) ?? ""
+                let epoch = rows.uint64(at: 1)
+                if let current = segment, current.origin != origin || current.epoch != epoch || current.count == 1000 {
+                    try insertSegment(current)
+                    segment = nil
+                }
+                if segment == nil { segment = LogSegment(origin: origin, epoch: epoch) }
+                segment!.append(sequence: rows.uint64(at: 2), hlc: rows.uint64(at: 3), payload: rows.blob(at: 4))
             }
-        } else {
+            if let segment { try insertSegment(segment) }
+            try connection.execute("DROP TABLE oplog", context: "migrating the log")
             try setMeta("schema_version", UInt64(Self.schemaVersion))
         }
     }
@@ -106,44 +151,67 @@ public final class OperationLog {
 
     // MARK: - Log
 
-    /// Appends `records` and the clock in one durable transaction. Records already present
-    /// (same origin, epoch and sequence) are left as they are, so appends are idempotent.
+    /// Appends `records` and the clock in one durable transaction, skipping records already
+    /// stored (see the type's notes), so appends are idempotent.
     public func append(_ records: [LogRecord], clock: UInt64) throws(StorageError) {
-        var added: UInt64 = 0
-        try transaction { () throws(StorageError) in
-            for record in records {
-                insert.bind(record.origin, at: 1)
-                insert.bind(record.epoch, at: 2)
-                insert.bind(record.sequence, at: 3)
-                insert.bind(record.hlc, at: 4)
-                insert.bind(record.payload, at: 5)
-                try insert.run(context: "appending to the log")
-                added += UInt64(connection.changes)
+        var segments = [LogSegment]()
+        for record in records {
+            if segments.last.map({ $0.origin != record.origin || $0.epoch != record.epoch }) ?? true {
+                segments.append(LogSegment(origin: record.origin, epoch: record.epoch))
             }
+            let last = segments[segments.count - 1].count > 0 ? segments[segments.count - 1].lastSequence : 0
+            guard record.sequence > last else { continue }
+            segments[segments.count - 1].append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
+        }
+        try append(segments, clock: clock)
+    }
+
+    /// Appends whole segments and the clock in one durable transaction. Leading records at or
+    /// below the last stored sequence of their (origin, epoch) are skipped.
+    public func append(_ segments: [LogSegment], clock: UInt64) throws(StorageError) {
+        var stored = [LogSegment]()
+        for segment in segments where segment.count > 0 {
+            let key = OriginEpoch(origin: segment.origin, epoch: segment.epoch)
+            let last = lastSequences[key] ?? 0
+            if segment.firstSequence > last {
+                stored.append(segment)
+            } else if segment.lastSequence > last {
+                stored.append(try segment.dropping(through: last))
+            }
+        }
+        try transaction { () throws(StorageError) in
+            for segment in stored { try insertSegment(segment) }
             try setMeta("hlc", clock)
         }
-        recordCount += added
+        for segment in stored {
+            lastSequences[OriginEpoch(origin: segment.origin, epoch: segment.epoch)] = segment.lastSequence
+            recordCount += UInt64(segment.count)
+        }
+    }
+
+    private func insertSegment(_ segment: LogSegment) throws(StorageError) {
+        insert.bind(segment.origin, at: 1)
+        insert.bind(segment.epoch, at: 2)
+        insert.bind(segment.firstSequence, at: 3)
+        insert.bind(segment.lastSequence, at: 4)
+        insert.bind(UInt64(segment.count), at: 5)
+        insert.bind(segment.bytes, at: 6)
+        try insert.run(context: "appending to the log")
     }
 
     /// The highest sequence number written by (origin, epoch), 0 when none.
-    public func lastSequence(origin: String, epoch: UInt64) throws(StorageError) -> UInt64 {
-        let statement = try connection.prepare(
-            "SELECT coalesce(max(seq), 0) FROM oplog WHERE origin = ? AND epoch = ?", context: "reading the last sequence")
-        statement.bind(origin, at: 1)
-        statement.bind(epoch, at: 2)
-        _ = try statement.step(context: "reading the last sequence")
-        return statement.uint64(at: 0)
+    public func lastSequence(origin: String, epoch: UInt64) -> UInt64 {
+        lastSequences[OriginEpoch(origin: origin, epoch: epoch)] ?? 0
     }
 
     /// Calls `body` with every record, ordered by (origin, epoch, sequence).
     public func forEach(_ body: (LogRecord) throws(StorageError) -> Void) throws(StorageError) {
         let statement = try connection.prepare(
-            "SELECT origin, epoch, seq, hlc, payload FROM oplog ORDER BY origin, epoch, seq", context: "reading the log")
+            "SELECT origin, epoch, records FROM oplog_segments ORDER BY origin, epoch, first_seq", context: "reading the log")
         while try statement.step(context: "reading the log") {
-            try body(
-                LogRecord(
-                    origin: statement.text(at: 0) ?? "", epoch: statement.uint64(at: 1), sequence: statement.uint64(at: 2),
-                    hlc: statement.uint64(at: 3), payload: statement.blob(at: 4)))
+            let records = try LogSegment.records(
+                origin: statement.text(at: 0) ?? "", epoch: statement.uint64(at: 1), blob: statement.blob(at: 2))
+            for record in records { try body(record) }
         }
     }
 

@@ -23,8 +23,8 @@ import Testing
         #expect(try log.identity() == NodeIdentity(nodeID: "node-a", epoch: 7))
         #expect(try log.persistedClock() == 6_001)
         #expect(log.recordCount == 4)
-        #expect(try log.lastSequence(origin: "node-a", epoch: 7) == 3)
-        #expect(try log.lastSequence(origin: "node-a", epoch: 8) == 0)
+        #expect(log.lastSequence(origin: "node-a", epoch: 7) == 3)
+        #expect(log.lastSequence(origin: "node-a", epoch: 8) == 0)
         var seen = [LogRecord]()
         try log.forEach { seen.append($0) }
         #expect(seen == [record(1), record(2), record(3), record(1, origin: "node-b", epoch: 3)])
@@ -37,6 +37,64 @@ import Testing
         try log.append([record(1)], clock: 1)
         try log.append([record(1), record(2)], clock: 2)
         #expect(log.recordCount == 2)
+    }
+
+    @Test func overlappingAppendsKeepOneCopyOfEachRecord() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+        try log.append([record(1), record(2), record(3)], clock: 1)
+        try log.append([record(2), record(3), record(4), record(5), record(1, origin: "node-b")], clock: 2)
+        try log.append([record(5)], clock: 3)
+        #expect(log.recordCount == 6)
+        var seen = [LogRecord]()
+        try log.forEach { seen.append($0) }
+        #expect(seen == (1...5).map { record($0) } + [record(1, origin: "node-b")])
+    }
+
+    @Test func aVersionOneLogIsMigratedWithEveryRecord() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        do {
+            // The layout registryd 0.1 wrote: one row per record.
+            let old = try SQLiteConnection(path: directory.databasePath)
+            try old.execute(
+                """
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
+                CREATE TABLE oplog (origin TEXT NOT NULL, epoch INTEGER NOT NULL, seq INTEGER NOT NULL,
+                    hlc INTEGER NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (origin, epoch, seq)) WITHOUT ROWID;
+                INSERT INTO meta VALUES ('schema_version', 1), ('node_id', 'node-a'), ('epoch', 7), ('hlc', 9000);
+                INSERT INTO oplog VALUES ('node-a', 7, 1, 1001, x'01FF'), ('node-a', 7, 2, 1002, x'02FF'),
+                    ('node-b', 3, 1, 1001, x'01FF');
+                """, context: "writing a version 1 log")
+        }
+        let log = try OperationLog(directory: directory)
+        #expect(log.recordCount == 3)
+        #expect(log.lastSequence(origin: "node-a", epoch: 7) == 2)
+        #expect(try log.identity() == NodeIdentity(nodeID: "node-a", epoch: 7))
+        var seen = [LogRecord]()
+        try log.forEach { seen.append($0) }
+        #expect(seen == [record(1), record(2), record(1, origin: "node-b", epoch: 3)])
+    }
+
+    @Test func aTruncatedSegmentIsATypedError() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        do {
+            let log = try OperationLog(directory: directory)
+            try log.append([record(1), record(2)], clock: 1)
+            let connection = try SQLiteConnection(path: directory.databasePath)
+            try connection.execute("UPDATE oplog_segments SET records = substr(records, 1, 30)", context: "truncating")
+        }
+        let log = try OperationLog(directory: directory)
+        #expect {
+            try log.forEach { _ in }
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("ends inside")
+        }
     }
 
     @Test func aMissingDirectoryIsATypedError() {

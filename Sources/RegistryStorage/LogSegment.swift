@@ -1,0 +1,77 @@
+/// A run of consecutive records of one (origin, epoch), stored as one SQLite row: the log
+/// writes one row per group commit instead of one per operation, which took most of the
+/// writer's time. The records blob is, per record and little-endian:
+/// `sequence u64 | hlc u64 | payload length u32 | payload`.
+public struct LogSegment: Sendable {
+    public let origin: String
+    public let epoch: UInt64
+    public private(set) var firstSequence: UInt64 = 0
+    public private(set) var lastSequence: UInt64 = 0
+    public private(set) var count = 0
+    /// The encoded records.
+    public private(set) var bytes: [UInt8] = []
+
+    static let headerBytes = 20
+
+    public init(origin: String, epoch: UInt64, reservingBytes: Int = 0) {
+        self.origin = origin
+        self.epoch = epoch
+        bytes.reserveCapacity(reservingBytes)
+    }
+
+    /// Adds a record; sequences must increase.
+    public mutating func append<Payload: Collection>(sequence: UInt64, hlc: UInt64, payload: Payload)
+    where Payload.Element == UInt8 {
+        precondition(count == 0 || sequence > lastSequence, "segment sequences must increase")
+        if count == 0 { firstSequence = sequence }
+        lastSequence = sequence
+        count += 1
+        Self.appendLittleEndian(sequence, to: &bytes)
+        Self.appendLittleEndian(hlc, to: &bytes)
+        Self.appendLittleEndian(UInt32(payload.count), to: &bytes)
+        bytes.append(contentsOf: payload)
+    }
+
+    private static func appendLittleEndian<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
+    static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
+        var records = [LogRecord]()
+        var offset = 0
+        func read<Value: FixedWidthInteger>(_: Value.Type) throws(StorageError) -> Value {
+            let size = MemoryLayout<Value>.size
+            guard offset + size <= blob.count else {
+                throw .corrupt("a log segment of \(origin)/\(epoch) ends inside a record header")
+            }
+            let value = blob.withUnsafeBytes { Value(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: Value.self)) }
+            offset += size
+            return value
+        }
+        while offset < blob.count {
+            let sequence = try read(UInt64.self)
+            let hlc = try read(UInt64.self)
+            let length = Int(try read(UInt32.self))
+            guard offset + length <= blob.count else {
+                throw .corrupt("a log segment of \(origin)/\(epoch) ends inside record \(sequence)")
+            }
+            records.append(
+                LogRecord(
+                    origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(blob[offset..<offset + length])))
+            offset += length
+        }
+        return records
+    }
+}
+
+extension LogSegment {
+    /// This segment without its records at or below `sequence`.
+    func dropping(through sequence: UInt64) throws(StorageError) -> LogSegment {
+        var kept = LogSegment(origin: origin, epoch: epoch)
+        for record in try Self.records(origin: origin, epoch: epoch, blob: bytes) where record.sequence > sequence {
+            kept.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
+        }
+        return kept
+    }
+}
