@@ -35,24 +35,39 @@ public struct RegistryState: Sendable {
         var lastSeen: UInt64
     }
 
-    struct ClaimKey: Hashable, Sendable {
+    /// A (vendor, identifier) pair: the identifier's UUID, and the interned vendor and the
+    /// kind packed into one word (kinds are below 16), 20 bytes in all.
+    struct ClaimKey: HashIndexKey {
         let value: UUID128
-        let vendor: UInt32
-        let kind: Int32
+        let scope: UInt32
 
         init(vendor: UInt32, identifier: Identifier) {
+            precondition(identifier.kind.rawValue < 16 && vendor < 1 << 28)
             self.value = identifier.value
-            self.vendor = vendor
-            self.kind = identifier.kind.rawValue
+            self.scope = vendor << 4 | UInt32(identifier.kind.rawValue)
+        }
+
+        private init(value: UUID128, scope: UInt32) {
+            self.value = value
+            self.scope = scope
+        }
+
+        var vendor: UInt32 { scope >> 4 }
+        var kind: Int32 { Int32(scope & 0xF) }
+
+        static var placeholder: ClaimKey { ClaimKey(value: .zero, scope: 0) }
+
+        func hash(seed: UInt64) -> UInt64 {
+            foldedMultiply(value.hash(seed: seed) ^ UInt64(scope), 0x8EBC_6AF0_9C88_C6E3 ^ seed)
         }
     }
 
     static let noApp = UInt32.max
 
     private var slots = PagedArray<Slot>()
-    private var slotOf: [UUID128: UInt32] = [:]
+    private var slotOf = HashIndex<UUID128>()
     /// (vendor, identifier) to the slot that claimed it (the merge-rule minimum when several did).
-    private var claims: [ClaimKey: UInt32] = [:]
+    private var claims = HashIndex<ClaimKey>()
     /// Canonical slot to its apps after the first.
     private var moreApps: [UInt32: [AppSlot]] = [:]
     /// Canonical slot to the slots merged into it.
@@ -83,7 +98,7 @@ public struct RegistryState: Sendable {
         let vendorNumber = vendors.number(of: vendor)
         if let vendorNumber {
             for identifier in registration.identifiers {
-                guard let owner = claims[ClaimKey(vendor: vendorNumber, identifier: identifier)] else { continue }
+                guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: identifier)) else { continue }
                 if !owners.contains(owner) { owners.append(owner) }
                 let root = slots[owner].canonical
                 if !roots.contains(root) { roots.append(root) }
@@ -99,7 +114,7 @@ public struct RegistryState: Sendable {
             var winner = roots[0]
             for root in roots.dropFirst() where wins(root, over: winner) { winner = root }
             let unclaimed = registration.identifiers.filter {
-                claims[ClaimKey(vendor: vendorNumber!, identifier: $0)] == nil
+                claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
             }
             operation = RegistrationOp(
                 device: ref(winner), bundle: registration.bundle, claims: unclaimed,
@@ -135,8 +150,8 @@ public struct RegistryState: Sendable {
         for identifier in op.claims {
             let key = ClaimKey(vendor: vendor, identifier: identifier)
             // One hash for the common case, a claim nobody held.
-            guard let owner = claims.updateValue(device, forKey: key), owner != device else { continue }
-            if !wins(device, over: owner) { claims[key] = owner }
+            guard let owner = claims.set(key, device), owner != device else { continue }
+            if !wins(device, over: owner) { claims.set(key, owner) }
             union(owner, device)
         }
         for other in op.merged where other.vendor == op.device.vendor {
@@ -148,13 +163,13 @@ public struct RegistryState: Sendable {
 
     /// The slot of `ref`, created when the device is new to this replica.
     private mutating func slot(for ref: DeviceRef) -> UInt32 {
-        if let existing = slotOf[ref.id.uuid] { return existing }
+        if let existing = slotOf.value(for: ref.id.uuid) { return existing }
         let number = UInt32(slots.count)
         slots.append(
             Slot(
                 id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
                 vendor: vendors.intern(ref.vendor), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
-        slotOf[ref.id.uuid] = number
+        slotOf.set(ref.id.uuid, number)
         return number
     }
 
@@ -214,18 +229,18 @@ public struct RegistryState: Sendable {
 
     /// The canonical device of `id`, which may be an alias; nil when unknown.
     public func canonical(of id: DeviceID) -> DeviceID? {
-        slotOf[id.uuid].map { DeviceID(slots[slots[$0].canonical].id) }
+        slotOf.value(for: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
     }
 
     /// The canonical record of `id`, which may be an alias.
     public func resolve(_ id: DeviceID) -> DeviceRecord? {
-        slotOf[id.uuid].map { record(of: slots[$0].canonical) }
+        slotOf.value(for: id.uuid).map { record(of: slots[$0].canonical) }
     }
 
     /// The canonical record of the device `identifier` is claimed by within `vendor`.
     public func lookup(vendor: Vendor, identifier: Identifier) -> DeviceRecord? {
         guard let vendorNumber = vendors.number(of: vendor),
-            let owner = claims[ClaimKey(vendor: vendorNumber, identifier: identifier)]
+            let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: identifier))
         else { return nil }
         return record(of: slots[owner].canonical)
     }
@@ -263,7 +278,7 @@ public struct RegistryState: Sendable {
             if slot.canonical == number { records[DeviceID(slot.id)] = record(of: number) }
         }
         var claimed = [String: DeviceID]()
-        for (key, owner) in claims {
+        claims.forEach { key, owner in
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             claimed["\(vendors[key.vendor])/\(identifier)"] = DeviceID(slots[slots[owner].canonical].id)
         }

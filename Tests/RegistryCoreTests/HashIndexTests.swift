@@ -1,0 +1,52 @@
+import Testing
+@testable import RegistryCore
+
+@Suite("Hash index")
+struct HashIndexTests {
+    /// Checks the index against a Dictionary through many incremental growths, at every step.
+    @Test(arguments: [1 as UInt64, 2, 3])
+    func agreesWithADictionaryThroughGrowth(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
+        var reference = [UUID128: UInt32]()
+        var keys = [UUID128]()
+        for step in 0..<20_000 {
+            // Mostly new keys, some updates of old ones.
+            let key: UUID128
+            if !keys.isEmpty, random.next() % 4 == 0 {
+                key = keys[Int(random.next() % UInt64(keys.count))]
+            } else {
+                key = UUID128(high: random.next(), low: random.next())
+                keys.append(key)
+            }
+            let value = UInt32(step)
+            #expect(index.set(key, value) == reference.updateValue(value, forKey: key))
+            #expect(index.count == reference.count)
+            if step % 97 == 0 {
+                let probe = keys[Int(random.next() % UInt64(keys.count))]
+                #expect(index.value(for: probe) == reference[probe])
+                #expect(index.value(for: UUID128(high: random.next(), low: 1)) == nil)
+            }
+            if step % 1_999 == 0 {
+                var seen = [UUID128: UInt32]()
+                index.forEach { key, value in
+                    #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice")
+                }
+                #expect(seen == reference)
+            }
+        }
+        for key in keys { #expect(index.value(for: key) == reference[key]) }
+    }
+
+    @Test func claimKeysSeparateVendorsAndKinds() {
+        var index = HashIndex<RegistryState.ClaimKey>(capacity: 16, seed: 7)
+        let value = UUID128(high: 1, low: 2)
+        index.set(.init(vendor: 1, identifier: Identifier(kind: .idfv, value: value)), 10)
+        index.set(.init(vendor: 2, identifier: Identifier(kind: .idfv, value: value)), 20)
+        index.set(.init(vendor: 1, identifier: Identifier(kind: .keychain, value: value)), 30)
+        #expect(index.count == 3)
+        #expect(index.value(for: .init(vendor: 2, identifier: Identifier(kind: .idfv, value: value))) == 20)
+        let key = RegistryState.ClaimKey(vendor: 5, identifier: Identifier(kind: .keychain, value: value))
+        #expect(key.vendor == 5 && key.kind == IdentifierKind.keychain.rawValue)
+    }
+}
