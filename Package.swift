@@ -84,6 +84,7 @@ let package = Package(
             name: "registryd",
             dependencies: [
                 "RegistryServer",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -11,9 +11,12 @@ import RegistryWire
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var log: OperationLog?
+    /// Keeps the WAL short off the commit path; stopped before the log closes.
+    private let checkpointer: WALCheckpointer
 
-    init(log: OperationLog) {
+    init(log: OperationLog, checkpointer: WALCheckpointer) {
         self.log = log
+        self.checkpointer = checkpointer
     }
 
     /// Encodes and durably appends `operations`, with the clock, in one transaction: the
@@ -47,6 +50,7 @@ final class LogWriter: @unchecked Sendable {
 
     /// Closes the log (and releases the data directory's lock) after queued writes finish.
     func close() {
+        checkpointer.stop()
         queue.sync { log = nil }
     }
 }

@@ -15,6 +15,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var vendorRules: VendorRules
     /// How long a graceful shutdown waits for in-flight requests before closing connections.
     public var drainTimeoutSeconds = 10.0
+    /// Event-loop threads serving connections; nil means one per CPU core.
+    public var eventLoopThreads: Int?
 
     public init() {
         vendorRules = try! VendorRules()
@@ -36,6 +38,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var maxBatchSize: UInt32?
         var maxInFlight: UInt32?
         var drainTimeoutSeconds: Double?
+        var eventLoopThreads: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -67,6 +70,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.maxBatchSize { limits.maxBatchSize = value }
         if let value = file.maxInFlight { limits.maxInFlight = value }
         if let value = file.drainTimeoutSeconds { drainTimeoutSeconds = value }
+        if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -78,6 +82,13 @@ public struct NodeConfiguration: Equatable, Sendable {
             }
         }
         try validate(source: path)
+    }
+
+    public mutating func setEventLoopThreads(_ count: Int, source: String) throws(ConfigurationError) {
+        guard (1...256).contains(count) else {
+            throw .invalidValue(source: source, reason: "event-loop threads \(count) is not 1...256")
+        }
+        eventLoopThreads = count
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

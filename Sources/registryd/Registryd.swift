@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOPosix
 import RegistryServer
 import ServiceLifecycle
 
@@ -55,6 +56,11 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("max-in-flight"), help: "Unanswered requests per connection before reading pauses. [default: 1024]")
     var maxInFlight: UInt32?
 
+    @Option(
+        name: .customLong("event-loop-threads"),
+        help: "Threads serving connections. [env: REGISTRY_EVENT_LOOP_THREADS] [default: one per CPU core]")
+    var eventLoopThreads: Int?
+
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -86,7 +92,9 @@ struct Registryd: AsyncParsableCommand {
         } catch {
             Self.fail("\(error)", status: 74)
         }
-        let server = RegistryServer(engine: engine, configuration: configuration, logger: logger)
+        let loops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+        let server = RegistryServer(
+            engine: engine, configuration: configuration, logger: logger, group: loops ?? MultiThreadedEventLoopGroup.singleton)
         let group = ServiceGroup(
             configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         fatal.onTrigger { Task { await group.triggerGracefulShutdown() } }
@@ -121,6 +129,14 @@ struct Registryd: AsyncParsableCommand {
         if let value = maxFrameBytes { configuration.limits.maxFrameBytes = value }
         if let value = maxBatchSize { configuration.limits.maxBatchSize = value }
         if let value = maxInFlight { configuration.limits.maxInFlight = value }
+        if let value = eventLoopThreads {
+            try configuration.setEventLoopThreads(value, source: "--event-loop-threads")
+        } else if let text = environment["REGISTRY_EVENT_LOOP_THREADS"] {
+            guard let value = Int(text) else {
+                throw .invalidValue(source: "REGISTRY_EVENT_LOOP_THREADS", reason: "\"\(text)\" is not a whole number")
+            }
+            try configuration.setEventLoopThreads(value, source: "REGISTRY_EVENT_LOOP_THREADS")
+        }
         try configuration.validate(source: "flags")
         return configuration
     }

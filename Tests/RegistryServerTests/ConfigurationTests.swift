@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -37,7 +37,7 @@ import Testing
             #expect(configuration.nodeID?.value == "n-2" && configuration.clusterID == "prod")
             #expect(configuration.limits.maxFrameBytes == 4096 && configuration.limits.maxBatchSize == 10)
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
-            #expect(configuration.vendorRules.defaultDepth == 3)
+            #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
         }
     }
 
@@ -46,6 +46,7 @@ import Testing
         ("[1, 2]", "should be"),
         ("{\"port\": \"7400\"}", ".port should be Int"),
         ("{\"port\": 70000}", "port 70000"),
+        ("{\"eventLoopThreads\": 0}", "event-loop threads 0"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),
