@@ -11,12 +11,9 @@ import RegistryWire
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var log: OperationLog?
-    /// Keeps the WAL short off the commit path; stopped before the log closes.
-    private let checkpointer: WALCheckpointer
 
-    init(log: OperationLog, checkpointer: WALCheckpointer) {
+    init(log: OperationLog) {
         self.log = log
-        self.checkpointer = checkpointer
     }
 
     /// Encodes and durably appends `operations`, with the clock, in one transaction: the
@@ -50,7 +47,6 @@ final class LogWriter: @unchecked Sendable {
 
     /// Closes the log (and releases the data directory's lock) after queued writes finish.
     func close() {
-        checkpointer.stop()
         queue.sync { log = nil }
     }
 }

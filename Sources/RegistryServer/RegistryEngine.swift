@@ -75,10 +75,9 @@ public final class RegistryEngine: Sendable {
         onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
         let log: OperationLog
-        let directory: DataDirectory
         let identity: NodeIdentity
         do {
-            directory = try DataDirectory(path: configuration.dataDirectory)
+            let directory = try DataDirectory(path: configuration.dataDirectory)
             log = try OperationLog(directory: directory)
             if let stored = try log.identity() {
                 if let configured = configuration.nodeID, configured.value != stored.nodeID {
@@ -127,13 +126,7 @@ public final class RegistryEngine: Sendable {
             registry: registry, clock: HybridLogicalClock(last: newest), nodeID: nodeID, epoch: identity.epoch,
             nextSequence: lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
-        let checkpointer: WALCheckpointer
-        do {
-            checkpointer = try WALCheckpointer(directory: directory)
-        } catch {
-            throw .storage(error)
-        }
-        self.writer = LogWriter(log: log, checkpointer: checkpointer)
+        self.writer = LogWriter(log: log)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits

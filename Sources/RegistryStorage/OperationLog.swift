@@ -38,8 +38,6 @@ public struct NodeIdentity: Hashable, Sendable {
 /// below the last stored sequence of its (origin, epoch) is a duplicate and is skipped, so
 /// appends are idempotent.
 ///
-/// Commits never checkpoint the WAL themselves: run a ``WALCheckpointer`` beside the log.
-///
 /// Not thread-safe: the owner confines it to one thread or queue.
 public final class OperationLog {
     /// 2: one row per segment of records. Version 1 (one row per record) is migrated on open.
@@ -70,7 +68,6 @@ public final class OperationLog {
             """
             PRAGMA synchronous=FULL;
             PRAGMA busy_timeout=5000;
-            PRAGMA wal_autocheckpoint=0;
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS oplog_segments (
                 origin TEXT NOT NULL, epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,

@@ -144,33 +144,3 @@ import Testing
     }
 }
 
-@Suite struct WALCheckpointerTests {
-    @Test func commitsLeaveCheckpointingToTheCheckpointer() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        let log = try OperationLog(directory: directory)
-        let checkpointer = try WALCheckpointer(directory: directory, interval: .seconds(3600))
-        defer { checkpointer.stop() }
-        let payload = [UInt8](repeating: 0xAB, count: 4_000)
-        for sequence in 1...2_000 as ClosedRange<UInt64> {
-            try log.append([LogRecord(origin: "node-a", epoch: 1, sequence: sequence, hlc: sequence, payload: payload)], clock: sequence)
-        }
-        let walPath = directory.databasePath + "-wal"
-        let databaseBefore = try FileManager.default.attributesOfItem(atPath: directory.databasePath)[.size] as! UInt64
-        let walBefore = try FileManager.default.attributesOfItem(atPath: walPath)[.size] as! UInt64
-        // 8 MB went to the WAL and none to the database: commits did not checkpoint.
-        #expect(walBefore > 8_000_000)
-        #expect(databaseBefore < 100_000)
-        #expect(checkpointer.checkpointNow() == 0)
-        let databaseAfter = try FileManager.default.attributesOfItem(atPath: directory.databasePath)[.size] as! UInt64
-        #expect(databaseAfter > 8_000_000)
-        // The next commit starts the WAL over instead of growing it.
-        try log.append([LogRecord(origin: "node-a", epoch: 1, sequence: 2_001, hlc: 1, payload: payload)], clock: 1)
-        let walAfter = try FileManager.default.attributesOfItem(atPath: walPath)[.size] as! UInt64
-        #expect(walAfter == walBefore)
-        var count = 0
-        try log.forEach { _ in count += 1 }
-        #expect(count == 2_001)
-    }
-}
