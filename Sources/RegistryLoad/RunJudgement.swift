@@ -3,9 +3,11 @@
 public struct RunJudgement: Codable, Equatable, Sendable {
     /// Open-loop runs whose achieved rate is below this share of the intended rate are invalid.
     public static let minimumAchievedShare = 0.9
-    /// Open-loop runs whose scheduler lag p99 exceeds this are invalid: the generator's own delay
-    /// would be charged to the server.
+    /// Open-loop runs are invalid when the scheduler lag p99 exceeds both this and
+    /// ``maximumLagShareOfLatency`` of the latency p99: latency counts from the intended send
+    /// time, so the generator's own delay would be a large part of what is charged to the server.
     public static let maximumSchedulerLagP99: UInt64 = 1_000_000
+    public static let maximumLagShareOfLatency = 0.25
 
     public struct ObjectiveResult: Codable, Equatable, Sendable {
         public let objective: String
@@ -36,9 +38,10 @@ public struct RunJudgement: Codable, Equatable, Sendable {
                 reasons.append(
                     "achieved \(Int(achievedRate))/s is below \(Int(Self.minimumAchievedShare * 100))% of the intended \(Int(intendedRate))/s")
             }
-            if schedulerLag.p99 > Self.maximumSchedulerLagP99 {
+            let lagShare = Double(schedulerLag.p99) / Double(max(latency.p99, 1))
+            if schedulerLag.p99 > Self.maximumSchedulerLagP99, lagShare > Self.maximumLagShareOfLatency {
                 reasons.append(
-                    "the generator's scheduler lag p99 was \(DurationText.format(nanoseconds: schedulerLag.p99)), over \(DurationText.format(nanoseconds: Self.maximumSchedulerLagP99)): it could not send on time")
+                    "the generator's scheduler lag p99 was \(DurationText.format(nanoseconds: schedulerLag.p99)), \(Int(lagShare * 100))% of the latency p99: it could not send on time")
             }
         }
         self.invalidReasons = reasons

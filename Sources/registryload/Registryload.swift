@@ -23,7 +23,8 @@ struct Registryload: AsyncParsableCommand {
             until there is one). The same --seed gives the same sequence of registrations.
 
             A run is INVALID when the generator could not keep up: an open-loop run that achieved \
-            less than 90% of its intended rate, or whose scheduler lag p99 exceeded 1ms.
+            less than 90% of its intended rate, or whose scheduler lag p99 exceeded both 1ms and a \
+            quarter of the latency p99.
 
             Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid; \
             3 --verify found lost or mismatched registrations; 64 bad usage; 69 an endpoint is \

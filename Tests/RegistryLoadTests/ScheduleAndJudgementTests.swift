@@ -34,10 +34,15 @@ struct ScheduleAndJudgementTests {
         #expect(!slow.valid)
         #expect(slow.invalidReasons.count == 1 && slow.invalidReasons[0].contains("below 90%"))
         let lagging = RunJudgement(
-            intendedRate: 1_000, achievedRate: 1_000, schedulerLag: summary(p99: 5_000_000), latency: summary(p99: 1_000_000),
+            intendedRate: 1_000, achievedRate: 1_000, schedulerLag: summary(p99: 5_000_000), latency: summary(p99: 10_000_000),
             acknowledged: 10_000, objectives: [], percentile: { _ in 0 })
         #expect(!lagging.valid)
         #expect(lagging.invalidReasons[0].contains("scheduler lag"))
+        // The same lag beside a latency twenty times larger is noise, not the measurement.
+        let smallShare = RunJudgement(
+            intendedRate: 1_000, achievedRate: 1_000, schedulerLag: summary(p99: 5_000_000), latency: summary(p99: 100_000_000),
+            acknowledged: 10_000, objectives: [], percentile: { _ in 0 })
+        #expect(smallShare.valid)
         let nothing = RunJudgement(
             intendedRate: nil, achievedRate: 0, schedulerLag: summary(p99: 0), latency: summary(p99: 0), acknowledged: 0,
             objectives: [], percentile: { _ in 0 })
