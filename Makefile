@@ -5,6 +5,7 @@
 #   make test    build, check the generated protobuf-c code is current, run every test
 #   make build   build everything (debug)
 #   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
+#   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make clean   remove build output
 
 SHELL := /bin/bash
@@ -12,7 +13,7 @@ SWIFT ?= swift
 DATA_DIR ?= ./data
 APT := scripts/apt-install.sh
 
-.PHONY: build run test protos check-protos clean deps proto-tools test-tools
+.PHONY: build run test bench protos check-protos clean deps proto-tools test-tools
 
 # C libraries the build links: protobuf-c and SQLite.
 deps:
@@ -51,6 +52,10 @@ check-protos: proto-tools
 test: deps test-tools check-protos
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Release builds, real PostgreSQL and Redis servers on loopback, a few minutes.
+bench: deps
+	bash bench/run.sh
 
 clean:
 	rm -rf .build

@@ -57,8 +57,13 @@ struct Registryload: AsyncParsableCommand {
     @Option(help: "Load sent before measuring starts, excluded from the statistics.")
     var warmup = "1s"
 
-    @Option(help: "Seed of the workload's random choices and identifiers.")
-    var seed: UInt64 = 1
+    @Option(
+        help: """
+            Seed of the workload's random choices and identifiers; the report names it. Default: \
+            a random seed, so that two runs against one node never present each other's \
+            identifiers (which would turn first installs into returning devices and merges).
+            """)
+    var seed: UInt64?
 
     @Option(help: "A workload kind, or a weighted mix such as first-install=80,returning=20.")
     var workload = "first-install"
@@ -111,7 +116,7 @@ struct Registryload: AsyncParsableCommand {
             return LoadPlan(
                 endpoints: endpointList, connections: connections, inFlight: inFlight, batch: batch, rate: rate,
                 duration: measured ?? (requests == nil ? DurationText(nanoseconds: 10_000_000_000) : nil), requests: requests,
-                warmup: try DurationText(parsing: warmup), seed: seed, mix: try WorkloadMix(parsing: workload),
+                warmup: try DurationText(parsing: warmup), seed: seed ?? UInt64.random(in: 1 ... UInt64.max), mix: try WorkloadMix(parsing: workload),
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) })

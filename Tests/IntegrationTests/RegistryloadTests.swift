@@ -1,0 +1,99 @@
+import Foundation
+import RegistryTestSupport
+import Testing
+
+/// `registryload` against a real `registryd` process: short, bounded runs.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryloadTests {
+    func load(_ arguments: [String]) throws -> CommandResult {
+        try run(Binaries.path("registryload"), arguments, timeout: 90)
+    }
+
+    func report(at path: String) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        return try #require(object as? [String: Any])
+    }
+
+    @Test func aMixedRunVerifiesEveryAcknowledgedRegistrationAndWritesAReport() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let reportPath = temp.path + "/report.json"
+        let result = try load([
+            "--endpoints", node.endpoint, "--requests", "3000", "--warmup", "0s", "--connections", "3", "--in-flight", "8",
+            "--workload", "first-install=40,returning=20,sibling=10,reinstall=10,lost-keychain=10,concurrent-siblings=10",
+            "--seed", "7", "--verify", "--json", reportPath,
+        ])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("0 lost, 0 mismatched"))
+        let json = try report(at: reportPath)
+        #expect(json["format"] as? String == "registryload-report/1")
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        #expect((throughput["acknowledged"] as? Int ?? 0) >= 3000)
+        #expect(throughput["failed"] as? Int == 0)
+        let verification = try #require(json["verification"] as? [String: Any])
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0)
+        #expect((verification["lookups"] as? Int ?? 0) > (verification["devices"] as? Int ?? 0))
+        let workload = try #require(json["workload"] as? [String: Any])
+        let generated = try #require(workload["generated"] as? [String: Int])
+        #expect(Set(generated.keys) == ["first-install", "returning", "sibling", "reinstall", "lost-keychain", "concurrent-siblings"])
+        // One node, one lock: the two apps of a concurrent pair always get one ID.
+        #expect((workload["concurrent_pairs"] as? Int ?? 0) > 0)
+        #expect(workload["concurrent_pairs_with_different_ids"] as? Int == 0)
+        #expect(workload["unexpected_answers"] as? Int == 0)
+        let servers = try #require(json["servers"] as? [[String: Any]])
+        #expect(servers.count == 1)
+        #expect((servers[0]["devices"] as? Int ?? 0) == verification["devices"] as? Int)
+        let latency = try #require(json["latency"] as? [String: Any])
+        #expect((latency["p99_ns"] as? Int ?? 0) >= (latency["p50_ns"] as? Int ?? 0))
+        let parameters = try #require(json["parameters"] as? [String: Any])
+        #expect(parameters["seed"] as? Int == 7 && parameters["mode"] as? String == "closed-loop")
+    }
+
+    @Test func anOpenLoopRunReportsItsIntendedRateAndAMissedObjectiveExitsOne() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let reportPath = temp.path + "/open.json"
+        let open = try load([
+            "--endpoints", node.endpoint, "--rate", "2000", "--duration", "1s", "--warmup", "200ms", "--json", reportPath,
+        ])
+        let json = try report(at: reportPath)
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        #expect(throughput["intended_per_second"] as? Double == 2000)
+        let judgement = try #require(json["judgement"] as? [String: Any])
+        // A loaded machine may make the run invalid; then, and only then, the exit status says so.
+        #expect(open.status == ((judgement["valid"] as? Bool ?? false) ? 0 : 2), "\(open.stdout)")
+        #expect(open.stdout.contains("service time"))
+
+        // Nothing answers in a nanosecond, so this objective is missed.
+        let missed = try load(["--endpoints", node.endpoint, "--requests", "200", "--warmup", "0s", "--slo", "p50=1ns"])
+        #expect(missed.status == 1, "\(missed.stdout)\n\(missed.stderr)")
+        #expect(missed.stdout.contains("objective     p50=1ns"))
+        #expect(missed.stdout.contains("MISSED"))
+    }
+
+    @Test(arguments: [
+        (["--workload", "first-instal"], "unknown workload"),
+        (["--connections", "0"], "--connections"),
+        (["--slo", "p99"], "p99=2ms"),
+        (["--duration", "10"], "needs a unit"),
+        (["--endpoints", "nohost"], "host:port"),
+        (["--rate", "-5"], "--rate"),
+        (["--threads", "2", "--connections", "1"], "every thread reaches every endpoint"),
+    ])
+    func badOptionsAreUsageErrors(arguments: [String], message: String) throws {
+        let result = try load(arguments)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test func anUnreachableEndpointExitsSixtyNine() throws {
+        let result = try load(["--endpoints", "127.0.0.1:1", "--requests", "10"])
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("cannot reach 127.0.0.1:1"), "\(result.stderr)")
+    }
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# make bench: the registry against what a team would otherwise build, in one run on this machine.
+#
+#   1. PostgreSQL 15 (plpgsql register(), pgbench) and Redis 7 (Lua script, redis-benchmark with
+#      appendonly yes) as baselines, each a real server on 127.0.0.1 started for the run;
+#   2. one registryd node driven by registryload: closed loop with single requests, closed loop
+#      with batches, and open loop at 70% of the batched maximum;
+#   3. resident memory per device at 1M and 10M registered devices, and the restart time at 1M.
+#
+# Results go to BENCHMARKS.md (rendered by bench/render.py) with the commands that produced them.
+# Environment: BENCH_SECONDS (measured seconds per throughput run, default 15),
+# BENCH_MEMORY_DEVICES (default "1000000 10000000").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+seconds=${BENCH_SECONDS:-15}
+memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
+out=$(mktemp -d /tmp/registry-bench.XXXXXX)
+results="$out/results.tsv"
+: > "$results"
+registryd_pid=""
+cleanup() {
+  [ -n "$registryd_pid" ] && kill "$registryd_pid" 2>/dev/null || true
+  rm -rf "$out/data"
+}
+trap cleanup EXIT
+
+command -v redis-server >/dev/null || scripts/apt-install.sh redis-server redis-tools
+command -v pgbench >/dev/null || scripts/apt-install.sh postgresql postgresql-contrib
+for product in registryd registryload registryctl; do swift build -c release --product "$product"; done
+bin=$(swift build -c release --show-bin-path)
+export REGISTRYLOAD_GIT_REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+
+echo "== baselines" >&2
+bash bench/postgres/run.sh "$seconds" 32 "$results"
+bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
+bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
+
+# Starts registryd on a fresh data directory and waits for "listening on".
+start_node() {
+  rm -rf "$out/data" && mkdir -p "$out/data"
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning > "$out/registryd.log" 2>&1 &
+  registryd_pid=$!
+  for _ in $(seq 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; exit 1
+}
+stop_node() {
+  kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
+}
+rss_bytes() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$registryd_pid/status"; }
+
+# Runs registryload with the given arguments, keeps its JSON report, records a result row.
+load() {
+  local name=$1 key=$2; shift 2
+  local cmd="registryload --endpoints 127.0.0.1:7450 $*"
+  echo "registry: $cmd" >&2
+  "$bin/registryload" --endpoints 127.0.0.1:7450 "$@" --json "$out/$key.json" > "$out/$key.txt" 2> /dev/null || true
+  cat "$out/$key.txt" >&2
+  python3 - "$out/$key.json" "$name" "$cmd" >> "$results" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+t = report["throughput"]
+l = report["latency"]
+print(f"registry\t{sys.argv[2]}\t{t['achieved_per_second']:.0f}\t{l['p50_ns'] / 1000:.0f}\t{l['p99_ns'] / 1000:.0f}\t{sys.argv[3]}")
+EOF
+}
+
+echo "== registry, one node" >&2
+start_node
+load "registryd, 1 node, single RegisterRequests, 4 connections × 64 in flight" single \
+  --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 1 --seed 1
+load "registryd, 1 node, batches of 100, 8 connections × 16 in flight" batch \
+  --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --seed 2
+max=$(python3 -c "import json; print(int(json.load(open('$out/batch.json'))['throughput']['achieved_per_second']))")
+open_rate=$((max * 70 / 100))
+load "registryd, 1 node, open loop at 70% of the batched maximum, batches of 20" open \
+  --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 20 --rate "$open_rate" --slo p99=2ms --seed 3
+load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
+  --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
+  --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
+stop_node
+
+echo "== memory" >&2
+start_node
+registered=0
+memory_rows=""
+for target in $memory_points; do
+  "$bin/registryload" --endpoints 127.0.0.1:7450 --requests $((target - registered)) --warmup 0s --connections 8 \
+    --in-flight 16 --batch 100 --seed "$target" > "$out/memory-$target.txt" 2>/dev/null
+  registered=$target
+  sleep 2
+  rss=$(rss_bytes)
+  devices=$("$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['devices'])")
+  echo "memory: $devices devices, RSS $rss bytes" >&2
+  printf 'memory\t%s\t%s\n' "$devices" "$rss" >> "$results"
+  if [ "$target" = "1000000" ]; then
+    stop_node
+    started=$(date +%s.%N)
+    "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning > "$out/registryd.log" 2>&1 &
+    registryd_pid=$!
+    until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
+    restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+    echo "restart with $devices devices: ${restart}s" >&2
+    printf 'restart\t%s\t%s\n' "$devices" "$restart" >> "$results"
+  fi
+done
+stop_node
+
+python3 bench/render.py "$results" "$out" > BENCHMARKS.md
+echo "wrote BENCHMARKS.md (raw reports in $out)" >&2
