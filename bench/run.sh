@@ -76,8 +76,8 @@ load "registryd, 1 node, batches of 100, 8 connections × 16 in flight" batch \
   --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --seed 2
 max=$(python3 -c "import json; print(int(json.load(open('$out/batch.json'))['throughput']['achieved_per_second']))")
 open_rate=$((max * 70 / 100))
-load "registryd, 1 node, open loop at 70% of the batched maximum, batches of 20" open \
-  --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 20 --rate "$open_rate" --slo p99=2ms --seed 3
+load "registryd, 1 node, open loop at 70% of the batched maximum, same connections and batches" open \
+  --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --rate "$open_rate" --slo p99=2ms --seed 3
 load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4

@@ -92,10 +92,15 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Puts a key known to be absent from `buckets` into it, growing first when it is 3/4 full.
     private mutating func insertNew(_ key: Key, hash: UInt64, value: UInt32) {
         if (used + 1) * 4 > buckets.count * 3 { grow() }
+        place(Bucket(key: key, value: value), hash: hash)
+    }
+
+    /// Stores `bucket` in the first free bucket of its probe sequence in `buckets`.
+    private mutating func place(_ bucket: Bucket, hash: UInt64) {
         let mask = buckets.count - 1
         var index = Int(truncatingIfNeeded: hash) & mask
         while buckets[index].value != Self.empty { index = (index + 1) & mask }
-        buckets[index] = Bucket(key: key, value: value)
+        buckets[index] = bucket
         used += 1
     }
 
@@ -114,13 +119,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         for index in moved..<end where table[index].value != Self.empty {
             let bucket = table[index]
             let hash = bucket.key.hash(seed: seed)
-            if Self.find(bucket.key, hash: hash, in: buckets) == nil {
-                let mask = buckets.count - 1
-                var slot = Int(truncatingIfNeeded: hash) & mask
-                while buckets[slot].value != Self.empty { slot = (slot + 1) & mask }
-                buckets[slot] = bucket
-                used += 1
-            }
+            if Self.find(bucket.key, hash: hash, in: buckets) == nil { place(bucket, hash: hash) }
         }
         moved = end
         if moved == table.count { old = nil }

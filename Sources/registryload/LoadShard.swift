@@ -110,11 +110,15 @@ final class LoadShard: @unchecked Sendable {
         done = nil
     }
 
-    private func plannedStep(intended: UInt64) -> PlannedStep {
+    private func nextUnits() -> [LoadUnit] {
         var units = [LoadUnit]()
         units.reserveCapacity(plan.batch)
         for _ in 0..<plan.batch { units.append(workload.next()) }
-        let step = PlannedStep(units: units, intended: intended)
+        return units
+    }
+
+    private func plannedStep(intended: UInt64) -> PlannedStep {
+        let step = PlannedStep(units: nextUnits(), intended: intended)
         countIssued(step)
         return step
     }
@@ -132,9 +136,7 @@ final class LoadShard: @unchecked Sendable {
         guard var schedule, !stopIssuing else { return }
         let now = monotonicNanos()
         while !stopIssuing, schedule.nextIntended <= now {
-            var units = [LoadUnit]()
-            units.reserveCapacity(plan.batch)
-            for _ in 0..<plan.batch { units.append(workload.next()) }
+            let units = nextUnits()
             let step = PlannedStep(units: units, intended: schedule.take(items: units.reduce(0) { $0 + $1.registrations }))
             if step.intended >= measureStart {
                 total.schedulerLag.record(now - step.intended)
