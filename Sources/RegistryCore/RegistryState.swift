@@ -47,15 +47,8 @@ public struct RegistryState: Sendable {
             self.scope = vendor << 4 | UInt32(identifier.kind.rawValue)
         }
 
-        private init(value: UUID128, scope: UInt32) {
-            self.value = value
-            self.scope = scope
-        }
-
         var vendor: UInt32 { scope >> 4 }
         var kind: Int32 { Int32(scope & 0xF) }
-
-        static var placeholder: ClaimKey { ClaimKey(value: .zero, scope: 0) }
 
         func hash(seed: UInt64) -> UInt64 {
             foldedMultiply(value.hash(seed: seed) ^ UInt64(scope), 0x8EBC_6AF0_9C88_C6E3 ^ seed)

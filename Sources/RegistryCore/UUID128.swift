@@ -2,7 +2,7 @@
 ///
 /// Parsing accepts the canonical 8-4-4-4-12 hex form in either case; formatting
 /// always prints lower case. Ordering is by the big-endian bytes.
-public struct UUID128: Hashable, Comparable, Sendable {
+public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
     /// Bytes 0...7, big-endian.
     public let high: UInt64
     /// Bytes 8...15, big-endian.

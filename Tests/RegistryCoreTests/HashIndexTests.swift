@@ -38,6 +38,20 @@ struct HashIndexTests {
         for key in keys { #expect(index.value(for: key) == reference[key]) }
     }
 
+    @Test func copiesAreIndependentAcrossGrowth() {
+        var original = HashIndex<UUID128>(capacity: 16, seed: 9)
+        for n in 1...10 as ClosedRange<UInt64> { original.set(UUID128(high: n, low: n), UInt32(n)) }
+        var copy = original
+        // Enough inserts to grow the copy (and move buckets) while the original stays as it was.
+        for n in 11...100 as ClosedRange<UInt64> { copy.set(UUID128(high: n, low: n), UInt32(n)) }
+        copy.set(UUID128(high: 1, low: 1), 1_000)
+        #expect(original.count == 10 && copy.count == 100)
+        #expect(original.value(for: UUID128(high: 1, low: 1)) == 1)
+        #expect(original.value(for: UUID128(high: 50, low: 50)) == nil)
+        #expect(copy.value(for: UUID128(high: 1, low: 1)) == 1_000)
+        #expect(copy.value(for: UUID128(high: 50, low: 50)) == 50)
+    }
+
     @Test func claimKeysSeparateVendorsAndKinds() {
         var index = HashIndex<RegistryState.ClaimKey>(capacity: 16, seed: 7)
         let value = UUID128(high: 1, low: 2)
