@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import RegistryClient
+import RegistryCore
 import RegistryLoad
 import RegistryWire
 
@@ -114,7 +115,10 @@ struct LoadRun {
             let rate = plan.rate.map { $0 / Double(plan.threads) }
             let requestLimit = plan.requests.map { ($0 + UInt64(plan.threads) - 1) / UInt64(plan.threads) }
             // Shard 0 uses the seed as given, so a one-thread run is reproducible from it alone.
-            let seed = plan.seed &+ UInt64(shardIndex) &* 0x9E37_79B9_7F4A_7C15
+            // The others start from a mixed seed: SplitMix64 seeds that differ by its increment
+            // would give the same stream shifted by one draw, and so the same identifiers.
+            var mixer = SplitMix64(seed: plan.seed ^ UInt64(shardIndex) &* 0xD1B5_4A32_D192_ED03)
+            let seed = shardIndex == 0 ? plan.seed : mixer.next()
             shards.append(LoadShard(loop: loop, lanes: lanes, plan: plan, seed: seed, rate: rate, requestLimit: requestLimit))
         }
         return shards

@@ -51,6 +51,28 @@ import Testing
         #expect(parameters["seed"] as? Int == 7 && parameters["mode"] as? String == "closed-loop")
     }
 
+    /// Each generator thread has its own stream of identifiers: none of them repeats another's
+    /// devices (which would make the node hold fewer devices than the run created).
+    @Test func threadsAndEndpointsShareOutDistinctDevices() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let reportPath = temp.path + "/threads.json"
+        let result = try load([
+            "--endpoints", "\(node.endpoint),\(node.endpoint)", "--threads", "2", "--connections", "4", "--requests", "4000",
+            "--warmup", "0s", "--workload", "first-install=80,concurrent-siblings=20", "--verify", "--json", reportPath,
+        ])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let verification = try #require(json["verification"] as? [String: Any])
+        let servers = try #require(json["servers"] as? [[String: Any]])
+        #expect(servers.count == 2)
+        #expect(servers[0]["devices"] as? Int == verification["devices"] as? Int)
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0)
+    }
+
     @Test func anOpenLoopRunReportsItsIntendedRateAndAMissedObjectiveExitsOne() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
