@@ -20,7 +20,8 @@ struct Registryload: AsyncParsableCommand {
             Workloads: first-install, returning, sibling, reinstall, lost-keychain, \
             concurrent-siblings. Mix them with weights: --workload first-install=70,returning=20,sibling=10. \
             Known-device workloads act on devices this run has had acknowledged (a first install \
-            until there is one). The same --seed gives the same sequence of registrations.
+            until there is one). The same --seed and --threads give the same sequence of \
+            registrations on each thread.
 
             A run is INVALID when the generator could not keep up: an open-loop run that achieved \
             less than 90% of its intended rate, or whose scheduler lag p99 exceeded both 1ms and a \
@@ -33,7 +34,9 @@ struct Registryload: AsyncParsableCommand {
 
     @Option(
         name: .long, parsing: .upToNextOption,
-        help: ArgumentHelp("Nodes to load, host:port; requests are spread across them.", valueName: "host:port"))
+        help: ArgumentHelp(
+            "Nodes to load, host:port, comma- or space-separated; requests are spread across them. [env: REGISTRY_ENDPOINT]",
+            valueName: "host:port"))
     var endpoints: [String] = [ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"]
 
     @Option(help: "TCP connections in total, spread across the endpoints.")
