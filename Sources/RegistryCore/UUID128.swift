@@ -51,33 +51,37 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
     }
 
     private static func parse(_ chars: UnsafeBufferPointer<UInt8>) -> UUID128? {
-        guard chars.count == 36 else { return nil }
+        guard chars.count == 36, chars[8] == dash, chars[13] == dash, chars[18] == dash, chars[23] == dash else {
+            return nil
+        }
+        // Every digit's value is or-ed into `invalid` too: any 0xFF (not a hex digit) shows.
+        var invalid: UInt8 = 0
+        func digits(_ range: Range<Int>, into word: inout UInt64) {
+            for offset in range {
+                let nibble = hexValues[Int(chars[offset])]
+                invalid |= nibble
+                word = word << 4 | UInt64(nibble & 0xF)
+            }
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
-        var nibbles = 0
-        for offset in 0..<36 {
-            let char = chars[offset]
-            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                guard char == UInt8(ascii: "-") else { return nil }
-                continue
-            }
-            guard let nibble = hexValue(char) else { return nil }
-            if nibbles < 16 {
-                high = high << 4 | UInt64(nibble)
-            } else {
-                low = low << 4 | UInt64(nibble)
-            }
-            nibbles += 1
-        }
-        return UUID128(high: high, low: low)
+        digits(0..<8, into: &high)
+        digits(9..<13, into: &high)
+        digits(14..<18, into: &high)
+        digits(19..<23, into: &low)
+        digits(24..<36, into: &low)
+        return invalid & 0xF0 == 0 ? UUID128(high: high, low: low) : nil
     }
 
-    private static func hexValue(_ char: UInt8) -> UInt8? {
-        switch char {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return char - UInt8(ascii: "A") + 10
-        default: return nil
+    private static let dash = UInt8(ascii: "-")
+
+    /// Each byte's hex value, 0xFF for bytes that are not hex digits.
+    private static let hexValues: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt8(byte) - UInt8(ascii: "A") + 10
+        default: return 0xFF
         }
     }
 

@@ -15,6 +15,9 @@ import Testing
         "", "e621e1f8c36c495a93fc0c247a3e6e5f", "e621e1f8-c36c-495a-93fc-0c247a3e6e5", "e621e1f8-c36c-495a-93fc-0c247a3e6e5ff",
         "g621e1f8-c36c-495a-93fc-0c247a3e6e5f", "e621e1f8_c36c-495a-93fc-0c247a3e6e5f", "{e621e1f8-c36c-495a-93fc-0c247a3e6e5f}",
         "e621e1f8-c36c-495a-93fc-0c247a3e6é5f",
+        // A bad digit in each group, and a dash where a digit belongs.
+        "e621e1fz-c36c-495a-93fc-0c247a3e6e5f", "e621e1f8-c36x-495a-93fc-0c247a3e6e5f", "e621e1f8-c36c-49 a-93fc-0c247a3e6e5f",
+        "e621e1f8-c36c-495a-93f:-0c247a3e6e5f", "e621e1f8-c36c-495a-93fc-0c247a3e6e5G", "e621e1f8-c36c-495a-93fc-0c247a3e6e-f",
     ])
     func rejectsMalformedText(_ text: String) {
         #expect(UUID128(text: text) == nil)
