@@ -16,17 +16,26 @@ final class LogWriter: @unchecked Sendable {
         self.log = log
     }
 
+    /// Records per segment row at most, so that a long commit pass (a stalled disk) still
+    /// writes rows of about a megabyte rather than one huge blob.
+    static let segmentRecords = 4096
+
     /// Encodes and durably appends `operations`, with the clock, in one transaction: the
-    /// operations of each (origin, epoch) run become one ``LogSegment`` row.
+    /// operations of each (origin, epoch) run become ``LogSegment`` rows.
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let log else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
         var buffer = ByteBuffer()
         for operation in operations {
-            if segments.last.map({ $0.origin != operation.origin.value || $0.epoch != operation.epoch }) ?? true {
+            let startsSegment = segments.last.map {
+                $0.origin != operation.origin.value || $0.epoch != operation.epoch || $0.count == Self.segmentRecords
+            }
+            if startsSegment ?? true {
                 segments.append(
-                    LogSegment(origin: operation.origin.value, epoch: operation.epoch, reservingBytes: 200 * operations.count))
+                    LogSegment(
+                        origin: operation.origin.value, epoch: operation.epoch,
+                        reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
             }
             buffer.clear()
             do {

@@ -71,6 +71,27 @@ import Testing
         #expect(stats.logCommits == 1)
     }
 
+    /// One commit pass larger than a segment row splits into several rows, all replayed.
+    @Test func aLargeCommitIsSplitIntoSegmentsThatAllReplay() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let frames = (0..<5).map { frame in
+            ClientBody.registerBatch(
+                (0..<1_000).map { RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: UInt64(frame) + 1, low: UInt64($0) + 1).text) })
+        }
+        do {
+            let engine = try open(temp.path)
+            _ = await submit(engine, frames)
+            #expect(engine.stats().logCommits == 1)
+            engine.close()
+        }
+        #expect(5_000 > LogWriter.segmentRecords)
+        let reopened = try open(temp.path)
+        defer { reopened.close() }
+        let stats = reopened.stats()
+        #expect(stats.deviceCount == 5_000 && stats.logOperations == 5_000 && stats.logSequence == 5_000)
+    }
+
     @Test func theClockNeverRunsBackwardsAcrossRestarts() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
