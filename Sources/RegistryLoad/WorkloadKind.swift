@@ -32,20 +32,9 @@ public enum WorkloadKind: String, CaseIterable, Codable, Sendable, Comparable {
 
 /// A weighted mix of workload kinds, parsed from `first-install` or
 /// `first-install=60,returning=30,sibling=10`.
-public struct WorkloadMix: Hashable, Sendable, CustomStringConvertible {
+public struct WorkloadMix: Sendable, CustomStringConvertible {
     /// Kinds with positive weights, in declaration order.
     public let weights: [(kind: WorkloadKind, weight: Int)]
-
-    public static func == (lhs: WorkloadMix, rhs: WorkloadMix) -> Bool {
-        lhs.weights.map(\.kind) == rhs.weights.map(\.kind) && lhs.weights.map(\.weight) == rhs.weights.map(\.weight)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        for (kind, weight) in weights {
-            hasher.combine(kind)
-            hasher.combine(weight)
-        }
-    }
 
     public init(parsing text: String) throws(LoadConfigurationError) {
         var found = [WorkloadKind: Int]()

@@ -55,7 +55,8 @@ public final class RegistryEngine: Sendable {
     public let nodeID: NodeID
     public let clusterID: String
     public let limits: Limits
-    private let rules: VendorRules
+    /// The vendor rules, for the ``BundleResolver`` each connection keeps.
+    public let vendorRules: VendorRules
     public static let serverVersion = "registryd 0.1.0"
 
     /// A pthread mutex: Synchronization.Mutex is a priority-inheritance futex on Linux, whose
@@ -130,7 +131,7 @@ public final class RegistryEngine: Sendable {
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
-        self.rules = configuration.vendorRules
+        self.vendorRules = configuration.vendorRules
         self.logger = logger
         self.wallClock = wallClock
         self.startedAt = wallClock()
@@ -143,13 +144,10 @@ public final class RegistryEngine: Sendable {
             ])
     }
 
-    /// The vendor rules, for the ``BundleResolver`` each connection keeps.
-    public var vendorRules: VendorRules { rules }
-
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
-        var resolver = BundleResolver(rules: rules, capacity: 0)
+        var resolver = BundleResolver(rules: vendorRules, capacity: 0)
         submit(frames, resolver: &resolver, deliver: deliver)
     }
 

@@ -6,6 +6,7 @@ public struct LogSegment: Sendable {
     public let origin: String
     public let epoch: UInt64
     public private(set) var firstSequence: UInt64 = 0
+    /// 0 while the segment is empty.
     public private(set) var lastSequence: UInt64 = 0
     public private(set) var count = 0
     /// The encoded records.

@@ -159,8 +159,7 @@ public final class OperationLog {
             if segments.last.map({ $0.origin != record.origin || $0.epoch != record.epoch }) ?? true {
                 segments.append(LogSegment(origin: record.origin, epoch: record.epoch))
             }
-            let last = segments[segments.count - 1].count > 0 ? segments[segments.count - 1].lastSequence : 0
-            guard record.sequence > last else { continue }
+            guard record.sequence > segments[segments.count - 1].lastSequence else { continue }
             segments[segments.count - 1].append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
         }
         try append(segments, clock: clock)

@@ -223,6 +223,11 @@ public struct StatsMessage: Hashable, Sendable {
     public var logCommits: UInt64 = 0
 
     public init() {}
+
+    /// `errors` keyed by code name, as reports print them.
+    public var errorsByName: [String: UInt64] {
+        Dictionary(uniqueKeysWithValues: errors.map { ($0.key.name, $0.value) })
+    }
 }
 
 /// One registration's outcome inside a batch.

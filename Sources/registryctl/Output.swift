@@ -76,7 +76,7 @@ struct StatusView: Printable {
         requestsServed = stats.requestsServed
         connections = stats.connections
         log = Log(operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence)
-        errors = Dictionary(uniqueKeysWithValues: stats.errors.map { ($0.key.name, $0.value) })
+        errors = stats.errorsByName
     }
 
     var rows: [(String, String)] {

@@ -55,17 +55,15 @@ struct LoadRun {
         var divergent: UInt64 = 0
         var unexpected: UInt64 = 0
         for shard in shards {
-            let part = try? await shard.loop.submit {
-                (shard.total, shard.measureEnd, shard.workload.generated, shard.workload.pairs, shard.workload.divergentPairs,
-                 shard.workload.unexpectedAnswers)
-            }.get()
+            // The workload value is copied, not its device model (arrays are shared until written).
+            let part = try? await shard.loop.submit { (total: shard.total, end: shard.measureEnd, workload: shard.workload) }.get()
             guard let part else { continue }
-            totals.add(part.0)
-            measureEnd = max(measureEnd, part.1)
-            for (kind, count) in part.2 { generated[kind.rawValue, default: 0] += count }
-            pairs += part.3
-            divergent += part.4
-            unexpected += part.5
+            totals.add(part.total)
+            measureEnd = max(measureEnd, part.end)
+            for (kind, count) in part.workload.generated { generated[kind.rawValue, default: 0] += count }
+            pairs += part.workload.pairs
+            divergent += part.workload.divergentPairs
+            unexpected += part.workload.unexpectedAnswers
         }
         let measureStart = startTime + plan.warmup.nanoseconds
         let seconds = measureEnd > measureStart ? Double(measureEnd - measureStart) / 1e9 : 0
@@ -167,7 +165,7 @@ struct LoadRun {
                     endpoint: endpoint.description, nodeID: stats.nodeID, serverVersion: stats.serverVersion,
                     devices: stats.deviceCount, aliases: stats.aliasCount, claims: stats.claimCount,
                     requestsServed: stats.requestsServed,
-                    errors: Dictionary(uniqueKeysWithValues: stats.errors.map { ($0.key.name, $0.value) }),
+                    errors: stats.errorsByName,
                     logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis))
         }
         return result

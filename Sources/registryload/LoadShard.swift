@@ -191,10 +191,13 @@ final class LoadShard: @unchecked Sendable {
     private func send(_ requests: [RegisterRequest], on lane: Int, answered: @escaping (ItemAnswers) -> Void) {
         let body: ClientBody = requests.count == 1 && plan.batch == 1 ? .register(requests[0]) : .registerBatch(requests)
         let count = requests.count
+        send(body, on: lane) { answered(Self.itemAnswers($0, count: count)) }
+    }
+
+    /// Queues `body` on a lane (flushed once per loop turn) and calls back on the loop.
+    func send(_ body: ClientBody, on lane: Int, answered: @escaping (Result<ServerBody, RegistryClientError>) -> Void) {
         let callback = NIOLoopBound(answered, eventLoop: loop)
-        lanes[lane].client.enqueue(body) { result in
-            callback.value(Self.itemAnswers(result, count: count))
-        }
+        lanes[lane].client.enqueue(body) { result in callback.value(result) }
         markDirty(lane)
     }
 
@@ -264,9 +267,6 @@ final class LoadShard: @unchecked Sendable {
                 backlogHead = 0
             }
         }
-        if stopIssuing, let requestLimit, requestsIssued >= requestLimit, inFlightSteps == 0 {
-            measureEnd = monotonicNanos()
-        }
         finishIfIdle()
     }
 
@@ -321,12 +321,6 @@ final class LoadShard: @unchecked Sendable {
     /// The lanes that go to `endpoint`.
     func lanes(to endpoint: Int) -> [Int] {
         lanes.indices.filter { lanes[$0].endpoint == endpoint }
-    }
-
-    func sendLookup(_ request: LookupRequest, on lane: Int, answered: @escaping (Result<ServerBody, RegistryClientError>) -> Void) {
-        let callback = NIOLoopBound(answered, eventLoop: loop)
-        lanes[lane].client.enqueue(.lookup(request)) { result in callback.value(result) }
-        markDirty(lane)
     }
 }
 

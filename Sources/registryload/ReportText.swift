@@ -20,11 +20,11 @@ enum ReportText {
             lines.append(row("sched. lag", report.schedulerLag))
         }
         if !report.errors.isEmpty {
-            lines.append("errors        " + report.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            lines.append("errors        " + pairs(report.errors))
         }
         let workload = report.workload
         lines.append(
-            "generated     " + workload.generated.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            "generated     " + pairs(workload.generated))
         if workload.concurrentPairs > 0 {
             lines.append(
                 "concurrent siblings: \(workload.concurrentPairs) pairs, \(workload.concurrentPairsWithDifferentIDs) told different IDs")
@@ -50,6 +50,11 @@ enum ReportText {
             lines.append("run           INVALID: " + report.judgement.invalidReasons.joined(separator: "; "))
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `key=value` pairs sorted by key.
+    private static func pairs(_ counts: [String: UInt64]) -> String {
+        counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
     }
 
     private static func row(_ name: String, _ summary: LatencySummary) -> String {
