@@ -175,16 +175,18 @@ public struct LoadReport: Codable, Sendable {
     public var judgement: RunJudgement
     public var verification: Verification?
     public var servers: [ServerStats]
+    /// How the generator's machine spent its CPU time during the measured window (Linux only).
+    public var cpu: CPUShares?
 
     enum CodingKeys: String, CodingKey {
-        case format, parameters, throughput, latency, errors, workload, judgement, verification, servers
+        case format, parameters, throughput, latency, errors, workload, judgement, verification, servers, cpu
         case startedAt = "started_at"
         case gitRevision = "git_revision"
         case serviceTime = "service_time"
         case schedulerLag = "scheduler_lag"
     }
 
-    public init(startedAt: String, gitRevision: String, parameters: Parameters, throughput: Throughput, latency: LatencySummary, serviceTime: LatencySummary, schedulerLag: LatencySummary, errors: [String: UInt64], workload: Workload, judgement: RunJudgement, verification: Verification?, servers: [ServerStats]) {
+    public init(startedAt: String, gitRevision: String, parameters: Parameters, throughput: Throughput, latency: LatencySummary, serviceTime: LatencySummary, schedulerLag: LatencySummary, errors: [String: UInt64], workload: Workload, judgement: RunJudgement, verification: Verification?, servers: [ServerStats], cpu: CPUShares? = nil) {
         self.startedAt = startedAt
         self.gitRevision = gitRevision
         self.parameters = parameters
@@ -197,5 +199,6 @@ public struct LoadReport: Codable, Sendable {
         self.judgement = judgement
         self.verification = verification
         self.servers = servers
+        self.cpu = cpu
     }
 }

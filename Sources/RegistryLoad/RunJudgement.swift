@@ -18,18 +18,29 @@ public struct RunJudgement: Codable, Equatable, Sendable {
     public let valid: Bool
     /// Why the run is invalid; empty when valid.
     public let invalidReasons: [String]
+    /// What makes the numbers less telling without making them wrong, such as CPU time the
+    /// hypervisor took during the run. Absent from reports written before it existed.
+    public let warnings: [String]
     public let objectives: [ObjectiveResult]
     public var objectivesMet: Bool { objectives.allSatisfy(\.met) }
 
     enum CodingKeys: String, CodingKey {
         case valid
         case invalidReasons = "invalid_reasons"
-        case objectives
+        case objectives, warnings
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        valid = try container.decode(Bool.self, forKey: .valid)
+        invalidReasons = try container.decode([String].self, forKey: .invalidReasons)
+        objectives = try container.decode([ObjectiveResult].self, forKey: .objectives)
+        warnings = try container.decodeIfPresent([String].self, forKey: .warnings) ?? []
     }
 
     public init(
         intendedRate: Double?, achievedRate: Double, schedulerLag: LatencySummary, latency: LatencySummary,
-        acknowledged: UInt64, objectives: [ServiceLevelObjective], percentile: (Double) -> UInt64
+        acknowledged: UInt64, objectives: [ServiceLevelObjective], cpu: CPUShares? = nil, percentile: (Double) -> UInt64
     ) {
         var reasons = [String]()
         if acknowledged == 0 { reasons.append("no registration was acknowledged") }
@@ -46,6 +57,13 @@ public struct RunJudgement: Codable, Equatable, Sendable {
         }
         self.invalidReasons = reasons
         self.valid = reasons.isEmpty
+        if let cpu, cpu.steal >= CPUShares.noticeableSteal {
+            warnings = [
+                "the hypervisor took \(Int((cpu.steal * 100).rounded()))% of the machine's CPU time (steal): latency tails include the host's scheduling, which no server change removes"
+            ]
+        } else {
+            warnings = []
+        }
         self.objectives = objectives.map { objective in
             let measured = percentile(objective.percentile)
             return ObjectiveResult(objective: objective.description, measuredNanoseconds: measured, met: objective.isMet(by: measured))

@@ -32,6 +32,12 @@ struct LoadRun {
     private func measure(_ shards: [LoadShard], startedAt: String) async -> LoadReport {
         let startTime = monotonicNanos()
         let finished = shards.map { shard in shard.loop.flatSubmit { shard.start(at: startTime) } }
+        // CPU counters over the measured window: from the end of the warm-up to the last answer.
+        let warmup = plan.warmup.nanoseconds
+        let cpuAtMeasureStart = Task { () -> CPUTimes? in
+            try? await Task.sleep(nanoseconds: warmup)
+            return CPUTimes.sample()
+        }
         let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
         let progressTask = Task {
             while !Task.isCancelled {
@@ -45,6 +51,9 @@ struct LoadRun {
             }
         }
         for future in finished { try? await future.get() }
+        let cpuAtEnd = CPUTimes.sample()
+        cpuAtMeasureStart.cancel()
+        let cpu = await cpuAtMeasureStart.value.flatMap { start in cpuAtEnd.flatMap { CPUShares(from: start, to: $0) } }
         progressTask.cancel()
         progress.end()
 
@@ -74,7 +83,7 @@ struct LoadRun {
         let latency = totals.latency
         let judgement = RunJudgement(
             intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
-            latency: latency.summary, acknowledged: totals.acknowledged, objectives: plan.objectives,
+            latency: latency.summary, acknowledged: totals.acknowledged, objectives: plan.objectives, cpu: cpu,
             percentile: { latency.value(atPercentile: $0) })
         return LoadReport(
             startedAt: startedAt, gitRevision: GitRevision.current(), parameters: plan.parameters,
@@ -86,7 +95,7 @@ struct LoadRun {
             workload: LoadReport.Workload(
                 generated: generated, concurrentPairs: pairs, concurrentPairsWithDifferentIDs: divergent,
                 unexpectedAnswers: unexpected),
-            judgement: judgement, verification: verification, servers: servers)
+            judgement: judgement, verification: verification, servers: servers, cpu: cpu)
     }
 
     /// Opens every connection, each on its shard's event loop: shard `s` owns connections

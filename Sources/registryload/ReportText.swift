@@ -44,12 +44,23 @@ enum ReportText {
             lines.append(
                 "server        \(server.endpoint) \(server.nodeID): \(server.devices) devices, \(server.logOperations) log operations in \(server.logCommits) commits")
         }
+        if let cpu = report.cpu {
+            lines.append(
+                "machine CPU   busy \(percent(cpu.busy)), iowait \(percent(cpu.iowait)), steal \(percent(cpu.steal)) (whole machine, measured window)")
+        }
+        for warning in report.judgement.warnings {
+            lines.append("warning       " + warning)
+        }
         if report.judgement.valid {
             lines.append("run           valid")
         } else {
             lines.append("run           INVALID: " + report.judgement.invalidReasons.joined(separator: "; "))
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func percent(_ share: Double) -> String {
+        "\(Int((share * 100).rounded()))%"
     }
 
     /// `key=value` pairs sorted by key.

@@ -49,6 +49,13 @@ import Testing
         #expect((latency["p99_ns"] as? Int ?? 0) >= (latency["p50_ns"] as? Int ?? 0))
         let parameters = try #require(json["parameters"] as? [String: Any])
         #expect(parameters["seed"] as? Int == 7 && parameters["mode"] as? String == "closed-loop")
+        #if os(Linux)
+        // The machine's CPU shares over the measured window, read from /proc/stat.
+        let cpu = try #require(json["cpu"] as? [String: Double])
+        #expect(Set(cpu.keys) == ["busy_share", "iowait_share", "steal_share"])
+        #expect(cpu.values.allSatisfy { (0...1).contains($0) })
+        #expect(result.stdout.contains("machine CPU   busy"))
+        #endif
     }
 
     /// Each generator thread has its own stream of identifiers: none of them repeats another's
