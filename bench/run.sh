@@ -5,16 +5,22 @@
 #      appendonly yes) as baselines, each a real server on 127.0.0.1 started for the run;
 #   2. one registryd node driven by registryload: closed loop with single requests, closed loop
 #      with batches, and open loop at 70% of the batched maximum;
-#   3. resident memory per device at 1M and 10M registered devices, and the restart time at 1M.
+#      then a latency-against-load sweep in open loop with single requests;
+#   3. resident memory per device at 1M and 10M registered devices, and the restart time at each.
+#
+# The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
+# for every registryload run (in its JSON report) and for the baseline phase, because it, not
+# the server, sets most of the latency tail when it is high.
 #
 # Results go to BENCHMARKS.md (rendered by bench/render.py) with the commands that produced them.
 # Environment: BENCH_SECONDS (measured seconds per throughput run, default 15),
-# BENCH_MEMORY_DEVICES (default "1000000 10000000").
+# BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_SWEEP_RATES (default "1000 5000 10000 20000").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 seconds=${BENCH_SECONDS:-15}
 memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
+sweep_rates=${BENCH_SWEEP_RATES:-"1000 5000 10000 20000"}
 out=$(mktemp -d /tmp/registry-bench.XXXXXX)
 results="$out/results.tsv"
 : > "$results"
@@ -31,10 +37,20 @@ for product in registryd registryload registryctl; do swift build -c release --p
 bin=$(swift build -c release --show-bin-path)
 export REGISTRYLOAD_GIT_REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
+# The share of CPU time the hypervisor took between two samples of /proc/stat's "cpu" line.
+steal_share() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    split(a, x); split(b, y); total = 0
+    for (i = 2; i <= 9; i++) total += y[i] - x[i]
+    printf "%.3f", (total > 0 ? (y[9] - x[9]) / total : 0) }'
+}
+
 echo "== baselines" >&2
+cpu_before=$(head -1 /proc/stat)
 bash bench/postgres/run.sh "$seconds" 32 "$results"
 bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
 bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
+printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(head -1 /proc/stat)")" >> "$results"
 
 # Starts registryd on a fresh data directory and waits for "listening on".
 start_node() {
@@ -52,19 +68,24 @@ stop_node() {
 }
 rss_bytes() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$registryd_pid/status"; }
 
-# Runs registryload with the given arguments, keeps its JSON report, records a result row.
-load() {
-  local name=$1 key=$2; shift 2
-  local cmd="registryload --endpoints 127.0.0.1:7450 $*"
-  echo "registry: $cmd" >&2
+# Runs registryload with the given arguments and keeps its JSON report as $out/KEY.json.
+run_load() {
+  local key=$1; shift
+  echo "registry: registryload --endpoints 127.0.0.1:7450 $*" >&2
   "$bin/registryload" --endpoints 127.0.0.1:7450 "$@" --json "$out/$key.json" > "$out/$key.txt" 2> /dev/null || true
   cat "$out/$key.txt" >&2
-  python3 - "$out/$key.json" "$name" "$cmd" >> "$results" <<'EOF'
+}
+
+# As run_load, and records a row of the main table (the report's key is its last field).
+load() {
+  local name=$1 key=$2; shift 2
+  run_load "$key" "$@"
+  python3 - "$out/$key.json" "$name" "registryload --endpoints 127.0.0.1:7450 $*" "$key" >> "$results" <<'EOF'
 import json, sys
 report = json.load(open(sys.argv[1]))
 t = report["throughput"]
 l = report["latency"]
-print(f"registry\t{sys.argv[2]}\t{t['achieved_per_second']:.0f}\t{l['p50_ns'] / 1000:.0f}\t{l['p99_ns'] / 1000:.0f}\t{sys.argv[3]}")
+print(f"registry\t{sys.argv[2]}\t{t['achieved_per_second']:.0f}\t{l['p50_ns'] / 1000:.0f}\t{l['p99_ns'] / 1000:.0f}\t{sys.argv[3]}\t{sys.argv[4]}")
 EOF
 }
 
@@ -81,6 +102,13 @@ load "registryd, 1 node, open loop at 70% of the batched maximum, same connectio
 load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
+echo "== latency against load" >&2
+for rate in $sweep_rates; do
+  run_load "sweep-$rate" --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 1 --rate "$rate" \
+    --slo p99=2ms --seed "$((100 + rate))"
+  printf 'sweep\t%s\tregistryload --endpoints 127.0.0.1:7450 --duration %ss --warmup 2s --connections 4 --in-flight 64 --batch 1 --rate %s --slo p99=2ms --seed %s\n' \
+    "$rate" "$seconds" "$rate" "$((100 + rate))" >> "$results"
+done
 stop_node
 
 echo "== memory" >&2
@@ -96,16 +124,15 @@ for target in $memory_points; do
   devices=$("$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['devices'])")
   echo "memory: $devices devices, RSS $rss bytes" >&2
   printf 'memory\t%s\t%s\n' "$devices" "$rss" >> "$results"
-  if [ "$target" = "1000000" ]; then
-    stop_node
-    started=$(date +%s.%N)
-    "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning > "$out/registryd.log" 2>&1 &
-    registryd_pid=$!
-    until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
-    restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
-    echo "restart with $devices devices: ${restart}s" >&2
-    printf 'restart\t%s\t%s\n' "$devices" "$restart" >> "$results"
-  fi
+  # Restart: the time from exec to accepting connections, which is the log replay.
+  stop_node
+  started=$(date +%s.%N)
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning > "$out/registryd.log" 2>&1 &
+  registryd_pid=$!
+  until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
+  restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+  echo "restart with $devices devices: ${restart}s" >&2
+  printf 'restart\t%s\t%s\n' "$devices" "$restart" >> "$results"
 done
 stop_node
 
