@@ -47,6 +47,10 @@ public final class OperationLog {
     private let connection: SQLiteConnection
     private let insert: SQLiteStatement
     private let saveMeta: SQLiteStatement
+    /// Prepared once: `sqlite3_exec` would parse them again on every group commit.
+    private let begin: SQLiteStatement
+    private let commit: SQLiteStatement
+    private let rollback: SQLiteStatement
     public private(set) var recordCount: UInt64
     /// The last stored sequence of every (origin, epoch).
     private var lastSequences: [OriginEpoch: UInt64] = [:]
@@ -80,6 +84,9 @@ public final class OperationLog {
         saveMeta = try connection.prepare(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             context: "meta upsert")
+        begin = try connection.prepare("BEGIN IMMEDIATE", context: "preparing BEGIN")
+        commit = try connection.prepare("COMMIT", context: "preparing COMMIT")
+        rollback = try connection.prepare("ROLLBACK", context: "preparing ROLLBACK")
         recordCount = 0
         try checkSchemaVersion()
         let positions = try connection.prepare(
@@ -217,12 +224,12 @@ public final class OperationLog {
     // MARK: - Helpers
 
     private func transaction(_ body: () throws(StorageError) -> Void) throws(StorageError) {
-        try connection.execute("BEGIN IMMEDIATE", context: "beginning a transaction")
+        try begin.run(context: "beginning a transaction")
         do {
             try body()
-            try connection.execute("COMMIT", context: "committing")
+            try commit.run(context: "committing")
         } catch {
-            try? connection.execute("ROLLBACK", context: "rolling back")
+            try? rollback.run(context: "rolling back")
             throw error
         }
     }
