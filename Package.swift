@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryClient", "RegistryTestSupport",
+                "RegistryServer", "RegistryClient", "RegistryStorage", "RegistryTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

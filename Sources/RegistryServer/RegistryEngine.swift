@@ -100,32 +100,18 @@ public final class RegistryEngine: Sendable {
             throw .storage(.corrupt("\(error)"))
         }
 
-        var registry = RegistryState()
-        var newest = HLCTimestamp.zero
-        var lastOwnSequence: UInt64 = 0
+        let replayed: LogReplay.Outcome
         do {
-            try log.forEach { (record) throws(StorageError) in
-                let operation: Operation
-                do {
-                    operation = try OperationCodec.decode(record.payload)
-                } catch {
-                    throw .corrupt("\(record.origin)/\(record.epoch)/\(record.sequence): \(error)")
-                }
-                registry.apply(operation)
-                newest = max(newest, HLCTimestamp(rawValue: record.hlc))
-                if record.origin == identity.nodeID, record.epoch == identity.epoch {
-                    lastOwnSequence = max(lastOwnSequence, record.sequence)
-                }
-            }
-            newest = max(newest, HLCTimestamp(rawValue: try log.persistedClock()))
+            replayed = try LogReplay.run(log, identity: identity)
         } catch {
             throw .storage(error)
         }
+        let registry = replayed.registry
 
         let nodeID = NodeID(trusted: identity.nodeID)
         let node = NodeState(
-            registry: registry, clock: HybridLogicalClock(last: newest), nodeID: nodeID, epoch: identity.epoch,
-            nextSequence: lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
+            registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
+            nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
         self.writer = LogWriter(log: log)
         self.nodeID = nodeID
@@ -140,7 +126,7 @@ public final class RegistryEngine: Sendable {
             "replayed the operation log",
             metadata: [
                 "operations": "\(log.recordCount)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
-                "epoch": "\(identity.epoch)", "next_sequence": "\(lastOwnSequence + 1)",
+                "epoch": "\(identity.epoch)", "next_sequence": "\(replayed.lastOwnSequence + 1)",
             ])
     }
 

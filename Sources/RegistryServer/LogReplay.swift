@@ -1,0 +1,131 @@
+import Dispatch
+import NIOConcurrencyHelpers
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// Rebuilds a node's memory from its durable log at start-up, on two threads: a reader reads and
+/// decodes the log in chunks while the caller applies the chunks already decoded. Decoding was a
+/// third of a single-threaded replay and applying the rest, so restart takes about as long as
+/// applying alone.
+///
+/// Applying stays on one thread and in log order, exactly as a single-threaded replay would.
+enum LogReplay {
+    /// What a replay found.
+    struct Outcome {
+        var registry: RegistryState
+        /// The newest HLC of any record, or the persisted clock when that is newer.
+        var newest: HLCTimestamp
+        /// The last sequence this node's own (origin, epoch) wrote, 0 when none.
+        var lastOwnSequence: UInt64
+    }
+
+    /// Operations decoded per hand-over.
+    static let chunkSize = 4096
+    /// Decoded chunks that may wait for the applier: bounds the memory a slow apply can pile up.
+    static let chunksAhead = 4
+
+    /// Replays `log`, whose own records are those of `identity`. Throws
+    /// ``StorageError/corrupt(_:)`` for a record that does not decode, naming it.
+    static func run(_ log: OperationLog, identity: NodeIdentity) throws(StorageError) -> Outcome {
+        let handoff = ChunkHandoff(capacity: chunksAhead)
+        let lease = LogLease(log)
+        DispatchQueue(label: "registry.log-replay").async {
+            handoff.put(.finished(decodeAll(lease.log, identity: identity, into: handoff)))
+        }
+        var registry = RegistryState()
+        while true {
+            switch handoff.take() {
+            case .operations(let operations):
+                for operation in operations { registry.apply(operation) }
+            case .finished(.success(let positions)):
+                // The reader has finished with the log: it is this thread's again.
+                let newest = max(positions.newest, HLCTimestamp(rawValue: try log.persistedClock()))
+                return Outcome(registry: registry, newest: newest, lastOwnSequence: positions.lastOwnSequence)
+            case .finished(.failure(let error)):
+                throw error
+            }
+        }
+    }
+
+    /// The newest HLC and this node's last sequence, which the reader tracks as it decodes.
+    struct Positions: Sendable {
+        var newest = HLCTimestamp.zero
+        var lastOwnSequence: UInt64 = 0
+    }
+
+    /// Reads and decodes every record, handing over chunks of ``chunkSize`` operations.
+    private static func decodeAll(
+        _ log: OperationLog, identity: NodeIdentity, into handoff: ChunkHandoff
+    ) -> Result<Positions, StorageError> {
+        var positions = Positions()
+        var chunk = [Operation]()
+        chunk.reserveCapacity(chunkSize)
+        do {
+            try log.forEach { (record) throws(StorageError) in
+                do {
+                    chunk.append(try OperationCodec.decode(record.payload))
+                } catch {
+                    throw .corrupt("\(record.origin)/\(record.epoch)/\(record.sequence): \(error)")
+                }
+                positions.newest = max(positions.newest, HLCTimestamp(rawValue: record.hlc))
+                if record.origin == identity.nodeID, record.epoch == identity.epoch {
+                    positions.lastOwnSequence = max(positions.lastOwnSequence, record.sequence)
+                }
+                if chunk.count == chunkSize {
+                    handoff.put(.operations(chunk))
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        } catch {
+            return .failure(error)
+        }
+        if !chunk.isEmpty { handoff.put(.operations(chunk)) }
+        return .success(positions)
+    }
+}
+
+/// One hand-over from the reader to the applier.
+enum ReplayItem: Sendable {
+    case operations([Operation])
+    /// The reader's last item: after it, the reader no longer touches the log.
+    case finished(Result<LogReplay.Positions, StorageError>)
+}
+
+/// A bounded first-in, first-out hand-over between one producer and one consumer thread, which
+/// block (on semaphores) when it is full or empty.
+final class ChunkHandoff: Sendable {
+    private let free: DispatchSemaphore
+    private let filled = DispatchSemaphore(value: 0)
+    private let items = NIOLockedValueBox<[ReplayItem]>([])
+
+    init(capacity: Int) {
+        free = DispatchSemaphore(value: capacity)
+    }
+
+    func put(_ item: ReplayItem) {
+        free.wait()
+        items.withLockedValue { $0.append(item) }
+        filled.signal()
+    }
+
+    func take() -> ReplayItem {
+        filled.wait()
+        let item = items.withLockedValue { $0.removeFirst() }
+        free.signal()
+        return item
+    }
+}
+
+/// Lends the (not thread-safe) log to the replay's reader.
+///
+/// `@unchecked Sendable`: ``LogReplay/run(_:identity:)`` touches the log only after taking the
+/// reader's `.finished` item, and the reader sends that item after its last use of the log, so
+/// the two threads never use it at the same time; the semaphore hand-over orders their accesses.
+private final class LogLease: @unchecked Sendable {
+    let log: OperationLog
+
+    init(_ log: OperationLog) {
+        self.log = log
+    }
+}
