@@ -31,7 +31,10 @@ enum LogReplay {
         let handoff = ChunkHandoff(capacity: chunksAhead)
         let lease = LogLease(log)
         DispatchQueue(label: "registry.log-replay").async {
-            handoff.put(.finished(decodeAll(lease.log, identity: identity, into: handoff)))
+            // The reader lets go of the log before it reports: the log (and the data directory's
+            // lock) must belong to the caller alone once the replay returns.
+            let result = lease.consume { decodeAll($0, identity: identity, into: handoff) }
+            handoff.put(.finished(result))
         }
         var registry = RegistryState()
         while true {
@@ -117,15 +120,23 @@ final class ChunkHandoff: Sendable {
     }
 }
 
-/// Lends the (not thread-safe) log to the replay's reader.
+/// Lends the (not thread-safe) log to the replay's reader, once.
 ///
-/// `@unchecked Sendable`: ``LogReplay/run(_:identity:)`` touches the log only after taking the
-/// reader's `.finished` item, and the reader sends that item after its last use of the log, so
-/// the two threads never use it at the same time; the semaphore hand-over orders their accesses.
+/// `@unchecked Sendable`: its one mutable field is read and cleared only by ``consume(_:)``,
+/// which only the reader calls, once. ``LogReplay/run(_:identity:)`` touches the log only after
+/// taking the reader's `.finished` item, which the reader sends after `consume` has returned,
+/// so the two threads never use the log at the same time; the semaphore hand-over orders them.
 private final class LogLease: @unchecked Sendable {
-    let log: OperationLog
+    private var log: OperationLog?
 
     init(_ log: OperationLog) {
         self.log = log
+    }
+
+    /// Runs `body` with the log and drops the lease's reference to it.
+    func consume<Result>(_ body: (OperationLog) -> Result) -> Result {
+        guard let log else { preconditionFailure("a log lease is consumed once") }
+        self.log = nil
+        return body(log)
     }
 }
