@@ -18,8 +18,8 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// devices that held the engine's lock for a tenth of a second, which was the whole latency
 /// tail. This index grows incrementally: when full it allocates a table twice the size and
 /// moves a few old buckets on every insert, so no single call does more than a small, bounded
-/// amount of work. The new table comes zero-filled from `calloc` (fresh pages from the kernel
-/// for big tables), so allocating it does not touch hundreds of megabytes either. Its hash is a
+/// amount of work. The new table comes zero-filled from the kernel (``ZeroedMemory``, on huge
+/// pages once it is big), so allocating it does not touch hundreds of megabytes either. Its hash is a
 /// keyed multiply-mix (seeded randomly per index, so clients cannot choose colliding
 /// identifiers without knowing the seed), several times cheaper than SipHash on 20-byte keys.
 ///
@@ -98,7 +98,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 }
 
-/// One open-addressing table: `capacity` (a power of two) buckets in zero-filled C memory.
+/// One open-addressing table: `capacity` (a power of two) buckets in ``ZeroedMemory``.
 /// A bucket's stored word is its value plus one, so zero means free.
 ///
 /// `@unchecked Sendable`: the memory is written only through ``HashIndex``'s mutating methods,
@@ -113,19 +113,14 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     let capacity: Int
     private(set) var used = 0
+    private let memory: ZeroedMemory
     private let buckets: UnsafeMutablePointer<Bucket>
 
     init(capacity: Int) {
         precondition(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
-        guard let memory = calloc(capacity, MemoryLayout<Bucket>.stride) else {
-            fatalError("out of memory allocating \(capacity) index buckets")
-        }
         self.capacity = capacity
-        buckets = memory.bindMemory(to: Bucket.self, capacity: capacity)
-    }
-
-    deinit {
-        free(buckets)
+        memory = ZeroedMemory(bytes: capacity * MemoryLayout<Bucket>.stride)
+        buckets = memory.base.bindMemory(to: Bucket.self, capacity: capacity)
     }
 
     func copy() -> BucketTable {

@@ -38,6 +38,42 @@ struct HashIndexTests {
         for key in keys { #expect(index.value(for: key) == reference[key]) }
     }
 
+    /// Past a few megabytes a table lives in its own huge-page mapping (``ZeroedMemory``): the
+    /// index must behave the same there, copies included.
+    @Test func tablesInHugePageMappingsBehaveTheSame() {
+        var random = SplitMix64(seed: 42)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
+        var keys = [UUID128]()
+        for step in 0..<150_000 {
+            let key = UUID128(high: random.next(), low: random.next())
+            keys.append(key)
+            index.set(key, UInt32(step))
+        }
+        #expect(index.count == keys.count)
+        var copy = index
+        copy.set(keys[0], 7)
+        for step in stride(from: 0, to: keys.count, by: 37) {
+            #expect(index.value(for: keys[step]) == UInt32(step))
+        }
+        #expect(index.value(for: keys[0]) == 0 && copy.value(for: keys[0]) == 7)
+        #expect(index.value(for: UUID128(high: 3, low: 3)) == nil)
+    }
+
+    @Test func zeroedMemoryIsZeroAndBigBlocksStartOnAHugePage() {
+        let huge = ZeroedMemory.hugePageBytes
+        for bytes in [1, 4_096, huge, 3 * huge + 12_345] {
+            let block = ZeroedMemory(bytes: bytes)
+            let raw = block.base.assumingMemoryBound(to: UInt8.self)
+            #expect(raw[0] == 0 && raw[bytes - 1] == 0 && raw[bytes / 2] == 0)
+            raw[0] = 1
+            raw[bytes - 1] = 2
+            #expect(raw[0] == (bytes == 1 ? 2 : 1) && raw[bytes - 1] == 2)
+            if bytes >= huge {
+                #expect(UInt(bitPattern: block.base) % UInt(huge) == 0)
+            }
+        }
+    }
+
     @Test func copiesAreIndependentAcrossGrowth() {
         var original = HashIndex<UUID128>(capacity: 16, seed: 9)
         for n in 1...10 as ClosedRange<UInt64> { original.set(UUID128(high: n, low: n), UInt32(n)) }
