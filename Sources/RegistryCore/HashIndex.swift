@@ -19,20 +19,28 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// tail. This index grows incrementally: when full it allocates a table twice the size and
 /// moves a few old buckets on every insert, so no single call does more than a small, bounded
 /// amount of work. The new table comes zero-filled from the kernel (``ZeroedMemory``, on huge
-/// pages once it is big), so allocating it does not touch hundreds of megabytes either. Its hash is a
+/// pages once it is big), so allocating it does not touch hundreds of megabytes either. The
+/// kernel zeroes those pages when they are first written, which for a table of hundreds of
+/// megabytes is tens of milliseconds: so from 70% load the next table is allocated early and
+/// its pages are touched a few at a time on each insert, and it is ready by the time it is
+/// needed at 75%. Its hash is a
 /// keyed multiply-mix (seeded randomly per index, so clients cannot choose colliding
 /// identifiers without knowing the seed), several times cheaper than SipHash on 20-byte keys.
 ///
 /// A value type: copies share tables until one of them writes (copy on write).
 struct HashIndex<Key: HashIndexKey>: Sendable {
-    /// Old buckets moved per insert while growing; more than the 4/3 needed to finish before
-    /// the new table fills.
-    static var migrationStep: Int { 8 }
+    /// Old buckets moved per insert while growing: more than the 4/3 needed to finish before
+    /// the new table fills, and no more, because each move is a random write into a big table.
+    /// With 8, every insert for a second after a growth cost a fifth more, enough to queue
+    /// requests for that second at 70% load.
+    static var migrationStep: Int { 2 }
 
     private var table: BucketTable<Key>
     /// The table being emptied into `table` while growing, and how far the move has got.
     private var old: BucketTable<Key>?
     private var moved = 0
+    /// The next table, being made ready (see the type's notes); only for big tables.
+    private var spare: BucketTable<Key>?
     private let seed: UInt64
     /// Distinct keys.
     private(set) var count = 0
@@ -66,6 +74,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         if (table.used + 1) * 4 > table.capacity * 3 { grow() }
         table.place(key, value, hash: hash)
         moveSomeOldBuckets()
+        prepareSpare()
         return previous
     }
 
@@ -82,8 +91,31 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         while old != nil { moveSomeOldBuckets(all: true) }
         old = table
         moved = 0
-        table = BucketTable(capacity: table.capacity * 2)
+        if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == table.capacity * 2 {
+            table = spare!
+        } else {
+            table = BucketTable(capacity: table.capacity * 2)
+        }
+        spare = nil
     }
+
+    /// Load at which the next table starts being made ready, as a fraction over 10.
+    static var spareFromTenths: Int { 7 }
+
+    /// From 70% load, allocates the next table and touches as many of its pages as will have
+    /// them all written by 75% load, so no single insert pays for zeroing more than a few.
+    private mutating func prepareSpare() {
+        guard old == nil, table.used * 10 >= table.capacity * Self.spareFromTenths,
+            table.capacity * 2 * MemoryLayout<BucketTable<Key>.Bucket>.stride >= ZeroedMemory.hugePageBytes
+        else { return }
+        // A copy of this index may share the spare: then this one makes its own.
+        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2) }
+        let insertsLeft = max(1, table.capacity * 3 / 4 - table.used)
+        spare!.touchPages((spare!.untouchedPages + insertsLeft - 1) / insertsLeft)
+    }
+
+    /// True while a next table is being made ready (for tests).
+    var isPreparingNextTable: Bool { spare != nil }
 
     private mutating func moveSomeOldBuckets(all: Bool = false) {
         guard let source = old else { return }
@@ -142,6 +174,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     }
 
     func value(at index: Int) -> UInt32 { buckets[index].stored - 1 }
+
+    /// Pages of the table not yet written by ``touchPages(_:)``.
+    var untouchedPages: Int { memory.untouchedPages }
+
+    /// Has the kernel provide the next `count` pages now (see ``ZeroedMemory/touchPages(_:)``).
+    func touchPages(_ count: Int) { memory.touchPages(count) }
 
     func setValue(_ value: UInt32, at index: Int) {
         precondition(value < .max, "UInt32.max cannot be stored")

@@ -12,8 +12,14 @@ import Darwin
 /// read of the shared zero page, a TLB shootdown) per new page, thousands in a row under the
 /// engine's lock, and nearly every lookup missed the TLB. With 2 MiB pages a 64 MiB table takes
 /// 32 faults, and lookups mostly hit the TLB. Smaller blocks come from `calloc`.
-final class ZeroedMemory: Sendable {
+///
+/// `@unchecked Sendable`: its only mutable state, `touched`, changes in ``touchPages(_:)``,
+/// which (like every write to the block) its owner calls only while it holds the block alone.
+final class ZeroedMemory: @unchecked Sendable {
     static let hugePageBytes = 2 << 20
+    /// The unit ``touchPages(_:)`` counts in: the smallest page, so that the touch works the same
+    /// where huge pages are off.
+    static let pageBytes = 4_096
 
     /// Addresses are kept as integers, which are `Sendable`; what the owner does with the memory
     /// is the owner's to synchronise.
@@ -21,10 +27,28 @@ final class ZeroedMemory: Sendable {
     /// The mapping to release (start address, length), when the block was mapped, not allocated.
     private let mapping: (start: UInt, length: Int)?
 
+    private let bytes: Int
+    /// Pages written by ``touchPages(_:)`` so far, from the start.
+    private var touched = 0
+
     /// The block's first byte.
     var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: baseAddress)! }
 
+    var untouchedPages: Int { (bytes + Self.pageBytes - 1) / Self.pageBytes - touched }
+
+    /// Writes a zero into each of the next `count` pages, so that the kernel provides (and
+    /// zeroes) them now rather than on a later, random first write.
+    func touchPages(_ count: Int) {
+        let end = min(touched + count, touched + untouchedPages)
+        let raw = base.assumingMemoryBound(to: UInt8.self)
+        while touched < end {
+            raw[touched * Self.pageBytes] = 0
+            touched += 1
+        }
+    }
+
     init(bytes: Int) {
+        self.bytes = bytes
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \\(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)

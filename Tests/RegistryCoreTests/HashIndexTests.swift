@@ -44,11 +44,16 @@ struct HashIndexTests {
         var random = SplitMix64(seed: 42)
         var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
         var keys = [UUID128]()
+        var preparedSteps = 0
         for step in 0..<150_000 {
             let key = UUID128(high: random.next(), low: random.next())
             keys.append(key)
             index.set(key, UInt32(step))
+            if index.isPreparingNextTable { preparedSteps += 1 }
         }
+        // The 2^17-bucket table (3 MiB) had its successor made ready from 70% to 75% load.
+        #expect(preparedSteps >= (1 << 17) / 20 - 1)
+        #expect(!index.isPreparingNextTable)
         #expect(index.count == keys.count)
         var copy = index
         copy.set(keys[0], 7)
@@ -62,6 +67,14 @@ struct HashIndexTests {
     @Test func zeroedMemoryIsZeroAndBigBlocksStartOnAHugePage() {
         let huge = ZeroedMemory.hugePageBytes
         for bytes in [1, 4_096, huge, 3 * huge + 12_345] {
+            let touched = ZeroedMemory(bytes: bytes)
+            let pages = touched.untouchedPages
+            #expect(pages == (bytes + 4_095) / 4_096)
+            touched.touchPages(2)
+            #expect(touched.untouchedPages == max(0, pages - 2))
+            touched.touchPages(pages + 5)
+            #expect(touched.untouchedPages == 0)
+            #expect(touched.base.assumingMemoryBound(to: UInt8.self)[bytes - 1] == 0)
             let block = ZeroedMemory(bytes: bytes)
             let raw = block.base.assumingMemoryBound(to: UInt8.self)
             #expect(raw[0] == 0 && raw[bytes - 1] == 0 && raw[bytes / 2] == 0)
