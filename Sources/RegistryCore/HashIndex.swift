@@ -23,9 +23,11 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// kernel zeroes those pages when they are first written, which for a table of hundreds of
 /// megabytes is tens of milliseconds: so from 70% load the next table is allocated early and
 /// its pages are touched a few at a time on each insert, and it is ready by the time it is
-/// needed at 75%. Its hash is a
-/// keyed multiply-mix (seeded randomly per index, so clients cannot choose colliding
-/// identifiers without knowing the seed), several times cheaper than SipHash on 20-byte keys.
+/// needed at 75%.
+///
+/// Its hash is a keyed multiply-mix (seeded randomly per index, so clients cannot choose
+/// colliding identifiers without knowing the seed), several times cheaper than SipHash on
+/// 20-byte keys.
 ///
 /// A value type: copies share tables until one of them writes (copy on write).
 struct HashIndex<Key: HashIndexKey>: Sendable {

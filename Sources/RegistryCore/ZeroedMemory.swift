@@ -50,7 +50,7 @@ final class ZeroedMemory: @unchecked Sendable {
     init(bytes: Int) {
         self.bytes = bytes
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
-            guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \\(bytes) bytes") }
+            guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)
             mapping = nil
             return
