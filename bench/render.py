@@ -91,6 +91,8 @@ w("| Registered devices | Resident memory | Bytes per device |")
 w("|---:|---:|---:|")
 for devices, rss in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
+w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
+w("two buckets per insert (for the doubling at 6.3M devices, until about 10.5M): the peak is old and new tables together.")
 for devices, seconds in restarts:
     w(f"\nRestart (replaying the log) with {devices:,} devices: {seconds:.1f} s until the node accepts connections.")
 w("")

@@ -66,7 +66,7 @@ start_node() {
 stop_node() {
   kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
 }
-rss_bytes() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$registryd_pid/status"; }
+rss_bytes() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$registryd_pid/status"; }
 
 # Runs registryload with the given arguments and keeps its JSON report as $out/KEY.json.
 run_load() {
@@ -136,5 +136,7 @@ for target in $memory_points; do
 done
 stop_node
 
-python3 bench/render.py "$results" "$out" > BENCHMARKS.md
+# Rendered aside and then moved, so a failed render leaves the previous BENCHMARKS.md alone.
+python3 bench/render.py "$results" "$out" > "$out/BENCHMARKS.md"
+mv "$out/BENCHMARKS.md" BENCHMARKS.md
 echo "wrote BENCHMARKS.md (raw reports in $out)" >&2
