@@ -27,19 +27,20 @@ final class ZeroedMemory: @unchecked Sendable {
     /// The mapping to release (start address, length), when the block was mapped, not allocated.
     private let mapping: (start: UInt, length: Int)?
 
-    private let bytes: Int
+    /// The block's size in ``pageBytes`` pages, the last one perhaps partial.
+    private let pages: Int
     /// Pages written by ``touchPages(_:)`` so far, from the start.
     private var touched = 0
 
     /// The block's first byte.
     var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: baseAddress)! }
 
-    var untouchedPages: Int { (bytes + Self.pageBytes - 1) / Self.pageBytes - touched }
+    var untouchedPages: Int { pages - touched }
 
     /// Writes a zero into each of the next `count` pages, so that the kernel provides (and
     /// zeroes) them now rather than on a later, random first write.
     func touchPages(_ count: Int) {
-        let end = min(touched + count, touched + untouchedPages)
+        let end = min(touched + count, pages)
         let raw = base.assumingMemoryBound(to: UInt8.self)
         while touched < end {
             raw[touched * Self.pageBytes] = 0
@@ -48,7 +49,7 @@ final class ZeroedMemory: @unchecked Sendable {
     }
 
     init(bytes: Int) {
-        self.bytes = bytes
+        pages = (bytes + Self.pageBytes - 1) / Self.pageBytes
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)

@@ -33,7 +33,7 @@ enum LogReplay {
         DispatchQueue(label: "registry.log-replay").async {
             // The reader lets go of the log before it reports: the log (and the data directory's
             // lock) must belong to the caller alone once the replay returns.
-            let result = lease.consume { decodeAll($0, identity: identity, into: handoff) }
+            let result = lease.consume { decodeAll($0, into: handoff) }
             handoff.put(.finished(result))
         }
         var registry = RegistryState()
@@ -41,27 +41,22 @@ enum LogReplay {
             switch handoff.take() {
             case .operations(let operations):
                 for operation in operations { registry.apply(operation) }
-            case .finished(.success(let positions)):
-                // The reader has finished with the log: it is this thread's again.
-                let newest = max(positions.newest, HLCTimestamp(rawValue: try log.persistedClock()))
-                return Outcome(registry: registry, newest: newest, lastOwnSequence: positions.lastOwnSequence)
+            case .finished(.success(let newestRecord)):
+                // The reader has finished with the log: it is this thread's again. The log
+                // already knows its last sequence of every (origin, epoch).
+                return Outcome(
+                    registry: registry, newest: max(newestRecord, HLCTimestamp(rawValue: try log.persistedClock())),
+                    lastOwnSequence: log.lastSequence(origin: identity.nodeID, epoch: identity.epoch))
             case .finished(.failure(let error)):
                 throw error
             }
         }
     }
 
-    /// The newest HLC and this node's last sequence, which the reader tracks as it decodes.
-    struct Positions: Sendable {
+    /// Reads and decodes every record, handing over chunks of ``chunkSize`` operations, and
+    /// returns the newest HLC of any record.
+    private static func decodeAll(_ log: OperationLog, into handoff: ChunkHandoff) -> Result<HLCTimestamp, StorageError> {
         var newest = HLCTimestamp.zero
-        var lastOwnSequence: UInt64 = 0
-    }
-
-    /// Reads and decodes every record, handing over chunks of ``chunkSize`` operations.
-    private static func decodeAll(
-        _ log: OperationLog, identity: NodeIdentity, into handoff: ChunkHandoff
-    ) -> Result<Positions, StorageError> {
-        var positions = Positions()
         var chunk = [Operation]()
         chunk.reserveCapacity(chunkSize)
         do {
@@ -71,10 +66,7 @@ enum LogReplay {
                 } catch {
                     throw .corrupt("\(record.origin)/\(record.epoch)/\(record.sequence): \(error)")
                 }
-                positions.newest = max(positions.newest, HLCTimestamp(rawValue: record.hlc))
-                if record.origin == identity.nodeID, record.epoch == identity.epoch {
-                    positions.lastOwnSequence = max(positions.lastOwnSequence, record.sequence)
-                }
+                newest = max(newest, HLCTimestamp(rawValue: record.hlc))
                 if chunk.count == chunkSize {
                     handoff.put(.operations(chunk))
                     chunk.removeAll(keepingCapacity: true)
@@ -84,7 +76,7 @@ enum LogReplay {
             return .failure(error)
         }
         if !chunk.isEmpty { handoff.put(.operations(chunk)) }
-        return .success(positions)
+        return .success(newest)
     }
 }
 
@@ -92,7 +84,7 @@ enum LogReplay {
 enum ReplayItem: Sendable {
     case operations([Operation])
     /// The reader's last item: after it, the reader no longer touches the log.
-    case finished(Result<LogReplay.Positions, StorageError>)
+    case finished(Result<HLCTimestamp, StorageError>)
 }
 
 /// A bounded first-in, first-out hand-over between one producer and one consumer thread, which
