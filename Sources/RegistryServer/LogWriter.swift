@@ -4,27 +4,37 @@ import RegistryCore
 import RegistryStorage
 import RegistryWire
 
-/// Owns the operation log and writes to it on one serial queue.
+/// Makes group commits durable on one serial queue: it encodes their operations, appends them to
+/// the ``CommitJournal`` (one write and one fdatasync), and hands them to the ``LogFlusher``,
+/// which moves them into the SQLite log in the background.
 ///
-/// `@unchecked Sendable`: its only mutable state, `log`, is touched solely by closures that run
-/// on `queue` (a serial DispatchQueue); `init` hands the log over before any closure exists.
+/// `@unchecked Sendable`: its mutable state (`journal`, `durableRecords`) is touched solely by
+/// closures that run on `queue` (a serial DispatchQueue); `init` sets it before any closure exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
-    private var log: OperationLog?
+    private var journal: CommitJournal?
+    private let flusher: LogFlusher
+    /// Records in the log or the journal.
+    private var durableRecords: UInt64
 
-    init(log: OperationLog) {
-        self.log = log
+    /// Takes over `log`, whose journal was already recovered into it, and starts a new journal
+    /// file numbered `journalFile`.
+    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64) throws(StorageError) {
+        journal = try CommitJournal(directory: directory, number: journalFile)
+        durableRecords = log.recordCount
+        flusher = LogFlusher(log: log, directory: directory)
     }
 
-    /// Records per segment row at most, so that a long commit pass (a stalled disk) still
-    /// writes rows of about a megabyte rather than one huge blob.
+    /// Records per segment at most, so that a long commit pass (a stalled disk) still
+    /// writes segments of about a megabyte rather than one huge blob.
     static let segmentRecords = 4096
 
-    /// Encodes and durably appends `operations`, with the clock, in one transaction: the
-    /// operations of each (origin, epoch) run become ``LogSegment`` rows.
+    /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
+    /// operations of each (origin, epoch) run become a ``LogSegment``. Returns the number of
+    /// durable records.
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let log else { return .failure(.corrupt("the log is closed")) }
+        guard let journal else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
         var buffer = ByteBuffer()
         for operation in operations {
@@ -46,16 +56,23 @@ final class LogWriter: @unchecked Sendable {
             segments[segments.count - 1].append(
                 sequence: operation.sequence, hlc: operation.timestamp.rawValue, payload: buffer.readableBytesView)
         }
+        let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
-            try log.append(segments, clock: clock.rawValue)
-            return .success(log.recordCount)
+            let file = try journal.append(entry)
+            durableRecords += UInt64(operations.count)
+            try flusher.hand(entry, file: file)
+            return .success(durableRecords)
         } catch {
             return .failure(error)
         }
     }
 
-    /// Closes the log (and releases the data directory's lock) after queued writes finish.
+    /// Moves everything into the log, deletes the journal, and closes both (releasing the data
+    /// directory's lock) after queued writes finish.
     func close() {
-        queue.sync { log = nil }
+        queue.sync {
+            if let journal { flusher.close(journalFile: journal.fileNumber) }
+            journal = nil
+        }
     }
 }

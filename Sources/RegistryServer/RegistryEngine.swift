@@ -76,10 +76,13 @@ public final class RegistryEngine: Sendable {
         onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
         let log: OperationLog
+        let directory: DataDirectory
         let identity: NodeIdentity
+        let journalFile: UInt64
         do {
-            let directory = try DataDirectory(path: configuration.dataDirectory)
+            directory = try DataDirectory(path: configuration.dataDirectory)
             log = try OperationLog(directory: directory)
+            journalFile = try Self.recoverJournal(directory: directory, into: log, logger: logger)
             if let stored = try log.identity() {
                 if let configured = configuration.nodeID, configured.value != stored.nodeID {
                     throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
@@ -113,7 +116,11 @@ public final class RegistryEngine: Sendable {
             registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
-        self.writer = LogWriter(log: log)
+        do {
+            self.writer = try LogWriter(log: log, directory: directory, journalFile: journalFile)
+        } catch {
+            throw .storage(error)
+        }
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
@@ -128,6 +135,29 @@ public final class RegistryEngine: Sendable {
                 "operations": "\(log.recordCount)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
                 "epoch": "\(identity.epoch)", "next_sequence": "\(replayed.lastOwnSequence + 1)",
             ])
+    }
+
+    /// Moves the commits journaled by the previous run, and not yet in `log`, into it (they
+    /// were acknowledged), deletes their files, and returns the number for the next journal file.
+    private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws(StorageError) -> UInt64 {
+        let recovered = try CommitJournal.recover(in: directory)
+        let merged = JournalEntry.merging(recovered.entries)
+        if !merged.segments.isEmpty {
+            try log.append(merged.segments, clock: merged.clock)
+        }
+        if let tail = recovered.discardedTail {
+            logger.warning(
+                "discarded the unfinished last entry of the commit journal; it was never acknowledged",
+                metadata: ["reason": "\(tail.reason)", "bytes": "\(tail.bytes)"])
+        }
+        let next = (recovered.files.last ?? 0) + 1
+        try CommitJournal.remove(in: directory, below: next)
+        if !recovered.files.isEmpty {
+            logger.info(
+                "recovered the commit journal",
+                metadata: ["files": "\(recovered.files.count)", "entries": "\(recovered.entries.count)"])
+        }
+        return next
     }
 
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:

@@ -2,7 +2,7 @@
 /// writes one row per group commit instead of one per operation, which took most of the
 /// writer's time. The records blob is, per record and little-endian:
 /// `sequence u64 | hlc u64 | payload length u32 | payload`.
-public struct LogSegment: Sendable {
+public struct LogSegment: Equatable, Sendable {
     public let origin: String
     public let epoch: UInt64
     public private(set) var firstSequence: UInt64 = 0
@@ -27,14 +27,22 @@ public struct LogSegment: Sendable {
         if count == 0 { firstSequence = sequence }
         lastSequence = sequence
         count += 1
-        Self.appendLittleEndian(sequence, to: &bytes)
-        Self.appendLittleEndian(hlc, to: &bytes)
-        Self.appendLittleEndian(UInt32(payload.count), to: &bytes)
+        ByteWriter.append(sequence, to: &bytes)
+        ByteWriter.append(hlc, to: &bytes)
+        ByteWriter.append(UInt32(payload.count), to: &bytes)
         bytes.append(contentsOf: payload)
     }
 
-    private static func appendLittleEndian<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    /// Adds every record of `later`, a segment of the same (origin, epoch) whose sequences all
+    /// follow this one's: the blobs simply concatenate.
+    public mutating func append(contentsOf later: LogSegment) {
+        precondition(later.origin == origin && later.epoch == epoch, "segments of different origins do not join")
+        guard later.count > 0 else { return }
+        precondition(count == 0 || later.firstSequence > lastSequence, "segment sequences must increase")
+        if count == 0 { firstSequence = later.firstSequence }
+        lastSequence = later.lastSequence
+        count += later.count
+        bytes.append(contentsOf: later.bytes)
     }
 
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.

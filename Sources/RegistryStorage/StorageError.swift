@@ -10,6 +10,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case sqlite(code: Int32, message: String, context: String)
     /// The database holds something this version cannot read.
     case corrupt(String)
+    /// A file of the data directory could not be created, written, synced, read or removed.
+    case io(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .locked(let path): return "data directory \(path) is in use by another registryd (its LOCK file is held)"
         case .sqlite(let code, let message, let context): return "SQLite error \(code) while \(context): \(message)"
         case .corrupt(let reason): return "storage is corrupt: \(reason)"
+        case .io(let path, let reason): return "I/O error on \(path): \(reason)"
         }
     }
 }

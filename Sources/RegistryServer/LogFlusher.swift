@@ -1,0 +1,94 @@
+import Dispatch
+import NIOConcurrencyHelpers
+import RegistryStorage
+
+/// Moves journaled group commits into the SQLite ``OperationLog`` off the commit path, many at a
+/// time, then deletes the ``CommitJournal`` files they came from. A commit is durable (and
+/// acknowledged) once its journal entry is synced; this only decides where it lives from then on.
+///
+/// `@unchecked Sendable`: `log` and `directory` are touched only by closures on the serial
+/// `queue` (`close` runs on it through `queue.sync`); everything else shared is in `state`,
+/// behind a lock, or immutable.
+final class LogFlusher: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "registry.log-flusher")
+    private var log: OperationLog?
+    /// Released with the log at close: together they hold the data directory's lock.
+    private var directory: DataDirectory?
+    private let delay: DispatchTimeInterval
+    private let maxPendingBytes: Int
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        /// Entries synced to the journal and not yet in the log, oldest first, with the number
+        /// of the journal file each is in.
+        var pending: [(entry: JournalEntry, file: UInt64)] = []
+        var pendingBytes = 0
+        var flushScheduled = false
+        /// Set when moving entries into the log failed; every later hand-over reports it.
+        var failure: StorageError?
+    }
+
+    /// - Parameters:
+    ///   - delay: how long a flush waits to collect more commits after the first one.
+    ///   - maxPendingBytes: past this, ``hand(_:file:)`` flushes before it returns, so a log
+    ///     that cannot keep up slows commits down instead of growing memory without bound.
+    init(log: OperationLog, directory: DataDirectory, delay: DispatchTimeInterval = .milliseconds(20), maxPendingBytes: Int = 64 << 20) {
+        self.log = log
+        self.directory = directory
+        self.delay = delay
+        self.maxPendingBytes = maxPendingBytes
+    }
+
+    /// Takes an entry already synced to journal file `file`. Throws the error of an earlier
+    /// flush: the journal still holds everything, but the log can no longer be trusted to.
+    func hand(_ entry: JournalEntry, file: UInt64) throws(StorageError) {
+        let bytes = entry.segments.reduce(0) { $0 + $1.bytes.count }
+        let (failure, schedule, overdue) = state.withLockedValue { state -> (StorageError?, Bool, Bool) in
+            if let failure = state.failure { return (failure, false, false) }
+            state.pending.append((entry, file))
+            state.pendingBytes += bytes
+            let schedule = !state.flushScheduled
+            state.flushScheduled = true
+            return (nil, schedule, state.pendingBytes > maxPendingBytes)
+        }
+        if let failure { throw failure }
+        if schedule { queue.asyncAfter(deadline: .now() + delay) { self.flush() } }
+        if overdue { queue.sync { flush() } }
+    }
+
+    /// Flushes what is pending, then closes the log and deletes the journal files below
+    /// `journalFile + 1` (all of them) when every entry reached the log.
+    func close(journalFile: UInt64) {
+        queue.sync {
+            flush()
+            if let directory, state.withLockedValue({ $0.failure }) == nil {
+                try? CommitJournal.remove(in: directory, below: journalFile + 1)
+            }
+            log = nil
+            directory = nil
+        }
+    }
+
+    /// Runs on `queue`: one SQLite transaction for every pending entry.
+    private func flush() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let taken = state.withLockedValue { state -> [(entry: JournalEntry, file: UInt64)] in
+            state.flushScheduled = false
+            guard state.failure == nil else { return [] }
+            defer {
+                state.pending = []
+                state.pendingBytes = 0
+            }
+            return state.pending
+        }
+        guard let newestFile = taken.last?.file, let log, let directory else { return }
+        let merged = JournalEntry.merging(taken.map(\.entry))
+        do {
+            try log.append(merged.segments, clock: merged.clock)
+            // Every entry of an older file was handed over before these, so it is in the log.
+            try CommitJournal.remove(in: directory, below: newestFile)
+        } catch {
+            state.withLockedValue { $0.failure = error }
+        }
+    }
+}

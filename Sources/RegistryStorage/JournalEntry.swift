@@ -1,0 +1,161 @@
+/// One group commit as the ``CommitJournal`` stores it: the log segments it appended and the
+/// clock persisted with them. Encoding is pure, so the format is tested without files.
+///
+/// An entry on disk, little-endian:
+/// `magic u32 | payload length u32 | checksum u64 | payload`, where the payload is
+/// `clock u64 | segment count u32` and then per segment
+/// `origin length u16 | origin UTF-8 | epoch u64 | records length u32 | records`
+/// (records in ``LogSegment``'s blob format).
+public struct JournalEntry: Equatable, Sendable {
+    public var segments: [LogSegment]
+    public var clock: UInt64
+
+    public init(segments: [LogSegment], clock: UInt64) {
+        self.segments = segments
+        self.clock = clock
+    }
+
+    static let magic: UInt32 = 0x314A_5252  // "RRJ1"
+    static let headerBytes = 16
+    /// Larger payloads are refused when read back: no commit writes one (see ``LogWriter``).
+    static let maxPayloadBytes = 1 << 30
+
+    var recordCount: Int { segments.reduce(0) { $0 + $1.count } }
+
+    /// Appends the whole entry, header and checksum included, to `bytes`.
+    func encode(into bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: Self.headerBytes))
+        ByteWriter.append(clock, to: &bytes)
+        ByteWriter.append(UInt32(segments.count), to: &bytes)
+        for segment in segments {
+            let origin = Array(segment.origin.utf8)
+            ByteWriter.append(UInt16(origin.count), to: &bytes)
+            bytes.append(contentsOf: origin)
+            ByteWriter.append(segment.epoch, to: &bytes)
+            ByteWriter.append(UInt32(segment.bytes.count), to: &bytes)
+            bytes.append(contentsOf: segment.bytes)
+        }
+        let payloadCount = bytes.count - start - Self.headerBytes
+        let checksum = bytes.withUnsafeBytes {
+            JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[(start + Self.headerBytes)...]))
+        }
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: Self.magic.littleEndian, toByteOffset: start, as: UInt32.self)
+            raw.storeBytes(of: UInt32(payloadCount).littleEndian, toByteOffset: start + 4, as: UInt32.self)
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: start + 8, as: UInt64.self)
+        }
+    }
+
+    /// What reading at an offset found.
+    enum Read: Equatable {
+        /// A whole entry and the offset just past it.
+        case entry(JournalEntry, next: Int)
+        /// No complete, intact entry starts here: the end of what was written, or damage.
+        case incomplete(reason: String)
+        /// Exactly at the end of the bytes.
+        case end
+    }
+
+    /// Reads the entry that starts at `offset` of `bytes`. An entry whose checksum matches but
+    /// whose payload does not parse throws ``StorageError/corrupt(_:)``: that was written so.
+    static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) -> Read {
+        guard offset < bytes.count else { return .end }
+        guard bytes.count - offset >= headerBytes else { return .incomplete(reason: "a partial entry header") }
+        let magic = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        guard magic == Self.magic else { return .incomplete(reason: "no entry marker") }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+        let checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        let payloadStart = offset + headerBytes
+        guard length <= maxPayloadBytes, bytes.count - payloadStart >= length else {
+            return .incomplete(reason: "an entry of \(length) bytes with \(bytes.count - payloadStart) left")
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + length])
+        guard JournalChecksum.of(payload) == checksum else { return .incomplete(reason: "a checksum mismatch") }
+        return .entry(try decodePayload(payload), next: payloadStart + length)
+    }
+
+    private static func decodePayload(_ payload: UnsafeRawBufferPointer) throws(StorageError) -> JournalEntry {
+        var reader = ByteReader(payload)
+        let clock = try reader.read(UInt64.self)
+        let count = Int(try reader.read(UInt32.self))
+        var segments = [LogSegment]()
+        for _ in 0..<count {
+            let originLength = Int(try reader.read(UInt16.self))
+            guard let origin = String(validating: try reader.bytes(originLength), as: UTF8.self) else {
+                throw .corrupt("a journal entry names an origin that is not UTF-8")
+            }
+            let epoch = try reader.read(UInt64.self)
+            let recordsLength = Int(try reader.read(UInt32.self))
+            let blob = Array(try reader.bytes(recordsLength))
+            var segment = LogSegment(origin: origin, epoch: epoch, reservingBytes: blob.count)
+            for record in try LogSegment.records(origin: origin, epoch: epoch, blob: blob) {
+                guard segment.count == 0 || record.sequence > segment.lastSequence else {
+                    throw .corrupt("a journal segment of \(origin)/\(epoch) repeats sequence \(record.sequence)")
+                }
+                segment.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
+            }
+            segments.append(segment)
+        }
+        guard reader.isAtEnd else { throw .corrupt("a journal entry has \(reader.remaining) bytes after its segments") }
+        return JournalEntry(segments: segments, clock: clock)
+    }
+}
+
+/// Little-endian appends to a byte array.
+enum ByteWriter {
+    static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// Little-endian reads from a buffer that throw ``StorageError/corrupt(_:)`` at its end.
+struct ByteReader {
+    private let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    var remaining: Int { bytes.count - offset }
+    var isAtEnd: Bool { remaining == 0 }
+
+    mutating func read<Value: FixedWidthInteger>(_: Value.Type) throws(StorageError) -> Value {
+        let raw = try self.bytes(MemoryLayout<Value>.size)
+        return Value(littleEndian: raw.loadUnaligned(as: Value.self))
+    }
+
+    mutating func bytes(_ count: Int) throws(StorageError) -> UnsafeRawBufferPointer {
+        guard count <= remaining else { throw .corrupt("a journal entry ends inside a field") }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+    }
+}
+
+extension JournalEntry {
+    /// Records per merged segment at most, so a long backlog still becomes rows of about a
+    /// megabyte rather than one huge blob.
+    public static let mergedSegmentRecords = 4096
+
+    /// `entries` as one entry, oldest first, with the latest clock: runs of the same
+    /// (origin, epoch) join into segments of up to ``mergedSegmentRecords`` records, so moving
+    /// many commits into the ``OperationLog`` costs few rows.
+    public static func merging(_ entries: [JournalEntry]) -> JournalEntry {
+        var segments = [LogSegment]()
+        var clock: UInt64 = 0
+        for entry in entries {
+            clock = max(clock, entry.clock)
+            for segment in entry.segments where segment.count > 0 {
+                if let last = segments.last, last.origin == segment.origin, last.epoch == segment.epoch,
+                    last.lastSequence < segment.firstSequence, last.count + segment.count <= mergedSegmentRecords
+                {
+                    segments[segments.count - 1].append(contentsOf: segment)
+                } else {
+                    segments.append(segment)
+                }
+            }
+        }
+        return JournalEntry(segments: segments, clock: clock)
+    }
+}

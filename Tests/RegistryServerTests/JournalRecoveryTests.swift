@@ -1,0 +1,93 @@
+import Foundation
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// Acknowledged commits that were journaled but not yet moved into SQLite when the process died.
+@Suite(.timeLimit(.minutes(1))) struct JournalRecoveryTests {
+    func open(_ path: String) throws -> RegistryEngine {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
+        let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
+        return await withCheckedContinuation { continuation in
+            engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
+        }
+    }
+
+    @Test func commitsOnlyInTheJournalAreRecoveredAtStartAndMovedIntoTheLog() async throws {
+        // A real node's operations, taken from its log...
+        let source = try TemporaryDirectory()
+        defer { source.remove() }
+        var deviceIDs = [String]()
+        do {
+            let engine = try open(source.path)
+            for frame in 0..<3 {
+                let batch = ClientBody.registerBatch(
+                    (0..<40).map { RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: UInt64(frame) + 1, low: UInt64($0) + 1).text) })
+                guard case .registerBatchResult(let items) = await submit(engine, [batch])[0] else { return #expect(Bool(false)) }
+                for item in items {
+                    guard case .result(let result) = item else { return #expect(Bool(false), "\(item)") }
+                    deviceIDs.append(result.deviceID)
+                }
+            }
+            engine.close()
+        }
+        let (identity, records) = try {
+            let log = try OperationLog(directory: try DataDirectory(path: source.path))
+            var records = [LogRecord]()
+            try log.forEach { records.append($0) }
+            return (try log.identity()!, records)
+        }()
+        #expect(records.count == 120)
+
+        // ...written to another directory's journal only, as if it died before the flush, with
+        // half an entry after them that was never acknowledged.
+        let crashed = try TemporaryDirectory()
+        defer { crashed.remove() }
+        do {
+            let directory = try DataDirectory(path: crashed.path)
+            try OperationLog(directory: directory).initialise(identity)
+            let journal = try CommitJournal(directory: directory, number: 1)
+            for chunk in stride(from: 0, to: records.count, by: 50) {
+                var segment = LogSegment(origin: identity.nodeID, epoch: identity.epoch)
+                for record in records[chunk..<min(chunk + 50, records.count)] {
+                    segment.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
+                }
+                _ = try journal.append(JournalEntry(segments: [segment], clock: records[chunk].hlc))
+            }
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0x52, 0x52, 0x4A, 0x31, 0xFF, 0x00]))
+        try handle.close()
+
+        let engine = try open(crashed.path)
+        #expect(engine.stats().deviceCount == 120 && engine.stats().logOperations == 120)
+        for id in deviceIDs {
+            guard case .device(let record) = await submit(engine, [.resolve(deviceID: id)])[0] else {
+                return #expect(Bool(false), "\(id) was not recovered")
+            }
+            #expect(record.deviceID == id)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") }
+        #expect(files == ["journal-000000000002.log"])
+        guard case .registerResult = await submit(engine, [.register(RegisterRequest(bundleID: "com.v.b", idfv: idfv1))])[0] else {
+            return #expect(Bool(false))
+        }
+        engine.close()
+
+        // A clean close leaves everything in SQLite and no journal.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") }.isEmpty)
+        let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
+        #expect(log.recordCount == 121)
+        #expect(log.lastSequence(origin: identity.nodeID, epoch: identity.epoch) == 121)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import RegistryTestSupport
+import Testing
+@testable import RegistryStorage
+
+@Suite struct CommitJournalTests {
+    func segment(_ sequences: ClosedRange<UInt64>, origin: String = "node-a", epoch: UInt64 = 7) -> LogSegment {
+        var segment = LogSegment(origin: origin, epoch: epoch)
+        for sequence in sequences {
+            segment.append(sequence: sequence, hlc: 1_000 + sequence, payload: (0..<sequence % 13).map { UInt8($0) })
+        }
+        return segment
+    }
+
+    /// `count` entries of one six-record segment each, sequences increasing.
+    func entries(_ count: UInt64) -> [JournalEntry] {
+        (1...count).map { (index: UInt64) -> JournalEntry in
+            let first: UInt64 = index * 10
+            return JournalEntry(segments: [segment(first...(first + 5))], clock: index)
+        }
+    }
+
+    func encoded(_ entries: [JournalEntry]) -> [UInt8] {
+        var bytes = [UInt8]()
+        for entry in entries { entry.encode(into: &bytes) }
+        return bytes
+    }
+
+    func readAll(_ bytes: [UInt8]) throws -> (entries: [JournalEntry], end: JournalEntry.Read) {
+        try bytes.withUnsafeBytes { raw in
+            var entries = [JournalEntry]()
+            var offset = 0
+            while true {
+                let read = try JournalEntry.read(raw, at: offset)
+                guard case .entry(let entry, let next) = read else { return (entries, read) }
+                entries.append(entry)
+                offset = next
+            }
+        }
+    }
+
+    @Test func entriesRoundTripWithSeveralSegments() throws {
+        let written = [
+            JournalEntry(segments: [segment(1...3), segment(1...2, origin: "node-b", epoch: 3)], clock: 9_000),
+            JournalEntry(segments: [segment(4...40)], clock: 9_001),
+            JournalEntry(segments: [], clock: 9_002),
+        ]
+        let (read, end) = try readAll(encoded(written))
+        #expect(read == written)
+        #expect(end == .end)
+    }
+
+    @Test func everyTruncationOfTheLastEntryReadsAsIncomplete() throws {
+        let whole = [JournalEntry(segments: [segment(1...2)], clock: 1), JournalEntry(segments: [segment(3...5)], clock: 2)]
+        let bytes = encoded(whole)
+        let firstLength = encoded([whole[0]]).count
+        for cut in firstLength + 1..<bytes.count {
+            let (read, end) = try readAll(Array(bytes[..<cut]))
+            #expect(read == [whole[0]], "cut at \(cut)")
+            guard case .incomplete = end else { return #expect(Bool(false), "cut at \(cut) read \(end)") }
+        }
+    }
+
+    @Test func aFlippedByteFailsTheChecksum() throws {
+        var bytes = encoded([JournalEntry(segments: [segment(1...4)], clock: 1)])
+        bytes[bytes.count - 3] ^= 0x40
+        let (read, end) = try readAll(bytes)
+        #expect(read.isEmpty)
+        #expect(end == .incomplete(reason: "a checksum mismatch"))
+    }
+
+    @Test func mergingJoinsRunsOfOneOriginAndKeepsTheNewestClock() {
+        let merged = JournalEntry.merging([
+            JournalEntry(segments: [segment(1...2)], clock: 10),
+            JournalEntry(segments: [segment(3...4), segment(1...1, origin: "node-b")], clock: 12),
+            JournalEntry(segments: [segment(2...2, origin: "node-b"), segment(5...5)], clock: 11),
+        ])
+        #expect(merged.clock == 12)
+        #expect(merged.segments == [segment(1...4), segment(1...2, origin: "node-b"), segment(5...5)])
+    }
+
+    @Test func mergingCapsTheRecordsPerSegment() {
+        let size = UInt64(JournalEntry.mergedSegmentRecords)
+        let merged = JournalEntry.merging([
+            JournalEntry(segments: [segment(1...(size - 1))], clock: 1), JournalEntry(segments: [segment(size...(size + 1))], clock: 2),
+        ])
+        #expect(merged.segments.map(\.count) == [Int(size) - 1, 2])
+    }
+
+    @Test func appendsRotateAndRecoverInOrder() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let written = entries(20)
+        var files = Set<UInt64>()
+        do {
+            let journal = try CommitJournal(directory: directory, number: 4, rotationBytes: 300)
+            for entry in written { files.insert(try journal.append(entry)) }
+        }
+        #expect(files.count > 3)
+        #expect(try CommitJournal.files(in: directory) == files.sorted())
+        let recovered = try CommitJournal.recover(in: directory)
+        #expect(recovered.entries == written)
+        #expect(recovered.files.first == 4)
+        #expect(recovered.discardedTail == nil)
+
+        try CommitJournal.remove(in: directory, below: recovered.files.last!)
+        #expect(try CommitJournal.files(in: directory) == [recovered.files.last!])
+    }
+
+    @Test func aTornTailOfTheNewestFileIsDiscardedAndDamageElsewhereIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let written = entries(6)
+        do {
+            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 400)
+            for entry in written { _ = try journal.append(entry) }
+        }
+        let files = try CommitJournal.files(in: directory)
+        #expect(files.count >= 2)
+        let newest = CommitJournal.path(in: directory, number: files.last!)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: newest))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(encoded([JournalEntry(segments: [segment(90...99)], clock: 9)]).prefix(40)))
+        try handle.close()
+
+        let recovered = try CommitJournal.recover(in: directory)
+        #expect(recovered.entries == written)
+        #expect(recovered.discardedTail?.bytes == 40)
+
+        let oldest = CommitJournal.path(in: directory, number: files.first!)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: oldest)))
+        bytes[bytes.count - 1] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: oldest))
+        #expect(throws: StorageError.self) { try CommitJournal.recover(in: directory) }
+    }
+
+    @Test func aMissingDirectoryIsATypedIOError() throws {
+        let temp = try TemporaryDirectory()
+        let directory = try DataDirectory(path: temp.path)
+        temp.remove()
+        #expect {
+            _ = try CommitJournal(directory: directory, number: 1)
+        } throws: { error in
+            guard case .io(let path, let reason) = error as? StorageError else { return false }
+            return path.hasSuffix("journal-000000000001.log") && reason.contains("create failed")
+        }
+    }
+}
