@@ -1,5 +1,4 @@
 import Dispatch
-import NIOCore
 import RegistryCore
 import RegistryStorage
 import RegistryWire
@@ -14,6 +13,7 @@ final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
     private let flusher: LogFlusher
+    private let encoder = OperationEncoder()
     /// Records in the log or the journal.
     private var durableRecords: UInt64
 
@@ -36,7 +36,6 @@ final class LogWriter: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
-        var buffer = ByteBuffer()
         for operation in operations {
             let startsSegment = segments.last.map {
                 $0.origin != operation.origin.value || $0.epoch != operation.epoch || $0.count == Self.segmentRecords
@@ -47,14 +46,14 @@ final class LogWriter: @unchecked Sendable {
                         origin: operation.origin.value, epoch: operation.epoch,
                         reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
             }
-            buffer.clear()
             do {
-                try OperationCodec.encode(operation.operation, into: &buffer)
+                try segments[segments.count - 1].append(sequence: operation.sequence, hlc: operation.timestamp.rawValue) {
+                    (bytes: inout [UInt8]) throws(CodecError) in
+                    try encoder.encode(operation.operation, appendingTo: &bytes)
+                }
             } catch {
                 return .failure(.corrupt("cannot encode operation \(operation.sequence): \(error)"))
             }
-            segments[segments.count - 1].append(
-                sequence: operation.sequence, hlc: operation.timestamp.rawValue, payload: buffer.readableBytesView)
         }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {

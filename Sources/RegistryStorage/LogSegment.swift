@@ -33,6 +33,30 @@ public struct LogSegment: Equatable, Sendable {
         bytes.append(contentsOf: payload)
     }
 
+    /// Adds a record whose payload `write` appends to the segment's bytes in place (saving a
+    /// copy); sequences must increase. When `write` throws, the segment is left as it was.
+    public mutating func append<Failure: Error>(
+        sequence: UInt64, hlc: UInt64, writingPayload write: (inout [UInt8]) throws(Failure) -> Void
+    ) throws(Failure) {
+        precondition(count == 0 || sequence > lastSequence, "segment sequences must increase")
+        let recordStart = bytes.count
+        ByteWriter.append(sequence, to: &bytes)
+        ByteWriter.append(hlc, to: &bytes)
+        ByteWriter.append(UInt32(0), to: &bytes)
+        let payloadStart = bytes.count
+        do {
+            try write(&bytes)
+        } catch {
+            bytes.removeSubrange(recordStart...)
+            throw error
+        }
+        let length = UInt32(bytes.count - payloadStart)
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: length.littleEndian, toByteOffset: payloadStart - 4, as: UInt32.self) }
+        if count == 0 { firstSequence = sequence }
+        lastSequence = sequence
+        count += 1
+    }
+
     /// Adds every record of `later`, a segment of the same (origin, epoch) whose sequences all
     /// follow this one's: the blobs simply concatenate.
     public mutating func append(contentsOf later: LogSegment) {

@@ -57,6 +57,24 @@ final class CArena {
         return pointer
     }
 
+    /// A C array of `count` elements made by `element(index)`, nil when empty.
+    func array<T>(count: Int, _ element: (Int) -> T) -> UnsafeMutablePointer<T>? {
+        guard count > 0 else { return nil }
+        let pointer = allocate(bytes: MemoryLayout<T>.stride * count).bindMemory(to: T.self, capacity: count)
+        for index in 0..<count { (pointer + index).initialize(to: element(index)) }
+        return pointer
+    }
+
+    /// Forgets every allocation but keeps the first block for reuse: for a caller that builds
+    /// one message after another and is done with each before the next.
+    func reset() {
+        guard let first = blocks.first else { return }
+        for block in blocks.dropFirst() { free(block) }
+        blocks.removeSubrange(1...)
+        cursor = first
+        remaining = Self.blockSize
+    }
+
     /// A NUL-terminated C copy of `text`.
     func string(_ text: String) -> UnsafeMutablePointer<CChar> {
         let count = text.utf8.count

@@ -8,6 +8,14 @@ import RegistryCore
 public enum OperationCodec {
     public static func encode(_ operation: Operation, into buffer: inout ByteBuffer) throws(CodecError) {
         let arena = CArena()
+        try withExtendedLifetime(arena) { () throws(CodecError) in
+            var message = build(operation, in: arena)
+            try ProtobufC.pack(&message, into: &buffer)
+        }
+    }
+
+    /// `operation` as a protobuf-c message whose fields all live in `arena`.
+    static func build(_ operation: Operation, in arena: CArena) -> Registry__V1__Operation {
         var message = Registry__V1__Operation()
         registry__v1__operation__init(&message)
         switch operation {
@@ -16,25 +24,21 @@ public enum OperationCodec {
             registry__v1__registration_op__init(&registration)
             registration.device = arena.deviceRef(op.device)
             registration.bundle_id = arena.string(op.bundle.value)
-            let claims = op.claims.map { claim -> UnsafeMutablePointer<Registry__V1__ClaimedIdentifier>? in
+            registration.n_claims = op.claims.count
+            registration.claims = arena.array(count: op.claims.count) { index in
                 var message = Registry__V1__ClaimedIdentifier()
                 registry__v1__claimed_identifier__init(&message)
-                message.kind = Registry__V1__IdentifierKind(rawValue: .init(truncatingIfNeeded: claim.kind.rawValue))
-                message.value = arena.bytes(claim.value)
+                message.kind = Registry__V1__IdentifierKind(rawValue: .init(truncatingIfNeeded: op.claims[index].kind.rawValue))
+                message.value = arena.bytes(op.claims[index].value)
                 return arena.new(message)
             }
-            registration.n_claims = claims.count
-            registration.claims = arena.array(claims)
-            let merged = op.merged.map { arena.deviceRef($0) }
-            registration.n_merged = merged.count
-            registration.merged = arena.array(merged)
+            registration.n_merged = op.merged.count
+            registration.merged = arena.array(count: op.merged.count) { arena.deviceRef(op.merged[$0]) }
             registration.seen_hlc = op.seen.rawValue
             message.body_case = REGISTRY__V1__OPERATION__BODY_REGISTRATION
             message.registration = arena.new(registration)
         }
-        try withExtendedLifetime(arena) { () throws(CodecError) in
-            try ProtobufC.pack(&message, into: &buffer)
-        }
+        return message
     }
 
     public static func encode(_ operation: Operation) throws(CodecError) -> [UInt8] {
@@ -107,5 +111,23 @@ extension CArena {
         message.origin_node_id = string(ref.origin.value)
         message.vendor = string(ref.vendor.name)
         return new(message)
+    }
+}
+
+/// Encodes log operations one after another, reusing one arena, straight onto the end of a byte
+/// array: the log writer's path, where a fresh arena and buffer per operation cost more than
+/// the packing itself.
+///
+/// Not thread-safe: one owner uses it at a time.
+public final class OperationEncoder {
+    private let arena = CArena()
+
+    public init() {}
+
+    /// Appends `operation`, encoded as `registry.v1.Operation`, to `bytes`.
+    public func encode(_ operation: Operation, appendingTo bytes: inout [UInt8]) throws(CodecError) {
+        arena.reset()
+        var message = OperationCodec.build(operation, in: arena)
+        try ProtobufC.pack(&message, appendingTo: &bytes)
     }
 }

@@ -97,6 +97,35 @@ import Testing
         #expect(try OperationCodec.decode(try OperationCodec.encode(op)) == op)
     }
 
+    /// The log writer's reusing encoder writes the same bytes as a one-off encode, one operation
+    /// after another (a large one included, so the arena grows past its first block and resets).
+    @Test func theReusingEncoderMatchesOneOffEncodes() throws {
+        let vendor = Vendor(trusted: "com.v")
+        func op(_ index: UInt64, claims: Int, merged: Int) throws -> Operation {
+            let ref = { (n: UInt64) in
+                DeviceRef(
+                    id: DeviceID(UUID128(high: n, low: n + 1)), created: HLCTimestamp(millis: n, counter: 0),
+                    origin: NodeID(trusted: "node-\(n % 3)"), vendor: vendor)
+            }
+            return .registration(
+                RegistrationOp(
+                    device: ref(index), bundle: try BundleID(parsing: "com.v.app\(index % 5)"),
+                    claims: (0..<claims).map { Identifier(kind: $0 % 2 == 0 ? .idfv : .keychain, value: UUID128(high: index, low: UInt64($0) + 1)) },
+                    merged: (0..<merged).map { ref(index * 1_000 + UInt64($0)) }, seen: HLCTimestamp(millis: index, counter: 1)))
+        }
+        let encoder = OperationEncoder()
+        var appended: [UInt8] = [0xAB]
+        var expected: [UInt8] = [0xAB]
+        for (index, shape) in [(1, 0), (2, 1), (200, 60), (1, 0), (3, 2)].enumerated() {
+            let operation = try op(UInt64(index + 1), claims: shape.0, merged: shape.1)
+            let start = appended.count
+            try encoder.encode(operation, appendingTo: &appended)
+            #expect(try OperationCodec.decode(Array(appended[start...])) == operation)
+            expected += try OperationCodec.encode(operation)
+        }
+        #expect(appended == expected)
+    }
+
     @Test func invalidOperationsAreRefused() throws {
         // A valid Operation message whose device ref is missing.
         let bytes: [UInt8] = [0x0A, 0x00]  // field 1 (registration), empty message
