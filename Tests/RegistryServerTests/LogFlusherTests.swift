@@ -1,0 +1,58 @@
+import Foundation
+import RegistryStorage
+import RegistryTestSupport
+import Testing
+@testable import RegistryServer
+
+@Suite(.timeLimit(.minutes(1))) struct LogFlusherTests {
+    func entry(_ sequences: ClosedRange<UInt64>) -> JournalEntry {
+        var segment = LogSegment(origin: "node-a", epoch: 7)
+        for sequence in sequences { segment.append(sequence: sequence, hlc: sequence, payload: [UInt8(sequence)]) }
+        return JournalEntry(segments: [segment], clock: sequences.upperBound)
+    }
+
+    func journalFiles(_ path: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix("journal-") }.sorted()
+    }
+
+    /// Past its limit a hand-over flushes at once (the delay here is an hour), moving the entries
+    /// into the log and deleting the journal files before the newest; close deletes the rest.
+    @Test func aHandOverPastTheLimitFlushesAtOnceAndCloseLeavesNoJournal() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        do {
+            let directory = try DataDirectory(path: temp.path)
+            let flusher = LogFlusher(
+                log: try OperationLog(directory: directory), directory: directory, delay: .seconds(3_600), maxPendingBytes: 0)
+            // A rotation after every entry: each lands in its own file.
+            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
+            for first in stride(from: UInt64(1), through: 7, by: 3) {
+                let written = entry(first...(first + 2))
+                try flusher.hand(written, file: try journal.append(written))
+            }
+            #expect(try journalFiles(temp.path) == ["journal-000000000003.log"])
+            flusher.close(journalFile: journal.fileNumber)
+            #expect(try journalFiles(temp.path).isEmpty)
+        }
+        let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+        #expect(log.recordCount == 9)
+        #expect(try log.persistedClock() == 9)
+    }
+
+    /// Below the limit nothing is flushed until the delay has passed; the journal keeps it.
+    @Test func belowTheLimitEntriesWaitForTheDelay() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let flusher = LogFlusher(log: try OperationLog(directory: directory), directory: directory, delay: .milliseconds(300))
+        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
+        for first in stride(from: UInt64(1), through: 4, by: 3) {
+            let written = entry(first...(first + 2))
+            try flusher.hand(written, file: try journal.append(written))
+        }
+        #expect(try journalFiles(temp.path) == ["journal-000000000001.log", "journal-000000000002.log"])
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try journalFiles(temp.path) == ["journal-000000000002.log"])
+        flusher.close(journalFile: journal.fileNumber)
+    }
+}
