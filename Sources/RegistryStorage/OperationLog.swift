@@ -64,6 +64,9 @@ public final class OperationLog {
     public init(directory: DataDirectory) throws(StorageError) {
         self.directory = directory
         connection = try SQLiteConnection(path: directory.databasePath)
+        // Rows are segment blobs of up to a megabyte: 64 KiB pages cut the pages (and WAL frames,
+        // checksums and checkpoint copies) per row sixteenfold. Only a new database takes it.
+        try connection.execute("PRAGMA page_size=65536", context: "setting the page size")
         let mode = try connection.scalarText("PRAGMA journal_mode=WAL", context: "enabling WAL")
         guard mode?.lowercased() == "wal" else {
             throw .notWritable(directory.path, reason: "SQLite refused WAL mode (journal_mode=\(mode ?? "nil"))")

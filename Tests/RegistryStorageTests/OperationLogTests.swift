@@ -30,6 +30,19 @@ import Testing
         #expect(seen == [record(1), record(2), record(3), record(1, origin: "node-b", epoch: 3)])
     }
 
+    /// A new database uses 64 KiB pages (the header's page-size field holds 1 for 65536).
+    @Test func aNewDatabaseHasSixtyFourKibibytePages() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        do {
+            let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+            try log.initialise(NodeIdentity(nodeID: "node-a", epoch: 7))
+        }
+        let header = try [UInt8](Data(contentsOf: URL(fileURLWithPath: temp.path + "/registry.sqlite3")).prefix(100))
+        #expect(header.count == 100)
+        #expect(header[16] == 0 && header[17] == 1)
+    }
+
     @Test func appendingTheSameEntryTwiceKeepsOne() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
