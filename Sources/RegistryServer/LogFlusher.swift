@@ -29,10 +29,12 @@ final class LogFlusher: @unchecked Sendable {
     }
 
     /// - Parameters:
-    ///   - delay: how long a flush waits to collect more commits after the first one.
+    ///   - delay: how long a flush waits to collect more commits after the first one. Each
+    ///     flush syncs SQLite's WAL, which can delay a journal fdatasync issued meanwhile; once a
+    ///     second makes that rare, and SQLite writes fewer, larger transactions.
     ///   - maxPendingBytes: past this, ``hand(_:file:)`` flushes before it returns, so a log
     ///     that cannot keep up slows commits down instead of growing memory without bound.
-    init(log: OperationLog, directory: DataDirectory, delay: DispatchTimeInterval = .milliseconds(20), maxPendingBytes: Int = 64 << 20) {
+    init(log: OperationLog, directory: DataDirectory, delay: DispatchTimeInterval = .seconds(1), maxPendingBytes: Int = 64 << 20) {
         self.log = log
         self.directory = directory
         self.delay = delay

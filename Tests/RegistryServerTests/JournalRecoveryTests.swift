@@ -69,6 +69,10 @@ import Testing
         try handle.write(contentsOf: Data([0x52, 0x52, 0x4A, 0x31, 0xFF, 0x00]))
         try handle.close()
 
+        // Kept to put back later, as if the process died after moving the entries into SQLite
+        // but before deleting their file.
+        let journalCopy = try Data(contentsOf: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
+
         let engine = try open(crashed.path)
         #expect(engine.stats().deviceCount == 120 && engine.stats().logOperations == 120)
         for id in deviceIDs {
@@ -86,8 +90,16 @@ import Testing
 
         // A clean close leaves everything in SQLite and no journal.
         #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") }.isEmpty)
-        let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
-        #expect(log.recordCount == 121)
-        #expect(log.lastSequence(origin: identity.nodeID, epoch: identity.epoch) == 121)
+        do {
+            let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
+            #expect(log.recordCount == 121)
+            #expect(log.lastSequence(origin: identity.nodeID, epoch: identity.epoch) == 121)
+        }
+
+        // Recovering entries that are already in SQLite adds nothing: moving them is idempotent.
+        try journalCopy.write(to: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
+        let again = try open(crashed.path)
+        #expect(again.stats().deviceCount == 121 && again.stats().logOperations == 121 && again.stats().logSequence == 121)
+        again.close()
     }
 }
