@@ -7,6 +7,7 @@
 #      with batches, and open loop at 70% of the batched maximum;
 #      then a latency-against-load sweep in open loop with single requests;
 #   3. resident memory per device at 1M and 10M registered devices, and the restart time at each.
+# First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
 # for every registryload run (in its JSON report) and for the baseline phase, because it, not
@@ -44,6 +45,9 @@ steal_share() {
     for (i = 2; i <= 9; i++) total += y[i] - x[i]
     printf "%.3f", (total > 0 ? (y[9] - x[9]) / total : 0) }'
 }
+
+echo "== machine" >&2
+python3 bench/machine.py "$out" | tee -a "$results" >&2
 
 echo "== baselines" >&2
 cpu_before=$(head -1 /proc/stat)
@@ -99,6 +103,8 @@ max=$(python3 -c "import json; print(int(json.load(open('$out/batch.json'))['thr
 open_rate=$((max * 70 / 100))
 load "registryd, 1 node, open loop at 70% of the batched maximum, same connections and batches" open \
   --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --rate "$open_rate" --slo p99=2ms --seed 3
+load "registryd, 1 node, open loop, batches of 100 at 5,000/s (one batch's own time, little queueing)" floor \
+  --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --rate 5000 --seed 5
 load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
