@@ -15,6 +15,7 @@ final class LogFlusher: @unchecked Sendable {
     /// Released with the log at close: together they hold the data directory's lock.
     private var directory: DataDirectory?
     private let delay: DispatchTimeInterval
+    private let flushBytes: Int
     private let maxPendingBytes: Int
     private let state = NIOLockedValueBox(State())
 
@@ -23,7 +24,10 @@ final class LogFlusher: @unchecked Sendable {
         /// of the journal file each is in.
         var pending: [(entry: JournalEntry, file: UInt64)] = []
         var pendingBytes = 0
+        /// A flush is queued for after the delay.
         var flushScheduled = false
+        /// A flush is queued to run at once (``flushBytes`` reached).
+        var urgentScheduled = false
         /// Set when moving entries into the log failed; every later hand-over reports it.
         var failure: StorageError?
     }
@@ -32,12 +36,19 @@ final class LogFlusher: @unchecked Sendable {
     ///   - delay: how long a flush waits to collect more commits after the first one. Each
     ///     flush syncs SQLite's WAL, which can delay a journal fdatasync issued meanwhile; once a
     ///     second makes that rare, and SQLite writes fewer, larger transactions.
+    ///   - flushBytes: from this many pending bytes a flush starts at once, without waiting
+    ///     for the delay, so a busy node holds a few megabytes of commits in memory, not a
+    ///     second's worth.
     ///   - maxPendingBytes: past this, ``hand(_:file:)`` flushes before it returns, so a log
     ///     that cannot keep up slows commits down instead of growing memory without bound.
-    init(log: OperationLog, directory: DataDirectory, delay: DispatchTimeInterval = .seconds(1), maxPendingBytes: Int = 64 << 20) {
+    init(
+        log: OperationLog, directory: DataDirectory, delay: DispatchTimeInterval = .seconds(1), flushBytes: Int = 8 << 20,
+        maxPendingBytes: Int = 64 << 20
+    ) {
         self.log = log
         self.directory = directory
         self.delay = delay
+        self.flushBytes = flushBytes
         self.maxPendingBytes = maxPendingBytes
     }
 
@@ -45,16 +56,19 @@ final class LogFlusher: @unchecked Sendable {
     /// flush: the journal still holds everything, but the log can no longer be trusted to.
     func hand(_ entry: JournalEntry, file: UInt64) throws(StorageError) {
         let bytes = entry.segments.reduce(0) { $0 + $1.bytes.count }
-        let (failure, schedule, overdue) = state.withLockedValue { state -> (StorageError?, Bool, Bool) in
-            if let failure = state.failure { return (failure, false, false) }
+        let (failure, schedule, urgent, overdue) = state.withLockedValue { state -> (StorageError?, Bool, Bool, Bool) in
+            if let failure = state.failure { return (failure, false, false, false) }
             state.pending.append((entry, file))
             state.pendingBytes += bytes
             let schedule = !state.flushScheduled
             state.flushScheduled = true
-            return (nil, schedule, state.pendingBytes > maxPendingBytes)
+            let urgent = !state.urgentScheduled && state.pendingBytes >= flushBytes
+            if urgent { state.urgentScheduled = true }
+            return (nil, schedule, urgent, state.pendingBytes > maxPendingBytes)
         }
         if let failure { throw failure }
         if schedule { queue.asyncAfter(deadline: .now() + delay) { self.flush() } }
+        if urgent { queue.async { self.flush() } }
         if overdue { queue.sync { flush() } }
     }
 
@@ -76,6 +90,7 @@ final class LogFlusher: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         let taken = state.withLockedValue { state -> [(entry: JournalEntry, file: UInt64)] in
             state.flushScheduled = false
+            state.urgentScheduled = false
             guard state.failure == nil else { return [] }
             defer {
                 state.pending = []

@@ -39,6 +39,27 @@ import Testing
         #expect(try log.persistedClock() == 9)
     }
 
+    /// From `flushBytes` a flush starts at once, in the background (the delay here is an hour).
+    @Test func pendingBytesPastTheFlushThresholdFlushWithoutTheDelay() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let flusher = LogFlusher(
+            log: try OperationLog(directory: directory), directory: directory, delay: .seconds(3_600), flushBytes: 1)
+        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
+        for first in stride(from: UInt64(1), through: 4, by: 3) {
+            let written = entry(first...(first + 2))
+            try flusher.hand(written, file: try journal.append(written))
+        }
+        var waited = 0
+        while try journalFiles(temp.path).count > 1, waited < 100 {
+            Thread.sleep(forTimeInterval: 0.05)
+            waited += 1
+        }
+        #expect(try journalFiles(temp.path) == ["journal-000000000002.log"])
+        flusher.close(journalFile: journal.fileNumber)
+    }
+
     /// Below the limit nothing is flushed until the delay has passed; the journal keeps it.
     @Test func belowTheLimitEntriesWaitForTheDelay() throws {
         let temp = try TemporaryDirectory()
