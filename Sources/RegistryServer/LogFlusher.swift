@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 import RegistryStorage
 
 /// Moves journaled group commits into the SQLite ``OperationLog`` off the commit path, many at a
-/// time, then deletes the ``CommitJournal`` files they came from. A commit is durable (and
+/// time, then retires the ``CommitJournal`` files they came from (one is kept for reuse). A commit is durable (and
 /// acknowledged) once its journal entry is synced; this only decides where it lives from then on.
 ///
 /// `@unchecked Sendable`: `log` and `directory` are touched only by closures on the serial
@@ -72,13 +72,13 @@ final class LogFlusher: @unchecked Sendable {
         if overdue { queue.sync { flush() } }
     }
 
-    /// Flushes what is pending, then closes the log and deletes the journal files below
+    /// Flushes what is pending, then closes the log and retires the journal files below
     /// `journalFile + 1` (all of them) when every entry reached the log.
     func close(journalFile: UInt64) {
         queue.sync {
             flush()
             if let directory, state.withLockedValue({ $0.failure }) == nil {
-                try? CommitJournal.remove(in: directory, below: journalFile + 1)
+                try? CommitJournal.retire(in: directory, below: journalFile + 1)
             }
             log = nil
             directory = nil
@@ -103,7 +103,7 @@ final class LogFlusher: @unchecked Sendable {
         do {
             try log.append(merged.segments, clock: merged.clock)
             // Every entry of an older file was handed over before these, so it is in the log.
-            try CommitJournal.remove(in: directory, below: newestFile)
+            try CommitJournal.retire(in: directory, below: newestFile)
         } catch {
             state.withLockedValue { $0.failure = error }
         }

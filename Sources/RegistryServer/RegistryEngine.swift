@@ -138,20 +138,20 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Moves the commits journaled by the previous run, and not yet in `log`, into it (they
-    /// were acknowledged), deletes their files, and returns the number for the next journal file.
+    /// were acknowledged), retires their files, and returns the number for the next journal file.
     private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws(StorageError) -> UInt64 {
         let recovered = try CommitJournal.recover(in: directory)
         let merged = JournalEntry.merging(recovered.entries)
         if !merged.segments.isEmpty {
             try log.append(merged.segments, clock: merged.clock)
         }
-        if let tail = recovered.discardedTail {
+        if let tail = recovered.tornTail {
             logger.warning(
                 "discarded the unfinished last entry of the commit journal; it was never acknowledged",
-                metadata: ["reason": "\(tail.reason)", "bytes": "\(tail.bytes)"])
+                metadata: ["where": "\(tail)"])
         }
         let next = (recovered.files.last ?? 0) + 1
-        try CommitJournal.remove(in: directory, below: next)
+        try CommitJournal.retire(in: directory, below: next)
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",

@@ -6,34 +6,41 @@ import Musl
 import Darwin
 #endif
 
-/// The append-only files that make a group commit durable: one `write` and one `fdatasync` per
-/// commit, where an SQLite transaction wrote a page at a time and stalled whenever its WAL was
-/// checkpointed. ``JournaledLog`` later moves the entries into the ``OperationLog`` and deletes
-/// the files they came from; at start-up, ``recover(in:)`` reads whatever is left.
+/// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
+/// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.
+/// The server's flusher later moves the entries into the ``OperationLog`` and retires the
+/// files they came from; at start-up, ``recover(in:)`` reads whatever is left.
 ///
-/// Files are `journal-<number>.log` in the data directory, numbered upwards; a new one is started
-/// once the current one passes ``rotationBytes``.
+/// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
+/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins. A retired
+/// file becomes `spare.journal` and is renamed into place as the next file: writing over blocks
+/// the file already has lets `fdatasync` skip the metadata journal that an append needs (on this
+/// project's VM, 0.12 ms instead of 0.24 ms at p50). Every record carries its file number, so the
+/// records a reused file still holds from before are told apart from the current ones.
 ///
-/// Not thread-safe: the owner confines appends to one thread. ``remove(in:below:)`` touches only
-/// files below the one being appended to, so it may run elsewhere.
+/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:)`` touches only
+/// files below the one being appended to (and the spare, by atomic renames), so it may run
+/// elsewhere.
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
     public static let rotationBytes = 64 << 20
+    static let spareName = "spare.journal"
 
     private let directory: DataDirectory
     private let rotationBytes: Int
     private var descriptor: Int32
     /// The number of the file being appended to.
     public private(set) var fileNumber: UInt64
-    private var fileBytes = 0
+    /// Where the next record goes in the current file.
+    private var offset = 0
     private var buffer: [UInt8] = []
 
-    /// Starts a new, empty journal file numbered `number` (above every existing one).
+    /// Starts journal file `number` (above every existing one), reusing the spare if there is one.
     public init(directory: DataDirectory, number: UInt64, rotationBytes: Int = CommitJournal.rotationBytes) throws(StorageError) {
         self.directory = directory
         self.rotationBytes = rotationBytes
         self.fileNumber = number
-        self.descriptor = try Self.create(Self.path(in: directory, number: number), directory: directory)
+        self.descriptor = try Self.start(number, in: directory)
     }
 
     deinit {
@@ -41,32 +48,41 @@ public final class CommitJournal {
     }
 
     /// Writes `entry` and returns once it is on disk, with the number of the file holding it.
-    /// After a throw the file may end in a partial entry, which recovery discards: the caller
+    /// After a throw the file may end in a partial record, which recovery discards: the caller
     /// must not acknowledge the entry, and should stop appending.
     public func append(_ entry: JournalEntry) throws(StorageError) -> UInt64 {
-        if fileBytes >= rotationBytes { try rotate() }
+        if offset >= rotationBytes { try rotate() }
         buffer.removeAll(keepingCapacity: true)
-        entry.encode(into: &buffer)
-        let path = Self.path(in: directory, number: fileNumber)
-        try buffer.withUnsafeBytes { Self.writeAll($0, to: descriptor, path: path) }.get()
-        guard fdatasync(descriptor) == 0 else { throw Self.ioError(path, "fdatasync") }
-        fileBytes += buffer.count
+        entry.encode(into: &buffer, file: fileNumber)
+        try writeAndSync()
         if buffer.capacity > 4 << 20 { buffer = [] }
         return fileNumber
     }
 
+    /// Closes the full file with its marker (durably, before anything goes to the next one),
+    /// then starts the next.
     private func rotate() throws(StorageError) {
+        buffer.removeAll(keepingCapacity: true)
+        JournalEntry.encodeRotationMarker(into: &buffer, file: fileNumber)
+        try writeAndSync()
         let next = fileNumber + 1
-        let opened = try Self.create(Self.path(in: directory, number: next), directory: directory)
+        let opened = try Self.start(next, in: directory)
         close(descriptor)
         descriptor = opened
         fileNumber = next
-        fileBytes = 0
+        offset = 0
+    }
+
+    private func writeAndSync() throws(StorageError) {
+        let path = Self.path(in: directory, number: fileNumber)
+        try buffer.withUnsafeBytes { Self.writeAll($0, to: descriptor, at: offset, path: path) }.get()
+        guard fdatasync(descriptor) == 0 else { throw Self.ioError(path, "fdatasync") }
+        offset += buffer.count
     }
 
     // MARK: - Files
 
-    /// The journal files of `directory`, by number.
+    /// The journal files of `directory`, by number (the spare is not one).
     public static func files(in directory: DataDirectory) throws(StorageError) -> [UInt64] {
         guard let handle = opendir(directory.path) else { throw ioError(directory.path, "opendir") }
         defer { closedir(handle) }
@@ -84,11 +100,13 @@ public final class CommitJournal {
         return numbers.sorted()
     }
 
-    /// Deletes the journal files numbered below `number`.
-    public static func remove(in directory: DataDirectory, below number: UInt64) throws(StorageError) {
+    /// Retires the journal files numbered below `number`, whose entries are all in the log: each
+    /// in turn becomes the spare (replacing the one before), so one is kept for reuse.
+    public static func retire(in directory: DataDirectory, below number: UInt64) throws(StorageError) {
+        let spare = directory.path + "/" + spareName
         for old in try files(in: directory) where old < number {
             let path = path(in: directory, number: old)
-            guard unlink(path) == 0 || errno == ENOENT else { throw ioError(path, "unlink") }
+            guard rename(path, spare) == 0 || errno == ENOENT else { throw ioError(path, "rename") }
         }
     }
 
@@ -105,57 +123,87 @@ public final class CommitJournal {
         public var entries: [JournalEntry] = []
         /// The files read, by number.
         public var files: [UInt64] = []
-        /// Why the last file's tail was discarded, and how many bytes it had; nil when it ended
-        /// cleanly. A tail is an entry whose write the crash interrupted, never acknowledged.
-        public var discardedTail: (reason: String, bytes: Int)?
+        /// Where and why the newest file's last record was cut short, when it was: a write the
+        /// crash interrupted, never acknowledged, and discarded.
+        public var tornTail: String?
     }
 
-    /// Reads every journal file in `directory`. Only the newest file may end in an incomplete
-    /// entry; damage anywhere else throws ``StorageError/corrupt(_:)``.
+    /// Reads every journal file in `directory`. Every file before the last that holds entries
+    /// must end with its rotation marker; one that does not was damaged, and throws
+    /// ``StorageError/corrupt(_:)`` rather than silently drop what followed the damage.
     public static func recover(in directory: DataDirectory) throws(StorageError) -> Recovered {
         var recovered = Recovered()
         recovered.files = try files(in: directory)
+        var unclosed: (path: String, reason: String)?
         for number in recovered.files {
             let path = path(in: directory, number: number)
             let bytes = try readFile(path)
             let read = bytes.withUnsafeBytes { raw in
-                Result { () throws(StorageError) in try readEntries(raw, path: path, isNewest: number == recovered.files.last) }
+                Result { () throws(StorageError) in try readRecords(raw, file: number) }
             }
-            let (entries, tail) = try read.get()
+            let (entries, ending) = try read.get()
+            if let unclosed, !entries.isEmpty || ending == .rotated {
+                throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
+            }
             recovered.entries += entries
-            recovered.discardedTail = tail
+            switch ending {
+            case .rotated:
+                unclosed = nil
+            case .torn(let reason, let offset):
+                unclosed = (path, "\(reason) at byte \(offset)")
+                recovered.tornTail = "\(path) at byte \(offset): \(reason)"
+            case .end(let offset) where !entries.isEmpty:
+                unclosed = (path, "its records stop at byte \(offset)")
+                recovered.tornTail = nil
+            case .end:
+                // Started and never written (a crash right after a rotation): nothing to judge.
+                break
+            }
         }
         return recovered
     }
 
-    /// The entries of one file's bytes, and the discarded tail when the file is the newest.
-    private static func readEntries(_ raw: UnsafeRawBufferPointer, path: String, isNewest: Bool) throws(StorageError) -> (
-        [JournalEntry], (reason: String, bytes: Int)?
-    ) {
+    /// How one file's records end.
+    enum Ending: Equatable {
+        case rotated
+        case torn(reason: String, offset: Int)
+        case end(offset: Int)
+    }
+
+    /// The entries of journal file `file`'s bytes, and how they end.
+    static func readRecords(_ raw: UnsafeRawBufferPointer, file: UInt64) throws(StorageError) -> ([JournalEntry], Ending) {
         var entries = [JournalEntry]()
         var offset = 0
         while true {
-            switch try JournalEntry.read(raw, at: offset) {
-            case .end:
-                return (entries, nil)
+            switch try JournalEntry.read(raw, at: offset, file: file) {
             case .entry(let entry, let next):
                 entries.append(entry)
                 offset = next
-            case .incomplete(let reason):
-                guard isNewest else {
-                    throw .corrupt("journal file \(path) is damaged at byte \(offset) (\(reason)) and is not the newest")
-                }
-                return (entries, (reason, raw.count - offset))
+            case .rotated:
+                return (entries, .rotated)
+            case .torn(let reason):
+                return (entries, .torn(reason: reason, offset: offset))
+            case .end:
+                return (entries, .end(offset: offset))
             }
         }
     }
 
     // MARK: - System calls
 
-    private static func create(_ path: String, directory: DataDirectory) throws(StorageError) -> Int32 {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o644)
+    /// Opens journal file `number` for writing from its start: the spare renamed into place when
+    /// there is one, else a new file. Either way the name is made durable before it is used.
+    private static func start(_ number: UInt64, in directory: DataDirectory) throws(StorageError) -> Int32 {
+        let path = path(in: directory, number: number)
+        let descriptor: Int32
+        if rename(directory.path + "/" + spareName, path) == 0 {
+            descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        } else if errno == ENOENT {
+            descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        } else {
+            throw ioError(path, "rename the spare to")
+        }
         guard descriptor >= 0 else { throw ioError(path, "create") }
-        // The new name must survive a crash as surely as the entries written under it.
         let directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else {
             close(descriptor)
@@ -169,15 +217,15 @@ public final class CommitJournal {
         return descriptor
     }
 
-    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, path: String) -> Result<Void, StorageError> {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at start: Int, path: String) -> Result<Void, StorageError> {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(start + done))
             if written < 0 {
                 if errno == EINTR { continue }
                 return .failure(ioError(path, "write"))
             }
-            offset += written
+            done += written
         }
         return .success(())
     }

@@ -1,9 +1,10 @@
-/// The checksum of a ``CommitJournal`` entry: 64 bits over the payload, eight bytes at a time,
-/// with a multiply-xorshift mix per word and the length folded in at the end. It tells a torn or
-/// garbled entry from a whole one; it is not a defence against deliberate tampering.
+/// The checksum of a ``CommitJournal`` record: 64 bits over the payload, eight bytes at a time,
+/// with a multiply-xorshift mix per word, the length folded in at the end, and a seed (the file
+/// number) mixed in first. It tells a torn or garbled record from a whole one; it is not a
+/// defence against deliberate tampering.
 enum JournalChecksum {
-    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var hash: UInt64 = 0x6A09_E667_F3BC_C908
+    static func of(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
+        var hash: UInt64 = mix(0x6A09_E667_F3BC_C908 ^ seed)
         var offset = 0
         while offset + 8 <= bytes.count {
             hash = mix(hash ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))

@@ -1,11 +1,15 @@
 /// One group commit as the ``CommitJournal`` stores it: the log segments it appended and the
 /// clock persisted with them. Encoding is pure, so the format is tested without files.
 ///
-/// An entry on disk, little-endian:
-/// `magic u32 | payload length u32 | checksum u64 | payload`, where the payload is
-/// `clock u64 | segment count u32` and then per segment
+/// A record on disk, little-endian: `magic u32 | payload length u32 | file number u64 |
+/// checksum u64 | payload`. The checksum covers the payload and the file number. An entry's
+/// payload is `clock u64 | segment count u32` and then per segment
 /// `origin length u16 | origin UTF-8 | epoch u64 | records length u32 | records`
-/// (records in ``LogSegment``'s blob format).
+/// (records in ``LogSegment``'s blob format). A rotation marker has its own magic and no
+/// payload: it closes a file that is full.
+///
+/// Journal files are reused, so a file holds older records after the current ones; the file
+/// number in every header tells them apart.
 public struct JournalEntry: Equatable, Sendable {
     public var segments: [LogSegment]
     public var clock: UInt64
@@ -15,15 +19,16 @@ public struct JournalEntry: Equatable, Sendable {
         self.clock = clock
     }
 
-    static let magic: UInt32 = 0x314A_5252  // "RRJ1"
-    static let headerBytes = 16
+    static let entryMagic: UInt32 = 0x324A_5252  // "RRJ2"
+    static let rotationMagic: UInt32 = 0x454A_5252  // "RRJE"
+    static let headerBytes = 24
     /// Larger payloads are refused when read back: no commit writes one (see ``LogWriter``).
     static let maxPayloadBytes = 1 << 30
 
     var recordCount: Int { segments.reduce(0) { $0 + $1.count } }
 
-    /// Appends the whole entry, header and checksum included, to `bytes`.
-    func encode(into bytes: inout [UInt8]) {
+    /// Appends the whole entry for journal file `file`, header and checksum included, to `bytes`.
+    func encode(into bytes: inout [UInt8], file: UInt64) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: Self.headerBytes))
         ByteWriter.append(clock, to: &bytes)
@@ -36,42 +41,62 @@ public struct JournalEntry: Equatable, Sendable {
             ByteWriter.append(UInt32(segment.bytes.count), to: &bytes)
             bytes.append(contentsOf: segment.bytes)
         }
-        let payloadCount = bytes.count - start - Self.headerBytes
+        Self.sealHeader(of: &bytes, at: start, magic: Self.entryMagic, file: file)
+    }
+
+    /// Appends the marker that closes full journal file `file`.
+    static func encodeRotationMarker(into bytes: inout [UInt8], file: UInt64) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: headerBytes))
+        sealHeader(of: &bytes, at: start, magic: rotationMagic, file: file)
+    }
+
+    /// Fills in the header reserved at `start`, for the payload that follows it.
+    private static func sealHeader(of bytes: inout [UInt8], at start: Int, magic: UInt32, file: UInt64) {
+        let payloadCount = bytes.count - start - headerBytes
         let checksum = bytes.withUnsafeBytes {
-            JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[(start + Self.headerBytes)...]))
+            JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[(start + headerBytes)...]), seed: file)
         }
         bytes.withUnsafeMutableBytes { raw in
-            raw.storeBytes(of: Self.magic.littleEndian, toByteOffset: start, as: UInt32.self)
+            raw.storeBytes(of: magic.littleEndian, toByteOffset: start, as: UInt32.self)
             raw.storeBytes(of: UInt32(payloadCount).littleEndian, toByteOffset: start + 4, as: UInt32.self)
-            raw.storeBytes(of: checksum.littleEndian, toByteOffset: start + 8, as: UInt64.self)
+            raw.storeBytes(of: file.littleEndian, toByteOffset: start + 8, as: UInt64.self)
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: start + 16, as: UInt64.self)
         }
     }
 
-    /// What reading at an offset found.
+    /// What reading at an offset of journal file N found.
     enum Read: Equatable {
         /// A whole entry and the offset just past it.
         case entry(JournalEntry, next: Int)
-        /// No complete, intact entry starts here: the end of what was written, or damage.
-        case incomplete(reason: String)
-        /// Exactly at the end of the bytes.
+        /// The marker of a full file: nothing of file N follows.
+        case rotated
+        /// A record of file N whose write did not complete (or was damaged): the end of what
+        /// file N holds, since nothing after it was acknowledged.
+        case torn(reason: String)
+        /// No record of file N starts here: the end of the bytes, never-written space, or a
+        /// record left by the file's previous use.
         case end
     }
 
-    /// Reads the entry that starts at `offset` of `bytes`. An entry whose checksum matches but
-    /// whose payload does not parse throws ``StorageError/corrupt(_:)``: that was written so.
-    static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) -> Read {
+    /// Reads the record that starts at `offset` of journal file `file`'s `bytes`. An entry whose
+    /// checksum matches but whose payload does not parse throws ``StorageError/corrupt(_:)``:
+    /// that was written so.
+    static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int, file: UInt64) throws(StorageError) -> Read {
         guard offset < bytes.count else { return .end }
-        guard bytes.count - offset >= headerBytes else { return .incomplete(reason: "a partial entry header") }
+        guard bytes.count - offset >= headerBytes else { return .torn(reason: "a partial record header") }
         let magic = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-        guard magic == Self.magic else { return .incomplete(reason: "no entry marker") }
+        let number = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        guard magic == entryMagic || magic == rotationMagic, number == file else { return .end }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
-        let checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        let checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
         let payloadStart = offset + headerBytes
         guard length <= maxPayloadBytes, bytes.count - payloadStart >= length else {
-            return .incomplete(reason: "an entry of \(length) bytes with \(bytes.count - payloadStart) left")
+            return .torn(reason: "a record of \(length) bytes with \(bytes.count - payloadStart) left")
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + length])
-        guard JournalChecksum.of(payload) == checksum else { return .incomplete(reason: "a checksum mismatch") }
+        guard JournalChecksum.of(payload, seed: file) == checksum else { return .torn(reason: "a checksum mismatch") }
+        if magic == rotationMagic { return .rotated }
         return .entry(try decodePayload(payload), next: payloadStart + length)
     }
 

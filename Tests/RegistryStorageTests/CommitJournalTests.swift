@@ -20,18 +20,18 @@ import Testing
         }
     }
 
-    func encoded(_ entries: [JournalEntry]) -> [UInt8] {
+    func encoded(_ entries: [JournalEntry], file: UInt64 = 1) -> [UInt8] {
         var bytes = [UInt8]()
-        for entry in entries { entry.encode(into: &bytes) }
+        for entry in entries { entry.encode(into: &bytes, file: file) }
         return bytes
     }
 
-    func readAll(_ bytes: [UInt8]) throws -> (entries: [JournalEntry], end: JournalEntry.Read) {
+    func readAll(_ bytes: [UInt8], file: UInt64 = 1) throws -> (entries: [JournalEntry], end: JournalEntry.Read) {
         try bytes.withUnsafeBytes { raw in
             var entries = [JournalEntry]()
             var offset = 0
             while true {
-                let read = try JournalEntry.read(raw, at: offset)
+                let read = try JournalEntry.read(raw, at: offset, file: file)
                 guard case .entry(let entry, let next) = read else { return (entries, read) }
                 entries.append(entry)
                 offset = next
@@ -50,14 +50,27 @@ import Testing
         #expect(end == .end)
     }
 
-    @Test func everyTruncationOfTheLastEntryReadsAsIncomplete() throws {
+    @Test func recordsOfAnotherFileNumberAndAMarkerEndTheFile() throws {
+        let current = JournalEntry(segments: [segment(1...2)], clock: 1)
+        var bytes = encoded([current], file: 5)
+        bytes += encoded([JournalEntry(segments: [segment(7...9)], clock: 2)], file: 3)  // left by an earlier use
+        #expect(try readAll(bytes, file: 5).entries == [current])
+        #expect(try readAll(bytes, file: 5).end == .end)
+        var closed = encoded([current], file: 5)
+        JournalEntry.encodeRotationMarker(into: &closed, file: 5)
+        #expect(try readAll(closed, file: 5).end == .rotated)
+        // The file number is in the checksum: a record moved to another file does not read.
+        #expect(try readAll(encoded([current], file: 5), file: 6).entries.isEmpty)
+    }
+
+    @Test func everyTruncationOfTheLastEntryReadsAsTorn() throws {
         let whole = [JournalEntry(segments: [segment(1...2)], clock: 1), JournalEntry(segments: [segment(3...5)], clock: 2)]
         let bytes = encoded(whole)
         let firstLength = encoded([whole[0]]).count
         for cut in firstLength + 1..<bytes.count {
             let (read, end) = try readAll(Array(bytes[..<cut]))
             #expect(read == [whole[0]], "cut at \(cut)")
-            guard case .incomplete = end else { return #expect(Bool(false), "cut at \(cut) read \(end)") }
+            guard case .torn = end else { return #expect(Bool(false), "cut at \(cut) read \(end)") }
         }
     }
 
@@ -66,7 +79,7 @@ import Testing
         bytes[bytes.count - 3] ^= 0x40
         let (read, end) = try readAll(bytes)
         #expect(read.isEmpty)
-        #expect(end == .incomplete(reason: "a checksum mismatch"))
+        #expect(end == .torn(reason: "a checksum mismatch"))
     }
 
     @Test func mergingJoinsRunsOfOneOriginAndKeepsTheNewestClock() {
@@ -102,13 +115,41 @@ import Testing
         let recovered = try CommitJournal.recover(in: directory)
         #expect(recovered.entries == written)
         #expect(recovered.files.first == 4)
-        #expect(recovered.discardedTail == nil)
+        #expect(recovered.tornTail == nil)
 
-        try CommitJournal.remove(in: directory, below: recovered.files.last!)
+        try CommitJournal.retire(in: directory, below: recovered.files.last!)
         #expect(try CommitJournal.files(in: directory) == [recovered.files.last!])
+        #expect(FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
     }
 
-    @Test func aTornTailOfTheNewestFileIsDiscardedAndDamageElsewhereIsRefused() throws {
+    /// A retired file is reused as the next one: written over from its start, and its old
+    /// records, numbered for the file it was, are not read back.
+    @Test func aRetiredFileIsReusedAndItsOldRecordsAreIgnored() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        do {
+            let journal = try CommitJournal(directory: directory, number: 1)
+            for entry in entries(5) { _ = try journal.append(entry) }
+        }
+        let oldSize = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000001.log")[.size] as! Int
+        try CommitJournal.retire(in: directory, below: 2)
+        #expect(try CommitJournal.files(in: directory).isEmpty)
+
+        let fresh = JournalEntry(segments: [segment(100...100)], clock: 100)
+        do {
+            let journal = try CommitJournal(directory: directory, number: 2)
+            #expect(try journal.append(fresh) == 2)
+        }
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
+        let size = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000002.log")[.size] as! Int
+        #expect(size == oldSize, "the spare was written over, not replaced")
+        let recovered = try CommitJournal.recover(in: directory)
+        #expect(recovered.entries == [fresh])
+        #expect(recovered.tornTail == nil)
+    }
+
+    @Test func aTornTailOfTheNewestFileIsDiscardedAndAnUnclosedOlderFileIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let directory = try DataDirectory(path: temp.path)
@@ -122,13 +163,15 @@ import Testing
         let newest = CommitJournal.path(in: directory, number: files.last!)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: newest))
         try handle.seekToEnd()
-        try handle.write(contentsOf: Data(encoded([JournalEntry(segments: [segment(90...99)], clock: 9)]).prefix(40)))
+        try handle.write(contentsOf: Data(encoded([JournalEntry(segments: [segment(90...99)], clock: 9)], file: files.last!).prefix(40)))
         try handle.close()
 
         let recovered = try CommitJournal.recover(in: directory)
         #expect(recovered.entries == written)
-        #expect(recovered.discardedTail?.bytes == 40)
+        #expect(recovered.tornTail?.contains("journal-\(String(repeating: "0", count: 11))\(files.last!).log") == true)
 
+        // Damage to the oldest file's rotation marker: what follows it can no longer be trusted
+        // to be all there was, so recovery refuses rather than guess.
         let oldest = CommitJournal.path(in: directory, number: files.first!)
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: oldest)))
         bytes[bytes.count - 1] ^= 0xFF
