@@ -6,22 +6,7 @@ import RegistryTestSupport
 import Testing
 @testable import RegistryServer
 
-@Suite(.timeLimit(.minutes(1))) struct EngineTests {
-    func open(_ path: String, nodeID: String? = "node-a") throws -> RegistryEngine {
-        var configuration = NodeConfiguration()
-        configuration.dataDirectory = path
-        configuration.nodeID = try nodeID.map { try NodeID($0) }
-        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
-    }
-
-    /// Submits and waits for the (durable) answers.
-    func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
-        let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
-        return await withCheckedContinuation { continuation in
-            engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
-        }
-    }
-
+@Suite(.timeLimit(.minutes(1))) struct EngineTests: EngineTesting {
     @Test func acknowledgedRegistrationsSurviveReopeningAndSequencesContinue() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import RegistryCore
 import RegistryStorage
 import RegistryTestSupport
@@ -8,20 +7,7 @@ import Testing
 @testable import RegistryServer
 
 /// Acknowledged commits that were journaled but not yet moved into SQLite when the process died.
-@Suite(.timeLimit(.minutes(1))) struct JournalRecoveryTests {
-    func open(_ path: String) throws -> RegistryEngine {
-        var configuration = NodeConfiguration()
-        configuration.dataDirectory = path
-        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
-    }
-
-    func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
-        let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
-        return await withCheckedContinuation { continuation in
-            engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
-        }
-    }
-
+@Suite(.timeLimit(.minutes(1))) struct JournalRecoveryTests: EngineTesting {
     @Test func commitsOnlyInTheJournalAreRecoveredAtStartAndMovedIntoTheLog() async throws {
         // A real node's operations, taken from its log...
         let source = try TemporaryDirectory()

@@ -11,6 +11,17 @@ import Testing
         return JournalEntry(segments: [segment], clock: sequences.upperBound)
     }
 
+    /// Journals `count` entries of three records each, one file per entry (a rotation after
+    /// every entry), and hands each to `flusher`.
+    func journalAndHand(_ count: UInt64, to flusher: LogFlusher, in directory: DataDirectory) throws -> CommitJournal {
+        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
+        for index in 0..<count {
+            let written = entry((index * 3 + 1)...(index * 3 + 3))
+            try flusher.hand(written, file: try journal.append(written))
+        }
+        return journal
+    }
+
     func journalFiles(_ path: String) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix("journal-") }.sorted()
     }
@@ -24,12 +35,7 @@ import Testing
             let directory = try DataDirectory(path: temp.path)
             let flusher = LogFlusher(
                 log: try OperationLog(directory: directory), directory: directory, delay: .seconds(3_600), maxPendingBytes: 0)
-            // A rotation after every entry: each lands in its own file.
-            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
-            for first in stride(from: UInt64(1), through: 7, by: 3) {
-                let written = entry(first...(first + 2))
-                try flusher.hand(written, file: try journal.append(written))
-            }
+            let journal = try journalAndHand(3, to: flusher, in: directory)
             #expect(try journalFiles(temp.path) == ["journal-000000000003.log"])
             flusher.close(journalFile: journal.fileNumber)
             #expect(try journalFiles(temp.path).isEmpty)
@@ -46,11 +52,7 @@ import Testing
         let directory = try DataDirectory(path: temp.path)
         let flusher = LogFlusher(
             log: try OperationLog(directory: directory), directory: directory, delay: .seconds(3_600), flushBytes: 1)
-        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
-        for first in stride(from: UInt64(1), through: 4, by: 3) {
-            let written = entry(first...(first + 2))
-            try flusher.hand(written, file: try journal.append(written))
-        }
+        let journal = try journalAndHand(2, to: flusher, in: directory)
         var waited = 0
         while try journalFiles(temp.path).count > 1, waited < 100 {
             Thread.sleep(forTimeInterval: 0.05)
@@ -66,11 +68,7 @@ import Testing
         defer { temp.remove() }
         let directory = try DataDirectory(path: temp.path)
         let flusher = LogFlusher(log: try OperationLog(directory: directory), directory: directory, delay: .milliseconds(300))
-        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 1)
-        for first in stride(from: UInt64(1), through: 4, by: 3) {
-            let written = entry(first...(first + 2))
-            try flusher.hand(written, file: try journal.append(written))
-        }
+        let journal = try journalAndHand(2, to: flusher, in: directory)
         #expect(try journalFiles(temp.path) == ["journal-000000000001.log", "journal-000000000002.log"])
         Thread.sleep(forTimeInterval: 1)
         #expect(try journalFiles(temp.path) == ["journal-000000000002.log"])

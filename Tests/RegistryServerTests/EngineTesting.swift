@@ -1,0 +1,25 @@
+import Logging
+import RegistryCore
+import RegistryWire
+@testable import RegistryServer
+
+/// Opening an engine on a data directory and submitting requests to it, for the suites that
+/// test the engine directly.
+protocol EngineTesting {}
+
+extension EngineTesting {
+    func open(_ path: String, nodeID: String? = "node-a") throws -> RegistryEngine {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        configuration.nodeID = try nodeID.map { try NodeID($0) }
+        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    /// Submits and waits for the (durable) answers.
+    func submit(_ engine: RegistryEngine, _ bodies: [ClientBody]) async -> [ServerBody] {
+        let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
+        return await withCheckedContinuation { continuation in
+            engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
+        }
+    }
+}
