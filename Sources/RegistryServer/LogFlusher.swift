@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 import RegistryStorage
 
 /// Moves journaled group commits into the SQLite ``OperationLog`` off the commit path, many at a
-/// time, then retires the ``CommitJournal`` files they came from (one is kept for reuse). A commit is durable (and
-/// acknowledged) once its journal entry is synced; this only decides where it lives from then on.
+/// time, then retires the ``CommitJournal`` files they came from (one is kept for reuse). A
+/// commit is durable (and acknowledged) once its journal entry is synced; this only decides where
+/// it lives from then on.
 ///
 /// `@unchecked Sendable`: `log` and `directory` are touched only by closures on the serial
 /// `queue` (`close` runs on it through `queue.sync`); everything else shared is in `state`,

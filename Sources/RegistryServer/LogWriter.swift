@@ -4,11 +4,12 @@ import RegistryStorage
 import RegistryWire
 
 /// Makes group commits durable on one serial queue: it encodes their operations, appends them to
-/// the ``CommitJournal`` (one write and one fdatasync), and hands them to the ``LogFlusher``,
+/// the ``CommitJournal`` (one pwrite and one fdatasync), and hands them to the ``LogFlusher``,
 /// which moves them into the SQLite log in the background.
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `durableRecords`) is touched solely by
-/// closures that run on `queue` (a serial DispatchQueue); `init` sets it before any closure exists.
+/// `@unchecked Sendable`: its mutable state (`journal`, `durableRecords`, and the `encoder`'s
+/// arena) is touched solely by closures that run on `queue` (a serial DispatchQueue); `init`
+/// sets it before any closure exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
@@ -66,8 +67,8 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Moves everything into the log, deletes the journal, and closes both (releasing the data
-    /// directory's lock) after queued writes finish.
+    /// Moves everything into the log, retires the journal files, and closes both (releasing the
+    /// data directory's lock) after queued writes finish.
     func close() {
         queue.sync {
             if let journal { flusher.close(journalFile: journal.fileNumber) }
