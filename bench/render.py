@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 results_path, reports = sys.argv[1], sys.argv[2]
-rows, memory, restarts, sweep, phase_steal, machine = [], [], [], [], {}, None
+rows, memory, restarts, sweep, phase_steal, machine, server_cpu = [], [], [], [], {}, None, {}
+ticks_per_second = os.sysconf("SC_CLK_TCK")
 for line in open(results_path):
     fields = line.rstrip("\n").split("\t")
     if fields[0] == "memory":
@@ -18,6 +19,10 @@ for line in open(results_path):
         phase_steal[fields[1]] = float(fields[2])
     elif fields[0] == "machine":
         machine = dict(zip(("fsync_p50", "fsync_p99", "fsync_cpu", "wake"), map(float, fields[1:5])))
+    elif fields[0] == "servercpu":
+        ticks, operations = int(fields[2]), int(fields[3])
+        if operations > 0:
+            server_cpu[fields[1]] = ticks / ticks_per_second / operations * 1e6
     elif fields[0] == "sweep":
         sweep.append((int(fields[1]), fields[2]))
     else:
@@ -80,14 +85,19 @@ if machine:
     w(f"{machine['fsync_p50']:.0f} µs at p50 and {machine['fsync_p99']:.0f} µs at p99 and costs {machine['fsync_cpu']:.0f} µs of CPU")
     w(f"(the virtual disk's exits included); waking a sleeping process takes {machine['wake']:.1f} µs. A request crosses")
     w("threads several times (generator → event loop → log writer → event loop → generator), so at low rates")
-    w("these costs, rather than the registry's own work (about 10 µs of CPU per registration at full load),")
-    w("make up most of each request's CPU and latency.\n")
+    w("these costs, rather than the registry's own work (see the server CPU per operation of the batched run")
+    w("below), make up most of each request's CPU and latency.\n")
 w("## Throughput and latency\n")
-w("| System | registrations/s | p50 | p99 | CPU steal |")
-w("|---|---:|---:|---:|---:|")
+w("| System | registrations/s | p50 | p99 | CPU steal | server CPU per operation |")
+w("|---|---:|---:|---:|---:|---:|")
 for r in rows:
-    w(f"| {r['name']} | {r['rate']:,.0f} | {ms(r['p50'])} | {ms(r['p99'])} | {percent(steal(r))} |")
+    cpu = server_cpu.get(r["key"])
+    w(f"| {r['name']} | {r['rate']:,.0f} | {ms(r['p50'])} | {ms(r['p99'])} | {percent(steal(r))} | "
+      f"{'' if cpu is None else f'{cpu:.1f} µs'} |")
 w("")
+w("Server CPU per operation is registryd's user and system time over the whole registryload run (warm-up")
+w("included, and for --verify its lookups) divided by the operations it logged meanwhile: the server's cost")
+w("of a registration, less sensitive to a noisy machine than latency is.\n")
 w("CPU steal is the share of the machine's CPU time that the hypervisor gave to other guests during the run")
 w("(from `/proc/stat`; for the baselines, over the whole baseline phase). While it is high, a runnable thread")
 w("can wait milliseconds for a CPU, and that wait lands in the latency tail of whatever is measured.\n")

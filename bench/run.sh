@@ -80,10 +80,21 @@ run_load() {
   cat "$out/$key.txt" >&2
 }
 
-# As run_load, and records a row of the main table (the report's key is its last field).
+# registryd's CPU time so far (user + system, in clock ticks) and its logged operations.
+server_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$registryd_pid/stat"; }
+server_operations() {
+  "$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['log']['operations'])"
+}
+
+# As run_load, and records a row of the main table (the report's key is its last field), and
+# the server's CPU time per operation it logged during the run (warm-up included).
 load() {
   local name=$1 key=$2; shift 2
+  local ticks_before operations_before
+  ticks_before=$(server_cpu_ticks); operations_before=$(server_operations)
   run_load "$key" "$@"
+  printf 'servercpu\t%s\t%s\t%s\n' "$key" "$(( $(server_cpu_ticks) - ticks_before ))" \
+    "$(( $(server_operations) - operations_before ))" >> "$results"
   python3 - "$out/$key.json" "$name" "registryload --endpoints 127.0.0.1:7450 $*" "$key" >> "$results" <<'EOF'
 import json, sys
 report = json.load(open(sys.argv[1]))
