@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RegistryStorage
 import RegistryTestSupport
 import Testing
@@ -59,6 +62,38 @@ import Testing
             waited += 1
         }
         #expect(try journalFiles(temp.path) == ["journal-000000000002.log"])
+        flusher.close(journalFile: journal.fileNumber)
+    }
+
+    /// When SQLite fails (here its WAL descriptor is pointed at /dev/full, so its next write
+    /// reports a full disk), the journal keeps the entries and the next hand-over reports it.
+    @Test func aFailedFlushKeepsTheJournalAndIsReportedByTheNextHandOver() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let flusher = LogFlusher(
+            log: try OperationLog(directory: directory), directory: directory, delay: .seconds(3_600), maxPendingBytes: 0)
+        let journal = try journalAndHand(2, to: flusher, in: directory)
+        #expect(try journalFiles(temp.path) == ["journal-000000000002.log"])
+
+        let walPath = temp.path + "/registry.sqlite3-wal"
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap(Int32.init)
+        let wal = descriptors.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == walPath }
+        #expect(wal.count == 1)
+        let full = open("/dev/full", O_WRONLY)
+        defer { close(full) }
+        for descriptor in wal { dup2(full, descriptor) }
+
+        let third = entry(7...9)
+        try flusher.hand(third, file: try journal.append(third))  // this flush fails
+        #expect(throws: StorageError.self) {
+            let fourth = entry(10...12)
+            try flusher.hand(fourth, file: try journal.append(fourth))
+        }
+        // Nothing the failed flush held was retired: the journal still has it for the restart.
+        #expect(try journalFiles(temp.path) == ["journal-000000000002.log", "journal-000000000003.log", "journal-000000000004.log"])
+        let recovered = try CommitJournal.recover(in: directory)
+        #expect(recovered.entries.map(\.clock) == [6, 9, 12])
         flusher.close(journalFile: journal.fileNumber)
     }
 
