@@ -25,8 +25,6 @@ public struct JournalEntry: Equatable, Sendable {
     /// Larger payloads are refused when read back: no commit writes one (see ``LogWriter``).
     static let maxPayloadBytes = 1 << 30
 
-    var recordCount: Int { segments.reduce(0) { $0 + $1.count } }
-
     /// Appends the whole entry for journal file `file`, header and checksum included, to `bytes`.
     func encode(into bytes: inout [UInt8], file: UInt64) {
         let start = bytes.count
@@ -101,7 +99,7 @@ public struct JournalEntry: Equatable, Sendable {
     }
 
     private static func decodePayload(_ payload: UnsafeRawBufferPointer) throws(StorageError) -> JournalEntry {
-        var reader = ByteReader(payload)
+        var reader = ByteReader(payload, endMessage: "a journal entry ends inside a field")
         let clock = try reader.read(UInt64.self)
         let count = Int(try reader.read(UInt32.self))
         var segments = [LogSegment]()
@@ -112,49 +110,10 @@ public struct JournalEntry: Equatable, Sendable {
             }
             let epoch = try reader.read(UInt64.self)
             let recordsLength = Int(try reader.read(UInt32.self))
-            let blob = Array(try reader.bytes(recordsLength))
-            var segment = LogSegment(origin: origin, epoch: epoch, reservingBytes: blob.count)
-            for record in try LogSegment.records(origin: origin, epoch: epoch, blob: blob) {
-                guard segment.count == 0 || record.sequence > segment.lastSequence else {
-                    throw .corrupt("a journal segment of \(origin)/\(epoch) repeats sequence \(record.sequence)")
-                }
-                segment.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
-            }
-            segments.append(segment)
+            segments.append(try LogSegment(origin: origin, epoch: epoch, blob: Array(try reader.bytes(recordsLength))))
         }
         guard reader.isAtEnd else { throw .corrupt("a journal entry has \(reader.remaining) bytes after its segments") }
         return JournalEntry(segments: segments, clock: clock)
-    }
-}
-
-/// Little-endian appends to a byte array.
-enum ByteWriter {
-    static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-}
-
-/// Little-endian reads from a buffer that throw ``StorageError/corrupt(_:)`` at its end.
-struct ByteReader {
-    private let bytes: UnsafeRawBufferPointer
-    private var offset = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) {
-        self.bytes = bytes
-    }
-
-    var remaining: Int { bytes.count - offset }
-    var isAtEnd: Bool { remaining == 0 }
-
-    mutating func read<Value: FixedWidthInteger>(_: Value.Type) throws(StorageError) -> Value {
-        let raw = try self.bytes(MemoryLayout<Value>.size)
-        return Value(littleEndian: raw.loadUnaligned(as: Value.self))
-    }
-
-    mutating func bytes(_ count: Int) throws(StorageError) -> UnsafeRawBufferPointer {
-        guard count <= remaining else { throw .corrupt("a journal entry ends inside a field") }
-        defer { offset += count }
-        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
     }
 }
 

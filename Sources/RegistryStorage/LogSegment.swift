@@ -69,32 +69,53 @@ public struct LogSegment: Equatable, Sendable {
         bytes.append(contentsOf: later.bytes)
     }
 
+    /// A segment over a stored blob, checked: every record whole and sequences increasing.
+    /// Throws ``StorageError/corrupt(_:)`` otherwise.
+    init(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) {
+        self.init(origin: origin, epoch: epoch)
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        var count = 0
+        try Self.forEachRecord(origin: origin, epoch: epoch, blob: blob) { (sequence, _, _) throws(StorageError) in
+            guard count == 0 || sequence > last else {
+                throw .corrupt("a log segment of \(origin)/\(epoch) repeats sequence \(sequence)")
+            }
+            if count == 0 { first = sequence }
+            last = sequence
+            count += 1
+        }
+        (firstSequence, lastSequence, self.count, bytes) = (first, last, count, blob)
+    }
+
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
     static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         var records = [LogRecord]()
-        var offset = 0
-        func read<Value: FixedWidthInteger>(_: Value.Type) throws(StorageError) -> Value {
-            let size = MemoryLayout<Value>.size
-            guard offset + size <= blob.count else {
-                throw .corrupt("a log segment of \(origin)/\(epoch) ends inside a record header")
-            }
-            let value = blob.withUnsafeBytes { Value(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: Value.self)) }
-            offset += size
-            return value
-        }
-        while offset < blob.count {
-            let sequence = try read(UInt64.self)
-            let hlc = try read(UInt64.self)
-            let length = Int(try read(UInt32.self))
-            guard offset + length <= blob.count else {
-                throw .corrupt("a log segment of \(origin)/\(epoch) ends inside record \(sequence)")
-            }
-            records.append(
-                LogRecord(
-                    origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(blob[offset..<offset + length])))
-            offset += length
+        try forEachRecord(origin: origin, epoch: epoch, blob: blob) { (sequence, hlc, payload) throws(StorageError) in
+            records.append(LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(blob[payload])))
         }
         return records
+    }
+
+    /// Walks a blob's records, handing each one's sequence, HLC and payload range to `body`.
+    private static func forEachRecord(
+        origin: String, epoch: UInt64, blob: [UInt8], _ body: (UInt64, UInt64, Range<Int>) throws(StorageError) -> Void
+    ) throws(StorageError) {
+        let walked = blob.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in
+                var reader = ByteReader(raw, endMessage: "a log segment of \(origin)/\(epoch) ends inside a record header")
+                while !reader.isAtEnd {
+                    let sequence = try reader.read(UInt64.self)
+                    let hlc = try reader.read(UInt64.self)
+                    let length = Int(try reader.read(UInt32.self))
+                    guard length <= reader.remaining else {
+                        throw .corrupt("a log segment of \(origin)/\(epoch) ends inside record \(sequence)")
+                    }
+                    try body(sequence, hlc, reader.offset..<reader.offset + length)
+                    _ = try reader.bytes(length)
+                }
+            }
+        }
+        try walked.get()
     }
 }
 

@@ -6,14 +6,6 @@ import RegistryCore
 /// Encodes log operations as `registry.v1.Operation` for storage and replication, and decodes
 /// them back, re-checking the identity rules so a corrupt or hostile entry is refused.
 public enum OperationCodec {
-    public static func encode(_ operation: Operation, into buffer: inout ByteBuffer) throws(CodecError) {
-        let arena = CArena()
-        try withExtendedLifetime(arena) { () throws(CodecError) in
-            var message = build(operation, in: arena)
-            try ProtobufC.pack(&message, into: &buffer)
-        }
-    }
-
     /// `operation` as a protobuf-c message whose fields all live in `arena`.
     static func build(_ operation: Operation, in arena: CArena) -> Registry__V1__Operation {
         var message = Registry__V1__Operation()
@@ -42,9 +34,9 @@ public enum OperationCodec {
     }
 
     public static func encode(_ operation: Operation) throws(CodecError) -> [UInt8] {
-        var buffer = ByteBuffer()
-        try encode(operation, into: &buffer)
-        return Array(buffer.readableBytesView)
+        var bytes = [UInt8]()
+        try OperationEncoder().encode(operation, appendingTo: &bytes)
+        return bytes
     }
 
     public static func decode(_ bytes: ByteBuffer) throws(CodecError) -> Operation {
