@@ -45,7 +45,10 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         // promise succeeds here; a failed write promise means the handler never saw the request.
         promise?.succeed()
         if let closedReason {
-            request.answer.fail(closedReason)
+            // Answered on a later turn of the loop, never from inside the caller's write: a
+            // caller that sends again from its answer callback would otherwise recurse once per
+            // request, without bound, on a connection that is gone.
+            context.eventLoop.execute { request.answer.fail(closedReason) }
             return
         }
         let id = nextRequestID

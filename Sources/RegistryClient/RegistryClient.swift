@@ -101,13 +101,16 @@ public final class RegistryClient: Sendable {
     /// ``eventLoop`` with the server's answer (errors included) or the transport failure.
     /// Call ``flush()`` to send everything queued; one flush for many requests saves system calls.
     /// For load generators and proxies; most callers want the async methods.
+    ///
+    /// `onAnswer` runs exactly once, and never before `enqueue` returns, even on a connection
+    /// that is already closed: a caller may enqueue again from its callback.
     public func enqueue(
         _ body: ClientBody, onAnswer: @escaping @Sendable (Result<ServerBody, RegistryClientError>) -> Void
     ) {
+        let eventLoop = channel.eventLoop
         channel.write(PendingRequest(body: body, answer: .callback(onAnswer))).whenFailure { error in
-            // Only for writes the handler never saw (the channel had already closed), so the
-            // callback still runs exactly once.
-            onAnswer(.failure(.connectionClosed("\(error)")))
+            // Only for writes the handler never saw (the channel had already closed).
+            eventLoop.execute { onAnswer(.failure(.connectionClosed("\(error)"))) }
         }
     }
 

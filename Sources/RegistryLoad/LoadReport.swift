@@ -169,7 +169,9 @@ public struct LoadReport: Codable, Sendable {
     public var serviceTime: LatencySummary
     /// How late the open-loop scheduler sent steps relative to their intended time.
     public var schedulerLag: LatencySummary
-    /// Failed registrations by error code (server codes by name, `TRANSPORT` for lost connections).
+    /// Failed registrations by error code: server codes by name, `CONNECTION_CLOSED` for those
+    /// whose connection closed before the answer, `TRANSPORT` for answers this client could not
+    /// use.
     public var errors: [String: UInt64]
     public var workload: Workload
     public var judgement: RunJudgement

@@ -40,10 +40,16 @@ public struct RunJudgement: Codable, Equatable, Sendable {
 
     public init(
         intendedRate: Double?, achievedRate: Double, schedulerLag: LatencySummary, latency: LatencySummary,
-        acknowledged: UInt64, objectives: [ServiceLevelObjective], cpu: CPUShares? = nil, percentile: (Double) -> UInt64
+        acknowledged: UInt64, objectives: [ServiceLevelObjective], cpu: CPUShares? = nil,
+        lostConnections: LostConnections = LostConnections(), percentile: (Double) -> UInt64
     ) {
         var reasons = [String]()
         if acknowledged == 0 { reasons.append("no registration was acknowledged") }
+        if let first = lostConnections.reasons.first {
+            let ending = lostConnections.reasons.count == lostConnections.connections ? "; the run stopped there" : ""
+            reasons.append(
+                "lost \(lostConnections.reasons.count) of \(lostConnections.connections) connections (first: \(first))\(ending)")
+        }
         if let intendedRate {
             if achievedRate < intendedRate * Self.minimumAchievedShare {
                 reasons.append(
@@ -68,5 +74,17 @@ public struct RunJudgement: Codable, Equatable, Sendable {
             let measured = percentile(objective.percentile)
             return ObjectiveResult(objective: objective.description, measuredNanoseconds: measured, met: objective.isMet(by: measured))
         }
+    }
+}
+
+/// The connections of a run that closed before it ended, each as "endpoint: reason".
+public struct LostConnections: Equatable, Sendable {
+    public var reasons: [String]
+    /// Connections the run opened.
+    public var connections: Int
+
+    public init(reasons: [String] = [], connections: Int = 0) {
+        self.reasons = reasons
+        self.connections = connections
     }
 }

@@ -63,10 +63,16 @@ struct LoadRun {
         var pairs: UInt64 = 0
         var divergent: UInt64 = 0
         var unexpected: UInt64 = 0
+        var lost = LostConnections(connections: plan.connections)
         for shard in shards {
             // The workload value is copied, not its device model (arrays are shared until written).
-            let part = try? await shard.loop.submit { (total: shard.total, end: shard.measureEnd, workload: shard.workload) }.get()
+            let part = try? await shard.loop.submit {
+                (total: shard.total, end: shard.measureEnd, workload: shard.workload, lost: shard.lostLanes)
+            }.get()
             guard let part else { continue }
+            for (lane, reason) in part.lost.sorted(by: { $0.key < $1.key }) {
+                lost.reasons.append("\(plan.endpoints[shard.lanes[lane].endpoint]): \(reason)")
+            }
             totals.add(part.total)
             measureEnd = max(measureEnd, part.end)
             for (kind, count) in part.workload.generated { generated[kind.rawValue, default: 0] += count }
@@ -84,7 +90,7 @@ struct LoadRun {
         let judgement = RunJudgement(
             intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
             latency: latency.summary, acknowledged: totals.acknowledged, objectives: plan.objectives, cpu: cpu,
-            percentile: { latency.value(atPercentile: $0) })
+            lostConnections: lost, percentile: { latency.value(atPercentile: $0) })
         return LoadReport(
             startedAt: startedAt, gitRevision: GitRevision.current(), parameters: plan.parameters,
             throughput: LoadReport.Throughput(

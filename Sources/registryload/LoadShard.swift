@@ -35,6 +35,11 @@ struct FailureCode: Error, Hashable {
 /// at the schedule's intended times and queues them when every slot is busy, charging the wait
 /// to latency.
 ///
+/// A lane whose connection closes is lost: its unanswered requests count as `CONNECTION_CLOSED`
+/// failures, and no step is sent on it again. The others carry on with their own share of the
+/// in-flight limit; once every lane is lost the shard stops, and what it had still to send counts
+/// as failed too.
+///
 /// `@unchecked Sendable`: every stored `var` is read and written only on `loop`. The public
 /// entry points (`start`, `takeInterval`, `finish`, `verify`) are called through
 /// `loop.submit`/`loop.execute`, and client callbacks run on `loop` because every lane's channel
@@ -45,7 +50,6 @@ final class LoadShard: @unchecked Sendable {
     let plan: LoadPlan
     private(set) var workload: WorkloadGenerator
     private let rate: Double?
-    private let capacity: Int
 
     private var schedule: OpenLoopSchedule?
     private var measureStart: UInt64 = 0
@@ -59,6 +63,8 @@ final class LoadShard: @unchecked Sendable {
     private var laneCursor = 0
     private var dirtyLanes = Set<Int>()
     private var flushScheduled = false
+    /// Lanes whose connection closed, with the reason the client gave.
+    private(set) var lostLanes: [Int: String] = [:]
     private var done: EventLoopPromise<Void>?
 
     private(set) var total = ShardTotals()
@@ -70,7 +76,6 @@ final class LoadShard: @unchecked Sendable {
         self.plan = plan
         self.rate = rate
         self.requestLimit = requestLimit
-        self.capacity = lanes.count * plan.inFlight
         self.workload = WorkloadGenerator(mix: plan.mix, catalogue: plan.catalogue, seed: seed, trackDevices: plan.verify)
     }
 
@@ -95,6 +100,9 @@ final class LoadShard: @unchecked Sendable {
         }
         return promise.futureResult
     }
+
+    /// Steps that may be outstanding at once: `inFlight` for each lane still connected.
+    private var capacity: Int { (lanes.count - lostLanes.count) * plan.inFlight }
 
     private func stop(at time: UInt64) {
         guard !stopIssuing else { return }
@@ -156,15 +164,20 @@ final class LoadShard: @unchecked Sendable {
         }
     }
 
+    /// The next connected lane in turn; with `other`, one to a different endpoint when one is
+    /// connected, else another connection, else `other` itself. Called only while a lane is
+    /// connected (``capacity`` is above zero).
     private func nextLane(avoiding other: Int? = nil) -> Int {
+        var fallback: Int?
         for _ in 0..<lanes.count {
             let index = laneCursor
             laneCursor = (laneCursor + 1) % lanes.count
+            guard lostLanes[index] == nil else { continue }
             guard let other else { return index }
             if lanes[index].endpoint != lanes[other].endpoint { return index }
+            if index != other, fallback == nil { fallback = index }
         }
-        // One endpoint only: another connection to it, when there is one.
-        return lanes.count > 1 ? (other! + 1) % lanes.count : other!
+        return fallback ?? other!
     }
 
     private func issue(_ step: PlannedStep) {
@@ -194,12 +207,37 @@ final class LoadShard: @unchecked Sendable {
         send(body, on: lane) { answered(Self.itemAnswers($0, count: count)) }
     }
 
-    /// Queues `body` on a lane (flushed once per loop turn) and calls back on the loop.
+    /// Queues `body` on a lane (flushed once per loop turn) and calls back on the loop. A closed
+    /// connection marks the lane lost before the callback runs.
     func send(_ body: ClientBody, on lane: Int, answered: @escaping (Result<ServerBody, RegistryClientError>) -> Void) {
-        let callback = NIOLoopBound(answered, eventLoop: loop)
+        let callback = NIOLoopBound(
+            { (result: Result<ServerBody, RegistryClientError>) in
+                if case .failure(.connectionClosed(let reason)) = result { self.laneLost(lane, reason: reason) }
+                answered(result)
+            }, eventLoop: loop)
         lanes[lane].client.enqueue(body) { result in callback.value(result) }
         markDirty(lane)
     }
+
+    /// Stops using a lane whose connection closed; with none left, stops the run and counts
+    /// every step still waiting to be sent as failed.
+    private func laneLost(_ lane: Int, reason: String) {
+        guard lostLanes[lane] == nil else { return }
+        lostLanes[lane] = reason
+        guard lostLanes.count == lanes.count else { return }
+        if !stopIssuing {
+            stopIssuing = true
+            measureEnd = monotonicNanos()
+        }
+        for step in backlog[backlogHead...] where step.intended >= measureStart {
+            total.recordFailure(Self.connectionClosed.name, count: UInt64(step.registrations))
+        }
+        backlog.removeAll()
+        backlogHead = 0
+    }
+
+    /// How the report counts registrations lost with their connection.
+    static let connectionClosed = FailureCode(name: "CONNECTION_CLOSED")
 
     static func itemAnswers(_ result: Result<ServerBody, RegistryClientError>, count: Int) -> ItemAnswers {
         switch result {
@@ -220,9 +258,13 @@ final class LoadShard: @unchecked Sendable {
         case .success:
             return Array(repeating: .failure(FailureCode(name: "UNEXPECTED_ANSWER")), count: count)
         case .failure(let error):
-            let name: String
-            if case .server(let wire) = error { name = wire.code.name } else { name = "TRANSPORT" }
-            return Array(repeating: .failure(FailureCode(name: name)), count: count)
+            let code: FailureCode
+            switch error {
+            case .server(let wire): code = FailureCode(name: wire.code.name)
+            case .connectionClosed: code = connectionClosed
+            default: code = FailureCode(name: "TRANSPORT")
+            }
+            return Array(repeating: .failure(code), count: count)
         }
     }
 
@@ -258,8 +300,8 @@ final class LoadShard: @unchecked Sendable {
         acknowledge(tracker)
         inFlightSteps -= 1
         if rate == nil {
-            if !stopIssuing { issue(plannedStep(intended: monotonicNanos())) }
-        } else if backlogHead < backlog.count {
+            if !stopIssuing, inFlightSteps < capacity { issue(plannedStep(intended: monotonicNanos())) }
+        } else if backlogHead < backlog.count, inFlightSteps < capacity {
             issue(backlog[backlogHead])
             backlogHead += 1
             if backlogHead == backlog.count {

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RegistryTestSupport
 import Testing
 
@@ -103,6 +106,63 @@ import Testing
         #expect(missed.status == 1, "\(missed.stdout)\n\(missed.stderr)")
         #expect(missed.stdout.contains("objective     p50=1ns"))
         #expect(missed.stdout.contains("MISSED"))
+    }
+
+    /// Kills `node` with SIGKILL `seconds` from now, while the test waits for registryload.
+    private func kill(_ node: DaemonProcess, after seconds: Double) {
+        let pid = node.process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { _ = Glibc.kill(pid, SIGKILL) }
+    }
+
+    /// One of two nodes dies a second into the run: its connection's unanswered registrations
+    /// count as CONNECTION_CLOSED, the run goes on against the other node to its end, and the run
+    /// is reported invalid (exit 2) rather than crashing or spinning on the dead connection.
+    @Test func aNodeThatDiesMidRunIsReportedAndTheRunGoesOnWithTheOthers() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        for name in ["a", "b"] { try FileManager.default.createDirectory(atPath: temp.path + "/" + name, withIntermediateDirectories: true) }
+        let survivor = try DaemonProcess(dataDirectory: temp.path + "/a")
+        defer { survivor.stop() }
+        let victim = try DaemonProcess(dataDirectory: temp.path + "/b")
+        defer { victim.stop(signal: SIGKILL) }
+        let reportPath = temp.path + "/lost.json"
+        kill(victim, after: 1)
+        let result = try load([
+            "--endpoints", "\(survivor.endpoint),\(victim.endpoint)", "--connections", "2", "--in-flight", "4",
+            "--duration", "3s", "--warmup", "0s", "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("lost 1 of 2 connections (first: \(victim.endpoint): "), "\(result.stdout)")
+        let json = try report(at: reportPath)
+        let errors = try #require(json["errors"] as? [String: Int])
+        // At most what was in flight when it died: 2 connections × 4.
+        #expect((errors["CONNECTION_CLOSED"] ?? 0) > 0 && (errors["CONNECTION_CLOSED"] ?? 0) <= 8, "\(errors)")
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        #expect((throughput["measured_seconds"] as? Double ?? 0) >= 2.9)
+        let servers = try #require(json["servers"] as? [[String: Any]])
+        #expect(servers.count == 1 && servers[0]["endpoint"] as? String == survivor.endpoint)
+    }
+
+    /// With its only node gone, a 60-second run stops at once and says why.
+    @Test func losingEveryConnectionStopsTheRun() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop(signal: SIGKILL) }
+        let reportPath = temp.path + "/stopped.json"
+        kill(node, after: 1)
+        let result = try load([
+            "--endpoints", node.endpoint, "--connections", "2", "--rate", "1000", "--duration", "60s", "--warmup", "0s",
+            "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("lost 2 of 2 connections"), "\(result.stdout)")
+        #expect(result.stdout.contains("the run stopped there"), "\(result.stdout)")
+        let json = try report(at: reportPath)
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        #expect((throughput["measured_seconds"] as? Double ?? 60) < 30)
+        #expect((throughput["acknowledged"] as? Int ?? 0) > 0)
     }
 
     @Test(arguments: [

@@ -49,6 +49,20 @@ struct ScheduleAndJudgementTests {
         #expect(!nothing.valid)
     }
 
+    @Test func lostConnectionsMakeARunInvalidAndSayWhetherItStopped() {
+        func judged(_ lost: LostConnections) -> RunJudgement {
+            RunJudgement(
+                intendedRate: nil, achievedRate: 1_000, schedulerLag: summary(p99: 50_000), latency: summary(p99: 1_000_000),
+                acknowledged: 1_000, objectives: [], lostConnections: lost, percentile: { _ in 0 })
+        }
+        #expect(judged(LostConnections(reasons: [], connections: 4)).valid)
+        let some = judged(LostConnections(reasons: ["127.0.0.2:7400: reset"], connections: 4))
+        #expect(!some.valid)
+        #expect(some.invalidReasons == ["lost 1 of 4 connections (first: 127.0.0.2:7400: reset)"])
+        let all = judged(LostConnections(reasons: ["a:1: closed", "a:1: closed"], connections: 2))
+        #expect(all.invalidReasons == ["lost 2 of 2 connections (first: a:1: closed); the run stopped there"])
+    }
+
     @Test func closedLoopRunsAreNotJudgedByRate() {
         let judgement = RunJudgement(
             intendedRate: nil, achievedRate: 10, schedulerLag: summary(p99: 50_000_000), latency: summary(p99: 1_000_000),

@@ -123,6 +123,41 @@ import Testing
         await client.close()
     }
 
+    /// A load generator sends its next request from the answer callback of the last one. On a
+    /// closed connection every answer is an immediate failure; answered inside `enqueue`, that
+    /// recursed once per request until the stack overflowed (registryload crashed when its
+    /// server died). The 50,000 resends here would overflow it.
+    @Test func enqueueOnAClosedConnectionAnswersOnALaterTurnSoCallersMayResendFromTheirCallback() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path)
+        let client = try await node.client()
+        try await node.stop()
+        await #expect(throws: RegistryClientError.self) { try await client.stats() }
+
+        let loop = client.eventLoop
+        let finished = loop.makePromise(of: Int.self)
+        try await loop.submit {
+            let state = NIOLoopBoundBox((insideEnqueue: false, answeredInside: 0, answers: 0), eventLoop: loop)
+            @Sendable func send() {
+                state.value.insideEnqueue = true
+                client.enqueue(.stats) { result in
+                    if state.value.insideEnqueue { state.value.answeredInside += 1 }
+                    guard case .failure(.connectionClosed) = result else {
+                        finished.fail(RegistryClientError.unexpectedResponse("\(result)"))
+                        return
+                    }
+                    state.value.answers += 1
+                    if state.value.answers < 50_000 { send() } else { finished.succeed(state.value.answeredInside) }
+                }
+                state.value.insideEnqueue = false
+            }
+            send()
+        }.get()
+        #expect(try await finished.futureResult.get() == 0)
+        await client.close()
+    }
+
     @Test func gracefulShutdownAnswersWhatIsInFlight() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
