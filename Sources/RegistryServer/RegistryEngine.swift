@@ -139,11 +139,23 @@ public final class RegistryEngine: Sendable {
 
     /// Moves the commits journaled by the previous run, and not yet in `log`, into it (they
     /// were acknowledged), retires their files, and returns the number for the next journal file.
-    private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws(StorageError) -> UInt64 {
-        let recovered = try CommitJournal.recover(in: directory)
+    private static func recoverJournal(
+        directory: DataDirectory, into log: OperationLog, logger: Logger
+    ) throws(NodeStartupError) -> UInt64 {
+        let recovered: CommitJournal.Recovered
+        do {
+            recovered = try CommitJournal.recover(in: directory)
+        } catch {
+            throw .storage(error)
+        }
         let merged = JournalEntry.merging(recovered.entries)
         if !merged.segments.isEmpty {
-            try log.append(merged.segments, clock: merged.clock)
+            do {
+                try log.append(merged.segments, clock: merged.clock)
+            } catch {
+                throw .journalNotMoved(
+                    operations: merged.segments.reduce(0) { $0 + $1.count }, commits: recovered.entries.count, reason: error)
+            }
         }
         if let tail = recovered.tornTail {
             logger.warning(
@@ -151,7 +163,11 @@ public final class RegistryEngine: Sendable {
                 metadata: ["where": "\(tail)"])
         }
         let next = (recovered.files.last ?? 0) + 1
-        try CommitJournal.retire(in: directory, below: next)
+        do {
+            try CommitJournal.retire(in: directory, below: next)
+        } catch {
+            throw .storage(error)
+        }
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",

@@ -126,10 +126,15 @@ import Glibc
         #expect(result.stderr.contains("is not usable") && result.stderr.contains("Read-only"), "\(result.stderr)")
     }
 
+    /// A disk that fills while serving: the node refuses retryably, keeps everything it
+    /// acknowledged, and stops (74); given room, it starts with all of it.
     @Test func aFullDiskRefusesRetryablyKeepsWhatWasAcknowledgedAndStopsTheNode() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let node = try DaemonProcess(dataDirectory: temp.path + "/small", tmpfsBytes: 512 * 1024)
+        let directory = temp.path + "/small"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let disk = try MountNamespace(tmpfsOver: directory, bytes: 512 * 1024)
+        let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "disk-full")
         var acknowledged = [(String, String)]()
         var refusal: RegistryClientError?
@@ -157,18 +162,70 @@ import Glibc
         #expect(node.log.contains("the operation log failed"))
         await client.close()
 
-        // Everything acknowledged before the disk filled is in the data directory.
-        let restarted = try DaemonProcess(dataDirectory: temp.path + "/small.saved")
+        // Given room, the node starts again with everything it acknowledged.
+        let resized = try disk.resize(bytes: 64 << 20)
+        #expect(resized.status == 0, "\(resized.stderr)")
+        let restarted = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         defer { restarted.stop() }
-        let reader = try await RegistryClient.connect(to: Endpoint(parsing: restarted.endpoint), clientName: "verify")
+        let lost = try await lostRegistrations(acknowledged, on: restarted)
+        #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged registrations were lost")
+    }
+
+    /// A node killed with commits still only in its journal, restarted on a disk with no room:
+    /// moving them into SQLite fails, so it refuses to start (74) and says why, and the journal
+    /// keeps them. Once space is freed it starts with every acknowledged registration.
+    @Test func aCrashedNodeRestartedOnAFullDiskRefusesToStartAndKeepsItsJournal() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path + "/small"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let disk = try MountNamespace(tmpfsOver: directory, bytes: 16 << 20)
+        let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash")
+        // Well within the flusher's one-second delay: these stay in the journal only.
+        let acknowledged = try await withThrowingTaskGroup(of: (String, String).self) { group in
+            for index in 0..<200 {
+                let idfv = UUID128(high: UInt64(index + 1), low: 7).text
+                group.addTask { (idfv, try await client.register(RegisterRequest(bundleID: "com.full.app", idfv: idfv)).deviceID) }
+            }
+            return try await group.reduce(into: [(String, String)]()) { $0.append($1) }
+        }
+        #expect(node.stop(signal: SIGKILL) == SIGKILL)
+        await client.close()
+
+        let filler = directory + "/filler"
+        let fill = try run(disk.prefix[0], Array(disk.prefix.dropFirst()) + ["/usr/bin/dd", "if=/dev/zero", "of=" + filler, "bs=64k"])
+        #expect(fill.stderr.contains("No space left"), "\(fill.stderr)")
+        do {
+            let started = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
+            started.stop()
+            Issue.record("the node started on a full disk with commits to recover:\n\(started.log)")
+        } catch DaemonProcess.DaemonError.exited(let status, let log) {
+            #expect(status == 74, "\(log)")
+            #expect(log.contains("cannot move 200 journaled operations ("), "\(log)")
+            #expect(log.contains("nothing is lost"), "\(log)")
+        }
+
+        let removed = try run(disk.prefix[0], Array(disk.prefix.dropFirst()) + ["/usr/bin/rm", filler])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let restarted = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
+        defer { restarted.stop() }
+        #expect(restarted.log.contains("recovered the commit journal"), "\(restarted.log)")
+        let lost = try await lostRegistrations(acknowledged, on: restarted)
+        #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged registrations were lost")
+    }
+
+    /// How many of `acknowledged` (IDFV, device ID) pairs `node` does not answer as acknowledged.
+    private func lostRegistrations(_ acknowledged: [(String, String)], on node: DaemonProcess) async throws -> Int {
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "verify")
         var lost = 0
         for (idfv, deviceID) in acknowledged {
             let record = try? await reader.lookup(
                 LookupRequest(scope: .bundle("com.full.app"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
             if record?.deviceID != deviceID { lost += 1 }
         }
-        #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged registrations were lost")
         await reader.close()
+        return lost
     }
 
     @Test func theWireContractHoldsForPythonProtobuf() throws {

@@ -68,33 +68,17 @@ final class DaemonProcess {
     let logPath: String
     private(set) var port = 0
 
-    /// Starts `registryd` and waits (up to 30 s) for its "listening on" line.
+    /// Starts `registryd` and waits (up to 30 s) for its "listening on" line; throws
+    /// ``DaemonError/exited(status:log:)`` when it exits first.
     ///
-    /// With `tmpfsBytes`, it runs in a private mount namespace with a tmpfs of that size mounted
-    /// over the data directory, so a test can fill the disk without touching the machine's.
-    /// When it exits, the tmpfs contents are copied to `dataDirectory + ".saved"`. Such a node
-    /// cannot be stopped gracefully (a signal ends `unshare`, which kills it); wait for its exit.
-    init(dataDirectory: String, arguments: [String] = [], tmpfsBytes: Int? = nil) throws {
+    /// `launcher` is a command prefix that runs it, such as a ``MountNamespace``'s `nsenter`.
+    init(dataDirectory: String, arguments: [String] = [], launcher: [String] = []) throws {
         logPath = dataDirectory + ".log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let registryd = [Binaries.path("registryd"), "--data-dir", dataDirectory, "--port", "0", "--host", "127.0.0.1"] + arguments
-        if let tmpfsBytes {
-            for path in [dataDirectory, dataDirectory + ".saved"] {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            }
-            let script = """
-                mount -t tmpfs -o size=\(tmpfsBytes) tmpfs "$1" || exit 1
-                dir=$1; shift
-                "$@"; status=$?
-                cp -a "$dir/." "$dir.saved/"
-                exit $status
-                """
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            process.arguments = ["--mount", "--fork", "--kill-child", "/bin/sh", "-c", script, "sh", dataDirectory] + registryd
-        } else {
-            process.executableURL = URL(fileURLWithPath: registryd[0])
-            process.arguments = Array(registryd.dropFirst())
-        }
+        let command = launcher + [Binaries.path("registryd"), "--data-dir", dataDirectory, "--port", "0", "--host", "127.0.0.1"]
+            + arguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -107,12 +91,18 @@ final class DaemonProcess {
             }
             usleep(20_000)
         }
-        process.terminate()
-        throw DaemonError.didNotStart(log)
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            throw DaemonError.didNotStart(log)
+        }
+        process.waitUntilExit()
+        throw DaemonError.exited(status: process.terminationStatus, log: log)
     }
 
     enum DaemonError: Error {
         case didNotStart(String)
+        case exited(status: Int32, log: String)
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -162,5 +152,53 @@ extension Result {
         } catch {
             self = .failure(error)
         }
+    }
+}
+
+/// A private mount namespace with a tmpfs of a given size over a directory, so a test can fill a
+/// disk without touching the machine's. A sleeping shell keeps it alive; commands run inside it
+/// through ``prefix`` (`nsenter`). Needs root, as CI has.
+final class MountNamespace {
+    let directory: String
+    private let holder = Process()
+    private let pid: Int32
+
+    init(tmpfsOver directory: String, bytes: Int) throws {
+        self.directory = directory
+        let output = Pipe()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        holder.arguments = [
+            "--mount", "--fork", "--kill-child", "/bin/sh", "-c",
+            "mount -t tmpfs -o size=\(bytes) tmpfs \"$1\" && echo $$ && exec sleep 600", "sh", directory,
+        ]
+        let errors = Pipe()
+        holder.standardOutput = output
+        holder.standardError = errors
+        holder.standardInput = FileHandle.nullDevice
+        try holder.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard let pid = Int32(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            holder.waitUntilExit()
+            throw MountError.notMounted(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        self.pid = pid
+    }
+
+    enum MountError: Error {
+        case notMounted(String)
+    }
+
+    /// Runs the command after it inside the namespace.
+    var prefix: [String] { ["/usr/bin/nsenter", "--target", "\(pid)", "--mount", "--"] }
+
+    /// Changes the tmpfs's size; its files stay.
+    func resize(bytes: Int) throws -> CommandResult {
+        try run(prefix[0], Array(prefix.dropFirst()) + ["/usr/bin/mount", "-o", "remount,size=\(bytes)", directory])
+    }
+
+    deinit {
+        // unshare --fork ignores SIGTERM while it waits; ending the sleeper ends it.
+        kill(pid, SIGKILL)
+        holder.waitUntilExit()
     }
 }
