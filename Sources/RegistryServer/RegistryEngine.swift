@@ -139,21 +139,16 @@ public final class RegistryEngine: Sendable {
 
     /// Moves the commits journaled by the previous run, and not yet in `log`, into it (they
     /// were acknowledged), retires their files, and returns the number for the next journal file.
-    private static func recoverJournal(
-        directory: DataDirectory, into log: OperationLog, logger: Logger
-    ) throws(NodeStartupError) -> UInt64 {
-        let recovered: CommitJournal.Recovered
-        do {
-            recovered = try CommitJournal.recover(in: directory)
-        } catch {
-            throw .storage(error)
-        }
+    /// Throws ``NodeStartupError/journalNotMoved(operations:commits:reason:)`` when the log
+    /// cannot take them, and the ``StorageError`` of reading or retiring the journal files.
+    private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws -> UInt64 {
+        let recovered = try CommitJournal.recover(in: directory)
         let merged = JournalEntry.merging(recovered.entries)
         if !merged.segments.isEmpty {
             do {
                 try log.append(merged.segments, clock: merged.clock)
             } catch {
-                throw .journalNotMoved(
+                throw NodeStartupError.journalNotMoved(
                     operations: merged.segments.reduce(0) { $0 + $1.count }, commits: recovered.entries.count, reason: error)
             }
         }
@@ -163,11 +158,7 @@ public final class RegistryEngine: Sendable {
                 metadata: ["where": "\(tail)"])
         }
         let next = (recovered.files.last ?? 0) + 1
-        do {
-            try CommitJournal.retire(in: directory, below: next)
-        } catch {
-            throw .storage(error)
-        }
+        try CommitJournal.retire(in: directory, below: next)
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",

@@ -119,9 +119,8 @@ import Glibc
     @Test func aReadOnlyDataDirectoryIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        // A read-only tmpfs in a private mount namespace: even root cannot write there.
-        let script = "mount -t tmpfs -o ro,size=1m tmpfs \"$1\" && exec \"$2\" --data-dir \"$1\" --port 0"
-        let result = try run("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", temp.path, Binaries.path("registryd")])
+        let disk = try MountNamespace(tmpfsOver: temp.path, bytes: 1 << 20, readOnly: true)
+        let result = try disk.runInside([Binaries.path("registryd"), "--data-dir", temp.path, "--port", "0"])
         #expect(result.status == 74, "\(result.stderr)")
         #expect(result.stderr.contains("is not usable") && result.stderr.contains("Read-only"), "\(result.stderr)")
     }
@@ -194,7 +193,7 @@ import Glibc
         await client.close()
 
         let filler = directory + "/filler"
-        let fill = try run(disk.prefix[0], Array(disk.prefix.dropFirst()) + ["/usr/bin/dd", "if=/dev/zero", "of=" + filler, "bs=64k"])
+        let fill = try disk.runInside(["/usr/bin/dd", "if=/dev/zero", "of=" + filler, "bs=64k"])
         #expect(fill.stderr.contains("No space left"), "\(fill.stderr)")
         do {
             let started = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
@@ -206,7 +205,7 @@ import Glibc
             #expect(log.contains("nothing is lost"), "\(log)")
         }
 
-        let removed = try run(disk.prefix[0], Array(disk.prefix.dropFirst()) + ["/usr/bin/rm", filler])
+        let removed = try disk.runInside(["/usr/bin/rm", filler])
         #expect(removed.status == 0, "\(removed.stderr)")
         let restarted = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         defer { restarted.stop() }

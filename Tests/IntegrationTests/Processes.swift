@@ -155,21 +155,22 @@ extension Result {
     }
 }
 
-/// A private mount namespace with a tmpfs of a given size over a directory, so a test can fill a
-/// disk without touching the machine's. A sleeping shell keeps it alive; commands run inside it
-/// through ``prefix`` (`nsenter`). Needs root, as CI has.
+/// A private mount namespace with a tmpfs over a directory, so a test can fill a disk (or make
+/// one read-only) without touching the machine's. A sleeping shell keeps it alive; commands run
+/// inside it through ``prefix`` (`nsenter`). Needs root, as CI has.
 final class MountNamespace {
     let directory: String
     private let holder = Process()
     private let pid: Int32
 
-    init(tmpfsOver directory: String, bytes: Int) throws {
+    /// `readOnly` mounts it read-only: even root cannot write there.
+    init(tmpfsOver directory: String, bytes: Int, readOnly: Bool = false) throws {
         self.directory = directory
         let output = Pipe()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         holder.arguments = [
             "--mount", "--fork", "--kill-child", "/bin/sh", "-c",
-            "mount -t tmpfs -o size=\(bytes) tmpfs \"$1\" && echo $$ && exec sleep 600", "sh", directory,
+            "mount -t tmpfs -o \(readOnly ? "ro," : "")size=\(bytes) tmpfs \"$1\" && echo $$ && exec sleep 600", "sh", directory,
         ]
         let errors = Pipe()
         holder.standardOutput = output
@@ -191,9 +192,14 @@ final class MountNamespace {
     /// Runs the command after it inside the namespace.
     var prefix: [String] { ["/usr/bin/nsenter", "--target", "\(pid)", "--mount", "--"] }
 
+    /// Runs `command` to completion inside the namespace.
+    func runInside(_ command: [String]) throws -> CommandResult {
+        try run(prefix[0], Array(prefix.dropFirst()) + command)
+    }
+
     /// Changes the tmpfs's size; its files stay.
     func resize(bytes: Int) throws -> CommandResult {
-        try run(prefix[0], Array(prefix.dropFirst()) + ["/usr/bin/mount", "-o", "remount,size=\(bytes)", directory])
+        try runInside(["/usr/bin/mount", "-o", "remount,size=\(bytes)", directory])
     }
 
     deinit {
