@@ -19,11 +19,11 @@ final class LogWriter: @unchecked Sendable {
     private var durableRecords: UInt64
 
     /// Takes over `log`, whose journal was already recovered into it, and starts a new journal
-    /// file numbered `journalFile`.
-    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64) throws(StorageError) {
+    /// file numbered `journalFile`; commits move into `log` after `flushDelay` (see ``LogFlusher``).
+    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64, flushDelay: DispatchTimeInterval) throws(StorageError) {
         journal = try CommitJournal(directory: directory, number: journalFile)
         durableRecords = log.recordCount
-        flusher = LogFlusher(log: log, directory: directory)
+        flusher = LogFlusher(log: log, directory: directory, delay: flushDelay)
     }
 
     /// Records per segment at most, so that a long commit pass (a stalled disk) still

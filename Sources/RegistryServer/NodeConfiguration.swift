@@ -17,6 +17,10 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var drainTimeoutSeconds = 10.0
     /// Event-loop threads serving connections; nil means one per CPU core.
     public var eventLoopThreads: Int?
+    /// How long commits wait in the journal before the flusher moves them into SQLite, in
+    /// milliseconds (see ``LogFlusher``). Small, frequent flushes keep the disk's queue short,
+    /// so a commit's `fdatasync` rarely waits behind a large SQLite write.
+    public var journalFlushMillis = 50
 
     public init() {
         vendorRules = try! VendorRules()
@@ -39,6 +43,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var maxInFlight: UInt32?
         var drainTimeoutSeconds: Double?
         var eventLoopThreads: Int?
+        var journalFlushMillis: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -71,6 +76,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.maxInFlight { limits.maxInFlight = value }
         if let value = file.drainTimeoutSeconds { drainTimeoutSeconds = value }
         if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
+        if let value = file.journalFlushMillis { try setJournalFlushMillis(value, source: "\(path): journalFlushMillis") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -89,6 +95,13 @@ public struct NodeConfiguration: Equatable, Sendable {
             throw .invalidValue(source: source, reason: "event-loop threads \(count) is not 1...256")
         }
         eventLoopThreads = count
+    }
+
+    public mutating func setJournalFlushMillis(_ millis: Int, source: String) throws(ConfigurationError) {
+        guard (1...60_000).contains(millis) else {
+            throw .invalidValue(source: source, reason: "journal flush delay \(millis) ms is not 1...60000")
+        }
+        journalFlushMillis = millis
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

@@ -117,7 +117,9 @@ public final class RegistryEngine: Sendable {
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
         do {
-            self.writer = try LogWriter(log: log, directory: directory, journalFile: journalFile)
+            self.writer = try LogWriter(
+                log: log, directory: directory, journalFile: journalFile,
+                flushDelay: .milliseconds(configuration.journalFlushMillis))
         } catch {
             throw .storage(error)
         }

@@ -71,10 +71,14 @@ public final class OperationLog {
         guard mode?.lowercased() == "wal" else {
             throw .notWritable(directory.path, reason: "SQLite refused WAL mode (journal_mode=\(mode ?? "nil"))")
         }
+        // Checkpoints every 32 pages (2 MiB) rather than SQLite's 1000 (64 MiB here): a checkpoint
+        // ends with an fsync of the database file, and a 64 MiB one held the disk's queue for
+        // about 50 ms, delaying the commit journal's fdatasyncs behind it.
         try connection.execute(
             """
             PRAGMA synchronous=FULL;
             PRAGMA busy_timeout=5000;
+            PRAGMA wal_autocheckpoint=32;
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS oplog_segments (
                 origin TEXT NOT NULL, epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,

@@ -61,6 +61,13 @@ struct Registryd: AsyncParsableCommand {
         help: "Threads serving connections. [env: REGISTRY_EVENT_LOOP_THREADS] [default: one per CPU core]")
     var eventLoopThreads: Int?
 
+    @Option(
+        name: .customLong("journal-flush-millis"),
+        help: ArgumentHelp(
+            "Milliseconds commits wait in the journal before moving into SQLite (1...60000). [env: REGISTRY_JOURNAL_FLUSH_MILLIS] [default: 50]",
+            discussion: "Commits are durable once journaled; this only sets how often the flusher writes them into SQLite."))
+    var journalFlushMillis: Int?
+
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -131,14 +138,23 @@ struct Registryd: AsyncParsableCommand {
         if let value = maxInFlight { configuration.limits.maxInFlight = value }
         if let value = eventLoopThreads {
             try configuration.setEventLoopThreads(value, source: "--event-loop-threads")
-        } else if let text = environment["REGISTRY_EVENT_LOOP_THREADS"] {
-            guard let value = Int(text) else {
-                throw .invalidValue(source: "REGISTRY_EVENT_LOOP_THREADS", reason: "\"\(text)\" is not a whole number")
-            }
+        } else if let value = try Self.wholeNumber("REGISTRY_EVENT_LOOP_THREADS", in: environment) {
             try configuration.setEventLoopThreads(value, source: "REGISTRY_EVENT_LOOP_THREADS")
+        }
+        if let value = journalFlushMillis {
+            try configuration.setJournalFlushMillis(value, source: "--journal-flush-millis")
+        } else if let value = try Self.wholeNumber("REGISTRY_JOURNAL_FLUSH_MILLIS", in: environment) {
+            try configuration.setJournalFlushMillis(value, source: "REGISTRY_JOURNAL_FLUSH_MILLIS")
         }
         try configuration.validate(source: "flags")
         return configuration
+    }
+
+    /// The whole number environment variable `name` holds, nil when it is unset.
+    private static func wholeNumber(_ name: String, in environment: [String: String]) throws(ConfigurationError) -> Int? {
+        guard let text = environment[name] else { return nil }
+        guard let value = Int(text) else { throw .invalidValue(source: name, reason: "\"\(text)\" is not a whole number") }
+        return value
     }
 
     private static func fail(_ message: String, status: Int32) -> Never {

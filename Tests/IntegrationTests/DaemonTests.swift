@@ -105,6 +105,11 @@ import Glibc
         #expect(badNodeID.status == 78 && badNodeID.stderr.contains("node ID"))
         let badPort = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_PORT": "http"])
         #expect(badPort.status == 78 && badPort.stderr.contains("REGISTRY_PORT"))
+        let badFlushDelay = try run(registryd, ["--data-dir", directory, "--journal-flush-millis", "0"])
+        #expect(badFlushDelay.status == 78 && badFlushDelay.stderr.contains("--journal-flush-millis: journal flush delay 0 ms"))
+        let badFlushDelayFromEnvironment = try run(
+            registryd, ["--data-dir", directory], environment: ["REGISTRY_JOURNAL_FLUSH_MILLIS": "soon"])
+        #expect(badFlushDelayFromEnvironment.status == 78 && badFlushDelayFromEnvironment.stderr.contains("REGISTRY_JOURNAL_FLUSH_MILLIS: \"soon\""))
 
         let help = try run(registryd, ["--help"])
         #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
@@ -179,9 +184,9 @@ import Glibc
         let directory = temp.path + "/small"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let disk = try MountNamespace(tmpfsOver: directory, bytes: 16 << 20)
-        let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
+        // A flush delay of a minute: these stay in the journal only.
+        let node = try DaemonProcess(dataDirectory: directory, arguments: ["--journal-flush-millis", "60000"], launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash")
-        // Well within the flusher's one-second delay: these stay in the journal only.
         let acknowledged = try await withThrowingTaskGroup(of: (String, String).self) { group in
             for index in 0..<200 {
                 let idfv = UUID128(high: UInt64(index + 1), low: 7).text

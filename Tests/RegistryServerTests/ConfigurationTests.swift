@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "eventLoopThreads": 3, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "journalFlushMillis": 250, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -38,6 +38,7 @@ import Testing
             #expect(configuration.limits.maxFrameBytes == 4096 && configuration.limits.maxBatchSize == 10)
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
+            #expect(configuration.journalFlushMillis == 250)
         }
     }
 
@@ -47,6 +48,8 @@ import Testing
         ("{\"port\": \"7400\"}", ".port should be Int"),
         ("{\"port\": 70000}", "port 70000"),
         ("{\"eventLoopThreads\": 0}", "event-loop threads 0"),
+        ("{\"journalFlushMillis\": 0}", "journalFlushMillis: journal flush delay 0 ms is not 1...60000"),
+        ("{\"journalFlushMillis\": 60001}", "journal flush delay 60001 ms"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),
