@@ -4,7 +4,12 @@ crosses threads several times). Prints one results.tsv line:
 
     machine <fsync p50 µs> <fsync p99 µs> <fsync CPU µs per call> <wake-up µs>
 
-Usage: machine.py DIRECTORY (the data disk)."""
+With --probe SECONDS it instead repeats the append and fdatasync once a millisecond for that long,
+while something else uses the disk, and prints
+
+    probe <fsync p50 µs> <fsync p99 µs> <fsync max µs> <calls>
+
+Usage: machine.py DIRECTORY (the data disk) [--probe SECONDS]."""
 import os
 import sys
 import time
@@ -12,24 +17,32 @@ import time
 directory = sys.argv[1]
 
 
-def fsync_costs(count=2000, size=20_000):
+def timed_appends(size=20_000, count=None, seconds=None, pause=0.0):
+    """Appends `size` bytes and fdatasyncs, `count` times or for `seconds`, sleeping `pause`
+    between calls. Returns the sorted latencies and the CPU time per call."""
     path = os.path.join(directory, "machine-probe.bin")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     payload = b"r" * size
     latencies = []
     cpu_start = time.process_time()
+    deadline = time.monotonic() + seconds if seconds is not None else None
     try:
-        for _ in range(count):
+        while (count is None or len(latencies) < count) and (deadline is None or time.monotonic() < deadline):
             start = time.perf_counter()
             os.write(fd, payload)
             os.fdatasync(fd)
             latencies.append(time.perf_counter() - start)
+            if pause:
+                time.sleep(pause)
     finally:
         os.close(fd)
         os.unlink(path)
-    cpu = (time.process_time() - cpu_start) / count
-    latencies.sort()
-    return latencies[count // 2], latencies[count * 99 // 100], cpu
+    cpu = (time.process_time() - cpu_start) / max(1, len(latencies))
+    return sorted(latencies), cpu
+
+
+def quantile(values, share):
+    return values[min(len(values) - 1, int(len(values) * share))]
 
 
 def wake_up(round_trips=20_000):
@@ -51,5 +64,11 @@ def wake_up(round_trips=20_000):
     return elapsed / round_trips / 2
 
 
-p50, p99, cpu = fsync_costs()
-print(f"machine\t{p50 * 1e6:.0f}\t{p99 * 1e6:.0f}\t{cpu * 1e6:.0f}\t{wake_up() * 1e6:.1f}")
+if len(sys.argv) == 4 and sys.argv[2] == "--probe":
+    latencies, _ = timed_appends(seconds=float(sys.argv[3]), pause=0.001)
+    print(f"probe\t{quantile(latencies, 0.5) * 1e6:.0f}\t{quantile(latencies, 0.99) * 1e6:.0f}\t"
+          f"{latencies[-1] * 1e6:.0f}\t{len(latencies)}")
+else:
+    latencies, cpu = timed_appends(count=2000)
+    print(f"machine\t{quantile(latencies, 0.5) * 1e6:.0f}\t{quantile(latencies, 0.99) * 1e6:.0f}\t{cpu * 1e6:.0f}\t"
+          f"{wake_up() * 1e6:.1f}")

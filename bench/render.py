@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 results_path, reports = sys.argv[1], sys.argv[2]
-rows, memory, restarts, sweep, phase_steal, machine, server_cpu = [], [], [], [], {}, None, {}
+rows, memory, restarts, sweep, phase_steal, machine, server_cpu, probe = [], [], [], [], {}, None, {}, None
 ticks_per_second = os.sysconf("SC_CLK_TCK")
 for line in open(results_path):
     fields = line.rstrip("\n").split("\t")
@@ -19,6 +19,8 @@ for line in open(results_path):
         phase_steal[fields[1]] = float(fields[2])
     elif fields[0] == "machine":
         machine = dict(zip(("fsync_p50", "fsync_p99", "fsync_cpu", "wake"), map(float, fields[1:5])))
+    elif fields[0] == "probe":
+        probe = dict(zip(("p50", "p99", "max", "calls"), map(float, fields[1:5])))
     elif fields[0] == "servercpu":
         ticks, operations = int(fields[2]), int(fields[3])
         if operations > 0:
@@ -67,7 +69,12 @@ revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_outpu
 memory_gib = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
 postgres, redis, redis_always = first("postgres"), first("redis", "everysec"), first("redis", "always")
 single, batch = first("registry", "single"), first("registry", "batches of 100")
-opened, verified, floor = report("open"), report("verify"), report("floor")
+verified, floor = report("verify"), report("floor")
+# The open loop at 70% was run several times ("open", "open-2", ...); the target is judged on the
+# run with the median p99, and every run is listed.
+open_runs = [(key, found) for key, found in ((k, report(k)) for k in ["open"] + [f"open-{i}" for i in range(2, 10)]) if found]
+opened = sorted((found for _, found in open_runs), key=lambda found: found["latency"]["p99_ns"])[len(open_runs) // 2] if open_runs else None
+probed = report("open-probe")
 
 out = []
 w = out.append
@@ -117,6 +124,26 @@ w("two buckets per insert (for the doubling at 6.3M devices, until about 10.5M):
 for devices, seconds in restarts:
     w(f"\nRestart (replaying the log) with {devices:,} devices: {seconds:.1f} s until the node accepts connections.")
 w("")
+if open_runs:
+    w("## Open loop at 70% of the maximum, run by run\n")
+    w("The same open-loop run as in the table above, repeated on the same node with new devices each time; one")
+    w("run's tail depends on what the hypervisor does meanwhile. The target below is judged on the median p99.")
+    w("The last row ran beside the disk probe (below), so it is not one of the repeats.\n")
+    w("| Run | Achieved/s | p50 | p99 | p99.9 | generator lag p99 | machine busy | CPU steal |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, found in [(key, found) for key, found in open_runs] + ([("beside the probe", probed)] if probed else []):
+        lat, lag, cpu = found["latency"], found["scheduler_lag"], found.get("cpu", {})
+        w(f"| {label} | {found['throughput']['achieved_per_second']:,.0f} | {ms(lat['p50_ns'] / 1000)} | "
+          f"{ms(lat['p99_ns'] / 1000)} | {ms(lat['p99_9_ns'] / 1000)} | {ms(lag['p99_ns'] / 1000)} | "
+          f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} |")
+    w("")
+    if probe:
+        w("The disk probe: during that last run, a separate process appended 20 KB and called `fdatasync` once a")
+        w(f"millisecond ({probe['calls']:,.0f} calls, at real-time priority where allowed, so that it waited for the disk")
+        w(f"rather than for a CPU). Its `fdatasync` took {probe['p50']:.0f} µs at p50, {probe['p99']:.0f} µs at p99 and")
+        w(f"{probe['max'] / 1000:.1f} ms at most" + (f", against {machine['fsync_p50']:.0f} µs and {machine['fsync_p99']:.0f} µs on the idle machine"
+          if machine else "") + ": what the disk alone adds to a group commit while the node writes its journal")
+        w("and SQLite log.\n")
 if sweep:
     w("## Latency against load\n")
     w("Open loop, single RegisterRequests over 4 connections, latency from the intended send time. The scheduler")
@@ -154,19 +181,20 @@ if opened:
     rate = opened["throughput"]["intended_per_second"]
     lag = opened["scheduler_lag"]["p99_ns"] / 1e6
     row("p99 ≤ 2 ms in open loop at 70% of the maximum",
-        f"p99 {p99:.2f} ms at {rate:,.0f}/s (run {'valid' if opened['judgement']['valid'] else 'INVALID'}; "
+        f"median of {len(open_runs)} runs: p99 {p99:.2f} ms at {rate:,.0f}/s (run {'valid' if opened['judgement']['valid'] else 'INVALID'}; "
         f"generator lag p99 {lag:.2f} ms, CPU steal {percent(opened.get('cpu', {}).get('steal_share'))})", p99 <= 2)
 row("3-node cluster ≥ 50% of one node, replication lag p99 ≤ 100 ms", "not run: replication is not built yet", False)
 if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_000_000:
     busy = opened["cpu"]["busy_share"]
     lag = opened["scheduler_lag"]["p99_ns"] / 1e6
     limits.append(
-        "What keeps the open-loop p99 above 2 ms here, from this run: a batch of 100 takes "
+        "What keeps the open-loop p99 above 2 ms here, from the median run: a batch of 100 takes "
         f"{floor['latency']['p50_ns'] / 1e6:.2f} ms at p50 even at 5,000/s, where little queues (its registrations are "
         "decoded, decided, journaled and answered in turn, and the answer is decoded, on 2 shared cores); and at 70% "
         f"of the maximum the machine's CPUs were {percent(busy)} busy (server, generator and kernel together) and the "
         f"generator itself sent {lag:.2f} ms late at p99, so every hand-over between threads (four per batch) can wait "
-        "for a CPU.")
+        "for a CPU."
+        + (f" The disk probe beside the node waited {probe['p99'] / 1000:.2f} ms at p99 for an fdatasync." if probe else ""))
 if memory:
     devices, rss = memory[-1]
     row(f"≤ 400 B per device at 10M devices", f"{rss / devices:.0f} B at {devices:,}", rss / devices <= 400 and devices >= 10_000_000)
@@ -184,6 +212,9 @@ for r in rows:
     w(r["command"])
 for _, command in sweep:
     w(command)
+if len(open_runs) > 1 or probed:
+    w("# the open loop at 70% again, with --seed 3 + 1000 × run for runs 2, 3, …, and with --seed 3999 beside:")
+    w("python3 bench/machine.py <data disk> --probe <seconds>   # at chrt -f 20 where allowed")
 w("registryload --requests <to the next point> --connections 8 --in-flight 16 --batch 100   # memory points, RSS from /proc")
 w("```")
 w("")
