@@ -189,7 +189,7 @@ if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_00
     lag = opened["scheduler_lag"]["p99_ns"] / 1e6
     limits.append(
         "What keeps the open-loop p99 above 2 ms here, from the median run: a batch of 100 takes "
-        f"{floor['latency']['p50_ns'] / 1e6:.2f} ms at p50 even at 5,000/s, where little queues (its registrations are "
+        f"{ms(round(floor['latency']['p50_ns'] / 1000))} at p50 even at 5,000/s, where little queues (its registrations are "
         "decoded, decided, journaled and answered in turn, and the answer is decoded, on 2 shared cores); and at 70% "
         f"of the maximum the machine's CPUs were {percent(busy)} busy (server, generator and kernel together) and the "
         f"generator itself sent {lag:.2f} ms late at p99, so every hand-over between threads (four per batch) can wait "
