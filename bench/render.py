@@ -3,6 +3,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -72,7 +73,9 @@ single, batch = first("registry", "single"), first("registry", "batches of 100")
 verified, floor = report("verify"), report("floor")
 # The open loop at 70% was run several times ("open", "open-2", ...); the target is judged on the
 # run with the median p99, and every run is listed.
-open_runs = [(key, found) for key, found in ((k, report(k)) for k in ["open"] + [f"open-{i}" for i in range(2, 10)]) if found]
+open_keys = sorted((name[:-len(".json")] for name in os.listdir(reports) if re.fullmatch(r"open(-\d+)?\.json", name)),
+                   key=lambda key: int(key.partition("-")[2] or 1))
+open_runs = [(key, report(key)) for key in open_keys]
 opened = sorted((found for _, found in open_runs), key=lambda found: found["latency"]["p99_ns"])[len(open_runs) // 2] if open_runs else None
 probed = report("open-probe")
 

@@ -122,8 +122,7 @@ struct Registryd: AsyncParsableCommand {
         if let value = host ?? environment["REGISTRY_HOST"] { configuration.host = value }
         if let value = port {
             try configuration.setPort(value, source: "--port")
-        } else if let text = environment["REGISTRY_PORT"] {
-            guard let value = Int(text) else { throw .invalidValue(source: "REGISTRY_PORT", reason: "\"\(text)\" is not a port") }
+        } else if let value = try Self.wholeNumber("REGISTRY_PORT", in: environment, naming: "a port") {
             try configuration.setPort(value, source: "REGISTRY_PORT")
         }
         if let value = dataDir ?? environment["REGISTRY_DATA_DIR"] { configuration.dataDirectory = value }
@@ -150,10 +149,13 @@ struct Registryd: AsyncParsableCommand {
         return configuration
     }
 
-    /// The whole number environment variable `name` holds, nil when it is unset.
-    private static func wholeNumber(_ name: String, in environment: [String: String]) throws(ConfigurationError) -> Int? {
+    /// The whole number environment variable `name` holds, nil when it is unset; any other text is
+    /// refused as not being `what`.
+    private static func wholeNumber(
+        _ name: String, in environment: [String: String], naming what: String = "a whole number"
+    ) throws(ConfigurationError) -> Int? {
         guard let text = environment[name] else { return nil }
-        guard let value = Int(text) else { throw .invalidValue(source: name, reason: "\"\(text)\" is not a whole number") }
+        guard let value = Int(text) else { throw .invalidValue(source: name, reason: "\"\(text)\" is not \(what)") }
         return value
     }
 
