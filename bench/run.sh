@@ -6,7 +6,7 @@
 #   2. one registryd node driven by registryload: closed loop with single requests, closed loop
 #      with batches, and open loop at 70% of the batched maximum (BENCH_OPEN_REPEATS runs, and one
 #      more beside an fdatasync probe that shows what the disk alone charges meanwhile);
-#      then a latency-against-load sweep in open loop with single requests;
+#      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
 #   3. resident memory per device at 1M and 10M registered devices, and the restart time at each.
 # First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
 #
@@ -16,7 +16,8 @@
 #
 # Results go to BENCHMARKS.md (rendered by bench/render.py) with the commands that produced them.
 # Environment: BENCH_SECONDS (measured seconds per throughput run, default 15),
-# BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_SWEEP_RATES (default "1000 5000 10000 20000"),
+# BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_SWEEP_RATES (single requests, default
+# "1000 5000 10000 20000"), BENCH_BATCH_SWEEP_RATES (batches of 20, default "10000 20000 40000 60000"),
 # BENCH_OPEN_REPEATS (runs of the open loop at 70%, default 3; the target is judged on their median).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 seconds=${BENCH_SECONDS:-15}
 memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
 sweep_rates=${BENCH_SWEEP_RATES:-"1000 5000 10000 20000"}
+batch_sweep_rates=${BENCH_BATCH_SWEEP_RATES:-"10000 20000 40000 60000"}
 open_repeats=${BENCH_OPEN_REPEATS:-3}
 out=$(mktemp -d /tmp/registry-bench.XXXXXX)
 results="$out/results.tsv"
@@ -138,12 +140,16 @@ load "registryd, 1 node, mixed workload with --verify (closed loop, single reque
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
 echo "== latency against load" >&2
-for rate in $sweep_rates; do
-  run_load "sweep-$rate" --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 1 --rate "$rate" \
-    --slo p99=2ms --seed "$((100 + rate))"
-  printf 'sweep\t%s\tregistryload --endpoints 127.0.0.1:7450 --duration %ss --warmup 2s --connections 4 --in-flight 64 --batch 1 --rate %s --slo p99=2ms --seed %s\n' \
-    "$rate" "$seconds" "$rate" "$((100 + rate))" >> "$results"
-done
+# One open-loop run at a rate: the report is sweep-BATCH-RATE.json, and a "sweep" line records it.
+sweep_run() {
+  local batch=$1 connections=$2 in_flight=$3 rate=$4
+  local arguments="--duration ${seconds}s --warmup 2s --connections $connections --in-flight $in_flight --batch $batch --rate $rate --slo p99=2ms --seed $((100 + rate + batch))"
+  # shellcheck disable=SC2086 # the arguments are words
+  run_load "sweep-$batch-$rate" $arguments
+  printf 'sweep\t%s\t%s\tregistryload --endpoints 127.0.0.1:7450 %s\n' "$batch" "$rate" "$arguments" >> "$results"
+}
+for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
+for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
 stop_node
 
 echo "== memory" >&2
