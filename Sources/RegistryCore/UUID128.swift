@@ -85,22 +85,19 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
         }
     }
 
-    /// Lower-case 8-4-4-4-12 text.
+    /// Lower-case 8-4-4-4-12 text. Written straight into the string's storage: one allocation.
     public var text: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 36) { buffer in
+        String(unsafeUninitializedCapacity: 36) { buffer in
             var out = 0
-            var nibble = 0
-            for word in [high, low] {
-                for shift in stride(from: 60, through: 0, by: -4) {
-                    if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                        buffer[out] = UInt8(ascii: "-")
-                        out += 1
-                    }
-                    buffer[out] = digits[Int((word >> UInt64(shift)) & 0xF)]
+            for index in 0..<32 {
+                if index == 8 || index == 12 || index == 16 || index == 20 {
+                    buffer[out] = Self.dash
                     out += 1
-                    nibble += 1
                 }
+                let word = index < 16 ? high : low
+                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16))) & 0xF
+                buffer[out] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+                out += 1
             }
             return out
         }
