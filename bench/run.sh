@@ -43,23 +43,25 @@ for product in registryd registryload registryctl; do swift build -c release --p
 bin=$(swift build -c release --show-bin-path)
 export REGISTRYLOAD_GIT_REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
-# The share of CPU time the hypervisor took between two samples of /proc/stat's "cpu" line.
+# The wall time and /proc/stat's "cpu" line, for steal_share.
+cpu_sample() { echo "$(date +%s.%N) $(head -1 /proc/stat)"; }
+# The share of the CPUs' time the hypervisor took between two cpu_samples: steal ticks over the
+# ticks the CPUs had in the wall time between them (as registryload's report computes it).
 steal_share() {
-  awk -v a="$1" -v b="$2" 'BEGIN {
-    split(a, x); split(b, y); total = 0
-    for (i = 2; i <= 9; i++) total += y[i] - x[i]
-    printf "%.3f", (total > 0 ? (y[9] - x[9]) / total : 0) }'
+  awk -v a="$1" -v b="$2" -v cpus="$(nproc)" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    split(a, x); split(b, y); capacity = (y[1] - x[1]) * cpus * hz
+    printf "%.3f", (capacity > 0 ? (y[10] - x[10]) / capacity : 0) }'
 }
 
 echo "== machine" >&2
 python3 bench/machine.py "$out" | tee -a "$results" >&2
 
 echo "== baselines" >&2
-cpu_before=$(head -1 /proc/stat)
+cpu_before=$(cpu_sample)
 bash bench/postgres/run.sh "$seconds" 32 "$results"
 bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
 bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
-printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(head -1 /proc/stat)")" >> "$results"
+printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(cpu_sample)")" >> "$results"
 
 # Starts registryd on a fresh data directory and waits for "listening on".
 start_node() {

@@ -34,9 +34,9 @@ struct LoadRun {
         let finished = shards.map { shard in shard.loop.flatSubmit { shard.start(at: startTime) } }
         // CPU counters over the measured window: from the end of the warm-up to the last answer.
         let warmup = plan.warmup.nanoseconds
-        let cpuAtMeasureStart = Task { () -> CPUTimes? in
+        let cpuAtMeasureStart = Task { () -> CPUSample? in
             try? await Task.sleep(nanoseconds: warmup)
-            return CPUTimes.sample()
+            return CPUSample.now()
         }
         let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
         let progressTask = Task {
@@ -51,9 +51,9 @@ struct LoadRun {
             }
         }
         for future in finished { try? await future.get() }
-        let cpuAtEnd = CPUTimes.sample()
+        let cpuAtEnd = CPUSample.now()
         cpuAtMeasureStart.cancel()
-        let cpu = await cpuAtMeasureStart.value.flatMap { start in cpuAtEnd.flatMap { CPUShares(from: start, to: $0) } }
+        let cpu = await cpuAtMeasureStart.value.flatMap { start in cpuAtEnd?.shares(since: start) }
         progressTask.cancel()
         progress.end()
 
