@@ -121,6 +121,7 @@ let package = Package(
         .target(name: "RegistryTestSupport", path: "Tests/RegistryTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [

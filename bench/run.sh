@@ -3,9 +3,10 @@
 #
 #   1. PostgreSQL 15 (plpgsql register(), pgbench) and Redis 7 (Lua script, redis-benchmark with
 #      appendonly yes) as baselines, each a real server on 127.0.0.1 started for the run;
-#   2. one registryd node driven by registryload: closed loop with single requests, closed loop
-#      with batches, and open loop at 70% of the batched maximum (BENCH_OPEN_REPEATS runs, and one
-#      more beside an fdatasync probe that shows what the disk alone charges meanwhile);
+#   2. one registryd node driven by registryload: closed loop with single requests (each in a
+#      frame of its own, then coalesced by the client library), closed loop with batches, and
+#      open loop at 70% of the batched maximum (BENCH_OPEN_REPEATS runs, and one more beside an
+#      fdatasync probe that shows what the disk alone charges meanwhile);
 #      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
 #   3. resident memory per device at 1M and 10M registered devices, and the restart time at each.
 # First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
@@ -115,6 +116,8 @@ echo "== registry, one node" >&2
 start_node
 load "registryd, 1 node, single RegisterRequests, 4 connections × 64 in flight" single \
   --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 1 --seed 1
+load "registryd, 1 node, single registrations coalesced by the client library (up to 128 a frame), 4 connections × 64 in flight" coalesced \
+  --duration "${seconds}s" --warmup 2s --connections 4 --in-flight 64 --batch 1 --coalesce 128 --seed 6
 load "registryd, 1 node, batches of 100, 8 connections × 16 in flight" batch \
   --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 --seed 2
 max=$(python3 -c "import json; print(int(json.load(open('$out/batch.json'))['throughput']['achieved_per_second']))")

@@ -29,15 +29,39 @@ struct PendingRequest: Sendable {
 }
 
 /// Numbers outgoing requests, matches answers by request ID, and fails every waiting request
-/// when the connection ends or the server sends a connection-level error.
+/// when the connection ends or the server sends a connection-level error. Single registrations
+/// written between two flushes travel as one batch frame (see ``RegistrationCoalescer``); the
+/// flush that sends them runs as a task of its own on the event loop, so that registrations
+/// written by other tasks meanwhile join the frame.
 final class ClientChannelHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = PendingRequest
     typealias OutboundOut = ByteBuffer
 
+    /// Who waits for the answer to one frame.
+    private enum Waiting {
+        case single(AnswerSink)
+        /// The registrations of a coalesced frame, in order.
+        case coalesced([AnswerSink])
+
+        var sinks: [AnswerSink] {
+            switch self {
+            case .single(let sink): return [sink]
+            case .coalesced(let sinks): return sinks
+            }
+        }
+    }
+
     private var nextRequestID: UInt64 = 1
-    private var waiting: [UInt64: AnswerSink] = [:]
+    private var waiting: [UInt64: Waiting] = [:]
     private var closedReason: RegistryClientError?
+    private var coalescer: RegistrationCoalescer<AnswerSink>
+    private var flushScheduled = false
+
+    /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
+    init(maxCoalesced: Int) {
+        coalescer = RegistrationCoalescer(limit: maxCoalesced)
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
@@ -51,16 +75,43 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.eventLoop.execute { request.answer.fail(closedReason) }
             return
         }
+        if case .register(let registration) = request.body, coalescer.accepts(registration) {
+            if coalescer.hold(registration, answeringTo: request.answer) { writeHeld(context: context) }
+            return
+        }
+        // Anything else goes after the registrations written before it.
+        writeHeld(context: context)
+        send(request.body, to: .single(request.answer), context: context)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        guard !coalescer.isEmpty else { return context.flush() }
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            self.writeHeld(context: context)
+            context.flush()
+        }
+    }
+
+    /// Writes the held registrations as one frame.
+    private func writeHeld(context: ChannelHandlerContext) {
+        guard let (body, sinks) = coalescer.take() else { return }
+        send(body, to: sinks.count == 1 ? .single(sinks[0]) : .coalesced(sinks), context: context)
+    }
+
+    private func send(_ body: ClientBody, to waiter: Waiting, context: ChannelHandlerContext) {
         let id = nextRequestID
         nextRequestID += 1
         var buffer = context.channel.allocator.buffer(capacity: 128)
         do {
-            try ClientFrame(requestID: id, body: request.body).encodeFrame(into: &buffer)
+            try ClientFrame(requestID: id, body: body).encodeFrame(into: &buffer)
         } catch {
-            request.answer.fail(.unexpectedResponse("cannot encode request: \(error)"))
+            for sink in waiter.sinks { sink.fail(.unexpectedResponse("cannot encode request: \(error)")) }
             return
         }
-        waiting[id] = request.answer
+        waiting[id] = waiter
         // A failed socket write closes the channel, and channelInactive fails every waiting request.
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
@@ -74,10 +125,19 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
-        if let answer = waiting.removeValue(forKey: frame.requestID) {
+        switch waiting.removeValue(forKey: frame.requestID) {
+        case .single(let answer):
+            if case .helloAccepted(let accepted) = frame.body { coalescer.adopt(accepted.limits) }
             answer.succeed(frame.body)
-        } else if case .error(let error) = frame.body {
-            failAll(.server(error))
+        case .coalesced(let answers):
+            for (answer, outcome) in zip(answers, RegistrationCoalescer<AnswerSink>.split(frame.body, count: answers.count)) {
+                switch outcome {
+                case .success(let body): answer.succeed(body)
+                case .failure(let error): answer.fail(error)
+                }
+            }
+        case nil:
+            if case .error(let error) = frame.body { failAll(.server(error)) }
         }
     }
 
@@ -91,9 +151,11 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
+    /// Fails everything waiting for an answer, and the registrations held for a frame not yet
+    /// written, and remembers why for every later request.
     private func failAll(_ error: RegistryClientError) {
         closedReason = closedReason ?? error
-        let answers = waiting.values
+        let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
         waiting.removeAll()
         for answer in answers { answer.fail(error) }
     }

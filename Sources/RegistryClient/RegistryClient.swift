@@ -27,10 +27,20 @@ public final class RegistryClient: Sendable {
         self.channel = channel
     }
 
+    /// Single registrations per frame at most, by default (see `maxCoalesced` in ``connect``).
+    public static let defaultMaxCoalesced = 128
+
     /// Connects and performs the handshake.
+    ///
+    /// - Parameter maxCoalesced: single registrations (``register(_:)``, or `.register` bodies
+    ///   through ``send(_:)`` and ``enqueue(_:onAnswer:)``) written to the connection before it
+    ///   flushes travel together as one batch frame of at most this many, and never more than
+    ///   the server's batch limit. Each keeps its own answer or error, in the order written; the
+    ///   server does less work per registration. 1 sends every registration in a frame of its own.
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5)
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
+        maxCoalesced: Int = defaultMaxCoalesced
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         do {
@@ -40,7 +50,8 @@ public final class RegistryClient: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandlers(
-                            ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)), ClientChannelHandler())
+                            ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)),
+                            ClientChannelHandler(maxCoalesced: maxCoalesced))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port).get()

@@ -8,6 +8,9 @@ public struct LoadReport: Codable, Sendable {
         public var connections: Int
         public var inFlight: Int
         public var batch: Int
+        /// Single registrations the client library could send as one frame (1: each alone);
+        /// absent from reports written before the option existed.
+        public var coalesce: Int?
         public var mode: String
         public var rate: Double?
         public var durationSeconds: Double?
@@ -22,18 +25,19 @@ public struct LoadReport: Codable, Sendable {
         public var objectives: [String]
 
         enum CodingKeys: String, CodingKey {
-            case endpoints, connections, batch, mode, rate, requests, seed, workload, vendors, threads, verify, objectives
+            case endpoints, connections, batch, coalesce, mode, rate, requests, seed, workload, vendors, threads, verify, objectives
             case inFlight = "in_flight"
             case durationSeconds = "duration_seconds"
             case warmupSeconds = "warmup_seconds"
             case appsPerVendor = "apps_per_vendor"
         }
 
-        public init(endpoints: [String], connections: Int, inFlight: Int, batch: Int, mode: String, rate: Double?, durationSeconds: Double?, requests: UInt64?, warmupSeconds: Double, seed: UInt64, workload: String, vendors: Int, appsPerVendor: Int, threads: Int, verify: Bool, objectives: [String]) {
+        public init(endpoints: [String], connections: Int, inFlight: Int, batch: Int, coalesce: Int, mode: String, rate: Double?, durationSeconds: Double?, requests: UInt64?, warmupSeconds: Double, seed: UInt64, workload: String, vendors: Int, appsPerVendor: Int, threads: Int, verify: Bool, objectives: [String]) {
             self.endpoints = endpoints
             self.connections = connections
             self.inFlight = inFlight
             self.batch = batch
+            self.coalesce = coalesce
             self.mode = mode
             self.rate = rate
             self.durationSeconds = durationSeconds

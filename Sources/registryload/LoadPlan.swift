@@ -7,6 +7,8 @@ struct LoadPlan: Sendable {
     var connections: Int
     var inFlight: Int
     var batch: Int
+    /// Single registrations the client library may send as one frame (its `maxCoalesced`).
+    var coalesce: Int
     /// Registrations per second in open loop; nil for closed loop.
     var rate: Double?
     var duration: DurationText?
@@ -24,7 +26,7 @@ struct LoadPlan: Sendable {
 
     var parameters: LoadReport.Parameters {
         LoadReport.Parameters(
-            endpoints: endpoints.map(\.description), connections: connections, inFlight: inFlight, batch: batch, mode: mode,
+            endpoints: endpoints.map(\.description), connections: connections, inFlight: inFlight, batch: batch, coalesce: coalesce, mode: mode,
             rate: rate, durationSeconds: duration?.seconds, requests: requests, warmupSeconds: warmup.seconds, seed: seed,
             workload: mix.description, vendors: catalogue.vendors, appsPerVendor: catalogue.appsPerVendor, threads: threads,
             verify: verify, objectives: objectives.map(\.description))

@@ -48,6 +48,14 @@ struct Registryload: AsyncParsableCommand {
     @Option(help: "Registrations per frame; 1 sends RegisterRequest, more send RegisterBatchRequest.")
     var batch = 1
 
+    @Option(
+        help: """
+            Single registrations written to a connection together that the client library may \
+            send as one batch frame, each keeping its own answer (RegistryClient's maxCoalesced). \
+            1, the default here, sends each in a frame of its own.
+            """)
+    var coalesce = 1
+
     @Option(help: "Open loop at this many registrations per second. Without it the run is closed loop.")
     var rate: Double?
 
@@ -111,13 +119,14 @@ struct Registryload: AsyncParsableCommand {
             }
             guard inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1") }
             guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
+            guard coalesce >= 1 else { throw ValidationError("--coalesce must be at least 1") }
             guard vendors >= 1, appsPerVendor >= 1 else { throw ValidationError("--vendors and --apps-per-vendor must be at least 1") }
             if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be a positive number") } }
             if let requests { guard requests > 0 else { throw ValidationError("--requests must be positive") } }
             let measured = try duration.map { text throws(LoadConfigurationError) in try DurationText(parsing: text) }
             if let measured, measured.nanoseconds == 0 { throw ValidationError("--duration must be positive") }
             return LoadPlan(
-                endpoints: endpointList, connections: connections, inFlight: inFlight, batch: batch, rate: rate,
+                endpoints: endpointList, connections: connections, inFlight: inFlight, batch: batch, coalesce: coalesce, rate: rate,
                 duration: measured ?? (requests == nil ? DurationText(nanoseconds: 10_000_000_000) : nil), requests: requests,
                 warmup: try DurationText(parsing: warmup), seed: seed ?? UInt64.random(in: 1 ... UInt64.max), mix: try WorkloadMix(parsing: workload),
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,

@@ -8,7 +8,7 @@ enum ReportText {
         var lines = [String]()
         lines.append("registryload \(p.mode), workload \(p.workload), seed \(p.seed)")
         lines.append(
-            "  \(p.endpoints.joined(separator: " ")): \(p.connections) connections × \(p.inFlight) in flight, batch \(p.batch), \(p.threads) thread(s)")
+            "  \(p.endpoints.joined(separator: " ")): \(p.connections) connections × \(p.inFlight) in flight, batch \(p.batch)\((p.coalesce ?? 1) > 1 ? ", coalescing up to \(p.coalesce ?? 1)" : ""), \(p.threads) thread(s)")
         let throughput = report.throughput
         var rateLine = "throughput    \(Int(throughput.achievedPerSecond.rounded())) registrations/s"
         if let intended = throughput.intendedPerSecond { rateLine += " (intended \(Int(intended)))" }

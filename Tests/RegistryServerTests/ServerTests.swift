@@ -11,7 +11,8 @@ import Testing
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let node = try await TestNode.start(dataDirectory: temp.path) { $0.limits.maxInFlight = 16 }
-        let client = try await node.client()
+        // Every call in a frame of its own, so that the frames outnumber the in-flight limit.
+        let client = try await node.client(maxCoalesced: 1)
         #expect(client.server.nodeID == "node-test" && client.server.limits.maxInFlight == 16)
         // 400 concurrent calls: more than the in-flight limit, so the server must pause reading.
         let results = try await withThrowingTaskGroup(of: (Int, RegisterResult).self) { group in

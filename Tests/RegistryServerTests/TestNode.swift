@@ -48,8 +48,8 @@ final class TestNode: Sendable {
 
     var endpoint: Endpoint { Endpoint(host: "127.0.0.1", port: port) }
 
-    func client(role: Role = .client) async throws -> RegistryClient {
-        try await RegistryClient.connect(to: endpoint, role: role, clientName: "tests")
+    func client(role: Role = .client, maxCoalesced: Int = RegistryClient.defaultMaxCoalesced) async throws -> RegistryClient {
+        try await RegistryClient.connect(to: endpoint, role: role, clientName: "tests", maxCoalesced: maxCoalesced)
     }
 
     func stop() async throws {
