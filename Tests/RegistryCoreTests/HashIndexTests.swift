@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import RegistryCore
 
@@ -85,6 +88,28 @@ struct HashIndexTests {
                 #expect(UInt(bitPattern: block.base) % UInt(huge) == 0)
             }
         }
+    }
+
+    /// A mapped block's pages are made resident in the background, without the owner writing
+    /// them; its contents stay zero; and a block dropped while that is under way stops it first.
+    @Test func bigBlocksArePopulatedInTheBackground() throws {
+        #if os(Linux)
+        let bytes = 16 << 20
+        let block = ZeroedMemory(bytes: bytes)
+        var resident = [UInt8](repeating: 0, count: bytes / 4_096)
+        var waited = 0
+        while waited < 500 {
+            guard mincore(block.base, bytes, &resident) == 0 else { break }
+            if resident.allSatisfy({ $0 & 1 == 1 }) { break }
+            usleep(10_000)
+            waited += 1
+        }
+        #expect(resident.allSatisfy { $0 & 1 == 1 }, "\(resident.count { $0 & 1 == 0 }) of \(resident.count) pages not resident")
+        #expect(block.untouchedPages == bytes / 4_096)
+        let raw = block.base.assumingMemoryBound(to: UInt8.self)
+        #expect(stride(from: 0, to: bytes, by: 4_096).allSatisfy { raw[$0] == 0 })
+        for _ in 0..<20 { _ = ZeroedMemory(bytes: 256 << 20) }
+        #endif
     }
 
     @Test func copiesAreIndependentAcrossGrowth() {
