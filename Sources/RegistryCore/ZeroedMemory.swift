@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
 import Synchronization
 
 /// A zero-filled block of memory for a big, randomly accessed table, freed with its owner.
@@ -43,7 +42,8 @@ final class ZeroedMemory: @unchecked Sendable {
     private let pages: Int
     /// Pages written by ``touchPages(_:)`` so far, from the start.
     private var touched = 0
-    /// The background population of a mapped block, stopped before the block is unmapped.
+    /// The background population of a mapped block, which also unmaps it (see
+    /// ``BackgroundPopulation/abandon()``).
     private let population: BackgroundPopulation?
 
     /// The block's first byte.
@@ -73,13 +73,14 @@ final class ZeroedMemory: @unchecked Sendable {
         }
         baseAddress = UInt(bitPattern: mapped.aligned)
         mapping = (UInt(bitPattern: mapped.start), mapped.length)
-        population = BackgroundPopulation(start: baseAddress, bytes: bytes)
+        population = BackgroundPopulation(start: baseAddress, bytes: bytes) { [mapping = mapping!] in
+            munmap(UnsafeMutableRawPointer(bitPattern: mapping.start), mapping.length)
+        }
     }
 
     deinit {
-        population?.stop()
-        if let mapping {
-            munmap(UnsafeMutableRawPointer(bitPattern: mapping.start), mapping.length)
+        if let population {
+            population.abandon()
         } else {
             free(base)
         }
@@ -110,18 +111,25 @@ final class ZeroedMemory: @unchecked Sendable {
 /// p99 of 70 to 100 ms in 3 of 3 runs, against 14 to 44 ms at nice 19. Where the call is not
 /// supported it stops at the first refusal; the pages then fault in when first written.
 final class BackgroundPopulation: Sendable {
-    /// Bytes per `madvise` call: small enough that ``stop()`` returns within a few milliseconds.
+    /// Bytes per `madvise` call, so that an abandoned population stops soon.
     static let chunkBytes = 2 << 20
     static let nice: Int32 = 19
 
+    private static let running = 0
+    private static let finished = 1
+    /// The owner is gone while the thread still runs: the thread releases the mapping.
+    private static let abandoned = 2
+
     private let start: UInt
     private let bytes: Int
-    private let stopped = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let state = Atomic<Int>(BackgroundPopulation.running)
+    /// Unmaps the block; called exactly once, by whichever of the owner and the thread is last.
+    private let release: @Sendable () -> Void
 
-    init(start: UInt, bytes: Int) {
+    init(start: UInt, bytes: Int, release: @escaping @Sendable () -> Void) {
         self.start = start
         self.bytes = bytes
+        self.release = release
         #if os(Linux)
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -134,10 +142,10 @@ final class BackgroundPopulation: Sendable {
             pthread_detach(thread)
         } else {
             Unmanaged<BackgroundPopulation>.fromOpaque(context).release()
-            finished.signal()
+            state.store(Self.finished, ordering: .sequentiallyConsistent)
         }
         #else
-        finished.signal()
+        state.store(Self.finished, ordering: .sequentiallyConsistent)
         #endif
     }
 
@@ -146,18 +154,21 @@ final class BackgroundPopulation: Sendable {
         // PRIO_PROCESS with 0 names the calling thread on Linux, not the whole process.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.nice)
         var offset = 0
-        while offset < bytes, !stopped.load(ordering: .relaxed) {
+        while offset < bytes, state.load(ordering: .sequentiallyConsistent) == Self.running {
             let length = min(Self.chunkBytes, bytes - offset)
             guard madvise(UnsafeMutableRawPointer(bitPattern: start + UInt(offset)), length, MADV_POPULATE_WRITE) == 0 else { break }
             offset += length
         }
-        finished.signal()
+        let (done, _) = state.compareExchange(expected: Self.running, desired: Self.finished, ordering: .sequentiallyConsistent)
+        if !done { release() }
     }
     #endif
 
-    /// Stops the population and waits until it no longer touches the mapping.
-    func stop() {
-        stopped.store(true, ordering: .relaxed)
-        finished.wait()
+    /// The owner is done with the block: it is unmapped now, or, when the thread is still in a
+    /// step, by the thread as soon as that step ends. The owner never waits for a thread that
+    /// runs at the lowest priority (it may be holding the engine's lock).
+    func abandon() {
+        let (handedOver, _) = state.compareExchange(expected: Self.running, desired: Self.abandoned, ordering: .sequentiallyConsistent)
+        if !handedOver { release() }
     }
 }
