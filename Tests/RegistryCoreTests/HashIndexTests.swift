@@ -91,7 +91,8 @@ struct HashIndexTests {
     }
 
     /// A mapped block's pages are made resident in the background, without the owner writing
-    /// them; its contents stay zero; and a block dropped while that is under way stops it first.
+    /// them; its contents stay zero; and dropping blocks while that is under way neither waits
+    /// nor crashes (the population thread unmaps them).
     @Test func bigBlocksArePopulatedInTheBackground() throws {
         #if os(Linux)
         let bytes = 16 << 20
