@@ -35,15 +35,13 @@ final class ZeroedMemory: @unchecked Sendable {
     /// Addresses are kept as integers, which are `Sendable`; what the owner does with the memory
     /// is the owner's to synchronise.
     private let baseAddress: UInt
-    /// The mapping to release (start address, length), when the block was mapped, not allocated.
-    private let mapping: (start: UInt, length: Int)?
 
     /// The block's size in ``pageBytes`` pages, the last one perhaps partial.
     private let pages: Int
     /// Pages written by ``touchPages(_:)`` so far, from the start.
     private var touched = 0
     /// The background population of a mapped block, which also unmaps it (see
-    /// ``BackgroundPopulation/abandon()``).
+    /// ``BackgroundPopulation/abandon()``); nil for a block from `calloc`.
     private let population: BackgroundPopulation?
 
     /// The block's first byte.
@@ -67,14 +65,13 @@ final class ZeroedMemory: @unchecked Sendable {
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)
-            mapping = nil
             population = nil
             return
         }
         baseAddress = UInt(bitPattern: mapped.aligned)
-        mapping = (UInt(bitPattern: mapped.start), mapped.length)
-        population = BackgroundPopulation(start: baseAddress, bytes: bytes) { [mapping = mapping!] in
-            munmap(UnsafeMutableRawPointer(bitPattern: mapping.start), mapping.length)
+        let (start, length) = (UInt(bitPattern: mapped.start), mapped.length)
+        population = BackgroundPopulation(start: baseAddress, bytes: bytes) {
+            munmap(UnsafeMutableRawPointer(bitPattern: start), length)
         }
     }
 

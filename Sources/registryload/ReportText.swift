@@ -7,8 +7,9 @@ enum ReportText {
         let p = report.parameters
         var lines = [String]()
         lines.append("registryload \(p.mode), workload \(p.workload), seed \(p.seed)")
+        let coalescing = p.coalesce.flatMap { $0 > 1 ? ", coalescing up to \($0)" : nil } ?? ""
         lines.append(
-            "  \(p.endpoints.joined(separator: " ")): \(p.connections) connections × \(p.inFlight) in flight, batch \(p.batch)\((p.coalesce ?? 1) > 1 ? ", coalescing up to \(p.coalesce ?? 1)" : ""), \(p.threads) thread(s)")
+            "  \(p.endpoints.joined(separator: " ")): \(p.connections) connections × \(p.inFlight) in flight, batch \(p.batch)\(coalescing), \(p.threads) thread(s)")
         let throughput = report.throughput
         var rateLine = "throughput    \(Int(throughput.achievedPerSecond.rounded())) registrations/s"
         if let intended = throughput.intendedPerSecond { rateLine += " (intended \(Int(intended)))" }
