@@ -15,31 +15,19 @@ import Synchronization
 /// 32 faults, and lookups mostly hit the TLB. Smaller blocks come from `calloc`.
 ///
 /// A mapped block is also populated in the background (Linux `MADV_POPULATE_WRITE`): a thread
-/// of its own, at the lowest priority, has the kernel provide and zero its pages while the owner
-/// goes on under its lock, and the owner's own ``touchPages(_:)`` then mostly finds them there.
-/// On this project's VM a 2 MiB page took 0.4 to 0.7 ms to fault in, and the next tables of both
-/// indexes (1.2 GB, made ready just before 6.3M devices) faulted about 570 of them in two
-/// seconds. With the owner faulting them under the engine's lock, p99 in those seconds reached
-/// 200 to 390 ms in 2 of 9 open-loop runs at 93,000 registrations/s (24 to 54 ms in the rest);
-/// with the population in the background it was 14 to 44 ms in 4 runs (one of them had a 109 ms
-/// second four seconds later, at 4% steal).
+/// of its own, at the lowest priority, has the kernel provide and zero its pages, and
+/// ``isPopulated`` says when that is done, so that an owner can put off its first random writes
+/// (each of which would otherwise fault in a page under its lock) until then. On this project's
+/// VM a 2 MiB page took 0.4 to 4 ms to fault in, the more the busier the machine.
 ///
-/// `@unchecked Sendable`: its only mutable state, `touched`, changes in ``touchPages(_:)``,
-/// which (like every write to the block) its owner calls only while it holds the block alone.
-final class ZeroedMemory: @unchecked Sendable {
+/// `Sendable`: it holds only constants and the population's atomic state; what the owner does
+/// with the memory is the owner's to synchronise.
+final class ZeroedMemory: Sendable {
     static let hugePageBytes = 2 << 20
-    /// The unit ``touchPages(_:)`` counts in: the smallest page, so that the touch works the same
-    /// where huge pages are off.
-    static let pageBytes = 4_096
-
     /// Addresses are kept as integers, which are `Sendable`; what the owner does with the memory
     /// is the owner's to synchronise.
     private let baseAddress: UInt
 
-    /// The block's size in ``pageBytes`` pages, the last one perhaps partial.
-    private let pages: Int
-    /// Pages written by ``touchPages(_:)`` so far, from the start.
-    private var touched = 0
     /// The background population of a mapped block, which also unmaps it (see
     /// ``BackgroundPopulation/abandon()``); nil for a block from `calloc`.
     private let population: BackgroundPopulation?
@@ -47,21 +35,12 @@ final class ZeroedMemory: @unchecked Sendable {
     /// The block's first byte.
     var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: baseAddress)! }
 
-    var untouchedPages: Int { pages - touched }
-
-    /// Writes a zero into each of the next `count` pages, so that the kernel provides (and
-    /// zeroes) them now rather than on a later, random first write.
-    func touchPages(_ count: Int) {
-        let end = min(touched + count, pages)
-        let raw = base.assumingMemoryBound(to: UInt8.self)
-        while touched < end {
-            raw[touched * Self.pageBytes] = 0
-            touched += 1
-        }
-    }
+    /// True once every page is resident: the background population has finished (or was refused,
+    /// where the kernel does not offer it; pages then fault in when first written). A block from
+    /// `calloc` is small and counts as populated.
+    var isPopulated: Bool { population?.isFinished ?? true }
 
     init(bytes: Int) {
-        pages = (bytes + Self.pageBytes - 1) / Self.pageBytes
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)
@@ -160,6 +139,9 @@ final class BackgroundPopulation: Sendable {
         if !done { release() }
     }
     #endif
+
+    /// True once the thread has stopped, having populated every page or been refused.
+    var isFinished: Bool { state.load(ordering: .acquiring) == Self.finished }
 
     /// The owner is done with the block: it is unmapped now, or, when the thread is still in a
     /// step, by the thread as soon as that step ends. The owner never waits for a thread that

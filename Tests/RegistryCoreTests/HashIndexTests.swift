@@ -70,14 +70,6 @@ struct HashIndexTests {
     @Test func zeroedMemoryIsZeroAndBigBlocksStartOnAHugePage() {
         let huge = ZeroedMemory.hugePageBytes
         for bytes in [1, 4_096, huge, 3 * huge + 12_345] {
-            let touched = ZeroedMemory(bytes: bytes)
-            let pages = touched.untouchedPages
-            #expect(pages == (bytes + 4_095) / 4_096)
-            touched.touchPages(2)
-            #expect(touched.untouchedPages == max(0, pages - 2))
-            touched.touchPages(pages + 5)
-            #expect(touched.untouchedPages == 0)
-            #expect(touched.base.assumingMemoryBound(to: UInt8.self)[bytes - 1] == 0)
             let block = ZeroedMemory(bytes: bytes)
             let raw = block.base.assumingMemoryBound(to: UInt8.self)
             #expect(raw[0] == 0 && raw[bytes - 1] == 0 && raw[bytes / 2] == 0)
@@ -86,8 +78,45 @@ struct HashIndexTests {
             #expect(raw[0] == (bytes == 1 ? 2 : 1) && raw[bytes - 1] == 2)
             if bytes >= huge {
                 #expect(UInt(bitPattern: block.base) % UInt(huge) == 0)
+            } else {
+                #expect(block.isPopulated)
             }
         }
+    }
+
+    /// The switch to a bigger table: at 3/4 load when the next table is ready, and at 7/8
+    /// whether or not it is.
+    @Test func aTableSwitchesAtThreeQuartersWhenTheNextIsReadyAndAtSevenEighthsRegardless() {
+        let capacity = 1 << 20
+        #expect(!HashIndex<UUID128>.mustGrow(used: capacity * 3 / 4, capacity: capacity, nextTableReady: true))
+        #expect(HashIndex<UUID128>.mustGrow(used: capacity * 3 / 4 + 1, capacity: capacity, nextTableReady: true))
+        #expect(!HashIndex<UUID128>.mustGrow(used: capacity * 3 / 4 + 1, capacity: capacity, nextTableReady: false))
+        #expect(!HashIndex<UUID128>.mustGrow(used: capacity * 7 / 8, capacity: capacity, nextTableReady: false))
+        #expect(HashIndex<UUID128>.mustGrow(used: capacity * 7 / 8 + 1, capacity: capacity, nextTableReady: false))
+        // Readiness is not even asked for below 3/4 (outside #expect, which evaluates every argument).
+        var asked = false
+        let grows = HashIndex<UUID128>.mustGrow(used: capacity / 2, capacity: capacity, nextTableReady: { asked = true; return true }())
+        #expect(!grows && !asked)
+    }
+
+    /// A big table waits for its successor's pages before switching: with the population
+    /// finished the switch comes at 3/4 load, as for a small table.
+    @Test func aBigTableSwitchesOnceItsSuccessorIsPopulated() throws {
+        #if os(Linux)
+        var random = SplitMix64(seed: 5)
+        var index = HashIndex<UUID128>(capacity: 1 << 17, seed: random.next())
+        let threeQuarters = (1 << 17) * 3 / 4
+        for step in 0..<threeQuarters { index.set(UUID128(high: random.next(), low: random.next()), UInt32(step)) }
+        #expect(index.isPreparingNextTable)
+        var waited = 0
+        while !index.isNextTablePopulated, waited < 500 {
+            usleep(10_000)
+            waited += 1
+        }
+        #expect(index.isNextTablePopulated)
+        index.set(UUID128(high: random.next(), low: random.next()), 0)
+        #expect(!index.isPreparingNextTable && index.capacity == 1 << 18)
+        #endif
     }
 
     /// A mapped block's pages are made resident in the background, without the owner writing
@@ -106,7 +135,7 @@ struct HashIndexTests {
             waited += 1
         }
         #expect(resident.allSatisfy { $0 & 1 == 1 }, "\(resident.count { $0 & 1 == 0 }) of \(resident.count) pages not resident")
-        #expect(block.untouchedPages == bytes / 4_096)
+        #expect(block.isPopulated)
         let raw = block.base.assumingMemoryBound(to: UInt8.self)
         #expect(stride(from: 0, to: bytes, by: 4_096).allSatisfy { raw[$0] == 0 })
         for _ in 0..<20 { _ = ZeroedMemory(bytes: 256 << 20) }
