@@ -25,11 +25,13 @@ struct HashIndexTests {
             let value = UInt32(step)
             #expect(index.set(key, value) == reference.updateValue(value, forKey: key))
             #expect(index.count == reference.count)
-            if step % 97 == 0 {
+            // Lookups at every step, so that every stage of every move is seen (a key not yet
+            // moved, one moved, one whose probe range wraps around the old table's end).
+            for _ in 0..<4 {
                 let probe = keys[Int(random.next() % UInt64(keys.count))]
                 #expect(index.value(for: probe) == reference[probe])
-                #expect(index.value(for: UUID128(high: random.next(), low: 1)) == nil)
             }
+            #expect(index.value(for: UUID128(high: random.next(), low: 1)) == nil)
             if step % 1_999 == 0 {
                 var seen = [UUID128: UInt32]()
                 index.forEach { key, value in
