@@ -59,6 +59,11 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         self.seed = seed
     }
 
+    /// The capacity that holds `entries` without growing (at most 3/4 full).
+    static func capacity(holding entries: Int) -> Int {
+        max(1024, entries + entries / 3 + 1)
+    }
+
     func value(for key: Key) -> UInt32? {
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) { return table.value(at: index) }

@@ -72,10 +72,26 @@ public struct RegistryState: Sendable {
 
     public init() {}
 
+    /// A state whose indexes are sized for `devices` devices (with two claims each) from the
+    /// start, so that they do not grow, and do not move entries into bigger tables, until the
+    /// registry holds more. The tables take 96 to 192 bytes per expected device, which the
+    /// kernel provides in the background as soon as they are allocated.
+    public init(expectedDevices devices: Int) {
+        precondition(devices >= 0, "expected devices must not be negative")
+        slotOf = HashIndex(capacity: HashIndex<UUID128>.capacity(holding: devices))
+        claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices))
+    }
+
+    /// The most devices ``init(expectedDevices:)`` accepts: slot numbers are 32-bit.
+    public static let maxExpectedDevices = 1 << 30
+
     /// Canonical devices.
     public var deviceCount: Int { slots.count - aliasCount }
     /// (vendor, identifier) claims.
     public var claimCount: Int { claims.count }
+
+    /// The buckets of the device-ID and claim indexes' current tables (for tests).
+    var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }
 
     // MARK: - Register
 

@@ -27,7 +27,7 @@ enum LogReplay {
 
     /// Replays `log`, whose own records are those of `identity`. Throws
     /// ``StorageError/corrupt(_:)`` for a record that does not decode, naming it.
-    static func run(_ log: OperationLog, identity: NodeIdentity) throws(StorageError) -> Outcome {
+    static func run(_ log: OperationLog, identity: NodeIdentity, expectedDevices: Int = 0) throws(StorageError) -> Outcome {
         let handoff = ChunkHandoff(capacity: chunksAhead)
         let lease = LogLease(log)
         DispatchQueue(label: "registry.log-replay").async {
@@ -36,7 +36,7 @@ enum LogReplay {
             let result = lease.consume { decodeAll($0, into: handoff) }
             handoff.put(.finished(result))
         }
-        var registry = RegistryState()
+        var registry = RegistryState(expectedDevices: expectedDevices)
         while true {
             switch handoff.take() {
             case .operations(let operations):

@@ -21,6 +21,12 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// milliseconds (see ``LogFlusher``). Small, frequent flushes keep the disk's queue short,
     /// so a commit's `fdatasync` rarely waits behind a large SQLite write.
     public var journalFlushMillis = 50
+    /// Devices the in-memory indexes are sized for at start-up; 0 lets them start small and
+    /// grow. An index that grows allocates a table twice the size, waits for the kernel to
+    /// provide its pages, then moves its entries over while it serves: CPU time, and a latency
+    /// tail, that a node sized for its devices never pays. The tables take 96 to 192 bytes per
+    /// expected device from the start.
+    public var expectedDevices = 0
 
     public init() {
         vendorRules = try! VendorRules()
@@ -44,6 +50,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var drainTimeoutSeconds: Double?
         var eventLoopThreads: Int?
         var journalFlushMillis: Int?
+        var expectedDevices: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -77,6 +84,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.drainTimeoutSeconds { drainTimeoutSeconds = value }
         if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
         if let value = file.journalFlushMillis { try setJournalFlushMillis(value, source: "\(path): journalFlushMillis") }
+        if let value = file.expectedDevices { try setExpectedDevices(value, source: "\(path): expectedDevices") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -102,6 +110,13 @@ public struct NodeConfiguration: Equatable, Sendable {
             throw .invalidValue(source: source, reason: "journal flush delay \(millis) ms is not 1...60000")
         }
         journalFlushMillis = millis
+    }
+
+    public mutating func setExpectedDevices(_ devices: Int, source: String) throws(ConfigurationError) {
+        guard (0...RegistryState.maxExpectedDevices).contains(devices) else {
+            throw .invalidValue(source: source, reason: "expected devices \(devices) is not 0...\(RegistryState.maxExpectedDevices)")
+        }
+        expectedDevices = devices
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

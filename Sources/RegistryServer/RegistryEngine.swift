@@ -105,7 +105,7 @@ public final class RegistryEngine: Sendable {
 
         let replayed: LogReplay.Outcome
         do {
-            replayed = try LogReplay.run(log, identity: identity)
+            replayed = try LogReplay.run(log, identity: identity, expectedDevices: configuration.expectedDevices)
         } catch {
             throw .storage(error)
         }

@@ -68,6 +68,13 @@ struct Registryd: AsyncParsableCommand {
             discussion: "Commits are durable once journaled; this only sets how often the flusher writes them into SQLite."))
     var journalFlushMillis: Int?
 
+    @Option(
+        name: .customLong("expected-devices"),
+        help: ArgumentHelp(
+            "Devices to size the in-memory indexes for at start-up (0...1073741824). [env: REGISTRY_EXPECTED_DEVICES] [default: 0, start small and grow]",
+            discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 96 to 192 bytes of memory per expected device from the start."))
+    var expectedDevices: Int?
+
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -144,6 +151,11 @@ struct Registryd: AsyncParsableCommand {
             try configuration.setJournalFlushMillis(value, source: "--journal-flush-millis")
         } else if let value = try Self.wholeNumber("REGISTRY_JOURNAL_FLUSH_MILLIS", in: environment) {
             try configuration.setJournalFlushMillis(value, source: "REGISTRY_JOURNAL_FLUSH_MILLIS")
+        }
+        if let value = expectedDevices {
+            try configuration.setExpectedDevices(value, source: "--expected-devices")
+        } else if let value = try Self.wholeNumber("REGISTRY_EXPECTED_DEVICES", in: environment) {
+            try configuration.setExpectedDevices(value, source: "REGISTRY_EXPECTED_DEVICES")
         }
         try configuration.validate(source: "flags")
         return configuration

@@ -111,6 +111,16 @@ import Glibc
             registryd, ["--data-dir", directory], environment: ["REGISTRY_JOURNAL_FLUSH_MILLIS": "soon"])
         #expect(badFlushDelayFromEnvironment.status == 78 && badFlushDelayFromEnvironment.stderr.contains("REGISTRY_JOURNAL_FLUSH_MILLIS: \"soon\""))
 
+        let badExpectedDevices = try run(registryd, ["--data-dir", directory, "--expected-devices", "2000000000"])
+        #expect(
+            badExpectedDevices.status == 78
+                && badExpectedDevices.stderr.contains("--expected-devices: expected devices 2000000000 is not 0...1073741824"))
+        let badExpectedDevicesFromEnvironment = try run(
+            registryd, ["--data-dir", directory], environment: ["REGISTRY_EXPECTED_DEVICES": "lots"])
+        #expect(
+            badExpectedDevicesFromEnvironment.status == 78
+                && badExpectedDevicesFromEnvironment.stderr.contains("REGISTRY_EXPECTED_DEVICES: \"lots\""))
+
         let help = try run(registryd, ["--help"])
         #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
 

@@ -144,6 +144,26 @@ struct HashIndexTests {
         #endif
     }
 
+    /// An index sized for n entries holds them without growing, and grows past 3/4 load as any.
+    @Test(arguments: [0, 1_000, 5_000, 98_304])
+    func anIndexSizedForNEntriesHoldsThemWithoutGrowing(entries: Int) {
+        var random = SplitMix64(seed: UInt64(entries))
+        var index = HashIndex<UUID128>(capacity: HashIndex<UUID128>.capacity(holding: entries), seed: random.next())
+        let capacity = index.capacity
+        #expect(capacity >= 1_024 && entries * 4 <= capacity * 3)
+        for step in 0..<entries { index.set(UUID128(high: random.next(), low: random.next()), UInt32(step)) }
+        #expect(index.capacity == capacity && index.count == entries)
+        // Far enough past 3/4 that the switch comes even without a populated next table (7/8).
+        while index.count * 8 <= capacity * 7 { index.set(UUID128(high: random.next(), low: random.next()), 0) }
+        index.set(UUID128(high: random.next(), low: random.next()), 0)
+        #expect(index.capacity == capacity * 2)
+    }
+
+    @Test func aRegistrySizedForNDevicesHasIndexesForThemAndTheirClaims() {
+        #expect(RegistryState(expectedDevices: 50_000).indexCapacities == (1 << 17, 1 << 18))
+        #expect(RegistryState(expectedDevices: 0).indexCapacities == RegistryState().indexCapacities)
+    }
+
     @Test func copiesAreIndependentAcrossGrowth() {
         var original = HashIndex<UUID128>(capacity: 16, seed: 9)
         for n in 1...10 as ClosedRange<UInt64> { original.set(UUID128(high: n, low: n), UInt32(n)) }

@@ -1,4 +1,4 @@
-import RegistryCore
+@testable import RegistryCore
 import RegistryStorage
 import RegistryTestSupport
 import RegistryWire
@@ -59,7 +59,8 @@ import Testing
             guard let operation = try? OperationCodec.decode(record.payload) else { throw .corrupt("test record") }
             reference.apply(operation)
         }
-        let outcome = try LogReplay.run(log, identity: Self.identity)
+        let outcome = try LogReplay.run(log, identity: Self.identity, expectedDevices: 100_000)
+        #expect(outcome.registry.indexCapacities == (1 << 18, 1 << 19), "sized for 100,000 devices from the start")
         // Compared as a Bool: printing two differing snapshots of 12,000 devices floods the log.
         let identical = outcome.registry.snapshot() == reference.snapshot()
         #expect(
