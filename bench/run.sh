@@ -8,7 +8,9 @@
 #      open loop at 70% of the batched maximum (BENCH_OPEN_REPEATS runs, and one more beside an
 #      fdatasync probe that shows what the disk alone charges meanwhile);
 #      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
-#   3. resident memory per device at 1M and 10M registered devices, and the restart time at each.
+#   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
+#      during the runs (the first node's do, several times);
+#   4. resident memory per device at 1M and 10M registered devices, and the restart time at each.
 # First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
@@ -19,7 +21,8 @@
 # Environment: BENCH_SECONDS (measured seconds per throughput run, default 15),
 # BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_SWEEP_RATES (single requests, default
 # "1000 5000 10000 20000"), BENCH_BATCH_SWEEP_RATES (batches of 20, default "10000 20000 40000 60000"),
-# BENCH_OPEN_REPEATS (runs of the open loop at 70%, default 3; the target is judged on their median).
+# BENCH_OPEN_REPEATS (runs of the open loop at 70%, default 3; the target is judged on their median),
+# BENCH_SIZED_DEVICES (--expected-devices of the node for step 3, default 12000000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -28,6 +31,7 @@ memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
 sweep_rates=${BENCH_SWEEP_RATES:-"1000 5000 10000 20000"}
 batch_sweep_rates=${BENCH_BATCH_SWEEP_RATES:-"10000 20000 40000 60000"}
 open_repeats=${BENCH_OPEN_REPEATS:-3}
+sized_devices=${BENCH_SIZED_DEVICES:-12000000}
 out=$(mktemp -d /tmp/registry-bench.XXXXXX)
 results="$out/results.tsv"
 : > "$results"
@@ -64,10 +68,10 @@ bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
 bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
 printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(cpu_sample)")" >> "$results"
 
-# Starts registryd on a fresh data directory and waits for "listening on".
+# Starts registryd on a fresh data directory, with any extra arguments, and waits for "listening on".
 start_node() {
   rm -rf "$out/data" && mkdir -p "$out/data"
-  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning > "$out/registryd.log" 2>&1 &
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   for _ in $(seq 100); do
     (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null && return 0
@@ -155,6 +159,23 @@ sweep_run() {
 }
 for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
 for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
+stop_node
+
+echo "== open loop on a node sized for its devices" >&2
+start_node --expected-devices "$sized_devices"
+# Its indexes' pages are populated in the background at start-up: wait until the resident memory
+# stops growing, so that the runs measure serving rather than that.
+previous=0
+for _ in $(seq 120); do
+  sleep 0.5; rss=$(rss_bytes)
+  [ "$rss" -le "$previous" ] && break
+  previous=$rss
+done
+for repeat in $(seq 1 "$open_repeats"); do
+  run_load "sized-$repeat" --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
+    --rate "$open_rate" --slo p99=2ms --seed "$((7 + 1000 * repeat))"
+done
+printf 'sized\t%s\n' "$sized_devices" >> "$results"
 stop_node
 
 echo "== memory" >&2
