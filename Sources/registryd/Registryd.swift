@@ -127,10 +127,8 @@ struct Registryd: AsyncParsableCommand {
             try configuration.apply(configFile: path)
         }
         if let value = host ?? environment["REGISTRY_HOST"] { configuration.host = value }
-        if let value = port {
-            try configuration.setPort(value, source: "--port")
-        } else if let value = try Self.wholeNumber("REGISTRY_PORT", in: environment, naming: "a port") {
-            try configuration.setPort(value, source: "REGISTRY_PORT")
+        if let (value, source) = try Self.wholeNumber(port, flag: "--port", "REGISTRY_PORT", in: environment, naming: "a port") {
+            try configuration.setPort(value, source: source)
         }
         if let value = dataDir ?? environment["REGISTRY_DATA_DIR"] { configuration.dataDirectory = value }
         if let value = nodeID {
@@ -142,23 +140,32 @@ struct Registryd: AsyncParsableCommand {
         if let value = maxFrameBytes { configuration.limits.maxFrameBytes = value }
         if let value = maxBatchSize { configuration.limits.maxBatchSize = value }
         if let value = maxInFlight { configuration.limits.maxInFlight = value }
-        if let value = eventLoopThreads {
-            try configuration.setEventLoopThreads(value, source: "--event-loop-threads")
-        } else if let value = try Self.wholeNumber("REGISTRY_EVENT_LOOP_THREADS", in: environment) {
-            try configuration.setEventLoopThreads(value, source: "REGISTRY_EVENT_LOOP_THREADS")
+        if let (value, source) = try Self.wholeNumber(
+            eventLoopThreads, flag: "--event-loop-threads", "REGISTRY_EVENT_LOOP_THREADS", in: environment)
+        {
+            try configuration.setEventLoopThreads(value, source: source)
         }
-        if let value = journalFlushMillis {
-            try configuration.setJournalFlushMillis(value, source: "--journal-flush-millis")
-        } else if let value = try Self.wholeNumber("REGISTRY_JOURNAL_FLUSH_MILLIS", in: environment) {
-            try configuration.setJournalFlushMillis(value, source: "REGISTRY_JOURNAL_FLUSH_MILLIS")
+        if let (value, source) = try Self.wholeNumber(
+            journalFlushMillis, flag: "--journal-flush-millis", "REGISTRY_JOURNAL_FLUSH_MILLIS", in: environment)
+        {
+            try configuration.setJournalFlushMillis(value, source: source)
         }
-        if let value = expectedDevices {
-            try configuration.setExpectedDevices(value, source: "--expected-devices")
-        } else if let value = try Self.wholeNumber("REGISTRY_EXPECTED_DEVICES", in: environment) {
-            try configuration.setExpectedDevices(value, source: "REGISTRY_EXPECTED_DEVICES")
+        if let (value, source) = try Self.wholeNumber(
+            expectedDevices, flag: "--expected-devices", "REGISTRY_EXPECTED_DEVICES", in: environment)
+        {
+            try configuration.setExpectedDevices(value, source: source)
         }
         try configuration.validate(source: "flags")
         return configuration
+    }
+
+    /// A whole-number setting from its flag's `value`, else from environment variable `name`, with
+    /// the source to name in errors; nil when neither is set.
+    private static func wholeNumber(
+        _ value: Int?, flag: String, _ name: String, in environment: [String: String], naming what: String = "a whole number"
+    ) throws(ConfigurationError) -> (value: Int, source: String)? {
+        if let value { return (value, flag) }
+        return try wholeNumber(name, in: environment, naming: what).map { ($0, name) }
     }
 
     /// The whole number environment variable `name` holds, nil when it is unset; any other text is
