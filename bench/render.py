@@ -84,16 +84,26 @@ postgres, redis, redis_always = first("postgres"), first("redis", "everysec"), f
 single, batch = first("registry", "single RegisterRequests"), first("registry", "batches of 100")
 coalesced = first("registry", "coalesced")
 verified, floor = report("verify"), report("floor")
+def numbered_runs(prefix):
+    """The reports of a run repeated as PREFIX, PREFIX-2, ... (or PREFIX-1, PREFIX-2, ...), in order."""
+    keys = sorted((name[:-len(".json")] for name in os.listdir(reports) if re.fullmatch(prefix + r"(-\d+)?\.json", name)),
+                  key=lambda key: int(key.rpartition("-")[2] if key != prefix else 1))
+    return [(key, report(key)) for key in keys]
+
+
+def median_by_p99(runs):
+    """The run with the median p99, or None."""
+    return sorted((found for _, found in runs), key=lambda found: found["latency"]["p99_ns"])[len(runs) // 2] if runs else None
+
+
 # The open loop at 70% was run several times ("open", "open-2", ...); the target is judged on the
 # run with the median p99, and every run is listed.
-open_keys = sorted((name[:-len(".json")] for name in os.listdir(reports) if re.fullmatch(r"open(-\d+)?\.json", name)),
-                   key=lambda key: int(key.partition("-")[2] or 1))
-open_runs = [(key, report(key)) for key in open_keys]
-opened = sorted((found for _, found in open_runs), key=lambda found: found["latency"]["p99_ns"])[len(open_runs) // 2] if open_runs else None
+open_runs = numbered_runs("open")
+opened = median_by_p99(open_runs)
 probed = report("open-probe")
 # The same open loop on a node started with --expected-devices (step 3 of bench/run.sh).
-sized_runs = [(key, report(key)) for key in (f"sized-{n}" for n in range(1, 100)) if report(key)]
-sized = sorted((found for _, found in sized_runs), key=lambda found: found["latency"]["p99_ns"])[len(sized_runs) // 2] if sized_runs else None
+sized_runs = numbered_runs("sized")
+sized = median_by_p99(sized_runs)
 
 out = []
 w = out.append
@@ -143,6 +153,18 @@ w("two buckets per insert (for the doubling at 6.3M devices, until about 10.5M):
 for devices, seconds in restarts:
     w(f"\nRestart (replaying the log) with {devices:,} devices: {seconds:.1f} s until the node accepts connections.")
 w("")
+def open_loop_table(runs):
+    """One row per open-loop run: (label, report) pairs."""
+    w("| Run | Achieved/s | p50 | p99 | p99.9 | generator lag p99 | machine busy | CPU steal | node's devices after |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, found in runs:
+        lat, lag, cpu = found["latency"], found["scheduler_lag"], found.get("cpu", {})
+        w(f"| {label} | {found['throughput']['achieved_per_second']:,.0f} | {ms(lat['p50_ns'] / 1000)} | "
+          f"{ms(lat['p99_ns'] / 1000)} | {ms(lat['p99_9_ns'] / 1000)} | {ms(lag['p99_ns'] / 1000)} | "
+          f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} | {devices_after(found)} |")
+    w("")
+
+
 if open_runs:
     w("## Open loop at 70% of the maximum, run by run\n")
     w("The same open-loop run as in the table above, repeated on the same node with new devices each time; one")
@@ -151,26 +173,12 @@ if open_runs:
     w("run matters: both indexes double at about 3.1M, 6.3M, 12.6M and 25.2M devices, each switch waits for the next")
     w("table's pages to be populated in the background, and for the next two-thirds as many devices again every insert")
     w("also moves two old buckets and every missed lookup also looks in the old table.\n")
-    w("| Run | Achieved/s | p50 | p99 | p99.9 | generator lag p99 | machine busy | CPU steal | node's devices after |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, found in [(key, found) for key, found in open_runs] + ([("beside the probe", probed)] if probed else []):
-        lat, lag, cpu = found["latency"], found["scheduler_lag"], found.get("cpu", {})
-        w(f"| {label} | {found['throughput']['achieved_per_second']:,.0f} | {ms(lat['p50_ns'] / 1000)} | "
-          f"{ms(lat['p99_ns'] / 1000)} | {ms(lat['p99_9_ns'] / 1000)} | {ms(lag['p99_ns'] / 1000)} | "
-          f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} | {devices_after(found)} |")
-    w("")
+    open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     if sized_runs:
         w(f"The same open loop on a fresh node started with `--expected-devices {sized_devices:,}`, whose indexes are sized")
         w("for that many devices at start-up and so neither grow nor move entries during these runs (it waited for")
         w("their pages to be populated before the first run):\n")
-        w("| Run | Achieved/s | p50 | p99 | p99.9 | generator lag p99 | machine busy | CPU steal | node's devices after |")
-        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for label, found in sized_runs:
-            lat, lag, cpu = found["latency"], found["scheduler_lag"], found.get("cpu", {})
-            w(f"| {label} | {found['throughput']['achieved_per_second']:,.0f} | {ms(lat['p50_ns'] / 1000)} | "
-              f"{ms(lat['p99_ns'] / 1000)} | {ms(lat['p99_9_ns'] / 1000)} | {ms(lag['p99_ns'] / 1000)} | "
-              f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} | {devices_after(found)} |")
-        w("")
+        open_loop_table(sized_runs)
     if probe:
         w("The disk probe: during that last run, a separate process appended 20 KB and called `fdatasync` once a")
         w(f"millisecond ({probe['calls']:,.0f} calls, at real-time priority where allowed, so that it waited for the disk")
@@ -250,11 +258,11 @@ if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_00
             "times a request's own time, but backlogs that built up for seconds. See the node's size after each run above: "
             "runs that crossed an index doubling, or ran while an index moved into its next table, have the worst tails.")
     else:
-      limits.append(
-        f"The p99 was {p99 / alone:.0f}× a batch's own time. At a given utilisation, queueing delays scale with the work "
-        "each request brings, so holding 2 ms at this utilisation takes the whole machine's CPU per registration down "
-        f"from {machine_us:.1f} µs to about {machine_us * 2 / p99:.1f} µs (server, generator and kernel together). The "
-        "latency-against-load table shows the same from the other side: how far the rate can rise before p99 passes 2 ms.")
+        limits.append(
+            f"The p99 was {p99 / alone:.0f}× a batch's own time. At a given utilisation, queueing delays scale with the work "
+            "each request brings, so holding 2 ms at this utilisation takes the whole machine's CPU per registration down "
+            f"from {machine_us:.1f} µs to about {machine_us * 2 / p99:.1f} µs (server, generator and kernel together). The "
+            "latency-against-load table shows the same from the other side: how far the rate can rise before p99 passes 2 ms.")
 if memory:
     devices, rss = memory[-1]
     row(f"≤ 400 B per device at 10M devices", f"{rss / devices:.0f} B at {devices:,}", rss / devices <= 400 and devices >= 10_000_000)

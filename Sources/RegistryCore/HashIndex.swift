@@ -52,7 +52,10 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Distinct keys.
     private(set) var count = 0
 
-    init(capacity: Int = 1024, seed: UInt64 = .random(in: .min ... .max)) {
+    /// Buckets of a new index's table unless it is sized for more.
+    static var minimumCapacity: Int { 1024 }
+
+    init(capacity: Int = minimumCapacity, seed: UInt64 = .random(in: .min ... .max)) {
         var size = 16
         while size < capacity { size <<= 1 }
         table = BucketTable(capacity: size)
@@ -61,7 +64,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
 
     /// The capacity that holds `entries` without growing (at most 3/4 full).
     static func capacity(holding entries: Int) -> Int {
-        max(1024, entries + entries / 3 + 1)
+        max(minimumCapacity, entries + entries / 3 + 1)
     }
 
     func value(for key: Key) -> UInt32? {

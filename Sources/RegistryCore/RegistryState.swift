@@ -58,9 +58,9 @@ public struct RegistryState: Sendable {
     static let noApp = UInt32.max
 
     private var slots = PagedArray<Slot>()
-    private var slotOf = HashIndex<UUID128>()
+    private var slotOf: HashIndex<UUID128>
     /// (vendor, identifier) to the slot that claimed it (the merge-rule minimum when several did).
-    private var claims = HashIndex<ClaimKey>()
+    private var claims: HashIndex<ClaimKey>
     /// Canonical slot to its apps after the first.
     private var moreApps: [UInt32: [AppSlot]] = [:]
     /// Canonical slot to the slots merged into it.
@@ -70,13 +70,11 @@ public struct RegistryState: Sendable {
     private var origins = Interner<NodeID>()
     public private(set) var aliasCount = 0
 
-    public init() {}
-
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
-    /// registry holds more. The tables take 96 to 192 bytes per expected device, which the
-    /// kernel provides in the background as soon as they are allocated.
-    public init(expectedDevices devices: Int) {
+    /// registry holds more; 0 starts them small. The tables take 96 to 192 bytes per expected
+    /// device, which the kernel provides in the background as soon as they are allocated.
+    public init(expectedDevices devices: Int = 0) {
         precondition(devices >= 0, "expected devices must not be negative")
         slotOf = HashIndex(capacity: HashIndex<UUID128>.capacity(holding: devices))
         claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices))
