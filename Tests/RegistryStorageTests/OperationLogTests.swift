@@ -91,6 +91,49 @@ import Testing
         #expect(seen == [record(1), record(2), record(1, origin: "node-b", epoch: 3)])
     }
 
+    /// Version 2 kept segments in a `WITHOUT ROWID` table; opening one moves them into the rowid
+    /// table of version 3, in order, with the log positions and identity unchanged.
+    @Test func aVersionTwoLogIsMigratedIntoARowidTable() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        do {
+            let log = try OperationLog(directory: directory)
+            try log.initialise(NodeIdentity(nodeID: "node-a", epoch: 7))
+            try log.append([record(1), record(2)], clock: 10)
+            try log.append([record(3)], clock: 11)
+            try log.append([record(1, origin: "node-b", epoch: 3)], clock: 12)
+            // Put the same rows back into the layout registryd wrote at schema version 2.
+            let connection = try SQLiteConnection(path: directory.databasePath)
+            try connection.execute(
+                """
+                CREATE TABLE v2 (origin TEXT NOT NULL, epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,
+                    last_seq INTEGER NOT NULL, count INTEGER NOT NULL, records BLOB NOT NULL,
+                    PRIMARY KEY (origin, epoch, first_seq)) WITHOUT ROWID;
+                INSERT INTO v2 SELECT * FROM oplog_segments;
+                DROP TABLE oplog_segments;
+                ALTER TABLE v2 RENAME TO oplog_segments;
+                UPDATE meta SET value = 2 WHERE key = 'schema_version';
+                """, context: "writing a version 2 log")
+        }
+        let log = try OperationLog(directory: directory)
+        #expect(log.recordCount == 4)
+        #expect(log.lastSequence(origin: "node-a", epoch: 7) == 3)
+        #expect(try log.identity() == NodeIdentity(nodeID: "node-a", epoch: 7))
+        #expect(try log.persistedClock() == 12)
+        try log.append([record(4)], clock: 13)
+        var seen = [LogRecord]()
+        try log.forEach { seen.append($0) }
+        #expect(seen == [record(1), record(2), record(3), record(4), record(1, origin: "node-b", epoch: 3)])
+
+        let connection = try SQLiteConnection(path: directory.databasePath)
+        let table = try connection.scalarText(
+            "SELECT sql FROM sqlite_master WHERE name = 'oplog_segments'", context: "reading the schema")
+        #expect(table?.contains("WITHOUT ROWID") == false)
+        #expect(try connection.scalarText("SELECT value FROM meta WHERE key = 'schema_version'", context: "version") == "3")
+        #expect(try connection.scalarText("SELECT count(*) FROM sqlite_master WHERE name = 'oplog_segments_v2'", context: "old") == "0")
+    }
+
     @Test func aTruncatedSegmentIsATypedError() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
