@@ -7,7 +7,7 @@ import RegistryStorage
 /// commit is durable (and acknowledged) once its journal entry is synced; this only decides where
 /// it lives from then on.
 ///
-/// `@unchecked Sendable`: `log` and `directory` are touched only by closures on the serial
+/// `@unchecked Sendable`: `log`, `directory` and `retiredBelow` are touched only by closures on the serial
 /// `queue` (`close` runs on it through `queue.sync`); everything else shared is in `state`,
 /// behind a lock, or immutable.
 final class LogFlusher: @unchecked Sendable {
@@ -15,6 +15,8 @@ final class LogFlusher: @unchecked Sendable {
     private var log: OperationLog?
     /// Released with the log at close: together they hold the data directory's lock.
     private var directory: DataDirectory?
+    /// Journal files below this number are retired (0 until the first flush retires any).
+    private var retiredBelow: UInt64 = 0
     private let delay: DispatchTimeInterval
     private let flushBytes: Int
     private let maxPendingBytes: Int
@@ -78,7 +80,7 @@ final class LogFlusher: @unchecked Sendable {
     /// `journalFile + 1` (all of them) when every entry reached the log.
     func close(journalFile: UInt64) {
         queue.sync {
-            flush()
+            flush(durably: true)
             if let directory, state.withLockedValue({ $0.failure }) == nil {
                 try? CommitJournal.retire(in: directory, below: journalFile + 1)
             }
@@ -87,8 +89,12 @@ final class LogFlusher: @unchecked Sendable {
         }
     }
 
-    /// Runs on `queue`: one SQLite transaction for every pending entry.
-    private func flush() {
+    /// Runs on `queue`: one SQLite transaction for every pending entry. It is synced only when
+    /// journal files are to be retired after it (the first entry of a newer file is among them),
+    /// or when `durably` asks: until then the journal holds every entry durably, so syncing
+    /// SQLite's WAL on each flush (every 50 ms) bought nothing but disk flushes queued beside the
+    /// commits' `fdatasync`s. Checkpoints still sync as they go.
+    private func flush(durably: Bool = false) {
         dispatchPrecondition(condition: .onQueue(queue))
         let taken = state.withLockedValue { state -> [(entry: JournalEntry, file: UInt64)] in
             state.flushScheduled = false
@@ -102,10 +108,14 @@ final class LogFlusher: @unchecked Sendable {
         }
         guard let newestFile = taken.last?.file, let log, let directory else { return }
         let merged = JournalEntry.merging(taken.map(\.entry))
+        let retires = newestFile > retiredBelow
         do {
-            try log.append(merged.segments, clock: merged.clock)
-            // Every entry of an older file was handed over before these, so it is in the log.
-            try CommitJournal.retire(in: directory, below: newestFile)
+            try log.append(merged.segments, clock: merged.clock, durably: durably || retires)
+            if retires {
+                // Every entry of an older file was handed over before these, so it is in the log.
+                try CommitJournal.retire(in: directory, below: newestFile)
+                retiredBelow = newestFile
+            }
         } catch {
             state.withLockedValue { $0.failure = error }
         }

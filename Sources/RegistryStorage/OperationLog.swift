@@ -30,7 +30,7 @@ public struct NodeIdentity: Hashable, Sendable {
 }
 
 /// The durable per-origin operation log in SQLite (WAL, `synchronous=FULL`): an append returns
-/// only once its records survive a crash or power loss. Many records share one transaction, so
+/// only once its records survive a crash or power loss, unless it asks for less. Many records share one transaction, so
 /// one fsync acknowledges a whole group of registrations, and they share one row
 /// (``LogSegment``), so the group costs one B-tree insert.
 ///
@@ -67,6 +67,8 @@ public final class OperationLog {
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
     public private(set) var recordCount: UInt64
+    /// Whether the connection is at `synchronous=FULL` (see ``append(_:clock:durably:)``).
+    private var syncsEveryCommit = true
     /// The last stored sequence of every (origin, epoch).
     private var lastSequences: [OriginEpoch: UInt64] = [:]
 
@@ -208,9 +210,20 @@ public final class OperationLog {
         try append(segments, clock: clock)
     }
 
-    /// Appends whole segments and the clock in one durable transaction. Leading records at or
-    /// below the last stored sequence of their (origin, epoch) are skipped.
-    public func append(_ segments: [LogSegment], clock: UInt64) throws(StorageError) {
+    /// Appends whole segments and the clock in one transaction. Leading records at or below the
+    /// last stored sequence of their (origin, epoch) are skipped.
+    ///
+    /// - Parameter durably: true syncs the WAL at commit (`synchronous=FULL`), so the append, and
+    ///   every append before it, survives a power loss. False leaves the commit in the WAL
+    ///   unsynced (`synchronous=NORMAL`): it survives a crash of the process, and the next durable
+    ///   append (or an automatic checkpoint, which syncs) makes it durable too. The caller keeps
+    ///   its own durable copy until then: registryd's flusher deletes journal files only after a
+    ///   durable append.
+    public func append(_ segments: [LogSegment], clock: UInt64, durably: Bool = true) throws(StorageError) {
+        if durably != syncsEveryCommit {
+            try connection.execute(durably ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", context: "setting sync")
+            syncsEveryCommit = durably
+        }
         var stored = [LogSegment]()
         for segment in segments where segment.count > 0 {
             let key = OriginEpoch(origin: segment.origin, epoch: segment.epoch)
@@ -229,6 +242,11 @@ public final class OperationLog {
             lastSequences[OriginEpoch(origin: segment.origin, epoch: segment.epoch)] = segment.lastSequence
             recordCount += UInt64(segment.count)
         }
+    }
+
+    /// SQLite's own `synchronous` level for this connection: 2 (FULL) or 1 (NORMAL).
+    func synchronousLevel() throws(StorageError) -> String? {
+        try connection.scalarText("PRAGMA synchronous", context: "reading the sync level")
     }
 
     private func insertSegment(_ segment: LogSegment) throws(StorageError) {
