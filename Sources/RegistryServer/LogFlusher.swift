@@ -7,9 +7,9 @@ import RegistryStorage
 /// commit is durable (and acknowledged) once its journal entry is synced; this only decides where
 /// it lives from then on.
 ///
-/// `@unchecked Sendable`: `log`, `directory` and `retiredBelow` are touched only by closures on the serial
-/// `queue` (`close` runs on it through `queue.sync`); everything else shared is in `state`,
-/// behind a lock, or immutable.
+/// `@unchecked Sendable`: `log`, `directory` and `retiredBelow` are touched only by closures on
+/// the serial `queue` (`close` runs on it through `queue.sync`); everything else shared is in
+/// `state`, behind a lock, or immutable.
 final class LogFlusher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "registry.log-flusher")
     private var log: OperationLog?
@@ -80,8 +80,9 @@ final class LogFlusher: @unchecked Sendable {
     /// `journalFile + 1` (all of them) when every entry reached the log.
     func close(journalFile: UInt64) {
         queue.sync {
-            flush(durably: true)
-            if let directory, state.withLockedValue({ $0.failure }) == nil {
+            flush()
+            // The last flush may have left SQLite's WAL unsynced: sync it before the journal goes.
+            if let directory, let log, state.withLockedValue({ $0.failure }) == nil, (try? log.makeDurable()) != nil {
                 try? CommitJournal.retire(in: directory, below: journalFile + 1)
             }
             log = nil
@@ -90,11 +91,11 @@ final class LogFlusher: @unchecked Sendable {
     }
 
     /// Runs on `queue`: one SQLite transaction for every pending entry. It is synced only when
-    /// journal files are to be retired after it (the first entry of a newer file is among them),
-    /// or when `durably` asks: until then the journal holds every entry durably, so syncing
-    /// SQLite's WAL on each flush (every 50 ms) bought nothing but disk flushes queued beside the
-    /// commits' `fdatasync`s. Checkpoints still sync as they go.
-    private func flush(durably: Bool = false) {
+    /// journal files are to be retired after it (the first entry of a newer file is among them):
+    /// until then the journal holds every entry durably, so syncing SQLite's WAL on each flush
+    /// (every 50 ms) bought nothing but disk flushes queued beside the commits' `fdatasync`s.
+    /// Checkpoints still sync as they go.
+    private func flush() {
         dispatchPrecondition(condition: .onQueue(queue))
         let taken = state.withLockedValue { state -> [(entry: JournalEntry, file: UInt64)] in
             state.flushScheduled = false
@@ -110,7 +111,7 @@ final class LogFlusher: @unchecked Sendable {
         let merged = JournalEntry.merging(taken.map(\.entry))
         let retires = newestFile > retiredBelow
         do {
-            try log.append(merged.segments, clock: merged.clock, durably: durably || retires)
+            try log.append(merged.segments, clock: merged.clock, durably: retires)
             if retires {
                 // Every entry of an older file was handed over before these, so it is in the log.
                 try CommitJournal.retire(in: directory, below: newestFile)

@@ -30,9 +30,9 @@ public struct NodeIdentity: Hashable, Sendable {
 }
 
 /// The durable per-origin operation log in SQLite (WAL, `synchronous=FULL`): an append returns
-/// only once its records survive a crash or power loss, unless it asks for less. Many records share one transaction, so
-/// one fsync acknowledges a whole group of registrations, and they share one row
-/// (``LogSegment``), so the group costs one B-tree insert.
+/// only once its records survive a crash or power loss, unless it asks for less. Many records
+/// share one transaction, so one fsync acknowledges a whole group of registrations, and they
+/// share one row (``LogSegment``), so the group costs one B-tree insert.
 ///
 /// Records of one (origin, epoch) are appended in increasing sequence order; a record at or
 /// below the last stored sequence of its (origin, epoch) is a duplicate and is skipped, so
@@ -216,7 +216,7 @@ public final class OperationLog {
     /// - Parameter durably: true syncs the WAL at commit (`synchronous=FULL`), so the append, and
     ///   every append before it, survives a power loss. False leaves the commit in the WAL
     ///   unsynced (`synchronous=NORMAL`): it survives a crash of the process, and the next durable
-    ///   append (or an automatic checkpoint, which syncs) makes it durable too. The caller keeps
+    ///   append (or a checkpoint that reaches it, which syncs) makes it durable too. The caller keeps
     ///   its own durable copy until then: registryd's flusher deletes journal files only after a
     ///   durable append.
     public func append(_ segments: [LogSegment], clock: UInt64, durably: Bool = true) throws(StorageError) {
@@ -242,6 +242,13 @@ public final class OperationLog {
             lastSequences[OriginEpoch(origin: segment.origin, epoch: segment.epoch)] = segment.lastSequence
             recordCount += UInt64(segment.count)
         }
+    }
+
+    /// Makes every earlier append durable: when the last one was not, commits the clock again at
+    /// `synchronous=FULL`, whose sync of the WAL covers everything written before it.
+    public func makeDurable() throws(StorageError) {
+        guard !syncsEveryCommit else { return }
+        try append([LogSegment](), clock: try persistedClock(), durably: true)
     }
 
     /// SQLite's own `synchronous` level for this connection: 2 (FULL) or 1 (NORMAL).

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import RegistryStorage
+@testable import RegistryStorage
 import RegistryTestSupport
 import Testing
 @testable import RegistryServer
@@ -95,6 +95,30 @@ import Testing
         let recovered = try CommitJournal.recover(in: directory)
         #expect(recovered.entries.map(\.clock) == [6, 9, 12])
         flusher.close(journalFile: journal.fileNumber)
+    }
+
+    /// A flush syncs SQLite's WAL only when journal files are retired after it: the first flush,
+    /// and then one that includes an entry of a newer file. Here every hand-over flushes before
+    /// it returns (`maxPendingBytes` 0), so the log is idle when the test reads its sync level.
+    @Test func onlyAFlushThatRetiresJournalFilesSyncsTheLog() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let log = try OperationLog(directory: directory)
+        let flusher = LogFlusher(log: log, directory: directory, delay: .seconds(3_600), maxPendingBytes: 0)
+        try flusher.hand(entry(1...3), file: 1)
+        #expect(try log.synchronousLevel() == "2")
+        try flusher.hand(entry(4...6), file: 1)
+        #expect(try log.synchronousLevel() == "1")
+        try flusher.hand(entry(7...9), file: 1)
+        #expect(try log.synchronousLevel() == "1")
+        try flusher.hand(entry(10...12), file: 2)
+        #expect(try log.synchronousLevel() == "2")
+        try flusher.hand(entry(13...15), file: 2)
+        #expect(try log.synchronousLevel() == "1")
+        flusher.close(journalFile: 2)
+        #expect(try log.synchronousLevel() == "2")
+        #expect(log.recordCount == 15)
     }
 
     /// Below the limit nothing is flushed until the delay has passed; the journal keeps it.
