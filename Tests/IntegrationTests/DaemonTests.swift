@@ -147,7 +147,9 @@ import Glibc
         defer { temp.remove() }
         let directory = temp.path + "/small"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let disk = try MountNamespace(tmpfsOver: directory, bytes: 512 * 1024)
+        // Room for the empty database (four 64 KiB pages, each written to the WAL and then to the
+        // database file) and a few thousand registrations.
+        let disk = try MountNamespace(tmpfsOver: directory, bytes: 1 << 20)
         let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "disk-full")
         var acknowledged = [(String, String)]()
