@@ -49,14 +49,12 @@ public final class OperationLog {
     /// keys with it. Every insert's descent then read several of the megabyte blobs it passed (8.7
     /// MB an insert, over 300 inserts of 1 MB). Here the key is the rowid, and the
     /// (origin, epoch, first_seq) index holds only small keys.
-    static func createSegmentTable(_ name: String, ifNotExists: Bool = false) -> String {
-        """
-        CREATE TABLE \(ifNotExists ? "IF NOT EXISTS " : "")\(name) (
+    static let createSegmentTable = """
+        CREATE TABLE IF NOT EXISTS oplog_segments (
             origin TEXT NOT NULL, epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,
             last_seq INTEGER NOT NULL, count INTEGER NOT NULL, records BLOB NOT NULL,
             PRIMARY KEY (origin, epoch, first_seq));
         """
-    }
 
     private let directory: DataDirectory
     private let connection: SQLiteConnection
@@ -97,7 +95,7 @@ public final class OperationLog {
             PRAGMA busy_timeout=5000;
             PRAGMA wal_autocheckpoint=32;
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY) WITHOUT ROWID;
-            """ + Self.createSegmentTable("oplog_segments", ifNotExists: true), context: "creating the schema")
+            """ + Self.createSegmentTable, context: "creating the schema")
         insert = try connection.prepare(
             "INSERT INTO oplog_segments (origin, epoch, first_seq, last_seq, count, records) VALUES (?, ?, ?, ?, ?, ?)",
             context: "segment insert")
@@ -157,11 +155,11 @@ public final class OperationLog {
     }
 
     /// Version 2 kept the segments in a `WITHOUT ROWID` table; copies them, in key order, into
-    /// the rowid table of version 3 (see ``createSegmentTable(_:ifNotExists:)``).
+    /// the rowid table of version 3 (see ``createSegmentTable``).
     private func migrateFromKeyedSegments() throws(StorageError) {
         try transaction { () throws(StorageError) in
             try connection.execute(
-                "ALTER TABLE oplog_segments RENAME TO oplog_segments_v2;" + Self.createSegmentTable("oplog_segments")
+                "ALTER TABLE oplog_segments RENAME TO oplog_segments_v2;" + Self.createSegmentTable
                     + """
                     INSERT INTO oplog_segments (origin, epoch, first_seq, last_seq, count, records)
                         SELECT origin, epoch, first_seq, last_seq, count, records FROM oplog_segments_v2
