@@ -1,3 +1,5 @@
+import RegistryWire
+
 /// The versioned JSON report `registryload --json FILE` writes. Field names are snake_case and
 /// durations are nanoseconds; `format` changes whenever a field changes meaning.
 public struct LoadReport: Codable, Sendable {
@@ -120,7 +122,8 @@ public struct LoadReport: Codable, Sendable {
         }
     }
 
-    /// One endpoint's own `Stats` after the run.
+    /// One endpoint's own `Stats` after the run, and how long its commits took during the
+    /// measured window.
     public struct ServerStats: Codable, Sendable {
         public var endpoint: String
         public var nodeID: String
@@ -133,6 +136,10 @@ public struct LoadReport: Codable, Sendable {
         public var logOperations: UInt64
         public var logCommits: UInt64
         public var uptimeMillis: UInt64
+        /// The journal write and fdatasync of the commits made from the end of the warm-up to
+        /// the last answer: the difference of the node's `commit_latency` readings then. Nil
+        /// when either reading failed or the node restarted in between.
+        public var windowCommitLatency: BucketedLatency?
 
         enum CodingKeys: String, CodingKey {
             case endpoint, devices, aliases, claims, errors
@@ -142,11 +149,13 @@ public struct LoadReport: Codable, Sendable {
             case logOperations = "log_operations"
             case logCommits = "log_commits"
             case uptimeMillis = "uptime_millis"
+            case windowCommitLatency = "window_commit_latency"
         }
 
         public init(
             endpoint: String, nodeID: String, serverVersion: String, devices: UInt64, aliases: UInt64, claims: UInt64,
-            requestsServed: UInt64, errors: [String: UInt64], logOperations: UInt64, logCommits: UInt64, uptimeMillis: UInt64
+            requestsServed: UInt64, errors: [String: UInt64], logOperations: UInt64, logCommits: UInt64, uptimeMillis: UInt64,
+            windowCommitLatency: BucketedLatency? = nil
         ) {
             self.endpoint = endpoint
             self.nodeID = nodeID
@@ -159,6 +168,34 @@ public struct LoadReport: Codable, Sendable {
             self.logOperations = logOperations
             self.logCommits = logCommits
             self.uptimeMillis = uptimeMillis
+            self.windowCommitLatency = windowCommitLatency
+        }
+    }
+
+    /// Percentiles a node reported as latency buckets (`LatencyBuckets` in `admin.proto`):
+    /// each is the upper bound of the bucket that holds it, so at most 19% above the truth.
+    public struct BucketedLatency: Codable, Equatable, Sendable {
+        public var count: UInt64
+        public var p50: UInt64
+        public var p90: UInt64
+        public var p99: UInt64
+        public var p999: UInt64
+
+        enum CodingKeys: String, CodingKey {
+            case count
+            case p50 = "p50_ns"
+            case p90 = "p90_ns"
+            case p99 = "p99_ns"
+            case p999 = "p99_9_ns"
+        }
+
+        public init(_ summary: LatencyBuckets.Summary) {
+            func nanoseconds(_ micros: UInt64) -> UInt64 { micros.multipliedReportingOverflow(by: 1_000).overflow ? .max : micros * 1_000 }
+            count = summary.count
+            p50 = nanoseconds(summary.p50Micros)
+            p90 = nanoseconds(summary.p90Micros)
+            p99 = nanoseconds(summary.p99Micros)
+            p999 = nanoseconds(summary.p999Micros)
         }
     }
 

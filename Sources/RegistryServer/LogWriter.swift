@@ -32,8 +32,8 @@ final class LogWriter: @unchecked Sendable {
 
     /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
     /// operations of each (origin, epoch) run become a ``LogSegment``. Returns the number of
-    /// durable records.
-    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
+    /// durable records, and how many microseconds the journal's write and sync took.
+    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<(durable: UInt64, syncMicros: UInt64), StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
@@ -58,10 +58,12 @@ final class LogWriter: @unchecked Sendable {
         }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
+            let started = DispatchTime.now().uptimeNanoseconds
             let file = try journal.append(entry)
+            let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
             durableRecords += UInt64(operations.count)
             try flusher.hand(entry, file: file)
-            return .success(durableRecords)
+            return .success((durableRecords, syncMicros))
         } catch {
             return .failure(error)
         }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Dispatch
 import Logging
+import Metrics
 import RegistryCore
 import RegistryStorage
 import RegistryWire
@@ -50,6 +51,8 @@ public final class RegistryEngine: Sendable {
         var failure: WireError?
         var durableOperations: UInt64
         var commits: UInt64 = 0
+        /// How long each commit's journal write and sync took.
+        var commitLatency = LatencyBuckets()
     }
 
     public let nodeID: NodeID
@@ -64,6 +67,8 @@ public final class RegistryEngine: Sendable {
     private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
     let counters = ServerCounters()
+    /// swift-metrics' view of ``Core/commitLatency``.
+    private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
     private let logger: Logger
     private let wallClock: @Sendable () -> UInt64
     private let startedAt: UInt64
@@ -247,11 +252,13 @@ public final class RegistryEngine: Sendable {
                 continue
             }
             switch writer.write(taken.operations, clock: taken.clock) {
-            case .success(let durable):
+            case .success(let committed):
                 core.withLockedValue { core in
-                    core.durableOperations = durable
+                    core.durableOperations = committed.durable
                     core.commits += 1
+                    core.commitLatency.record(micros: committed.syncMicros)
                 }
+                commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in taken.waiters { deliverCounted(waiter) }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
@@ -291,6 +298,7 @@ public final class RegistryEngine: Sendable {
         message.logSequence = core.node.nextSequence - 1
         message.connections = UInt64(counters.connections)
         message.logCommits = core.commits
+        message.commitLatency = core.commitLatency
         return message
     }
 

@@ -136,6 +136,12 @@ enum CRead {
         return result
     }
 
+    /// A repeated integer field.
+    static func integers(_ count: Int, _ items: UnsafeMutablePointer<UInt64>?) -> [UInt64] {
+        guard let items, count > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: items, count: count))
+    }
+
     /// A repeated string field.
     static func strings(_ count: Int, _ items: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> [String] {
         guard let items, count > 0 else { return [] }

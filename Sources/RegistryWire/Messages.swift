@@ -221,6 +221,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var connections: UInt64 = 0
     /// Durable log commits since start.
     public var logCommits: UInt64 = 0
+    /// How long those commits took (journal write and fdatasync), since start.
+    public var commitLatency = LatencyBuckets()
 
     public init() {}
 

@@ -74,6 +74,11 @@ extension ServerFrame {
             message.logSequence = stats.log_sequence
             message.connections = stats.connections
             message.logCommits = stats.log_commits
+            if let latency = stats.commit_latency?.pointee {
+                message.commitLatency = try LatencyBuckets(
+                    upperBoundsMicros: CRead.integers(latency.n_upper_bounds_us, latency.upper_bounds_us),
+                    counts: CRead.integers(latency.n_counts, latency.counts))
+            }
             return .stats(message)
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
@@ -184,6 +189,13 @@ extension ServerFrame {
             message.log_sequence = stats.logSequence
             message.connections = stats.connections
             message.log_commits = stats.logCommits
+            var latency = Registry__V1__LatencyBuckets()
+            registry__v1__latency_buckets__init(&latency)
+            latency.n_upper_bounds_us = stats.commitLatency.upperBoundsMicros.count
+            latency.upper_bounds_us = arena.array(stats.commitLatency.upperBoundsMicros)
+            latency.n_counts = stats.commitLatency.counts.count
+            latency.counts = arena.array(stats.commitLatency.counts)
+            message.commit_latency = arena.new(latency)
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_STATS
             frame.stats = arena.new(message)
         case .error(let error):

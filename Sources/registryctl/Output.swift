@@ -63,6 +63,8 @@ struct StatusView: Printable {
         let commits: UInt64
         let epoch: UInt64
         let sequence: UInt64
+        /// How long commits took since the node started (journal write and fdatasync).
+        let commitLatency: LatencyBuckets.Summary?
     }
 
     init(_ stats: StatsMessage) {
@@ -75,7 +77,9 @@ struct StatusView: Printable {
         claims = stats.claimCount
         requestsServed = stats.requestsServed
         connections = stats.connections
-        log = Log(operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence)
+        log = Log(
+            operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence,
+            commitLatency: stats.commitLatency.summary)
         errors = stats.errorsByName
     }
 
@@ -85,6 +89,7 @@ struct StatusView: Printable {
             ("devices", "\(devices)"), ("aliases", "\(aliases)"), ("claims", "\(claims)"),
             ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
             ("log", "\(log.operations) operations, \(log.commits) commits since start, epoch \(log.epoch), sequence \(log.sequence)"),
+            ("commit time", log.commitLatency.map { "\($0) (journal write and fdatasync, since start)" } ?? "no commits yet"),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]
     }

@@ -38,6 +38,10 @@ struct LoadRun {
             try? await Task.sleep(nanoseconds: warmup)
             return CPUSample.now()
         }
+        let commitsAtMeasureStart = Task { () -> [Int: LatencyBuckets] in
+            try? await Task.sleep(nanoseconds: warmup)
+            return await commitLatencies(shards)
+        }
         let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
         let progressTask = Task {
             while !Task.isCancelled {
@@ -52,6 +56,8 @@ struct LoadRun {
         }
         for future in finished { try? await future.get() }
         let cpuAtEnd = CPUSample.now()
+        let commitsAtEnd = await commitLatencies(shards)
+        let commitsAtStart = await commitsAtMeasureStart.value
         cpuAtMeasureStart.cancel()
         let cpu = await cpuAtMeasureStart.value.flatMap { start in cpuAtEnd?.shares(since: start) }
         progressTask.cancel()
@@ -85,7 +91,7 @@ struct LoadRun {
         let achieved = seconds > 0 ? Double(totals.acknowledged) / seconds : 0
 
         let verification = plan.verify ? await verifyAll(shards) : nil
-        let servers = await serverStats(shards)
+        let servers = await serverStats(shards, commitsFrom: commitsAtStart, to: commitsAtEnd)
         let latency = totals.latency
         let judgement = RunJudgement(
             intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
@@ -169,20 +175,39 @@ struct LoadRun {
         }
     }
 
-    private func serverStats(_ shards: [LoadShard]) async -> [LoadReport.ServerStats] {
+    /// Each endpoint's stats after the run, with how long its commits took between two readings
+    /// of their latency (by endpoint index).
+    private func serverStats(
+        _ shards: [LoadShard], commitsFrom start: [Int: LatencyBuckets], to end: [Int: LatencyBuckets]
+    ) async -> [LoadReport.ServerStats] {
         var result = [LoadReport.ServerStats]()
         for (index, endpoint) in plan.endpoints.enumerated() {
-            guard let lane = shards.lazy.flatMap(\.lanes).first(where: { $0.endpoint == index }),
-                let stats = try? await lane.client.stats()
-            else { continue }
+            guard let stats = await stats(ofEndpoint: index, shards) else { continue }
+            let window = end[index].flatMap { end in start[index].flatMap { end.since($0) } }
             result.append(
                 LoadReport.ServerStats(
                     endpoint: endpoint.description, nodeID: stats.nodeID, serverVersion: stats.serverVersion,
                     devices: stats.deviceCount, aliases: stats.aliasCount, claims: stats.claimCount,
                     requestsServed: stats.requestsServed,
                     errors: stats.errorsByName,
-                    logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis))
+                    logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis,
+                    windowCommitLatency: window?.summary.map(LoadReport.BucketedLatency.init)))
         }
         return result
+    }
+
+    /// Each endpoint's commit latency so far, by endpoint index (those that answered).
+    private func commitLatencies(_ shards: [LoadShard]) async -> [Int: LatencyBuckets] {
+        var result = [Int: LatencyBuckets]()
+        for index in plan.endpoints.indices {
+            result[index] = await stats(ofEndpoint: index, shards)?.commitLatency
+        }
+        return result
+    }
+
+    /// Asks endpoint `index` for its stats over the first connection to it.
+    private func stats(ofEndpoint index: Int, _ shards: [LoadShard]) async -> StatsMessage? {
+        guard let lane = shards.lazy.flatMap(\.lanes).first(where: { $0.endpoint == index }) else { return nil }
+        return try? await lane.client.stats()
     }
 }

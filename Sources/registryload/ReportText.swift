@@ -44,6 +44,11 @@ enum ReportText {
         for server in report.servers {
             lines.append(
                 "server        \(server.endpoint) \(server.nodeID): \(server.devices) devices, \(server.logOperations) log operations in \(server.logCommits) commits")
+            if let commits = server.windowCommitLatency {
+                let percentiles = [("p50", commits.p50), ("p90", commits.p90), ("p99", commits.p99), ("p99.9", commits.p999)]
+                    .map { "\($0.0) <=\(DurationText.format(nanoseconds: $0.1))" }.joined(separator: "  ")
+                lines.append("commit time   \(percentiles) over \(commits.count) commits (node's journal write + fdatasync, measured window)")
+            }
         }
         if let cpu = report.cpu {
             lines.append(

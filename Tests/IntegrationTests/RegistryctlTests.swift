@@ -51,7 +51,13 @@ import Testing
         let status = try json(try ctl(["status"], endpoint: endpoint))
         #expect(status["node"] as? String == "node-it")
         #expect(status["devices"] as? Int == 1 && status["aliases"] as? Int == 1 && status["claims"] as? Int == 2)
-        #expect((status["log"] as? [String: Any])?["operations"] as? Int == 3)
+        let log = try #require(status["log"] as? [String: Any])
+        #expect(log["operations"] as? Int == 3)
+        // Every commit's journal write and fdatasync is counted, at least 16 us each.
+        let commitLatency = try #require(log["commitLatency"] as? [String: Int])
+        #expect(commitLatency["count"] == log["commits"] as? Int && (commitLatency["p50Micros"] ?? 0) >= 16)
+        let statusTable = try ctl(["status", "-o", "table"], endpoint: endpoint)
+        #expect(statusTable.stdout.contains("commit time") && statusTable.stdout.contains("p99 <="))
     }
 
     @Test func exitStatusesAreTheDocumentedOnes() throws {

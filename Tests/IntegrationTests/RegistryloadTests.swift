@@ -48,6 +48,11 @@ import Testing
         let servers = try #require(json["servers"] as? [[String: Any]])
         #expect(servers.count == 1)
         #expect((servers[0]["devices"] as? Int ?? 0) == verification["devices"] as? Int)
+        // The node's commit times over the run, from two readings of its latency buckets.
+        let commits = try #require(servers[0]["window_commit_latency"] as? [String: Int])
+        #expect((1...(servers[0]["log_commits"] as? Int ?? 0)).contains(commits["count"] ?? 0))
+        #expect((commits["p50_ns"] ?? 0) >= 16_000 && (commits["p99_ns"] ?? 0) >= (commits["p50_ns"] ?? 0))
+        #expect(result.stdout.contains("commit time   p50 <="))
         let latency = try #require(json["latency"] as? [String: Any])
         #expect((latency["p99_ns"] as? Int ?? 0) >= (latency["p50_ns"] as? Int ?? 0))
         let parameters = try #require(json["parameters"] as? [String: Any])

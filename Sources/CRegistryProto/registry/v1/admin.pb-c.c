@@ -142,6 +142,51 @@ void   registry__v1__stats__free_unpacked
   assert(message->base.descriptor == &registry__v1__stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__latency_buckets__init
+                     (Registry__V1__LatencyBuckets         *message)
+{
+  static const Registry__V1__LatencyBuckets init_value = REGISTRY__V1__LATENCY_BUCKETS__INIT;
+  *message = init_value;
+}
+size_t registry__v1__latency_buckets__get_packed_size
+                     (const Registry__V1__LatencyBuckets *message)
+{
+  assert(message->base.descriptor == &registry__v1__latency_buckets__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__latency_buckets__pack
+                     (const Registry__V1__LatencyBuckets *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__latency_buckets__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__latency_buckets__pack_to_buffer
+                     (const Registry__V1__LatencyBuckets *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__latency_buckets__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__LatencyBuckets *
+       registry__v1__latency_buckets__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__LatencyBuckets *)
+     protobuf_c_message_unpack (&registry__v1__latency_buckets__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__latency_buckets__free_unpacked
+                     (Registry__V1__LatencyBuckets *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__latency_buckets__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 #define registry__v1__stats_request__field_descriptors NULL
 #define registry__v1__stats_request__field_indices_by_name NULL
 #define registry__v1__stats_request__number_ranges NULL
@@ -211,7 +256,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[14] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[15] =
 {
   {
     "node_id",
@@ -381,11 +426,24 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[14]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "commit_latency",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, commit_latency),
+    &registry__v1__latency_buckets__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
   6,   /* field[6] = claim_count */
   1,   /* field[1] = cluster_id */
+  14,   /* field[14] = commit_latency */
   12,   /* field[12] = connections */
   4,   /* field[4] = device_count */
   8,   /* field[8] = errors */
@@ -401,7 +459,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -411,10 +469,61 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  14,
+  15,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   1,  registry__v1__stats__number_ranges,
   (ProtobufCMessageInit) registry__v1__stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__latency_buckets__field_descriptors[2] =
+{
+  {
+    "upper_bounds_us",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Registry__V1__LatencyBuckets, n_upper_bounds_us),
+    offsetof(Registry__V1__LatencyBuckets, upper_bounds_us),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "counts",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Registry__V1__LatencyBuckets, n_counts),
+    offsetof(Registry__V1__LatencyBuckets, counts),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__latency_buckets__field_indices_by_name[] = {
+  1,   /* field[1] = counts */
+  0,   /* field[0] = upper_bounds_us */
+};
+static const ProtobufCIntRange registry__v1__latency_buckets__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor registry__v1__latency_buckets__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.LatencyBuckets",
+  "LatencyBuckets",
+  "Registry__V1__LatencyBuckets",
+  "registry.v1",
+  sizeof(Registry__V1__LatencyBuckets),
+  2,
+  registry__v1__latency_buckets__field_descriptors,
+  registry__v1__latency_buckets__field_indices_by_name,
+  1,  registry__v1__latency_buckets__number_ranges,
+  (ProtobufCMessageInit) registry__v1__latency_buckets__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

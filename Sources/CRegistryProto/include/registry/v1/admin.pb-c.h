@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__StatsRequest Registry__V1__StatsRequest;
 typedef struct Registry__V1__ErrorCount Registry__V1__ErrorCount;
 typedef struct Registry__V1__Stats Registry__V1__Stats;
+typedef struct Registry__V1__LatencyBuckets Registry__V1__LatencyBuckets;
 
 
 /* --- enums --- */
@@ -98,10 +99,41 @@ struct  Registry__V1__Stats
    * commit (group commit); operations / commits is the grouping achieved.
    */
   uint64_t log_commits;
+  /*
+   * How long those commits took: the journal write and fdatasync that every
+   * acknowledged change waits for, since the node started.
+   */
+  Registry__V1__LatencyBuckets *commit_latency;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL }
+
+
+/*
+ * Durations counted per bucket, cumulatively: the difference of two readings is
+ * the distribution of the time between them. A percentile is reported as the
+ * upper bound of the bucket that holds it.
+ */
+struct  Registry__V1__LatencyBuckets
+{
+  ProtobufCMessage base;
+  /*
+   * Inclusive upper bounds in microseconds, strictly ascending; the last is
+   * 2^64 - 1, so that every duration has a bucket. registryd sends four buckets
+   * per doubling from 16 us to about 1 s.
+   */
+  size_t n_upper_bounds_us;
+  uint64_t *upper_bounds_us;
+  /*
+   * How many durations fell in each bucket: one count per bound.
+   */
+  size_t n_counts;
+  uint64_t *counts;
+};
+#define REGISTRY__V1__LATENCY_BUCKETS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__latency_buckets__descriptor) \
+    , 0,NULL, 0,NULL }
 
 
 /* Registry__V1__StatsRequest methods */
@@ -161,6 +193,25 @@ Registry__V1__Stats *
 void   registry__v1__stats__free_unpacked
                      (Registry__V1__Stats *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__LatencyBuckets methods */
+void   registry__v1__latency_buckets__init
+                     (Registry__V1__LatencyBuckets         *message);
+size_t registry__v1__latency_buckets__get_packed_size
+                     (const Registry__V1__LatencyBuckets   *message);
+size_t registry__v1__latency_buckets__pack
+                     (const Registry__V1__LatencyBuckets   *message,
+                      uint8_t             *out);
+size_t registry__v1__latency_buckets__pack_to_buffer
+                     (const Registry__V1__LatencyBuckets   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__LatencyBuckets *
+       registry__v1__latency_buckets__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__latency_buckets__free_unpacked
+                     (Registry__V1__LatencyBuckets *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Registry__V1__StatsRequest_Closure)
@@ -172,6 +223,9 @@ typedef void (*Registry__V1__ErrorCount_Closure)
 typedef void (*Registry__V1__Stats_Closure)
                  (const Registry__V1__Stats *message,
                   void *closure_data);
+typedef void (*Registry__V1__LatencyBuckets_Closure)
+                 (const Registry__V1__LatencyBuckets *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -181,6 +235,7 @@ typedef void (*Registry__V1__Stats_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__stats_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error_count__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__stats__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__latency_buckets__descriptor;
 
 PROTOBUF_C__END_DECLS
 
