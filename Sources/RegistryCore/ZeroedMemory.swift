@@ -15,7 +15,7 @@ import Synchronization
 /// 32 faults, and lookups mostly hit the TLB. Smaller blocks come from `calloc`.
 ///
 /// A mapped block is also populated in the background (Linux `MADV_POPULATE_WRITE`): a thread
-/// of its own, at the lowest priority, has the kernel provide and zero its pages, and
+/// of its own, paced to a third of one CPU, has the kernel provide and zero its pages, and
 /// ``isPopulated`` says when that is done, so that an owner can put off its first random writes
 /// (each of which would otherwise fault in a page under its lock) until then. On this project's
 /// VM a 2 MiB page took 0.4 to 4 ms to fault in, the more the busier the machine.
@@ -79,17 +79,26 @@ final class ZeroedMemory: Sendable {
     }
 }
 
-/// Has the kernel provide a mapping's pages on a thread of its own, at the lowest CPU priority,
-/// so that no one on the request path waits for them to be zeroed. It only asks the kernel to
-/// map pages (`MADV_POPULATE_WRITE` leaves their contents alone), so it never races the owner's
-/// writes. At nice 19 it takes the CPU time the request threads leave: at normal priority, the
-/// burst of zeroing the indexes' next tables (about half a second of one CPU) cost that second a
-/// p99 of 70 to 100 ms in 3 of 3 runs, against 14 to 44 ms at nice 19. Where the call is not
-/// supported it stops at the first refusal; the pages then fault in when first written.
+/// Has the kernel provide a mapping's pages on a thread of its own (`index-populate`), so that
+/// no one on the request path waits for them to be zeroed. It only asks the kernel to map pages
+/// (`MADV_POPULATE_WRITE` leaves their contents alone), so it never races the owner's writes.
+/// Where the call is not supported it stops at the first refusal; the pages then fault in when
+/// first written.
+///
+/// It runs at normal priority and paces itself: after each 2 MiB step it sleeps twice as long
+/// as the step took, so it uses at most a third of one CPU. Each step holds the process's
+/// memory-map lock for reading while the kernel zeroes the page (4.6 ms at p50 on this project's
+/// VM), and any `mmap` or `munmap` on the request path waits for it. At nice 19, as it used to
+/// run, a busy machine preempted it mid-step for up to 121 ms with the lock held, and the
+/// request threads queued behind: at 155,000 registrations/s across the 12.6M-device doubling,
+/// three runs had p99 of 288, 39 and 116 ms (seconds of 340 ms). Paced at normal priority, the
+/// same three runs had 15.9, 15.2 and 15.3 ms. The claims index's 1.6 GB next table then takes
+/// about ten seconds, well inside the time the index may wait for it (``HashIndex``).
 final class BackgroundPopulation: Sendable {
     /// Bytes per `madvise` call, so that an abandoned population stops soon.
     static let chunkBytes = 2 << 20
-    static let nice: Int32 = 19
+    /// After a step, the thread sleeps this many times as long as the step took.
+    static let pauseFactor = 2
 
     private static let running = 0
     private static let finished = 1
@@ -127,16 +136,34 @@ final class BackgroundPopulation: Sendable {
 
     #if os(Linux)
     private func run() {
-        // PRIO_PROCESS with 0 names the calling thread on Linux, not the whole process.
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.nice)
+        Self.nameThisThread("index-populate")
         var offset = 0
         while offset < bytes, state.load(ordering: .sequentiallyConsistent) == Self.running {
             let length = min(Self.chunkBytes, bytes - offset)
+            var began = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &began)
             guard madvise(UnsafeMutableRawPointer(bitPattern: start + UInt(offset)), length, MADV_POPULATE_WRITE) == 0 else { break }
             offset += length
+            guard offset < bytes else { break }
+            var ended = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &ended)
+            let pause = ((ended.tv_sec - began.tv_sec) * 1_000_000_000 + (ended.tv_nsec - began.tv_nsec)) * Self.pauseFactor
+            var request = timespec(tv_sec: pause / 1_000_000_000, tv_nsec: pause % 1_000_000_000)
+            nanosleep(&request, nil)
         }
         let (done, _) = state.compareExchange(expected: Self.running, desired: Self.finished, ordering: .sequentiallyConsistent)
         if !done { release() }
+    }
+    #endif
+
+    #if os(Linux)
+    /// Names the calling thread for `top -H`, `perf` and `/proc` (pthread_setname_np is not
+    /// visible to Swift): a thread otherwise keeps the name of the one that created it.
+    private static func nameThisThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = name.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        close(descriptor)
     }
     #endif
 
@@ -144,8 +171,8 @@ final class BackgroundPopulation: Sendable {
     var isFinished: Bool { state.load(ordering: .acquiring) == Self.finished }
 
     /// The owner is done with the block: it is unmapped now, or, when the thread is still in a
-    /// step, by the thread as soon as that step ends. The owner never waits for a thread that
-    /// runs at the lowest priority (it may be holding the engine's lock).
+    /// step, by the thread as soon as that step ends. The owner never waits for the thread (it
+    /// may be holding the engine's lock, and a step can take milliseconds).
     func abandon() {
         let (handedOver, _) = state.compareExchange(expected: Self.running, desired: Self.abandoned, ordering: .sequentiallyConsistent)
         if !handedOver { release() }
