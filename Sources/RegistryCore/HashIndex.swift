@@ -25,8 +25,9 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// the next tables of both indexes at 6.3M devices (1.2 GB) took about 2.5 s of CPU time. So a
 /// big table's successor is allocated early, from 70% load, and a background thread has its
 /// pages populated (see ``ZeroedMemory``); the switch waits until that is done, going on in the
-/// current table past 75% load if need be, up to 7/8. The owner never faults the new table's
-/// pages in itself: when it did (a few pages per insert, from 70% to 75%), it spent 1.3 s of
+/// current table past 75% load if need be (and hurrying the population), up to 7/8. The owner
+/// does not fault the new table's pages in itself before then: when it did (a few pages per
+/// insert, from 70% to 75%), it spent 1.3 s of
 /// CPU time in page faults under the engine's lock in the two seconds before a switch at
 /// 175,000 registrations/s, and those seconds' p99 was 0.7 to 1.4 s.
 ///
@@ -86,7 +87,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         // A key still in the old table is shadowed by its copy here; the move skips it later.
         let previous = old.flatMap { old in old.find(key, hash: hash).map { old.value(at: $0) } }
         if previous == nil { count += 1 }
-        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady) { grow() }
+        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) { grow() }
         table.place(key, value, hash: hash)
         moveSomeOldBuckets()
         prepareSpare()
@@ -128,10 +129,13 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
 
     /// True when switching to a bigger table now costs no page faults: the spare's pages are in,
     /// or the table is too small to have a spare (its successor is then a `calloc` block, or a
-    /// mapping of a few huge pages).
-    private var nextTableReady: Bool {
+    /// mapping of a few huge pages). Asked only past 3/4 load, where the index waits for the
+    /// spare: when its pages are not in yet, their population is told to hurry.
+    private func nextTableReady() -> Bool {
         guard let spare else { return !Self.hasSpare(capacity: table.capacity) }
-        return spare.isPopulated
+        if spare.isPopulated { return true }
+        spare.hurryPopulation()
+        return false
     }
 
     private static func hasSpare(capacity: Int) -> Bool {
@@ -152,6 +156,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
 
     /// True once the next table's pages are all in (for tests).
     var isNextTablePopulated: Bool { spare?.isPopulated ?? false }
+
+    /// True once the index has waited for the next table and hurried its population (for tests).
+    var isNextTableHurried: Bool { spare?.isPopulationHurried ?? false }
 
     /// Buckets in the current table (for tests).
     var capacity: Int { table.capacity }
@@ -216,6 +223,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     /// True once the kernel has provided every page of the table (see ``ZeroedMemory/isPopulated``).
     var isPopulated: Bool { memory.isPopulated }
+
+    /// See ``ZeroedMemory/hurryPopulation()``.
+    func hurryPopulation() { memory.hurryPopulation() }
+
+    /// See ``ZeroedMemory/isPopulationHurried``.
+    var isPopulationHurried: Bool { memory.isPopulationHurried }
 
     func setValue(_ value: UInt32, at index: Int) {
         precondition(value < .max, "UInt32.max cannot be stored")

@@ -15,7 +15,7 @@ import Synchronization
 /// 32 faults, and lookups mostly hit the TLB. Smaller blocks come from `calloc`.
 ///
 /// A mapped block is also populated in the background (Linux `MADV_POPULATE_WRITE`): a thread
-/// of its own, paced to a third of one CPU, has the kernel provide and zero its pages, and
+/// of its own, paced to a fraction of one CPU, has the kernel provide and zero its pages, and
 /// ``isPopulated`` says when that is done, so that an owner can put off its first random writes
 /// (each of which would otherwise fault in a page under its lock) until then. On this project's
 /// VM a 2 MiB page took 0.4 to 4 ms to fault in, the more the busier the machine.
@@ -39,6 +39,14 @@ final class ZeroedMemory: Sendable {
     /// where the kernel does not offer it; pages then fault in when first written). A block from
     /// `calloc` is small and counts as populated.
     var isPopulated: Bool { population?.isFinished ?? true }
+
+    /// The owner now waits for the pages: the background population paces itself less.
+    func hurryPopulation() {
+        population?.hurry()
+    }
+
+    /// True once ``hurryPopulation()`` was called on a block still being populated (for tests).
+    var isPopulationHurried: Bool { population?.isHurried ?? false }
 
     init(bytes: Int) {
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
@@ -85,20 +93,33 @@ final class ZeroedMemory: Sendable {
 /// Where the call is not supported it stops at the first refusal; the pages then fault in when
 /// first written.
 ///
-/// It runs at normal priority and paces itself: after each 2 MiB step it sleeps twice as long
-/// as the step took, so it uses at most a third of one CPU. Each step holds the process's
-/// memory-map lock for reading while the kernel zeroes the page (4.6 ms at p50 on this project's
-/// VM), and any `mmap` or `munmap` on the request path waits for it. At nice 19, as it used to
-/// run, a busy machine preempted it mid-step for up to 121 ms with the lock held, and the
-/// request threads queued behind: at 155,000 registrations/s across the 12.6M-device doubling,
-/// three runs had p99 of 288, 39 and 116 ms (seconds of 340 ms). Paced at normal priority, the
-/// same three runs had 15.9, 15.2 and 15.3 ms. The claims index's 1.6 GB next table then takes
-/// about ten seconds, well inside the time the index may wait for it (``HashIndex``).
+/// It runs at normal priority and paces itself: after each 2 MiB step it sleeps twice the CPU
+/// time the step took, so it uses at most a third of one CPU. Once its owner waits for the pages
+/// (``hurry()``) it sleeps only half the step's CPU time, two thirds of a CPU. Each step holds
+/// the process's memory-map lock for reading while the kernel zeroes the page (4.6 ms at p50 on
+/// this project's VM), and any `mmap` or `munmap` on the request path waits for it.
+///
+/// Measured at 155,000 registrations/s on growing nodes, one doubling per range:
+/// - At nice 19, as it used to run, a busy machine preempted it mid-step for up to 121 ms with
+///   the lock held, and the request threads queued behind: from 10.6M to 12.8M devices, p99 of
+///   288, 39 and 116 ms in three runs. Paced by wall time at normal priority: 15.9, 15.2, 15.3 ms.
+/// - But pacing by wall time slowed it most when the machine was busiest, and after a saturating
+///   closed-loop fill the device index's next table was still unpopulated at 7/8 load. The
+///   forced switch then faulted its pages in under the engine's lock: from 13.5M to 15.4M devices,
+///   p99 224 and 486 ms. Paced by CPU time and hurried: 21 and 34 ms (on a noisier machine). With
+///   no pause at all once hurried, 11.7 and 10.3 ms there, but 106 ms in the earlier range, where
+///   two populations at full speed took the requests' CPU.
 final class BackgroundPopulation: Sendable {
     /// Bytes per `madvise` call, so that an abandoned population stops soon.
     static let chunkBytes = 2 << 20
-    /// After a step, the thread sleeps this many times as long as the step took.
+    /// After a step, the thread sleeps this many times the CPU time the step took.
     static let pauseFactor = 2
+
+    /// How long to sleep after a step that took `stepCPUNanoseconds` of CPU time: twice that,
+    /// or half once hurried.
+    static func pause(afterStepCPUNanoseconds stepCPUNanoseconds: Int, hurried: Bool) -> Int {
+        hurried ? stepCPUNanoseconds / 2 : stepCPUNanoseconds * pauseFactor
+    }
 
     private static let running = 0
     private static let finished = 1
@@ -108,6 +129,8 @@ final class BackgroundPopulation: Sendable {
     private let start: UInt
     private let bytes: Int
     private let state = Atomic<Int>(BackgroundPopulation.running)
+    /// Set once the owner waits for the pages: the thread pauses less.
+    private let hurried = Atomic<Bool>(false)
     /// Unmaps the block; called exactly once, by whichever of the owner and the thread is last.
     private let release: @Sendable () -> Void
 
@@ -140,16 +163,16 @@ final class BackgroundPopulation: Sendable {
         var offset = 0
         while offset < bytes, state.load(ordering: .sequentiallyConsistent) == Self.running {
             let length = min(Self.chunkBytes, bytes - offset)
-            var began = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &began)
+            let began = Self.threadCPUNanoseconds()
             guard madvise(UnsafeMutableRawPointer(bitPattern: start + UInt(offset)), length, MADV_POPULATE_WRITE) == 0 else { break }
             offset += length
             guard offset < bytes else { break }
-            var ended = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &ended)
-            let pause = ((ended.tv_sec - began.tv_sec) * 1_000_000_000 + (ended.tv_nsec - began.tv_nsec)) * Self.pauseFactor
-            var request = timespec(tv_sec: pause / 1_000_000_000, tv_nsec: pause % 1_000_000_000)
-            nanosleep(&request, nil)
+            let pause = Self.pause(
+                afterStepCPUNanoseconds: Self.threadCPUNanoseconds() - began, hurried: hurried.load(ordering: .relaxed))
+            if pause > 0 {
+                var request = timespec(tv_sec: pause / 1_000_000_000, tv_nsec: pause % 1_000_000_000)
+                nanosleep(&request, nil)
+            }
         }
         let (done, _) = state.compareExchange(expected: Self.running, desired: Self.finished, ordering: .sequentiallyConsistent)
         if !done { release() }
@@ -157,6 +180,12 @@ final class BackgroundPopulation: Sendable {
     #endif
 
     #if os(Linux)
+    private static func threadCPUNanoseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return now.tv_sec * 1_000_000_000 + now.tv_nsec
+    }
+
     /// Names the calling thread for `top -H`, `perf` and `/proc` (pthread_setname_np is not
     /// visible to Swift): a thread otherwise keeps the name of the one that created it.
     private static func nameThisThread(_ name: String) {
@@ -166,6 +195,14 @@ final class BackgroundPopulation: Sendable {
         close(descriptor)
     }
     #endif
+
+    /// The owner is waiting for the pages: the thread pauses less between steps.
+    func hurry() {
+        hurried.store(true, ordering: .relaxed)
+    }
+
+    /// True once ``hurry()`` was called.
+    var isHurried: Bool { hurried.load(ordering: .relaxed) }
 
     /// True once the thread has stopped, having populated every page or been refused.
     var isFinished: Bool { state.load(ordering: .acquiring) == Self.finished }

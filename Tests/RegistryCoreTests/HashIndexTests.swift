@@ -144,6 +144,18 @@ struct HashIndexTests {
         #endif
     }
 
+    /// The population sleeps twice each step's CPU time, and half of it once its owner waits.
+    @Test func thePopulationPacesItselfLessOnceHurried() {
+        #expect(BackgroundPopulation.pause(afterStepCPUNanoseconds: 4_000_000, hurried: false) == 8_000_000)
+        #expect(BackgroundPopulation.pause(afterStepCPUNanoseconds: 4_000_000, hurried: true) == 2_000_000)
+        #if os(Linux)
+        let block = ZeroedMemory(bytes: 64 << 20)
+        #expect(!block.isPopulationHurried || block.isPopulated)
+        block.hurryPopulation()
+        #expect(block.isPopulationHurried || block.isPopulated)
+        #endif
+    }
+
     /// The population thread names itself, so that operators can tell it from the event loop
     /// that created it (in `top -H`, `perf`, `/proc`).
     @Test func thePopulationThreadIsNamed() throws {
