@@ -10,6 +10,7 @@ import sys
 results_path, reports = sys.argv[1], sys.argv[2]
 rows, memory, restarts, sweep, phase_steal, machine, server_cpu, probe = [], [], [], [], {}, None, {}, None
 sized_devices = None
+settle_seconds = None
 ticks_per_second = os.sysconf("SC_CLK_TCK")
 for line in open(results_path):
     fields = line.rstrip("\n").split("\t")
@@ -29,6 +30,8 @@ for line in open(results_path):
             server_cpu[fields[1]] = ticks / ticks_per_second / operations * 1e6
     elif fields[0] == "sized":
         sized_devices = int(fields[1])
+    elif fields[0] == "settle":
+        settle_seconds = int(fields[1])
     elif fields[0] == "sweep":
         sweep.append((int(fields[1]), int(fields[2]), fields[3]))
     else:
@@ -185,8 +188,11 @@ if open_runs:
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     if sized_runs:
         w(f"The same open loop on a fresh node started with `--expected-devices {sized_devices:,}`, whose indexes are sized")
-        w("for that many devices at start-up and so neither grow nor move entries during these runs (it waited for")
-        w("their pages to be populated before the first run):\n")
+        w("for that many devices at start-up and so neither grow nor move entries during these runs."
+          + (f" It started {settle_seconds} s after the previous node (tens of millions of devices) stopped, because this VM"
+             " reports freed memory to the hypervisor in the background (free page reporting is on), and a run started"
+             " within seconds of the stop stalled for hundreds of milliseconds." if settle_seconds else "")
+          + " It waited for its indexes' pages to be populated before the first run:\n")
         open_loop_table(sized_runs)
     if probe:
         w("The disk probe: during that last run, a separate process appended 20 KB and called `fdatasync` once a")
