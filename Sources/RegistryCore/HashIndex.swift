@@ -27,9 +27,9 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// pages populated (see ``ZeroedMemory``); the switch waits until that is done, going on in the
 /// current table past 75% load if need be (and hurrying the population), up to 7/8. The owner
 /// does not fault the new table's pages in itself before then: when it did (a few pages per
-/// insert, from 70% to 75%), it spent 1.3 s of
-/// CPU time in page faults under the engine's lock in the two seconds before a switch at
-/// 175,000 registrations/s, and those seconds' p99 was 0.7 to 1.4 s.
+/// insert, from 70% to 75%), it spent 1.3 s of CPU time in page faults under the engine's lock
+/// in the two seconds before a switch at 175,000 registrations/s, and those seconds' p99 was
+/// 0.7 to 1.4 s.
 ///
 /// Its hash is a keyed multiply-mix (seeded randomly per index, so clients cannot choose
 /// colliding identifiers without knowing the seed), several times cheaper than SipHash on
@@ -157,9 +157,6 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// True once the next table's pages are all in (for tests).
     var isNextTablePopulated: Bool { spare?.isPopulated ?? false }
 
-    /// True once the index has waited for the next table and hurried its population (for tests).
-    var isNextTableHurried: Bool { spare?.isPopulationHurried ?? false }
-
     /// Buckets in the current table (for tests).
     var capacity: Int { table.capacity }
 
@@ -226,9 +223,6 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     /// See ``ZeroedMemory/hurryPopulation()``.
     func hurryPopulation() { memory.hurryPopulation() }
-
-    /// See ``ZeroedMemory/isPopulationHurried``.
-    var isPopulationHurried: Bool { memory.isPopulationHurried }
 
     func setValue(_ value: UInt32, at index: Int) {
         precondition(value < .max, "UInt32.max cannot be stored")

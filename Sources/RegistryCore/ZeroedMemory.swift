@@ -177,9 +177,7 @@ final class BackgroundPopulation: Sendable {
         let (done, _) = state.compareExchange(expected: Self.running, desired: Self.finished, ordering: .sequentiallyConsistent)
         if !done { release() }
     }
-    #endif
 
-    #if os(Linux)
     private static func threadCPUNanoseconds() -> Int {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
