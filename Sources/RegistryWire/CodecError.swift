@@ -6,6 +6,8 @@ public enum CodecError: Error, Equatable, Sendable, CustomStringConvertible {
     case packSizeMismatch(expected: Int, written: Int)
     /// A log operation decoded as protobuf but breaks the identity rules.
     case invalidOperation(String)
+    /// A message decoded as protobuf but a field breaks the contract (named in the text).
+    case invalidField(String)
 
     public var description: String {
         switch self {
@@ -13,6 +15,7 @@ public enum CodecError: Error, Equatable, Sendable, CustomStringConvertible {
         case .packSizeMismatch(let expected, let written):
             return "protobuf-c packed \(written) bytes where it sized \(expected)"
         case .invalidOperation(let reason): return "invalid log operation: \(reason)"
+        case .invalidField(let reason): return "invalid field: \(reason)"
         }
     }
 }

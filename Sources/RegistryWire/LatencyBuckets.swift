@@ -36,7 +36,7 @@ public struct LatencyBuckets: Hashable, Sendable {
 
     /// A reading as sent: one count per bound, the bounds strictly ascending and ending in
     /// `UInt64.max` (so that every duration has a bucket), at most ``maximumBuckets`` of them.
-    /// Throws ``CodecError/malformed(message:bytes:)`` naming what is wrong otherwise.
+    /// Throws ``CodecError/invalidField(_:)`` naming what is wrong otherwise.
     public init(upperBoundsMicros: [UInt64], counts: [UInt64]) throws(CodecError) {
         if upperBoundsMicros.isEmpty && counts.isEmpty {
             // An empty message: nothing counted yet.
@@ -45,13 +45,13 @@ public struct LatencyBuckets: Hashable, Sendable {
             return
         }
         guard upperBoundsMicros.count == counts.count else {
-            throw .malformed(message: "LatencyBuckets with \(upperBoundsMicros.count) bounds and \(counts.count) counts", bytes: 0)
+            throw .invalidField("LatencyBuckets has \(upperBoundsMicros.count) bounds and \(counts.count) counts")
         }
         guard upperBoundsMicros.count <= Self.maximumBuckets else {
-            throw .malformed(message: "LatencyBuckets with \(upperBoundsMicros.count) buckets (at most \(Self.maximumBuckets))", bytes: 0)
+            throw .invalidField("LatencyBuckets has \(upperBoundsMicros.count) buckets (at most \(Self.maximumBuckets))")
         }
         guard zip(upperBoundsMicros, upperBoundsMicros.dropFirst()).allSatisfy({ $0 < $1 }), upperBoundsMicros.last == .max else {
-            throw .malformed(message: "LatencyBuckets whose bounds do not ascend to 2^64 - 1", bytes: 0)
+            throw .invalidField("LatencyBuckets bounds do not ascend strictly to 2^64 - 1")
         }
         self.upperBoundsMicros = upperBoundsMicros
         self.counts = counts

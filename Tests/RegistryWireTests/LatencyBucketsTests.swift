@@ -87,7 +87,7 @@ import Testing
         let buckets: [UInt8] = [0x0A, 0x02, 0x05, 0x03, 0x12, 0x02, 0x01, 0x01]  // bounds [5, 3], counts [1, 1]
         let stats: [UInt8] = [0x7A, UInt8(buckets.count)] + buckets  // Stats.commit_latency = 15
         let frame: [UInt8] = [0x08, 0x01, 0x32, UInt8(stats.count)] + stats  // request_id = 1, stats = 6
-        #expect(throws: CodecError.malformed(message: "LatencyBuckets whose bounds do not ascend to 2^64 - 1", bytes: 0)) {
+        #expect(throws: CodecError.invalidField("LatencyBuckets bounds do not ascend strictly to 2^64 - 1")) {
             try ServerFrame(decoding: ByteBuffer(bytes: frame))
         }
     }
