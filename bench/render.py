@@ -173,8 +173,6 @@ def open_loop_table(runs):
           f"{ms(lat['p99_ns'] / 1000)} | {ms(lat['p99_9_ns'] / 1000)} | {commit_p99(found)} | {ms(lag['p99_ns'] / 1000)} | "
           f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} | {devices_after(found)} |")
     w("")
-    w("The node's commit p99 is its own measure of its group commits during the run (the journal's write and")
-    w("`fdatasync`, which every registration waits for at least once; a bucket's upper bound, see the README).\n")
 
 
 if open_runs:
@@ -186,6 +184,8 @@ if open_runs:
     w("table's pages to be populated in the background, and for the next two-thirds as many devices again every insert")
     w("also moves two old buckets and every missed lookup also looks in the old table.\n")
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
+    w("The node's commit p99 is its own measure of its group commits during the run (the journal's write and")
+    w("`fdatasync`, which every registration waits for at least once; a bucket's upper bound, see the README).\n")
     if sized_runs:
         w(f"The same open loop on a fresh node started with `--expected-devices {sized_devices:,}`, whose indexes are sized")
         w("for that many devices at start-up and so neither grow nor move entries during these runs."
