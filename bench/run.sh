@@ -10,7 +10,10 @@
 #      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
 #   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
 #      during the runs (the first node's do, several times);
-#   4. resident memory per device at 1M and 10M registered devices, and the restart time at each.
+#   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: one thread that
+#      journals and answers frames of the same sizes, spinning a set CPU time per registration) for
+#      several such times, and registryd with its data directory in memory (no disk);
+#   5. resident memory per device at 1M and 10M registered devices, and the restart time at each.
 # First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
@@ -23,7 +26,11 @@
 # "1000 5000 10000 20000"), BENCH_BATCH_SWEEP_RATES (batches of 20, default "10000 20000 40000 60000"),
 # BENCH_OPEN_REPEATS (runs of the open loop at 70%, default 3; the target is judged on their median),
 # BENCH_SIZED_DEVICES (--expected-devices of the node for step 3, default 12000000),
-# BENCH_SETTLE_SECONDS (pause between stopping the big node and starting that one, default 45).
+# BENCH_SETTLE_SECONDS (pause between stopping the big node and starting that one, default 45),
+# BENCH_FLOOR_WORK_NS (the floor's CPU nanoseconds per registration, default "0 2000 4000 6000"),
+# BENCH_FLOOR_MODES (how the floor commits, default "inline pipelined"; see bench/floor.c),
+# BENCH_FLOOR_BYTES (the floor's frame, answer and journal bytes per batch, default "10200 5600 14900"),
+# BENCH_FLOOR_REPEATS (runs of the floor at each CPU time, default 3; the table shows the median p99's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -34,6 +41,10 @@ batch_sweep_rates=${BENCH_BATCH_SWEEP_RATES:-"10000 20000 40000 60000"}
 open_repeats=${BENCH_OPEN_REPEATS:-3}
 sized_devices=${BENCH_SIZED_DEVICES:-12000000}
 settle_seconds=${BENCH_SETTLE_SECONDS:-45}
+floor_work=${BENCH_FLOOR_WORK_NS:-"0 2000 4000 6000"}
+floor_modes=${BENCH_FLOOR_MODES:-"inline pipelined"}
+floor_bytes=${BENCH_FLOOR_BYTES:-"10200 5600 14900"}
+floor_repeats=${BENCH_FLOOR_REPEATS:-3}
 out=$(mktemp -d /tmp/registry-bench.XXXXXX)
 results="$out/results.tsv"
 : > "$results"
@@ -60,6 +71,15 @@ steal_share() {
     printf "%.3f", (capacity > 0 ? (y[10] - x[10]) / capacity : 0) }'
 }
 
+# The share of the CPUs' time spent busy (not idle or waiting for I/O) between two cpu_samples.
+busy_share() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    split(a, x); split(b, y); total = 0
+    for (i = 3; i <= 10; i++) total += y[i] - x[i]
+    idle = (y[6] - x[6]) + (y[7] - x[7])
+    printf "%.3f", (total > 0 ? 1 - idle / total : 0) }'
+}
+
 echo "== machine" >&2
 python3 bench/machine.py "$out" | tee -a "$results" >&2
 
@@ -73,7 +93,12 @@ printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(cpu_sample)")" >
 # Starts registryd on a fresh data directory, with any extra arguments, and waits for "listening on".
 start_node() {
   rm -rf "$out/data" && mkdir -p "$out/data"
-  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level warning "$@" > "$out/registryd.log" 2>&1 &
+  start_node_in "$out/data" "$@"
+}
+# As start_node, in an existing empty directory.
+start_node_in() {
+  local directory=$1; shift
+  "$bin/registryd" --data-dir "$directory" --port 7450 --log-level warning "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   for _ in $(seq 100); do
     (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null && return 0
@@ -85,6 +110,16 @@ stop_node() {
   kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
 }
 rss_bytes() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$registryd_pid/status"; }
+# A sized node's indexes' pages are populated in the background at start-up: waits until the
+# resident memory stops growing, so that the runs measure serving rather than that.
+wait_for_population() {
+  local previous=0 rss
+  for _ in $(seq 120); do
+    sleep 0.5; rss=$(rss_bytes)
+    [ "$rss" -le "$previous" ] && break
+    previous=$rss
+  done
+}
 
 # Runs registryload with the given arguments and keeps its JSON report as $out/KEY.json.
 run_load() {
@@ -170,14 +205,7 @@ echo "== open loop on a node sized for its devices" >&2
 # hand (and the first sized run of the last three benches: 92, 107 and 322 ms). Let it settle.
 sleep "$settle_seconds"
 start_node --expected-devices "$sized_devices"
-# Its indexes' pages are populated in the background at start-up: wait until the resident memory
-# stops growing, so that the runs measure serving rather than that.
-previous=0
-for _ in $(seq 120); do
-  sleep 0.5; rss=$(rss_bytes)
-  [ "$rss" -le "$previous" ] && break
-  previous=$rss
-done
+wait_for_population
 for repeat in $(seq 1 "$open_repeats"); do
   run_load "sized-$repeat" --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
     --rate "$open_rate" --slo p99=2ms --seed "$((7 + 1000 * repeat))"
@@ -185,6 +213,47 @@ done
 printf 'sized\t%s\n' "$sized_devices" >> "$results"
 printf 'settle\t%s\n' "$settle_seconds" >> "$results"
 stop_node
+
+echo "== what this machine allows" >&2
+# The same open loop with no registry: bench/floor.c, one thread that reads the frames and spins a set
+# CPU time per registration, then journals each round with one pwrite and fdatasync and answers it,
+# itself ("inline") or on a second thread while it reads the next round ("pipelined"); driven by its
+# own C client at the same frames per second over 8 connections. Frame, answer and
+# journal sizes are registryd's for a batch of 100 first installs (10.2 KB in, 5.6 KB out, 14.9 KB
+# journaled; measured with ss and the journal file's size). It shows what p99 any server could
+# reach here at that rate, for each CPU time its request path may spend per registration.
+"$(command -v cc || command -v clang)" -O2 -Wall -pthread -o "$out/floor" bench/floor.c
+frames=$((open_rate / 100))
+for mode in $floor_modes; do
+  for work in $floor_work; do
+    for repeat in $(seq 1 "$floor_repeats"); do
+      "$out/floor" server 7451 "$out/floor.journal" $((work * 100)) "$mode" 2> "$out/floor-server.log" &
+      floor_pid=$!
+      for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/7451) 2>/dev/null && break; sleep 0.05; done
+      before=$(cpu_sample)
+      status=0
+      "$out/floor" client 7451 "$frames" "$seconds" 2 8 $floor_bytes > "$out/floor-$mode-$work-$repeat.txt" || status=$?
+      after=$(cpu_sample)
+      kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; rm -f "$out/floor.journal"
+      if [ "$status" -ne 0 ]; then echo "floor client failed (exit $status); see $out/floor-server.log" >&2; continue; fi
+      cat "$out/floor-$mode-$work-$repeat.txt" >&2
+      printf 'floor\t%s\t%s\t%s\t%s\t%s\t%s\tfloor server 7451 JOURNAL %s %s; floor client 7451 %s %s 2 8 %s\n' "$mode" "$work" "$frames" \
+        "$(awk '/^floor / { for (i = 2; i <= 6; i++) { split($i, pair, "="); printf "%s%s", pair[2], (i < 6 ? "\t" : "") } }' "$out/floor-$mode-$work-$repeat.txt")" \
+        "$(busy_share "$before" "$after")" "$(steal_share "$before" "$after")" "$((work * 100))" "$mode" "$frames" "$seconds" "$floor_bytes" >> "$results"
+    done
+  done
+done
+# And registryd with its data directory in memory (tmpfs), where fdatasync costs nothing: what the
+# node's p99 is without its disk.
+if [ -d /dev/shm ]; then
+  memory_dir=$(mktemp -d /dev/shm/registry-bench.XXXXXX)
+  start_node_in "$memory_dir" --expected-devices "$sized_devices"
+  wait_for_population
+  run_load memory-dir --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
+    --rate "$open_rate" --slo p99=2ms --seed 8
+  stop_node
+  rm -rf "$memory_dir"
+fi
 
 echo "== memory" >&2
 start_node
