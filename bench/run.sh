@@ -10,9 +10,10 @@
 #      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
 #   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
 #      during the runs (the first node's do, several times);
-#   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: one thread that
-#      journals and answers frames of the same sizes, spinning a set CPU time per registration) for
-#      several such times, and registryd with its data directory in memory (no disk);
+#   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: a thread reads
+#      frames of the same sizes and spins a set CPU time per registration, then each round is journaled
+#      with one fdatasync and answered, on that thread or a committer thread) for several such times,
+#      and registryd with its data directory in memory (no disk);
 #   5. resident memory per device at 1M and 10M registered devices, and the restart time at each.
 # First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
 #
@@ -49,9 +50,15 @@ out=$(mktemp -d /tmp/registry-bench.XXXXXX)
 results="$out/results.tsv"
 : > "$results"
 registryd_pid=""
+memory_dir=""
+floor_pid=""
 cleanup() {
   [ -n "$registryd_pid" ] && kill "$registryd_pid" 2>/dev/null || true
+  [ -n "$floor_pid" ] && kill "$floor_pid" 2>/dev/null || true
   rm -rf "$out/data"
+  # The in-memory data directory of step 4 holds RAM until it is deleted.
+  [ -n "$memory_dir" ] && rm -rf "$memory_dir"
+  return 0
 }
 trap cleanup EXIT
 
@@ -220,8 +227,8 @@ echo "== what this machine allows" >&2
 # itself ("inline") or on a second thread while it reads the next round ("pipelined"); driven by its
 # own C client at the same frames per second over 8 connections. Frame, answer and
 # journal sizes are registryd's for a batch of 100 first installs (10.2 KB in, 5.6 KB out, 14.9 KB
-# journaled; measured with ss and the journal file's size). It shows what p99 any server could
-# reach here at that rate, for each CPU time its request path may spend per registration.
+# journaled; measured with ss and the journal file's size). It shows what p99 a server whose request
+# path costs that much CPU per registration, and does nothing else, can reach here at that rate.
 "$(command -v cc || command -v clang)" -O2 -Wall -pthread -o "$out/floor" bench/floor.c
 frames=$((open_rate / 100))
 for mode in $floor_modes; do
@@ -234,7 +241,7 @@ for mode in $floor_modes; do
       status=0
       "$out/floor" client 7451 "$frames" "$seconds" 2 8 $floor_bytes > "$out/floor-$mode-$work-$repeat.txt" || status=$?
       after=$(cpu_sample)
-      kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; rm -f "$out/floor.journal"
+      kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; floor_pid=""; rm -f "$out/floor.journal"
       if [ "$status" -ne 0 ]; then echo "floor client failed (exit $status); see $out/floor-server.log" >&2; continue; fi
       cat "$out/floor-$mode-$work-$repeat.txt" >&2
       printf 'floor\t%s\t%s\t%s\t%s\t%s\t%s\tfloor server 7451 JOURNAL %s %s; floor client 7451 %s %s 2 8 %s\n' "$mode" "$work" "$frames" \
@@ -252,7 +259,7 @@ if [ -d /dev/shm ]; then
   run_load memory-dir --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
     --rate "$open_rate" --slo p99=2ms --seed 8
   stop_node
-  rm -rf "$memory_dir"
+  rm -rf "$memory_dir"; memory_dir=""
 fi
 
 echo "== memory" >&2
