@@ -231,7 +231,7 @@ if sweep:
         (f"{best[size]:,}/s" if size in best else "none") + (" with single requests" if size == 1 else f" with batches of {size}")
         for size in sizes) + ".\n")
 in_memory = report("memory-dir")
-# The most CPU per registration with which the floor's median p99 met 2 ms (None if it never did).
+# The most CPU per registration with which some mode of the floor met 2 ms at its median p99 (None if none did).
 floor_allows = None
 if floors or in_memory:
     w("## What this machine allows\n")
@@ -258,7 +258,6 @@ if floors or in_memory:
         saturated = " (saturated: more CPU than the reading thread has)" if f["p50"] > 1000 else ""
         w(f"| floor, {mode}, {f['frames'] * 100:,}/s in batches of 100{saturated} | {work / 1000:g} µs | {f['p50']:.2f} ms | {f['p90']:.2f} ms | "
           f"**{f['p99']:.2f} ms** | {f['p999']:.2f} ms | {f['max']:.2f} ms | {each} ms | {percent(f['busy'])} | {percent(f['steal'])} |")
-    # The most CPU per registration with which some mode's median p99 met 2 ms.
     allowed = [work for by_work in met.values() for work, ok in by_work.items() if ok]
     floor_allows = max(allowed) if allowed else None
     if in_memory:
