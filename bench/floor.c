@@ -15,7 +15,8 @@
 // The client is one thread that sends a frame every 1/RATE seconds round-robin over its
 // connections (uniform spacing, as registryload's open loop) and measures each answer from the
 // frame's intended send time, so a late sender is charged too. It prints percentiles of that
-// latency and of its own sending lag, then one line of key=value pairs for scripts.
+// latency and of its own sending lag, then one line of key=value pairs for scripts. The server,
+// stopped with SIGTERM or SIGINT, prints its commits' pwrite + fdatasync times the same way.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -148,14 +149,46 @@ static void round_add(struct round *r, int fd, const uint8_t *payload, uint32_t 
     r->answer_count++;
 }
 
+/// How long each commit's pwrite and fdatasync took, in microseconds, as registryd's commit time
+/// measures its own: written by the one thread that commits, read once the server is stopping.
+#define COMMIT_SAMPLES (1 << 22)
+static uint32_t commit_micros[COMMIT_SAMPLES];
+static size_t commit_count;
+
+static void record_commit(uint64_t ns) {
+    size_t count = __atomic_load_n(&commit_count, __ATOMIC_RELAXED);
+    if (count == COMMIT_SAMPLES) return;
+    commit_micros[count] = (uint32_t)(ns / 1000);
+    __atomic_store_n(&commit_count, count + 1, __ATOMIC_RELEASE);
+}
+
+static int compare_micros(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/// Prints the commit times' percentiles on stderr, as "floor: commits N p50_us=… p99_us=… max_us=…".
+static void print_commits(void) {
+    size_t count = __atomic_load_n(&commit_count, __ATOMIC_ACQUIRE);
+    qsort(commit_micros, count, sizeof *commit_micros, compare_micros);
+#define AT(p) (count ? commit_micros[(size_t)((p) * (double)(count - 1))] : 0)
+    fprintf(stderr, "floor: commits %zu p50_us=%u p90_us=%u p99_us=%u p999_us=%u max_us=%u\n", count, AT(.5), AT(.9), AT(.99), AT(.999), AT(1));
+#undef AT
+}
+
+static volatile sig_atomic_t stopping;
+static void stop(int signal) { (void)signal; stopping = 1; }
+
 /// The journal file and where the next round goes in it (wrapping at its preallocated end).
 struct journal { int fd; long offset; uint8_t *reply; };
 
 /// Makes `r` durable with one pwrite and one fdatasync, answers its frames, and empties it.
 static void commit_round(struct journal *j, struct round *r) {
     if (j->offset + (long)r->journal_used > JOURNAL_FILE_BYTES) j->offset = 0;
+    uint64_t started = now_ns();
     if (pwrite(j->fd, r->journal, r->journal_used, j->offset) != (ssize_t)r->journal_used) fail("pwrite");
     if (fdatasync(j->fd) != 0) fail("fdatasync");
+    record_commit(now_ns() - started);
     j->offset += (long)r->journal_used;
     for (size_t i = 0; i < r->answer_count; i++) {
         uint32_t reply_bytes;
@@ -235,6 +268,17 @@ static int server(int argc, char **argv) {
 
     static struct handover handover = { .lock = PTHREAD_MUTEX_INITIALIZER, .filled = PTHREAD_COND_INITIALIZER };
     handover.journal = (struct journal){ .fd = journal, .offset = 0, .reply = calloc(1, 1 << 20) };
+    // SIGTERM and SIGINT stay blocked except while the reading thread waits in epoll_pwait, so they
+    // always interrupt that wait (never the committer thread, which inherits the block); it then
+    // prints the commit times and exits.
+    struct sigaction on_stop = { .sa_handler = stop };
+    sigaction(SIGTERM, &on_stop, NULL);
+    sigaction(SIGINT, &on_stop, NULL);
+    sigset_t stops, waiting;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stops, &waiting);
     if (pipelined) {
         pthread_t thread;
         if (pthread_create(&thread, NULL, committer, &handover) != 0) fail("pthread_create");
@@ -243,8 +287,12 @@ static int server(int argc, char **argv) {
     struct round current = { 0 };
     for (;;) {
         struct epoll_event ready[64];
-        int count = epoll_wait(poller, ready, 64, -1);
-        if (count < 0) { if (errno == EINTR) continue; fail("epoll_wait"); }
+        int count = epoll_pwait(poller, ready, 64, -1, &waiting);
+        if (stopping) {
+            print_commits();
+            return 0;
+        }
+        if (count < 0) { if (errno == EINTR) continue; fail("epoll_pwait"); }
         for (int i = 0; i < count; i++) {
             uint32_t index = ready[i].data.u32;
             if (index == MAX_CONNECTIONS) {

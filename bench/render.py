@@ -34,9 +34,11 @@ for line in open(results_path):
     elif fields[0] == "settle":
         settle_seconds = int(fields[1])
     elif fields[0] == "floor":
-        mode, work, frames, p50, p90, p99, p999, peak, busy, stolen, command = fields[1:12]
+        # Older results have no commit field before the command.
+        mode, work, frames, p50, p90, p99, p999, peak, busy, stolen, *commit, command = fields[1:]
         floors.append(dict(mode=mode, work=int(work), frames=int(frames), p50=float(p50), p90=float(p90), p99=float(p99),
-                           p999=float(p999), max=float(peak), busy=float(busy), steal=float(stolen), command=command))
+                           p999=float(p999), max=float(peak), busy=float(busy), steal=float(stolen),
+                           commit_p99=float(commit[0]) if commit and commit[0] else None, command=command))
     elif fields[0] == "sweep":
         sweep.append((int(fields[1]), int(fields[2]), fields[3]))
     else:
@@ -243,9 +245,10 @@ if floors or in_memory:
     w("C client sends at the same frames per second over 8 connections, frames and answers of registryd's sizes for a")
     w("batch of 100, and measures from each frame's intended send time, as registryload does. Each row shows what p99")
     w("this machine allows at this rate if a request path cost that much CPU per registration and nothing else ran,")
-    w("with a generator cheaper than registryload.\n")
-    w("| Server | CPU spun per registration | p50 | p90 | p99 | p99.9 | max | p99 of each run | machine busy | CPU steal |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("with a generator cheaper than registryload. The server's commit p99 is the time its `pwrite` and `fdatasync` took")
+    w("(the floor's exact, registryd's a bucket bound), to set beside the node's commit p99 in the open-loop tables.\n")
+    w("| Server | CPU spun per registration | p50 | p90 | p99 | p99.9 | max | p99 of each run | server's commit p99 | machine busy | CPU steal |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     by_run = {}
     for f in floors:
         by_run.setdefault((f["mode"], f["work"]), []).append(f)
@@ -257,14 +260,15 @@ if floors or in_memory:
         # A median p50 over a second means the reading thread could not keep up at all.
         saturated = " (saturated: more CPU than the reading thread has)" if f["p50"] > 1000 else ""
         w(f"| floor, {mode}, {f['frames'] * 100:,}/s in batches of 100{saturated} | {work / 1000:g} µs | {f['p50']:.2f} ms | {f['p90']:.2f} ms | "
-          f"**{f['p99']:.2f} ms** | {f['p999']:.2f} ms | {f['max']:.2f} ms | {each} ms | {percent(f['busy'])} | {percent(f['steal'])} |")
+          f"**{f['p99']:.2f} ms** | {f['p999']:.2f} ms | {f['max']:.2f} ms | {each} ms | "
+          f"{'' if f['commit_p99'] is None else ms(f['commit_p99'])} | {percent(f['busy'])} | {percent(f['steal'])} |")
     allowed = [work for by_work in met.values() for work, ok in by_work.items() if ok]
     floor_allows = max(allowed) if allowed else None
     if in_memory:
         lat, cpu = in_memory["latency"], in_memory.get("cpu", {})
         w(f"| registryd, data directory in memory (tmpfs, so `fdatasync` costs nothing), sized node, registryload at "
           f"{in_memory['throughput']['intended_per_second']:,.0f}/s | | {ms(lat['p50_ns'] / 1000)} | {ms(lat['p90_ns'] / 1000)} | "
-          f"**{ms(lat['p99_ns'] / 1000)}** | {ms(lat['p99_9_ns'] / 1000)} | {ms(lat['max_ns'] / 1000)} | | "
+          f"**{ms(lat['p99_ns'] / 1000)}** | {ms(lat['p99_9_ns'] / 1000)} | {ms(lat['max_ns'] / 1000)} | | {commit_p99(in_memory)} | "
           f"{percent(cpu.get('busy_share'))} | {percent(cpu.get('steal_share'))} |")
     w("")
     if floors:

@@ -234,7 +234,8 @@ frames=$((open_rate / 100))
 for mode in $floor_modes; do
   for work in $floor_work; do
     for repeat in $(seq 1 "$floor_repeats"); do
-      "$out/floor" server 7451 "$out/floor.journal" $((work * 100)) "$mode" 2> "$out/floor-server.log" &
+      server_log="$out/floor-server-$mode-$work-$repeat.log"
+      "$out/floor" server 7451 "$out/floor.journal" $((work * 100)) "$mode" 2> "$server_log" &
       floor_pid=$!
       for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/7451) 2>/dev/null && break; sleep 0.05; done
       before=$(cpu_sample)
@@ -242,11 +243,13 @@ for mode in $floor_modes; do
       "$out/floor" client 7451 "$frames" "$seconds" 2 8 $floor_bytes > "$out/floor-$mode-$work-$repeat.txt" || status=$?
       after=$(cpu_sample)
       kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; floor_pid=""; rm -f "$out/floor.journal"
-      if [ "$status" -ne 0 ]; then echo "floor client failed (exit $status); see $out/floor-server.log" >&2; continue; fi
-      cat "$out/floor-$mode-$work-$repeat.txt" >&2
-      printf 'floor\t%s\t%s\t%s\t%s\t%s\t%s\tfloor server 7451 JOURNAL %s %s; floor client 7451 %s %s 2 8 %s\n' "$mode" "$work" "$frames" \
+      if [ "$status" -ne 0 ]; then echo "floor client failed (exit $status); see $server_log" >&2; continue; fi
+      cat "$out/floor-$mode-$work-$repeat.txt" "$server_log" >&2
+      # The server's commit p99 (pwrite + fdatasync), which it printed when stopped.
+      commit_p99=$(awk '/^floor: commits / { for (i = 4; i <= NF; i++) if ($i ~ /^p99_us=/) { sub("p99_us=", "", $i); print $i } }' "$server_log")
+      printf 'floor\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tfloor server 7451 JOURNAL %s %s; floor client 7451 %s %s 2 8 %s\n' "$mode" "$work" "$frames" \
         "$(awk '/^floor / { for (i = 2; i <= 6; i++) { split($i, pair, "="); printf "%s%s", pair[2], (i < 6 ? "\t" : "") } }' "$out/floor-$mode-$work-$repeat.txt")" \
-        "$(busy_share "$before" "$after")" "$(steal_share "$before" "$after")" "$((work * 100))" "$mode" "$frames" "$seconds" "$floor_bytes" >> "$results"
+        "$(busy_share "$before" "$after")" "$(steal_share "$before" "$after")" "${commit_p99:-}" "$((work * 100))" "$mode" "$frames" "$seconds" "$floor_bytes" >> "$results"
     done
   done
 done

@@ -68,11 +68,18 @@ struct FloorInstrumentTests {
         let size = try FileManager.default.attributesOfItem(atPath: directory.path + "/journal")[.size] as? Int
         #expect(size == 64 << 20)
         #expect(server.isRunning, "the server exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
-        // It stops on SIGTERM even though this test process blocks that signal for its children.
+        // It stops on SIGTERM even though this test process blocks that signal for its children,
+        // and prints its commits' times: at least one commit, at most one per frame sent.
         server.terminate()
         let stopBy = Date().addingTimeInterval(10)
         while server.isRunning, Date() < stopBy { usleep(10_000) }
         #expect(!server.isRunning, "SIGTERM did not stop the floor server")
+        if !server.isRunning { #expect(server.terminationStatus == 0) }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let commitLine = try #require(log.split(separator: "\n").first { $0.hasPrefix("floor: commits ") }, "\(log)")
+        let commits = try #require(Int(commitLine.split(separator: " ")[2]))
+        #expect(commits >= 1 && commits <= 400, "\(commitLine)")
+        #expect(commitLine.contains(" p99_us="), "\(commitLine)")
     }
 
     @Test func theFloorRefusesBadArguments() throws {
