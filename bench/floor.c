@@ -73,6 +73,18 @@ static void write_all(int fd, const uint8_t *bytes, size_t count) {
     }
 }
 
+/// Grows `buffer` (an array of `capacity` elements) to hold at least `needed` elements: to twice
+/// its capacity, or to `needed` when that is more.
+#define RESERVE(buffer, capacity, needed)                                          \
+    do {                                                                           \
+        if ((needed) > (capacity)) {                                               \
+            size_t grown_ = (capacity) * 2 > (needed) ? (capacity) * 2 : (needed); \
+            (buffer) = realloc((buffer), grown_ * sizeof *(buffer));               \
+            if (!(buffer)) fail("realloc");                                        \
+            (capacity) = grown_;                                                   \
+        }                                                                          \
+    } while (0)
+
 struct stream {
     int fd;
     uint8_t *buffer;
@@ -82,11 +94,7 @@ struct stream {
 /// Reads what `s` has ready (non-blocking) onto its buffer; returns 0 once the peer closed.
 static int fill(struct stream *s) {
     for (;;) {
-        if (s->capacity - s->used < 65536) {
-            s->capacity = s->capacity * 2 + 65536;
-            s->buffer = realloc(s->buffer, s->capacity);
-            if (!s->buffer) fail("realloc");
-        }
+        RESERVE(s->buffer, s->capacity, s->used + 65536);
         ssize_t got = read(s->fd, s->buffer + s->used, s->capacity - s->used);
         if (got > 0) { s->used += (size_t)got; continue; }
         if (got == 0) return 0;
@@ -128,25 +136,29 @@ struct round {
 
 /// Adds a frame's journal record (its payload, repeated to `journal_bytes`) and its answer.
 static void round_add(struct round *r, int fd, const uint8_t *payload, uint32_t length, uint32_t journal_bytes) {
-    while (r->journal_used + journal_bytes > r->journal_capacity) {
-        r->journal_capacity = r->journal_capacity * 2 + (1 << 20);
-        r->journal = realloc(r->journal, r->journal_capacity);
-        if (!r->journal) fail("realloc");
-    }
+    RESERVE(r->journal, r->journal_capacity, r->journal_used + journal_bytes);
     for (uint32_t done = 0; done < journal_bytes;) {
         uint32_t part = journal_bytes - done < length ? journal_bytes - done : length;
         memcpy(r->journal + r->journal_used + done, payload, part);
         done += part;
     }
     r->journal_used += journal_bytes;
-    if (r->answer_count == r->answer_capacity) {
-        r->answer_capacity = r->answer_capacity * 2 + 64;
-        r->answers = realloc(r->answers, r->answer_capacity * sizeof *r->answers);
-        if (!r->answers) fail("realloc");
-    }
+    RESERVE(r->answers, r->answer_capacity, r->answer_count + 1);
     r->answers[r->answer_count].fd = fd;
     memcpy(r->answers[r->answer_count].header, payload, HEADER_BYTES);
     r->answer_count++;
+}
+
+/// Moves every frame of `from` onto the end of `into`, leaving `from` empty (its buffers kept).
+static void round_append(struct round *into, struct round *from) {
+    RESERVE(into->journal, into->journal_capacity, into->journal_used + from->journal_used);
+    memcpy(into->journal + into->journal_used, from->journal, from->journal_used);
+    into->journal_used += from->journal_used;
+    RESERVE(into->answers, into->answer_capacity, into->answer_count + from->answer_count);
+    memcpy(into->answers + into->answer_count, from->answers, from->answer_count * sizeof *from->answers);
+    into->answer_count += from->answer_count;
+    from->journal_used = 0;
+    from->answer_count = 0;
 }
 
 /// How long each commit's pwrite and fdatasync took, in microseconds, as registryd's commit time
@@ -334,33 +346,18 @@ static int server(int argc, char **argv) {
             commit_round(&handover.journal, &current);
             continue;
         }
-        // Hand the round over: append it to what the committer has not taken yet.
+        // Hand the round over: append it to what the committer has not taken yet (when that is
+        // nothing, by swapping buffers rather than copying).
         pthread_mutex_lock(&handover.lock);
-        struct round *pending = &handover.pending;
-        if (pending->answer_count == 0) {
-            struct round swap = *pending;
-            *pending = current;
+        if (handover.pending.answer_count == 0) {
+            struct round swap = handover.pending;
+            handover.pending = current;
             current = swap;
         } else {
-            while (pending->journal_used + current.journal_used > pending->journal_capacity) {
-                pending->journal_capacity = pending->journal_capacity * 2 + current.journal_used;
-                pending->journal = realloc(pending->journal, pending->journal_capacity);
-                if (!pending->journal) fail("realloc");
-            }
-            memcpy(pending->journal + pending->journal_used, current.journal, current.journal_used);
-            pending->journal_used += current.journal_used;
-            while (pending->answer_count + current.answer_count > pending->answer_capacity) {
-                pending->answer_capacity = pending->answer_capacity * 2 + current.answer_count;
-                pending->answers = realloc(pending->answers, pending->answer_capacity * sizeof *pending->answers);
-                if (!pending->answers) fail("realloc");
-            }
-            memcpy(pending->answers + pending->answer_count, current.answers, current.answer_count * sizeof *current.answers);
-            pending->answer_count += current.answer_count;
+            round_append(&handover.pending, &current);
         }
         pthread_cond_signal(&handover.filled);
         pthread_mutex_unlock(&handover.lock);
-        current.journal_used = 0;
-        current.answer_count = 0;
     }
 }
 

@@ -97,6 +97,15 @@ bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
 bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
 printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(cpu_sample)")" >> "$results"
 
+# Waits up to 10 s for something to accept connections on 127.0.0.1:PORT; fails if nothing does.
+wait_for_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # Starts registryd on a fresh data directory, with any extra arguments, and waits for "listening on".
 start_node() {
   rm -rf "$out/data" && mkdir -p "$out/data"
@@ -107,10 +116,7 @@ start_node_in() {
   local directory=$1; shift
   "$bin/registryd" --data-dir "$directory" --port 7450 --log-level warning "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
-  for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null && return 0
-    sleep 0.1
-  done
+  wait_for_port 7450 && return 0
   echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; exit 1
 }
 stop_node() {
@@ -237,7 +243,7 @@ for mode in $floor_modes; do
       server_log="$out/floor-server-$mode-$work-$repeat.log"
       "$out/floor" server 7451 "$out/floor.journal" $((work * 100)) "$mode" 2> "$server_log" &
       floor_pid=$!
-      for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/7451) 2>/dev/null && break; sleep 0.05; done
+      wait_for_port 7451 || true   # if it did not start, the client fails and the run is skipped
       before=$(cpu_sample)
       status=0
       "$out/floor" client 7451 "$frames" "$seconds" 2 8 $floor_bytes > "$out/floor-$mode-$work-$repeat.txt" || status=$?

@@ -43,10 +43,8 @@ struct FloorInstrumentTests {
         let deadline = Date().addingTimeInterval(30)
         while port == nil, Date() < deadline, server.isRunning {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            if let range = log.range(of: "listening on 127.0.0.1:") {
-                port = Int(log[range.upperBound...].prefix { $0.isNumber })
-                #expect(log.contains("(\(mode) commits)"), "\(log)")
-            }
+            port = listeningPort(in: log)
+            if port != nil { #expect(log.contains("(\(mode) commits)"), "\(log)") }
             usleep(20_000)
         }
         let listening = try #require(port, "the floor server did not start")

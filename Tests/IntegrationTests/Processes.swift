@@ -23,6 +23,13 @@ enum Binaries {
         .deletingLastPathComponent()
 }
 
+/// The port in a server's "listening on 127.0.0.1:PORT" log line (registryd's, or the bench's
+/// floor server's), once it is there.
+func listeningPort(in log: String) -> Int? {
+    guard let range = log.range(of: "listening on 127.0.0.1:") else { return nil }
+    return Int(log[range.upperBound...].prefix { $0.isNumber })
+}
+
 /// The outcome of a finished command.
 struct CommandResult {
     let status: Int32
@@ -85,7 +92,7 @@ final class DaemonProcess {
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, process.isRunning {
-            if let port = Self.listeningPort(in: log) {
+            if let port = listeningPort(in: log) {
                 self.port = port
                 return
             }
@@ -108,10 +115,6 @@ final class DaemonProcess {
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     var endpoint: String { "127.0.0.1:\(port)" }
 
-    private static func listeningPort(in log: String) -> Int? {
-        guard let range = log.range(of: "listening on 127.0.0.1:") else { return nil }
-        return Int(log[range.upperBound...].prefix { $0.isNumber })
-    }
 
     /// Sends `signal` and waits (up to 30 s) for the exit status.
     @discardableResult
