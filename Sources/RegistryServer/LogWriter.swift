@@ -3,27 +3,32 @@ import RegistryCore
 import RegistryStorage
 import RegistryWire
 
-/// Makes group commits durable on one serial queue: it encodes their operations, appends them to
-/// the ``CommitJournal`` (one pwrite and one fdatasync), and hands them to the ``LogFlusher``,
-/// which moves them into the SQLite log in the background.
+/// Makes group commits durable on one serial queue: it encodes their operations and appends them
+/// to the ``CommitJournal`` (one pwrite and one fdatasync). That is the only write a commit
+/// costs while the node runs: the journal keeps every commit until the next start-up moves them
+/// into the SQLite ``OperationLog`` (see `RegistryEngine`).
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `durableRecords`, and the `encoder`'s
-/// arena) is touched solely by closures that run on `queue` (a serial DispatchQueue); `init`
-/// sets it before any closure exists.
+/// `@unchecked Sendable`: its mutable state (`journal`, `log`, `directory`, `durableRecords`, and
+/// the `encoder`'s arena) is touched solely by closures that run on `queue` (a serial
+/// DispatchQueue), `close` included (through `queue.sync`); `init` sets it before any closure
+/// exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
-    private let flusher: LogFlusher
+    /// Held, unused, until ``close()``: with the directory it holds the data directory's lock.
+    private var log: OperationLog?
+    private var directory: DataDirectory?
     private let encoder = OperationEncoder()
     /// Records in the log or the journal.
     private var durableRecords: UInt64
 
-    /// Takes over `log`, whose journal was already recovered into it, and starts a new journal
-    /// file numbered `journalFile`; commits move into `log` after `flushDelay` (see ``LogFlusher``).
-    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64, flushDelay: DispatchTimeInterval) throws(StorageError) {
+    /// Starts journal file `journalFile` in `directory`, whose `log` holds every earlier record
+    /// (the previous run's journal was moved into it).
+    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64) throws(StorageError) {
         journal = try CommitJournal(directory: directory, number: journalFile)
         durableRecords = log.recordCount
-        flusher = LogFlusher(log: log, directory: directory, delay: flushDelay)
+        self.log = log
+        self.directory = directory
     }
 
     /// Records per segment at most, so that a long commit pass (a stalled disk) still
@@ -59,22 +64,22 @@ final class LogWriter: @unchecked Sendable {
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
             let started = DispatchTime.now().uptimeNanoseconds
-            let file = try journal.append(entry)
+            try journal.append(entry)
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
             durableRecords += UInt64(operations.count)
-            try flusher.hand(entry, file: file)
             return .success((durableRecords, syncMicros))
         } catch {
             return .failure(error)
         }
     }
 
-    /// Moves everything into the log, retires the journal files, and closes both (releasing the
-    /// data directory's lock) after queued writes finish.
+    /// Closes the journal and the log (releasing the data directory's lock) after queued writes
+    /// finish. The journal files stay for the next start-up to move into the log.
     func close() {
         queue.sync {
-            if let journal { flusher.close(journalFile: journal.fileNumber) }
             journal = nil
+            log = nil
+            directory = nil
         }
     }
 }

@@ -17,10 +17,6 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var drainTimeoutSeconds = 10.0
     /// Event-loop threads serving connections; nil means one per CPU core.
     public var eventLoopThreads: Int?
-    /// How long commits wait in the journal before the flusher moves them into SQLite, in
-    /// milliseconds (see ``LogFlusher``). Small, frequent flushes keep the disk's queue short,
-    /// so a commit's `fdatasync` rarely waits behind a large SQLite write.
-    public var journalFlushMillis = 50
     /// Devices the in-memory indexes are sized for at start-up; 0 lets them start small and
     /// grow. An index that grows allocates a table twice the size, waits for the kernel to
     /// provide its pages, then moves its entries over while it serves: CPU time, and a latency
@@ -49,7 +45,6 @@ public struct NodeConfiguration: Equatable, Sendable {
         var maxInFlight: UInt32?
         var drainTimeoutSeconds: Double?
         var eventLoopThreads: Int?
-        var journalFlushMillis: Int?
         var expectedDevices: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
@@ -83,7 +78,6 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.maxInFlight { limits.maxInFlight = value }
         if let value = file.drainTimeoutSeconds { drainTimeoutSeconds = value }
         if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
-        if let value = file.journalFlushMillis { try setJournalFlushMillis(value, source: "\(path): journalFlushMillis") }
         if let value = file.expectedDevices { try setExpectedDevices(value, source: "\(path): expectedDevices") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
@@ -103,13 +97,6 @@ public struct NodeConfiguration: Equatable, Sendable {
             throw .invalidValue(source: source, reason: "event-loop threads \(count) is not 1...256")
         }
         eventLoopThreads = count
-    }
-
-    public mutating func setJournalFlushMillis(_ millis: Int, source: String) throws(ConfigurationError) {
-        guard (1...60_000).contains(millis) else {
-            throw .invalidValue(source: source, reason: "journal flush delay \(millis) ms is not 1...60000")
-        }
-        journalFlushMillis = millis
     }
 
     public mutating func setExpectedDevices(_ devices: Int, source: String) throws(ConfigurationError) {

@@ -122,9 +122,7 @@ public final class RegistryEngine: Sendable {
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
         do {
-            self.writer = try LogWriter(
-                log: log, directory: directory, journalFile: journalFile,
-                flushDelay: .milliseconds(configuration.journalFlushMillis))
+            self.writer = try LogWriter(log: log, directory: directory, journalFile: journalFile)
         } catch {
             throw .storage(error)
         }
@@ -144,20 +142,31 @@ public final class RegistryEngine: Sendable {
             ])
     }
 
-    /// Moves the commits journaled by the previous run, and not yet in `log`, into it (they
-    /// were acknowledged), retires their files, and returns the number for the next journal file.
+    /// Moves the commits journaled by the previous run into `log` (they were acknowledged), one
+    /// journal file at a time, then retires the files and returns the number for the next one.
     /// Throws ``NodeStartupError/journalNotMoved(operations:commits:reason:)`` when the log
-    /// cannot take them, and the ``StorageError`` of reading or retiring the journal files.
+    /// cannot take a file's commits, and the ``StorageError`` of reading or retiring the files.
+    /// Moving is idempotent (the log skips records it holds), so a start-up cut short by a crash
+    /// simply moves again.
     private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws -> UInt64 {
-        let recovered = try CommitJournal.recover(in: directory)
-        let merged = JournalEntry.merging(recovered.entries)
-        if !merged.segments.isEmpty {
-            do {
-                try log.append(merged.segments, clock: merged.clock)
-            } catch {
-                throw NodeStartupError.journalNotMoved(
-                    operations: merged.segments.reduce(0) { $0 + $1.count }, commits: recovered.entries.count, reason: error)
+        let started = DispatchTime.now().uptimeNanoseconds
+        var operations = 0
+        var notMoved: NodeStartupError?
+        let recovered: CommitJournal.Recovered
+        do {
+            recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in
+                let merged = JournalEntry.merging(entries)
+                let count = merged.segments.reduce(0) { $0 + $1.count }
+                do throws(StorageError) {
+                    try log.append(merged.segments, clock: merged.clock)
+                } catch {
+                    notMoved = .journalNotMoved(operations: count, commits: entries.count, reason: error)
+                    throw error
+                }
+                operations += count
             }
+        } catch {
+            throw notMoved ?? error
         }
         if let tail = recovered.tornTail {
             logger.warning(
@@ -169,7 +178,10 @@ public final class RegistryEngine: Sendable {
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",
-                metadata: ["files": "\(recovered.files.count)", "entries": "\(recovered.entries.count)"])
+                metadata: [
+                    "files": "\(recovered.files.count)", "entries": "\(recovered.entries)", "operations": "\(operations)",
+                    "seconds": "\(Double((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) / 1_000)",
+                ])
         }
         return next
     }

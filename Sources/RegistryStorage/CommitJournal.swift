@@ -8,19 +8,20 @@ import Darwin
 
 /// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
 /// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.
-/// The server's flusher later moves the entries into the ``OperationLog`` and retires the
-/// files they came from; at start-up, ``recover(in:)`` reads whatever is left.
+/// A running node writes its commits here only. At the next start-up, ``recover(in:eachFile:)``
+/// reads them back, the node moves them into the ``OperationLog``, and ``retire(in:below:)``
+/// removes the files.
 ///
 /// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
-/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins. A retired
-/// file becomes `spare.journal` and is renamed into place as the next file: writing over blocks
-/// the file already has lets `fdatasync` skip the metadata journal that an append needs (on this
-/// project's VM, 0.12 ms instead of 0.24 ms at p50). Every record carries its file number, so the
-/// records a reused file still holds from before are told apart from the current ones.
+/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins. The last
+/// retired file becomes `spare.journal` and is renamed into place as the next run's first file:
+/// writing over blocks the file already has lets `fdatasync` skip the metadata journal that an
+/// append needs (on this project's VM, 0.12 ms instead of 0.24 ms at p50). Every record carries
+/// its file number, so the records a reused file still holds from before are told apart from the
+/// current ones.
 ///
 /// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:)`` touches only
-/// files below the one being appended to (and the spare, by atomic renames), so it may run
-/// elsewhere.
+/// files below the one being appended to (and the spare, by atomic renames).
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
     public static let rotationBytes = 64 << 20
@@ -47,16 +48,15 @@ public final class CommitJournal {
         close(descriptor)
     }
 
-    /// Writes `entry` and returns once it is on disk, with the number of the file holding it.
-    /// After a throw the file may end in a partial record, which recovery discards: the caller
-    /// must not acknowledge the entry, and should stop appending.
-    public func append(_ entry: JournalEntry) throws(StorageError) -> UInt64 {
+    /// Writes `entry` and returns once it is on disk. After a throw the file may end in a partial
+    /// record, which recovery discards: the caller must not acknowledge the entry, and should
+    /// stop appending.
+    public func append(_ entry: JournalEntry) throws(StorageError) {
         if offset >= rotationBytes { try rotate() }
         buffer.removeAll(keepingCapacity: true)
         entry.encode(into: &buffer, file: fileNumber)
         try writeAndSync()
         if buffer.capacity > 4 << 20 { buffer = [] }
-        return fileNumber
     }
 
     /// Closes the full file with its marker (durably, before anything goes to the next one),
@@ -117,21 +117,25 @@ public final class CommitJournal {
 
     // MARK: - Recovery
 
-    /// What the journal files left by the previous run held.
+    /// What reading the journal files left by the previous run found.
     public struct Recovered: Sendable {
-        /// Every intact entry, oldest first.
-        public var entries: [JournalEntry] = []
         /// The files read, by number.
         public var files: [UInt64] = []
+        /// Intact entries, over every file.
+        public var entries = 0
         /// Where and why the newest file's last record was cut short, when it was: a write the
         /// crash interrupted, never acknowledged, and discarded.
         public var tornTail: String?
     }
 
-    /// Reads every journal file in `directory`. Every file before the last that holds entries
-    /// must end with its rotation marker; one that does not was damaged, and throws
-    /// ``StorageError/corrupt(_:)`` rather than silently drop what followed the damage.
-    public static func recover(in directory: DataDirectory) throws(StorageError) -> Recovered {
+    /// Reads every journal file in `directory`, oldest first, and hands `body` each file's intact
+    /// entries in order (one file in memory at a time). Every file before the last that holds
+    /// entries must end with its rotation marker; one that does not was damaged, and throws
+    /// ``StorageError/corrupt(_:)`` rather than silently drop what followed the damage. That is
+    /// found when the next file is read, after `body` had the damaged file's intact entries.
+    public static func recover(
+        in directory: DataDirectory, eachFile body: (_ file: UInt64, _ entries: [JournalEntry]) throws(StorageError) -> Void
+    ) throws(StorageError) -> Recovered {
         var recovered = Recovered()
         recovered.files = try files(in: directory)
         var unclosed: (path: String, reason: String)?
@@ -145,7 +149,8 @@ public final class CommitJournal {
             if let unclosed, !entries.isEmpty || ending == .rotated {
                 throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
             }
-            recovered.entries += entries
+            recovered.entries += entries.count
+            if !entries.isEmpty { try body(number, entries) }
             switch ending {
             case .rotated:
                 unclosed = nil

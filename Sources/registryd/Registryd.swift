@@ -62,13 +62,6 @@ struct Registryd: AsyncParsableCommand {
     var eventLoopThreads: Int?
 
     @Option(
-        name: .customLong("journal-flush-millis"),
-        help: ArgumentHelp(
-            "Milliseconds commits wait in the journal before moving into SQLite (1...60000). [env: REGISTRY_JOURNAL_FLUSH_MILLIS] [default: 50]",
-            discussion: "Commits are durable once journaled; this only sets how often the flusher writes them into SQLite."))
-    var journalFlushMillis: Int?
-
-    @Option(
         name: .customLong("expected-devices"),
         help: ArgumentHelp(
             "Devices to size the in-memory indexes for at start-up (0...1073741824). [env: REGISTRY_EXPECTED_DEVICES] [default: 0, start small and grow]",
@@ -144,11 +137,6 @@ struct Registryd: AsyncParsableCommand {
             eventLoopThreads, flag: "--event-loop-threads", "REGISTRY_EVENT_LOOP_THREADS", in: environment)
         {
             try configuration.setEventLoopThreads(value, source: source)
-        }
-        if let (value, source) = try Self.wholeNumber(
-            journalFlushMillis, flag: "--journal-flush-millis", "REGISTRY_JOURNAL_FLUSH_MILLIS", in: environment)
-        {
-            try configuration.setJournalFlushMillis(value, source: source)
         }
         if let (value, source) = try Self.wholeNumber(
             expectedDevices, flag: "--expected-devices", "REGISTRY_EXPECTED_DEVICES", in: environment)

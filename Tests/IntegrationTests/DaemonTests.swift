@@ -105,11 +105,11 @@ import Glibc
         #expect(badNodeID.status == 78 && badNodeID.stderr.contains("node ID"))
         let badPort = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_PORT": "http"])
         #expect(badPort.status == 78 && badPort.stderr.contains("REGISTRY_PORT"))
-        let badFlushDelay = try run(registryd, ["--data-dir", directory, "--journal-flush-millis", "0"])
-        #expect(badFlushDelay.status == 78 && badFlushDelay.stderr.contains("--journal-flush-millis: journal flush delay 0 ms"))
-        let badFlushDelayFromEnvironment = try run(
-            registryd, ["--data-dir", directory], environment: ["REGISTRY_JOURNAL_FLUSH_MILLIS": "soon"])
-        #expect(badFlushDelayFromEnvironment.status == 78 && badFlushDelayFromEnvironment.stderr.contains("REGISTRY_JOURNAL_FLUSH_MILLIS: \"soon\""))
+        let badThreads = try run(registryd, ["--data-dir", directory, "--event-loop-threads", "0"])
+        #expect(badThreads.status == 78 && badThreads.stderr.contains("--event-loop-threads: event-loop threads 0 is not 1...256"), "\(badThreads.stderr)")
+        let badThreadsFromEnvironment = try run(
+            registryd, ["--data-dir", directory], environment: ["REGISTRY_EVENT_LOOP_THREADS": "many"])
+        #expect(badThreadsFromEnvironment.status == 78 && badThreadsFromEnvironment.stderr.contains("REGISTRY_EVENT_LOOP_THREADS: \"many\""), "\(badThreadsFromEnvironment.stderr)")
 
         let badExpectedDevices = try run(registryd, ["--data-dir", directory, "--expected-devices", "2000000000"])
         #expect(
@@ -196,8 +196,8 @@ import Glibc
         let directory = temp.path + "/small"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let disk = try MountNamespace(tmpfsOver: directory, bytes: 16 << 20)
-        // A flush delay of a minute: these stay in the journal only.
-        let node = try DaemonProcess(dataDirectory: directory, arguments: ["--journal-flush-millis", "60000"], launcher: disk.prefix)
+        // A running node writes its commits to the journal only.
+        let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash")
         let acknowledged = try await withThrowingTaskGroup(of: (String, String).self) { group in
             for index in 0..<200 {

@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "eventLoopThreads": 3, "journalFlushMillis": 250, "expectedDevices": 5000000, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "expectedDevices": 5000000, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -38,7 +38,7 @@ import Testing
             #expect(configuration.limits.maxFrameBytes == 4096 && configuration.limits.maxBatchSize == 10)
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
-            #expect(configuration.journalFlushMillis == 250 && configuration.expectedDevices == 5_000_000)
+            #expect(configuration.expectedDevices == 5_000_000)
         }
     }
 
@@ -48,8 +48,6 @@ import Testing
         ("{\"port\": \"7400\"}", ".port should be Int"),
         ("{\"port\": 70000}", "port 70000"),
         ("{\"eventLoopThreads\": 0}", "event-loop threads 0"),
-        ("{\"journalFlushMillis\": 0}", "journalFlushMillis: journal flush delay 0 ms is not 1...60000"),
-        ("{\"journalFlushMillis\": 60001}", "journal flush delay 60001 ms"),
         ("{\"expectedDevices\": -1}", "expectedDevices: expected devices -1 is not 0...1073741824"),
         ("{\"expectedDevices\": 1073741825}", "expected devices 1073741825"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),

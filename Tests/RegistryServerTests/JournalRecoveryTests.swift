@@ -6,7 +6,7 @@ import RegistryWire
 import Testing
 @testable import RegistryServer
 
-/// Acknowledged commits that were journaled but not yet moved into SQLite when the process died.
+/// Acknowledged commits that are only in the journal when the process stops or dies: the next start moves them into SQLite.
 @Suite(.timeLimit(.minutes(1))) struct JournalRecoveryTests: EngineTesting {
     @Test func commitsOnlyInTheJournalAreRecoveredAtStartAndMovedIntoTheLog() async throws {
         // A real node's operations, taken from its log...
@@ -25,6 +25,8 @@ import Testing
                 }
             }
             engine.close()
+            // The next start moves the run's journal into SQLite.
+            try open(source.path).close()
         }
         let (identity, records) = try {
             let log = try OperationLog(directory: try DataDirectory(path: source.path))
@@ -47,7 +49,7 @@ import Testing
                 for record in records[chunk..<min(chunk + 50, records.count)] {
                     segment.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
                 }
-                _ = try journal.append(JournalEntry(segments: [segment], clock: records[chunk].hlc))
+                try journal.append(JournalEntry(segments: [segment], clock: records[chunk].hlc))
             }
         }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
@@ -74,8 +76,16 @@ import Testing
         }
         engine.close()
 
-        // A clean close leaves everything in SQLite and no journal.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") }.isEmpty)
+        // A clean close leaves the run's commit in the journal, not in SQLite: the next start
+        // moves it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") } == ["journal-000000000002.log"])
+        do {
+            let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
+            #expect(log.recordCount == 120)
+        }
+        let reopened = try open(crashed.path)
+        #expect(reopened.stats().deviceCount == 121 && reopened.stats().logOperations == 121)
+        reopened.close()
         do {
             let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
             #expect(log.recordCount == 121)

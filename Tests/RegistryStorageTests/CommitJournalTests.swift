@@ -100,6 +100,13 @@ import Testing
         #expect(merged.segments.map(\.count) == [Int(size) - 1, 2])
     }
 
+    /// Every entry ``CommitJournal/recover(in:eachFile:)`` hands over, in order, and what it found.
+    func recoverAll(_ directory: DataDirectory) throws -> ([JournalEntry], CommitJournal.Recovered) {
+        var all = [JournalEntry]()
+        let recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in all += entries }
+        return (all, recovered)
+    }
+
     @Test func appendsRotateAndRecoverInOrder() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
@@ -108,12 +115,22 @@ import Testing
         var files = Set<UInt64>()
         do {
             let journal = try CommitJournal(directory: directory, number: 4, rotationBytes: 300)
-            for entry in written { files.insert(try journal.append(entry)) }
+            for entry in written {
+                try journal.append(entry)
+                files.insert(journal.fileNumber)
+            }
         }
         #expect(files.count > 3)
         #expect(try CommitJournal.files(in: directory) == files.sorted())
-        let recovered = try CommitJournal.recover(in: directory)
-        #expect(recovered.entries == written)
+        var handed = [UInt64]()
+        var recoveredEntries = [JournalEntry]()
+        let recovered = try CommitJournal.recover(in: directory) { (file, entries) throws(StorageError) in
+            handed.append(file)
+            recoveredEntries += entries
+        }
+        #expect(recoveredEntries == written)
+        #expect(recovered.entries == written.count)
+        #expect(handed == files.sorted(), "each file's entries are handed over once, oldest file first")
         #expect(recovered.files.first == 4)
         #expect(recovered.tornTail == nil)
 
@@ -130,7 +147,7 @@ import Testing
         let directory = try DataDirectory(path: temp.path)
         do {
             let journal = try CommitJournal(directory: directory, number: 1)
-            for entry in entries(5) { _ = try journal.append(entry) }
+            for entry in entries(5) { try journal.append(entry) }
         }
         let oldSize = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000001.log")[.size] as! Int
         try CommitJournal.retire(in: directory, below: 2)
@@ -139,13 +156,14 @@ import Testing
         let fresh = JournalEntry(segments: [segment(100...100)], clock: 100)
         do {
             let journal = try CommitJournal(directory: directory, number: 2)
-            #expect(try journal.append(fresh) == 2)
+            try journal.append(fresh)
+            #expect(journal.fileNumber == 2)
         }
         #expect(!FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
         let size = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000002.log")[.size] as! Int
         #expect(size == oldSize, "the spare was written over, not replaced")
-        let recovered = try CommitJournal.recover(in: directory)
-        #expect(recovered.entries == [fresh])
+        let (recoveredEntries, recovered) = try recoverAll(directory)
+        #expect(recoveredEntries == [fresh])
         #expect(recovered.tornTail == nil)
     }
 
@@ -156,7 +174,7 @@ import Testing
         let written = entries(6)
         do {
             let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 400)
-            for entry in written { _ = try journal.append(entry) }
+            for entry in written { try journal.append(entry) }
         }
         let files = try CommitJournal.files(in: directory)
         #expect(files.count >= 2)
@@ -166,8 +184,8 @@ import Testing
         try handle.write(contentsOf: Data(encoded([JournalEntry(segments: [segment(90...99)], clock: 9)], file: files.last!).prefix(40)))
         try handle.close()
 
-        let recovered = try CommitJournal.recover(in: directory)
-        #expect(recovered.entries == written)
+        let (recoveredEntries, recovered) = try recoverAll(directory)
+        #expect(recoveredEntries == written)
         #expect(recovered.tornTail?.contains("journal-\(String(repeating: "0", count: 11))\(files.last!).log") == true)
 
         // Damage to the oldest file's rotation marker: what follows it can no longer be trusted
@@ -176,7 +194,7 @@ import Testing
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: oldest)))
         bytes[bytes.count - 1] ^= 0xFF
         try Data(bytes).write(to: URL(fileURLWithPath: oldest))
-        #expect(throws: StorageError.self) { try CommitJournal.recover(in: directory) }
+        #expect(throws: StorageError.self) { try recoverAll(directory) }
     }
 
     @Test func aMissingDirectoryIsATypedIOError() throws {

@@ -43,38 +43,6 @@ import Testing
         #expect(header[16] == 0 && header[17] == 1)
     }
 
-    /// An append that need not be durable commits at `synchronous=NORMAL` (the WAL is not synced);
-    /// the next durable one goes back to FULL, whose sync covers everything before it. Both kinds
-    /// are in the log after reopening. `makeDurable` syncs only when the last append did not.
-    @Test func onlyDurableAppendsSyncTheWAL() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let segment = { (sequence: UInt64) -> LogSegment in
-            var segment = LogSegment(origin: "node-a", epoch: 7)
-            segment.append(sequence: sequence, hlc: 1_000 + sequence, payload: [UInt8(sequence), 0xFF])
-            return segment
-        }
-        do {
-            let log = try OperationLog(directory: try DataDirectory(path: temp.path))
-            #expect(try log.synchronousLevel() == "2")
-            try log.append([segment(1)], clock: 1, durably: false)
-            #expect(try log.synchronousLevel() == "1")
-            try log.append([segment(2)], clock: 2, durably: false)
-            try log.append([segment(3)], clock: 3)
-            #expect(try log.synchronousLevel() == "2")
-            try log.makeDurable()
-            try log.append([segment(4)], clock: 4, durably: false)
-            #expect(try log.synchronousLevel() == "1")
-            try log.makeDurable()
-            #expect(try log.synchronousLevel() == "2")
-        }
-        let log = try OperationLog(directory: try DataDirectory(path: temp.path))
-        var seen = [LogRecord]()
-        try log.forEach { seen.append($0) }
-        #expect(seen == [record(1), record(2), record(3), record(4)])
-        #expect(try log.persistedClock() == 4)
-    }
-
     @Test func appendingTheSameEntryTwiceKeepsOne() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
