@@ -18,7 +18,7 @@ for line in open(results_path):
     if fields[0] == "memory":
         memory.append((int(fields[1]), int(fields[2])))
     elif fields[0] == "restart":
-        restarts.append((int(fields[1]), float(fields[2])))
+        restarts.append((int(fields[1]), float(fields[2]), float(fields[3]) if len(fields) > 3 and fields[3] else None))
     elif fields[0] == "steal":
         phase_steal[fields[1]] = float(fields[2])
     elif fields[0] == "machine":
@@ -167,8 +167,10 @@ for devices, rss in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
 w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
 w("two buckets per insert (for the doubling at 6.3M devices, until about 10.5M): the peak is old and new tables together.")
-for devices, seconds in restarts:
-    w(f"\nRestart (replaying the log) with {devices:,} devices: {seconds:.1f} s until the node accepts connections.")
+for devices, seconds, moved in restarts:
+    w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
+      + (f", of which {moved:.1f} s moved the journal of the run just stopped into SQLite and the rest replayed the log."
+         if moved is not None else " (moving the last run's journal into SQLite, then replaying the log)."))
 w("")
 def open_loop_table(runs):
     """One row per open-loop run: (label, report) pairs."""
@@ -207,7 +209,7 @@ if open_runs:
         w(f"rather than for a CPU). Its `fdatasync` took {probe['p50']:.0f} µs at p50, {probe['p99']:.0f} µs at p99 and")
         w(f"{probe['max'] / 1000:.1f} ms at most" + (f", against {machine['fsync_p50']:.0f} µs and {machine['fsync_p99']:.0f} µs on the idle machine"
           if machine else "") + ": what the disk alone adds to a group commit while the node writes its journal")
-        w("and SQLite log.\n")
+        w("(registryd writes nothing else while it runs: its SQLite log is filled only at start-up).\n")
 if sweep:
     w("## Latency against load\n")
     w("Open loop, latency from the intended send time: single RegisterRequests over 4 connections, then batches")
@@ -277,8 +279,8 @@ if floors or in_memory:
           + "; ".join(f"{mode} at " + (" and ".join(f"{work / 1000:g}" for work, ok in sorted(by_work.items()) if ok) or "none")
                       for mode, by_work in met.items())
           + " µs of CPU per registration. The reading thread does every frame's work in turn, so that CPU is what a")
-        w("request path may cost, not what a server may spend in total: work done off the path (such as registryd's")
-        w("move of journaled commits into SQLite) takes CPU that the path and the generator then compete for.\n")
+        w("request path may cost, not what a server may spend in total: work done off the path takes CPU that the")
+        w("path and the generator then compete for.\n")
 
 w("## Targets (issue 3)\n")
 w("| Target | Measured | Met |")
