@@ -15,7 +15,10 @@ import RegistryWire
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
-    /// Held, unused, until ``close()``: with the directory it holds the data directory's lock.
+    /// Held until ``close()``: the directory for its lock, and the log (which the writer never
+    /// writes) so that SQLite keeps its WAL files while the node runs. A node that crashes then
+    /// restarts with them in place, and on a full disk fails at moving its journal, which says
+    /// how many operations wait there, rather than at creating a WAL file.
     private var log: OperationLog?
     private var directory: DataDirectory?
     private let encoder = OperationEncoder()
