@@ -36,14 +36,15 @@ import Testing
         }()
         #expect(records.count == 120)
 
-        // ...written to another directory's journal only, as if it died before the flush, with
-        // half an entry after them that was never acknowledged.
+        // ...written to another directory's journal only, as a run that died would leave them:
+        // over several files (a small rotation size puts each entry in a file of its own), the
+        // newest ending in half an entry that was never acknowledged.
         let crashed = try TemporaryDirectory()
         defer { crashed.remove() }
         do {
             let directory = try DataDirectory(path: crashed.path)
             try OperationLog(directory: directory).initialise(identity)
-            let journal = try CommitJournal(directory: directory, number: 1)
+            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 2_000)
             for chunk in stride(from: 0, to: records.count, by: 50) {
                 var segment = LogSegment(origin: identity.nodeID, epoch: identity.epoch)
                 for record in records[chunk..<min(chunk + 50, records.count)] {
@@ -52,13 +53,14 @@ import Testing
                 try journal.append(JournalEntry(segments: [segment], clock: records[chunk].hlc))
             }
         }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
+        #expect(try CommitJournal.files(in: try DataDirectory(path: crashed.path)) == [1, 2, 3])
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: crashed.path + "/journal-000000000003.log"))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([0x52, 0x52, 0x4A, 0x31, 0xFF, 0x00]))
         try handle.close()
 
         // Kept to put back later, as if the process died after moving the entries into SQLite
-        // but before deleting their file.
+        // but before deleting their files.
         let journalCopy = try Data(contentsOf: URL(fileURLWithPath: crashed.path + "/journal-000000000001.log"))
 
         let engine = try open(crashed.path)
@@ -70,7 +72,7 @@ import Testing
             #expect(record.deviceID == id)
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") }
-        #expect(files == ["journal-000000000002.log"])
+        #expect(files == ["journal-000000000004.log"])
         guard case .registerResult = await submit(engine, [.register(RegisterRequest(bundleID: "com.v.b", idfv: idfv1))])[0] else {
             return #expect(Bool(false))
         }
@@ -78,7 +80,7 @@ import Testing
 
         // A clean close leaves the run's commit in the journal, not in SQLite: the next start
         // moves it.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") } == ["journal-000000000002.log"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: crashed.path).filter { $0.hasPrefix("journal-") } == ["journal-000000000004.log"])
         do {
             let log = try OperationLog(directory: try DataDirectory(path: crashed.path))
             #expect(log.recordCount == 120)
