@@ -28,11 +28,17 @@ public struct Identifier: Hashable, Sendable, CustomStringConvertible {
 
     /// Validates an identifier as it arrives on the wire.
     public init(rawKind: Int32, text: String) throws(IdentityError) {
-        guard let kind = IdentifierKind(rawValue: rawKind) else {
-            throw .invalidIdentifier("unknown identifier kind \(rawKind)")
+        try self.init(PresentedIdentifier(rawKind: rawKind, text: text))
+    }
+
+    /// Validates an identifier as it arrives on the wire (its UUID text already parsed, when
+    /// it was UUID text).
+    public init(_ presented: PresentedIdentifier) throws(IdentityError) {
+        guard let kind = IdentifierKind(rawValue: presented.rawKind) else {
+            throw .invalidIdentifier("unknown identifier kind \(presented.rawKind)")
         }
-        guard let value = UUID128(text: text) else {
-            throw .invalidIdentifier("\(kind) \(quoted(text)) is not UUID text")
+        guard let value = presented.value.uuid else {
+            throw .invalidIdentifier("\(kind) \(quoted(presented.text)) is not UUID text")
         }
         guard !value.isZero else { throw .invalidIdentifier("\(kind) is the all-zero UUID") }
         self.init(kind: kind, value: value)
@@ -45,10 +51,18 @@ public struct Identifier: Hashable, Sendable, CustomStringConvertible {
 public struct PresentedIdentifier: Hashable, Sendable {
     /// The wire enum value, possibly one this node does not know.
     public let rawKind: Int32
-    public let text: String
+    /// The value's text, held as a UUID when it is UUID text (see ``UUIDText``).
+    public let value: UUIDText
 
     public init(rawKind: Int32, text: String) {
-        self.rawKind = rawKind
-        self.text = text
+        self.init(rawKind: rawKind, value: UUIDText(text))
     }
+
+    public init(rawKind: Int32, value: UUIDText) {
+        self.rawKind = rawKind
+        self.value = value
+    }
+
+    /// The text as the client sent it.
+    public var text: String { value.text }
 }

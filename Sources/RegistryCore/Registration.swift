@@ -26,7 +26,7 @@ public struct Registration: Hashable, Sendable {
         var firstRejection: IdentityError?
         for item in presented {
             do {
-                valid.append(try Identifier(rawKind: item.rawKind, text: item.text))
+                valid.append(try Identifier(item))
             } catch {
                 rejected.append(item)
                 firstRejection = firstRejection ?? error

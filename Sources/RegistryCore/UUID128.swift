@@ -50,6 +50,15 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
         self = value
     }
 
+    /// As ``init(text:)``, from UTF-8 bytes.
+    public init?(utf8: UnsafeBufferPointer<UInt8>) {
+        guard let value = UUID128.parse(utf8) else { return nil }
+        self = value
+    }
+
+    /// The length of UUID text in bytes.
+    public static let textLength = 36
+
     private static func parse(_ chars: UnsafeBufferPointer<UInt8>) -> UUID128? {
         guard chars.count == 36, chars[8] == dash, chars[13] == dash, chars[18] == dash, chars[23] == dash else {
             return nil
@@ -74,6 +83,8 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
     }
 
     private static let dash = UInt8(ascii: "-")
+    private static let lowerDigits: StaticString = "0123456789abcdef"
+    private static let upperDigits: StaticString = "0123456789ABCDEF"
 
     /// Each byte's hex value, 0xFF for bytes that are not hex digits.
     private static let hexValues: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
@@ -87,19 +98,27 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
 
     /// Lower-case 8-4-4-4-12 text. Written straight into the string's storage: one allocation.
     public var text: String {
-        String(unsafeUninitializedCapacity: 36) { buffer in
-            var out = 0
-            for index in 0..<32 {
-                if index == 8 || index == 12 || index == 16 || index == 20 {
-                    buffer[out] = Self.dash
-                    out += 1
-                }
-                let word = index < 16 ? high : low
-                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16))) & 0xF
-                buffer[out] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+        String(unsafeUninitializedCapacity: Self.textLength) { buffer in
+            writeText(to: buffer)
+            return Self.textLength
+        }
+    }
+
+    /// Writes the 8-4-4-4-12 text (``textLength`` bytes) at the start of `buffer`.
+    public func writeText(to buffer: UnsafeMutableBufferPointer<UInt8>, uppercase: Bool = false) {
+        precondition(buffer.count >= Self.textLength)
+        // A table rather than `nibble < 10 ? … : …`, which mispredicted on random hex.
+        let digits = (uppercase ? Self.upperDigits : Self.lowerDigits).utf8Start
+        var out = 0
+        for index in 0..<32 {
+            if index == 8 || index == 12 || index == 16 || index == 20 {
+                buffer[out] = Self.dash
                 out += 1
             }
-            return out
+            let word = index < 16 ? high : low
+            let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16))) & 0xF
+            buffer[out] = digits[Int(nibble)]
+            out += 1
         }
     }
 

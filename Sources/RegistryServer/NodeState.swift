@@ -151,7 +151,7 @@ struct NodeState {
                 return .error(WireError(code: .invalidArgument, message: "a lookup needs a bundle_id or a vendor"))
             }
             guard let presented = request.identifier else { throw IdentityError.missingIdentifier }
-            let identifier = try Identifier(rawKind: presented.rawKind, text: presented.text)
+            let identifier = try Identifier(presented)
             guard let record = registry.lookup(vendor: vendor, identifier: identifier) else {
                 return .error(WireError(code: .notFound, message: "no device claims \(identifier) in vendor \(vendor)"))
             }
@@ -166,7 +166,7 @@ extension RegisterResult {
     /// The wire form of a core outcome.
     init(_ outcome: RegistrationOutcome) {
         self.init(
-            deviceID: outcome.device.description, created: outcome.created, vendor: outcome.vendor.name,
+            deviceIDText: UUIDText(uuid: outcome.device.uuid), created: outcome.created, vendor: outcome.vendor.name,
             replacedDeviceIDs: outcome.replaced.map(\.description), rejectedIdentifiers: outcome.rejected)
     }
 }

@@ -85,6 +85,15 @@ final class CArena {
         return raw.bindMemory(to: CChar.self, capacity: count + 1)
     }
 
+    /// A NUL-terminated C copy of `value`'s text, written straight from the UUID when it is one.
+    func string(_ value: UUIDText) -> UnsafeMutablePointer<CChar> {
+        let count = value.utf8Count
+        let bytes = allocate(bytes: count + 1).bindMemory(to: UInt8.self, capacity: count + 1)
+        value.writeUTF8(to: bytes)
+        bytes[count] = 0
+        return UnsafeMutableRawPointer(bytes).bindMemory(to: CChar.self, capacity: count + 1)
+    }
+
     /// A protobuf-c `bytes` field holding the 16 big-endian bytes of `uuid`.
     func bytes(_ uuid: UUID128) -> ProtobufCBinaryData {
         let raw = allocate(bytes: 16)
@@ -105,6 +114,14 @@ enum CRead {
     static func string(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
         guard let pointer else { return "" }
         return String(cString: pointer)
+    }
+
+    /// A string field that is usually UUID text, without making a `String` when it is.
+    static func uuidText(_ pointer: UnsafeMutablePointer<CChar>?) -> UUIDText {
+        guard let pointer else { return UUIDText("") }
+        return UnsafeRawPointer(pointer).withMemoryRebound(to: UInt8.self, capacity: 1) { bytes in
+            UUIDText(utf8: UnsafeBufferPointer(start: bytes, count: strlen(pointer)))
+        }
     }
 
     /// A 16-byte field as a UUID; nil for any other length.

@@ -8,7 +8,7 @@ extension CArena {
         var message = Registry__V1__Identifier()
         registry__v1__identifier__init(&message)
         message.kind = Registry__V1__IdentifierKind(rawValue: .init(truncatingIfNeeded: value.rawKind))
-        message.value = string(value.text)
+        message.value = string(value.value)
         return new(message)
     }
 
@@ -40,7 +40,7 @@ extension CArena {
 
 extension CRead {
     static func identifier(_ message: Registry__V1__Identifier) -> PresentedIdentifier {
-        PresentedIdentifier(rawKind: Int32(truncatingIfNeeded: message.kind.rawValue), text: string(message.value))
+        PresentedIdentifier(rawKind: Int32(truncatingIfNeeded: message.kind.rawValue), value: uuidText(message.value))
     }
 
     static func error(_ message: Registry__V1__Error) -> WireError {

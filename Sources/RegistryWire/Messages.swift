@@ -119,7 +119,8 @@ public struct RegisterRequest: Hashable, Sendable {
 
 /// `registry.v1.RegisterResult`.
 public struct RegisterResult: Hashable, Sendable {
-    public var deviceID: String
+    /// The device ID's text, held as a UUID when the node made the result (see ``UUIDText``).
+    public var deviceIDText: UUIDText
     public var created: Bool
     public var vendor: String
     public var replacedDeviceIDs: [String]
@@ -129,11 +130,26 @@ public struct RegisterResult: Hashable, Sendable {
         deviceID: String, created: Bool, vendor: String, replacedDeviceIDs: [String] = [],
         rejectedIdentifiers: [PresentedIdentifier] = []
     ) {
-        self.deviceID = deviceID
+        self.init(
+            deviceIDText: UUIDText(deviceID), created: created, vendor: vendor, replacedDeviceIDs: replacedDeviceIDs,
+            rejectedIdentifiers: rejectedIdentifiers)
+    }
+
+    public init(
+        deviceIDText: UUIDText, created: Bool, vendor: String, replacedDeviceIDs: [String] = [],
+        rejectedIdentifiers: [PresentedIdentifier] = []
+    ) {
+        self.deviceIDText = deviceIDText
         self.created = created
         self.vendor = vendor
         self.replacedDeviceIDs = replacedDeviceIDs
         self.rejectedIdentifiers = rejectedIdentifiers
+    }
+
+    /// The device ID's text.
+    public var deviceID: String {
+        get { deviceIDText.text }
+        set { deviceIDText = UUIDText(newValue) }
     }
 }
 

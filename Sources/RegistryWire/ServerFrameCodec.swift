@@ -214,7 +214,7 @@ extension CArena {
     func registerResult(_ result: RegisterResult) -> UnsafeMutablePointer<Registry__V1__RegisterResult>? {
         var message = Registry__V1__RegisterResult()
         registry__v1__register_result__init(&message)
-        message.device_id = string(result.deviceID)
+        message.device_id = string(result.deviceIDText)
         message.created = result.created ? 1 : 0
         message.vendor = string(result.vendor)
         (message.n_replaced_device_ids, message.replaced_device_ids) = strings(result.replacedDeviceIDs)

@@ -66,6 +66,11 @@ import Testing
         .registerBatchResult([
             .result(RegisterResult(deviceID: "d", created: false, vendor: "v")),
             .error(WireError(code: .invalidBundleID, message: "bad", retryable: false)),
+            // As the node makes them: the ID's text is written straight from the UUID.
+            .result(
+                RegisterResult(
+                    deviceIDText: UUIDText(uuid: UUID128(high: 0x0192_0000_7abc_8def, low: 0x8000_1234_5678_9abc)), created: true,
+                    vendor: "com.v")),
         ]),
         .device(record),
         .stats(stats),
