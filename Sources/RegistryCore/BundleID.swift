@@ -9,6 +9,8 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Lower-case text.
     public let value: String
+    /// `value`'s ``TextHash``, computed once: the registry interns a bundle on every registration.
+    let valueHash: UInt64
     /// The labels, lower-case.
     public var labels: [Substring] { value.split(separator: ".", omittingEmptySubsequences: false) }
 
@@ -51,6 +53,7 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
             throw .invalidBundleID("\(quoted(text)) needs at least \(minimumLabels) labels separated by '.'")
         }
         value = String(decoding: lowered, as: UTF8.self)
+        valueHash = TextHash.of(value)
     }
 
     /// True when `prefix`'s labels are the first labels of this ID (`com.acme` prefixes
@@ -64,4 +67,12 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
     public var description: String { value }
 
     public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.value < rhs.value }
+
+    public static func == (lhs: BundleID, rhs: BundleID) -> Bool { lhs.value == rhs.value }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(valueHash) }
+}
+
+extension BundleID: Internable {
+    var internHash: UInt64 { valueHash }
 }

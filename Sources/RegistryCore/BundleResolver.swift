@@ -5,7 +5,10 @@ public struct BundleResolver: Sendable {
     public let rules: VendorRules
     /// Distinct bundles remembered before the memo starts again from empty.
     public let capacity: Int
-    private var memo: [String: (bundle: BundleID, vendor: Vendor)] = [:]
+    /// The texts seen, numbered, and what each resolved to (by number). An ``Interner``, so a
+    /// lookup costs one cheap hash of the text rather than `Hasher`'s.
+    private var texts = Interner<String>()
+    private var resolved: [(bundle: BundleID, vendor: Vendor)] = []
 
     public init(rules: VendorRules, capacity: Int = 4096) {
         self.rules = rules
@@ -15,12 +18,20 @@ public struct BundleResolver: Sendable {
     /// The validated bundle and its vendor; throws ``IdentityError/invalidBundleID(_:)`` as
     /// ``BundleID/init(parsing:)`` does. Refusals are not remembered.
     public mutating func resolve(_ text: String) throws(IdentityError) -> (bundle: BundleID, vendor: Vendor) {
-        if let known = memo[text] { return known }
+        if let known = texts.number(of: text) { return resolved[Int(known)] }
         let bundle = try BundleID(parsing: text)
-        let resolved = (bundle: bundle, vendor: rules.vendor(of: bundle))
-        guard capacity > 0 else { return resolved }
-        if memo.count >= capacity { memo.removeAll(keepingCapacity: true) }
-        memo[text] = resolved
-        return resolved
+        let answer = (bundle: bundle, vendor: rules.vendor(of: bundle))
+        guard capacity > 0 else { return answer }
+        if resolved.count >= capacity {
+            texts = Interner()
+            resolved.removeAll(keepingCapacity: true)
+        }
+        _ = texts.intern(text)
+        resolved.append(answer)
+        return answer
     }
+}
+
+extension String: Internable {
+    var internHash: UInt64 { TextHash.of(self) }
 }

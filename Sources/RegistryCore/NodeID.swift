@@ -35,3 +35,9 @@ public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
         lhs.value.utf8.lexicographicallyPrecedes(rhs.value.utf8)
     }
 }
+
+extension NodeID: Internable {
+    /// Computed each time: a node interns its own ID almost always, which ``Interner`` finds
+    /// without hashing.
+    var internHash: UInt64 { TextHash.of(value) }
+}

@@ -106,13 +106,24 @@ public struct VendorRules: Equatable, Sendable {
 /// A vendor scope. All data is partitioned by it; nothing links devices across vendors.
 public struct Vendor: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let name: String
+    /// `name`'s ``TextHash``, computed once: the registry interns a vendor on every registration.
+    let nameHash: UInt64
 
     /// Only ``VendorRules`` and replayed operations create vendors.
     public init(trusted name: String) {
         self.name = name
+        nameHash = TextHash.of(name)
     }
+
+    public static func == (lhs: Vendor, rhs: Vendor) -> Bool { lhs.name == rhs.name }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(nameHash) }
 
     public var description: String { name }
 
     public static func < (lhs: Vendor, rhs: Vendor) -> Bool { lhs.name < rhs.name }
+}
+
+extension Vendor: Internable {
+    var internHash: UInt64 { nameHash }
 }
