@@ -75,6 +75,14 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         return nil
     }
 
+    /// Reads the buckets lookups of `keys` start at, in the current table, and returns a word
+    /// made of them (meaningless: callers only need the reads to happen). The loop does nothing
+    /// else, no reference counting in particular, whose atomic instructions would wait for each
+    /// read in turn: so the reads' cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
+    func touch(_ keys: [Key]) -> UInt32 {
+        table.sumOfStoredWords(at: keys.map { $0.hash(seed: seed) })
+    }
+
     /// Sets `key` to `value` and returns the value it had, nil when it is new.
     @discardableResult
     mutating func set(_ key: Key, _ value: UInt32) -> UInt32? {
@@ -205,9 +213,23 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         return copy
     }
 
+    /// The first bucket of `hash`'s probe sequence.
+    @inline(__always)
+    func startIndex(hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (capacity - 1) }
+
+    /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
+    func sumOfStoredWords(at hashes: [UInt64]) -> UInt32 {
+        let (buckets, mask) = (self.buckets, capacity - 1)
+        var sum: UInt32 = 0
+        hashes.withUnsafeBufferPointer { hashes in
+            for hash in hashes { sum &+= buckets[Int(truncatingIfNeeded: hash) & mask].stored }
+        }
+        return sum
+    }
+
     func find(_ key: Key, hash: UInt64) -> Int? {
         let mask = capacity - 1
-        var index = Int(truncatingIfNeeded: hash) & mask
+        var index = startIndex(hash: hash)
         while true {
             let bucket = buckets[index]
             if bucket.stored == 0 { return nil }
@@ -233,7 +255,7 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     func place(_ key: Key, _ value: UInt32, hash: UInt64) {
         precondition(value < .max, "UInt32.max cannot be stored")
         let mask = capacity - 1
-        var index = Int(truncatingIfNeeded: hash) & mask
+        var index = startIndex(hash: hash)
         while buckets[index].stored != 0 { index = (index + 1) & mask }
         buckets[index] = Bucket(key: key, stored: value + 1)
         used += 1

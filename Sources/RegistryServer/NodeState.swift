@@ -25,7 +25,8 @@ struct NodeState {
     /// A request after the checks that need no state.
     enum Prepared: Sendable {
         case register(Result<Registration, WireError>)
-        case registerBatch([Result<Registration, WireError>])
+        /// Each item's validation, and the valid registrations alone (see ``RegistryState/warm(for:newDevices:)``).
+        case registerBatch([Result<Registration, WireError>], valid: [Registration])
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
@@ -67,7 +68,8 @@ struct NodeState {
                         code: .batchTooLarge,
                         message: "batch of \(requests.count) registrations exceeds the limit of \(limits.maxBatchSize)"))
             }
-            return .registerBatch(requests.map { validate($0, resolver: &resolver) })
+            let items = requests.map { validate($0, resolver: &resolver) }
+            return .registerBatch(items, valid: items.compactMap { try? $0.get() })
         default:
             return .read(body)
         }
@@ -102,10 +104,19 @@ struct NodeState {
         case .register(let registration):
             return .registered(
                 registration.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
-        case .registerBatch(let registrations):
+        case .registerBatch(let registrations, let valid):
+            // Each valid registration ticks the clock once, in order, and may mint a device: both
+            // are made first, so that the state can warm every index bucket the batch will touch.
+            let stamps = valid.map { _ in clock.tick(wallMillis: wallMillis) }
+            let candidates = stamps.map { DeviceID.mint(at: $0, using: &generator) }
+            registry.warm(for: valid, newDevices: candidates)
+            var next = 0
             return .registeredBatch(
                 registrations.map { item in
-                    item.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) }
+                    item.map { registration in
+                        defer { next += 1 }
+                        return register(registration, at: stamps[next], newDevice: candidates[next], operations: &operations)
+                    }
                 })
         case .refused(let error):
             return .answer(.error(error))
@@ -132,9 +143,14 @@ struct NodeState {
         operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let now = clock.tick(wallMillis: wallMillis)
-        let (op, outcome) = registry.register(registration, at: now, origin: nodeID) {
-            DeviceID.mint(at: now, using: &generator)
-        }
+        return register(registration, at: now, newDevice: DeviceID.mint(at: now, using: &generator), operations: &operations)
+    }
+
+    /// Registers at `now`, a tick of the clock, naming a new device `newDevice` if there is one.
+    private mutating func register(
+        _ registration: Registration, at now: HLCTimestamp, newDevice: DeviceID, operations: inout [LoggedOperation]
+    ) -> RegistrationOutcome {
+        let (op, outcome) = registry.register(registration, at: now, origin: nodeID) { newDevice }
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1

@@ -36,6 +36,37 @@ import Testing
         #expect(operations.isEmpty)
     }
 
+    @Test func aBatchOfFirstInstallsLogsWhatTheSameRegistrationsOneAtATimeLog() throws {
+        let requests = (1...3).map { index in
+            RegisterRequest(bundleID: "com.v.a", idfv: "11111111-1111-4111-8111-11111111111\(index)")
+        }
+        var batched = try makeState()
+        var batchOperations = [LoggedOperation]()
+        var generator = SplitMix64(seed: 5)
+        let answer = batched.handle(
+            ClientFrame(requestID: 1, body: .registerBatch(requests)), wallMillis: 1_000, generator: &generator,
+            operations: &batchOperations)
+        var single = try makeState()
+        var singleOperations = [LoggedOperation]()
+        generator = SplitMix64(seed: 5)
+        var singleIDs = [String]()
+        for request in requests {
+            let body = single.handle(
+                ClientFrame(requestID: 1, body: .register(request)), wallMillis: 1_000, generator: &generator,
+                operations: &singleOperations)
+            guard case .registerResult(let result) = body else { return #expect(Bool(false), "\(body)") }
+            singleIDs.append(result.deviceID)
+        }
+        guard case .registerBatchResult(let items) = answer else { return #expect(Bool(false), "\(answer)") }
+        #expect(batchOperations == singleOperations)
+        #expect(items == singleIDs.map { .result(RegisterResult(deviceID: $0, created: true, vendor: "com.v")) })
+        // Each new device's ID carries its own registration's time (UUIDv7).
+        for operation in batchOperations {
+            guard case .registration(let op) = operation.operation else { continue }
+            #expect(op.device.id.uuid.high >> 16 == operation.timestamp.millis)
+        }
+    }
+
     @Test func aBatchAnswersEachItemInOrder() throws {
         var state = try makeState()
         var operations = [LoggedOperation]()
