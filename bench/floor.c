@@ -25,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,18 +61,27 @@ static unsigned long parse(const char *text, const char *name) {
     return value;
 }
 
-/// Writes all of `bytes`, retrying at once while a non-blocking socket's buffer is full.
-static void write_all(int fd, const uint8_t *bytes, size_t count) {
+/// Writes all of `bytes`, retrying at once while a non-blocking socket's buffer is full. Returns
+/// false if `deadline` (monotonic nanoseconds; 0 for none) passes first: a client whose server
+/// stopped reading would otherwise spin here for ever, while the server, unread, spins writing
+/// its answers back (an overloaded floor did that in a bench run).
+static bool write_all_until(int fd, const uint8_t *bytes, size_t count, uint64_t deadline) {
     while (count > 0) {
         ssize_t written = write(fd, bytes, count);
         if (written < 0) {
-            if (errno == EINTR || errno == EAGAIN) continue;
+            if (errno == EINTR || errno == EAGAIN) {
+                if (deadline && now_ns() > deadline) return false;
+                continue;
+            }
             fail("write");
         }
         bytes += written;
         count -= (size_t)written;
     }
+    return true;
 }
+
+static void write_all(int fd, const uint8_t *bytes, size_t count) { write_all_until(fd, bytes, count, 0); }
 
 /// Grows `buffer` (an array of `capacity` elements) to hold at least `needed` elements: to twice
 /// its capacity, or to `needed` when that is more.
@@ -420,7 +430,10 @@ static int client(int argc, char **argv) {
             memcpy(request + 4, &intended, 8);
             memcpy(request + 12, &sent, 8);
             // Retried until written: a full socket buffer is the server's delay, charged to it.
-            write_all(streams[sent % connections].fd, request, 4 + request_bytes);
+            if (!write_all_until(streams[sent % connections].fd, request, 4 + request_bytes, end + 10000000000u)) {
+                fprintf(stderr, "floor: the server stopped reading for over 10 s past the end (overloaded)\n");
+                return 1;
+            }
             if (intended >= measured_from) lags[lag_count++] = now - intended;
             sent++;
             intended = start + sent * interval;
