@@ -115,7 +115,7 @@ struct NodeState {
                 registrations.map { item in
                     item.map { registration in
                         defer { next += 1 }
-                        return register(registration, at: stamps[next], newDevice: candidates[next], operations: &operations)
+                        return register(registration, at: stamps[next], mint: { candidates[next] }, operations: &operations)
                     }
                 })
         case .refused(let error):
@@ -143,14 +143,14 @@ struct NodeState {
         operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let now = clock.tick(wallMillis: wallMillis)
-        return register(registration, at: now, newDevice: DeviceID.mint(at: now, using: &generator), operations: &operations)
+        return register(registration, at: now, mint: { DeviceID.mint(at: now, using: &generator) }, operations: &operations)
     }
 
-    /// Registers at `now`, a tick of the clock, naming a new device `newDevice` if there is one.
+    /// Registers at `now`, a tick of the clock; `mint` names a new device if there is one.
     private mutating func register(
-        _ registration: Registration, at now: HLCTimestamp, newDevice: DeviceID, operations: inout [LoggedOperation]
+        _ registration: Registration, at now: HLCTimestamp, mint: () -> DeviceID, operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
-        let (op, outcome) = registry.register(registration, at: now, origin: nodeID) { newDevice }
+        let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
