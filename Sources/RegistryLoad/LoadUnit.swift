@@ -47,12 +47,13 @@ public struct LoadCatalogue: Sendable {
         unit.partnerApp.map { request(vendor: unit.vendor, app: $0, keychain: unit.keychain, idfv: unit.idfv) }
     }
 
+    /// The identifiers are kept as UUIDs and written as text straight into the frame.
     private func request(vendor: Int, app: Int, keychain: UUID128, idfv: UUID128) -> RegisterRequest {
         RegisterRequest(
             bundleID: bundle(vendor: vendor, app: app),
             identifiers: [
-                PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: keychain.text),
-                PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, text: idfv.text),
+                PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, value: UUIDText(uuid: keychain)),
+                PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, value: UUIDText(uuid: idfv)),
             ])
     }
 }

@@ -242,14 +242,14 @@ final class LoadShard: @unchecked Sendable {
     static func itemAnswers(_ result: Result<ServerBody, RegistryClientError>, count: Int) -> ItemAnswers {
         switch result {
         case .success(.registerResult(let result)):
-            return [parseID(result.deviceID)]
+            return [parseID(result.deviceIDText)]
         case .success(.registerBatchResult(let items)):
             guard items.count == count else {
                 return Array(repeating: .failure(FailureCode(name: "BAD_BATCH_ANSWER")), count: count)
             }
             return items.map { item in
                 switch item {
-                case .result(let result): return parseID(result.deviceID)
+                case .result(let result): return parseID(result.deviceIDText)
                 case .error(let error): return .failure(FailureCode(name: error.code.name))
                 }
             }
@@ -268,8 +268,9 @@ final class LoadShard: @unchecked Sendable {
         }
     }
 
-    private static func parseID(_ text: String) -> Result<UUID128, FailureCode> {
-        UUID128(text: text).map { .success($0) } ?? .failure(FailureCode(name: "BAD_DEVICE_ID"))
+    /// The device ID of an answer (decoded as a UUID, without a string, when it is UUID text).
+    private static func parseID(_ text: UUIDText) -> Result<UUID128, FailureCode> {
+        text.uuid.map { .success($0) } ?? .failure(FailureCode(name: "BAD_DEVICE_ID"))
     }
 
     private func frameAnswered(_ tracker: StepTracker, registrations: Int, answers: ItemAnswers) {
