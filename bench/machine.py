@@ -4,6 +4,16 @@ crosses threads several times). Prints one results.tsv line:
 
     machine <fsync p50 µs> <fsync p99 µs> <fsync CPU µs per call> <wake-up µs>
 
+and one line on how often the machine takes a CPU away from a process that never sleeps (one such
+process pinned to each core for GAP_SECONDS, reading the clock in a loop: a jump of over 1 ms is
+time it did not run, taken by the kernel's own threads or by the hypervisor):
+
+    gaps <cores> <seconds> <gaps over 1 ms, per core per second> <ms lost per core per second> <longest gap ms> <damon>
+
+where <damon> is how often the kernel's DAMON monitor (kdamond) samples memory, in ms, when one
+runs (0 when none does): on a VM that reclaims memory for its host, it is one of the things that
+take a CPU.
+
 With --probe SECONDS it instead repeats the append and fdatasync once a millisecond for that long,
 while something else uses the disk, and prints
 
@@ -64,6 +74,63 @@ def wake_up(round_trips=20_000):
     return elapsed / round_trips / 2
 
 
+GAP_SECONDS = 10
+
+
+def cpu_gaps(seconds=GAP_SECONDS, threshold_ns=1_000_000):
+    """One spinning process per core; returns (cores, gaps per core per second, lost ms per core
+    per second, longest gap ms)."""
+    cores = sorted(os.sched_getaffinity(0))
+    children = []
+    for core in cores:
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:
+            os.close(read_end)
+            os.sched_setaffinity(0, {core})
+            gaps, lost, longest = 0, 0, 0
+            previous = time.monotonic_ns()
+            deadline = previous + int(seconds * 1e9)
+            while previous < deadline:
+                now = time.monotonic_ns()
+                if now - previous > threshold_ns:
+                    gaps += 1
+                    lost += now - previous
+                    longest = max(longest, now - previous)
+                previous = now
+            os.write(write_end, f"{gaps} {lost} {longest}".encode())
+            os._exit(0)
+        os.close(write_end)
+        children.append((child, read_end))
+    results = []
+    for child, read_end in children:
+        results.append(tuple(map(int, os.read(read_end, 200).split())))
+        os.close(read_end)
+        os.waitpid(child, 0)
+    per = len(cores) * seconds
+    return (len(cores), sum(r[0] for r in results) / per, sum(r[1] for r in results) / per / 1e6,
+            max(r[2] for r in results) / 1e6)
+
+
+def damon_sample_ms():
+    """The shortest sampling interval of a running kdamond, in ms, or 0."""
+    root = "/sys/kernel/mm/damon/admin/kdamonds"
+    intervals = []
+    try:
+        for kdamond in os.listdir(root):
+            base = os.path.join(root, kdamond)
+            if not kdamond.isdigit() or open(os.path.join(base, "state")).read().strip() != "on":
+                continue
+            contexts = os.path.join(base, "contexts")
+            for context in os.listdir(contexts):
+                if context.isdigit():
+                    path = os.path.join(contexts, context, "monitoring_attrs", "intervals", "sample_us")
+                    intervals.append(int(open(path).read()) / 1000)
+    except OSError:
+        pass
+    return min(intervals, default=0)
+
+
 if len(sys.argv) == 4 and sys.argv[2] == "--probe":
     latencies, _ = timed_appends(seconds=float(sys.argv[3]), pause=0.001)
     print(f"probe\t{quantile(latencies, 0.5) * 1e6:.0f}\t{quantile(latencies, 0.99) * 1e6:.0f}\t"
@@ -72,3 +139,5 @@ else:
     latencies, cpu = timed_appends(count=2000)
     print(f"machine\t{quantile(latencies, 0.5) * 1e6:.0f}\t{quantile(latencies, 0.99) * 1e6:.0f}\t{cpu * 1e6:.0f}\t"
           f"{wake_up() * 1e6:.1f}")
+    cores, gaps, lost, longest = cpu_gaps()
+    print(f"gaps\t{cores}\t{GAP_SECONDS}\t{gaps:.2f}\t{lost:.2f}\t{longest:.2f}\t{damon_sample_ms():g}")

@@ -10,6 +10,7 @@ import sys
 results_path, reports = sys.argv[1], sys.argv[2]
 rows, memory, restarts, sweep, phase_steal, machine, server_cpu, probe = [], [], [], [], {}, None, {}, None
 floors = []
+gaps = None
 sized_devices = None
 settle_seconds = None
 ticks_per_second = os.sysconf("SC_CLK_TCK")
@@ -23,6 +24,8 @@ for line in open(results_path):
         phase_steal[fields[1]] = float(fields[2])
     elif fields[0] == "machine":
         machine = dict(zip(("fsync_p50", "fsync_p99", "fsync_cpu", "wake"), map(float, fields[1:5])))
+    elif fields[0] == "gaps":
+        gaps = dict(zip(("cores", "seconds", "per_second", "lost_ms", "longest_ms", "damon_ms"), map(float, fields[1:7])))
     elif fields[0] == "probe":
         probe = dict(zip(("p50", "p99", "max", "calls"), map(float, fields[1:5])))
     elif fields[0] == "servercpu":
@@ -140,6 +143,15 @@ if machine:
     w("threads several times (generator → event loop → log writer → event loop → generator), so at low rates")
     w("these costs, rather than the registry's own work (see the server CPU per operation of the batched run")
     w("below), make up most of each request's CPU and latency.\n")
+if gaps:
+    w(f"The machine also takes CPUs away: a process that never sleeps, pinned to each of the {gaps['cores']:.0f} cores for")
+    w(f"{gaps['seconds']:.0f} s with nothing else running, found its clock jump by more than 1 ms {gaps['per_second']:.2f} times a")
+    w(f"second per core, losing {gaps['lost_ms']:.2f} ms a second per core, at most {gaps['longest_ms']:.2f} ms at once: time taken")
+    w("by the kernel's own threads"
+      + (f" (here `kdamond`, the kernel's memory monitor, samples every {gaps['damon_ms']:g} ms for reclaim)" if gaps.get("damon_ms") else "")
+      + " or by")
+    w("the hypervisor. Whatever runs then waits that long, and a p99 is decided by 1% of the requests, so at high")
+    w("load a few such gaps a second are enough to move it by milliseconds.\n")
 w("## Throughput and latency\n")
 w("| System | registrations/s | p50 | p99 | CPU steal | server CPU per operation |")
 w("|---|---:|---:|---:|---:|---:|")
