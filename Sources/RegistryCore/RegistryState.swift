@@ -154,7 +154,7 @@ public struct RegistryState: Sendable {
         let canonicalID = DeviceID(slots[canonical].id)
         let outcome = RegistrationOutcome(
             device: canonicalID, created: roots.isEmpty, vendor: vendor,
-            replaced: owners.map { DeviceID(slots[$0].id) }.filter { $0 != canonicalID }.sorted(),
+            replaced: owners.isEmpty ? [] : owners.map { DeviceID(slots[$0].id) }.filter { $0 != canonicalID }.sorted(),
             rejected: registration.rejected)
         return (operation, outcome)
     }
