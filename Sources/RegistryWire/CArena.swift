@@ -12,15 +12,19 @@ import RegistryCore
 /// all when it goes away. protobuf-c messages hold raw pointers to their strings, arrays and
 /// sub-messages, so they must outlive `pack`; keep the arena alive with `withExtendedLifetime`.
 ///
-/// Allocations are carved from 4 KiB blocks (a bump allocator), so a whole message costs one
-/// or two `malloc`s instead of one per field. Only plain C structs, pointers and bytes are
+/// Allocations are carved from blocks (a bump allocator) of 4 KiB, then each twice the last up
+/// to 64 KiB, so a small message costs one `malloc` and a batch of a hundred registrations
+/// (about 20 KB of structs) three, instead of one per field. Only plain C structs, pointers and bytes are
 /// stored, so freeing the blocks without deinitialising anything is sound.
 final class CArena {
     static let blockSize = 4096
+    static let largestBlockSize = 64 << 10
     /// Every block handed out, freed in `deinit`.
     private var blocks: [UnsafeMutableRawPointer] = []
     private var cursor: UnsafeMutableRawPointer?
     private var remaining = 0
+    /// The size of the next block, unless one allocation needs more.
+    private var nextBlockSize = CArena.blockSize
 
     deinit {
         for block in blocks { free(block) }
@@ -30,7 +34,8 @@ final class CArena {
     func allocate(bytes: Int) -> UnsafeMutableRawPointer {
         let size = (max(bytes, 1) + 15) & ~15
         if size > remaining {
-            let blockBytes = max(size, Self.blockSize)
+            let blockBytes = max(size, nextBlockSize)
+            nextBlockSize = min(nextBlockSize * 2, Self.largestBlockSize)
             guard let block = malloc(blockBytes) else { fatalError("out of memory allocating \(blockBytes) bytes") }
             blocks.append(block)
             cursor = block
@@ -73,6 +78,7 @@ final class CArena {
         blocks.removeSubrange(1...)
         cursor = first
         remaining = Self.blockSize
+        nextBlockSize = Self.blockSize * 2
     }
 
     /// A NUL-terminated C copy of `text`.
