@@ -45,23 +45,24 @@ final class LogWriter: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
-        for operation in operations {
-            let startsSegment = segments.last.map {
-                $0.origin != operation.origin.value || $0.epoch != operation.epoch || $0.count == Self.segmentRecords
-            }
+        // Each operation is read in place through the array: binding it to a loop variable would
+        // copy it, retaining and releasing every one of its strings and arrays.
+        for index in operations.indices {
+            let origin = operations[index].origin.value
+            let epoch = operations[index].epoch
+            let startsSegment = segments.last.map { $0.origin != origin || $0.epoch != epoch || $0.count == Self.segmentRecords }
             if startsSegment ?? true {
                 segments.append(
-                    LogSegment(
-                        origin: operation.origin.value, epoch: operation.epoch,
-                        reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
+                    LogSegment(origin: origin, epoch: epoch, reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
             }
+            let sequence = operations[index].sequence
             do {
-                try segments[segments.count - 1].append(sequence: operation.sequence, hlc: operation.timestamp.rawValue) {
+                try segments[segments.count - 1].append(sequence: sequence, hlc: operations[index].timestamp.rawValue) {
                     (bytes: inout [UInt8]) throws(CodecError) in
-                    try encoder.encode(operation.operation, appendingTo: &bytes)
+                    try encoder.encode(operations[index].operation, appendingTo: &bytes)
                 }
             } catch {
-                return .failure(.corrupt("cannot encode operation \(operation.sequence): \(error)"))
+                return .failure(.corrupt("cannot encode operation \(sequence): \(error)"))
             }
         }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)

@@ -25,12 +25,20 @@ struct NodeState {
     /// A request after the checks that need no state.
     enum Prepared: Sendable {
         case register(Result<Registration, WireError>)
-        /// Each item's validation, and the valid registrations alone (see ``RegistryState/warm(for:newDevices:)``).
-        case registerBatch([Result<Registration, WireError>], valid: [Registration])
+        case registerBatch(ValidatedBatch)
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
         case read(ClientBody)
+    }
+
+    /// A batch after validation: the valid registrations alone, in order (so that the state can
+    /// warm what they will touch, see ``RegistryState/warm(for:newDevices:)``), and for each item
+    /// of the batch its index among them or its error. Each registration is stored once and read
+    /// in place, not copied (a copy retains and releases every one of its strings and arrays).
+    struct ValidatedBatch: Sendable {
+        var registrations: [Registration] = []
+        var items: [Result<Int, WireError>] = []
     }
 
     /// What the state decided, not yet in wire form.
@@ -68,8 +76,19 @@ struct NodeState {
                         code: .batchTooLarge,
                         message: "batch of \(requests.count) registrations exceeds the limit of \(limits.maxBatchSize)"))
             }
-            let items = requests.map { validate($0, resolver: &resolver) }
-            return .registerBatch(items, valid: items.compactMap { try? $0.get() })
+            var batch = ValidatedBatch()
+            batch.registrations.reserveCapacity(requests.count)
+            batch.items.reserveCapacity(requests.count)
+            for request in requests {
+                switch validate(request, resolver: &resolver) {
+                case .success(let registration):
+                    batch.items.append(.success(batch.registrations.count))
+                    batch.registrations.append(registration)
+                case .failure(let error):
+                    batch.items.append(.failure(error))
+                }
+            }
+            return .registerBatch(batch)
         default:
             return .read(body)
         }
@@ -104,18 +123,16 @@ struct NodeState {
         case .register(let registration):
             return .registered(
                 registration.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
-        case .registerBatch(let registrations, let valid):
+        case .registerBatch(let batch):
             // Each valid registration ticks the clock once, in order, and may mint a device: both
             // are made first, so that the state can warm every index bucket the batch will touch.
-            let stamps = valid.map { _ in clock.tick(wallMillis: wallMillis) }
+            let stamps = batch.registrations.map { _ in clock.tick(wallMillis: wallMillis) }
             let candidates = stamps.map { DeviceID.mint(at: $0, using: &generator) }
-            registry.warm(for: valid, newDevices: candidates)
-            var next = 0
+            registry.warm(for: batch.registrations, newDevices: candidates)
             return .registeredBatch(
-                registrations.map { item in
-                    item.map { registration in
-                        defer { next += 1 }
-                        return register(registration, at: stamps[next], mint: { candidates[next] }, operations: &operations)
+                batch.items.map { item in
+                    item.map { index in
+                        register(batch.registrations[index], at: stamps[index], mint: { candidates[index] }, operations: &operations)
                     }
                 })
         case .refused(let error):
