@@ -112,6 +112,11 @@ def cpu_gaps(seconds=GAP_SECONDS, threshold_ns=1_000_000):
             max(r[2] for r in results) / 1e6)
 
 
+def read_text(path):
+    with open(path) as file:
+        return file.read().strip()
+
+
 def damon_sample_ms():
     """The shortest sampling interval of a running kdamond, in ms, or 0."""
     root = "/sys/kernel/mm/damon/admin/kdamonds"
@@ -119,13 +124,13 @@ def damon_sample_ms():
     try:
         for kdamond in os.listdir(root):
             base = os.path.join(root, kdamond)
-            if not kdamond.isdigit() or open(os.path.join(base, "state")).read().strip() != "on":
+            if not kdamond.isdigit() or read_text(os.path.join(base, "state")) != "on":
                 continue
             contexts = os.path.join(base, "contexts")
             for context in os.listdir(contexts):
                 if context.isdigit():
                     path = os.path.join(contexts, context, "monitoring_attrs", "intervals", "sample_us")
-                    intervals.append(int(open(path).read()) / 1000)
+                    intervals.append(int(read_text(path)) / 1000)
     except OSError:
         pass
     return min(intervals, default=0)

@@ -14,8 +14,8 @@ import RegistryCore
 ///
 /// Allocations are carved from blocks (a bump allocator) of 4 KiB, then each twice the last up
 /// to 64 KiB, so a small message costs one `malloc` and a batch of a hundred registrations
-/// (about 20 KB of structs) three, instead of one per field. Only plain C structs, pointers and bytes are
-/// stored, so freeing the blocks without deinitialising anything is sound.
+/// (about 20 KB of structs) three, instead of one per field. Only plain C structs, pointers and
+/// bytes are stored, so freeing the blocks without deinitialising anything is sound.
 final class CArena {
     static let blockSize = 4096
     static let largestBlockSize = 64 << 10
