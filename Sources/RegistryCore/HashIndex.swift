@@ -17,9 +17,11 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// Why not `Dictionary`: growing a dictionary rehashes every entry at once, and at a million
 /// devices that held the engine's lock for a tenth of a second, which was the whole latency
 /// tail. This index grows incrementally: when full it switches to a table twice the size and
-/// moves a few old buckets on every insert, so no single call does more than a small, bounded
-/// amount of work. The new table comes zero-filled from the kernel (``ZeroedMemory``, on huge
-/// pages once it is big), so allocating it does not touch hundreds of megabytes either.
+/// moves a few old buckets (and the rest of their cluster) on every insert, so no single call
+/// does more than a small amount of work: clusters at 3/4 load are a few buckets long on
+/// average and, by linear probing's known bounds, a few hundred at most in tables of millions.
+/// The new table comes zero-filled from the kernel (``ZeroedMemory``, on huge pages once it is
+/// big), so allocating it does not touch hundreds of megabytes either.
 ///
 /// The kernel still has to provide and zero those pages, and on this project's VM that is slow:
 /// the next tables of both indexes at 6.3M devices (1.2 GB) took about 2.5 s of CPU time. So a
@@ -37,14 +39,19 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 ///
 /// A value type: copies share tables until one of them writes (copy on write).
 struct HashIndex<Key: HashIndexKey>: Sendable {
-    /// Old buckets moved per insert while growing: more than the 4/3 needed to finish before
-    /// the new table fills, and no more, because each move is a random write into a big table.
-    /// With 8, every insert for a second after a growth cost a fifth more, enough to queue
-    /// requests for that second at 70% load.
+    /// Old buckets moved per insert at least while growing: more than the 4/3 needed to finish
+    /// before the new table fills. Each move also finishes the cluster it ends in (see
+    /// ``moveSomeOldBuckets(all:)``), so an insert moves about 5.6 buckets on average, and a
+    /// move is over after about a sixth as many inserts as the old table has buckets.
     static var migrationStep: Int { 2 }
 
+    /// Old buckets an insert moves on average, its step and the rest of the cluster that step
+    /// ends in: about 5.6 at 3/4 load (measured). ``touch(_:)`` reads where that many land.
+    static var bucketsMovedPerInsert: Int { 6 }
+
     private var table: BucketTable<Key>
-    /// The table being emptied into `table` while growing, and how far the move has got.
+    /// The table being emptied into `table` while growing, and how far the move has got: every
+    /// old bucket below `moved` is in `table`, and the one just below `moved` is empty.
     private var old: BucketTable<Key>?
     private var moved = 0
     /// The next table, being made ready (see the type's notes); only for big tables.
@@ -71,16 +78,36 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     func value(for key: Key) -> UInt32? {
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) { return table.value(at: index) }
-        if let old, let index = old.find(key, hash: hash) { return old.value(at: index) }
+        if let index = findUnmoved(key, hash: hash) { return old!.value(at: index) }
         return nil
     }
 
-    /// Reads the buckets lookups of `keys` start at, in the current table, and returns a word
-    /// made of them (meaningless: callers only need the reads to happen). The loop does nothing
+    /// Where `key` is in the old table, when it has not been moved yet. Moves stop only past an
+    /// empty bucket (see ``moveSomeOldBuckets(all:)``), so a key whose probe starts below the
+    /// move's cursor either was moved (it is in `table`) or is absent: linear probing never
+    /// skips an empty bucket. Those keys, half of all lookups on average while the index grows,
+    /// are not looked for in the old table at all.
+    @inline(__always)
+    private func findUnmoved(_ key: Key, hash: UInt64) -> Int? {
+        guard let old, old.startIndex(hash: hash) >= moved else { return nil }
+        return old.find(key, hash: hash)
+    }
+
+    /// Reads the buckets that looking up and then inserting `keys` will touch, and returns a word
+    /// made of them (meaningless: callers only need the reads to happen). The loops do nothing
     /// else, no reference counting in particular, whose atomic instructions would wait for each
     /// read in turn: so the reads' cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
+    ///
+    /// While the index grows, that is also where the keys' lookups start in the old table, and
+    /// the new buckets that the old entries moved by as many inserts land in: without these,
+    /// a registration cost twice as much CPU during a move as after it.
     func touch(_ keys: [Key]) -> UInt32 {
-        table.sumOfStoredWords(at: keys.map { $0.hash(seed: seed) })
+        let hashes = keys.map { $0.hash(seed: seed) }
+        let sum = table.sumOfStoredWords(at: hashes)
+        guard let old else { return sum }
+        let toMove = moved..<min(old.capacity, moved + keys.count * Self.bucketsMovedPerInsert)
+        return sum &+ old.sumOfStoredWords(at: hashes, notBelow: moved)
+            &+ old.sumOfStoredWords(whereEntriesOf: toMove, land: table, seed: seed)
     }
 
     /// Sets `key` to `value` and returns the value it had, nil when it is new.
@@ -93,7 +120,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
             return table.value(at: index)
         }
         // A key still in the old table is shadowed by its copy here; the move skips it later.
-        let previous = old.flatMap { old in old.find(key, hash: hash).map { old.value(at: $0) } }
+        let previous = findUnmoved(key, hash: hash).map { old!.value(at: $0) }
         if previous == nil { count += 1 }
         if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) { grow() }
         table.place(key, value, hash: hash)
@@ -165,18 +192,28 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// True once the next table's pages are all in (for tests).
     var isNextTablePopulated: Bool { spare?.isPopulated ?? false }
 
+    /// True while entries move from an old table (for tests).
+    var isMoving: Bool { old != nil }
+
     /// Buckets in the current table (for tests).
     var capacity: Int { table.capacity }
 
+    /// Moves the next ``migrationStep`` old buckets (or all of them) into the current table, and
+    /// then the rest of their cluster: a move stops only after an empty bucket, which is what
+    /// lets lookups skip the old table for keys whose probes start below it (see
+    /// ``findUnmoved(_:hash:)``). Clusters at 3/4 load are a few buckets long on average.
     private mutating func moveSomeOldBuckets(all: Bool = false) {
         guard let source = old else { return }
-        let end = all ? source.capacity : min(source.capacity, moved + Self.migrationStep)
-        for index in moved..<end {
-            guard let (key, value) = source.entry(at: index) else { continue }
-            let hash = key.hash(seed: seed)
-            if table.find(key, hash: hash) == nil { table.place(key, value, hash: hash) }
+        let least = all ? source.capacity : min(source.capacity, moved + Self.migrationStep)
+        var index = moved
+        while index < source.capacity, index < least || source.isOccupied(index - 1) {
+            if let (key, value) = source.entry(at: index) {
+                let hash = key.hash(seed: seed)
+                if table.find(key, hash: hash) == nil { table.place(key, value, hash: hash) }
+            }
+            index += 1
         }
-        moved = end
+        moved = index
         if moved == source.capacity { old = nil }
     }
 }
@@ -218,11 +255,27 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     func startIndex(hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (capacity - 1) }
 
     /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
-    func sumOfStoredWords(at hashes: [UInt64]) -> UInt32 {
+    /// Only buckets from `lowest` on are read.
+    func sumOfStoredWords(at hashes: [UInt64], notBelow lowest: Int = 0) -> UInt32 {
         let (buckets, mask) = (self.buckets, capacity - 1)
         var sum: UInt32 = 0
         hashes.withUnsafeBufferPointer { hashes in
-            for hash in hashes { sum &+= buckets[Int(truncatingIfNeeded: hash) & mask].stored }
+            for hash in hashes {
+                let index = Int(truncatingIfNeeded: hash) & mask
+                if index >= lowest { sum &+= buckets[index].stored }
+            }
+        }
+        return sum
+    }
+
+    /// The stored words of the buckets of `target` at which the entries in `range` of this table
+    /// start their probes, added up (see ``HashIndex/touch(_:)``).
+    func sumOfStoredWords(whereEntriesOf range: Range<Int>, land target: BucketTable, seed: UInt64) -> UInt32 {
+        precondition(range.lowerBound >= 0 && range.upperBound <= capacity, "buckets \(range) are not all in the table")
+        let (buckets, targetBuckets, mask) = (self.buckets, target.buckets, target.capacity - 1)
+        var sum: UInt32 = 0
+        for index in range where buckets[index].stored != 0 {
+            sum &+= targetBuckets[Int(truncatingIfNeeded: buckets[index].key.hash(seed: seed)) & mask].stored
         }
         return sum
     }
@@ -239,6 +292,8 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     }
 
     func value(at index: Int) -> UInt32 { buckets[index].stored - 1 }
+
+    func isOccupied(_ index: Int) -> Bool { buckets[index].stored != 0 }
 
     /// True once the kernel has provided every page of the table (see ``ZeroedMemory/isPopulated``).
     var isPopulated: Bool { memory.isPopulated }

@@ -15,6 +15,33 @@ import Testing
         for (value, key) in keys.enumerated() { #expect(index.value(for: key) == (value < 100 ? UInt32(value) : nil)) }
     }
 
+    /// While the index grows, touching also reads the old table and the buckets the next moves
+    /// land in, up to the old table's end: none of it may change what the index holds.
+    @Test(arguments: [4, 5] as [UInt64])
+    func touchingKeysWhileTheIndexGrowsNeverChangesIt(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
+        var reference = [UUID128: UInt32]()
+        var keys = [UUID128]()
+        var touchesWhileMoving = 0
+        for step in 0..<6_000 {
+            // Known keys and new ones, more of them than the old table has buckets left at times.
+            let touched = (0..<Int(random.next() % 300)).map { _ in
+                keys.isEmpty || random.next() % 2 == 0
+                    ? UUID128(high: random.next(), low: random.next()) : keys[Int(random.next() % UInt64(keys.count))]
+            }
+            if index.isMoving { touchesWhileMoving += 1 }
+            _ = index.touch(touched)
+            let key = UUID128(high: random.next(), low: random.next())
+            keys.append(key)
+            #expect(index.set(key, UInt32(step)) == nil)
+            reference[key] = UInt32(step)
+        }
+        #expect(touchesWhileMoving > 100, "the touches should have met moves under way")
+        #expect(index.count == reference.count)
+        for (key, value) in reference { #expect(index.value(for: key) == value) }
+    }
+
     @Test(arguments: [1, 2, 3] as [UInt64])
     func aStateWarmedBeforeEachBatchDecidesWhatAnUnwarmedOneDoes(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
