@@ -178,7 +178,7 @@ w("|---:|---:|---:|")
 for devices, rss in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
 w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
-w("two buckets per insert (for the doubling at 6.3M devices, until about 10.5M): the peak is old and new tables together.")
+w("about six buckets per insert (for the doubling at 6.3M devices, until about 7.8M): the peak is old and new tables together.")
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
       + (f", of which {moved:.1f} s moved the journal of the run just stopped into SQLite and the rest replayed the log."
@@ -202,8 +202,8 @@ if open_runs:
     w("run's tail depends on what the hypervisor does meanwhile. The target below is judged on the median p99.")
     w("The last row ran beside the disk probe (below), so it is not one of the repeats. The node's size after each")
     w("run matters: both indexes double at about 3.1M, 6.3M, 12.6M and 25.2M devices, each switch waits for the next")
-    w("table's pages to be populated in the background, and for the next two-thirds as many devices again every insert")
-    w("also moves two old buckets and every missed lookup also looks in the old table.\n")
+    w("table's pages to be populated in the background, and for about a quarter as many devices again every insert also")
+    w("moves about six old buckets, and a lookup of a key the move has not passed yet also looks in the old table.\n")
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     w("The node's commit p99 is its own measure of its group commits during the run (the journal's write and")
     w("`fdatasync`, which every registration waits for at least once; a bucket's upper bound, see the README).\n")
