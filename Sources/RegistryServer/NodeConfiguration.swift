@@ -23,6 +23,9 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// tail, that a node sized for its devices never pays. The tables take 96 to 192 bytes per
     /// expected device from the start.
     public var expectedDevices = 0
+    /// How long the log writer, busy back to back, waits for more operations before a commit
+    /// that would carry few (see ``CommitPacing``); a delay of 0 commits at once.
+    public var commitPacing = CommitPacing.default
 
     public init() {
         vendorRules = try! VendorRules()
@@ -46,6 +49,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var drainTimeoutSeconds: Double?
         var eventLoopThreads: Int?
         var expectedDevices: Int?
+        var commitDelayMicros: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -79,6 +83,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.drainTimeoutSeconds { drainTimeoutSeconds = value }
         if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
         if let value = file.expectedDevices { try setExpectedDevices(value, source: "\(path): expectedDevices") }
+        if let value = file.commitDelayMicros { try setCommitDelayMicros(value, source: "\(path): commitDelayMicros") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -104,6 +109,13 @@ public struct NodeConfiguration: Equatable, Sendable {
             throw .invalidValue(source: source, reason: "expected devices \(devices) is not 0...\(RegistryState.maxExpectedDevices)")
         }
         expectedDevices = devices
+    }
+
+    public mutating func setCommitDelayMicros(_ micros: Int, source: String) throws(ConfigurationError) {
+        guard (0...Int(CommitPacing.maxDelayMicros)).contains(micros) else {
+            throw .invalidValue(source: source, reason: "commit delay \(micros) µs is not 0...\(CommitPacing.maxDelayMicros)")
+        }
+        commitPacing.delayMicros = UInt32(micros)
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

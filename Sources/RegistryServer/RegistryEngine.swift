@@ -58,6 +58,8 @@ public final class RegistryEngine: Sendable {
     public let nodeID: NodeID
     public let clusterID: String
     public let limits: Limits
+    /// When the writer waits for more operations before a commit.
+    public let pacing: CommitPacing
     /// The vendor rules, for the ``BundleResolver`` each connection keeps.
     public let vendorRules: VendorRules
     public static let serverVersion = "registryd 0.1.0"
@@ -129,6 +131,7 @@ public final class RegistryEngine: Sendable {
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
+        self.pacing = configuration.commitPacing
         self.vendorRules = configuration.vendorRules
         self.logger = logger
         self.wallClock = wallClock
@@ -239,9 +242,17 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
-    /// so far and makes it durable with one transaction (group commit).
+    /// so far and makes it durable with one journal entry (group commit). A pass that follows
+    /// another may first wait for more operations to join it (see ``CommitPacing``).
     private func commitLoop() {
+        var followsAnotherPass = false
         while true {
+            if pacing.delayMicros > 0 {
+                let pending = core.withLockedValue { $0.pendingOperations.count }
+                let delay = pacing.delay(pendingOperations: pending, followsAnotherPass: followsAnotherPass)
+                if delay > 0 { usleep(delay) }
+            }
+            followsAnotherPass = true
             let taken = core.withLockedValue { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
                 guard !core.pendingWaiters.isEmpty || !core.pendingOperations.isEmpty else {
                     core.commitRunning = false

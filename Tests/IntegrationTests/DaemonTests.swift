@@ -121,6 +121,15 @@ import Glibc
             badExpectedDevicesFromEnvironment.status == 78
                 && badExpectedDevicesFromEnvironment.stderr.contains("REGISTRY_EXPECTED_DEVICES: \"lots\""))
 
+        let badDelay = try run(registryd, ["--data-dir", directory, "--commit-delay-us", "20000"])
+        #expect(
+            badDelay.status == 78 && badDelay.stderr.contains("--commit-delay-us: commit delay 20000 µs is not 0...10000"),
+            "\(badDelay.stderr)")
+        let badDelayFromEnvironment = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_COMMIT_DELAY_US": "soon"])
+        #expect(
+            badDelayFromEnvironment.status == 78 && badDelayFromEnvironment.stderr.contains("REGISTRY_COMMIT_DELAY_US: \"soon\""),
+            "\(badDelayFromEnvironment.stderr)")
+
         let help = try run(registryd, ["--help"])
         #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
 

@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "eventLoopThreads": 3, "expectedDevices": 5000000, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -39,6 +39,7 @@ import Testing
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
             #expect(configuration.expectedDevices == 5_000_000)
+            #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 200))
         }
     }
 
@@ -50,6 +51,9 @@ import Testing
         ("{\"eventLoopThreads\": 0}", "event-loop threads 0"),
         ("{\"expectedDevices\": -1}", "expectedDevices: expected devices -1 is not 0...1073741824"),
         ("{\"expectedDevices\": 1073741825}", "expected devices 1073741825"),
+        ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 µs is not 0...10000"),
+        ("{\"commitDelayMicros\": 10001}", "commit delay 10001 µs"),
+        ("{\"commitDelayMicros\": \"soon\"}", ".commitDelayMicros should be Int"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),
