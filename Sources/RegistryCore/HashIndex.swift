@@ -78,19 +78,18 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     func value(for key: Key) -> UInt32? {
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) { return table.value(at: index) }
-        if let index = findUnmoved(key, hash: hash) { return old!.value(at: index) }
-        return nil
+        return unmovedValue(for: key, hash: hash)
     }
 
-    /// Where `key` is in the old table, when it has not been moved yet. Moves stop only past an
+    /// `key`'s value in the old table, when it has not been moved yet. Moves stop only past an
     /// empty bucket (see ``moveSomeOldBuckets(all:)``), so a key whose probe starts below the
     /// move's cursor either was moved (it is in `table`) or is absent: linear probing never
     /// skips an empty bucket. Those keys, half of all lookups on average while the index grows,
     /// are not looked for in the old table at all.
     @inline(__always)
-    private func findUnmoved(_ key: Key, hash: UInt64) -> Int? {
-        guard let old, old.startIndex(hash: hash) >= moved else { return nil }
-        return old.find(key, hash: hash)
+    private func unmovedValue(for key: Key, hash: UInt64) -> UInt32? {
+        guard let old, old.startIndex(hash: hash) >= moved, let index = old.find(key, hash: hash) else { return nil }
+        return old.value(at: index)
     }
 
     /// Reads the buckets that looking up and then inserting `keys` will touch, and returns a word
@@ -120,7 +119,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
             return table.value(at: index)
         }
         // A key still in the old table is shadowed by its copy here; the move skips it later.
-        let previous = findUnmoved(key, hash: hash).map { old!.value(at: $0) }
+        let previous = unmovedValue(for: key, hash: hash)
         if previous == nil { count += 1 }
         if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) { grow() }
         table.place(key, value, hash: hash)
@@ -201,7 +200,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Moves the next ``migrationStep`` old buckets (or all of them) into the current table, and
     /// then the rest of their cluster: a move stops only after an empty bucket, which is what
     /// lets lookups skip the old table for keys whose probes start below it (see
-    /// ``findUnmoved(_:hash:)``). Clusters at 3/4 load are a few buckets long on average.
+    /// ``unmovedValue(for:hash:)``). Clusters at 3/4 load are a few buckets long on average.
     private mutating func moveSomeOldBuckets(all: Bool = false) {
         guard let source = old else { return }
         let least = all ? source.capacity : min(source.capacity, moved + Self.migrationStep)

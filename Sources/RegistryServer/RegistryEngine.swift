@@ -59,7 +59,7 @@ public final class RegistryEngine: Sendable {
     public let clusterID: String
     public let limits: Limits
     /// When the writer waits for more operations before a commit.
-    public let pacing: CommitPacing
+    private let pacing: CommitPacing
     /// The vendor rules, for the ``BundleResolver`` each connection keeps.
     public let vendorRules: VendorRules
     public static let serverVersion = "registryd 0.1.0"
