@@ -36,6 +36,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // A header for Linux file calls that Swift's Glibc module leaves out (no library).
+        .systemLibrary(name: "CLinuxFile"),
         // protoc-c output for Protos/registry/v1, committed; regenerate with `make protos`.
         .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
 
@@ -53,7 +55,7 @@ let package = Package(
         // Durable operation log and node metadata in SQLite (WAL, group commit).
         .target(
             name: "RegistryStorage",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "CLinuxFile"],
             swiftSettings: swiftSettings
         ),
         // The node: engine (state + durable log), SwiftNIO server, configuration.

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if os(Linux)
+import CLinuxFile
+#endif
+import Dispatch
+import Synchronization
+
+/// Makes `spare.journal` ahead of need, in the background: a journal file's worth of zeros,
+/// written back and synced, then renamed into place for the ``CommitJournal``'s next rotation.
+///
+/// Why: an `fdatasync` after an append must also commit the file's new size and blocks through
+/// the filesystem's metadata journal; after writing over blocks the file already has, it need
+/// not. On this project's VM a group commit's journal write and `fdatasync` took 0.15 ms at p50
+/// instead of 0.22-0.26 ms, and at 360,000 registrations/s the open loop's p99 was 1.40-2.53 ms
+/// (median 1.71, six runs) against 2.32-17.7 ms (median 3.5) when every file after a run's
+/// first was appended to.
+///
+/// The zeros go out 64 KiB at a time, each written back (`sync_file_range`) before the next,
+/// with a 200 µs pause between; one `fdatasync` at the end commits the blocks' allocation. A
+/// commit's `fdatasync` flushes the disk's cache and so waits for whatever the disk is writing:
+/// with one chunk in flight that is a 64 KiB write. Chunks of 1 MiB made the commits wait behind
+/// them (p99 3.5-4.1 ms against 1.2-4.4 ms without a maker at 287,620 registrations/s). A file
+/// takes about 0.3 s, well within the time a full node takes to fill one. Zeros read back as the
+/// end of a journal file, like any record not numbered for it (see
+/// ``JournalEntry/read(_:at:file:)``).
+///
+/// A failure only costs the optimisation: the half-made file is removed and the next rotation
+/// appends to a new file, as it would without a spare.
+///
+/// `@unchecked Sendable`: `directoryPath` and `bytes` are immutable; the mutable `state` is a
+/// `Mutex`; and the file work runs only on `queue` (serial).
+final class SpareJournalMaker: @unchecked Sendable {
+    private struct State {
+        var making = false
+        var cancelled = false
+    }
+
+    static let temporaryName = "spare.journal.tmp"
+    /// The most the disk is ever writing for the maker at once.
+    static let chunkBytes = 64 << 10
+    /// The pause after each chunk, leaving the disk to the commits in between.
+    static let pauseMicros: UInt32 = 200
+
+    private let directoryPath: String
+    private let bytes: Int
+    private let queue = DispatchQueue(label: "registry.spare-journal", qos: .utility)
+    private let state = Mutex(State())
+
+    /// A maker of spares of `bytes` bytes in the directory at `directoryPath`. Removes a
+    /// half-made spare that a crash left behind.
+    init(directoryPath: String, bytes: Int) {
+        self.directoryPath = directoryPath
+        self.bytes = bytes
+        unlink(directoryPath + "/" + Self.temporaryName)
+    }
+
+    /// Starts making a spare unless one exists or is being made.
+    func makeIfMissing() {
+        let start = state.withLock { state -> Bool in
+            guard !state.making, !state.cancelled else { return false }
+            state.making = true
+            return true
+        }
+        guard start else { return }
+        queue.async {
+            self.make()
+            self.state.withLock { $0.making = false }
+        }
+    }
+
+    /// Stops a spare being made (removing the half-made file) and waits until nothing runs.
+    /// Afterwards no more are made.
+    func cancelAndWait() {
+        state.withLock { $0.cancelled = true }
+        queue.sync {}
+    }
+
+    /// True while a spare is being made (for tests).
+    var isMaking: Bool { state.withLock { $0.making } }
+
+    private var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    private func make() {
+        let spare = directoryPath + "/" + CommitJournal.spareName
+        let temporary = directoryPath + "/" + Self.temporaryName
+        var status = stat()
+        guard stat(spare, &status) != 0, errno == ENOENT else { return }
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        guard writeZeros(to: descriptor), fdatasync(descriptor) == 0 else {
+            close(descriptor)
+            unlink(temporary)
+            return
+        }
+        close(descriptor)
+        guard rename(temporary, spare) == 0 else {
+            unlink(temporary)
+            return
+        }
+        // The rename is made durable by the rotation that uses the spare (it syncs the directory).
+    }
+
+    /// Writes a chunk back to the disk and waits for it, leaving the blocks' allocation to the
+    /// one `fdatasync` at the end: syncing each chunk would make the filesystem commit its
+    /// metadata journal every time, and commits would wait behind those.
+    private func writeBack(_ descriptor: Int32, from offset: Int, bytes: Int) -> Bool {
+        #if os(Linux)
+        return registry_write_back_range(descriptor, Int64(offset), Int64(bytes)) == 0
+        #else
+        return fdatasync(descriptor) == 0
+        #endif
+    }
+
+    private func writeZeros(to descriptor: Int32) -> Bool {
+        let zeros = [UInt8](repeating: 0, count: Self.chunkBytes)
+        var offset = 0
+        while offset < bytes {
+            if isCancelled { return false }
+            let count = min(Self.chunkBytes, bytes - offset)
+            let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, count, off_t(offset)) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+            guard writeBack(descriptor, from: offset - written, bytes: written) else { return false }
+            usleep(Self.pauseMicros)
+        }
+        return true
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import RegistryTestSupport
+import Testing
+@testable import RegistryStorage
+
+/// ``SpareJournalMaker``: spares made during a run, written over by the next rotation.
+@Suite struct SpareJournalTests {
+    func entry(_ number: UInt64) -> JournalEntry {
+        var segment = LogSegment(origin: "node-a", epoch: 1)
+        segment.append(sequence: number, hlc: 1_000 + number, payload: [UInt8](repeating: UInt8(number % 251), count: 200))
+        return JournalEntry(segments: [segment], clock: number)
+    }
+
+    func size(_ path: String) throws -> Int {
+        try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+    }
+
+    /// Polls `condition` for up to ten seconds.
+    func eventually(_ condition: () -> Bool) async throws -> Bool {
+        for _ in 0..<1_000 {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test func aSpareIsMadeOnceAFileIsAQuarterFullAndTheNextRotationWritesOverIt() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        // Not a whole number of the maker's chunks, so its last chunk is a short one. An entry
+        // takes 276 bytes, so 150 stay under a quarter of the file and 250 pass it.
+        let rotation = 200 << 10
+        let spare = temp.path + "/spare.journal"
+        var written = [JournalEntry]()
+        do {
+            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: rotation)
+            // Under a quarter: no spare yet.
+            for number in 1...150 as ClosedRange<UInt64> {
+                written.append(entry(number))
+                try journal.append(written.last!)
+            }
+            #expect(!FileManager.default.fileExists(atPath: spare))
+            for number in 151...250 as ClosedRange<UInt64> {
+                written.append(entry(number))
+                try journal.append(written.last!)
+            }
+            #expect(try await eventually { !journal.isMakingSpare && FileManager.default.fileExists(atPath: spare) })
+            #expect(try size(spare) == rotation)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: spare)).allSatisfy { $0 == 0 })
+            #expect(!FileManager.default.fileExists(atPath: temp.path + "/" + SpareJournalMaker.temporaryName))
+
+            // Fill the file: the rotation renames the spare into place, whole, before writing.
+            var number: UInt64 = 251
+            while journal.fileNumber == 1 {
+                written.append(entry(number))
+                try journal.append(written.last!)
+                number += 1
+            }
+            #expect(!FileManager.default.fileExists(atPath: spare))
+            #expect(try size(CommitJournal.path(in: directory, number: 2)) == rotation, "file 2 is the spare, written over")
+        }
+        // The zeros after file 2's records read as its end, not as damage.
+        var recovered = [JournalEntry]()
+        let outcome = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in recovered += entries }
+        #expect(recovered == written)
+        #expect(outcome.tornTail == nil)
+    }
+
+    @Test func aHalfMadeSpareLeftByACrashIsRemoved() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let leftover = temp.path + "/" + SpareJournalMaker.temporaryName
+        #expect(FileManager.default.createFile(atPath: leftover, contents: Data([1, 2, 3])))
+        _ = try CommitJournal(directory: directory, number: 1)
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+    }
+
+    @Test func anExistingSpareIsKept() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let spare = temp.path + "/spare.journal"
+        #expect(FileManager.default.createFile(atPath: spare, contents: Data("retired".utf8)))
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 1 << 20)
+        maker.makeIfMissing()
+        #expect(try await eventually { !maker.isMaking })
+        #expect(try Data(contentsOf: URL(fileURLWithPath: spare)) == Data("retired".utf8))
+    }
+
+    /// Closing a journal stops a spare being made and leaves neither it nor its half-made file.
+    @Test func cancellingStopsASpareBeingMadeAndLeavesNothing() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        // 8,192 chunks with a pause after each: far longer than this test takes to cancel.
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 512 << 20)
+        maker.makeIfMissing()
+        maker.cancelAndWait()
+        #expect(!maker.isMaking)
+        maker.makeIfMissing()
+        #expect(!maker.isMaking, "a cancelled maker makes no more")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).isEmpty)
+    }
+}
