@@ -45,7 +45,7 @@ public final class CommitJournal {
         self.directory = directory
         self.rotationBytes = rotationBytes
         self.fileNumber = number
-        self.spareMaker = SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes)
+        self.spareMaker = SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes, firstFile: number)
         self.descriptor = try Self.start(number, in: directory)
     }
 
@@ -68,7 +68,7 @@ public final class CommitJournal {
         if buffer.capacity > 4 << 20 { buffer = [] }
         if !spareRequested, offset >= rotationBytes / 4 {
             spareRequested = true
-            spareMaker.makeIfMissing()
+            spareMaker.makeIfMissing(droppingFilesBelow: fileNumber)
         }
     }
 
@@ -125,8 +125,12 @@ public final class CommitJournal {
     }
 
     static func path(in directory: DataDirectory, number: UInt64) -> String {
+        path(inDirectoryAt: directory.path, number: number)
+    }
+
+    static func path(inDirectoryAt directoryPath: String, number: UInt64) -> String {
         let digits = String(number)
-        return directory.path + "/journal-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
+        return directoryPath + "/journal-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
     }
 
     // MARK: - Recovery

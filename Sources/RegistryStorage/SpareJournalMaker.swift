@@ -30,11 +30,21 @@ import Synchronization
 /// end of a journal file, like any record not numbered for it (see
 /// ``JournalEntry/read(_:at:file:)``).
 ///
+/// Before each spare it drops the finished journal files from the page cache. Nothing reads
+/// them while the node runs, yet their pages stayed cached, so every spare's zeros went into
+/// pages the kernel had not used lately, and on this project's VM the first write to such a
+/// page costs a fault in the hypervisor: on a node sized for 23M devices at 366,095
+/// registrations/s, the copy of zeros into new pages took 7.5% of the machine's CPU by the
+/// third 15-second run (12-19M devices), and the machine was 70% busy against 59-60% with the
+/// files dropped (two sequences of three runs each); the page cache stayed at 1 GB instead of
+/// growing to 4 GB.
+///
 /// A failure only costs the optimisation: the half-made file is removed and the next rotation
 /// appends to a new file, as it would without a spare.
 ///
 /// `@unchecked Sendable`: `directoryPath` and `bytes` are immutable; the mutable `state` is a
-/// `Mutex`; and the file work runs only on `queue` (serial).
+/// `Mutex`; and `firstUndropped` and the file work are touched only by closures on `queue`
+/// (serial), after `init` set them.
 final class SpareJournalMaker: @unchecked Sendable {
     private struct State {
         var making = false
@@ -51,17 +61,22 @@ final class SpareJournalMaker: @unchecked Sendable {
     private let bytes: Int
     private let queue = DispatchQueue(label: "registry.spare-journal", qos: .utility)
     private let state = Mutex(State())
+    /// The first journal file still in the page cache as far as the maker knows.
+    private var firstUndropped: UInt64
 
-    /// A maker of spares of `bytes` bytes in the directory at `directoryPath`. Removes a
-    /// half-made spare that a crash left behind.
-    init(directoryPath: String, bytes: Int) {
+    /// A maker of spares of `bytes` bytes in the directory at `directoryPath`, for a journal
+    /// whose first file this run is `firstFile`. Removes a half-made spare that a crash left
+    /// behind.
+    init(directoryPath: String, bytes: Int, firstFile: UInt64) {
         self.directoryPath = directoryPath
         self.bytes = bytes
+        self.firstUndropped = firstFile
         unlink(directoryPath + "/" + Self.temporaryName)
     }
 
-    /// Starts making a spare unless one exists or is being made.
-    func makeIfMissing() {
+    /// Drops the journal files numbered below `current` from the page cache (those it has not
+    /// dropped yet), then makes a spare unless one exists or is being made.
+    func makeIfMissing(droppingFilesBelow current: UInt64) {
         let start = state.withLock { state -> Bool in
             guard !state.making, !state.cancelled else { return false }
             state.making = true
@@ -69,6 +84,7 @@ final class SpareJournalMaker: @unchecked Sendable {
         }
         guard start else { return }
         queue.async {
+            self.dropFromPageCache(filesBelow: current)
             self.make()
             self.state.withLock { $0.making = false }
         }
@@ -85,6 +101,22 @@ final class SpareJournalMaker: @unchecked Sendable {
     var isMaking: Bool { state.withLock { $0.making } }
 
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Asks the kernel to forget the cached pages of the finished journal files from
+    /// `firstFile` up to `current`: nothing reads them while the node runs, and their pages
+    /// are clean (synced). Their memory is then what the next spare's pages reuse.
+    private func dropFromPageCache(filesBelow current: UInt64) {
+        #if os(Linux)
+        while firstUndropped < current {
+            let descriptor = open(CommitJournal.path(inDirectoryAt: directoryPath, number: firstUndropped), O_RDONLY | O_CLOEXEC)
+            if descriptor >= 0 {
+                _ = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
+                close(descriptor)
+            }
+            firstUndropped += 1
+        }
+        #endif
+    }
 
     private func make() {
         let spare = directoryPath + "/" + CommitJournal.spareName

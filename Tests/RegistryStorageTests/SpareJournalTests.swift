@@ -82,8 +82,8 @@ import Testing
         defer { temp.remove() }
         let spare = temp.path + "/spare.journal"
         #expect(FileManager.default.createFile(atPath: spare, contents: Data("retired".utf8)))
-        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 1 << 20)
-        maker.makeIfMissing()
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 1 << 20, firstFile: 1)
+        maker.makeIfMissing(droppingFilesBelow: 1)
         #expect(try await eventually { !maker.isMaking })
         #expect(try Data(contentsOf: URL(fileURLWithPath: spare)) == Data("retired".utf8))
     }
@@ -93,12 +93,55 @@ import Testing
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         // 8,192 chunks with a pause after each: far longer than this test takes to cancel.
-        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 512 << 20)
-        maker.makeIfMissing()
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 512 << 20, firstFile: 1)
+        maker.makeIfMissing(droppingFilesBelow: 1)
         maker.cancelAndWait()
         #expect(!maker.isMaking)
-        maker.makeIfMissing()
+        maker.makeIfMissing(droppingFilesBelow: 1)
         #expect(!maker.isMaking, "a cancelled maker makes no more")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).isEmpty)
     }
+
+    #if os(Linux)
+    /// Pages of the file at `path` in the page cache, by `mincore` over a mapping of it.
+    func residentPages(_ path: String) throws -> Int {
+        let descriptor = open(path, O_RDONLY)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        let bytes = try size(path)
+        let mapping = try #require(mmap(nil, bytes, PROT_READ, MAP_SHARED, descriptor, 0))
+        #expect(mapping != MAP_FAILED)
+        defer { munmap(mapping, bytes) }
+        let pageBytes = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var resident = [UInt8](repeating: 0, count: (bytes + pageBytes - 1) / pageBytes)
+        #expect(mincore(mapping, bytes, &resident) == 0)
+        return resident.filter { $0 & 1 == 1 }.count
+    }
+
+    /// Finished files leave the page cache when the next spare is made: nothing reads them while
+    /// the node runs.
+    @Test func finishedFilesLeaveThePageCacheWhenTheNextSpareIsMade() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        let rotation = 200 << 10
+        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: rotation)
+        var number: UInt64 = 1
+        while journal.fileNumber == 1 {
+            try journal.append(entry(number))
+            number += 1
+        }
+        try await #require(eventually { !journal.isMakingSpare })
+        let first = CommitJournal.path(in: directory, number: 1)
+        #expect(try residentPages(first) > 0, "just written, file 1 is cached")
+        // A quarter into file 2: the maker drops file 1, then makes the next spare.
+        for _ in 0..<250 {
+            try journal.append(entry(number))
+            number += 1
+        }
+        #expect(try await eventually { !journal.isMakingSpare && FileManager.default.fileExists(atPath: temp.path + "/spare.journal") })
+        #expect(try residentPages(first) == 0)
+        #expect(try residentPages(CommitJournal.path(in: directory, number: 2)) > 0, "the current file stays cached")
+    }
+    #endif
 }
