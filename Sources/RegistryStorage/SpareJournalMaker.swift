@@ -39,6 +39,11 @@ import Synchronization
 /// files dropped (two sequences of three runs each); the page cache stayed at 1 GB instead of
 /// growing to 4 GB.
 ///
+/// A spare is made only while the file system has room for ``freeFilesNeeded`` journal files
+/// besides it: it takes its space up to three quarters of a file before the journal needs it, and
+/// on a nearly full disk that space must stay for the commits (an appended file needs new
+/// blocks).
+///
 /// A failure only costs the optimisation: the half-made file is removed and the next rotation
 /// appends to a new file, as it would without a spare.
 ///
@@ -57,8 +62,13 @@ final class SpareJournalMaker: @unchecked Sendable {
     /// The pause after each chunk, leaving the disk to the commits in between.
     static let pauseMicros: UInt32 = 200
 
+    /// Journal files' worth of free space needed to make a spare.
+    static let freeFilesNeeded = 4
+
     private let directoryPath: String
     private let bytes: Int
+    /// Free bytes the file system must have for a spare to be made.
+    private let minimumFreeBytes: Int
     private let queue = DispatchQueue(label: "registry.spare-journal", qos: .utility)
     private let state = Mutex(State())
     /// The first journal file still in the page cache as far as the maker knows.
@@ -67,9 +77,10 @@ final class SpareJournalMaker: @unchecked Sendable {
     /// A maker of spares of `bytes` bytes in the directory at `directoryPath`, for a journal
     /// whose first file this run is `firstFile`. Removes a half-made spare that a crash left
     /// behind.
-    init(directoryPath: String, bytes: Int, firstFile: UInt64) {
+    init(directoryPath: String, bytes: Int, firstFile: UInt64, minimumFreeBytes: Int? = nil) {
         self.directoryPath = directoryPath
         self.bytes = bytes
+        self.minimumFreeBytes = minimumFreeBytes ?? Self.freeFilesNeeded * bytes
         self.firstUndropped = firstFile
         unlink(directoryPath + "/" + Self.temporaryName)
     }
@@ -122,7 +133,7 @@ final class SpareJournalMaker: @unchecked Sendable {
         let spare = directoryPath + "/" + CommitJournal.spareName
         let temporary = directoryPath + "/" + Self.temporaryName
         var status = stat()
-        guard stat(spare, &status) != 0, errno == ENOENT else { return }
+        guard stat(spare, &status) != 0, errno == ENOENT, hasRoom() else { return }
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
         guard writeZeros(to: descriptor), fdatasync(descriptor) == 0 else {
@@ -136,6 +147,15 @@ final class SpareJournalMaker: @unchecked Sendable {
             return
         }
         // The rename is made durable by the rotation that uses the spare (it syncs the directory).
+    }
+
+    /// True when the file system has at least ``minimumFreeBytes`` available (to this
+    /// process's user). When it cannot say, no: the spare is only an optimisation.
+    private func hasRoom() -> Bool {
+        var info = statvfs()
+        guard statvfs(directoryPath, &info) == 0 else { return false }
+        let available = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return available.overflow || available.partialValue >= UInt64(minimumFreeBytes)
     }
 
     /// Writes a chunk back to the disk and waits for it, leaving the blocks' allocation to the

@@ -240,6 +240,37 @@ import Glibc
         #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged registrations were lost")
     }
 
+    /// A node on a small disk journals past the point where a spare is due (a quarter of a
+    /// 64 MiB file), keeps serving, and leaves no spare file: the maker makes none without room
+    /// for it (the rule itself is tested in `SpareJournalTests`).
+    @Test func aSmallDiskGetsNoSpareJournalFileAndKeepsServing() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = temp.path + "/small"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let disk = try MountNamespace(tmpfsOver: directory, bytes: 40 << 20)
+        let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
+        defer { node.stop() }
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "small-disk")
+        // About 150 bytes of journal each: 130,000 registrations are 19 MiB, past the 16 MiB at
+        // which a 64 MiB journal file asks for its spare.
+        var registered = 0
+        for batch in 0..<1_300 {
+            let requests = (0..<100).map { item in
+                RegisterRequest(bundleID: "com.small.app", idfv: UUID128(high: UInt64(batch + 1), low: UInt64(item + 1)).text)
+            }
+            let items = try await client.registerBatch(requests)
+            registered += items.filter { if case .result = $0 { true } else { false } }.count
+        }
+        #expect(registered == 130_000)
+        // A spare, had one been started, would be written (or given up) by now.
+        try await Task.sleep(for: .milliseconds(500))
+        let listing = try disk.runInside(["/usr/bin/ls", directory])
+        #expect(!listing.stdout.contains("spare"), "\(listing.stdout)")
+        _ = try await client.stats()
+        await client.close()
+    }
+
     /// How many of `acknowledged` (IDFV, device ID) pairs `node` does not answer as acknowledged.
     private func lostRegistrations(_ acknowledged: [(String, String)], on node: DaemonProcess) async throws -> Int {
         let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "verify")

@@ -88,6 +88,17 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: spare)) == Data("retired".utf8))
     }
 
+    /// On a file system with less room than the maker needs, no spare is made: that space is
+    /// the commits'.
+    @Test func noSpareIsMadeWithoutRoomForIt() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 1 << 20, firstFile: 1, minimumFreeBytes: Int.max)
+        maker.makeIfMissing(droppingFilesBelow: 1)
+        #expect(try await eventually { !maker.isMaking })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).isEmpty)
+    }
+
     /// Closing a journal stops a spare being made and leaves neither it nor its half-made file.
     @Test func cancellingStopsASpareBeingMadeAndLeavesNothing() throws {
         let temp = try TemporaryDirectory()
