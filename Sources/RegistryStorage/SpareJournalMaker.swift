@@ -114,7 +114,7 @@ final class SpareJournalMaker: @unchecked Sendable {
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Asks the kernel to forget the cached pages of the finished journal files from
-    /// `firstFile` up to `current`: nothing reads them while the node runs, and their pages
+    /// `firstUndropped` up to `current`: nothing reads them while the node runs, and their pages
     /// are clean (synced). Their memory is then what the next spare's pages reuse.
     private func dropFromPageCache(filesBelow current: UInt64) {
         #if os(Linux)

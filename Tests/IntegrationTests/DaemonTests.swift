@@ -154,11 +154,9 @@ import Glibc
     @Test func aFullDiskRefusesRetryablyKeepsWhatWasAcknowledgedAndStopsTheNode() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let directory = temp.path + "/small"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Room for the empty database (four 64 KiB pages, each written to the WAL and then to the
         // database file) and a few thousand registrations.
-        let disk = try MountNamespace(tmpfsOver: directory, bytes: 1 << 20)
+        let (directory, disk) = try smallDisk(in: temp, bytes: 1 << 20)
         let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "disk-full")
         var acknowledged = [(String, String)]()
@@ -202,9 +200,7 @@ import Glibc
     @Test func aCrashedNodeRestartedOnAFullDiskRefusesToStartAndKeepsItsJournal() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let directory = temp.path + "/small"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let disk = try MountNamespace(tmpfsOver: directory, bytes: 16 << 20)
+        let (directory, disk) = try smallDisk(in: temp, bytes: 16 << 20)
         // A running node writes its commits to the journal only.
         let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "crash")
@@ -246,9 +242,7 @@ import Glibc
     @Test func aSmallDiskGetsNoSpareJournalFileAndKeepsServing() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let directory = temp.path + "/small"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let disk = try MountNamespace(tmpfsOver: directory, bytes: 40 << 20)
+        let (directory, disk) = try smallDisk(in: temp, bytes: 40 << 20)
         let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         defer { node.stop() }
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "small-disk")
@@ -269,6 +263,14 @@ import Glibc
         #expect(!listing.stdout.contains("spare"), "\(listing.stdout)")
         _ = try await client.stats()
         await client.close()
+    }
+
+    /// A data directory inside `temp` on a tmpfs of `bytes`, seen only by processes the returned
+    /// namespace runs.
+    private func smallDisk(in temp: TemporaryDirectory, bytes: Int) throws -> (directory: String, disk: MountNamespace) {
+        let directory = temp.path + "/small"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return (directory, try MountNamespace(tmpfsOver: directory, bytes: bytes))
     }
 
     /// How many of `acknowledged` (IDFV, device ID) pairs `node` does not answer as acknowledged.
