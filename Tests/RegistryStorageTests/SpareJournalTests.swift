@@ -113,6 +113,16 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: temp.path).isEmpty)
     }
 
+    @Test func aFileLeavesThePageCacheInPiecesThatCoverItExactly() {
+        let piece = SpareJournalMaker.dropChunkBytes
+        #expect(SpareJournalMaker.dropRanges(fileBytes: 0).isEmpty)
+        #expect(SpareJournalMaker.dropRanges(fileBytes: 1) == [0..<1])
+        #expect(SpareJournalMaker.dropRanges(fileBytes: piece) == [0..<piece])
+        #expect(SpareJournalMaker.dropRanges(fileBytes: 2 * piece + 5) == [0..<piece, piece..<(2 * piece), (2 * piece)..<(2 * piece + 5)])
+        let journalFile = SpareJournalMaker.dropRanges(fileBytes: 64 << 20)
+        #expect(journalFile.count == 64 && journalFile.allSatisfy { $0.count == piece })
+    }
+
     #if os(Linux)
     /// Pages of the file at `path` in the page cache, by `mincore` over a mapping of it.
     func residentPages(_ path: String) throws -> Int {
@@ -130,12 +140,13 @@ import Testing
     }
 
     /// Finished files leave the page cache when the next spare is made: nothing reads them while
-    /// the node runs.
+    /// the node runs. The files are a piece and a part of a piece long, so the whole of each
+    /// piece, the short last one too, must be dropped.
     @Test func finishedFilesLeaveThePageCacheWhenTheNextSpareIsMade() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let directory = try DataDirectory(path: temp.path)
-        let rotation = 200 << 10
+        let rotation = SpareJournalMaker.dropChunkBytes + (300 << 10)
         let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: rotation)
         var number: UInt64 = 1
         while journal.fileNumber == 1 {
@@ -145,8 +156,9 @@ import Testing
         try await #require(eventually { !journal.isMakingSpare })
         let first = CommitJournal.path(in: directory, number: 1)
         #expect(try residentPages(first) > 0, "just written, file 1 is cached")
-        // A quarter into file 2: the maker drops file 1, then makes the next spare.
-        for _ in 0..<250 {
+        // A quarter into file 2 (an entry takes more than 200 bytes): the maker drops file 1,
+        // then makes the next spare.
+        for _ in 0..<(rotation / 4 / 200) {
             try journal.append(entry(number))
             number += 1
         }
