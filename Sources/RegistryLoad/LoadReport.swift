@@ -180,6 +180,8 @@ public struct LoadReport: Codable, Sendable {
         public var p90: UInt64
         public var p99: UInt64
         public var p999: UInt64
+        /// The bucket of the longest commit in the window.
+        public var max: UInt64
 
         enum CodingKeys: String, CodingKey {
             case count
@@ -187,6 +189,7 @@ public struct LoadReport: Codable, Sendable {
             case p90 = "p90_ns"
             case p99 = "p99_ns"
             case p999 = "p99_9_ns"
+            case max = "max_ns"
         }
 
         public init(_ summary: LatencyBuckets.Summary) {
@@ -196,6 +199,7 @@ public struct LoadReport: Codable, Sendable {
             p90 = nanoseconds(summary.p90Micros)
             p99 = nanoseconds(summary.p99Micros)
             p999 = nanoseconds(summary.p999Micros)
+            max = nanoseconds(summary.maxMicros)
         }
     }
 

@@ -45,7 +45,7 @@ enum ReportText {
             lines.append(
                 "server        \(server.endpoint) \(server.nodeID): \(server.devices) devices, \(server.logOperations) log operations in \(server.logCommits) commits")
             if let commits = server.windowCommitLatency {
-                let percentiles = [("p50", commits.p50), ("p90", commits.p90), ("p99", commits.p99), ("p99.9", commits.p999)]
+                let percentiles = [("p50", commits.p50), ("p90", commits.p90), ("p99", commits.p99), ("p99.9", commits.p999), ("max", commits.max)]
                     .map { "\($0.0) <=\(DurationText.format(nanoseconds: $0.1))" }.joined(separator: "  ")
                 lines.append("commit time   \(percentiles) over \(commits.count) commits (node's journal write + fdatasync, measured window)")
             }

@@ -97,7 +97,14 @@ import Testing
         for micros: UInt64 in [300, 400, 1_300, 2_100_000] { buckets.record(micros: micros) }
         let summary = try #require(buckets.summary)
         #expect(summary.count == 4)
-        #expect(summary.description == "p50 <=431us p90 >1s p99 >1s p99.9 >1s")
+        #expect(summary.description == "p50 <=431us p90 >1s p99 >1s p99.9 >1s max >1s")
+        // A single slow commit among thousands is below p99.9 and shows only as the max.
+        var rare = LatencyBuckets()
+        for _ in 0..<5_000 { rare.record(micros: 150) }
+        rare.record(micros: 30_000)
+        let rareSummary = try #require(rare.summary)
+        #expect(rareSummary.p999Micros == 152 && rareSummary.maxMicros == 32_768)
+        #expect(rareSummary.description == "p50 <=152us p90 <=152us p99 <=152us p99.9 <=152us max <=32.77ms")
         #expect(LatencyBuckets.Summary.text(micros: 1_414) == "1.41ms")
         #expect(LatencyBuckets.Summary.text(micros: 2_000) == "2ms")
         #expect(LatencyBuckets.Summary.text(micros: 1_030) == "1.03ms")
