@@ -224,16 +224,20 @@ public struct LoadReport: Codable, Sendable {
     public var servers: [ServerStats]
     /// How the generator's machine spent its CPU time during the measured window (Linux only).
     public var cpu: CPUShares?
+    /// The p99 of each second after the warm-up; nil in reports written before it was kept.
+    public var perSecond: PerSecondLatency?
 
     enum CodingKeys: String, CodingKey {
         case format, parameters, throughput, latency, errors, workload, judgement, verification, servers, cpu
+        case perSecond = "per_second"
         case startedAt = "started_at"
         case gitRevision = "git_revision"
         case serviceTime = "service_time"
         case schedulerLag = "scheduler_lag"
     }
 
-    public init(startedAt: String, gitRevision: String, parameters: Parameters, throughput: Throughput, latency: LatencySummary, serviceTime: LatencySummary, schedulerLag: LatencySummary, errors: [String: UInt64], workload: Workload, judgement: RunJudgement, verification: Verification?, servers: [ServerStats], cpu: CPUShares? = nil) {
+    public init(startedAt: String, gitRevision: String, parameters: Parameters, throughput: Throughput, latency: LatencySummary, serviceTime: LatencySummary, schedulerLag: LatencySummary, errors: [String: UInt64], workload: Workload, judgement: RunJudgement, verification: Verification?, servers: [ServerStats], cpu: CPUShares? = nil, perSecond: PerSecondLatency? = nil) {
+        self.perSecond = perSecond
         self.startedAt = startedAt
         self.gitRevision = gitRevision
         self.parameters = parameters

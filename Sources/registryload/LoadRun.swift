@@ -43,7 +43,8 @@ struct LoadRun {
             return await commitLatencies(shards)
         }
         let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
-        let progressTask = Task {
+        let progressTask = Task { () -> [PerSecondLatency.Second] in
+            var seconds = [PerSecondLatency.Second]()
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 guard !Task.isCancelled else { break }
@@ -52,7 +53,15 @@ struct LoadRun {
                     if let part = try? await shard.loop.submit({ shard.takeInterval() }).get() { interval.add(part) }
                 }
                 progress.print(interval)
+                let elapsed = monotonicNanos() - startTime
+                if elapsed > warmup, interval.latency.count > 0 {
+                    seconds.append(
+                        PerSecondLatency.Second(
+                            elapsedSeconds: Double(elapsed) / 1e9, acknowledged: interval.acknowledged,
+                            p99: interval.latency.value(atPercentile: 99)))
+                }
             }
+            return seconds
         }
         for future in finished { try? await future.get() }
         let cpuAtEnd = CPUSample.now()
@@ -61,6 +70,7 @@ struct LoadRun {
         cpuAtMeasureStart.cancel()
         let cpu = await cpuAtMeasureStart.value.flatMap { start in cpuAtEnd?.shares(since: start) }
         progressTask.cancel()
+        let perSecond = PerSecondLatency(seconds: await progressTask.value)
         progress.end()
 
         var totals = ShardTotals()
@@ -107,7 +117,7 @@ struct LoadRun {
             workload: LoadReport.Workload(
                 generated: generated, concurrentPairs: pairs, concurrentPairsWithDifferentIDs: divergent,
                 unexpectedAnswers: unexpected),
-            judgement: judgement, verification: verification, servers: servers, cpu: cpu)
+            judgement: judgement, verification: verification, servers: servers, cpu: cpu, perSecond: perSecond)
     }
 
     /// Opens every connection, each on its shard's event loop: shard `s` owns connections

@@ -20,6 +20,15 @@ enum ReportText {
             lines.append(row("service time", report.serviceTime))
             lines.append(row("sched. lag", report.schedulerLag))
         }
+        if let perSecond = report.perSecond, let median = perSecond.medianP99, let worst = perSecond.worstP99 {
+            var line = "per second    p99 median \(DurationText.format(nanoseconds: median)), worst \(DurationText.format(nanoseconds: worst)) over \(perSecond.seconds.count) seconds"
+            if let objective = report.judgement.objectives.first(where: { $0.objective.hasPrefix("p99=") }),
+                let limit = try? ServiceLevelObjective(parsing: objective.objective)
+            {
+                line += "; \(perSecond.secondsOver(limit.limit.nanoseconds)) over \(limit.limit)"
+            }
+            lines.append(line)
+        }
         if !report.errors.isEmpty {
             lines.append("errors        " + pairs(report.errors))
         }

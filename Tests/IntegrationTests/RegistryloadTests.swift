@@ -108,7 +108,8 @@ import Testing
         defer { node.stop() }
         let reportPath = temp.path + "/open.json"
         let open = try load([
-            "--endpoints", node.endpoint, "--rate", "2000", "--duration", "1s", "--warmup", "200ms", "--json", reportPath,
+            "--endpoints", node.endpoint, "--rate", "2000", "--duration", "2s", "--warmup", "200ms", "--json", reportPath,
+            "--slo", "p99=10s",
         ])
         let json = try report(at: reportPath)
         let throughput = try #require(json["throughput"] as? [String: Any])
@@ -117,6 +118,14 @@ import Testing
         // A loaded machine may make the run invalid; then, and only then, the exit status says so.
         #expect(open.status == ((judgement["valid"] as? Bool ?? false) ? 0 : 2), "\(open.stdout)")
         #expect(open.stdout.contains("service time"))
+        // Each progress interval after the warm-up, with its own p99.
+        let perSecond = try #require(json["per_second"] as? [String: Any])
+        let seconds = try #require(perSecond["seconds"] as? [[String: Any]])
+        #expect((1...3).contains(seconds.count), "\(seconds)")
+        #expect(seconds.allSatisfy { ($0["p99_ns"] as? Int ?? 0) > 0 && ($0["elapsed_s"] as? Double ?? 0) > 0.2 })
+        let median = try #require(perSecond["median_p99_ns"] as? Int)
+        #expect(median <= (perSecond["worst_p99_ns"] as? Int ?? 0))
+        #expect(open.stdout.contains("per second    p99 median ") && open.stdout.contains("; 0 over 10s"), "\(open.stdout)")
 
         // Nothing answers in a nanosecond, so this objective is missed.
         let missed = try load(["--endpoints", node.endpoint, "--requests", "200", "--warmup", "0s", "--slo", "p50=1ns"])
