@@ -65,17 +65,21 @@ def devices_after(found):
     return f"{servers[0]['devices'] / 1e6:.1f}M" if servers and "devices" in servers[0] else ""
 
 
-def commit_p99(found):
-    """The node's own commit time (journal write + fdatasync) at p99 over the run's window, as text."""
+def commit_window(found):
+    """The node's own commit times (journal write + fdatasync) over the run's window, or None."""
     servers = found.get("servers") or []
-    window = servers[0].get("window_commit_latency") if servers else None
+    return servers[0].get("window_commit_latency") if servers else None
+
+
+def commit_p99(found):
+    """The node's commit time at p99 over the run's window (a bucket's bound), as text."""
+    window = commit_window(found)
     return "≤ " + ms(window["p99_ns"] / 1000) if window else ""
 
 
 def commit_max(found):
     """The node's longest commit in the run's window (a bucket's bound), as text: disk stalls too rare for p99."""
-    servers = found.get("servers") or []
-    window = servers[0].get("window_commit_latency") if servers else None
+    window = commit_window(found)
     return "≤ " + ms(window["max_ns"] / 1000) if window and "max_ns" in window else ""
 
 

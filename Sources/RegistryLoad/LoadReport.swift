@@ -237,7 +237,6 @@ public struct LoadReport: Codable, Sendable {
     }
 
     public init(startedAt: String, gitRevision: String, parameters: Parameters, throughput: Throughput, latency: LatencySummary, serviceTime: LatencySummary, schedulerLag: LatencySummary, errors: [String: UInt64], workload: Workload, judgement: RunJudgement, verification: Verification?, servers: [ServerStats], cpu: CPUShares? = nil, perSecond: PerSecondLatency? = nil) {
-        self.perSecond = perSecond
         self.startedAt = startedAt
         self.gitRevision = gitRevision
         self.parameters = parameters
@@ -251,5 +250,6 @@ public struct LoadReport: Codable, Sendable {
         self.verification = verification
         self.servers = servers
         self.cpu = cpu
+        self.perSecond = perSecond
     }
 }

@@ -9,11 +9,11 @@ public struct PerSecondLatency: Codable, Equatable, Sendable {
     /// One progress interval, about a second, that ended after the warm-up.
     public struct Second: Codable, Equatable, Sendable {
         /// Seconds since the run started, at the interval's end.
-        public var elapsedSeconds: Double
+        public let elapsedSeconds: Double
         /// Registrations acknowledged in the interval.
-        public var acknowledged: UInt64
+        public let acknowledged: UInt64
         /// The interval's p99 latency in nanoseconds.
-        public var p99: UInt64
+        public let p99: UInt64
 
         enum CodingKeys: String, CodingKey {
             case acknowledged
@@ -28,12 +28,12 @@ public struct PerSecondLatency: Codable, Equatable, Sendable {
         }
     }
 
-    public var seconds: [Second]
+    public let seconds: [Second]
     /// The middle of the seconds' p99s (the higher middle one for an even count); nil without
-    /// seconds.
-    public var medianP99: UInt64?
+    /// seconds. Kept, not derived on read, so that the JSON report carries it.
+    public let medianP99: UInt64?
     /// The highest of the seconds' p99s; nil without seconds.
-    public var worstP99: UInt64?
+    public let worstP99: UInt64?
 
     enum CodingKeys: String, CodingKey {
         case seconds

@@ -131,21 +131,24 @@ final class SpareJournalMaker: @unchecked Sendable {
     /// are clean (synced). Their memory is then what the next spare's pages reuse. It goes
     /// ``dropChunkBytes`` at a time (see there).
     private func dropFromPageCache(filesBelow current: UInt64) {
-        #if os(Linux)
-        while firstUndropped < current {
-            let descriptor = open(CommitJournal.path(inDirectoryAt: directoryPath, number: firstUndropped), O_RDONLY | O_CLOEXEC)
-            if descriptor >= 0 {
-                var status = stat()
-                if fstat(descriptor, &status) == 0 {
-                    for range in Self.dropRanges(fileBytes: Int(status.st_size)) {
-                        if isCancelled { break }
-                        _ = posix_fadvise(descriptor, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
-                        usleep(Self.pauseMicros)
-                    }
-                }
-                close(descriptor)
-            }
+        while firstUndropped < current, !isCancelled {
+            dropFromPageCache(fileAt: CommitJournal.path(inDirectoryAt: directoryPath, number: firstUndropped))
             firstUndropped += 1
+        }
+    }
+
+    /// Drops one file's pages, ``dropChunkBytes`` at a time with a pause after each; a file
+    /// that cannot be opened is left alone.
+    private func dropFromPageCache(fileAt path: String) {
+        #if os(Linux)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return }
+        for range in Self.dropRanges(fileBytes: Int(status.st_size)) where !isCancelled {
+            _ = posix_fadvise(descriptor, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
+            usleep(Self.pauseMicros)
         }
         #endif
     }
