@@ -18,8 +18,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private let engine: RegistryEngine
     /// Remembers this connection's bundles, so each is validated once.
     private var resolver: BundleResolver
-    /// Encodes this connection's operations for the journal, reusing one arena.
-    private let encoder = OperationEncoder()
     private var logger: Logger
     private var context: ChannelHandlerContext?
 
@@ -74,7 +72,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
             batch = []
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            engine.submit(frames, resolver: &resolver, encoder: encoder) { answers in
+            engine.submit(frames, resolver: &resolver) { answers in
                 if loop.inEventLoop {
                     bound.value.deliver(answers.frames)
                 } else {

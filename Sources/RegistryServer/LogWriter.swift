@@ -1,15 +1,17 @@
 import Dispatch
 import RegistryCore
 import RegistryStorage
+import RegistryWire
 
-/// Makes group commits durable on one serial queue: it appends their encoded operations to the
-/// ``CommitJournal`` (one pwrite and one fdatasync). That is the only write a commit
+/// Makes group commits durable on one serial queue: it encodes their operations and appends them
+/// to the ``CommitJournal`` (one pwrite and one fdatasync). That is the only write a commit
 /// costs while the node runs: the journal keeps every commit until the next start-up moves them
 /// into the SQLite ``OperationLog`` (see `RegistryEngine`).
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `log`, `directory`, `durableRecords`) is
-/// touched solely by closures that run on `queue` (a serial DispatchQueue), `close` included
-/// (through `queue.sync`); `init` sets it before any closure exists.
+/// `@unchecked Sendable`: its mutable state (`journal`, `log`, `directory`, `durableRecords`, and
+/// the `encoder`'s arena) is touched solely by closures that run on `queue` (a serial
+/// DispatchQueue), `close` included (through `queue.sync`); `init` sets it before any closure
+/// exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
@@ -19,6 +21,7 @@ final class LogWriter: @unchecked Sendable {
     /// how many operations wait there, rather than at creating a WAL file.
     private var log: OperationLog?
     private var directory: DataDirectory?
+    private let encoder = OperationEncoder()
     /// Records in the log or the journal.
     private var durableRecords: UInt64
 
@@ -31,18 +34,43 @@ final class LogWriter: @unchecked Sendable {
         self.directory = directory
     }
 
-    /// Durably appends `segments` (``OperationSegments``), `records` operations in all, with the
-    /// clock, as one journal entry. Returns the number of durable records, and how many
-    /// microseconds the journal's write and sync took.
-    func write(_ segments: [LogSegment], records: Int, clock: HLCTimestamp) -> Result<(durable: UInt64, syncMicros: UInt64), StorageError> {
+    /// Records per segment at most, so that a long commit pass (a stalled disk) still
+    /// writes segments of about a megabyte rather than one huge blob.
+    static let segmentRecords = 4096
+
+    /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
+    /// operations of each (origin, epoch) run become a ``LogSegment``. Returns the number of
+    /// durable records, and how many microseconds the journal's write and sync took.
+    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<(durable: UInt64, syncMicros: UInt64), StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
+        var segments = [LogSegment]()
+        // Each operation is read in place through the array: binding it to a loop variable would
+        // copy it, retaining and releasing every one of its strings and arrays.
+        for index in operations.indices {
+            let origin = operations[index].origin.value
+            let epoch = operations[index].epoch
+            let startsSegment = segments.last.map { $0.origin != origin || $0.epoch != epoch || $0.count == Self.segmentRecords }
+            if startsSegment ?? true {
+                segments.append(
+                    LogSegment(origin: origin, epoch: epoch, reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
+            }
+            let sequence = operations[index].sequence
+            do {
+                try segments[segments.count - 1].append(sequence: sequence, hlc: operations[index].timestamp.rawValue) {
+                    (bytes: inout [UInt8]) throws(CodecError) in
+                    try encoder.encode(operations[index].operation, appendingTo: &bytes)
+                }
+            } catch {
+                return .failure(.corrupt("cannot encode operation \(sequence): \(error)"))
+            }
+        }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
             let started = DispatchTime.now().uptimeNanoseconds
             try journal.append(entry)
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
-            durableRecords += UInt64(records)
+            durableRecords += UInt64(operations.count)
             return .success((durableRecords, syncMicros))
         } catch {
             return .failure(error)

@@ -42,9 +42,10 @@ public final class RegistryEngine: Sendable {
     struct Core {
         var node: NodeState
         var generator = BufferedRandom()
-        /// Changes applied in memory and not durable yet, and the answers waiting for them.
-        var queue = CommitQueue<[LogSegment], Waiter>()
-        /// True from the moment a commit loop is scheduled until it finds nothing left to take.
+        /// Operations applied in memory and not yet handed to the writer.
+        var pendingOperations: [LoggedOperation] = []
+        var pendingWaiters: [Waiter] = []
+        /// True from the moment a commit loop is scheduled until it finds nothing left to write.
         var commitRunning = false
         /// Set once the log failed or was closed; from then on every request is refused.
         var failure: WireError?
@@ -52,14 +53,6 @@ public final class RegistryEngine: Sendable {
         var commits: UInt64 = 0
         /// How long each commit's journal write and sync took.
         var commitLatency = LatencyBuckets()
-
-        /// Marks a commit loop as running when one should start: none runs, and there is
-        /// something to take or, after a failure, waiters to refuse.
-        mutating func startCommit() -> Bool {
-            guard !commitRunning, queue.canTake || failure != nil else { return false }
-            commitRunning = true
-            return true
-        }
     }
 
     public let nodeID: NodeID
@@ -200,82 +193,47 @@ public final class RegistryEngine: Sendable {
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
         var resolver = BundleResolver(rules: vendorRules, capacity: 0)
-        submit(frames, resolver: &resolver, encoder: OperationEncoder(), deliver: deliver)
+        submit(frames, resolver: &resolver, deliver: deliver)
     }
 
-    /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver` and
-    /// encoding operations for the journal with the caller's `encoder`.
+    /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
     ///
     /// Validation runs before the lock, and the lock is taken once per frame rather than once
     /// for the group, so that other connections and the log writer interleave with a long
-    /// group. A frame that changes the state reserves its place in the ``CommitQueue`` under
-    /// the lock and encodes its operations after it, so encoding runs on the callers' threads,
-    /// side by side, rather than on the writer's. A group that changed or observed anything not
-    /// yet durable is answered once all of that is durable, and it starts a commit pass itself
-    /// when none is running.
-    public func submit(
-        _ frames: [ClientFrame], resolver: inout BundleResolver, encoder: OperationEncoder, deliver: @escaping Delivery
-    ) {
+    /// group. Ordering stays safe: a group that changed or observed anything not yet durable
+    /// (pending, or in a running commit) is answered only after a later commit pass, and it
+    /// starts that commit itself when none is running.
+    public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
         let prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
         let requestIDs = frames.map(\.requestID)
         let wall = wallClock()
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
-        var operations = [LoggedOperation]()
-        // The last ticket any of these answers may have seen, and whether it is durable yet.
-        var through: UInt64 = 0
         var mustWait = false
         for (frame, request) in zip(frames, prepared) {
-            let (decision, ticket, seen, undurable) = core.withLockedValue {
-                core -> (NodeState.Decision, UInt64?, UInt64, Bool) in
-                if let failure = core.failure { return (.answer(.error(failure)), nil, 0, false) }
-                let decision: NodeState.Decision
-                if case .stats = frame.body {
-                    decision = .answer(.stats(stats(core)))
-                } else {
-                    decision = core.node.decide(
-                        request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
-                        operations: &operations)
-                }
-                let ticket = operations.isEmpty ? nil : core.queue.reserve(records: operations.count)
-                return (decision, ticket, core.queue.reserved, !core.queue.allDurable)
-            }
-            if let ticket {
-                fill(ticket, encoding: operations, with: encoder)
-                operations.removeAll(keepingCapacity: true)
+            let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
+                if let failure = core.failure { return (.answer(.error(failure)), false) }
+                // Anything pending or being committed is not durable yet: whoever saw it waits.
+                let undurable = core.commitRunning || !core.pendingOperations.isEmpty
+                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable) }
+                let before = core.pendingOperations.count
+                let decision = core.node.decide(
+                    request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
+                    operations: &core.pendingOperations)
+                return (decision, undurable || core.pendingOperations.count > before)
             }
             decisions.append(decision)
-            through = max(through, seen)
-            mustWait = mustWait || undurable
+            mustWait = mustWait || waits
         }
         let answers = Answers(requestIDs: requestIDs, decisions: decisions)
         guard mustWait else { return deliverCounted(Waiter(answers: answers, deliver: deliver)) }
-        let (ready, startCommit) = core.withLockedValue { core -> (Waiter?, Bool) in
-            let ready = core.queue.wait(Waiter(answers: answers, deliver: deliver), through: through)
-            return (ready, core.startCommit())
+        let startCommit = core.withLockedValue { core -> Bool in
+            core.pendingWaiters.append(Waiter(answers: answers, deliver: deliver))
+            guard !core.commitRunning else { return false }
+            core.commitRunning = true
+            return true
         }
-        if let ready { deliverCounted(ready) }
         if startCommit { writer.queue.async { self.commitLoop() } }
-    }
-
-    /// Encodes the operations of reserved `ticket` and fills it. An operation that does not
-    /// encode is a fault of this node, not of the request: the node stops accepting requests,
-    /// as when its log fails.
-    private func fill(_ ticket: UInt64, encoding operations: [LoggedOperation], with encoder: OperationEncoder) {
-        var segments = [LogSegment]()
-        var failed: StorageError?
-        do {
-            segments = try OperationSegments.encode(operations, with: encoder)
-        } catch {
-            failed = error
-        }
-        core.withLockedValue { core in
-            if let failed, core.failure == nil {
-                core.failure = WireError(code: .unavailable, message: "node storage failed: \(failed)", retryable: true)
-            }
-            core.queue.fill(ticket, with: segments)
-        }
-        if let failed { fail(failed) }
     }
 
     private func deliverCounted(_ waiter: Waiter) {
@@ -283,75 +241,56 @@ public final class RegistryEngine: Sendable {
         waiter.deliver(waiter.answers)
     }
 
-    /// What one pass of the commit loop does.
-    private enum CommitPass {
-        /// Make these segments durable: `records` operations, through ticket `through`.
-        case write([LogSegment], records: Int, through: UInt64, clock: HLCTimestamp)
-        /// The node failed: refuse these answers.
-        case refuse([Waiter], WireError)
-        /// Nothing to take; the loop ends.
-        case done
-    }
-
-    /// Runs on the writer's queue until nothing can be taken: each pass takes every filled
-    /// ticket it can (see ``CommitQueue``) and makes them durable with one journal entry (group
-    /// commit), then releases the answers that waited for them. A pass that follows another
-    /// may first wait for more operations to join it (see ``CommitPacing``).
+    /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
+    /// so far and makes it durable with one journal entry (group commit). A pass that follows
+    /// another may first wait for more operations to join it (see ``CommitPacing``).
     private func commitLoop() {
         var followsAnotherPass = false
         while true {
             if pacing.delayMicros > 0 {
-                let pending = core.withLockedValue { $0.queue.pendingRecords }
+                let pending = core.withLockedValue { $0.pendingOperations.count }
                 let delay = pacing.delay(pendingOperations: pending, followsAnotherPass: followsAnotherPass)
                 if delay > 0 { usleep(delay) }
             }
             followsAnotherPass = true
-            let pass = core.withLockedValue { core -> CommitPass in
-                if let failure = core.failure {
+            let taken = core.withLockedValue { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
+                guard !core.pendingWaiters.isEmpty || !core.pendingOperations.isEmpty else {
                     core.commitRunning = false
-                    return .refuse(core.queue.removeAllWaiters(), failure)
+                    return nil
                 }
-                let records = core.queue.pendingRecords
-                guard let taken = core.queue.take() else {
-                    core.commitRunning = false
-                    return .done
+                defer {
+                    core.pendingOperations = []
+                    core.pendingWaiters = []
                 }
-                return .write(
-                    taken.contents.flatMap { $0 }, records: records - core.queue.pendingRecords, through: taken.through,
-                    clock: core.node.clock.last)
+                return (core.pendingOperations, core.pendingWaiters, core.node.clock.last, core.failure)
             }
-            switch pass {
-            case .done:
-                return
-            case .refuse(let waiters, let failure):
-                return refuse(waiters, with: failure)
-            case .write(let segments, let records, let through, let clock):
-                switch writer.write(segments, records: records, clock: clock) {
-                case .success(let committed):
-                    let released = core.withLockedValue { core in
-                        core.durableOperations = committed.durable
-                        core.commits += 1
-                        core.commitLatency.record(micros: committed.syncMicros)
-                        return core.queue.markDurable(through: through)
-                    }
-                    commitLatencyMetric.recordMicroseconds(committed.syncMicros)
-                    for waiter in released { deliverCounted(waiter) }
-                case .failure(let error):
-                    core.withLockedValue { core in
-                        if core.failure == nil {
-                            core.failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
-                        }
-                    }
-                    fail(error)
+            guard let taken else { return }
+            if let failure = taken.failure {
+                refuse(taken.waiters, with: failure)
+                continue
+            }
+            if taken.operations.isEmpty {
+                // Read-only answers that waited for the previous pass, which is now durable.
+                for waiter in taken.waiters { deliverCounted(waiter) }
+                continue
+            }
+            switch writer.write(taken.operations, clock: taken.clock) {
+            case .success(let committed):
+                core.withLockedValue { core in
+                    core.durableOperations = committed.durable
+                    core.commits += 1
+                    core.commitLatency.record(micros: committed.syncMicros)
                 }
+                commitLatencyMetric.recordMicroseconds(committed.syncMicros)
+                for waiter in taken.waiters { deliverCounted(waiter) }
+            case .failure(let error):
+                logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
+                let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
+                core.withLockedValue { $0.failure = failure }
+                refuse(taken.waiters, with: failure)
+                onFatalError(error)
             }
         }
-    }
-
-    /// Reports a failure of the node's storage, after which every request is refused.
-    private func fail(_ error: StorageError) {
-        logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
-        onFatalError(error)
     }
 
     private func refuse(_ waiters: [Waiter], with failure: WireError) {
@@ -388,14 +327,11 @@ public final class RegistryEngine: Sendable {
 
     /// Refuses new requests, waits for queued commits, and closes storage (releasing the lock).
     public func close() {
-        let startCommit = core.withLockedValue { core in
+        core.withLockedValue { core in
             if core.failure == nil {
                 core.failure = WireError(code: .unavailable, message: "the node is shutting down", retryable: true)
             }
-            return core.startCommit()
         }
-        // Answers still waiting are refused by that pass, queued ahead of the close.
-        if startCommit { writer.queue.async { self.commitLoop() } }
         writer.close()
         logger.info("storage closed")
     }
