@@ -1,8 +1,12 @@
-"""Measures what this machine charges for the two things every request pays for: an fdatasync
-after an append (each group commit does one) and a wake-up of a sleeping process (a request
-crosses threads several times). Prints one results.tsv line:
+"""Measures what this machine charges for an fdatasync after an append (each group commit does
+one), a wake-up of a sleeping process (a request crosses threads several times) and new memory
+(each next table of a growing index). Prints one results.tsv line:
 
     machine <fsync p50 µs> <fsync p99 µs> <fsync CPU µs per call> <wake-up µs>
+
+one line on what memory costs to fault in (see fault_in_seconds):
+
+    fault-in <CPU s per GiB of pages new to the process> <CPU s per GiB of pages it just freed>
 
 and one line on how often the machine takes a CPU away from a process that never sleeps (one such
 process pinned to each core for GAP_SECONDS, reading the clock in a loop: a jump of over 1 ms is
@@ -112,6 +116,35 @@ def cpu_gaps(seconds=GAP_SECONDS, threshold_ns=1_000_000):
             max(r[2] for r in results) / 1e6)
 
 
+FAULT_IN_BYTES = 512 << 20
+MADV_POPULATE_WRITE = 23  # Linux 5.14; Python's mmap module does not name it
+
+
+def fault_in_seconds(size=FAULT_IN_BYTES):
+    """CPU seconds per GiB to have the kernel provide anonymous memory, on huge pages as the
+    registry's index tables are: first for memory this process has never had, then again right
+    after unmapping it, when the kernel hands back the pages it just freed. On a VM that reports
+    freed memory to its host (free page reporting), the first is memory the hypervisor must provide
+    again, and it costs far more. Pages are faulted in with MADV_POPULATE_WRITE, or by writing a
+    byte to each 4 KiB page where the kernel lacks it."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    costs = []
+    for _ in range(2):
+        block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        block.madvise(mmap.MADV_HUGEPAGE)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(block))
+        start = time.process_time()
+        if libc.madvise(address, size, MADV_POPULATE_WRITE) != 0:
+            for offset in range(0, size, 4096):
+                block[offset] = 1
+        costs.append((time.process_time() - start) * (1 << 30) / size)
+        block.close()
+    return costs
+
+
 def read_text(path):
     with open(path) as file:
         return file.read().strip()
@@ -145,4 +178,6 @@ else:
     print(f"machine\t{quantile(latencies, 0.5) * 1e6:.0f}\t{quantile(latencies, 0.99) * 1e6:.0f}\t{cpu * 1e6:.0f}\t"
           f"{wake_up() * 1e6:.1f}")
     cores, gaps, lost, longest = cpu_gaps()
+    fresh, reused = fault_in_seconds()
+    print(f"fault-in\t{fresh:.3f}\t{reused:.3f}")
     print(f"gaps\t{cores}\t{GAP_SECONDS}\t{gaps:.2f}\t{lost:.2f}\t{longest:.2f}\t{damon_sample_ms():g}")

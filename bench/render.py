@@ -11,6 +11,7 @@ results_path, reports = sys.argv[1], sys.argv[2]
 rows, memory, restarts, sweep, phase_steal, machine, server_cpu, probe = [], [], [], [], {}, None, {}, None
 floors = []
 gaps = None
+fault_in = None
 sized_devices = None
 settle_seconds = None
 ticks_per_second = os.sysconf("SC_CLK_TCK")
@@ -24,6 +25,8 @@ for line in open(results_path):
         phase_steal[fields[1]] = float(fields[2])
     elif fields[0] == "machine":
         machine = dict(zip(("fsync_p50", "fsync_p99", "fsync_cpu", "wake"), map(float, fields[1:5])))
+    elif fields[0] == "fault-in":
+        fault_in = dict(zip(("fresh", "reused"), map(float, fields[1:3])))
     elif fields[0] == "gaps":
         gaps = dict(zip(("cores", "seconds", "per_second", "lost_ms", "longest_ms", "damon_ms"), map(float, fields[1:7])))
     elif fields[0] == "probe":
@@ -168,11 +171,19 @@ if gaps:
     w(f"The machine also takes CPUs away: a process that never sleeps, pinned to each of the {gaps['cores']:.0f} cores for")
     w(f"{gaps['seconds']:.0f} s with nothing else running, found its clock jump by more than 1 ms {gaps['per_second']:.2f} times a")
     w(f"second per core, losing {gaps['lost_ms']:.2f} ms a second per core, at most {gaps['longest_ms']:.2f} ms at once: time taken")
-    w("by the kernel's own threads"
-      + (f" (here `kdamond`, the kernel's memory monitor, samples every {gaps['damon_ms']:g} ms for reclaim)" if gaps.get("damon_ms") else "")
-      + " or by")
-    w("the hypervisor. Whatever runs then waits that long, and a p99 is decided by 1% of the requests, so at high")
+    w("by the hypervisor or by the kernel's own threads"
+      + (f" (here `kdamond`, the kernel's memory monitor, samples every {gaps['damon_ms']:g} ms for reclaim; switched off"
+         " for a test, the gaps barely changed, so they are mostly the hypervisor's)" if gaps.get("damon_ms") else "")
+      + ".")
+    w("Whatever runs then waits that long, and a p99 is decided by 1% of the requests, so at high")
     w("load a few such gaps a second are enough to move it by milliseconds.\n")
+if fault_in:
+    w(f"New memory is dear here: having the kernel provide a GiB of anonymous memory on huge pages took {fault_in['fresh']:.2f} s")
+    w(f"of CPU when the pages were new to the process, against {fault_in['reused']:.2f} s for pages it had just freed. This VM")
+    w("reports freed memory to the hypervisor within seconds (free page reporting), and a page the hypervisor took back")
+    w("costs a fault in the host as well when it is used again. A growing index pays this for every next table: at the")
+    w(f"doubling at 25.2M devices both indexes' next tables are 4.8 GB, about {4.8 / 1.074 * fault_in['fresh']:.0f} s of CPU here, and about"
+      f" {4.8 / 1.074 * fault_in['reused']:.1f} s where memory is not handed back.\n")
 w("## Throughput and latency\n")
 w("| System | registrations/s | p50 | p99 | CPU steal | server CPU per operation |")
 w("|---|---:|---:|---:|---:|---:|")
@@ -223,7 +234,7 @@ if open_runs:
     w("run's tail depends on what the hypervisor does meanwhile. The target below is judged on the median p99.")
     w("The last row ran beside the disk probe (below), so it is not one of the repeats. The node's size after each")
     w("run matters: both indexes double at about 3.1M, 6.3M, 12.6M and 25.2M devices, each switch waits for the next")
-    w("table's pages to be populated in the background, and for about a quarter as many devices again every insert also")
+    w("table's pages to be populated in the background (new memory, dear on this VM: see above), and for about a quarter as many devices again every insert also")
     w("moves about six old buckets, and a lookup of a key the move has not passed yet also looks in the old table.\n")
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     w("The node's commit p99 and max are its own measure of its group commits during the run (the journal's write and")

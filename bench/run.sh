@@ -15,7 +15,7 @@
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
 #      and registryd with its data directory in memory (no disk);
 #   5. resident memory per device at 1M and 10M registered devices, and the restart time at each.
-# First, bench/machine.py measures what this machine charges for an fdatasync and a wake-up.
+# First, bench/machine.py measures what this machine charges for an fdatasync, a wake-up and new memory.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
 # for every registryload run (in its JSON report) and for the baseline phase, because it, not
