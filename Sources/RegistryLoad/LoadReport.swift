@@ -136,6 +136,11 @@ public struct LoadReport: Codable, Sendable {
         public var logOperations: UInt64
         public var logCommits: UInt64
         public var uptimeMillis: UInt64
+        /// The commit journal the node has written since it started, which its next start-up
+        /// moves into the SQLite log: bytes and files. Absent from reports written before
+        /// nodes reported them.
+        public var journalBytes: UInt64?
+        public var journalFiles: UInt64?
         /// The journal write and fdatasync of the commits made from the end of the warm-up to
         /// the last answer: the difference of the node's `commit_latency` readings then. Nil
         /// when either reading failed or the node restarted in between.
@@ -149,13 +154,15 @@ public struct LoadReport: Codable, Sendable {
             case logOperations = "log_operations"
             case logCommits = "log_commits"
             case uptimeMillis = "uptime_millis"
+            case journalBytes = "journal_bytes"
+            case journalFiles = "journal_files"
             case windowCommitLatency = "window_commit_latency"
         }
 
         public init(
             endpoint: String, nodeID: String, serverVersion: String, devices: UInt64, aliases: UInt64, claims: UInt64,
             requestsServed: UInt64, errors: [String: UInt64], logOperations: UInt64, logCommits: UInt64, uptimeMillis: UInt64,
-            windowCommitLatency: BucketedLatency? = nil
+            journalBytes: UInt64?, journalFiles: UInt64?, windowCommitLatency: BucketedLatency? = nil
         ) {
             self.endpoint = endpoint
             self.nodeID = nodeID
@@ -168,6 +175,8 @@ public struct LoadReport: Codable, Sendable {
             self.logOperations = logOperations
             self.logCommits = logCommits
             self.uptimeMillis = uptimeMillis
+            self.journalBytes = journalBytes
+            self.journalFiles = journalFiles
             self.windowCommitLatency = windowCommitLatency
         }
     }

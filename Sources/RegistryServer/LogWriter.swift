@@ -38,10 +38,20 @@ final class LogWriter: @unchecked Sendable {
     /// writes segments of about a megabyte rather than one huge blob.
     static let segmentRecords = 4096
 
+    /// What a commit made durable, and where the journal stands after it.
+    struct Committed {
+        /// Records in the log or the journal.
+        let durable: UInt64
+        /// How long the journal's write and sync took.
+        let syncMicros: UInt64
+        /// Bytes and files of journal this run has written (see ``CommitJournal/bytesWritten``).
+        let journalBytes: UInt64
+        let journalFiles: UInt64
+    }
+
     /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
-    /// operations of each (origin, epoch) run become a ``LogSegment``. Returns the number of
-    /// durable records, and how many microseconds the journal's write and sync took.
-    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<(durable: UInt64, syncMicros: UInt64), StorageError> {
+    /// operations of each (origin, epoch) run become a ``LogSegment``.
+    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<Committed, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
         var segments = [LogSegment]()
@@ -71,7 +81,10 @@ final class LogWriter: @unchecked Sendable {
             try journal.append(entry)
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
             durableRecords += UInt64(operations.count)
-            return .success((durableRecords, syncMicros))
+            return .success(
+                Committed(
+                    durable: durableRecords, syncMicros: syncMicros, journalBytes: journal.bytesWritten,
+                    journalFiles: journal.filesStarted))
         } catch {
             return .failure(error)
         }

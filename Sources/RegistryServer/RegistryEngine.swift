@@ -53,6 +53,9 @@ public final class RegistryEngine: Sendable {
         var commits: UInt64 = 0
         /// How long each commit's journal write and sync took.
         var commitLatency = LatencyBuckets()
+        /// The journal this run has written, as of the last commit.
+        var journalBytes: UInt64 = 0
+        var journalFiles: UInt64 = 0
     }
 
     public let nodeID: NodeID
@@ -280,6 +283,8 @@ public final class RegistryEngine: Sendable {
                     core.durableOperations = committed.durable
                     core.commits += 1
                     core.commitLatency.record(micros: committed.syncMicros)
+                    core.journalBytes = committed.journalBytes
+                    core.journalFiles = committed.journalFiles
                 }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in taken.waiters { deliverCounted(waiter) }
@@ -322,6 +327,8 @@ public final class RegistryEngine: Sendable {
         message.connections = UInt64(counters.connections)
         message.logCommits = core.commits
         message.commitLatency = core.commitLatency
+        message.journalBytes = core.journalBytes
+        message.journalFiles = core.journalFiles
         return message
     }
 

@@ -35,6 +35,12 @@ public final class CommitJournal {
     public private(set) var fileNumber: UInt64
     /// Where the next record goes in the current file.
     private var offset = 0
+    /// The number of the first file this journal wrote.
+    private let firstFile: UInt64
+    /// Bytes this journal has written, rotation markers included: what the next start-up moves.
+    public private(set) var bytesWritten: UInt64 = 0
+    /// Files this journal has started, the current one included.
+    public var filesStarted: UInt64 { fileNumber - firstFile + 1 }
     private var buffer: [UInt8] = []
     /// Makes the spare for the next rotation, once the current file is a quarter full.
     private let spareMaker: SpareJournalMaker
@@ -45,6 +51,7 @@ public final class CommitJournal {
         self.directory = directory
         self.rotationBytes = rotationBytes
         self.fileNumber = number
+        self.firstFile = number
         self.spareMaker = SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes, firstFile: number)
         self.descriptor = try Self.start(number, in: directory)
     }
@@ -92,6 +99,7 @@ public final class CommitJournal {
         try buffer.withUnsafeBytes { Self.writeAll($0, to: descriptor, at: offset, path: path) }.get()
         guard fdatasync(descriptor) == 0 else { throw Self.ioError(path, "fdatasync") }
         offset += buffer.count
+        bytesWritten += UInt64(buffer.count)
     }
 
     // MARK: - Files

@@ -74,6 +74,8 @@ extension ServerFrame {
             message.logSequence = stats.log_sequence
             message.connections = stats.connections
             message.logCommits = stats.log_commits
+            message.journalBytes = stats.journal_bytes
+            message.journalFiles = stats.journal_files
             if let latency = stats.commit_latency?.pointee {
                 message.commitLatency = try LatencyBuckets(
                     upperBoundsMicros: CRead.integers(latency.n_upper_bounds_us, latency.upper_bounds_us),
@@ -189,6 +191,8 @@ extension ServerFrame {
             message.log_sequence = stats.logSequence
             message.connections = stats.connections
             message.log_commits = stats.logCommits
+            message.journal_bytes = stats.journalBytes
+            message.journal_files = stats.journalFiles
             var latency = Registry__V1__LatencyBuckets()
             registry__v1__latency_buckets__init(&latency)
             latency.n_upper_bounds_us = stats.commitLatency.upperBoundsMicros.count

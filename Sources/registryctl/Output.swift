@@ -36,6 +36,18 @@ enum Output {
         return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1_000))
     }
 
+    /// `812 B`, `3.4 MiB`, `12.1 GiB`.
+    static func bytes(_ count: UInt64) -> String {
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = "B"
+        for next in units where value >= 1024 {
+            value /= 1024
+            unit = next
+        }
+        return unit == "B" ? "\(count) B" : String(format: "%.1f", value) + " " + unit
+    }
+
     static func duration(_ millis: UInt64) -> String {
         let seconds = millis / 1_000
         let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60)
@@ -65,6 +77,10 @@ struct StatusView: Printable {
         let sequence: UInt64
         /// How long commits took since the node started (journal write and fdatasync).
         let commitLatency: LatencyBuckets.Summary?
+        /// The commit journal written since the node started, which its next start-up moves
+        /// into the SQLite log before serving.
+        let journalBytes: UInt64
+        let journalFiles: UInt64
     }
 
     init(_ stats: StatsMessage) {
@@ -79,7 +95,7 @@ struct StatusView: Printable {
         connections = stats.connections
         log = Log(
             operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence,
-            commitLatency: stats.commitLatency.summary)
+            commitLatency: stats.commitLatency.summary, journalBytes: stats.journalBytes, journalFiles: stats.journalFiles)
         errors = stats.errorsByName
     }
 
@@ -90,6 +106,11 @@ struct StatusView: Printable {
             ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
             ("log", "\(log.operations) operations, \(log.commits) commits since start, epoch \(log.epoch), sequence \(log.sequence)"),
             ("commit time", log.commitLatency.map { "\($0) (journal write and fdatasync, since start)" } ?? "no commits yet"),
+            (
+                "journal",
+                "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") since start, "
+                    + "moved into the SQLite log at the next start-up"
+            ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]
     }

@@ -201,6 +201,7 @@ struct LoadRun {
                     requestsServed: stats.requestsServed,
                     errors: stats.errorsByName,
                     logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis,
+                    journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
                     windowCommitLatency: window?.summary.map(LoadReport.BucketedLatency.init)))
         }
         return result

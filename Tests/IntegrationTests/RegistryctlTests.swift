@@ -56,8 +56,11 @@ import Testing
         // Every commit's journal write and fdatasync is counted, at least 16 us each.
         let commitLatency = try #require(log["commitLatency"] as? [String: Int])
         #expect(commitLatency["count"] == log["commits"] as? Int && (commitLatency["p50Micros"] ?? 0) >= 16)
+        // Three registrations' operations, each journaled with its entry's header: well over 100 bytes.
+        #expect((log["journalBytes"] as? Int ?? 0) > 100 && log["journalFiles"] as? Int == 1)
         let statusTable = try ctl(["status", "-o", "table"], endpoint: endpoint)
         #expect(statusTable.stdout.contains("commit time") && statusTable.stdout.contains("p99 <="))
+        #expect(statusTable.stdout.contains(" B in 1 file since start"))
     }
 
     @Test func exitStatusesAreTheDocumentedOnes() throws {

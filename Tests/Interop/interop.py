@@ -100,7 +100,7 @@ def main():
     found = conn.receive(envelope_pb2)
     check(found.request_id == 21 and found.device.device_id == first.device_id, f"lookup: {found}")
 
-    # The node's commit times: cumulative buckets whose counts cover every commit so far.
+    # The node's commit times: cumulative buckets whose counts cover every commit so far, and its journal.
     stats_request = envelope_pb2.ClientFrame(request_id=30)
     stats_request.stats.SetInParent()
     conn.send(stats_request)
@@ -109,6 +109,8 @@ def main():
     bounds, counts = list(latency.upper_bounds_us), list(latency.counts)
     check(len(bounds) == len(counts) and bounds == sorted(set(bounds)) and bounds[-1] == 2**64 - 1, f"buckets: {latency}")
     check(sum(counts) == stats.log_commits > 0, f"{sum(counts)} commits timed, {stats.log_commits} made")
+    # The journal those commits went to: more bytes than the operations' payloads, in one file.
+    check(stats.journal_bytes > 100 and stats.journal_files == 1, f"journal: {stats.journal_bytes} B, {stats.journal_files} files")
 
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))

@@ -115,10 +115,19 @@ import Testing
         var files = Set<UInt64>()
         do {
             let journal = try CommitJournal(directory: directory, number: 4, rotationBytes: 300)
+            var encodedBytes = 0
             for entry in written {
                 try journal.append(entry)
                 files.insert(journal.fileNumber)
+                var encoded = [UInt8]()
+                entry.encode(into: &encoded, file: journal.fileNumber)
+                encodedBytes += encoded.count
             }
+            // What it counts as written is every entry it wrote and every rotation marker.
+            var marker = [UInt8]()
+            JournalEntry.encodeRotationMarker(into: &marker, file: 4)
+            #expect(journal.filesStarted == UInt64(files.count))
+            #expect(journal.bytesWritten == UInt64(encodedBytes + (files.count - 1) * marker.count))
         }
         #expect(files.count > 3)
         #expect(try CommitJournal.files(in: directory) == files.sorted())

@@ -53,6 +53,8 @@ import Testing
         stats.logSequence = 12
         stats.connections = 13
         stats.logCommits = 14
+        stats.journalBytes = 16
+        stats.journalFiles = 17
         for micros: UInt64 in [90, 400, 400, 2_500, 5_000_000] { stats.commitLatency.record(micros: micros) }
         return stats
     }

@@ -256,7 +256,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[15] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[17] =
 {
   {
     "node_id",
@@ -438,6 +438,30 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[15]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "journal_bytes",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, journal_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "journal_files",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, journal_files),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -447,6 +471,8 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   12,   /* field[12] = connections */
   4,   /* field[4] = device_count */
   8,   /* field[8] = errors */
+  15,   /* field[15] = journal_bytes */
+  16,   /* field[16] = journal_files */
   13,   /* field[13] = log_commits */
   10,   /* field[10] = log_epoch */
   9,   /* field[9] = log_operations */
@@ -459,7 +485,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -469,7 +495,7 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  15,
+  17,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   1,  registry__v1__stats__number_ranges,
