@@ -61,6 +61,13 @@ import Testing
         let statusTable = try ctl(["status", "-o", "table"], endpoint: endpoint)
         #expect(statusTable.stdout.contains("commit time") && statusTable.stdout.contains("p99 <="))
         #expect(statusTable.stdout.contains(" B in 1 file since start"))
+        // Past 1,024 bytes the journal's size reads in KiB.
+        for device in 1...6 {
+            let idfv = "22222222-2222-4222-8222-00000000000\(device)"
+            #expect(try ctl(["register", "--bundle", "com.w.a", "--idfv", idfv], endpoint: endpoint).status == 0)
+        }
+        let grown = try ctl(["status", "-o", "table"], endpoint: endpoint).stdout
+        #expect(grown.contains(" KiB in 1 file since start"), "\(grown)")
     }
 
     @Test func exitStatusesAreTheDocumentedOnes() throws {
