@@ -108,8 +108,10 @@ struct StatusView: Printable {
             ("commit time", log.commitLatency.map { "\($0) (journal write and fdatasync, since start)" } ?? "no commits yet"),
             (
                 "journal",
-                "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") since start, "
-                    + "moved into the SQLite log at the next start-up"
+                log.journalBytes == 0
+                    ? "nothing written since start"
+                    : "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") since start, "
+                        + "moved into the SQLite log at the next start-up"
             ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]

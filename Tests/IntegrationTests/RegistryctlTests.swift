@@ -20,6 +20,8 @@ import Testing
         let node = try DaemonProcess(dataDirectory: directory, arguments: ["--node-id", "node-it"])
         defer { node.stop() }
         let endpoint = node.endpoint
+        let fresh = try ctl(["status", "-o", "table"], endpoint: endpoint).stdout
+        #expect(fresh.contains("no commits yet") && fresh.contains("nothing written since start"), "\(fresh)")
         let keychain = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
         let idfv = "11111111-1111-4111-8111-111111111111"
 
