@@ -178,12 +178,16 @@ if gaps:
     w("Whatever runs then waits that long, and a p99 is decided by 1% of the requests, so at high")
     w("load a few such gaps a second are enough to move it by milliseconds.\n")
 if fault_in:
+    # Both indexes' next tables at the doubling at 25.2M devices: 2^26 device-ID buckets and 2^27
+    # claim buckets, 24 bytes each.
+    next_tables_bytes = (2**26 + 2**27) * 24
     w(f"New memory is dear here: having the kernel provide a GiB of anonymous memory on huge pages took {fault_in['fresh']:.2f} s")
     w(f"of CPU when the pages were new to the process, against {fault_in['reused']:.2f} s for pages it had just freed. This VM")
     w("reports freed memory to the hypervisor within seconds (free page reporting), and a page the hypervisor took back")
     w("costs a fault in the host as well when it is used again. A growing index pays this for every next table: at the")
-    w(f"doubling at 25.2M devices both indexes' next tables are 4.8 GB, about {4.8 / 1.074 * fault_in['fresh']:.0f} s of CPU here, and about"
-      f" {4.8 / 1.074 * fault_in['reused']:.1f} s where memory is not handed back.\n")
+    w(f"doubling at 25.2M devices both indexes' next tables are {next_tables_bytes / 1e9:.1f} GB, about"
+      f" {next_tables_bytes / 2**30 * fault_in['fresh']:.0f} s of CPU here, and about"
+      f" {next_tables_bytes / 2**30 * fault_in['reused']:.1f} s where memory is not handed back.\n")
 w("## Throughput and latency\n")
 w("| System | registrations/s | p50 | p99 | CPU steal | server CPU per operation |")
 w("|---|---:|---:|---:|---:|---:|")
