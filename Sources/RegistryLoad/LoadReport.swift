@@ -136,8 +136,8 @@ public struct LoadReport: Codable, Sendable {
         public var logOperations: UInt64
         public var logCommits: UInt64
         public var uptimeMillis: UInt64
-        /// The commit journal the node has written since it started, which its next start-up
-        /// moves into the SQLite log: bytes and files. Absent from reports written before
+        /// The commit journal the node has not yet moved into its SQLite log (moved while it is
+        /// quiet, or by its next start-up): bytes and files. Absent from reports written before
         /// nodes reported them.
         public var journalBytes: UInt64?
         public var journalFiles: UInt64?

@@ -5,32 +5,29 @@ import RegistryWire
 
 /// Makes group commits durable on one serial queue: it encodes their operations and appends them
 /// to the ``CommitJournal`` (one pwrite and one fdatasync). That is the only write a commit
-/// costs while the node runs: the journal keeps every commit until the next start-up moves them
-/// into the SQLite ``OperationLog`` (see `RegistryEngine`).
+/// costs: the ``JournalMover`` moves finished journal files into the SQLite ``OperationLog``
+/// while the node is quiet, and the next start-up moves the rest (see `RegistryEngine`).
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `log`, `directory`, `durableRecords`, and
-/// the `encoder`'s arena) is touched solely by closures that run on `queue` (a serial
+/// `@unchecked Sendable`: its mutable state (`journal`, `directory`, `durableRecords`, and the
+/// `encoder`'s arena) is touched solely by closures that run on `queue` (a serial
 /// DispatchQueue), `close` included (through `queue.sync`); `init` sets it before any closure
 /// exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
-    /// Held until ``close()``: the directory for its lock, and the log (which the writer never
-    /// writes) so that SQLite keeps its WAL files while the node runs. A node that crashes then
-    /// restarts with them in place, and on a full disk fails at moving its journal, which says
-    /// how many operations wait there, rather than at creating a WAL file.
-    private var log: OperationLog?
+    /// Held until ``close()``, for the data directory's lock.
     private var directory: DataDirectory?
     private let encoder = OperationEncoder()
     /// Records in the log or the journal.
     private var durableRecords: UInt64
 
-    /// Starts journal file `journalFile` in `directory`, whose `log` holds every earlier record
+    /// Starts journal file `journalFile` in `directory`, whose log holds `durableRecords` records
     /// (the previous run's journal was moved into it).
-    init(log: OperationLog, directory: DataDirectory, journalFile: UInt64) throws(StorageError) {
-        journal = try CommitJournal(directory: directory, number: journalFile)
-        durableRecords = log.recordCount
-        self.log = log
+    init(directory: DataDirectory, journalFile: UInt64, durableRecords: UInt64, fileBytes: Int = CommitJournal.rotationBytes)
+        throws(StorageError)
+    {
+        journal = try CommitJournal(directory: directory, number: journalFile, rotationBytes: fileBytes)
+        self.durableRecords = durableRecords
         self.directory = directory
     }
 
@@ -90,12 +87,11 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Closes the journal and the log (releasing the data directory's lock) after queued writes
-    /// finish. The journal files stay for the next start-up to move into the log.
+    /// Closes the journal after queued writes finish. The files not moved yet stay for the next
+    /// start-up to move into the log.
     func close() {
         queue.sync {
             journal = nil
-            log = nil
             directory = nil
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import RegistryCore
+import RegistryStorage
 import RegistryWire
 
 /// A node's settings. Sources, strongest first: command-line flags, environment variables,
@@ -26,6 +27,15 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// How long the log writer, busy back to back, waits for more operations before a commit
     /// that would carry few (see ``CommitPacing``); a delay of 0 commits at once.
     public var commitPacing = CommitPacing.default
+    /// The highest commit rate, in operations a second over the last second, at which the node
+    /// moves finished journal files into its SQLite log while it serves (see ``JournalMover``);
+    /// 0 leaves them all for the next start-up.
+    public var moveJournalBelowOperationsPerSecond = JournalMovePolicy.defaultQuietOperationsPerSecond
+    /// Bytes after which a journal file rotates: ``CommitJournal/rotationBytes``, smaller only in
+    /// tests that need many files.
+    var journalFileBytes = CommitJournal.rotationBytes
+    /// The most ``moveJournalBelowOperationsPerSecond`` may be.
+    public static let maxMoveJournalBelow = 10_000_000
 
     public init() {
         vendorRules = try! VendorRules()
@@ -50,6 +60,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var eventLoopThreads: Int?
         var expectedDevices: Int?
         var commitDelayMicros: Int?
+        var moveJournalBelow: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -84,6 +95,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.eventLoopThreads { try setEventLoopThreads(value, source: "\(path): eventLoopThreads") }
         if let value = file.expectedDevices { try setExpectedDevices(value, source: "\(path): expectedDevices") }
         if let value = file.commitDelayMicros { try setCommitDelayMicros(value, source: "\(path): commitDelayMicros") }
+        if let value = file.moveJournalBelow { try setMoveJournalBelow(value, source: "\(path): moveJournalBelow") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -116,6 +128,14 @@ public struct NodeConfiguration: Equatable, Sendable {
             throw .invalidValue(source: source, reason: "commit delay \(micros) µs is not 0...\(CommitPacing.maxDelayMicros)")
         }
         commitPacing.delayMicros = UInt32(micros)
+    }
+
+    public mutating func setMoveJournalBelow(_ operationsPerSecond: Int, source: String) throws(ConfigurationError) {
+        guard (0...Self.maxMoveJournalBelow).contains(operationsPerSecond) else {
+            throw .invalidValue(
+                source: source, reason: "journal-moving rate \(operationsPerSecond) operations/s is not 0...\(Self.maxMoveJournalBelow)")
+        }
+        moveJournalBelowOperationsPerSecond = operationsPerSecond
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

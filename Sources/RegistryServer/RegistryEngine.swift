@@ -53,7 +53,7 @@ public final class RegistryEngine: Sendable {
         var commits: UInt64 = 0
         /// How long each commit's journal write and sync took.
         var commitLatency = LatencyBuckets()
-        /// The journal this run has written, as of the last commit.
+        /// The journal this run has written, as of the last commit (moved files included).
         var journalBytes: UInt64 = 0
         var journalFiles: UInt64 = 0
     }
@@ -71,6 +71,7 @@ public final class RegistryEngine: Sendable {
     /// contended path costs a kernel round trip every time.
     private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
+    private let mover: JournalMover
     let counters = ServerCounters()
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
@@ -127,10 +128,16 @@ public final class RegistryEngine: Sendable {
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
         do {
-            self.writer = try LogWriter(log: log, directory: directory, journalFile: journalFile)
+            self.writer = try LogWriter(
+                directory: directory, journalFile: journalFile, durableRecords: log.recordCount,
+                fileBytes: configuration.journalFileBytes)
         } catch {
             throw .storage(error)
         }
+        let operations = log.recordCount
+        self.mover = JournalMover(
+            log: log, directory: directory, firstFile: journalFile,
+            quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, logger: logger)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
@@ -143,7 +150,7 @@ public final class RegistryEngine: Sendable {
         logger.info(
             "replayed the operation log",
             metadata: [
-                "operations": "\(log.recordCount)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
+                "operations": "\(operations)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
                 "epoch": "\(identity.epoch)", "next_sequence": "\(replayed.lastOwnSequence + 1)",
             ])
     }
@@ -161,15 +168,14 @@ public final class RegistryEngine: Sendable {
         let recovered: CommitJournal.Recovered
         do {
             recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in
-                let merged = JournalEntry.merging(entries)
-                let count = merged.segments.reduce(0) { $0 + $1.count }
+                var move = JournalFileMove(entries)
                 do throws(StorageError) {
-                    try log.append(merged.segments, clock: merged.clock)
+                    try move.moveNext(into: log)
                 } catch {
-                    notMoved = .journalNotMoved(operations: count, commits: entries.count, reason: error)
+                    notMoved = .journalNotMoved(operations: move.operations, commits: entries.count, reason: error)
                     throw error
                 }
-                operations += count
+                operations += move.operations
             }
         } catch {
             throw notMoved ?? error
@@ -286,6 +292,7 @@ public final class RegistryEngine: Sendable {
                     core.journalBytes = committed.journalBytes
                     core.journalFiles = committed.journalFiles
                 }
+                mover.noteCommit(durableOperations: committed.durable, journalFiles: committed.journalFiles)
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in taken.waiters { deliverCounted(waiter) }
             case .failure(let error):
@@ -327,8 +334,10 @@ public final class RegistryEngine: Sendable {
         message.connections = UInt64(counters.connections)
         message.logCommits = core.commits
         message.commitLatency = core.commitLatency
-        message.journalBytes = core.journalBytes
-        message.journalFiles = core.journalFiles
+        // What the journal holds that the log does not yet: this run's files less those moved.
+        let moved = mover.moved
+        message.journalBytes = core.journalBytes > moved.bytes ? core.journalBytes - moved.bytes : 0
+        message.journalFiles = core.journalFiles > moved.files ? core.journalFiles - moved.files : 0
         return message
     }
 
@@ -340,6 +349,7 @@ public final class RegistryEngine: Sendable {
             }
         }
         writer.close()
+        mover.close()
         logger.info("storage closed")
     }
 }

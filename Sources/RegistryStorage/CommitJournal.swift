@@ -8,9 +8,10 @@ import Darwin
 
 /// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
 /// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.
-/// A running node writes its commits here only. At the next start-up, ``recover(in:eachFile:)``
-/// reads them back, the node moves them into the ``OperationLog``, and ``retire(in:below:)``
-/// removes the files.
+/// A running node writes its commits here only. While it is quiet it moves the files it has
+/// finished into the ``OperationLog`` (``readFinished(in:number:)``) and retires them; at the next
+/// start-up, ``recover(in:eachFile:)`` reads back the rest, the node moves them, and
+/// ``retire(in:below:)`` retires those files.
 ///
 /// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
 /// passes ``rotationBytes`` it is closed with a rotation marker and the next begins. The last
@@ -167,12 +168,8 @@ public final class CommitJournal {
         var unclosed: (path: String, reason: String)?
         for number in recovered.files {
             let path = path(in: directory, number: number)
-            let bytes = try readFile(path)
-            let read = bytes.withUnsafeBytes { raw in
-                Result { () throws(StorageError) in try readRecords(raw, file: number) }
-            }
-            let (entries, ending) = try read.get()
-            if let unclosed, !entries.isEmpty || ending == .rotated {
+            let (entries, ending) = try readRecords(atPath: path, file: number)
+            if let unclosed, !entries.isEmpty || ending.isRotated {
                 throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
             }
             recovered.entries += entries.count
@@ -181,10 +178,10 @@ public final class CommitJournal {
             case .rotated:
                 unclosed = nil
             case .torn(let reason, let offset):
-                unclosed = (path, "\(reason) at byte \(offset)")
+                unclosed = (path, ending.description)
                 recovered.tornTail = "\(path) at byte \(offset): \(reason)"
-            case .end(let offset) where !entries.isEmpty:
-                unclosed = (path, "its records stop at byte \(offset)")
+            case .end where !entries.isEmpty:
+                unclosed = (path, ending.description)
                 recovered.tornTail = nil
             case .end:
                 // Started and never written (a crash right after a rotation): nothing to judge.
@@ -194,11 +191,55 @@ public final class CommitJournal {
         return recovered
     }
 
+    /// A journal file the writer has finished with: closed by its rotation marker.
+    public struct FinishedFile: Sendable {
+        public let number: UInt64
+        /// Its entries, oldest first.
+        public let entries: [JournalEntry]
+        /// The bytes its records and marker take: what ``bytesWritten`` counted for it.
+        public let bytes: UInt64
+    }
+
+    /// Reads journal file `number`, which a rotation closed while this process ran, so that its
+    /// entries can move into the log before the next start-up. A file that does not end with its
+    /// rotation marker throws ``StorageError/corrupt(_:)``: it is not finished, or it was damaged.
+    public static func readFinished(in directory: DataDirectory, number: UInt64) throws(StorageError) -> FinishedFile {
+        let path = path(in: directory, number: number)
+        let (entries, ending) = try readRecords(atPath: path, file: number)
+        guard case .rotated(let end) = ending else {
+            throw .corrupt("journal file \(path) does not end with its rotation marker (\(ending))")
+        }
+        return FinishedFile(number: number, entries: entries, bytes: UInt64(end))
+    }
+
     /// How one file's records end.
-    enum Ending: Equatable {
-        case rotated
+    enum Ending: Equatable, CustomStringConvertible {
+        /// Closed by a rotation marker that ends at byte `end`.
+        case rotated(end: Int)
         case torn(reason: String, offset: Int)
         case end(offset: Int)
+
+        var isRotated: Bool {
+            if case .rotated = self { return true }
+            return false
+        }
+
+        var description: String {
+            switch self {
+            case .rotated(let end): return "rotated at byte \(end)"
+            case .torn(let reason, let offset): return "\(reason) at byte \(offset)"
+            case .end(let offset): return "its records stop at byte \(offset)"
+            }
+        }
+    }
+
+    /// The entries of journal file `file` at `path`, and how they end.
+    private static func readRecords(atPath path: String, file: UInt64) throws(StorageError) -> ([JournalEntry], Ending) {
+        let bytes = try readFile(path)
+        let read = bytes.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in try readRecords(raw, file: file) }
+        }
+        return try read.get()
     }
 
     /// The entries of journal file `file`'s bytes, and how they end.
@@ -211,7 +252,7 @@ public final class CommitJournal {
                 entries.append(entry)
                 offset = next
             case .rotated:
-                return (entries, .rotated)
+                return (entries, .rotated(end: offset + JournalEntry.headerBytes))
             case .torn(let reason):
                 return (entries, .torn(reason: reason, offset: offset))
             case .end:

@@ -239,7 +239,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var logCommits: UInt64 = 0
     /// How long those commits took (journal write and fdatasync), since start.
     public var commitLatency = LatencyBuckets()
-    /// Bytes of commit journal written since start, which the next start-up moves into the log.
+    /// Bytes of commit journal not yet moved into the log (moved while the node is quiet, or by
+    /// its next start-up).
     public var journalBytes: UInt64 = 0
     /// Journal files holding them.
     public var journalFiles: UInt64 = 0

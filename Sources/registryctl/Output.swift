@@ -77,8 +77,8 @@ struct StatusView: Printable {
         let sequence: UInt64
         /// How long commits took since the node started (journal write and fdatasync).
         let commitLatency: LatencyBuckets.Summary?
-        /// The commit journal written since the node started, which its next start-up moves
-        /// into the SQLite log before serving.
+        /// The commit journal not yet moved into the SQLite log: moved while the node is quiet,
+        /// or by its next start-up before serving.
         let journalBytes: UInt64
         let journalFiles: UInt64
     }
@@ -109,9 +109,9 @@ struct StatusView: Printable {
             (
                 "journal",
                 log.journalBytes == 0
-                    ? "nothing written since start"
-                    : "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") since start, "
-                        + "moved into the SQLite log at the next start-up"
+                    ? "nothing waiting to move into the SQLite log"
+                    : "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") not yet in the SQLite log "
+                        + "(moved while the node is quiet, or at the next start-up)"
             ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]

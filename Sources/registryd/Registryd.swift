@@ -75,6 +75,13 @@ struct Registryd: AsyncParsableCommand {
             discussion: "Only a commit that follows another directly and would carry fewer than 200 operations waits, so a quiet node commits at once. Under load, fewer and bigger commits save the CPU each journal write and fdatasync costs; 0 commits at once always."))
     var commitDelayMicros: Int?
 
+    @Option(
+        name: .customLong("move-journal-below"),
+        help: ArgumentHelp(
+            "Operations a second below which the node moves finished journal files into its SQLite log while serving (0...10000000). [env: REGISTRY_MOVE_JOURNAL_BELOW] [default: 20000]",
+            discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."))
+    var moveJournalBelow: Int?
+
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -154,6 +161,11 @@ struct Registryd: AsyncParsableCommand {
             commitDelayMicros, flag: "--commit-delay-us", "REGISTRY_COMMIT_DELAY_US", in: environment)
         {
             try configuration.setCommitDelayMicros(value, source: source)
+        }
+        if let (value, source) = try Self.wholeNumber(
+            moveJournalBelow, flag: "--move-journal-below", "REGISTRY_MOVE_JOURNAL_BELOW", in: environment)
+        {
+            try configuration.setMoveJournalBelow(value, source: source)
         }
         try configuration.validate(source: "flags")
         return configuration

@@ -130,6 +130,15 @@ import Glibc
             badDelayFromEnvironment.status == 78 && badDelayFromEnvironment.stderr.contains("REGISTRY_COMMIT_DELAY_US: \"soon\""),
             "\(badDelayFromEnvironment.stderr)")
 
+        let badMove = try run(registryd, ["--data-dir", directory, "--move-journal-below", "20000000"])
+        #expect(
+            badMove.status == 78 && badMove.stderr.contains("--move-journal-below: journal-moving rate 20000000 operations/s is not 0...10000000"),
+            "\(badMove.stderr)")
+        let badMoveFromEnvironment = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_MOVE_JOURNAL_BELOW": "idle"])
+        #expect(
+            badMoveFromEnvironment.status == 78 && badMoveFromEnvironment.stderr.contains("REGISTRY_MOVE_JOURNAL_BELOW: \"idle\""),
+            "\(badMoveFromEnvironment.stderr)")
+
         let help = try run(registryd, ["--help"])
         #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
 

@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "moveJournalBelow": 5000, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -40,6 +40,7 @@ import Testing
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
             #expect(configuration.expectedDevices == 5_000_000)
             #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 200))
+            #expect(configuration.moveJournalBelowOperationsPerSecond == 5_000)
         }
     }
 
@@ -54,6 +55,9 @@ import Testing
         ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 µs is not 0...10000"),
         ("{\"commitDelayMicros\": 10001}", "commit delay 10001 µs"),
         ("{\"commitDelayMicros\": \"soon\"}", ".commitDelayMicros should be Int"),
+        ("{\"moveJournalBelow\": -1}", "moveJournalBelow: journal-moving rate -1 operations/s is not 0...10000000"),
+        ("{\"moveJournalBelow\": 10000001}", "journal-moving rate 10000001"),
+        ("{\"moveJournalBelow\": \"idle\"}", ".moveJournalBelow should be Int"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),

@@ -105,13 +105,15 @@ struct  Registry__V1__Stats
    */
   Registry__V1__LatencyBuckets *commit_latency;
   /*
-   * The commit journal written since the node started: every commit of this run,
-   * which the next start-up moves into the SQLite log before it serves (about
-   * 150 bytes per first-install registration; moving takes time in proportion).
+   * The commit journal not yet moved into the SQLite log (about 150 bytes per
+   * first-install registration): the node moves finished files while it is
+   * quiet, and its next start-up moves the rest before it serves, taking time
+   * in proportion.
    */
   uint64_t journal_bytes;
   /*
-   * Journal files holding it (a file rotates at 64 MiB).
+   * Journal files holding it, the one being written included (a file rotates
+   * at 64 MiB).
    */
   uint64_t journal_files;
 };
