@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryCore", "RegistryWire", "RegistryStorage",
+                "RegistryCore", "RegistryWire", "RegistryStorage", "CLinuxFile",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

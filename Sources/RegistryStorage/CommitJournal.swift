@@ -133,7 +133,7 @@ public final class CommitJournal {
         }
     }
 
-    static func path(in directory: DataDirectory, number: UInt64) -> String {
+    public static func path(in directory: DataDirectory, number: UInt64) -> String {
         path(inDirectoryAt: directory.path, number: number)
     }
 
@@ -204,8 +204,20 @@ public final class CommitJournal {
     /// entries can move into the log before the next start-up. A file that does not end with its
     /// rotation marker throws ``StorageError/corrupt(_:)``: it is not finished, or it was damaged.
     public static func readFinished(in directory: DataDirectory, number: UInt64) throws(StorageError) -> FinishedFile {
-        let path = path(in: directory, number: number)
-        let (entries, ending) = try readRecords(atPath: path, file: number)
+        let reader = try JournalFileReader(path: path(in: directory, number: number))
+        _ = try reader.readAll()
+        return try finished(reader, number: number)
+    }
+
+    /// The finished journal file `number` that `reader` has read to its end (see
+    /// ``readFinished(in:number:)``).
+    public static func finished(_ reader: JournalFileReader, number: UInt64) throws(StorageError) -> FinishedFile {
+        precondition(reader.isAtEnd, "a journal file is judged once it is read to its end")
+        let path = reader.path
+        let read = reader.bytes.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in try readRecords(raw, file: number) }
+        }
+        let (entries, ending) = try read.get()
         guard case .rotated(let end) = ending else {
             throw .corrupt("journal file \(path) does not end with its rotation marker (\(ending))")
         }
@@ -235,7 +247,7 @@ public final class CommitJournal {
 
     /// The entries of journal file `file` at `path`, and how they end.
     private static func readRecords(atPath path: String, file: UInt64) throws(StorageError) -> ([JournalEntry], Ending) {
-        let bytes = try readFile(path)
+        let bytes = try JournalFileReader(path: path).readAll()
         let read = bytes.withUnsafeBytes { raw in
             Result { () throws(StorageError) in try readRecords(raw, file: file) }
         }
@@ -300,23 +312,6 @@ public final class CommitJournal {
             done += written
         }
         return .success(())
-    }
-
-    private static func readFile(_ path: String) throws(StorageError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw ioError(path, "open") }
-        defer { close(descriptor) }
-        var bytes = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ioError(path, "read")
-            }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[..<count])
-        }
     }
 
     private static func ioError(_ path: String, _ call: String) -> StorageError {

@@ -1,3 +1,5 @@
+import CSQLite
+
 /// One entry of a node's durable log. (origin, epoch, sequence) names it uniquely; the payload
 /// is an encoded `registry.v1.Operation`.
 public struct LogRecord: Hashable, Sendable {
@@ -241,8 +243,29 @@ public final class OperationLog {
     /// Copies what the WAL holds into the database file and syncs it (a passive checkpoint: it
     /// waits for no reader). After a small transaction this keeps each checkpoint small, where
     /// SQLite's own would copy 64 MiB at once.
+    /// From now on, a transaction is durable once a later ``checkpoint()`` has returned, not when
+    /// it commits (SQLite's `synchronous=NORMAL`): for a series of small appends, each followed by
+    /// a checkpoint, this saves the WAL sync of every commit; the checkpoint syncs the WAL before
+    /// copying it and the database after. A crash may take back appends made since the last
+    /// checkpoint, so a caller keeps their source until then.
+    public func deferDurabilityToCheckpoints() throws(StorageError) {
+        try connection.execute("PRAGMA synchronous=NORMAL", context: "deferring durability to checkpoints")
+    }
+
+    /// Copies what the WAL holds into the database file and syncs it (a passive checkpoint: it
+    /// waits for no reader), and throws unless it copied every frame: after it returns, every
+    /// append so far is durable. After a small transaction this keeps each checkpoint small,
+    /// where SQLite's own would copy 64 MiB at once.
     public func checkpoint() throws(StorageError) {
-        try connection.execute("PRAGMA wal_checkpoint(PASSIVE)", context: "checkpointing the log")
+        let statement = try connection.prepare("PRAGMA wal_checkpoint(PASSIVE)", context: "checkpointing the log")
+        guard try statement.step(context: "checkpointing the log") else {
+            throw .sqlite(code: SQLITE_ERROR, message: "the checkpoint returned no row", context: "checkpointing the log")
+        }
+        let (busy, frames, copied) = (statement.int64(at: 0), statement.int64(at: 1), statement.int64(at: 2))
+        guard busy == 0, copied == frames else {
+            throw .sqlite(
+                code: SQLITE_BUSY, message: "the checkpoint copied \(copied) of \(frames) WAL frames", context: "checkpointing the log")
+        }
     }
 
     /// The highest sequence number written by (origin, epoch), 0 when none.

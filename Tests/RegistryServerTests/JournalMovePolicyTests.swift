@@ -102,8 +102,8 @@ import Testing
         }
     }
 
-    @Test func aRestIsAsLongAsTheStepAndNeverShorterThanTheMinimum() {
-        #expect(JournalMovePolicy.pause(afterStepOf: 40 * Self.millis) == 40 * Self.millis)
+    @Test func aRestIsThreeTimesTheStepAndNeverShorterThanTheMinimum() {
+        #expect(JournalMovePolicy.pause(afterStepOf: 40 * Self.millis) == 120 * Self.millis)
         #expect(JournalMovePolicy.pause(afterStepOf: 1_000) == JournalMovePolicy.minimumPauseNanos)
     }
 }
