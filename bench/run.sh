@@ -14,7 +14,8 @@
 #      frames of the same sizes and spins a set CPU time per registration, then each round is journaled
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
 #      and registryd with its data directory in memory (no disk);
-#   5. resident memory per device at 1M and 10M registered devices, and the restart time at each.
+#   5. resident memory per device at 1M and 10M registered devices, and the restart time at each;
+#      then the restart at 10M after the node moved its journal into SQLite while idle.
 # First, bench/machine.py measures what this machine charges for an fdatasync, a wake-up and new memory.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
@@ -301,6 +302,38 @@ for target in $memory_points; do
   echo "restart with $devices devices: ${restart}s (moving the journal: ${moved:-?}s)" >&2
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"
 done
+stop_node
+
+# The same restart after the node had time to move its journal into SQLite while idle (JournalMover):
+# a fresh node, the last memory point's devices, then the wait (bounded) until only the file being
+# written is left, then the timed restart.
+echo "== restart after moving the journal while idle" >&2
+start_node
+"$bin/registryload" --endpoints 127.0.0.1:7450 --requests "$registered" --warmup 0s --connections 8 \
+  --in-flight 16 --batch 100 --seed 11 > "$out/idle-move.txt" 2>/dev/null
+journal_files() {
+  "$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['log']['journalFiles'])"
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$registryd_pid/stat"; }
+files_before=$(journal_files)
+idle_started=$(date +%s.%N); ticks_before=$(cpu_ticks)
+for _ in $(seq 600); do
+  [ "$(journal_files)" -le 1 ] && break
+  sleep 0.5
+done
+idle_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $idle_started:.1f}')")
+idle_cpu=$(python3 -c "print(f'{($(cpu_ticks) - $ticks_before) / $(getconf CLK_TCK):.1f}')")
+files_after=$(journal_files)
+stop_node
+started=$(date +%s.%N)
+"$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info > "$out/registryd.log" 2>&1 &
+registryd_pid=$!
+until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
+restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
+echo "restart with $registered devices after moving $((files_before - files_after)) journal files while idle in ${idle_seconds}s (${idle_cpu}s CPU): ${restart}s (moving the rest: ${moved:-?}s)" >&2
+printf 'idlemove\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$registered" "$((files_before - files_after))" "$files_after" "$idle_seconds" \
+  "$idle_cpu" "$restart" "${moved:-}" >> "$results"
 stop_node
 
 # Rendered aside and then moved, so a failed render leaves the previous BENCHMARKS.md alone.

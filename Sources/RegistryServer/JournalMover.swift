@@ -12,8 +12,8 @@ import Synchronization
 
 /// Moves the journal files a serving node has finished (closed by a rotation) into its SQLite
 /// ``OperationLog`` while the node is quiet (see ``JournalMovePolicy``), oldest first, in short
-/// steps with rests between: a megabyte of the file read (without readahead) per step, then two
-/// segments per transaction, each followed by a checkpoint. The log's transactions wait for that
+/// steps with rests between (see ``JournalFileTransfer``): a megabyte of the file read (without
+/// readahead), or two segments moved in one transaction followed by a checkpoint. The log's transactions wait for that
 /// checkpoint to be durable (``OperationLog/deferDurabilityToCheckpoints()``), which saves a sync
 /// each; a file is retired only after its last checkpoint.
 /// Once a file's operations are all durable in the log, the file is retired: it becomes the spare
@@ -33,7 +33,7 @@ import Synchronization
 /// that fails (a full disk, a damaged file) is logged and moving stops for this run: every
 /// commit stays durable in the journal, and the next start-up moves it or says why it cannot.
 ///
-/// `@unchecked Sendable`: `log`, `directory`, `policy`, `nextFile` and `moving` are touched by
+/// `@unchecked Sendable`: `log`, `directory`, `policy`, `nextFile` and `transfer` are touched by
 /// `init`, then only by the mover's thread while it runs, and by ``close()`` only after the
 /// thread has signalled `finished` (or when no thread was started); the semaphores order those
 /// accesses. What other threads share is atomic (`reachedOperations`, `filesStarted`,
@@ -46,14 +46,8 @@ final class JournalMover: @unchecked Sendable {
     private let firstFile: UInt64
     /// The oldest file not moved yet.
     private var nextFile: UInt64
-    /// Where the oldest file not moved yet stands.
-    private var moving: Progress?
-
-    /// A file being read (a piece per step), then moved (a transaction per step).
-    private enum Progress {
-        case reading(JournalFileReader)
-        case moving(CommitJournal.FinishedFile, JournalFileMove)
-    }
+    /// The oldest file not moved yet, once its transfer began.
+    private var transfer: JournalFileTransfer?
     private let logger: Logger
 
     /// Ends a rest early, for ``close()``.
@@ -107,7 +101,7 @@ final class JournalMover: @unchecked Sendable {
             wakeUp.signal()
             finished.wait()
         }
-        moving = nil
+        transfer = nil
         log = nil
         directory = nil
     }
@@ -143,7 +137,7 @@ final class JournalMover: @unchecked Sendable {
         policy.observe(nanos: now, operations: reachedOperations.load(ordering: .relaxed))
         let started = filesStarted.load(ordering: .acquiring)
         let current = started > 0 ? firstFile + started - 1 : firstFile
-        guard moving != nil || nextFile < current, policy.isQuiet else { return JournalMovePolicy.idleIntervalNanos }
+        guard transfer != nil || nextFile < current, policy.isQuiet else { return JournalMovePolicy.idleIntervalNanos }
         do {
             try step(log: log, directory: directory)
         } catch {
@@ -155,32 +149,27 @@ final class JournalMover: @unchecked Sendable {
         return JournalMovePolicy.pause(afterStepOf: DispatchTime.now().uptimeNanoseconds - now)
     }
 
-    /// Reads another piece of the next finished file, or moves a few more of its segments; after
-    /// its last, the file is retired.
+    /// One step of the next finished file's transfer: a piece read, or a transaction and the
+    /// checkpoint after it; once all of it is in the log, the file is retired.
     private func step(log: OperationLog, directory: DataDirectory) throws(StorageError) {
-        switch moving {
-        case nil:
-            moving = .reading(try JournalFileReader(path: CommitJournal.path(in: directory, number: nextFile), readahead: false))
-        case .reading(let reader):
-            if try reader.read(upTo: JournalMovePolicy.readBytesPerStep) {
-                let file = try CommitJournal.finished(reader, number: nextFile)
-                moving = .moving(file, JournalFileMove(file.entries))
-            }
-        case .moving(let file, var move):
-            try move.moveNext(into: log, segments: JournalMovePolicy.segmentsPerTransaction)
-            try log.checkpoint()
-            guard move.isFinished else {
-                moving = .moving(file, move)
-                return
-            }
-            try CommitJournal.retire(in: directory, below: file.number + 1)
-            moving = nil
-            nextFile = file.number + 1
-            movedBytes.wrappingAdd(file.bytes, ordering: .relaxed)
-            movedFiles.wrappingAdd(1, ordering: .relaxed)
-            logger.debug(
-                "moved a finished journal file into the SQLite log",
-                metadata: ["file": "\(file.number)", "operations": "\(move.operations)"])
+        let transfer: JournalFileTransfer
+        if let current = self.transfer {
+            transfer = current
+        } else {
+            transfer = try JournalFileTransfer(directory: directory, number: nextFile)
+            self.transfer = transfer
         }
+        let step = try transfer.step(
+            into: log, segments: JournalMovePolicy.segmentsPerTransaction, readBytes: JournalMovePolicy.readBytesPerStep)
+        if case .moved = step { try log.checkpoint() }
+        guard transfer.isFinished else { return }
+        try CommitJournal.retire(in: directory, below: transfer.number + 1)
+        self.transfer = nil
+        nextFile = transfer.number + 1
+        movedBytes.wrappingAdd(transfer.bytes, ordering: .relaxed)
+        movedFiles.wrappingAdd(1, ordering: .relaxed)
+        logger.debug(
+            "moved a finished journal file into the SQLite log",
+            metadata: ["file": "\(transfer.number)", "operations": "\(transfer.operationsMoved)"])
     }
 }

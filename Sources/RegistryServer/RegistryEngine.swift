@@ -168,14 +168,15 @@ public final class RegistryEngine: Sendable {
         let recovered: CommitJournal.Recovered
         do {
             recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in
-                var move = JournalFileMove(entries)
+                let merged = JournalEntry.merging(entries)
+                let count = merged.segments.reduce(0) { $0 + $1.count }
                 do throws(StorageError) {
-                    try move.moveNext(into: log)
+                    try log.append(merged.segments, clock: merged.clock)
                 } catch {
-                    notMoved = .journalNotMoved(operations: move.operations, commits: entries.count, reason: error)
+                    notMoved = .journalNotMoved(operations: count, commits: entries.count, reason: error)
                     throw error
                 }
-                operations += move.operations
+                operations += count
             }
         } catch {
             throw notMoved ?? error

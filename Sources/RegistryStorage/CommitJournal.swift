@@ -9,7 +9,7 @@ import Darwin
 /// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
 /// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.
 /// A running node writes its commits here only. While it is quiet it moves the files it has
-/// finished into the ``OperationLog`` (``readFinished(in:number:)``) and retires them; at the next
+/// finished into the ``OperationLog`` (``JournalFileTransfer``) and retires them; at the next
 /// start-up, ``recover(in:eachFile:)`` reads back the rest, the node moves them, and
 /// ``retire(in:below:)`` retires those files.
 ///
@@ -169,7 +169,7 @@ public final class CommitJournal {
         for number in recovered.files {
             let path = path(in: directory, number: number)
             let (entries, ending) = try readRecords(atPath: path, file: number)
-            if let unclosed, !entries.isEmpty || ending.isRotated {
+            if let unclosed, !entries.isEmpty || ending == .rotated {
                 throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
             }
             recovered.entries += entries.count
@@ -191,54 +191,15 @@ public final class CommitJournal {
         return recovered
     }
 
-    /// A journal file the writer has finished with: closed by its rotation marker.
-    public struct FinishedFile: Sendable {
-        public let number: UInt64
-        /// Its entries, oldest first.
-        public let entries: [JournalEntry]
-        /// The bytes its records and marker take: what ``bytesWritten`` counted for it.
-        public let bytes: UInt64
-    }
-
-    /// Reads journal file `number`, which a rotation closed while this process ran, so that its
-    /// entries can move into the log before the next start-up. A file that does not end with its
-    /// rotation marker throws ``StorageError/corrupt(_:)``: it is not finished, or it was damaged.
-    public static func readFinished(in directory: DataDirectory, number: UInt64) throws(StorageError) -> FinishedFile {
-        let reader = try JournalFileReader(path: path(in: directory, number: number))
-        _ = try reader.readAll()
-        return try finished(reader, number: number)
-    }
-
-    /// The finished journal file `number` that `reader` has read to its end (see
-    /// ``readFinished(in:number:)``).
-    public static func finished(_ reader: JournalFileReader, number: UInt64) throws(StorageError) -> FinishedFile {
-        precondition(reader.isAtEnd, "a journal file is judged once it is read to its end")
-        let path = reader.path
-        let read = reader.bytes.withUnsafeBytes { raw in
-            Result { () throws(StorageError) in try readRecords(raw, file: number) }
-        }
-        let (entries, ending) = try read.get()
-        guard case .rotated(let end) = ending else {
-            throw .corrupt("journal file \(path) does not end with its rotation marker (\(ending))")
-        }
-        return FinishedFile(number: number, entries: entries, bytes: UInt64(end))
-    }
-
     /// How one file's records end.
     enum Ending: Equatable, CustomStringConvertible {
-        /// Closed by a rotation marker that ends at byte `end`.
-        case rotated(end: Int)
+        case rotated
         case torn(reason: String, offset: Int)
         case end(offset: Int)
 
-        var isRotated: Bool {
-            if case .rotated = self { return true }
-            return false
-        }
-
         var description: String {
             switch self {
-            case .rotated(let end): return "rotated at byte \(end)"
+            case .rotated: return "closed by its rotation marker"
             case .torn(let reason, let offset): return "\(reason) at byte \(offset)"
             case .end(let offset): return "its records stop at byte \(offset)"
             }
@@ -264,7 +225,7 @@ public final class CommitJournal {
                 entries.append(entry)
                 offset = next
             case .rotated:
-                return (entries, .rotated(end: offset + JournalEntry.headerBytes))
+                return (entries, .rotated)
             case .torn(let reason):
                 return (entries, .torn(reason: reason, offset: offset))
             case .end:

@@ -126,20 +126,37 @@ extension JournalEntry {
     /// (origin, epoch) join into segments of up to ``mergedSegmentRecords`` records, so moving
     /// many commits into the ``OperationLog`` costs few rows.
     public static func merging(_ entries: [JournalEntry]) -> JournalEntry {
-        var segments = [LogSegment]()
-        var clock: UInt64 = 0
-        for entry in entries {
-            clock = max(clock, entry.clock)
-            for segment in entry.segments where segment.count > 0 {
-                if let last = segments.last, last.origin == segment.origin, last.epoch == segment.epoch,
-                    last.lastSequence < segment.firstSequence, last.count + segment.count <= mergedSegmentRecords
-                {
-                    segments[segments.count - 1].append(contentsOf: segment)
-                } else {
-                    segments.append(segment)
-                }
+        var merger = SegmentMerger()
+        for entry in entries { merger.add(entry) }
+        return JournalEntry(segments: merger.segments, clock: merger.clock)
+    }
+}
+
+/// Joins journal entries, oldest first, into few log segments: runs of the same (origin, epoch)
+/// become segments of up to ``JournalEntry/mergedSegmentRecords`` records. Only the last segment
+/// can still grow, so the ones before it may be taken away (moved into the log) as entries come.
+struct SegmentMerger {
+    private(set) var segments: [LogSegment] = []
+    /// The latest clock of the entries added.
+    private(set) var clock: UInt64 = 0
+
+    mutating func add(_ entry: JournalEntry) {
+        clock = max(clock, entry.clock)
+        for segment in entry.segments where segment.count > 0 {
+            if let last = segments.last, last.origin == segment.origin, last.epoch == segment.epoch,
+                last.lastSequence < segment.firstSequence, last.count + segment.count <= JournalEntry.mergedSegmentRecords
+            {
+                segments[segments.count - 1].append(contentsOf: segment)
+            } else {
+                segments.append(segment)
             }
         }
-        return JournalEntry(segments: segments, clock: clock)
+    }
+
+    /// Segments that no later entry can join: all but the last.
+    var completeCount: Int { max(segments.count - 1, 0) }
+
+    mutating func removeFirst(_ count: Int) {
+        segments.removeFirst(count)
     }
 }

@@ -7,18 +7,20 @@ import Darwin
 #endif
 
 /// Reads one journal file into memory a piece at a time, so that a serving node can spread the
-/// reading of a finished file over many short steps: read back to back, with the kernel's
-/// readahead, a 64 MiB file kept the disk busy for 100-400 ms here, and the commits' `fdatasync`s
-/// waited behind it (49 of 79 syncs over 3 ms, of a probe syncing once a millisecond, fell in
-/// those reads).
+/// reading of a finished file over many short steps, and drop what it has used: read back to
+/// back, with the kernel's readahead, a 64 MiB file kept the disk busy for 100-400 ms here, and
+/// the commits' `fdatasync`s waited behind it (49 of 79 syncs over 3 ms, of a probe syncing once
+/// a millisecond, fell in those reads).
 ///
 /// Not thread-safe: one owner reads it.
 public final class JournalFileReader {
     /// The file read.
     public let path: String
     private let descriptor: Int32
-    /// What has been read so far.
+    /// What has been read and not discarded.
     public private(set) var bytes: [UInt8] = []
+    /// Bytes read and discarded before ``bytes``: the file offset of its first byte.
+    public private(set) var discarded = 0
     /// True once the end of the file has been read.
     public private(set) var isAtEnd = false
 
@@ -61,7 +63,13 @@ public final class JournalFileReader {
         return isAtEnd
     }
 
-    /// Reads the rest of the file, a megabyte at a time, and returns all of it.
+    /// Forgets the first `count` bytes of ``bytes``, which the owner has used.
+    public func discard(_ count: Int) {
+        bytes.removeFirst(count)
+        discarded += count
+    }
+
+    /// Reads the rest of the file, a megabyte at a time, and returns what was not discarded.
     public func readAll() throws(StorageError) -> [UInt8] {
         while try !read(upTo: 1 << 20) {}
         return bytes

@@ -148,39 +148,6 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
     }
 
-    /// A serving node reads each file a rotation closed: its entries, and the bytes the journal
-    /// counted for it; the file still being appended to is not finished and is refused.
-    @Test func finishedFilesReadWhileTheJournalAppendsAndTheCurrentOneIsRefused() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        let written = entries(20)
-        let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 300)
-        var writtenByFile = [UInt64: [JournalEntry]]()
-        for entry in written {
-            try journal.append(entry)
-            writtenByFile[journal.fileNumber, default: []].append(entry)
-        }
-        #expect(journal.fileNumber > 3)
-        var finishedBytes: UInt64 = 0
-        for number in 1..<journal.fileNumber {
-            let finished = try CommitJournal.readFinished(in: directory, number: number)
-            #expect(finished.number == number && finished.entries == writtenByFile[number])
-            finishedBytes += finished.bytes
-        }
-        // The current file holds its entries and no marker yet.
-        let current = writtenByFile[journal.fileNumber]!.reduce(0) { $0 + encoded([$1], file: journal.fileNumber).count }
-        #expect(finishedBytes + UInt64(current) == journal.bytesWritten)
-        #expect(throws: StorageError.self) { try CommitJournal.readFinished(in: directory, number: journal.fileNumber) }
-        do {
-            _ = try CommitJournal.readFinished(in: directory, number: journal.fileNumber)
-        } catch {
-            #expect("\(error)".contains("does not end with its rotation marker"), "\(error)")
-        }
-        // A file that is gone is an I/O error naming it.
-        #expect(throws: StorageError.self) { try CommitJournal.readFinished(in: directory, number: 99) }
-    }
-
     /// A retired file is reused as the next one: written over from its start, and its old
     /// records, numbered for the file it was, are not read back.
     @Test func aRetiredFileIsReusedAndItsOldRecordsAreIgnored() throws {
