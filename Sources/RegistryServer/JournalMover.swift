@@ -12,18 +12,17 @@ import Synchronization
 
 /// Moves the journal files a serving node has finished (closed by a rotation) into its SQLite
 /// ``OperationLog`` while the node is quiet (see ``JournalMovePolicy``), oldest first, in short
-/// steps with rests between (see ``JournalFileTransfer``): a megabyte of the file read (without
-/// readahead), or two segments moved in one transaction followed by a checkpoint. The log's transactions wait for that
-/// checkpoint to be durable (``OperationLog/deferDurabilityToCheckpoints()``), which saves a sync
-/// each; a file is retired only after its last checkpoint.
-/// Once a file's operations are all durable in the log, the file is retired: it becomes the spare
-/// that a later rotation writes over. So the journal stops growing for a node's whole uptime, and
-/// the next start-up has only what was written since the node was last quiet to move.
+/// steps with rests between (see ``JournalFileTransfer``): a step reads a megabyte of the file
+/// (without readahead), or moves two segments in one transaction followed by a checkpoint. The
+/// transactions become durable at that checkpoint (``OperationLog/deferDurabilityToCheckpoints()``),
+/// which saves a sync each. Once a file's operations are all in the log and checkpointed, the file
+/// is retired: it becomes the spare that a later rotation writes over. So the next start-up has
+/// only what was written since the node was last quiet to move.
 ///
 /// Moving still costs the commits: their `fdatasync` waits for whatever the disk is writing. With
-/// a backlog of 22 files to move, single registrations at 5,000/s had a p99 of 0.9-1.0 ms without
-/// moving; with moving, 6.4-7.8 ms as first built (each file read at once, a sync per commit and
-/// per checkpoint, rests as long as the steps, normal priority), and 1.1-1.6 ms as it is now.
+/// 22 files to move, single registrations at 5,000/s had a p99 of 0.9-1.0 ms without moving;
+/// while moving, 6.4-7.8 ms as first built (each file read at once, a sync per transaction and
+/// per checkpoint, rests as long as the steps, normal priority), and 1.3-1.7 ms as it is now.
 ///
 /// It works on a thread of its own at `SCHED_IDLE` priority, so that the requests' threads
 /// always take the CPU from it (at normal priority the p90 had doubled to 2 ms).

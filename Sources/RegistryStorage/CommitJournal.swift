@@ -168,7 +168,11 @@ public final class CommitJournal {
         var unclosed: (path: String, reason: String)?
         for number in recovered.files {
             let path = path(in: directory, number: number)
-            let (entries, ending) = try readRecords(atPath: path, file: number)
+            let bytes = try JournalFileReader(path: path).readAll()
+            let read = bytes.withUnsafeBytes { raw in
+                Result { () throws(StorageError) in try readRecords(raw, file: number) }
+            }
+            let (entries, ending) = try read.get()
             if let unclosed, !entries.isEmpty || ending == .rotated {
                 throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
             }
@@ -178,10 +182,10 @@ public final class CommitJournal {
             case .rotated:
                 unclosed = nil
             case .torn(let reason, let offset):
-                unclosed = (path, ending.description)
+                unclosed = (path, "\(reason) at byte \(offset)")
                 recovered.tornTail = "\(path) at byte \(offset): \(reason)"
-            case .end where !entries.isEmpty:
-                unclosed = (path, ending.description)
+            case .end(let offset) where !entries.isEmpty:
+                unclosed = (path, "its records stop at byte \(offset)")
                 recovered.tornTail = nil
             case .end:
                 // Started and never written (a crash right after a rotation): nothing to judge.
@@ -192,27 +196,10 @@ public final class CommitJournal {
     }
 
     /// How one file's records end.
-    enum Ending: Equatable, CustomStringConvertible {
+    enum Ending: Equatable {
         case rotated
         case torn(reason: String, offset: Int)
         case end(offset: Int)
-
-        var description: String {
-            switch self {
-            case .rotated: return "closed by its rotation marker"
-            case .torn(let reason, let offset): return "\(reason) at byte \(offset)"
-            case .end(let offset): return "its records stop at byte \(offset)"
-            }
-        }
-    }
-
-    /// The entries of journal file `file` at `path`, and how they end.
-    private static func readRecords(atPath path: String, file: UInt64) throws(StorageError) -> ([JournalEntry], Ending) {
-        let bytes = try JournalFileReader(path: path).readAll()
-        let read = bytes.withUnsafeBytes { raw in
-            Result { () throws(StorageError) in try readRecords(raw, file: file) }
-        }
-        return try read.get()
     }
 
     /// The entries of journal file `file`'s bytes, and how they end.

@@ -240,9 +240,6 @@ public final class OperationLog {
         try insert.run(context: "appending to the log")
     }
 
-    /// Copies what the WAL holds into the database file and syncs it (a passive checkpoint: it
-    /// waits for no reader). After a small transaction this keeps each checkpoint small, where
-    /// SQLite's own would copy 64 MiB at once.
     /// From now on, a transaction is durable once a later ``checkpoint()`` has returned, not when
     /// it commits (SQLite's `synchronous=NORMAL`): for a series of small appends, each followed by
     /// a checkpoint, this saves the WAL sync of every commit; the checkpoint syncs the WAL before

@@ -30,6 +30,28 @@ import Testing
         #expect(seen == [record(1), record(2), record(3), record(1, origin: "node-b", epoch: 3)])
     }
 
+    /// With durability deferred to checkpoints, appends followed by a checkpoint are in the
+    /// database file itself: a reopened log has them, and the WAL holds nothing more to copy.
+    @Test func appendsAreInTheDatabaseAfterACheckpoint() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        do {
+            let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+            try log.deferDurabilityToCheckpoints()
+            try log.append([record(1), record(2)], clock: 5_000)
+            try log.checkpoint()
+            try log.append([record(3)], clock: 6_000)
+            try log.checkpoint()
+            // A checkpoint with nothing new to copy is fine too.
+            try log.checkpoint()
+        }
+        let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+        var seen = [LogRecord]()
+        try log.forEach { seen.append($0) }
+        #expect(seen == [record(1), record(2), record(3)] && log.recordCount == 3)
+        #expect(try log.persistedClock() == 6_000)
+    }
+
     /// A new database uses 64 KiB pages (the header's page-size field holds 1 for 65536).
     @Test func aNewDatabaseHasSixtyFourKibibytePages() throws {
         let temp = try TemporaryDirectory()
