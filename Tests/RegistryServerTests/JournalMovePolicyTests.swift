@@ -102,8 +102,18 @@ import Testing
         }
     }
 
-    @Test func aRestIsThreeTimesTheStepAndNeverShorterThanTheMinimum() {
-        #expect(JournalMovePolicy.pause(afterStepOf: 40 * Self.millis) == 120 * Self.millis)
-        #expect(JournalMovePolicy.pause(afterStepOf: 1_000) == JournalMovePolicy.minimumPauseNanos)
+    /// Three times the step, and at least 15 ms while the node is idle or 100 ms while it serves.
+    @Test func aRestIsThreeTimesTheStepAndLongerWhileTheNodeServes() {
+        var operations: UInt64 = 0
+        var idle = JournalMovePolicy(quietOperationsPerSecond: 20_000)
+        feed(&idle, from: 0, every: 100, count: 20, rate: 50, operations: &operations)
+        #expect(idle.pause(afterStepOf: 40 * Self.millis) == 120 * Self.millis)
+        #expect(idle.pause(afterStepOf: 1_000) == JournalMovePolicy.idlePauseNanos)
+        operations = 0
+        var serving = JournalMovePolicy(quietOperationsPerSecond: 20_000)
+        feed(&serving, from: 0, every: 100, count: 20, rate: 5_000, operations: &operations)
+        #expect(serving.isQuiet)
+        #expect(serving.pause(afterStepOf: 1_000) == JournalMovePolicy.servingPauseNanos)
+        #expect(serving.pause(afterStepOf: 50 * Self.millis) == 150 * Self.millis)
     }
 }
