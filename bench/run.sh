@@ -7,9 +7,9 @@
 #      frame of its own, then coalesced by the client library), closed loop with batches, and
 #      open loop at 70% of the batched maximum (BENCH_OPEN_REPEATS runs, and one more beside an
 #      fdatasync probe that shows what the disk alone charges meanwhile);
-#      then latency-against-load sweeps in open loop, with single requests and with batches of 20;
 #   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
-#      during the runs (the first node's do, several times);
+#      during the runs (the first node's do, several times); then, on that node, latency-against-load
+#      sweeps in open loop, with single requests and with batches of 20;
 #   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: a thread reads
 #      frames of the same sizes and spins a set CPU time per registration, then each round is journaled
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
@@ -199,17 +199,6 @@ load "registryd, 1 node, open loop, batches of 100 at 5,000/s (one batch's own t
 load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
-echo "== latency against load" >&2
-# One open-loop run at a rate: the report is sweep-BATCH-RATE.json, and a "sweep" line records it.
-sweep_run() {
-  local batch=$1 connections=$2 in_flight=$3 rate=$4
-  local arguments="--duration ${seconds}s --warmup 2s --connections $connections --in-flight $in_flight --batch $batch --rate $rate --slo p99=2ms --seed $((100 + rate + batch))"
-  # shellcheck disable=SC2086 # the arguments are words
-  run_load "sweep-$batch-$rate" $arguments
-  printf 'sweep\t%s\t%s\tregistryload --endpoints 127.0.0.1:7450 %s\n' "$batch" "$rate" "$arguments" >> "$results"
-}
-for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
-for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
 stop_node
 
 echo "== open loop on a node sized for its devices" >&2
@@ -222,7 +211,10 @@ sleep "$settle_seconds"
 # load of a table sized to be 75% full at the expected count: a node sized for exactly what the
 # runs register did that during the last run (12M expected, 11.9M registered in the bench of
 # 07730ff), and the zeroing took CPU the requests needed.
-sized_devices=${BENCH_SIZED_DEVICES:-$((open_rate * (seconds + 2) * open_repeats * 5 / 4))}
+# The sweep below runs on this node too, after the open loops.
+sweep_devices=0
+for rate in $sweep_rates $batch_sweep_rates; do sweep_devices=$((sweep_devices + rate * (seconds + 2))); done
+sized_devices=${BENCH_SIZED_DEVICES:-$(((open_rate * (seconds + 2) * open_repeats + sweep_devices) * 5 / 4))}
 start_node --expected-devices "$sized_devices"
 wait_for_population
 for repeat in $(seq 1 "$open_repeats"); do
@@ -231,6 +223,19 @@ for repeat in $(seq 1 "$open_repeats"); do
 done
 printf 'sized\t%s\n' "$sized_devices" >> "$results"
 printf 'settle\t%s\n' "$settle_seconds" >> "$results"
+# Latency against load, on the same node: its indexes never grow meanwhile, and its journal holds
+# the open loops' registrations, which it moves into SQLite during the runs at quiet rates.
+echo "== latency against load" >&2
+# One open-loop run at a rate: the report is sweep-BATCH-RATE.json, and a "sweep" line records it.
+sweep_run() {
+  local batch=$1 connections=$2 in_flight=$3 rate=$4
+  local arguments="--duration ${seconds}s --warmup 2s --connections $connections --in-flight $in_flight --batch $batch --rate $rate --slo p99=2ms --seed $((100 + rate + batch))"
+  # shellcheck disable=SC2086 # the arguments are words
+  run_load "sweep-$batch-$rate" $arguments
+  printf 'sweep\t%s\t%s\tregistryload --endpoints 127.0.0.1:7450 %s\n' "$batch" "$rate" "$arguments" >> "$results"
+}
+for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
+for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
 stop_node
 
 echo "== what this machine allows" >&2
