@@ -77,10 +77,8 @@ struct JournalMovePolicy: Equatable, Sendable {
     /// and at least ``idlePauseNanos`` or, while the node serves, ``servingPauseNanos``. With rests
     /// as long as the steps (5 ms at least), single registrations at 5,000/s had a p99 of
     /// 2.7-3.1 ms while a node moved, against 1.9-2.1 ms with rests of three times the step and
-    /// 15 ms at least (both with a sync per transaction as well as per checkpoint). At that pace,
-    /// a node serving 10,000 registrations/s in batches of 20 was 43% busy instead of 8% (the
-    /// kernel's work for the reads and writes, on this VM) and its p99 was 6.9 ms; hence the
-    /// slower pace while it serves.
+    /// 15 ms at least (both with a sync per transaction as well as per checkpoint). Even that pace
+    /// left the p99 at 1.3-1.7 ms (0.8 ms without moving); at the serving pace it was 0.8-1.1 ms.
     func pause(afterStepOf stepNanos: UInt64) -> UInt64 {
         let idle = (operationsPerSecond ?? 0) <= Double(Self.idleOperationsPerSecond)
         return max(3 * stepNanos, idle ? Self.idlePauseNanos : Self.servingPauseNanos)
