@@ -283,6 +283,19 @@ if [ -d /dev/shm ]; then
 fi
 
 echo "== memory" >&2
+# Stops the node and starts it again on the same data directory, timed from exec to accepting
+# connections: moving the journal left by the run just stopped into SQLite (the node logs how long
+# that took, which lands in $moved) and then replaying the whole log. Sets $restart in seconds.
+timed_restart() {
+  stop_node
+  local started
+  started=$(date +%s.%N)
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info > "$out/registryd.log" 2>&1 &
+  registryd_pid=$!
+  until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
+  restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+  moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
+}
 start_node
 registered=0
 memory_rows=""
@@ -295,15 +308,7 @@ for target in $memory_points; do
   devices=$("$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['devices'])")
   echo "memory: $devices devices, RSS $rss bytes" >&2
   printf 'memory\t%s\t%s\n' "$devices" "$rss" >> "$results"
-  # Restart: the time from exec to accepting connections, which is moving the journal of the run
-  # just stopped into SQLite (the node logs how long that took) and then replaying the whole log.
-  stop_node
-  started=$(date +%s.%N)
-  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info > "$out/registryd.log" 2>&1 &
-  registryd_pid=$!
-  until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
-  restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
-  moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
+  timed_restart
   echo "restart with $devices devices: ${restart}s (moving the journal: ${moved:-?}s)" >&2
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"
 done
@@ -329,13 +334,7 @@ done
 idle_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $idle_started:.1f}')")
 idle_cpu=$(python3 -c "print(f'{($(cpu_ticks) - $ticks_before) / $(getconf CLK_TCK):.1f}')")
 files_after=$(journal_files)
-stop_node
-started=$(date +%s.%N)
-"$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info > "$out/registryd.log" 2>&1 &
-registryd_pid=$!
-until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
-restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
-moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
+timed_restart
 echo "restart with $registered devices after moving $((files_before - files_after)) journal files while idle in ${idle_seconds}s (${idle_cpu}s CPU): ${restart}s (moving the rest: ${moved:-?}s)" >&2
 printf 'idlemove\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$registered" "$((files_before - files_after))" "$files_after" "$idle_seconds" \
   "$idle_cpu" "$restart" "${moved:-}" >> "$results"

@@ -78,7 +78,7 @@ struct Registryd: AsyncParsableCommand {
     @Option(
         name: .customLong("move-journal-below"),
         help: ArgumentHelp(
-            "Operations a second below which the node moves finished journal files into its SQLite log while serving (0...10000000). [env: REGISTRY_MOVE_JOURNAL_BELOW] [default: 20000]",
+            "Operations a second at or below which the node moves finished journal files into its SQLite log while serving (0...10000000). [env: REGISTRY_MOVE_JOURNAL_BELOW] [default: 20000]",
             discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."))
     var moveJournalBelow: Int?
 
