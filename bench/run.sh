@@ -143,11 +143,16 @@ run_load() {
   cat "$out/$key.txt" >&2
 }
 
-# registryd's CPU time so far (user + system, in clock ticks) and its logged operations.
+# registryd's CPU time so far (user + system, in clock ticks), one of its stats as registryctl
+# status gives them in JSON (a key path such as log.operations), and its logged operations.
 server_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$registryd_pid/stat"; }
-server_operations() {
-  "$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['log']['operations'])"
+server_stat() {
+  "$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys
+value = json.load(sys.stdin)
+for key in sys.argv[1].split('.'): value = value[key]
+print(value)" "$1"
 }
+server_operations() { server_stat log.operations; }
 
 # As run_load, and records a row of the main table (the report's key is its last field), and
 # the server's CPU time per operation it logged during the run (warm-up included).
@@ -305,7 +310,7 @@ for target in $memory_points; do
   registered=$target
   sleep 2
   rss=$(rss_bytes)
-  devices=$("$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['devices'])")
+  devices=$(server_stat devices)
   echo "memory: $devices devices, RSS $rss bytes" >&2
   printf 'memory\t%s\t%s\n' "$devices" "$rss" >> "$results"
   timed_restart
@@ -321,19 +326,15 @@ echo "== restart after moving the journal while idle" >&2
 start_node
 "$bin/registryload" --endpoints 127.0.0.1:7450 --requests "$registered" --warmup 0s --connections 8 \
   --in-flight 16 --batch 100 --seed 11 > "$out/idle-move.txt" 2>/dev/null
-journal_files() {
-  "$bin/registryctl" status --endpoint 127.0.0.1:7450 -o json | python3 -c "import json, sys; print(json.load(sys.stdin)['log']['journalFiles'])"
-}
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$registryd_pid/stat"; }
-files_before=$(journal_files)
-idle_started=$(date +%s.%N); ticks_before=$(cpu_ticks)
+files_before=$(server_stat log.journalFiles)
+idle_started=$(date +%s.%N); ticks_before=$(server_cpu_ticks)
 for _ in $(seq 600); do
-  [ "$(journal_files)" -le 1 ] && break
+  [ "$(server_stat log.journalFiles)" -le 1 ] && break
   sleep 0.5
 done
 idle_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $idle_started:.1f}')")
-idle_cpu=$(python3 -c "print(f'{($(cpu_ticks) - $ticks_before) / $(getconf CLK_TCK):.1f}')")
-files_after=$(journal_files)
+idle_cpu=$(python3 -c "print(f'{($(server_cpu_ticks) - $ticks_before) / $(getconf CLK_TCK):.1f}')")
+files_after=$(server_stat log.journalFiles)
 timed_restart
 echo "restart with $registered devices after moving $((files_before - files_after)) journal files while idle in ${idle_seconds}s (${idle_cpu}s CPU): ${restart}s (moving the rest: ${moved:-?}s)" >&2
 printf 'idlemove\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$registered" "$((files_before - files_after))" "$files_after" "$idle_seconds" \

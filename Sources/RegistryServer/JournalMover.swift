@@ -107,6 +107,7 @@ final class JournalMover: @unchecked Sendable {
 
     /// The thread: rests, then looks again, until closed or moving failed.
     private func run() {
+        defer { finished?.signal() }
         #if os(Linux)
         if registry_run_when_idle() != 0 {
             logger.notice("the journal mover runs at normal priority: SCHED_IDLE was refused", metadata: ["errno": "\(errno)"])
@@ -116,7 +117,6 @@ final class JournalMover: @unchecked Sendable {
             try log?.deferDurabilityToCheckpoints()
         } catch {
             logger.error("cannot move journal files while serving; they stay for the next start-up", metadata: ["error": "\(error)"])
-            finished?.signal()
             return
         }
         var rest = JournalMovePolicy.idleIntervalNanos
@@ -125,7 +125,6 @@ final class JournalMover: @unchecked Sendable {
             guard !closed.load(ordering: .relaxed), let next = look() else { break }
             rest = next
         }
-        finished?.signal()
     }
 
     /// One look: takes a reading, and when there is a finished file and the node is quiet, does

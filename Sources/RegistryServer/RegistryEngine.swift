@@ -121,20 +121,21 @@ public final class RegistryEngine: Sendable {
             throw .storage(error)
         }
         let registry = replayed.registry
+        // Read before the log passes to the mover's thread, which owns it from then on.
+        let operations = log.recordCount
 
         let nodeID = NodeID(trusted: identity.nodeID)
         let node = NodeState(
             registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
-        self.core = NIOLockedValueBox(Core(node: node, durableOperations: log.recordCount))
+        self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
         do {
             self.writer = try LogWriter(
-                directory: directory, journalFile: journalFile, durableRecords: log.recordCount,
+                directory: directory, journalFile: journalFile, durableRecords: operations,
                 fileBytes: configuration.journalFileBytes)
         } catch {
             throw .storage(error)
         }
-        let operations = log.recordCount
         self.mover = JournalMover(
             log: log, directory: directory, firstFile: journalFile,
             quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, logger: logger)

@@ -66,6 +66,7 @@ public final class OperationLog {
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
+    private let walCheckpoint: SQLiteStatement
     public private(set) var recordCount: UInt64
     /// The last stored sequence of every (origin, epoch).
     private var lastSequences: [OriginEpoch: UInt64] = [:]
@@ -104,6 +105,7 @@ public final class OperationLog {
         begin = try connection.prepare("BEGIN IMMEDIATE", context: "preparing BEGIN")
         commit = try connection.prepare("COMMIT", context: "preparing COMMIT")
         rollback = try connection.prepare("ROLLBACK", context: "preparing ROLLBACK")
+        walCheckpoint = try connection.prepare("PRAGMA wal_checkpoint(PASSIVE)", context: "preparing the checkpoint")
         recordCount = 0
         try checkSchemaVersion()
         let positions = try connection.prepare(
@@ -254,11 +256,11 @@ public final class OperationLog {
     /// append so far is durable. After a small transaction this keeps each checkpoint small,
     /// where SQLite's own would copy 64 MiB at once.
     public func checkpoint() throws(StorageError) {
-        let statement = try connection.prepare("PRAGMA wal_checkpoint(PASSIVE)", context: "checkpointing the log")
-        guard try statement.step(context: "checkpointing the log") else {
+        defer { walCheckpoint.reset() }
+        guard try walCheckpoint.step(context: "checkpointing the log") else {
             throw .sqlite(code: SQLITE_ERROR, message: "the checkpoint returned no row", context: "checkpointing the log")
         }
-        let (busy, frames, copied) = (statement.int64(at: 0), statement.int64(at: 1), statement.int64(at: 2))
+        let (busy, frames, copied) = (walCheckpoint.int64(at: 0), walCheckpoint.int64(at: 1), walCheckpoint.int64(at: 2))
         guard busy == 0, copied == frames else {
             throw .sqlite(
                 code: SQLITE_BUSY, message: "the checkpoint copied \(copied) of \(frames) WAL frames", context: "checkpointing the log")
