@@ -33,6 +33,27 @@ import Testing
         #expect(UUID128(bytes: [UInt8](repeating: 1, count: 15)) == nil)
     }
 
+    @Test func textMatchesADigitByDigitFormatting() {
+        // The word-at-a-time writer against the plainest formatting there is, in both cases.
+        func reference(_ value: UUID128, uppercase: Bool) -> String {
+            let hex = [value.high, value.low].map { word in
+                let digits = String(word, radix: 16, uppercase: uppercase)
+                return String(repeating: "0", count: 16 - digits.count) + digits
+            }.joined()
+            let characters = Array(hex)
+            return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        }
+        var generator = SplitMix64(seed: 11)
+        var values = [UUID128.zero, UUID128(high: .max, low: .max), UUID128(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)]
+        for _ in 0..<1000 { values.append(UUID128(high: generator.next(), low: generator.next())) }
+        for value in values {
+            #expect(value.text == reference(value, uppercase: false))
+            var buffer = [UInt8](repeating: 0, count: UUID128.textLength)
+            buffer.withUnsafeMutableBufferPointer { value.writeText(to: $0, uppercase: true) }
+            #expect(String(decoding: buffer, as: UTF8.self) == reference(value, uppercase: true))
+        }
+    }
+
     @Test func orderIsByBigEndianBytes() {
         let a = UUID128(text: "00000000-0000-0000-0000-0000000000ff")!
         let b = UUID128(text: "00000000-0000-0000-0100-000000000000")!
