@@ -13,7 +13,7 @@ extension CArena {
     }
 
     func identifiers(_ values: [PresentedIdentifier]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Registry__V1__Identifier>?>?) {
-        (values.count, array(values.map { identifier($0) }))
+        (values.count, array(count: values.count) { identifier(values[$0]) })
     }
 
     func error(_ value: WireError) -> UnsafeMutablePointer<Registry__V1__Error>? {
@@ -34,7 +34,7 @@ extension CArena {
     }
 
     func strings(_ values: [String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
-        (values.count, array(values.map { Optional(string($0)) }))
+        (values.count, array(count: values.count) { Optional(string(values[$0])) })
     }
 }
 

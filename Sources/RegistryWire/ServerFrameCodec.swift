@@ -91,8 +91,10 @@ extension ServerFrame {
     }
 
     private static func registerResult(_ result: Registry__V1__RegisterResult) throws(CodecError) -> RegisterResult {
+        // The device ID is kept as its UUID, without a String: a client reads it as one (a
+        // batch's answer carries a hundred of them), and the text is made only if asked for.
         RegisterResult(
-            deviceID: CRead.string(result.device_id), created: result.created != 0, vendor: CRead.string(result.vendor),
+            deviceIDText: CRead.uuidText(result.device_id), created: result.created != 0, vendor: CRead.string(result.vendor),
             replacedDeviceIDs: CRead.strings(result.n_replaced_device_ids, result.replaced_device_ids),
             rejectedIdentifiers: try CRead.messages(result.n_rejected_identifiers, result.rejected_identifiers) {
                 CRead.identifier($0)
