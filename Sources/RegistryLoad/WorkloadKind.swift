@@ -25,8 +25,20 @@ public enum WorkloadKind: String, CaseIterable, Codable, Sendable, Comparable {
         }
     }
 
+    /// The kind's position in ``allCases``.
+    public var index: Int {
+        switch self {
+        case .firstInstall: return 0
+        case .returning: return 1
+        case .sibling: return 2
+        case .reinstall: return 3
+        case .lostKeychain: return 4
+        case .concurrentSiblings: return 5
+        }
+    }
+
     public static func < (lhs: WorkloadKind, rhs: WorkloadKind) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        lhs.index < rhs.index
     }
 }
 

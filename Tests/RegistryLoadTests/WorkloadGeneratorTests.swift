@@ -37,6 +37,18 @@ struct WorkloadGeneratorTests {
         #expect(a != c)
         #expect(first.generated == second.generated)
         #expect(Set(first.generated.keys) == Set(WorkloadKind.allCases))
+        #expect(first.generated.values.reduce(0, +) == 500)
+    }
+
+    @Test func kindsAreCountedAndOrderedByTheirPlaceInAllCases() throws {
+        #expect(WorkloadKind.allCases.map(\.index) == Array(WorkloadKind.allCases.indices))
+        #expect(WorkloadKind.allCases.sorted() == WorkloadKind.allCases)
+        var generator = WorkloadGenerator(
+            mix: try WorkloadMix(parsing: "first-install=1,sibling=1"), catalogue: catalogue, seed: 3, trackDevices: false)
+        _ = drive(&generator, units: 200)
+        let counts = generator.generated
+        #expect(Set(counts.keys) == [.firstInstall, .sibling])
+        #expect(counts.values.reduce(0, +) == 200)
     }
 
     @Test func knownDeviceKindsFallBackToFirstInstallsUntilADeviceIsAcknowledged() throws {
