@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [
-                "RegistryWire",
+                "RegistryWire", "CRegistryProto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ],

@@ -8,16 +8,14 @@ import RegistryWire
 /// costs: the ``JournalMover`` moves finished journal files into the SQLite ``OperationLog``
 /// while the node is quiet, and the next start-up moves the rest (see `RegistryEngine`).
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `directory`, `durableRecords`, and the
-/// `encoder`'s arena) is touched solely by closures that run on `queue` (a serial
-/// DispatchQueue), `close` included (through `queue.sync`); `init` sets it before any closure
-/// exists.
+/// `@unchecked Sendable`: its mutable state (`journal`, `directory` and `durableRecords`) is
+/// touched solely by closures that run on `queue` (a serial DispatchQueue), `close` included
+/// (through `queue.sync`); `init` sets it before any closure exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
     /// Held until ``close()``, for the data directory's lock.
     private var directory: DataDirectory?
-    private let encoder = OperationEncoder()
     /// Records in the log or the journal.
     private var durableRecords: UInt64
 
@@ -62,14 +60,8 @@ final class LogWriter: @unchecked Sendable {
                 segments.append(
                     LogSegment(origin: origin, epoch: epoch, reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
             }
-            let sequence = operations[index].sequence
-            do {
-                try segments[segments.count - 1].append(sequence: sequence, hlc: operations[index].timestamp.rawValue) {
-                    (bytes: inout [UInt8]) throws(CodecError) in
-                    try encoder.encode(operations[index].operation, appendingTo: &bytes)
-                }
-            } catch {
-                return .failure(.corrupt("cannot encode operation \(sequence): \(error)"))
+            segments[segments.count - 1].append(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) {
+                OperationCodec.encode(operations[index].operation, appendingTo: &$0)
             }
         }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)

@@ -14,19 +14,6 @@ enum ProtobufC {
         guard written == size else { throw .packSizeMismatch(expected: size, written: written) }
     }
 
-    /// Packs `message` at the end of `bytes`, checking `pack` against `get_packed_size`.
-    static func pack<Message>(_ message: UnsafeMutablePointer<Message>, appendingTo bytes: inout [UInt8]) throws(CodecError) {
-        let base = UnsafeMutableRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self)
-        let size = protobuf_c_message_get_packed_size(base)
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: size))
-        let written = bytes.withUnsafeMutableBufferPointer { protobuf_c_message_pack(base, $0.baseAddress! + start) }
-        guard written == size else {
-            bytes.removeSubrange(start...)
-            throw .packSizeMismatch(expected: size, written: written)
-        }
-    }
-
     /// Unpacks `bytes` with a generated `__unpack` function and hands the message to `body`.
     /// A NULL from protobuf-c is a typed `malformed` error. protobuf-c allocates the message
     /// from a ``CArena`` (one `malloc` per 4 KiB rather than one per string and sub-message),

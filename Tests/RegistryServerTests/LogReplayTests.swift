@@ -33,7 +33,7 @@ import Testing
             records.append(
                 LogRecord(
                     origin: Self.identity.nodeID, epoch: Self.identity.epoch, sequence: UInt64(step + 1), hlc: now.rawValue,
-                    payload: try OperationCodec.encode(.registration(op))))
+                    payload: OperationCodec.encode(.registration(op))))
         }
         return records
     }
