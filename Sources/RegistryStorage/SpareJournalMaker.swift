@@ -21,13 +21,20 @@ import Synchronization
 /// (median 1.71, six runs) against 2.32-17.7 ms (median 3.5) when every file after a run's
 /// first was appended to.
 ///
-/// The zeros go out 64 KiB at a time, each written back (`sync_file_range`) before the next,
-/// with a 200 µs pause between; one `fdatasync` at the end commits the blocks' allocation. A
-/// commit's `fdatasync` flushes the disk's cache and so waits for whatever the disk is writing:
-/// with one chunk in flight that is a 64 KiB write. Chunks of 1 MiB made the commits wait behind
-/// them (p99 3.5-4.1 ms against 1.2-4.4 ms without a maker at 287,620 registrations/s). A file
-/// takes about 0.3 s, well within the time a full node takes to fill one. Zeros read back as the
-/// end of a journal file, like any record not numbered for it (see
+/// The zeros go out 1 MiB at a time, each written back (`sync_file_range`) before the next,
+/// with a 3.2 ms pause between; one `fdatasync` at the end commits the blocks' allocation. The
+/// size weighs two costs. A commit's `fdatasync` flushes the disk's cache and so waits for
+/// whatever the disk is writing, which favours small chunks; but on this project's VM every
+/// request to the virtual disk also costs the guest CPU time that the hypervisor takes while it
+/// serves the request (steal), which favours few. With 64 KiB chunks (a thousand requests per
+/// file, first chosen when 1 MiB chunks measured p99 3.5-4.1 ms against 1.2-4.4 ms without a
+/// maker at 287,620 registrations/s), a later day's open loop at 385,000 registrations/s in
+/// batches of 100 lost 1.3-2.0% of the machine to steal, the generator sent up to 3.5 ms late at
+/// p99, and the p99 was 7.9-11.1 ms, against 0.0-0.1% steal and 1.9-2.5 ms with 1 MiB chunks
+/// (three runs each, alternating; 512 KiB: 2.8-3.0 ms and one run with a 0.2 s stall; 2 and
+/// 4 MiB: 5-9 ms, the commits then waiting behind the zeros). The pause keeps the zeros' share of the disk as it was (200 µs per
+/// 64 KiB). A file takes about 0.4 s, well within the time a full node takes to fill one. Zeros
+/// read back as the end of a journal file, like any record not numbered for it (see
 /// ``JournalEntry/read(_:at:file:)``).
 ///
 /// Before each spare it drops the finished journal files from the page cache. Nothing reads
@@ -58,16 +65,18 @@ final class SpareJournalMaker: @unchecked Sendable {
 
     static let temporaryName = "spare.journal.tmp"
     /// The most the disk is ever writing for the maker at once.
-    static let chunkBytes = 64 << 10
+    static let chunkBytes = 1 << 20
     /// The pause after each chunk, leaving the disk to the commits in between.
-    static let pauseMicros: UInt32 = 200
+    static let pauseMicros: UInt32 = 3_200
 
     /// The most the maker drops from the page cache in one call. Dropping a whole 64 MiB file
     /// at once held a CPU for 4-5 ms inside the kernel, where nothing preempts it; on a node at
     /// 450,000 registrations/s that happened once a second, and the commit thread, ready to
     /// answer, waited up to 6 ms for a CPU meanwhile (`perf sched`). A 1 MiB piece takes
-    /// 0.1-0.25 ms, and the same pause as the zeros' follows each.
+    /// 0.1-0.25 ms, and a pause of ``dropPauseMicros`` follows each.
     static let dropChunkBytes = 1 << 20
+    /// The pause after each piece dropped from the page cache (no disk request is made).
+    static let dropPauseMicros: UInt32 = 200
 
     /// Journal files' worth of free space needed to make a spare.
     static let freeFilesNeeded = 4
@@ -148,7 +157,7 @@ final class SpareJournalMaker: @unchecked Sendable {
         guard fstat(descriptor, &status) == 0 else { return }
         for range in Self.dropRanges(fileBytes: Int(status.st_size)) where !isCancelled {
             _ = posix_fadvise(descriptor, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
-            usleep(Self.pauseMicros)
+            usleep(Self.dropPauseMicros)
         }
         #endif
     }
