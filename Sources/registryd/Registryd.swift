@@ -71,8 +71,8 @@ struct Registryd: AsyncParsableCommand {
     @Option(
         name: .customLong("commit-delay-us"),
         help: ArgumentHelp(
-            "Microseconds a busy log writer waits for more operations before a small group commit (0...10000). [env: REGISTRY_COMMIT_DELAY_US] [default: 200]",
-            discussion: "Only a commit that follows another directly and would carry fewer than 200 operations waits, so a quiet node commits at once. Under load, fewer and bigger commits save the CPU each journal write and fdatasync costs; 0 commits at once always."))
+            "Microseconds a busy log writer waits for more operations before a small group commit (0...10000). [env: REGISTRY_COMMIT_DELAY_US] [default: 300]",
+            discussion: "Only a commit that follows another directly and would carry fewer than 400 operations waits, so a quiet node commits at once. Under load, fewer and bigger commits save the CPU and the disk requests each journal write and fdatasync costs; 0 commits at once always."))
     var commitDelayMicros: Int?
 
     @Option(

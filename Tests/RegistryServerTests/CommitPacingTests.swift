@@ -27,6 +27,6 @@ import Testing
     }
 
     @Test func theDefaultIsWhatTheFlagsDescribe() {
-        #expect(NodeConfiguration().commitPacing == CommitPacing(delayMicros: 200, worthOperations: 200))
+        #expect(NodeConfiguration().commitPacing == CommitPacing(delayMicros: 300, worthOperations: 400))
     }
 }

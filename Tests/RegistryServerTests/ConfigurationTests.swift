@@ -39,7 +39,7 @@ import Testing
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
             #expect(configuration.expectedDevices == 5_000_000)
-            #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 200))
+            #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 400))
             #expect(configuration.moveJournalBelowOperationsPerSecond == 5_000)
         }
     }
