@@ -20,9 +20,9 @@
 /// and at 385,000/s a p99 of 2.1-2.8 ms against 2.7-3.3 ms, for up to 0.3 ms more at p50
 /// (three runs each, alternating; 400 µs for fewer than 400: 2.1-3.0 ms and 3.5-4.0 ms, and
 /// one run with a 0.2 s stall). It costs single requests at low rates, where a wait gathers
-/// little: at 5,000 a second their p99 was 2.1-2.3 ms against 0.9-1.9 ms with 200 µs (p50
-/// 0.53-0.70 against 0.41-0.58 ms), and at 10,000 1.80 against 1.54 ms; a node that serves
-/// mostly such traffic does better with `--commit-delay-us 200`.
+/// little: at 5,000 a second their p99 was 1.5-2.3 ms (median of five runs 2.1) against
+/// 0.9-1.9 ms (median 1.9) with 200 µs, and at 10,000 1.80 against 1.54 ms; a node that serves
+/// mostly such traffic may do better with `--commit-delay-us 200`.
 public struct CommitPacing: Equatable, Sendable {
     /// The wait, in microseconds; 0 never waits.
     public var delayMicros: UInt32
