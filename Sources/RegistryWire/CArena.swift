@@ -70,17 +70,6 @@ final class CArena {
         return pointer
     }
 
-    /// Forgets every allocation but keeps the first block for reuse: for a caller that builds
-    /// one message after another and is done with each before the next.
-    func reset() {
-        guard let first = blocks.first else { return }
-        for block in blocks.dropFirst() { free(block) }
-        blocks.removeSubrange(1...)
-        cursor = first
-        remaining = Self.blockSize
-        nextBlockSize = Self.blockSize * 2
-    }
-
     /// A NUL-terminated C copy of `text`.
     func string(_ text: String) -> UnsafeMutablePointer<CChar> {
         let count = text.utf8.count

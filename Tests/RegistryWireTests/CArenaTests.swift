@@ -26,14 +26,6 @@ import Testing
         #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $0.0 + UInt($0.1) <= $1.0 })
     }
 
-    @Test func resetReusesTheFirstBlock() {
-        let arena = CArena()
-        let first = arena.allocate(bytes: 100)
-        for _ in 0..<50 { _ = arena.allocate(bytes: 1_000) }
-        arena.reset()
-        #expect(arena.allocate(bytes: 100) == first)
-    }
-
     /// A batch big enough to span several blocks survives the round trip through protobuf-c,
     /// whose unpacking allocates every field from the arena.
     @Test func aLargeBatchRoundTrips() throws {
