@@ -19,7 +19,8 @@ ticks_per_second = os.sysconf("SC_CLK_TCK")
 for line in open(results_path):
     fields = line.rstrip("\n").split("\t")
     if fields[0] == "memory":
-        memory.append((int(fields[1]), int(fields[2])))
+        # Older results have no settling time.
+        memory.append((int(fields[1]), int(fields[2]), int(fields[3]) if len(fields) > 3 else None))
     elif fields[0] == "idlemove":
         idle_move = dict(devices=int(fields[1]), files=int(fields[2]), left=int(fields[3]), seconds=float(fields[4]),
                          cpu=float(fields[5]), restart=float(fields[6]), moved=float(fields[7]) if fields[7] else None)
@@ -222,10 +223,15 @@ w("")
 w("## Memory and restart\n")
 w("| Registered devices | Resident memory | Bytes per device |")
 w("|---:|---:|---:|")
-for devices, rss in memory:
+for devices, rss, _ in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
 w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
-w("about six buckets per insert (for the doubling at 6.3M devices, until about 7.8M): the peak is old and new tables together.")
+w("about six buckets per insert (for the doubling at 6.3M devices, until about 7.8M), and then while the node gives it back")
+w("to the kernel 16 MiB a second (see the README): the peak is old and new tables together.")
+settling = [(devices, seconds) for devices, _, seconds in memory if seconds is not None]
+if settling:
+    w("Each point was read once the resident memory had stopped falling: "
+      + ", ".join(f"{seconds} s after the load at {devices:,}" for devices, seconds in settling) + ".")
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
       + (f", of which {moved:.1f} s moved the journal of the run just stopped into SQLite and the rest replayed the log."
@@ -425,7 +431,7 @@ if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_00
             + (f", and with its data directory in memory, where the disk costs nothing, its p99 was "
                f"{in_memory['latency']['p99_ns'] / 1e6:.2f} ms" if in_memory else "") + ".")
 if memory:
-    devices, rss = memory[-1]
+    devices, rss, _ = memory[-1]
     row(f"≤ 400 B per device at 10M devices", f"{rss / devices:.0f} B at {devices:,}", rss / devices <= 400 and devices >= 10_000_000)
 for text in limits:
     w(f"\n{text}")

@@ -124,6 +124,19 @@ stop_node() {
   kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
 }
 rss_bytes() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$registryd_pid/status"; }
+# An index that grew gives its old table back a piece at a time (GradualRelease, 16 MiB a second):
+# waits, up to 2 minutes, until the resident memory has not fallen for 3 seconds, and sets $settled
+# to the seconds that took.
+wait_for_release() {
+  local previous steady=0 rss
+  previous=$(rss_bytes); settled=0
+  while [ "$steady" -lt 3 ] && [ "$settled" -lt 120 ]; do
+    sleep 1; settled=$((settled + 1)); rss=$(rss_bytes)
+    if [ "$rss" -lt $((previous - (1 << 20))) ]; then steady=0; else steady=$((steady + 1)); fi
+    previous=$rss
+  done
+  settled=$((settled - steady))
+}
 # A sized node's indexes' pages are populated in the background at start-up: waits until the
 # resident memory stops growing, so that the runs measure serving rather than that.
 wait_for_population() {
@@ -308,11 +321,11 @@ for target in $memory_points; do
   "$bin/registryload" --endpoints 127.0.0.1:7450 --requests $((target - registered)) --warmup 0s --connections 8 \
     --in-flight 16 --batch 100 --seed "$target" > "$out/memory-$target.txt" 2>/dev/null
   registered=$target
-  sleep 2
+  wait_for_release
   rss=$(rss_bytes)
   devices=$(server_stat devices)
-  echo "memory: $devices devices, RSS $rss bytes" >&2
-  printf 'memory\t%s\t%s\n' "$devices" "$rss" >> "$results"
+  echo "memory: $devices devices, RSS $rss bytes (resident memory fell for ${settled}s after the load)" >&2
+  printf 'memory\t%s\t%s\t%s\n' "$devices" "$rss" "$settled" >> "$results"
   timed_restart
   echo "restart with $devices devices: ${restart}s (moving the journal: ${moved:-?}s)" >&2
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"

@@ -5,7 +5,8 @@ import Darwin
 #endif
 import Synchronization
 
-/// A zero-filled block of memory for a big, randomly accessed table, freed with its owner.
+/// A zero-filled block of memory for a big, randomly accessed table, freed with its owner (a
+/// mapped block a piece at a time, see ``GradualRelease``).
 ///
 /// Blocks of at least ``hugePageBytes`` are mapped on their own, aligned to 2 MiB, and (on
 /// Linux) marked for transparent huge pages. An index of millions of entries is touched at
@@ -58,7 +59,7 @@ final class ZeroedMemory: Sendable {
         baseAddress = UInt(bitPattern: mapped.aligned)
         let (start, length) = (UInt(bitPattern: mapped.start), mapped.length)
         population = BackgroundPopulation(start: baseAddress, bytes: bytes) {
-            munmap(UnsafeMutableRawPointer(bitPattern: start), length)
+            GradualRelease.unmap(start: start, length: length)
         }
     }
 
@@ -139,17 +140,7 @@ final class BackgroundPopulation: Sendable {
         self.bytes = bytes
         self.release = release
         #if os(Linux)
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let created = pthread_create(&thread, nil, { context in
-            let population = Unmanaged<BackgroundPopulation>.fromOpaque(context!).takeRetainedValue()
-            population.run()
-            return nil
-        }, context)
-        if created == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<BackgroundPopulation>.fromOpaque(context).release()
+        if !DetachedThread.start(named: "index-populate", { self.run() }) {
             state.store(Self.finished, ordering: .sequentiallyConsistent)
         }
         #else
@@ -159,7 +150,6 @@ final class BackgroundPopulation: Sendable {
 
     #if os(Linux)
     private func run() {
-        Self.nameThisThread("index-populate")
         var offset = 0
         while offset < bytes, state.load(ordering: .sequentiallyConsistent) == Self.running {
             let length = min(Self.chunkBytes, bytes - offset)
@@ -182,15 +172,6 @@ final class BackgroundPopulation: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
         return now.tv_sec * 1_000_000_000 + now.tv_nsec
-    }
-
-    /// Names the calling thread for `top -H`, `perf` and `/proc` (pthread_setname_np is not
-    /// visible to Swift): a thread otherwise keeps the name of the one that created it.
-    private static func nameThisThread(_ name: String) {
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        _ = name.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
-        close(descriptor)
     }
     #endif
 

@@ -163,31 +163,12 @@ struct HashIndexTests {
         let block = ZeroedMemory(bytes: 256 << 20)
         var seen = false
         for _ in 0..<200 where !seen && !block.isPopulated {
-            seen = Self.threadNames().contains("index-populate")
+            seen = threadNamesOfThisProcess().contains("index-populate")
             if !seen { usleep(5_000) }
         }
         #expect(seen, "no thread named index-populate while a 256 MiB block was being populated")
         #endif
     }
-
-    #if os(Linux)
-    private static func threadNames() -> [String] {
-        guard let tasks = opendir("/proc/self/task") else { return [] }
-        defer { closedir(tasks) }
-        var names = [String]()
-        while let entry = readdir(tasks) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let file = fopen("/proc/self/task/\(tid)/comm", "r") else { continue }
-            var buffer = [CChar](repeating: 0, count: 64)
-            if fgets(&buffer, 64, file) != nil {
-                let bytes = buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }
-                names.append(String(decoding: bytes, as: UTF8.self))
-            }
-            fclose(file)
-        }
-        return names
-    }
-    #endif
 
     /// An index sized for n entries holds them without growing, and grows past 3/4 load as any.
     @Test(arguments: [0, 1_000, 5_000, 98_304])
