@@ -301,22 +301,24 @@ if [ -d /dev/shm ]; then
 fi
 
 echo "== memory" >&2
-# Stops the node and starts it again on the same data directory, timed from exec to accepting
-# connections: moving the journal left by the run just stopped into SQLite (the node logs how long
-# that took, which lands in $moved) and then replaying the whole log. Sets $restart in seconds.
+# Stops the node and starts it again on the same data directory (with any extra arguments), timed
+# from exec to accepting connections: moving the journal left by the run just stopped into SQLite
+# (the node logs how long that took, which lands in $moved) and then replaying the whole log. Sets
+# $restart in seconds.
 timed_restart() {
   stop_node
   local started
   started=$(date +%s.%N)
-  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info > "$out/registryd.log" 2>&1 &
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
   restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
   moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
 }
-start_node
+# The memory points' node moves no journal while it waits for its memory to settle, so that each
+# restart moves what the run just stopped wrote (the restart after moving while idle follows).
+start_node --move-journal-below 0
 registered=0
-memory_rows=""
 for target in $memory_points; do
   "$bin/registryload" --endpoints 127.0.0.1:7450 --requests $((target - registered)) --warmup 0s --connections 8 \
     --in-flight 16 --batch 100 --seed "$target" > "$out/memory-$target.txt" 2>/dev/null
@@ -326,7 +328,7 @@ for target in $memory_points; do
   devices=$(server_stat devices)
   echo "memory: $devices devices, RSS $rss bytes (resident memory fell for ${settled}s after the load)" >&2
   printf 'memory\t%s\t%s\t%s\n' "$devices" "$rss" "$settled" >> "$results"
-  timed_restart
+  timed_restart --move-journal-below 0
   echo "restart with $devices devices: ${restart}s (moving the journal: ${moved:-?}s)" >&2
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"
 done
