@@ -31,14 +31,25 @@ enum GradualRelease {
     /// Unmaps the `length` bytes at `start`: at once when they fit in one piece (or no thread
     /// can be started), otherwise piece by piece on a new thread, with `pauseMicros` after each.
     static func unmap(start: UInt, length: Int, pieceBytes: Int = pieceBytes, pauseMicros: UInt32 = pauseMicros) {
-        let all = { _ = munmap(UnsafeMutableRawPointer(bitPattern: start), length) }
-        guard length > pieceBytes else { return all() }
+        release(length: length, pieceBytes: pieceBytes, pauseMicros: pauseMicros) { piece in
+            _ = munmap(UnsafeMutableRawPointer(bitPattern: start + UInt(piece.lowerBound)), piece.count)
+        }
+    }
+
+    /// Hands `releasePiece` the pieces of `length` bytes: all of them in one call on this thread
+    /// when they fit in one piece (or no thread can be started), otherwise one at a time, in
+    /// order, on a new thread named `index-release`, with `pauseMicros` after each but the last.
+    static func release(
+        length: Int, pieceBytes: Int = pieceBytes, pauseMicros: UInt32 = pauseMicros,
+        _ releasePiece: @escaping @Sendable (Range<Int>) -> Void
+    ) {
+        guard length > pieceBytes else { return releasePiece(0..<length) }
         let started = DetachedThread.start(named: "index-release") {
             for piece in pieces(length: length, pieceBytes: pieceBytes) {
-                munmap(UnsafeMutableRawPointer(bitPattern: start + UInt(piece.lowerBound)), piece.count)
+                releasePiece(piece)
                 if piece.upperBound < length { usleep(pauseMicros) }
             }
         }
-        if !started { all() }
+        if !started { releasePiece(0..<length) }
     }
 }
