@@ -21,10 +21,10 @@ final class LogWriter: @unchecked Sendable {
 
     /// Starts journal file `journalFile` in `directory`, whose log holds `durableRecords` records
     /// (the previous run's journal was moved into it).
-    init(directory: DataDirectory, journalFile: UInt64, durableRecords: UInt64, fileBytes: Int = CommitJournal.rotationBytes)
+    init(directory: DataDirectory, journalFile: UInt64, durableRecords: UInt64, fileBytes: Int, spares: SpareJournalMaker)
         throws(StorageError)
     {
-        journal = try CommitJournal(directory: directory, number: journalFile, rotationBytes: fileBytes)
+        journal = try CommitJournal(directory: directory, number: journalFile, rotationBytes: fileBytes, spares: spares)
         self.durableRecords = durableRecords
         self.directory = directory
     }

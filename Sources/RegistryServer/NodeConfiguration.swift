@@ -31,6 +31,13 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// moves finished journal files into its SQLite log while it serves (see ``JournalMover``);
     /// 0 leaves them all for the next start-up.
     public var moveJournalBelowOperationsPerSecond = JournalMovePolicy.defaultQuietOperationsPerSecond
+    /// Spare journal files the node keeps (see ``SpareJournalMaker``): files whose blocks are
+    /// already written, so that a rotation writes over them instead of making a spare of zeros
+    /// while the node is busy. Retired files refill them, and a quiet node makes the ones missing.
+    /// Each takes a journal file's disk space (64 MiB).
+    public var journalSpares = 1
+    /// The most ``journalSpares`` may be.
+    public static let maxJournalSpares = 4_096
     /// Bytes after which a journal file rotates: ``CommitJournal/rotationBytes``, smaller only in
     /// tests that need many files.
     var journalFileBytes = CommitJournal.rotationBytes
@@ -61,6 +68,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         var expectedDevices: Int?
         var commitDelayMicros: Int?
         var moveJournalBelow: Int?
+        var journalSpares: Int?
         var vendorDefaultDepth: Int?
         var vendors: [Rule]?
     }
@@ -96,6 +104,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         if let value = file.expectedDevices { try setExpectedDevices(value, source: "\(path): expectedDevices") }
         if let value = file.commitDelayMicros { try setCommitDelayMicros(value, source: "\(path): commitDelayMicros") }
         if let value = file.moveJournalBelow { try setMoveJournalBelow(value, source: "\(path): moveJournalBelow") }
+        if let value = file.journalSpares { try setJournalSpares(value, source: "\(path): journalSpares") }
         if file.vendors != nil || file.vendorDefaultDepth != nil {
             do {
                 let rules = try (file.vendors ?? []).map { (rule) throws(IdentityError) -> VendorRule in
@@ -136,6 +145,13 @@ public struct NodeConfiguration: Equatable, Sendable {
                 source: source, reason: "journal-moving rate \(operationsPerSecond) operations/s is not 0...\(Self.maxMoveJournalBelow)")
         }
         moveJournalBelowOperationsPerSecond = operationsPerSecond
+    }
+
+    public mutating func setJournalSpares(_ files: Int, source: String) throws(ConfigurationError) {
+        guard (1...Self.maxJournalSpares).contains(files) else {
+            throw .invalidValue(source: source, reason: "journal spares \(files) is not 1...\(Self.maxJournalSpares)")
+        }
+        journalSpares = files
     }
 
     public mutating func setPort(_ port: Int, source: String) throws(ConfigurationError) {

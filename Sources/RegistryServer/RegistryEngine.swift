@@ -93,7 +93,8 @@ public final class RegistryEngine: Sendable {
         do {
             directory = try DataDirectory(path: configuration.dataDirectory)
             log = try OperationLog(directory: directory)
-            journalFile = try Self.recoverJournal(directory: directory, into: log, logger: logger)
+            journalFile = try Self.recoverJournal(
+                directory: directory, into: log, keepingSpares: configuration.journalSpares, logger: logger)
             if let stored = try log.identity() {
                 if let configured = configuration.nodeID, configured.value != stored.nodeID {
                     throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
@@ -129,16 +130,19 @@ public final class RegistryEngine: Sendable {
             registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
             nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
+        let spares = SpareJournalMaker(
+            directoryPath: directory.path, bytes: configuration.journalFileBytes, firstFile: journalFile,
+            keeping: configuration.journalSpares)
         do {
             self.writer = try LogWriter(
                 directory: directory, journalFile: journalFile, durableRecords: operations,
-                fileBytes: configuration.journalFileBytes)
+                fileBytes: configuration.journalFileBytes, spares: spares)
         } catch {
             throw .storage(error)
         }
         self.mover = JournalMover(
             log: log, directory: directory, firstFile: journalFile,
-            quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, logger: logger)
+            quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, spares: spares, logger: logger)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
@@ -157,12 +161,15 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Moves the commits journaled by the previous run into `log` (they were acknowledged), one
-    /// journal file at a time, then retires the files and returns the number for the next one.
+    /// journal file at a time, then retires the files (keeping up to `keepingSpares` as spares)
+    /// and returns the number for the next one.
     /// Throws ``NodeStartupError/journalNotMoved(operations:commits:reason:)`` when the log
     /// cannot take a file's commits, and the ``StorageError`` of reading or retiring the files.
     /// Moving is idempotent (the log skips records it holds), so a start-up cut short by a crash
     /// simply moves again.
-    private static func recoverJournal(directory: DataDirectory, into log: OperationLog, logger: Logger) throws -> UInt64 {
+    private static func recoverJournal(
+        directory: DataDirectory, into log: OperationLog, keepingSpares: Int, logger: Logger
+    ) throws -> UInt64 {
         let started = DispatchTime.now().uptimeNanoseconds
         var operations = 0
         var notMoved: NodeStartupError?
@@ -188,7 +195,7 @@ public final class RegistryEngine: Sendable {
                 metadata: ["where": "\(tail)"])
         }
         let next = (recovered.files.last ?? 0) + 1
-        try CommitJournal.retire(in: directory, below: next)
+        try CommitJournal.retire(in: directory, below: next, keeping: keepingSpares)
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",

@@ -11,23 +11,27 @@ import Darwin
 /// A running node writes its commits here only. While it is quiet it moves the files it has
 /// finished into the ``OperationLog`` (``JournalFileTransfer``) and retires them; at the next
 /// start-up, ``recover(in:eachFile:)`` reads back the rest, the node moves them, and
-/// ``retire(in:below:)`` retires those files.
+/// ``retire(in:below:keeping:)`` retires those files.
 ///
 /// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
-/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins. The last
-/// retired file becomes `spare.journal` and is renamed into place as the next run's first file;
-/// during a run, a ``SpareJournalMaker`` makes the next spare (zeros) once the current file is a
-/// quarter full. Writing over blocks the file already has lets `fdatasync` skip the metadata
-/// journal that an append needs (on this project's VM, 0.12 ms instead of 0.24 ms at p50). Every
-/// record carries its file number, so the records a reused file still holds from before are told
-/// apart from the current ones.
+/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins, from a spare
+/// when there is one. Spares are files whose blocks are already written, named
+/// `spare-<number>.journal` (a retired journal file) or `spare-zeros-<nanoseconds>.journal`
+/// (zeros a ``SpareJournalMaker`` wrote), and `spare.journal` as older versions named their one
+/// spare. Retired files become spares until the node keeps as many as it was asked to (see
+/// ``SpareJournalMaker/keeping``); the rest are deleted. During a run the maker makes a spare
+/// (zeros) once the current file is a quarter full and none is left. Writing over blocks the file
+/// already has lets `fdatasync` skip the metadata journal that an append needs (on this project's
+/// VM, 0.12 ms instead of 0.24 ms at p50). Every record carries its file number, so the records a
+/// reused file still holds from before are told apart from the current ones.
 ///
-/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:)`` touches only
+/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:keeping:)`` touches only
 /// files below the one being appended to (and the spare, by atomic renames).
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
     public static let rotationBytes = 64 << 20
-    static let spareName = "spare.journal"
+    /// The one spare's name in older versions, still taken as a spare.
+    static let legacySpareName = "spare.journal"
 
     private let directory: DataDirectory
     private let rotationBytes: Int
@@ -47,13 +51,17 @@ public final class CommitJournal {
     private let spareMaker: SpareJournalMaker
     private var spareRequested = false
 
-    /// Starts journal file `number` (above every existing one), reusing the spare if there is one.
-    public init(directory: DataDirectory, number: UInt64, rotationBytes: Int = CommitJournal.rotationBytes) throws(StorageError) {
+    /// Starts journal file `number` (above every existing one), reusing a spare if there is one.
+    /// `spares` makes the spares of `rotationBytes` each; by default a maker of its own that keeps
+    /// one.
+    public init(
+        directory: DataDirectory, number: UInt64, rotationBytes: Int = CommitJournal.rotationBytes, spares: SpareJournalMaker? = nil
+    ) throws(StorageError) {
         self.directory = directory
         self.rotationBytes = rotationBytes
         self.fileNumber = number
         self.firstFile = number
-        self.spareMaker = SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes, firstFile: number)
+        self.spareMaker = spares ?? SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes, firstFile: number)
         self.descriptor = try Self.start(number, in: directory)
     }
 
@@ -124,13 +132,38 @@ public final class CommitJournal {
     }
 
     /// Retires the journal files numbered below `number`, whose entries are all in the log: each
-    /// in turn becomes the spare (replacing the one before), so one is kept for reuse.
-    public static func retire(in directory: DataDirectory, below number: UInt64) throws(StorageError) {
-        let spare = directory.path + "/" + spareName
+    /// becomes a spare while the directory holds fewer than `keeping`, and is deleted otherwise.
+    public static func retire(in directory: DataDirectory, below number: UInt64, keeping: Int) throws(StorageError) {
+        var spares = spareNames(inDirectoryAt: directory.path).count
         for old in try files(in: directory) where old < number {
             let path = path(in: directory, number: old)
-            guard rename(path, spare) == 0 || errno == ENOENT else { throw ioError(path, "rename") }
+            if spares < keeping {
+                let spare = directory.path + "/spare-" + String(old) + ".journal"
+                guard rename(path, spare) == 0 || errno == ENOENT else { throw ioError(path, "rename") }
+                spares += 1
+            } else {
+                guard unlink(path) == 0 || errno == ENOENT else { throw ioError(path, "delete") }
+            }
         }
+    }
+
+    /// True for the name of a spare: `spare.journal`, or `spare-` anything `.journal`.
+    public static func isSpareName(_ name: String) -> Bool {
+        name == legacySpareName || (name.hasPrefix("spare-") && name.hasSuffix(".journal"))
+    }
+
+    /// The spares in the directory at `path`, by name (none when it cannot be read).
+    public static func spareNames(inDirectoryAt path: String) -> [String] {
+        guard let handle = opendir(path) else { return [] }
+        defer { closedir(handle) }
+        var names = [String]()
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if isSpareName(name) { names.append(name) }
+        }
+        return names.sorted()
     }
 
     public static func path(in directory: DataDirectory, number: UInt64) -> String {
@@ -223,18 +256,20 @@ public final class CommitJournal {
 
     // MARK: - System calls
 
-    /// Opens journal file `number` for writing from its start: the spare renamed into place when
+    /// Opens journal file `number` for writing from its start: a spare renamed into place when
     /// there is one, else a new file. Either way the name is made durable before it is used.
     private static func start(_ number: UInt64, in directory: DataDirectory) throws(StorageError) -> Int32 {
         let path = path(in: directory, number: number)
-        let descriptor: Int32
-        if rename(directory.path + "/" + spareName, path) == 0 {
-            descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        } else if errno == ENOENT {
-            descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        } else {
-            throw ioError(path, "rename the spare to")
+        var reused: Int32?
+        for spare in spareNames(inDirectoryAt: directory.path) {
+            if rename(directory.path + "/" + spare, path) == 0 {
+                reused = open(path, O_WRONLY | O_CLOEXEC)
+                break
+            }
+            // A spare that went meanwhile: try the next.
+            guard errno == ENOENT else { throw ioError(path, "rename the spare \(spare) to") }
         }
+        let descriptor = reused ?? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw ioError(path, "create") }
         let directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else {

@@ -82,6 +82,13 @@ struct Registryd: AsyncParsableCommand {
             discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."))
     var moveJournalBelow: Int?
 
+    @Option(
+        name: .customLong("journal-spares"),
+        help: ArgumentHelp(
+            "Spare journal files of 64 MiB to keep for rotations (1...4096). [env: REGISTRY_JOURNAL_SPARES] [default: 1]",
+            discussion: "A rotation writes over a spare, whose blocks are already on disk, rather than append to a new file. Spares come from retired journal files, and a quiet node makes the missing ones of zeros (only while it moves journal files, see --move-journal-below). When none is left, a busy node writes a spare of zeros for each file it fills, as much disk traffic as the journal itself: keep as many as the journal files a burst fills (about one a second at 460,000 registrations/s). Each takes 64 MiB of disk."))
+    var journalSpares: Int?
+
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -166,6 +173,11 @@ struct Registryd: AsyncParsableCommand {
             moveJournalBelow, flag: "--move-journal-below", "REGISTRY_MOVE_JOURNAL_BELOW", in: environment)
         {
             try configuration.setMoveJournalBelow(value, source: source)
+        }
+        if let (value, source) = try Self.wholeNumber(
+            journalSpares, flag: "--journal-spares", "REGISTRY_JOURNAL_SPARES", in: environment)
+        {
+            try configuration.setJournalSpares(value, source: source)
         }
         try configuration.validate(source: "flags")
         return configuration

@@ -139,6 +139,14 @@ import Glibc
             badMoveFromEnvironment.status == 78 && badMoveFromEnvironment.stderr.contains("REGISTRY_MOVE_JOURNAL_BELOW: \"idle\""),
             "\(badMoveFromEnvironment.stderr)")
 
+        let badSpares = try run(registryd, ["--data-dir", directory, "--journal-spares", "0"])
+        #expect(
+            badSpares.status == 78 && badSpares.stderr.contains("--journal-spares: journal spares 0 is not 1...4096"), "\(badSpares.stderr)")
+        let badSparesFromEnvironment = try run(registryd, ["--data-dir", directory], environment: ["REGISTRY_JOURNAL_SPARES": "many"])
+        #expect(
+            badSparesFromEnvironment.status == 78 && badSparesFromEnvironment.stderr.contains("REGISTRY_JOURNAL_SPARES: \"many\""),
+            "\(badSparesFromEnvironment.stderr)")
+
         let help = try run(registryd, ["--help"])
         #expect(help.status == 0 && help.stdout.contains("REGISTRY_DATA_DIR") && help.stdout.contains("Exit status"))
 

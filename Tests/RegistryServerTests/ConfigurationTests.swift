@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
-             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "moveJournalBelow": 5000, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "moveJournalBelow": 5000, "journalSpares": 12, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -41,6 +41,7 @@ import Testing
             #expect(configuration.expectedDevices == 5_000_000)
             #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 400))
             #expect(configuration.moveJournalBelowOperationsPerSecond == 5_000)
+            #expect(configuration.journalSpares == 12)
         }
     }
 
@@ -58,6 +59,8 @@ import Testing
         ("{\"moveJournalBelow\": -1}", "moveJournalBelow: journal-moving rate -1 operations/s is not 0...10000000"),
         ("{\"moveJournalBelow\": 10000001}", "journal-moving rate 10000001"),
         ("{\"moveJournalBelow\": \"idle\"}", ".moveJournalBelow should be Int"),
+        ("{\"journalSpares\": 0}", "journalSpares: journal spares 0 is not 1...4096"),
+        ("{\"journalSpares\": 4097}", "journal spares 4097"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),

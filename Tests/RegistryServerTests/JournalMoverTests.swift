@@ -10,12 +10,13 @@ import Testing
 /// A serving engine moves the journal files it has finished into its SQLite log while it is
 /// quiet, and a restart then has only the current file to move.
 @Suite(.timeLimit(.minutes(1))) struct JournalMoverTests: EngineTesting {
-    func open(_ path: String, moveBelow: Int) throws -> RegistryEngine {
+    func open(_ path: String, moveBelow: Int, spares: Int = 1) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path
         configuration.nodeID = try NodeID("node-a")
         configuration.journalFileBytes = 64 << 10
         configuration.moveJournalBelowOperationsPerSecond = moveBelow
+        configuration.journalSpares = spares
         return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
     }
 
@@ -64,7 +65,7 @@ import Testing
             #expect(left.journalBytes > 0 && left.journalBytes <= 64 << 10 + 20_000)
             #expect(left.logOperations == 3_000)
             // A retired file is the spare that a later rotation writes over.
-            #expect(FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
+            #expect(!CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty)
             ids += await register(engine, count: 300, from: 3_000)
             engine.close()
         }
@@ -83,6 +84,25 @@ import Testing
             guard case .device(let record) = answers[0] else { return #expect(Bool(false), "\(answers)") }
             #expect(record.deviceID == id)
         }
+    }
+
+    /// A quiet node makes the spares it keeps, and keeps no more; retired files count.
+    @Test func aQuietNodeMakesTheSparesItKeeps() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        do {
+            let engine = try open(temp.path, moveBelow: JournalMovePolicy.defaultQuietOperationsPerSecond, spares: 4)
+            _ = await register(engine, count: 1_000)
+            #expect(try await eventually { CommitJournal.spareNames(inDirectoryAt: temp.path).count == 4 && engine.stats().journalFiles == 1 })
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 4)
+            engine.close()
+        }
+        // A restart with fewer kept deletes what it retires, and never a spare it has.
+        let engine = try open(temp.path, moveBelow: 0, spares: 2)
+        defer { engine.close() }
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 3, "one became the new file")
+        #expect(engine.stats().deviceCount == 1_000)
     }
 
     @Test func aNodeSetToZeroKeepsEveryFileForTheNextStartUp() async throws {

@@ -143,9 +143,48 @@ import Testing
         #expect(recovered.files.first == 4)
         #expect(recovered.tornTail == nil)
 
-        try CommitJournal.retire(in: directory, below: recovered.files.last!)
+        try CommitJournal.retire(in: directory, below: recovered.files.last!, keeping: 1)
         #expect(try CommitJournal.files(in: directory) == [recovered.files.last!])
-        #expect(FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 1, "one spare is kept (made or retired), the rest deleted")
+    }
+
+    /// Retired files become spares up to the number kept (an older version's `spare.journal`
+    /// counts), the rest are deleted, and each new file takes a spare while one is left.
+    @Test func retiredFilesBecomeSparesUpToTheNumberKeptAndNewFilesTakeThem() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = try DataDirectory(path: temp.path)
+        #expect(FileManager.default.createFile(atPath: temp.path + "/spare.journal", contents: Data(count: 300)))
+        // A maker that finds no room makes no spares: only retired files become spares here.
+        func noMaker(_ first: UInt64) -> SpareJournalMaker {
+            SpareJournalMaker(directoryPath: temp.path, bytes: 300, firstFile: first, minimumFreeBytes: Int.max)
+        }
+        do {
+            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 300, spares: noMaker(1))
+            for entry in entries(12) { try journal.append(entry) }
+            #expect(journal.fileNumber > 5)
+        }
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty, "file 1 took the old spare")
+        try CommitJournal.retire(in: directory, below: 5, keeping: 3)
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path) == ["spare-1.journal", "spare-2.journal", "spare-3.journal"])
+        #expect(try CommitJournal.files(in: directory).first == 5, "file 4 was deleted")
+        let sizes = try (1...3).map { try FileManager.default.attributesOfItem(atPath: temp.path + "/spare-\($0).journal")[.size] as! Int }
+
+        let last = try CommitJournal.files(in: directory).last!
+        try CommitJournal.retire(in: directory, below: last + 1, keeping: 3)
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 3, "already three: the rest are deleted")
+        #expect(try CommitJournal.files(in: directory).isEmpty)
+        do {
+            let journal = try CommitJournal(directory: directory, number: last + 1, rotationBytes: 300, spares: noMaker(last + 1))
+            #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 2)
+            for entry in entries(3) { try journal.append(entry) }
+            #expect(journal.fileNumber > last + 1)
+        }
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count < 2, "each rotation took one")
+        let reused = try FileManager.default.attributesOfItem(atPath: CommitJournal.path(in: directory, number: last + 1))[.size] as! Int
+        #expect(sizes.contains(reused) && reused >= 300, "a spare written over keeps its blocks")
+        let (_, recovered) = try recoverAll(directory)
+        #expect(recovered.entries == 3 && recovered.tornTail == nil)
     }
 
     /// A retired file is reused as the next one: written over from its start, and its old
@@ -159,7 +198,7 @@ import Testing
             for entry in entries(5) { try journal.append(entry) }
         }
         let oldSize = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000001.log")[.size] as! Int
-        try CommitJournal.retire(in: directory, below: 2)
+        try CommitJournal.retire(in: directory, below: 2, keeping: 1)
         #expect(try CommitJournal.files(in: directory).isEmpty)
 
         let fresh = JournalEntry(segments: [segment(100...100)], clock: 100)
@@ -168,7 +207,7 @@ import Testing
             try journal.append(fresh)
             #expect(journal.fileNumber == 2)
         }
-        #expect(!FileManager.default.fileExists(atPath: temp.path + "/spare.journal"))
+        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty)
         let size = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000002.log")[.size] as! Int
         #expect(size == oldSize, "the spare was written over, not replaced")
         let (recoveredEntries, recovered) = try recoverAll(directory)

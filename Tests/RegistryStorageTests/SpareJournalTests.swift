@@ -15,6 +15,11 @@ import Testing
         try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
     }
 
+    /// The spares in the directory at `path`.
+    func spares(_ path: String) -> [String] {
+        CommitJournal.spareNames(inDirectoryAt: path)
+    }
+
     /// Polls `condition` for up to ten seconds.
     func eventually(_ condition: () -> Bool) async throws -> Bool {
         for _ in 0..<1_000 {
@@ -31,7 +36,6 @@ import Testing
         // Not a whole number of the maker's chunks, so its last chunk is a short one. An entry
         // takes 276 bytes, so 150 stay under a quarter of the file and 250 pass it.
         let rotation = 200 << 10
-        let spare = temp.path + "/spare.journal"
         var written = [JournalEntry]()
         do {
             let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: rotation)
@@ -40,12 +44,15 @@ import Testing
                 written.append(entry(number))
                 try journal.append(written.last!)
             }
-            #expect(!FileManager.default.fileExists(atPath: spare))
+            #expect(spares(temp.path).isEmpty)
             for number in 151...250 as ClosedRange<UInt64> {
                 written.append(entry(number))
                 try journal.append(written.last!)
             }
-            #expect(try await eventually { !journal.isMakingSpare && FileManager.default.fileExists(atPath: spare) })
+            #expect(try await eventually { !journal.isMakingSpare && spares(temp.path).count == 1 })
+            let name = try #require(spares(temp.path).first)
+            #expect(name.hasPrefix("spare-zeros-"))
+            let spare = temp.path + "/" + name
             #expect(try size(spare) == rotation)
             #expect(try Data(contentsOf: URL(fileURLWithPath: spare)).allSatisfy { $0 == 0 })
             #expect(!FileManager.default.fileExists(atPath: temp.path + "/" + SpareJournalMaker.temporaryName))
@@ -59,6 +66,7 @@ import Testing
             }
             #expect(!FileManager.default.fileExists(atPath: spare))
             #expect(try size(CommitJournal.path(in: directory, number: 2)) == rotation, "file 2 is the spare, written over")
+            #expect(spares(temp.path).isEmpty)
         }
         // The zeros after file 2's records read as its end, not as damage.
         var recovered = [JournalEntry]()
@@ -86,6 +94,38 @@ import Testing
         maker.makeIfMissing(droppingFilesBelow: 1)
         #expect(try await eventually { !maker.isMaking })
         #expect(try Data(contentsOf: URL(fileURLWithPath: spare)) == Data("retired".utf8))
+        #expect(spares(temp.path) == ["spare.journal"])
+    }
+
+    /// Topping up makes one spare a call, only up to the number kept, and a journal asking for
+    /// its next spare makes none while one is left.
+    @Test func toppingUpMakesOneSpareAtATimeUpToTheNumberKept() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        #expect(FileManager.default.createFile(atPath: temp.path + "/spare-7.journal", contents: Data("retired".utf8)))
+        let maker = SpareJournalMaker(directoryPath: temp.path, bytes: 256 << 10, firstFile: 1, keeping: 3)
+        #expect(maker.spareCount == 1)
+        maker.makeIfMissing(droppingFilesBelow: 1)
+        #expect(try await eventually { !maker.isMaking })
+        #expect(maker.spareCount == 1, "one is left: nothing to make for the next rotation")
+        maker.topUp()
+        #expect(try await eventually { !maker.isMaking })
+        #expect(maker.spareCount == 2, "one a call")
+        for _ in 0..<3 {
+            maker.topUp()
+            #expect(try await eventually { !maker.isMaking })
+        }
+        #expect(maker.spareCount == 3)
+        let made = spares(temp.path).filter { $0.hasPrefix("spare-zeros-") }
+        #expect(made.count == 2)
+        for name in made {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: temp.path + "/" + name)) == Data(count: 256 << 10))
+        }
+    }
+
+    /// A maker keeps at least one spare, whatever it is asked.
+    @Test func aMakerKeepsAtLeastOne() {
+        #expect(SpareJournalMaker(directoryPath: "/nonexistent", firstFile: 1, keeping: 0).keeping == 1)
     }
 
     /// On a file system with less room than the maker needs, no spare is made: that space is
@@ -162,7 +202,7 @@ import Testing
             try journal.append(entry(number))
             number += 1
         }
-        #expect(try await eventually { !journal.isMakingSpare && FileManager.default.fileExists(atPath: temp.path + "/spare.journal") })
+        #expect(try await eventually { !journal.isMakingSpare && spares(temp.path).count == 1 })
         #expect(try residentPages(first) == 0)
         #expect(try residentPages(CommitJournal.path(in: directory, number: 2)) > 0, "the current file stays cached")
     }
