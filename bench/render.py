@@ -14,6 +14,7 @@ floors = []
 gaps = None
 fault_in = None
 sized_devices = None
+spares = None
 settle_seconds = None
 ticks_per_second = os.sysconf("SC_CLK_TCK")
 for line in open(results_path):
@@ -42,6 +43,8 @@ for line in open(results_path):
             server_cpu[fields[1]] = ticks / ticks_per_second / operations * 1e6
     elif fields[0] == "sized":
         sized_devices = int(fields[1])
+    elif fields[0] == "spares":
+        spares = {"kept": int(fields[1]), "seconds": int(fields[2]), "left": int(fields[3])}
     elif fields[0] == "settle":
         settle_seconds = int(fields[1])
     elif fields[0] == "floor":
@@ -160,6 +163,9 @@ probed = report("open-probe")
 # The same open loop on a node started with --expected-devices (step 3 of bench/run.sh).
 sized_runs = numbered_runs("sized")
 sized = median_by_p99(sized_runs)
+# And on a fresh sized node keeping spare journal files for its runs (--journal-spares).
+spared_runs = numbered_runs("spared")
+spared = median_by_p99(spared_runs)
 
 out = []
 w = out.append
@@ -279,6 +285,15 @@ if open_runs:
              " within seconds of the stop stalled for hundreds of milliseconds." if settle_seconds else "")
           + " It waited for its indexes' pages to be populated before the first run:\n")
         open_loop_table(sized_runs)
+    if spared_runs and spares:
+        w(f"The same open loop on another fresh node sized the same way that also keeps `--journal-spares {spares['kept']}`:")
+        w("spare journal files whose blocks are already written, which a rotation writes over. The nodes above keep one, so")
+        w("each file they fill (about one a second at this rate) makes them write the next spare's zeros while they serve,")
+        w("as many bytes as the journal itself, and every commit's `fdatasync` waits behind them. This node made its spares")
+        w(f"while quiet before the runs (in {spares['seconds']} s), enough for all of them, so it wrote no zeros during the runs;"
+          f" {spares['left']} were left after the last. A node serving longer at this rate than its spares last writes zeros"
+          " again, like the nodes above:\n")
+        open_loop_table(spared_runs)
     if probe:
         w("The disk probe: during that last run, a separate process appended 20 KB and called `fdatasync` once a")
         w(f"millisecond ({probe['calls']:,.0f} calls, at real-time priority where allowed, so that it waited for the disk")
@@ -388,7 +403,9 @@ if opened:
         f"median of {len(open_runs)} runs: p99 {p99:.2f} ms at {rate:,.0f}/s (run {'valid' if opened['judgement']['valid'] else 'INVALID'}; "
         f"generator lag p99 {lag:.2f} ms, CPU steal {percent(opened.get('cpu', {}).get('steal_share'))})"
         + (f"; on a node sized for its devices, median of {len(sized_runs)}: p99 {sized['latency']['p99_ns'] / 1e6:.2f} ms" if sized else "")
-        + (f" (p99 per second, median / worst, and seconds over 2 ms: {per_second(sized)})" if sized and per_second(sized) else ""),
+        + (f" (p99 per second, median / worst, and seconds over 2 ms: {per_second(sized)})" if sized and per_second(sized) else "")
+        + (f"; on a sized node keeping `--journal-spares {spares['kept']}` made before the runs, median of {len(spared_runs)}: "
+           f"p99 {spared['latency']['p99_ns'] / 1e6:.2f} ms ({per_second(spared)})" if spared and spares else ""),
         p99 <= 2)
 row("3-node cluster ≥ 50% of one node, replication lag p99 ≤ 100 ms", "not run: replication is not built yet", False)
 if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_000_000:
@@ -452,6 +469,9 @@ if len(open_runs) > 1 or probed:
     w("python3 bench/machine.py <data disk> --probe <seconds>   # at chrt -f 20 where allowed")
 if sized_runs:
     w(f"registryd --expected-devices {sized_devices}   # a fresh node; then the open loop at 70% again, --seed 7 + 1000 × run")
+if spared_runs and spares:
+    w(f"registryd --expected-devices {sized_devices} --journal-spares {spares['kept']}   # a fresh node; once it has its spares, "
+      "the open loop at 70% again, --seed 9 + 1000 × run")
 w("registryload --requests <to the next point> --connections 8 --in-flight 16 --batch 100   # memory points, RSS from /proc")
 if floors:
     repeats = len(floors) // max(1, len({(f["mode"], f["work"]) for f in floors}))

@@ -9,7 +9,8 @@
 #      fdatasync probe that shows what the disk alone charges meanwhile);
 #   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
 #      during the runs (the first node's do, several times); then, on that node, latency-against-load
-#      sweeps in open loop, with single requests and with batches of 20;
+#      sweeps in open loop, with single requests and with batches of 20; then the open loop on a fresh
+#      sized node that also keeps enough spare journal files for its runs (--journal-spares);
 #   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: a thread reads
 #      frames of the same sizes and spins a set CPU time per registration, then each round is journaled
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
@@ -30,6 +31,7 @@
 # BENCH_SIZED_DEVICES (--expected-devices of the node for step 3; by default 1.25 times what its runs register,
 # warm-ups included, so that no index even starts preparing a bigger table during them),
 # BENCH_SETTLE_SECONDS (pause between stopping the big node and starting that one, default 45),
+# BENCH_JOURNAL_SPARES (--journal-spares of the last sized node; by default the files its open loops fill, and two more),
 # BENCH_FLOOR_WORK_NS (the floor's CPU nanoseconds per registration, default "0 1000 2000 3000": beyond that, one thread cannot keep up at the rates of this machine),
 # BENCH_FLOOR_MODES (how the floor commits, default "inline pipelined"; see bench/floor.c),
 # BENCH_FLOOR_BYTES (the floor's frame, answer and journal bytes per batch, default "10200 5600 14900"),
@@ -254,6 +256,26 @@ sweep_run() {
 }
 for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
 for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
+stop_node
+
+echo "== open loop on a sized node keeping journal spares for the runs" >&2
+# Each journal file the node fills (about one a second at this rate) takes a spare, and with none
+# left the node writes the next one's zeros meanwhile: as many bytes as the journal itself, which every
+# commit's fdatasync then waits behind. A node keeping enough spares (--journal-spares), made while it was
+# quiet, writes no zeros during the runs. A first install journals about 150 bytes.
+spares=${BENCH_JOURNAL_SPARES:-$((open_rate * (seconds + 2) * open_repeats * 150 / (64 << 20) + 2))}
+sleep "$settle_seconds"
+start_node --expected-devices "$sized_devices" --journal-spares "$spares"
+wait_for_population
+spares_seconds=0
+while [ "$(find "$out/data" -maxdepth 1 -name 'spare*.journal' | wc -l)" -lt "$spares" ] && [ "$spares_seconds" -lt 300 ]; do
+  sleep 1; spares_seconds=$((spares_seconds + 1))
+done
+for repeat in $(seq 1 "$open_repeats"); do
+  run_load "spared-$repeat" --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
+    --rate "$open_rate" --slo p99=2ms --seed "$((9 + 1000 * repeat))"
+done
+printf 'spares\t%s\t%s\t%s\n' "$spares" "$spares_seconds" "$(find "$out/data" -maxdepth 1 -name 'spare*.journal' | wc -l)" >> "$results"
 stop_node
 
 echo "== what this machine allows" >&2
