@@ -62,8 +62,11 @@ import Synchronization
 /// Why keep more than one: the zeros cost the disk as much as the journal itself. A node at
 /// 463,000 registrations/s fills a 64 MiB file about once a second, so it also writes about
 /// 64 MiB of zeros a second, and every commit's `fdatasync` waits behind them. In an open loop at
-/// that rate on a node sized for its devices, the p99 was 3.5-4.1 ms while the maker wrote zeros
-/// and 1.8-2.1 ms when the run's journal fit a file made before it (three runs each). Spares kept
+/// that rate on a node sized for its devices, three alternating pairs of 15-second runs, keeping
+/// one spare and keeping 24 made before the run: the median of the runs' per-second p99s was
+/// 3.5-5.8 ms against 2.3-2.6 ms, and the commits' p99 1.2-1.5 ms against 0.5-1.0 ms; but the
+/// runs' p99 was 4.0-6.3 ms against 2.9-6.0 ms, because stalls of 10-50 ms that come and go
+/// with the machine, and not with the zeros, hit both. Spares kept
 /// from quiet times (``keeping``, `--journal-spares`) let a burst of that many files go without
 /// zeros; retired files refill them, so a node that is quiet at times writes no zeros at all once
 /// it has its spares. Each costs a journal file's disk space for as long as it is kept.
@@ -110,7 +113,10 @@ public final class SpareJournalMaker: @unchecked Sendable {
     /// A maker of spares of `bytes` bytes in the directory at `directoryPath`, for a journal
     /// whose first file this run is `firstFile`, keeping up to `keeping` (at least one). Removes a
     /// half-made spare that a crash left behind.
-    public init(directoryPath: String, bytes: Int = CommitJournal.rotationBytes, firstFile: UInt64, keeping: Int = 1, minimumFreeBytes: Int? = nil) {
+    public init(
+        directoryPath: String, bytes: Int = CommitJournal.rotationBytes, firstFile: UInt64, keeping: Int = 1,
+        minimumFreeBytes: Int? = nil
+    ) {
         self.directoryPath = directoryPath
         self.bytes = bytes
         self.keeping = max(keeping, 1)
@@ -123,8 +129,8 @@ public final class SpareJournalMaker: @unchecked Sendable {
     /// numbered below `current` from the page cache (those it has not dropped or passed over).
     /// While a spare is left no zeros need their memory, so the files are passed over instead:
     /// freed at a file a second, with nothing to reuse it, the memory went back to the hypervisor
-    /// (free page reporting) and commits stalled for 15-40 ms (node keeping 24 spares at 463,000
-    /// registrations/s: p99 13-28 ms in four runs when dropping, 2.4 and 3.5 ms when not). The
+    /// (free page reporting) and commits stalled for 15-55 ms (node keeping 24 spares at 463,000
+    /// registrations/s: p99 12-28 ms in six runs when dropping, 1.6-3.5 ms in four when not). The
     /// kernel reclaims those pages like any other cache when it needs them.
     func makeIfMissing(droppingFilesBelow current: UInt64) {
         startMaking {
