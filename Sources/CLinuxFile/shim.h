@@ -1,5 +1,6 @@
 // Linux calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module does not
-// define. Header only: nothing to link.
+// define, or in headers it does not include (getrandom, from sys/random.h). Header only: nothing
+// to link.
 #ifndef REGISTRY_CLINUXFILE_SHIM_H
 #define REGISTRY_CLINUXFILE_SHIM_H
 
@@ -9,6 +10,7 @@
 #endif
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/random.h>
 
 /// Writes the range's dirty pages back and waits for them, without the metadata commit that
 /// fdatasync would force: sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER). 0, or -1 and errno.
