@@ -290,9 +290,10 @@ if open_runs:
         w("spare journal files whose blocks are already written, which a rotation writes over. The nodes above keep one, so")
         w("each file they fill (about one a second at this rate) makes them write the next spare's zeros while they serve,")
         w("as many bytes as the journal itself, and every commit's `fdatasync` waits behind them. This node made its spares")
-        w(f"while quiet before the runs (in {spares['seconds']} s), enough for all of them, so it wrote no zeros during the runs;"
-          f" {spares['left']} were left after the last. A node serving longer at this rate than its spares last writes zeros"
-          " again, like the nodes above:\n")
+        w(f"while quiet before the runs (in {spares['seconds']} s)"
+          + (f", enough for all of them, so it wrote no zeros during the runs; {spares['left']} were left after the last."
+             if spares["left"] > 0 else ", but none was left after the last run, so that run may have written zeros near its end.")
+          + " A node serving longer at this rate than its spares last writes zeros again, like the nodes above:\n")
         open_loop_table(spared_runs)
     if probe:
         w("The disk probe: during that last run, a separate process appended 20 KB and called `fdatasync` once a")
