@@ -1,6 +1,5 @@
 // Linux calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module does not
-// define, or in headers it does not include (getrandom, from sys/random.h). Header only: nothing
-// to link.
+// define, or in headers it does not include. Header only: nothing to link.
 #ifndef REGISTRY_CLINUXFILE_SHIM_H
 #define REGISTRY_CLINUXFILE_SHIM_H
 
@@ -10,7 +9,6 @@
 #endif
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/random.h>
 
 /// Writes the range's dirty pages back and waits for them, without the metadata commit that
 /// fdatasync would force: sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER). 0, or -1 and errno.
@@ -24,6 +22,17 @@ static inline int registry_write_back_range(int descriptor, long long offset, lo
 static inline int registry_run_when_idle(void) {
     struct sched_param parameters = { 0 };
     return sched_setscheduler(0, SCHED_IDLE, &parameters);
+}
+
+/// getrandom(2) as glibc (2.25 and later) provides it. Declared here rather than by including
+/// sys/random.h, whose types, with _GNU_SOURCE defined, clash with Swift's Glibc module in a clean
+/// build (fd_set). On LP64 Linux these are glibc's types (ssize_t and size_t).
+extern long getrandom(void *buffer, unsigned long length, unsigned int flags);
+
+/// Fills up to `length` bytes at `buffer` from the kernel's random source (the urandom device's)
+/// in one system call. The count filled, which a signal may make fewer than asked, or -1 and errno.
+static inline long registry_random_bytes(void *buffer, unsigned long length) {
+    return getrandom(buffer, length, 0);
 }
 #endif
 

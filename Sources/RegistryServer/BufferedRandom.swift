@@ -33,7 +33,7 @@ struct BufferedRandom: RandomNumberGenerator {
     /// Fills `buffer` from the kernel's random source; false when it cannot.
     private static func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
         #if os(Linux)
-        return fill(buffer) { getrandom($0, $1, 0) }
+        return fill(buffer) { registry_random_bytes($0, UInt($1)) }
         #else
         let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
