@@ -174,7 +174,7 @@ final class JournalMover: @unchecked Sendable {
             into: log, segments: JournalMovePolicy.segmentsPerTransaction, readBytes: JournalMovePolicy.readBytesPerStep)
         if case .moved = step { try log.checkpoint() }
         guard transfer.isFinished else { return }
-        try CommitJournal.retire(in: directory, below: transfer.number + 1, keeping: spares.keeping)
+        try CommitJournal.retire(in: directory, below: transfer.number + 1, spares: spares.admission)
         self.transfer = nil
         nextFile = transfer.number + 1
         movedBytes.wrappingAdd(transfer.bytes, ordering: .relaxed)

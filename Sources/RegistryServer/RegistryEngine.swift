@@ -90,11 +90,13 @@ public final class RegistryEngine: Sendable {
         let directory: DataDirectory
         let identity: NodeIdentity
         let journalFile: UInt64
+        // One admission for the start-up's retiring and the spare maker's, so spares never exceed the number kept.
+        let spareAdmission = SpareAdmission(keeping: configuration.journalSpares)
         do {
             directory = try DataDirectory(path: configuration.dataDirectory)
             log = try OperationLog(directory: directory)
             journalFile = try Self.recoverJournal(
-                directory: directory, into: log, keepingSpares: configuration.journalSpares, logger: logger)
+                directory: directory, into: log, spares: spareAdmission, logger: logger)
             if let stored = try log.identity() {
                 if let configured = configuration.nodeID, configured.value != stored.nodeID {
                     throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
@@ -132,7 +134,7 @@ public final class RegistryEngine: Sendable {
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
         let spares = SpareJournalMaker(
             directoryPath: directory.path, bytes: configuration.journalFileBytes, firstFile: journalFile,
-            keeping: configuration.journalSpares)
+            admission: spareAdmission)
         do {
             self.writer = try LogWriter(
                 directory: directory, journalFile: journalFile, durableRecords: operations,
@@ -161,14 +163,14 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Moves the commits journaled by the previous run into `log` (they were acknowledged), one
-    /// journal file at a time, then retires the files (keeping up to `keepingSpares` as spares)
+    /// journal file at a time, then retires the files (keeping as spares what `spares` admits)
     /// and returns the number for the next one.
     /// Throws ``NodeStartupError/journalNotMoved(operations:commits:reason:)`` when the log
     /// cannot take a file's commits, and the ``StorageError`` of reading or retiring the files.
     /// Moving is idempotent (the log skips records it holds), so a start-up cut short by a crash
     /// simply moves again.
     private static func recoverJournal(
-        directory: DataDirectory, into log: OperationLog, keepingSpares: Int, logger: Logger
+        directory: DataDirectory, into log: OperationLog, spares: SpareAdmission, logger: Logger
     ) throws -> UInt64 {
         let started = DispatchTime.now().uptimeNanoseconds
         var operations = 0
@@ -195,7 +197,7 @@ public final class RegistryEngine: Sendable {
                 metadata: ["where": "\(tail)"])
         }
         let next = (recovered.files.last ?? 0) + 1
-        try CommitJournal.retire(in: directory, below: next, keeping: keepingSpares)
+        try CommitJournal.retire(in: directory, below: next, spares: spares)
         if !recovered.files.isEmpty {
             logger.info(
                 "recovered the commit journal",

@@ -11,7 +11,7 @@ import Darwin
 /// A running node writes its commits here only. While it is quiet it moves the files it has
 /// finished into the ``OperationLog`` (``JournalFileTransfer``) and retires them; at the next
 /// start-up, ``recover(in:eachFile:)`` reads back the rest, the node moves them, and
-/// ``retire(in:below:keeping:)`` retires those files.
+/// ``retire(in:below:spares:)`` retires those files.
 ///
 /// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
 /// passes ``rotationBytes`` it is closed with a rotation marker and the next begins, from a spare
@@ -25,7 +25,7 @@ import Darwin
 /// VM, 0.12 ms instead of 0.24 ms at p50). Every record carries its file number, so the records a
 /// reused file still holds from before are told apart from the current ones.
 ///
-/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:keeping:)``
+/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:spares:)``
 /// touches only files below the one being appended to, and spares (by atomic renames).
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
@@ -134,17 +134,17 @@ public final class CommitJournal {
     }
 
     /// Retires the journal files numbered below `number`, whose entries are all in the log: each
-    /// becomes a spare while the directory holds fewer than `keeping`, and is deleted otherwise.
-    /// (A spare the maker finishes meanwhile may make one more than `keeping`.)
-    public static func retire(in directory: DataDirectory, below number: UInt64, keeping: Int) throws(StorageError) {
-        var spares = spareNames(inDirectoryAt: directory.path).count
+    /// becomes a spare while `spares` admits one (the directory holds fewer than it keeps), and is
+    /// deleted otherwise.
+    public static func retire(in directory: DataDirectory, below number: UInt64, spares: SpareAdmission) throws(StorageError) {
         for old in try files(in: directory) where old < number {
             let path = path(in: directory, number: old)
-            if spares < keeping {
-                let spare = directory.path + "/spare-" + String(old) + ".journal"
-                guard rename(path, spare) == 0 || errno == ENOENT else { throw ioError(path, "rename") }
-                spares += 1
-            } else {
+            switch spares.add(renaming: path, to: directory.path + "/spare-" + String(old) + ".journal", inDirectoryAt: directory.path) {
+            case .added, .gone:
+                continue
+            case .failed(let code):
+                throw ioError(path, "rename", errno: code)
+            case .full:
                 guard unlink(path) == 0 || errno == ENOENT else { throw ioError(path, "delete") }
             }
         }
@@ -291,7 +291,7 @@ public final class CommitJournal {
         return .success(())
     }
 
-    private static func ioError(_ path: String, _ call: String) -> StorageError {
-        .io(path: path, reason: "\(call) failed: \(String(cString: strerror(errno)))")
+    private static func ioError(_ path: String, _ call: String, errno code: Int32 = errno) -> StorageError {
+        .io(path: path, reason: "\(call) failed: \(String(cString: strerror(code)))")
     }
 }

@@ -71,8 +71,8 @@ import Synchronization
 /// zeros; retired files refill them, so a node that is quiet at times writes no zeros at all once
 /// it has its spares. Each costs a journal file's disk space for as long as it is kept.
 ///
-/// `@unchecked Sendable`: `directoryPath`, `bytes`, `keeping` and `minimumFreeBytes` are
-/// immutable; the mutable `state` is a `Mutex`; and `firstUndropped` and the file work are
+/// `@unchecked Sendable`: `directoryPath`, `bytes`, `admission`, `minimumFreeBytes` and
+/// `beforeAdding` are immutable (`admission` is `Sendable`); the mutable `state` is a `Mutex`; and `firstUndropped` and the file work are
 /// touched only by closures on `queue` (serial), after `init` set them.
 public final class SpareJournalMaker: @unchecked Sendable {
     private struct State {
@@ -100,9 +100,15 @@ public final class SpareJournalMaker: @unchecked Sendable {
 
     private let directoryPath: String
     private let bytes: Int
-    /// Spares the directory should hold: ``topUp()`` makes them up to this many, and
-    /// ``CommitJournal/retire(in:below:keeping:)`` keeps retired files up to it.
-    public let keeping: Int
+    /// Decides whether a finished spare may join the directory; the journal mover's
+    /// ``CommitJournal/retire(in:below:spares:)`` asks the same one, so that together they never
+    /// keep more than ``keeping``.
+    public let admission: SpareAdmission
+    /// Spares the directory should hold: ``topUp()`` makes them up to this many.
+    public var keeping: Int { admission.keeping }
+    /// Runs on the maker's queue once a spare's zeros are synced, before it asks to add it (tests
+    /// use it to add spares meanwhile).
+    private let beforeAdding: @Sendable () -> Void
     /// Free bytes the file system must have for a spare to be made.
     private let minimumFreeBytes: Int
     private let queue = DispatchQueue(label: "registry.spare-journal", qos: .utility)
@@ -113,15 +119,37 @@ public final class SpareJournalMaker: @unchecked Sendable {
     /// A maker of spares of `bytes` bytes in the directory at `directoryPath`, for a journal
     /// whose first file this run is `firstFile`, keeping up to `keeping` (at least one). Removes a
     /// half-made spare that a crash left behind.
-    public init(
+    public convenience init(
         directoryPath: String, bytes: Int = CommitJournal.rotationBytes, firstFile: UInt64, keeping: Int = 1,
         minimumFreeBytes: Int? = nil
     ) {
+        self.init(
+            directoryPath: directoryPath, bytes: bytes, firstFile: firstFile, admission: SpareAdmission(keeping: keeping),
+            minimumFreeBytes: minimumFreeBytes)
+    }
+
+    /// A maker as above whose finished spares join the directory through `admission`, shared
+    /// with whatever retires the journal's files meanwhile.
+    public convenience init(
+        directoryPath: String, bytes: Int = CommitJournal.rotationBytes, firstFile: UInt64, admission: SpareAdmission,
+        minimumFreeBytes: Int? = nil
+    ) {
+        self.init(
+            directoryPath: directoryPath, bytes: bytes, firstFile: firstFile, admission: admission,
+            minimumFreeBytes: minimumFreeBytes, beforeAdding: {})
+    }
+
+    /// A maker as above that runs `beforeAdding` after each spare's zeros are synced (for tests).
+    init(
+        directoryPath: String, bytes: Int, firstFile: UInt64, admission: SpareAdmission, minimumFreeBytes: Int?,
+        beforeAdding: @escaping @Sendable () -> Void
+    ) {
         self.directoryPath = directoryPath
         self.bytes = bytes
-        self.keeping = max(keeping, 1)
+        self.admission = admission
         self.minimumFreeBytes = minimumFreeBytes ?? Self.freeFilesNeeded * bytes
         self.firstUndropped = firstFile
+        self.beforeAdding = beforeAdding
         unlink(directoryPath + "/" + Self.temporaryName)
     }
 
@@ -228,7 +256,9 @@ public final class SpareJournalMaker: @unchecked Sendable {
             return
         }
         close(descriptor)
-        guard rename(temporary, spare) == 0 else {
+        beforeAdding()
+        // Spares retired meanwhile may have filled the directory: then these zeros are not kept.
+        guard admission.add(renaming: temporary, to: spare, inDirectoryAt: directoryPath, ifFewerThan: wanted) == .added else {
             unlink(temporary)
             return
         }

@@ -143,7 +143,7 @@ import Testing
         #expect(recovered.files.first == 4)
         #expect(recovered.tornTail == nil)
 
-        try CommitJournal.retire(in: directory, below: recovered.files.last!, keeping: 1)
+        try CommitJournal.retire(in: directory, below: recovered.files.last!, spares: SpareAdmission(keeping: 1))
         #expect(try CommitJournal.files(in: directory) == [recovered.files.last!])
         #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 1, "one spare is kept (made or retired), the rest deleted")
     }
@@ -165,13 +165,13 @@ import Testing
             #expect(journal.fileNumber > 5)
         }
         #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty, "file 1 took the old spare")
-        try CommitJournal.retire(in: directory, below: 5, keeping: 3)
+        try CommitJournal.retire(in: directory, below: 5, spares: SpareAdmission(keeping: 3))
         #expect(CommitJournal.spareNames(inDirectoryAt: temp.path) == ["spare-1.journal", "spare-2.journal", "spare-3.journal"])
         #expect(try CommitJournal.files(in: directory).first == 5, "file 4 was deleted")
         let sizes = try (1...3).map { try FileManager.default.attributesOfItem(atPath: temp.path + "/spare-\($0).journal")[.size] as! Int }
 
         let last = try CommitJournal.files(in: directory).last!
-        try CommitJournal.retire(in: directory, below: last + 1, keeping: 3)
+        try CommitJournal.retire(in: directory, below: last + 1, spares: SpareAdmission(keeping: 3))
         #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 3, "already three: the rest are deleted")
         #expect(try CommitJournal.files(in: directory).isEmpty)
         do {
@@ -198,7 +198,7 @@ import Testing
             for entry in entries(5) { try journal.append(entry) }
         }
         let oldSize = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000001.log")[.size] as! Int
-        try CommitJournal.retire(in: directory, below: 2, keeping: 1)
+        try CommitJournal.retire(in: directory, below: 2, spares: SpareAdmission(keeping: 1))
         #expect(try CommitJournal.files(in: directory).isEmpty)
 
         let fresh = JournalEntry(segments: [segment(100...100)], clock: 100)

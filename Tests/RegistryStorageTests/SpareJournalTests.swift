@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RegistryTestSupport
 import Testing
 @testable import RegistryStorage
@@ -121,6 +122,56 @@ import Testing
         for name in made {
             #expect(try Data(contentsOf: URL(fileURLWithPath: temp.path + "/" + name)) == Data(count: 256 << 10))
         }
+    }
+
+    /// Files retired while the maker writes its zeros can fill the directory: the finished zeros
+    /// are then not kept, so the directory never holds more spares than asked.
+    @Test func zerosFinishedAfterRetiredFilesFilledTheDirectoryAreNotKept() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        // Held by the mutex only to hand it to the maker's thread.
+        let directory = Mutex(try DataDirectory(path: temp.path))
+        let admission = SpareAdmission(keeping: 2)
+        let retired = Mutex<Result<Void, StorageError>?>(nil)
+        let maker = SpareJournalMaker(
+            directoryPath: temp.path, bytes: 64 << 10, firstFile: 3, admission: admission, minimumFreeBytes: nil,
+            beforeAdding: {
+                // Two finished files retired by the mover while the zeros were being written.
+                for number: UInt64 in 1...2 {
+                    _ = FileManager.default.createFile(atPath: CommitJournal.path(inDirectoryAt: temp.path, number: number), contents: Data(count: 300))
+                }
+                let result = directory.withLock { directory in
+                    Result { () throws(StorageError) in try CommitJournal.retire(in: directory, below: 3, spares: admission) }
+                }
+                retired.withLock { $0 = result }
+            })
+        maker.topUp()
+        #expect(try await eventually { !maker.isMaking && retired.withLock { $0 != nil } })
+        #expect(retired.withLock { if case .success = $0 { true } else { false } })
+        #expect(spares(temp.path) == ["spare-1.journal", "spare-2.journal"])
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: temp.path).contains(SpareJournalMaker.temporaryName), "nor a half-made file")
+    }
+
+    /// The admission renames a file into a spare only while the directory holds fewer than it
+    /// keeps (or than a lower limit asked), and leaves the file otherwise.
+    @Test func theAdmissionAddsSparesUpToTheNumberKept() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let admission = SpareAdmission(keeping: 2)
+        func offer(_ name: String, limit: Int? = nil) -> SpareAdmission.Outcome {
+            let path = temp.path + "/" + name
+            _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+            return admission.add(renaming: path, to: temp.path + "/spare-" + name + ".journal", inDirectoryAt: temp.path, ifFewerThan: limit)
+        }
+        #expect(offer("a") == .added)
+        #expect(offer("b", limit: 1) == .full, "one is enough for this caller")
+        #expect(FileManager.default.fileExists(atPath: temp.path + "/b"), "a file not admitted stays")
+        #expect(offer("c") == .added)
+        #expect(offer("d", limit: 5) == .full, "never more than kept")
+        #expect(spares(temp.path) == ["spare-a.journal", "spare-c.journal"])
+        let outcome = admission.add(renaming: temp.path + "/missing", to: temp.path + "/spare-m.journal", inDirectoryAt: temp.path + "/none")
+        #expect(outcome == .gone)
+        #expect(SpareAdmission(keeping: 0).keeping == 1)
     }
 
     /// A maker keeps at least one spare, whatever it is asked.
