@@ -71,9 +71,10 @@ import Synchronization
 /// zeros; retired files refill them, so a node that is quiet at times writes no zeros at all once
 /// it has its spares. Each costs a journal file's disk space for as long as it is kept.
 ///
-/// `@unchecked Sendable`: `directoryPath`, `bytes`, `admission`, `minimumFreeBytes` and
-/// `beforeAdding` are immutable (`admission` is `Sendable`); the mutable `state` is a `Mutex`; and `firstUndropped` and the file work are
-/// touched only by closures on `queue` (serial), after `init` set them.
+/// `@unchecked Sendable`: `directoryPath`, `bytes`, `admission` (itself `Sendable`),
+/// `minimumFreeBytes` and `beforeAdding` are immutable; the mutable `state` is a `Mutex`; and
+/// `firstUndropped` and the file work are touched only by closures on `queue` (serial), after
+/// `init` set them.
 public final class SpareJournalMaker: @unchecked Sendable {
     private struct State {
         var making = false
