@@ -11,6 +11,7 @@ results_path, reports = sys.argv[1], sys.argv[2]
 rows, memory, restarts, sweep, phase_steal, machine, server_cpu, probe = [], [], [], [], {}, None, {}, None
 idle_move = None
 rested = None
+stalls = None
 floors = []
 gaps = None
 fault_in = None
@@ -34,6 +35,8 @@ for line in open(results_path):
         machine = dict(zip(("fsync_p50", "fsync_p99", "fsync_cpu", "wake"), map(float, fields[1:5])))
     elif fields[0] == "rested":
         rested = dict(zip(("hot_p50", "hot_p99", "rested_p50", "rested_p99", "rest_ms"), map(float, fields[1:6])))
+    elif fields[0] == "stalls":
+        stalls = dict(zip(("seconds", "count", "ms", "longest_ms"), map(float, fields[1:5])))
     elif fields[0] == "fault-in":
         fault_in = dict(zip(("fresh", "reused"), map(float, fields[1:3])))
     elif fields[0] == "gaps":
@@ -201,6 +204,14 @@ if rested:
       + ". Keeping the disk busy with extra `fdatasync`s on a side file (a separate process, one every 200 µs) did not")
     w("pay here: the node's commits got no faster, and the extra wake-ups made the generator late (p99 12-14 ms against")
     w("2.2-3.3 ms at 470,000 registrations/s, two runs each by hand).\n")
+if stalls:
+    w(f"Left alone, the disk also stalls: writing and syncing 15 KB every 0.3 ms for {stalls['seconds']:.0f} s with nothing else")
+    w(f"running, {stalls['count']:.0f} calls took over 4 ms, {stalls['ms']:.1f} ms in all, the longest {stalls['longest_ms']:.1f} ms. By hand, two")
+    w("writers syncing separate files stalled at the same instants, so the stalls are the disk's and a second commit stream")
+    w("would not get around them. Each one holds every group commit behind it, and every registration that arrives meanwhile"
+      + (f" waits for its end: at the open loop's {opened['throughput']['achieved_per_second']:,.0f} registrations/s, 10 ms of"
+         f" stall makes about {opened['throughput']['achieved_per_second'] / 100:,.0f} of them late.\n"
+         if opened else " waits for its end.\n"))
 if gaps:
     w(f"The machine also takes CPUs away: a process that never sleeps, pinned to each of the {gaps['cores']:.0f} cores for")
     w(f"{gaps['seconds']:.0f} s with nothing else running, found its clock jump by more than 1 ms {gaps['per_second']:.2f} times a")
@@ -445,7 +456,10 @@ if opened and opened.get("cpu") and floor and opened["latency"]["p99_ns"] > 2_00
         "hand-over between threads (four per batch) can wait for a CPU."
         + (f" The node's own commits (journal write and fdatasync) took {commit_p99(opened)} at p99 in that run, and every "
            "registration waits for at least one of them." if commit_p99(opened) else "")
-        + (f" The disk probe beside the node waited {probe['p99'] / 1000:.2f} ms at p99 for an fdatasync." if probe else ""))
+        + (f" The disk probe beside the node waited {probe['p99'] / 1000:.2f} ms at p99 for an fdatasync." if probe else "")
+        + (f" Left alone, the disk stalled {stalls['count']:.0f} times in {stalls['seconds']:.0f} s for up to {stalls['longest_ms']:.1f} ms"
+           " (see What this machine charges), and every registration arriving during a stall waits for its end."
+           if stalls else ""))
     if p99 / alone > 20:
         limits.append(
             f"The p99 was {p99 / alone:.0f}× a batch's own time: not the steady queueing of a busy machine, which is a few "

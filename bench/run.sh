@@ -17,7 +17,7 @@
 #      and registryd with its data directory in memory (no disk);
 #   5. resident memory per device at 1M and 10M registered devices, and the restart time at each;
 #      then the restart at 10M after the node moved its journal into SQLite while idle.
-# First, bench/machine.py measures what this machine charges for an fdatasync (busy and rested), a wake-up and new memory.
+# First, bench/machine.py measures what this machine charges for an fdatasync (busy and rested), how often its disk stalls, a wake-up and new memory.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
 # for every registryload run (in its JSON report) and for the baseline phase, because it, not
