@@ -1,8 +1,13 @@
 """Measures what this machine charges for an fdatasync after an append (each group commit does
 one), a wake-up of a sleeping process (a request crosses threads several times) and new memory
-(each next table of a growing index). Prints one results.tsv line:
+(each next table of a growing index), and how its disk behaves once rested and on its own.
+Prints one results.tsv line:
 
     machine <fsync p50 µs> <fsync p99 µs> <fsync CPU µs per call> <wake-up µs>
+
+one line on what the disk charges for a commit once it has rested (see rested_overwrites):
+
+    rested <back-to-back p50 µs> <back-to-back p99 µs> <rested p50 µs> <rested p99 µs> <rest ms>
 
 one line on how often the disk stalls on its own (see disk_stalls):
 
@@ -66,7 +71,7 @@ def rested_overwrites(count=1000, size=15_000, span=4 << 20):
     """Writes `size` bytes over blocks a file already has and fdatasyncs, as a group commit into a
     spare journal file does: `count` times back to back, then `count` times each after a rest of
     REST_SECONDS. Returns the sorted latencies of both. On this project's VM the disk answers an
-    fdatasync in about 0.1 ms while it is kept busy and in 0.8-0.9 ms after 2 ms without one
+    fdatasync in about 0.1 ms while it is kept busy and in 0.7-0.9 ms after 2 ms without one
     (after 0.1 ms of rest the p90 already rises), so a node at a low rate, whose commits find the
     disk rested, pays several times what a busy node pays for each."""
     path = os.path.join(directory, "machine-rest.bin")
