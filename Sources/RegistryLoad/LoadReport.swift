@@ -141,6 +141,11 @@ public struct LoadReport: Codable, Sendable {
         /// nodes reported them.
         public var journalBytes: UInt64?
         public var journalFiles: UInt64?
+        /// Spare journal files the node's data directory held after the run, and how many it
+        /// keeps (`--journal-spares`): a run that found none left wrote a spare's zeros while it
+        /// served. Absent from reports written before nodes reported them.
+        public var journalSpares: UInt64?
+        public var journalSparesKept: UInt64?
         /// The journal write and fdatasync of the commits made from the end of the warm-up to
         /// the last answer: the difference of the node's `commit_latency` readings then. Nil
         /// when either reading failed or the node restarted in between.
@@ -156,13 +161,16 @@ public struct LoadReport: Codable, Sendable {
             case uptimeMillis = "uptime_millis"
             case journalBytes = "journal_bytes"
             case journalFiles = "journal_files"
+            case journalSpares = "journal_spares"
+            case journalSparesKept = "journal_spares_kept"
             case windowCommitLatency = "window_commit_latency"
         }
 
         public init(
             endpoint: String, nodeID: String, serverVersion: String, devices: UInt64, aliases: UInt64, claims: UInt64,
             requestsServed: UInt64, errors: [String: UInt64], logOperations: UInt64, logCommits: UInt64, uptimeMillis: UInt64,
-            journalBytes: UInt64?, journalFiles: UInt64?, windowCommitLatency: BucketedLatency? = nil
+            journalBytes: UInt64?, journalFiles: UInt64?, journalSpares: UInt64? = nil, journalSparesKept: UInt64? = nil,
+            windowCommitLatency: BucketedLatency? = nil
         ) {
             self.endpoint = endpoint
             self.nodeID = nodeID
@@ -177,6 +185,8 @@ public struct LoadReport: Codable, Sendable {
             self.uptimeMillis = uptimeMillis
             self.journalBytes = journalBytes
             self.journalFiles = journalFiles
+            self.journalSpares = journalSpares
+            self.journalSparesKept = journalSparesKept
             self.windowCommitLatency = windowCommitLatency
         }
     }

@@ -72,6 +72,8 @@ public final class RegistryEngine: Sendable {
     private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
     private let mover: JournalMover
+    /// The spare journal files' maker, asked how many the directory holds for the stats.
+    private let spares: SpareJournalMaker
     let counters = ServerCounters()
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
@@ -145,6 +147,7 @@ public final class RegistryEngine: Sendable {
         self.mover = JournalMover(
             log: log, directory: directory, firstFile: journalFile,
             quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, spares: spares, logger: logger)
+        self.spares = spares
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
@@ -231,11 +234,14 @@ public final class RegistryEngine: Sendable {
         decisions.reserveCapacity(frames.count)
         var mustWait = false
         for (frame, request) in zip(frames, prepared) {
+            // Counting the spares lists the data directory: done before the lock, not under it.
+            var spareCount = 0
+            if case .stats = frame.body { spareCount = spares.spareCount }
             let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
                 if let failure = core.failure { return (.answer(.error(failure)), false) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commitRunning || !core.pendingOperations.isEmpty
-                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable) }
+                if case .stats = frame.body { return (.answer(.stats(stats(core, journalSpares: spareCount))), undurable) }
                 let before = core.pendingOperations.count
                 let decision = core.node.decide(
                     request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
@@ -325,10 +331,12 @@ public final class RegistryEngine: Sendable {
 
     /// The node's statistics.
     public func stats() -> StatsMessage {
-        core.withLockedValue { stats($0) }
+        let spareCount = spares.spareCount
+        return core.withLockedValue { stats($0, journalSpares: spareCount) }
     }
 
-    private func stats(_ core: borrowing Core) -> StatsMessage {
+    /// The stats as of `core`, with `journalSpares` spare journal files counted (before the lock).
+    private func stats(_ core: borrowing Core, journalSpares: Int) -> StatsMessage {
         var message = StatsMessage()
         message.nodeID = nodeID.value
         message.clusterID = clusterID
@@ -349,6 +357,8 @@ public final class RegistryEngine: Sendable {
         let moved = mover.moved
         message.journalBytes = core.journalBytes > moved.bytes ? core.journalBytes - moved.bytes : 0
         message.journalFiles = core.journalFiles > moved.files ? core.journalFiles - moved.files : 0
+        message.journalSpares = UInt64(journalSpares)
+        message.journalSparesKept = UInt64(spares.keeping)
         return message
     }
 

@@ -244,6 +244,10 @@ public struct StatsMessage: Hashable, Sendable {
     public var journalBytes: UInt64 = 0
     /// Journal files holding them.
     public var journalFiles: UInt64 = 0
+    /// Spare journal files the data directory holds now (written over by the next rotations).
+    public var journalSpares: UInt64 = 0
+    /// How many spares the node keeps (`--journal-spares`).
+    public var journalSparesKept: UInt64 = 0
 
     public init() {}
 

@@ -76,6 +76,8 @@ extension ServerFrame {
             message.logCommits = stats.log_commits
             message.journalBytes = stats.journal_bytes
             message.journalFiles = stats.journal_files
+            message.journalSpares = stats.journal_spares
+            message.journalSparesKept = stats.journal_spares_kept
             if let latency = stats.commit_latency?.pointee {
                 message.commitLatency = try LatencyBuckets(
                     upperBoundsMicros: CRead.integers(latency.n_upper_bounds_us, latency.upper_bounds_us),
@@ -195,6 +197,8 @@ extension ServerFrame {
             message.log_commits = stats.logCommits
             message.journal_bytes = stats.journalBytes
             message.journal_files = stats.journalFiles
+            message.journal_spares = stats.journalSpares
+            message.journal_spares_kept = stats.journalSparesKept
             var latency = Registry__V1__LatencyBuckets()
             registry__v1__latency_buckets__init(&latency)
             latency.n_upper_bounds_us = stats.commitLatency.upperBoundsMicros.count

@@ -81,6 +81,9 @@ struct StatusView: Printable {
         /// or by its next start-up before serving.
         let journalBytes: UInt64
         let journalFiles: UInt64
+        /// Spare journal files held now, and how many the node keeps (`--journal-spares`).
+        let journalSpares: UInt64
+        let journalSparesKept: UInt64
     }
 
     init(_ stats: StatsMessage) {
@@ -95,7 +98,8 @@ struct StatusView: Printable {
         connections = stats.connections
         log = Log(
             operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence,
-            commitLatency: stats.commitLatency.summary, journalBytes: stats.journalBytes, journalFiles: stats.journalFiles)
+            commitLatency: stats.commitLatency.summary, journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
+            journalSpares: stats.journalSpares, journalSparesKept: stats.journalSparesKept)
         errors = stats.errorsByName
     }
 
@@ -112,6 +116,10 @@ struct StatusView: Printable {
                     ? "nothing waiting to move into the SQLite log"
                     : "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") not yet in the SQLite log "
                         + "(moved while the node is quiet, or at the next start-up)"
+            ),
+            (
+                "journal spares",
+                "\(log.journalSpares) of \(log.journalSparesKept) kept (written over by the next rotations; a quiet node makes the missing ones)"
             ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]

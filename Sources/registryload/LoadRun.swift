@@ -202,6 +202,7 @@ struct LoadRun {
                     errors: stats.errorsByName,
                     logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis,
                     journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
+                    journalSpares: stats.journalSpares, journalSparesKept: stats.journalSparesKept,
                     windowCommitLatency: window?.summary.map(LoadReport.BucketedLatency.init)))
         }
         return result

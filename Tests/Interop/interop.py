@@ -111,6 +111,9 @@ def main():
     check(sum(counts) == stats.log_commits > 0, f"{sum(counts)} commits timed, {stats.log_commits} made")
     # The journal those commits went to: more bytes than the operations' payloads, in one file.
     check(stats.journal_bytes > 100 and stats.journal_files == 1, f"journal: {stats.journal_bytes} B, {stats.journal_files} files")
+    # Spare journal files: one kept by default, made while the node is quiet.
+    check(stats.journal_spares_kept == 1 and stats.journal_spares <= 1,
+          f"spares: {stats.journal_spares} of {stats.journal_spares_kept} kept")
 
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))

@@ -96,12 +96,15 @@ import Testing
             #expect(try await eventually { CommitJournal.spareNames(inDirectoryAt: temp.path).count == 4 && engine.stats().journalFiles == 1 })
             try await Task.sleep(for: .milliseconds(400))
             #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 4)
+            #expect(engine.stats().journalSpares == 4 && engine.stats().journalSparesKept == 4)
             engine.close()
         }
         // A restart with fewer kept deletes what it retires, and never a spare it has.
         let engine = try open(temp.path, moveBelow: 0, spares: 2)
         defer { engine.close() }
         #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 3, "one became the new file")
+        // The stats tell what the directory holds, even above what the node keeps now.
+        #expect(engine.stats().journalSpares == 3 && engine.stats().journalSparesKept == 2)
         #expect(engine.stats().deviceCount == 1_000)
     }
 

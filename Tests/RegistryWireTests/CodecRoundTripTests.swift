@@ -56,6 +56,8 @@ import Testing
         stats.logCommits = 14
         stats.journalBytes = 16
         stats.journalFiles = 17
+        stats.journalSpares = 18
+        stats.journalSparesKept = 19
         for micros: UInt64 in [90, 400, 400, 2_500, 5_000_000] { stats.commitLatency.record(micros: micros) }
         return stats
     }

@@ -256,7 +256,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[17] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[19] =
 {
   {
     "node_id",
@@ -462,6 +462,30 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[17]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "journal_spares",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, journal_spares),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "journal_spares_kept",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, journal_spares_kept),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -473,6 +497,8 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   8,   /* field[8] = errors */
   15,   /* field[15] = journal_bytes */
   16,   /* field[16] = journal_files */
+  17,   /* field[17] = journal_spares */
+  18,   /* field[18] = journal_spares_kept */
   13,   /* field[13] = log_commits */
   10,   /* field[10] = log_epoch */
   9,   /* field[9] = log_operations */
@@ -485,7 +511,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 17 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -495,7 +521,7 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  17,
+  19,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   1,  registry__v1__stats__number_ranges,

@@ -116,10 +116,21 @@ struct  Registry__V1__Stats
    * at 64 MiB).
    */
   uint64_t journal_files;
+  /*
+   * Spare journal files the data directory holds now: files whose blocks are
+   * already written, which the next rotations write over instead of appending
+   * to new files (each costs a journal file's disk space while it is kept).
+   */
+  uint64_t journal_spares;
+  /*
+   * How many spares the node keeps (registryd --journal-spares): retired files
+   * become spares up to this many, and a quiet node makes the missing ones.
+   */
+  uint64_t journal_spares_kept;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
 
 
 /*
