@@ -64,38 +64,50 @@ def timed_appends(size=20_000, count=None, seconds=None, pause=0.0):
     return sorted(latencies), cpu
 
 
-REST_SECONDS = 0.002
-
-
-def rested_overwrites(count=1000, size=15_000, span=4 << 20):
-    """Writes `size` bytes over blocks a file already has and fdatasyncs, as a group commit into a
-    spare journal file does: `count` times back to back, then `count` times each after a rest of
-    REST_SECONDS. Returns the sorted latencies of both. On this project's VM the disk answers an
-    fdatasync in about 0.1 ms while it is kept busy and in 0.7-0.9 ms after 2 ms without one
-    (after 0.1 ms of rest the p90 already rises), so a node at a low rate, whose commits find the
-    disk rested, pays several times what a busy node pays for each."""
-    path = os.path.join(directory, "machine-rest.bin")
+def overwrites(name, size, span):
+    """Yields, call after call, how long writing `size` bytes over blocks a file already has and
+    then fdatasync took, as a group commit into a spare journal file does: the file (`name` in the
+    data directory) is `span` bytes of synced zeros, written over in turn. Closing the generator
+    removes the file."""
+    path = os.path.join(directory, name)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     payload = b"r" * size
-    runs = []
     try:
         os.write(fd, bytes(span))
         os.fdatasync(fd)
         offset = 0
+        while True:
+            start = time.perf_counter()
+            os.pwrite(fd, payload, offset)
+            os.fdatasync(fd)
+            yield time.perf_counter() - start
+            offset = (offset + size) % (span - size)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+REST_SECONDS = 0.002
+
+
+def rested_overwrites(count=1000, size=15_000, span=4 << 20):
+    """Times `count` overwrites (see overwrites) back to back, then `count` more each after a rest
+    of REST_SECONDS. Returns the sorted latencies of both. On this project's VM the disk answers an
+    fdatasync in about 0.1 ms while it is kept busy and in 0.7-0.9 ms after 2 ms without one
+    (after 0.1 ms of rest the p90 already rises), so a node at a low rate, whose commits find the
+    disk rested, pays several times what a busy node pays for each."""
+    calls = overwrites("machine-rest.bin", size, span)
+    runs = []
+    try:
         for pause in (0.0, REST_SECONDS):
             latencies = []
             for _ in range(count):
-                start = time.perf_counter()
-                os.pwrite(fd, payload, offset)
-                os.fdatasync(fd)
-                latencies.append(time.perf_counter() - start)
-                offset = (offset + size) % (span - size)
+                latencies.append(next(calls))
                 if pause:
                     time.sleep(pause)
             runs.append(sorted(latencies))
     finally:
-        os.close(fd)
-        os.unlink(path)
+        calls.close()
     return runs
 
 
@@ -103,32 +115,22 @@ STALL_SECONDS = 30
 
 
 def disk_stalls(seconds=STALL_SECONDS, size=15_000, span=16 << 20, pause=0.0003, threshold=0.004):
-    """Writes `size` bytes over a file's blocks and fdatasyncs, with `pause` between calls, for
-    `seconds` on an otherwise idle machine. Returns (calls over `threshold`, seconds in them,
-    longest). Such a stall holds every group commit behind it; on this project's VM two writers
-    syncing separate files stalled at the same instants (by hand: 5 stalls of 4.9-35.7 ms in
-    40 s), so it is the disk's, and a second commit stream would not get around it."""
-    path = os.path.join(directory, "machine-stalls.bin")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-    payload = b"r" * size
+    """Times overwrites (see overwrites), with `pause` between calls, for `seconds` on an otherwise
+    idle machine. Returns (calls over `threshold`, seconds in them, longest). Such a stall holds
+    every group commit behind it; on this project's VM two writers syncing separate files stalled
+    at the same instants (by hand: 5 stalls of 4.9-35.7 ms in 40 s), so it is the disk's, and a
+    second commit stream would not get around it."""
+    calls = overwrites("machine-stalls.bin", size, span)
     slow = []
     try:
-        os.write(fd, bytes(span))
-        os.fdatasync(fd)
-        offset = 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            start = time.perf_counter()
-            os.pwrite(fd, payload, offset)
-            os.fdatasync(fd)
-            elapsed = time.perf_counter() - start
+            elapsed = next(calls)
             if elapsed > threshold:
                 slow.append(elapsed)
-            offset = (offset + size) % (span - size)
             time.sleep(pause)
     finally:
-        os.close(fd)
-        os.unlink(path)
+        calls.close()
     return len(slow), sum(slow), max(slow, default=0.0)
 
 
