@@ -142,8 +142,8 @@ public struct LoadReport: Codable, Sendable {
         public var journalBytes: UInt64?
         public var journalFiles: UInt64?
         /// Spare journal files the node's data directory held after the run, and how many it
-        /// keeps (`--journal-spares`): a run that found none left wrote a spare's zeros while it
-        /// served. Absent from reports written before nodes reported them.
+        /// keeps (`--journal-spares`): a node with none left writes the next spare's zeros while it
+        /// serves. Absent from reports written before nodes reported them.
         public var journalSpares: UInt64?
         public var journalSparesKept: UInt64?
         /// The journal write and fdatasync of the commits made from the end of the warm-up to
