@@ -120,7 +120,12 @@ let package = Package(
         ),
 
         // Helpers the test targets share.
-        .target(name: "RegistryTestSupport", path: "Tests/RegistryTestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "RegistryTestSupport",
+            dependencies: ["RegistryWire", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/RegistryTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),

@@ -6,15 +6,28 @@ import RegistryWire
 /// Asks connections to finish their in-flight requests and close (graceful shutdown).
 struct DrainConnectionEvent: Sendable {}
 
-/// Serves one client connection: decodes frame payloads, feeds ``ConnectionStateMachine``,
-/// hands requests to the engine in groups (one per socket read), and writes the answers.
+/// Serves one client connection: cuts the byte stream into frames, decodes them, feeds
+/// ``ConnectionStateMachine``, hands requests to the engine in groups (one per socket read), and
+/// writes the answers.
+///
+/// It cuts frames itself, rather than behind a `ByteToMessageHandler`, so that it can stop
+/// between two frames: while the connection is at its in-flight limit, or its channel is not
+/// writable, the rest of what was read waits here and no more is read (see
+/// ``RequestFlowControl``).
 final class ConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private var machine: ConnectionStateMachine
+    /// Bytes read and not yet cut into frames.
+    private var unread: ByteBuffer
+    private let frames: FrameDecoder
     private var batch: [ClientFrame] = []
+    /// True while ``pump(context:)`` runs, so that answers delivered from inside it (the engine
+    /// may answer on this thread, within `submit`) ask it to go round again instead of recursing.
+    private var pumping = false
+    private var pumpAgain = false
     private let engine: RegistryEngine
     /// Remembers this connection's bundles, so each is validated once.
     private var resolver: BundleResolver
@@ -25,6 +38,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
         self.engine = engine
         self.logger = logger
         self.machine = ConnectionStateMachine(maxInFlight: Int(engine.limits.maxInFlight))
+        self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
+        self.unread = ByteBuffer()
         self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
     }
 
@@ -41,7 +56,59 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let payload = unwrapInboundIn(data)
+        var bytes = unwrapInboundIn(data)
+        if unread.readableBytes == 0 {
+            unread = bytes
+        } else {
+            unread.writeBuffer(&bytes)
+        }
+        takeFrames(context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        pump(context: context)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        machine.writabilityChanged(writable: context.channel.isWritable)
+        if context.channel.isWritable { pump(context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // Whole frames left unread are requests the client gave up on; a partial one means the
+        // stream ended inside a frame.
+        while machine.state != .closed, (try? frames.nextFrame(&unread)) ?? nil != nil {}
+        if machine.state != .closed, unread.readableBytes > 0 {
+            logger.info(
+                "connection closed mid-frame",
+                metadata: ["error": "\(FrameError.truncated(bufferedBytes: unread.readableBytes))"])
+            engine.counters.record(error: .malformedFrame)
+        }
+        unread.clear()
+        context.fireChannelInactive()
+    }
+
+    /// Cuts and handles frames from ``unread`` while the state machine takes them.
+    private func takeFrames(context: ChannelHandlerContext) {
+        while machine.takesFrames {
+            let payload: ByteBuffer?
+            do {
+                payload = try frames.nextFrame(&unread)
+            } catch {
+                return failConnection(context: context, requestID: 0, WireError(code: .frameTooLarge, message: error.description))
+            }
+            guard let payload else { break }
+            handle(payload, context: context)
+        }
+        if unread.readableBytes == 0 {
+            unread.clear()
+        } else if unread.readerIndex > 1 << 16 {
+            unread.discardReadBytes()
+        }
+    }
+
+    private func handle(_ payload: ByteBuffer, context: ChannelHandlerContext) {
         let frame: ClientFrame
         do {
             frame = try ClientFrame(decoding: payload)
@@ -66,31 +133,48 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
-        if !batch.isEmpty {
-            let frames = batch
-            batch = []
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            let loop = context.eventLoop
-            engine.submit(frames, resolver: &resolver) { answers in
-                if loop.inEventLoop {
-                    bound.value.deliver(answers.frames)
-                } else {
-                    loop.execute { bound.value.deliver(answers.frames) }
-                }
-            }
+    /// Submits the frames taken so far as one group, takes more from what is buffered while the
+    /// state machine allows, reads again once a held read may go ahead, and flushes.
+    private func pump(context: ChannelHandlerContext) {
+        if pumping {
+            pumpAgain = true
+            return
         }
+        pumping = true
+        repeat {
+            pumpAgain = false
+            takeFrames(context: context)
+            if !batch.isEmpty { submitBatch(context: context) }
+        } while pumpAgain
+        pumping = false
+        if machine.takeHeldRead() { context.read() }
         context.flush()
     }
 
-    /// Writes answers from the engine and updates backpressure.
+    private func submitBatch(context: ChannelHandlerContext) {
+        let frames = batch
+        batch = []
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        engine.submit(frames, resolver: &resolver) { answers in
+            if loop.inEventLoop {
+                bound.value.deliver(answers.frames)
+            } else {
+                loop.execute { bound.value.deliver(answers.frames) }
+            }
+        }
+    }
+
+    /// Writes answers from the engine and lets more requests in.
     private func deliver(_ responses: [ServerFrame]) {
         guard let context else { return }
         write(context: context, responses)
-        context.flush()
-        let (resumeRead, close) = machine.answered(responses.count)
-        if resumeRead { context.read() }
-        if close { context.close(promise: nil) }
+        if machine.answered(responses.count) {
+            context.flush()
+            context.close(promise: nil)
+            return
+        }
+        pump(context: context)
     }
 
     private func write(context: ChannelHandlerContext, _ responses: [ServerFrame]) {
@@ -109,23 +193,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if machine.readRequested() == .read { context.read() }
+        if machine.readRequested() { context.read() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        switch error {
-        case let frameError as FrameError:
-            if case .tooLarge = frameError {
-                failConnection(context: context, requestID: 0, WireError(code: .frameTooLarge, message: frameError.description))
-            } else {
-                logger.info("connection closed mid-frame", metadata: ["error": "\(frameError)"])
-                engine.counters.record(error: .malformedFrame)
-                context.close(promise: nil)
-            }
-        default:
-            logger.debug("connection error", metadata: ["error": "\(error)"])
-            context.close(promise: nil)
-        }
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

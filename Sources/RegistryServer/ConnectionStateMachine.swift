@@ -1,7 +1,8 @@
 import RegistryWire
 
-/// One connection's protocol state as a plain value: handshake, in-flight accounting for
-/// backpressure, and draining. Every event returns the action the handler must carry out.
+/// One connection's protocol state as a plain value: handshake, backpressure (through
+/// ``RequestFlowControl``), and draining. Every event returns the action the handler must carry
+/// out.
 struct ConnectionStateMachine {
     enum State: Equatable {
         case awaitingHello
@@ -22,18 +23,23 @@ struct ConnectionStateMachine {
         case ignore
     }
 
-    enum ReadAction: Equatable {
-        case read
-        case hold
-    }
-
     private(set) var state = State.awaitingHello
-    private(set) var inFlight = 0
-    private var readHeld = false
-    let maxInFlight: Int
+    /// When the next request may be taken and reads may go on.
+    private(set) var flow: RequestFlowControl
 
     init(maxInFlight: Int) {
-        self.maxInFlight = maxInFlight
+        self.flow = RequestFlowControl(maxInFlight: maxInFlight)
+    }
+
+    var inFlight: Int { flow.inFlight }
+
+    /// Whether the handler may cut the next frame from what it has read and feed it here.
+    var takesFrames: Bool {
+        switch state {
+        case .awaitingHello: return true
+        case .ready: return flow.admits
+        case .draining, .closed: return false
+        }
     }
 
     mutating func frameReceived(_ frame: ClientFrame) -> FrameAction {
@@ -60,7 +66,7 @@ struct ConnectionStateMachine {
             }
         case .ready:
             if case .hello = frame.body { return fail(.handshakeRequired, "the handshake is already done") }
-            inFlight += 1
+            flow.took()
             return .dispatch
         }
     }
@@ -70,35 +76,36 @@ struct ConnectionStateMachine {
         return .failConnection(WireError(code: code, message: message))
     }
 
-    /// The channel wants to read more. Hold while too many requests are unanswered.
-    mutating func readRequested() -> ReadAction {
-        if inFlight >= maxInFlight || state == .draining {
-            readHeld = true
-            return .hold
-        }
-        return .read
+    /// The channel wants to read more: true to read now, false to hold the read (see
+    /// ``takeHeldRead()``).
+    mutating func readRequested() -> Bool {
+        flow.readRequested(open: state == .awaitingHello || state == .ready)
     }
 
-    /// `count` responses were written. Returns whether to resume a held read, and whether the
-    /// connection is now idle while draining and should close.
-    mutating func answered(_ count: Int) -> (resumeRead: Bool, close: Bool) {
-        inFlight -= count
-        if state == .draining { return (false, inFlight == 0) }
-        if readHeld, inFlight < maxInFlight, state == .ready {
-            readHeld = false
-            return (true, false)
-        }
-        return (false, false)
+    /// True, once, when a read held by ``readRequested()`` may go ahead.
+    mutating func takeHeldRead() -> Bool {
+        state == .ready && flow.takeHeldRead()
+    }
+
+    /// `count` answers were handed to the channel. Returns whether the connection is now idle
+    /// while draining, and should close.
+    mutating func answered(_ count: Int) -> Bool {
+        flow.answered(count)
+        return state == .draining && flow.inFlight == 0
+    }
+
+    mutating func writabilityChanged(writable: Bool) {
+        flow.writabilityChanged(writable: writable)
     }
 
     /// Shutdown began: stop taking requests. True when the connection can close at once.
     mutating func drain() -> Bool {
         switch state {
         case .closed: return false
-        case .draining: return inFlight == 0
+        case .draining: return flow.inFlight == 0
         case .awaitingHello, .ready:
             state = .draining
-            return inFlight == 0
+            return flow.inFlight == 0
         }
     }
 

@@ -30,22 +30,26 @@ public final class RegistryServer: Service, Sendable {
         self.group = group
     }
 
+    /// Answer bytes a connection may have written and not yet handed to its socket before it
+    /// takes no more requests.
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 64 << 10, high: 256 << 10)
+
     /// The address the server listens on, once `run` has bound it.
     public var localAddress: SocketAddress? { boundAddress.withLock { $0 } }
 
     public func run() async throws {
-        let maxFrameBytes = Int(engine.limits.maxFrameBytes)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
+            // Above the high mark a connection takes no more requests until its answers drain
+            // below the low one (see RequestFlowControl).
+            .childChannelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
             .childChannelInitializer { [engine, logger] channel in
                 self.track(channel)
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(
-                        ByteToMessageHandler(FrameDecoder(maxFrameBytes: maxFrameBytes)),
-                        ConnectionHandler(engine: engine, logger: logger))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(engine: engine, logger: logger))
                 }
             }
             .bind(host: host, port: port).get()

@@ -42,17 +42,36 @@ import Testing
         #expect(code(machine.frameReceived(hello)) == .handshakeRequired)
     }
 
-    @Test func readsPauseAtTheInFlightLimitAndResumeWhenAnswered() {
+    @Test func framesAndReadsPauseAtTheInFlightLimitAndResumeWhenAnswered() {
         var machine = ConnectionStateMachine(maxInFlight: 2)
         _ = machine.frameReceived(hello)
-        #expect(machine.readRequested() == .read)
+        #expect(machine.readRequested() == true)
         _ = machine.frameReceived(stats)
+        #expect(machine.takesFrames)
         _ = machine.frameReceived(stats)
-        _ = machine.frameReceived(stats)  // a read may carry more than the limit; it is bounded by the read
-        #expect(machine.readRequested() == .hold)
-        #expect(machine.answered(1) == (resumeRead: false, close: false))
-        #expect(machine.answered(1) == (resumeRead: true, close: false))
-        #expect(machine.readRequested() == .read)
+        #expect(!machine.takesFrames, "at the limit no further frame is cut from what was read")
+        #expect(machine.readRequested() == false)
+        #expect(machine.takeHeldRead() == false)
+        #expect(machine.answered(1) == false)
+        #expect(machine.takesFrames)
+        #expect(machine.takeHeldRead() == true, "the held read goes ahead once a request may be taken")
+        #expect(machine.takeHeldRead() == false, "and only once")
+        #expect(machine.readRequested() == true)
+    }
+
+    @Test func anUnwritableChannelStopsFramesAndReadsUntilItDrains() {
+        var machine = ConnectionStateMachine(maxInFlight: 100)
+        _ = machine.frameReceived(hello)
+        _ = machine.frameReceived(stats)
+        #expect(machine.answered(1) == false)
+        machine.writabilityChanged(writable: false)
+        #expect(machine.inFlight == 0)
+        #expect(!machine.takesFrames, "answers the socket has not taken hold back new requests")
+        #expect(machine.readRequested() == false)
+        #expect(machine.takeHeldRead() == false)
+        machine.writabilityChanged(writable: true)
+        #expect(machine.takesFrames)
+        #expect(machine.takeHeldRead() == true)
     }
 
     @Test func drainingClosesOnceIdle() {
@@ -61,9 +80,42 @@ import Testing
         _ = machine.frameReceived(stats)
         #expect(machine.drain() == false)
         #expect(machine.frameReceived(stats) == .ignore)
-        #expect(machine.readRequested() == .hold)
-        #expect(machine.answered(1) == (resumeRead: false, close: true))
+        #expect(!machine.takesFrames)
+        #expect(machine.readRequested() == false)
+        #expect(machine.answered(1) == true)
+        #expect(machine.takeHeldRead() == false, "a draining connection reads no more")
         var idle = ConnectionStateMachine(maxInFlight: 8)
         #expect(idle.drain() == true)
+    }
+}
+
+@Suite struct RequestFlowControlTests {
+    @Test func admitsUpToTheLimitWhileWritable() {
+        var flow = RequestFlowControl(maxInFlight: 3)
+        for _ in 0..<3 {
+            #expect(flow.admits)
+            flow.took()
+        }
+        #expect(!flow.admits && flow.inFlight == 3)
+        flow.answered(2)
+        #expect(flow.admits)
+        flow.writabilityChanged(writable: false)
+        #expect(!flow.admits)
+        flow.writabilityChanged(writable: true)
+        #expect(flow.admits)
+    }
+
+    @Test func aHeldReadIsGivenBackOnceWhenAdmittingAgain() {
+        var flow = RequestFlowControl(maxInFlight: 1)
+        #expect(flow.takeHeldRead() == false, "nothing was held")
+        flow.took()
+        #expect(flow.readRequested() == false)
+        #expect(flow.readHeld)
+        #expect(flow.takeHeldRead() == false)
+        flow.answered(1)
+        #expect(flow.takeHeldRead() == true)
+        #expect(!flow.readHeld)
+        #expect(flow.takeHeldRead() == false)
+        #expect(flow.readRequested(open: false) == false, "a closed gate holds reads even below the limit")
     }
 }
