@@ -8,7 +8,8 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingIdentifier
     /// The text is not a device ID.
     case invalidDeviceID(String)
-    /// A vendor name is not one the rules can produce.
+    /// A vendor name is not one the rules can produce, or a vendor rule is broken; the string
+    /// says which.
     case invalidVendor(String)
 
     public var description: String {
@@ -17,14 +18,38 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidIdentifier(let reason): return "invalid identifier: \(reason)"
         case .missingIdentifier: return "the request carries no identifier; send a keychain UUID, an IDFV, or both"
         case .invalidDeviceID(let text): return "invalid device ID \(quoted(text)): expected UUID text"
-        case .invalidVendor(let text): return "invalid vendor \(quoted(text))"
+        case .invalidVendor(let reason): return "invalid vendor: \(reason)"
         }
     }
 }
 
-/// Quotes user input for an error message, cut to a readable length.
+/// Quotes user input for an error message, cut to a readable length. Quotes, backslashes and
+/// control characters (NUL among them) are escaped, so that the message shows exactly what was
+/// sent and stays one line of text.
 func quoted(_ text: String) -> String {
     let limit = 80
-    if text.utf8.count <= limit { return "\"\(text)\"" }
-    return "\"\(String(decoding: text.utf8.prefix(limit), as: UTF8.self))…\""
+    var result = "\""
+    var shown = 0
+    for scalar in text.unicodeScalars {
+        if shown >= limit {
+            result += "…"
+            break
+        }
+        shown += 1
+        switch scalar {
+        case "\"": result += "\\\""
+        case "\\": result += "\\\\"
+        case "\0": result += "\\0"
+        case "\n": result += "\\n"
+        case "\t": result += "\\t"
+        case "\r": result += "\\r"
+        default:
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return result + "\""
 }

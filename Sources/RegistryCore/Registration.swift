@@ -20,6 +20,13 @@ public struct Registration: Hashable, Sendable {
         let (bundle, vendor) = try resolver.resolve(bundle)
         guard !presented.isEmpty else { throw .missingIdentifier }
         try Self.refuseRepeatedKinds(presented)
+        // Other malformed identifiers are ignored and echoed back in the answer; one holding a
+        // NUL could not be echoed (a protobuf-c string ends at its first NUL), so it refuses the
+        // request.
+        if let withNUL = presented.first(where: \.value.containsNUL) {
+            let kind = IdentifierKind(rawValue: withNUL.rawKind).map { "\($0)" } ?? "identifier of kind \(withNUL.rawKind)"
+            throw .invalidIdentifier("\(kind) \(quoted(withNUL.text)) holds a NUL byte")
+        }
         var valid = [Identifier]()
         valid.reserveCapacity(presented.count)
         var rejected = [PresentedIdentifier]()

@@ -154,9 +154,20 @@ public struct RegistryState: Sendable {
         let canonicalID = DeviceID(slots[canonical].id)
         let outcome = RegistrationOutcome(
             device: canonicalID, created: roots.isEmpty, vendor: vendor,
-            replaced: owners.isEmpty ? [] : owners.map { DeviceID(slots[$0].id) }.filter { $0 != canonicalID }.sorted(),
-            rejected: registration.rejected)
+            replaced: replaced(owners: owners, roots: roots, winner: canonical), rejected: registration.rejected)
         return (operation, outcome)
+    }
+
+    /// What a registration tells the app it no longer should use: every device, other than the
+    /// winner, that the presented identifiers led to before it. That is the device that claimed
+    /// each identifier first (listed again on every later registration that presents it, so an
+    /// app that missed an answer still learns), and the canonical device each one resolved to
+    /// (the winner of an earlier merge, listed by the registration that merges it away). Sorted.
+    private func replaced(owners: [UInt32], roots: [UInt32], winner: UInt32) -> [DeviceID] {
+        if owners.count <= 1 && roots.count <= 1 && owners.first == winner { return [] }
+        var slots = owners
+        for root in roots where !slots.contains(root) { slots.append(root) }
+        return slots.filter { $0 != winner }.map { DeviceID(self.slots[$0].id) }.sorted()
     }
 
     // MARK: - Apply (the join)

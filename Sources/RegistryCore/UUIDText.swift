@@ -51,6 +51,12 @@ public struct UUIDText: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the text holds a NUL byte (UUID text never does).
+    public var containsNUL: Bool {
+        if case .text(let text) = form { return text.utf8.contains(0) }
+        return false
+    }
+
     /// The text's length in UTF-8 bytes.
     public var utf8Count: Int {
         switch form {

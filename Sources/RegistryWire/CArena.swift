@@ -47,6 +47,23 @@ final class CArena {
         return pointer
     }
 
+    /// Bytes ahead of each allocation made by ``allocateRecordingSize(bytes:)``, which hold its size.
+    static let sizeHeaderBytes = 16
+
+    /// `bytes` bytes aligned to 16, preceded by a word holding `bytes` (see
+    /// ``recordedSize(of:)``). protobuf-c's unpack allocates through this, so that a string
+    /// field can be read with its length.
+    func allocateRecordingSize(bytes: Int) -> UnsafeMutableRawPointer {
+        let block = allocate(bytes: bytes + Self.sizeHeaderBytes)
+        block.storeBytes(of: bytes, as: Int.self)
+        return block + Self.sizeHeaderBytes
+    }
+
+    /// The size asked of ``allocateRecordingSize(bytes:)`` for `pointer`, which it returned.
+    static func recordedSize(of pointer: UnsafeRawPointer) -> Int {
+        (pointer - sizeHeaderBytes).load(as: Int.self)
+    }
+
     /// A C copy of `value`.
     func new<T>(_ value: T) -> UnsafeMutablePointer<T> {
         let pointer = allocate(bytes: MemoryLayout<T>.stride).bindMemory(to: T.self, capacity: 1)
@@ -70,8 +87,21 @@ final class CArena {
         return pointer
     }
 
+    /// The first text handed to ``string(_:)-(String)`` that holds a NUL byte: protobuf-c packs a
+    /// string field up to its first NUL, so a message holding one must not be packed (see
+    /// ``refuseTextWithNUL()``).
+    private(set) var textWithNUL: String?
+
+    /// Throws when a string of the message holds a NUL, which protobuf-c would cut short.
+    func refuseTextWithNUL() throws(CodecError) {
+        if let text = textWithNUL {
+            throw .invalidField("\(text.debugDescription) holds a NUL byte, which a protobuf-c string field cannot carry")
+        }
+    }
+
     /// A NUL-terminated C copy of `text`.
     func string(_ text: String) -> UnsafeMutablePointer<CChar> {
+        if textWithNUL == nil, text.utf8.contains(0) { textWithNUL = text }
         let count = text.utf8.count
         let raw = allocate(bytes: count + 1)
         let bytes = raw.bindMemory(to: UInt8.self, capacity: count + 1)
@@ -106,16 +136,37 @@ final class CArena {
 
 /// Reading helpers for unpacked protobuf-c messages.
 enum CRead {
+    /// A string field of a message unpacked by ``ProtobufC/withUnpacked(_:name:unpack:_:)``,
+    /// read with its length: a NUL inside it is kept, to be refused by the rule for the field,
+    /// rather than cutting it short.
     static func string(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
-        guard let pointer else { return "" }
-        return String(cString: pointer)
+        withUTF8(pointer) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// A string field that is usually UUID text, without making a `String` when it is.
     static func uuidText(_ pointer: UnsafeMutablePointer<CChar>?) -> UUIDText {
-        guard let pointer else { return UUIDText("") }
-        return UnsafeRawPointer(pointer).withMemoryRebound(to: UInt8.self, capacity: 1) { bytes in
-            UUIDText(utf8: UnsafeBufferPointer(start: bytes, count: strlen(pointer)))
+        withUTF8(pointer) { UUIDText(utf8: $0) }
+    }
+
+    /// The bytes of a string field, all of them.
+    ///
+    /// protobuf-c keeps a string field as a NUL-terminated copy and drops its length. It
+    /// allocates that copy, through the unpacking arena, as exactly the length plus one byte for
+    /// the NUL it appends; the arena records each allocation's size, so the length is that size
+    /// less one. A field the message did not carry holds protobuf-c's shared empty string, which
+    /// no arena allocated. Should a protobuf-c release allocate otherwise, the NUL is not where
+    /// the size says, and the bytes up to the first NUL are all that can be read
+    /// (`CodecRoundTripTests` fails then).
+    private static func withUTF8<Result>(
+        _ pointer: UnsafeMutablePointer<CChar>?, _ body: (UnsafeBufferPointer<UInt8>) -> Result
+    ) -> Result {
+        guard let pointer, UnsafeRawPointer(pointer) != UnsafeRawPointer(registry_protobuf_c_empty_string()) else {
+            return body(UnsafeBufferPointer(start: nil, count: 0))
+        }
+        var length = CArena.recordedSize(of: pointer) - 1
+        if length < 0 || pointer[length] != 0 { length = strlen(pointer) }
+        return UnsafeRawPointer(pointer).withMemoryRebound(to: UInt8.self, capacity: length + 1) { bytes in
+            body(UnsafeBufferPointer(start: bytes, count: length))
         }
     }
 

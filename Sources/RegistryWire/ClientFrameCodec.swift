@@ -106,6 +106,7 @@ extension ClientFrame {
         case .unknown:
             break
         }
+        try arena.refuseTextWithNUL()
         try withExtendedLifetime(arena) { () throws(CodecError) in
             try ProtobufC.pack(&frame, into: &buffer)
         }

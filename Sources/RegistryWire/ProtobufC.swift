@@ -28,9 +28,9 @@ enum ProtobufC {
             var allocator = ProtobufCAllocator(
                 // protobuf-c allocates once per field and sub-message, hundreds of times for a
                 // batch: borrowing the arena, which the closure's caller keeps alive, spares each
-                // call a retain and a release.
+                // call a retain and a release. Sizes are recorded for CRead.string.
                 alloc: { context, size in
-                    Unmanaged<CArena>.fromOpaque(context!)._withUnsafeGuaranteedRef { $0.allocate(bytes: size) }
+                    Unmanaged<CArena>.fromOpaque(context!)._withUnsafeGuaranteedRef { $0.allocateRecordingSize(bytes: size) }
                 },
                 // The arena frees everything at once; protobuf-c's single frees (after a failed
                 // unpack) have nothing to do.

@@ -214,6 +214,7 @@ extension ServerFrame {
         case .unknown:
             break
         }
+        try arena.refuseTextWithNUL()
         try withExtendedLifetime(arena) { () throws(CodecError) in
             try ProtobufC.pack(&frame, into: &buffer)
         }

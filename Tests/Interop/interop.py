@@ -100,6 +100,45 @@ def main():
     found = conn.receive(envelope_pb2)
     check(found.request_id == 21 and found.device.device_id == first.device_id, f"lookup: {found}")
 
+    # An identifier of a kind the node does not know is ignored and listed, as common.proto says;
+    # a registration with nothing else is refused with INVALID_IDENTIFIER.
+    unknown_kind = envelope_pb2.ClientFrame(request_id=22)
+    unknown_kind.register_device.bundle_id = "com.interop.app3"
+    unknown_kind.register_device.identifiers.add(kind=7, value=str(uuid.uuid4()))
+    unknown_kind.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=idfv)
+    conn.send(unknown_kind)
+    result = conn.receive(envelope_pb2).register_result
+    check(result.device_id == first.device_id, f"unknown kind beside an IDFV: {result}")
+    check([i.kind for i in result.rejected_identifiers] == [7], f"rejected: {result.rejected_identifiers}")
+    only_unknown = envelope_pb2.ClientFrame(request_id=23)
+    only_unknown.register_device.bundle_id = "com.interop.app3"
+    only_unknown.register_device.identifiers.add(kind=7, value=str(uuid.uuid4()))
+    conn.send(only_unknown)
+    refused = conn.receive(envelope_pb2)
+    check(refused.WhichOneof("body") == "error" and refused.error.code == common_pb2.ERROR_CODE_INVALID_IDENTIFIER,
+          f"only an unknown kind: {refused}")
+
+    # A NUL inside a string field is part of the field (protobuf strings carry their length):
+    # each is refused by its rule, never read as the text before the NUL.
+    nul_cases = []
+    frame = envelope_pb2.ClientFrame(request_id=40)
+    frame.register_device.bundle_id = "com.interop.app1\x00evil"
+    frame.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=idfv)
+    nul_cases.append((frame, common_pb2.ERROR_CODE_INVALID_BUNDLE_ID))
+    frame = envelope_pb2.ClientFrame(request_id=41)
+    frame.register_device.bundle_id = "com.interop.app1"
+    frame.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=idfv + "\x00junk")
+    nul_cases.append((frame, common_pb2.ERROR_CODE_INVALID_IDENTIFIER))
+    frame = envelope_pb2.ClientFrame(request_id=42)
+    frame.resolve_device.device_id = first.device_id + "\x00junk"
+    nul_cases.append((frame, common_pb2.ERROR_CODE_INVALID_DEVICE_ID))
+    for frame, _ in nul_cases:
+        conn.send(frame)
+    for frame, code in nul_cases:
+        answer = conn.receive(envelope_pb2)
+        check(answer.request_id == frame.request_id and answer.WhichOneof("body") == "error" and answer.error.code == code,
+              f"NUL in request {frame.request_id}: {answer}")
+
     # The node's commit times: cumulative buckets whose counts cover every commit so far, and its journal.
     stats_request = envelope_pb2.ClientFrame(request_id=30)
     stats_request.stats.SetInParent()

@@ -141,4 +141,63 @@ let key2 = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
         let upper = try h.register("COM.V.B", idfv: idfv1.uppercased())
         #expect(lower.device == upper.device)
     }
+
+    /// Issue 28's case: the app last told "your device is B" must be told when B is replaced.
+    @Test func aMergeNamesThePreviousWinnerOfAnEarlierMerge() throws {
+        var h = CoreHarness()
+        let a = try h.register("com.v.a", keychain: key1)
+        let b = try h.register("com.v.b", keychain: key2)
+        let c = try h.register("com.v.c", idfv: idfv1)
+        let bc = try h.register("com.v.b", keychain: key2, idfv: idfv1)
+        #expect(bc.device == b.device && bc.replaced == [c.device])
+        let all = try h.register("com.v.a", keychain: key1, idfv: idfv1)
+        #expect(all.device == a.device)
+        #expect(all.replaced == [b.device, c.device].sorted(), "B, which IC resolved to, and C, which claimed IC")
+        // Later: the device that first claimed a presented identifier is named again, the
+        // winner of the earlier merge only by the registration that merged it away.
+        #expect(try h.register("com.v.c", idfv: idfv1).replaced == [c.device])
+        #expect(try h.register("com.v.b", keychain: key2).replaced == [b.device])
+        #expect(try h.register("com.v.a", keychain: key1).replaced == [])
+    }
+
+    /// Random merge chains. The test keeps its own model of which device each identifier
+    /// resolves to, updated only from answers: the presented identifiers resolve to the answer,
+    /// and so does every identifier that resolved to a device the answer lists as replaced.
+    /// Every ID a presented identifier resolved to before a registration must be its answer or
+    /// listed, and the model must match the registry's lookups after every step (which it cannot
+    /// if an answer left out a device it merged away).
+    @Test(arguments: Array(1...40) as [UInt64])
+    func everyIDAnIdentifierResolvedToIsTheAnswerOrListedAsReplaced(seed: UInt64) throws {
+        var h = CoreHarness()
+        h.generator = SplitMix64(seed: seed)
+        var random = SplitMix64(seed: seed &* 7919)
+        let keychains = (0..<8).map { UUID128(high: 0xA0 + UInt64($0), low: seed | 1).text }
+        let idfvs = (0..<8).map { UUID128(high: 0xB0 + UInt64($0), low: seed | 1).text }
+        var resolves = [String: DeviceID]()
+        var merges = 0
+        for _ in 0..<60 {
+            let keychain = random.next() % 3 == 0 ? nil : keychains[Int(random.next() % 8)]
+            let idfv = keychain != nil && random.next() % 2 == 0 ? nil : idfvs[Int(random.next() % 8)]
+            let presented = [keychain, idfv].compactMap { $0 }
+            let outcome = try h.register("com.v.app\(random.next() % 3)", keychain: keychain, idfv: idfv)
+            for identifier in presented {
+                if let before = resolves[identifier] {
+                    #expect(
+                        before == outcome.device || outcome.replaced.contains(before),
+                        "seed \(seed): \(identifier) resolved to \(before), now \(outcome.device), replaced \(outcome.replaced)")
+                }
+            }
+            for (identifier, device) in resolves where outcome.replaced.contains(device) { resolves[identifier] = outcome.device }
+            for identifier in presented { resolves[identifier] = outcome.device }
+            for (identifier, device) in resolves {
+                let kind: IdentifierKind = keychains.contains(identifier) ? .keychain : .idfv
+                let found = h.state.lookup(vendor: outcome.vendor, identifier: Identifier(kind: kind, value: UUID128(text: identifier)!))
+                #expect(found?.device.id == device, "seed \(seed): \(identifier) resolves to \(String(describing: found?.device.id)), answers said \(device)")
+            }
+            #expect(!outcome.replaced.contains(outcome.device))
+            #expect(outcome.replaced == outcome.replaced.sorted())
+            if !outcome.replaced.isEmpty { merges += 1 }
+        }
+        #expect(merges > 0, "seed \(seed) merged nothing")
+    }
 }

@@ -3,10 +3,15 @@ import Testing
 
 /// Replicas that apply the same operations in different orders, with repeats, must hold the
 /// same state, and every merge set's root must be the one the written rule names.
+///
+/// The expected state is computed here, apart from the code under test: merge sets are the
+/// connected components of "claimed the same identifier in the same vendor" and "named as merged
+/// by one operation", and each set's winner is its minimum by (created HLC, origin node ID's
+/// bytes, device ID's bytes), compared as plain tuples rather than through `winsMerge`.
 @Suite struct MergeConvergenceTests {
     /// Operations as several nodes would produce them independently: each node registers random
     /// devices against its own state, so concurrent claims and merges across nodes occur.
-    func operations(seed: UInt64) throws -> [RegistrationOp] {
+    func registeredOperations(seed: UInt64) throws -> [RegistrationOp] {
         var generator = SplitMix64(seed: seed)
         let rules = try VendorRules()
         let nodes = ["node-a", "node-b", "node-c"].map { NodeID(trusted: $0) }
@@ -14,7 +19,7 @@ import Testing
         var clocks = Array(repeating: HybridLogicalClock(), count: nodes.count)
         let identifiers = (0..<12).map { _ in UUID128(high: generator.next() | 1, low: generator.next()) }
         var ops = [RegistrationOp]()
-        for step in 0..<300 {
+        for step in 0..<200 {
             let node = Int(generator.next() % 3)
             var presented = [PresentedIdentifier]()
             if generator.next() % 3 != 0 {
@@ -25,7 +30,8 @@ import Testing
             }
             let bundle = ["com.v.a", "com.v.b", "org.w.c"][Int(generator.next() % 3)]
             let registration = try Registration(bundle: bundle, identifiers: presented, rules: rules)
-            // Coarse wall clock so that HLC ties across nodes happen and origin breaks them.
+            // A wall clock that stands still for ten steps: nodes mint at equal (millis,
+            // counter) timestamps, so created-HLC ties across nodes occur and origin breaks them.
             let now = clocks[node].tick(wallMillis: UInt64(1_000 + step / 10))
             let op = states[node].register(registration, at: now, origin: nodes[node]) {
                 DeviceID.mint(at: now, using: &generator)
@@ -37,42 +43,73 @@ import Testing
         return ops
     }
 
-    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
-    func everyDeliveryOrderConverges(seed: UInt64) throws {
-        let ops = try operations(seed: seed)
+    /// Operations made up directly, so that every tie of the rule occurs: devices share created
+    /// timestamps across origins (origin decides) and within one origin (the ID bytes decide),
+    /// which a real node's clock never produces.
+    func tiedOperations(seed: UInt64) -> [RegistrationOp] {
+        var generator = SplitMix64(seed: seed)
+        let vendor = Vendor(trusted: "com.v")
+        let bundle = try! BundleID(parsing: "com.v.app")
+        let devices = (0..<16).map { _ in
+            DeviceRef(
+                id: DeviceID(UUID128(high: generator.next() % 4, low: generator.next())),
+                created: HLCTimestamp(millis: 7 + generator.next() % 2, counter: UInt16(generator.next() % 2)),
+                origin: NodeID(trusted: generator.next() % 2 == 0 ? "node-a" : "node-b"), vendor: vendor)
+        }
+        let identifiers = (0..<10).map { Identifier(kind: $0 % 2 == 0 ? .keychain : .idfv, value: UUID128(high: 9, low: UInt64($0) + 1)) }
+        return (0..<40).map { step in
+            let device = devices[Int(generator.next() % 16)]
+            let claims = (0..<Int(generator.next() % 3)).map { _ in identifiers[Int(generator.next() % 10)] }
+            let merged = generator.next() % 5 == 0 ? [devices[Int(generator.next() % 16)]] : []
+            return RegistrationOp(
+                device: device, bundle: bundle, claims: Array(Set(claims)), merged: merged,
+                seen: HLCTimestamp(millis: 100 + UInt64(step), counter: 0))
+        }
+    }
+
+    static let seeds = Array(1...300) as [UInt64]
+
+    @Test func registeredOperationsConvergeInEveryOrderToTheRulesWinners() throws {
+        var merges = 0
+        var originTies = 0
+        for seed in Self.seeds.prefix(150) {
+            let ops = try registeredOperations(seed: seed)
+            let oracle = ExpectedState(ops)
+            merges += oracle.aliasCount
+            originTies += oracle.tiesDecidedByOrigin
+            try checkEveryOrder(ops, oracle: oracle, seed: seed)
+        }
+        #expect(merges > 0, "the workload should produce merges")
+        #expect(originTies > 0, "some merge should be decided by origin, its created HLCs tied")
+    }
+
+    @Test func tiedOperationsConvergeInEveryOrderToTheRulesWinners() throws {
+        var originTies = 0
+        var idTies = 0
+        for seed in Self.seeds {
+            let ops = tiedOperations(seed: seed)
+            let oracle = ExpectedState(ops)
+            originTies += oracle.tiesDecidedByOrigin
+            idTies += oracle.tiesDecidedByID
+            try checkEveryOrder(ops, oracle: oracle, seed: seed)
+        }
+        #expect(originTies > 0 && idTies > 0, "ties decided by origin (\(originTies)) and by ID bytes (\(idTies)) should occur")
+    }
+
+    /// Applies `ops` in their order and in shuffled orders with repeats, and checks each replica
+    /// against the oracle.
+    func checkEveryOrder(_ ops: [RegistrationOp], oracle: ExpectedState, seed: UInt64) throws {
+        var generator = SplitMix64(seed: seed &* 31)
         var reference = RegistryState()
         for op in ops { reference.apply(op) }
+        try oracle.check(reference, seed: seed)
         let expected = reference.snapshot()
-        #expect(reference.aliasCount > 0, "the workload should produce merges")
-
-        var generator = SplitMix64(seed: seed &* 31)
-        for _ in 0..<5 {
-            var shuffled = ops + ops.prefix(Int(generator.next() % 50))  // some delivered twice
+        for _ in 0..<3 {
+            var shuffled = ops + ops.prefix(Int(generator.next() % 20))  // some delivered twice
             shuffled.shuffle(using: &generator)
             var replica = RegistryState()
             for op in shuffled { replica.apply(op) }
-            #expect(replica.snapshot() == expected)
-        }
-        try checkInvariants(reference, ops: ops)
-    }
-
-    func checkInvariants(_ state: RegistryState, ops: [RegistrationOp]) throws {
-        let snapshot = state.snapshot()
-        var members = [DeviceID: [DeviceRef]]()
-        for op in ops {
-            for ref in [op.device] + op.merged {
-                // Every device ever named still resolves.
-                let root = try #require(state.canonical(of: ref.id))
-                // One hop: the root is its own root.
-                #expect(state.canonical(of: root) == root)
-                if !(members[root]?.contains(ref) ?? false) { members[root, default: []].append(ref) }
-            }
-        }
-        for (root, refs) in members {
-            // The root is the minimum by (created HLC, origin, ID bytes) of its set.
-            let winner = refs.dropFirst().reduce(refs[0]) { $1.winsMerge(against: $0) ? $1 : $0 }
-            #expect(winner.id == root)
-            #expect(Set(snapshot.records[root]!.aliases) == Set(refs.map(\.id)).subtracting([root]))
+            #expect(replica.snapshot() == expected, "seed \(seed): a delivery order changed the state")
         }
     }
 
@@ -88,5 +125,107 @@ import Testing
         #expect(c.winsMerge(against: a))
         let older = DeviceRef(id: highID, created: HLCTimestamp(millis: 4, counter: 9), origin: NodeID(trusted: "z"), vendor: vendor)
         #expect(older.winsMerge(against: c))
+    }
+}
+
+/// What applying a set of operations must give, worked out from the operations alone.
+struct ExpectedState {
+    /// Every device named, to the winner of its merge set.
+    private(set) var winner: [DeviceID: DeviceRef] = [:]
+    /// "vendor/kind/uuid" to the winner of the set that claimed it.
+    private(set) var claims: [String: DeviceID] = [:]
+    private(set) var aliasCount = 0
+    /// Merge sets whose two best devices tied on created HLC (origin decided), and on
+    /// created HLC and origin (the ID bytes decided).
+    private(set) var tiesDecidedByOrigin = 0
+    private(set) var tiesDecidedByID = 0
+
+    init(_ ops: [RegistrationOp]) {
+        var devices = [DeviceID: DeviceRef]()
+        var edges = [DeviceID: Set<DeviceID>]()
+        var claimants = [String: [DeviceID]]()
+        func connect(_ a: DeviceID, _ b: DeviceID) {
+            edges[a, default: []].insert(b)
+            edges[b, default: []].insert(a)
+        }
+        for op in ops {
+            devices[op.device.id] = op.device
+            edges[op.device.id, default: []].insert(op.device.id)
+            for identifier in op.claims {
+                claimants["\(op.device.vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)", default: []].append(op.device.id)
+            }
+            for other in op.merged where other.vendor == op.device.vendor {
+                devices[other.id] = other
+                connect(op.device.id, other.id)
+            }
+        }
+        for (_, ids) in claimants {
+            for id in ids.dropFirst() { connect(ids[0], id) }
+        }
+        // Connected components, each ranked by the rule as a plain tuple.
+        var seen = Set<DeviceID>()
+        for start in devices.keys where !seen.contains(start) {
+            var component = [start]
+            seen.insert(start)
+            var index = 0
+            while index < component.count {
+                for next in edges[component[index]] ?? [] where seen.insert(next).inserted { component.append(next) }
+                index += 1
+            }
+            let ranked = component.map { devices[$0]! }.sorted { Self.rank($0) < Self.rank($1) }
+            for id in component { winner[id] = ranked[0] }
+            aliasCount += component.count - 1
+            if ranked.count > 1 {
+                let (first, second) = (Self.rank(ranked[0]), Self.rank(ranked[1]))
+                if first.created == second.created {
+                    if first.origin != second.origin { tiesDecidedByOrigin += 1 } else { tiesDecidedByID += 1 }
+                }
+            }
+        }
+        for (key, ids) in claimants { claims[key] = winner[ids[0]]!.id }
+    }
+
+    /// The rule's order: created HLC, then the origin node ID's bytes, then the device ID's
+    /// 16 big-endian bytes.
+    struct Rank: Comparable {
+        let created: UInt64
+        let origin: [UInt8]
+        let id: [UInt8]
+
+        static func < (a: Rank, b: Rank) -> Bool {
+            if a.created != b.created { return a.created < b.created }
+            if a.origin != b.origin { return a.origin.lexicographicallyPrecedes(b.origin) }
+            return a.id.lexicographicallyPrecedes(b.id)
+        }
+    }
+
+    static func rank(_ ref: DeviceRef) -> Rank {
+        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: ref.id.uuid.high >> (56 - 8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: ref.id.uuid.low >> (56 - 8 * $0)) }
+        return Rank(created: ref.created.rawValue, origin: Array(ref.origin.value.utf8), id: bytes)
+    }
+
+    /// Checks every invariant of the design brief's section 3 that one replica can show.
+    func check(_ state: RegistryState, seed: UInt64) throws {
+        let snapshot = state.snapshot()
+        #expect(state.aliasCount == aliasCount, "seed \(seed): alias count")
+        for (id, expected) in winner {
+            // Every device ever named still resolves, to the winner the rule names.
+            let root = try #require(state.canonical(of: id), "seed \(seed): \(id) no longer resolves")
+            #expect(root == expected.id, "seed \(seed): \(id) resolves to \(root), the rule names \(expected.id)")
+            // One hop, no cycles: the root is its own root.
+            #expect(state.canonical(of: root) == root)
+        }
+        var members = [DeviceID: Set<DeviceID>]()
+        for (id, expected) in winner where id != expected.id { members[expected.id, default: []].insert(id) }
+        for (root, aliases) in members {
+            #expect(Set(snapshot.records[root]?.aliases ?? []) == aliases, "seed \(seed): aliases of \(root)")
+        }
+        for (key, expected) in claims {
+            let parts = key.split(separator: "/")
+            let identifier = Identifier(kind: IdentifierKind(rawValue: Int32(parts[1])!)!, value: UUID128(text: String(parts[2]))!)
+            let record = state.lookup(vendor: Vendor(trusted: String(parts[0])), identifier: identifier)
+            #expect(record?.device.id == expected, "seed \(seed): \(key) resolves to \(String(describing: record?.device.id))")
+        }
     }
 }

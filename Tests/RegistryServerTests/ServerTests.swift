@@ -110,6 +110,61 @@ import Testing
         try await node.stop()
     }
 
+    /// A NUL inside a string field is part of it: every string field of every request, sent with
+    /// an embedded NUL (encoded here by hand, since protobuf-c cannot pack one), gets the typed
+    /// error of that field's rule instead of being read up to the NUL.
+    @Test func aNULInsideAnyStringFieldIsRefusedByThatFieldsRule() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path)
+        let client = try await node.client()
+        let known = try await client.register(RegisterRequest(bundleID: "com.acme.mail", idfv: idfv1))
+        let raw = try RawConnection(port: node.port)
+        defer { raw.close() }
+        _ = try raw.sendHello()
+
+        let nul = "\u{0}junk"
+        func identifier(_ kind: UInt64, _ value: String) -> ProtoBytes { ProtoBytes().varint(1, kind).string(2, value) }
+        func register(_ bundle: String, _ identifiers: ProtoBytes...) -> ProtoBytes {
+            identifiers.reduce(ProtoBytes().string(1, bundle)) { $0.message(2, $1) }
+        }
+        let cases: [(String, ProtoBytes, String)] = [
+            ("register bundle", ProtoBytes().message(3, register("com.acme.mail\u{0}evil", identifier(2, idfv2))), "invalid_bundle_id"),
+            ("register idfv", ProtoBytes().message(3, register("com.acme.mail", identifier(2, idfv1 + nul))), "invalid_identifier"),
+            (
+                "register keychain beside a good idfv",
+                ProtoBytes().message(3, register("com.acme.mail", identifier(1, key1 + nul), identifier(2, idfv1))), "invalid_identifier"
+            ),
+            ("batch bundle", ProtoBytes().message(4, ProtoBytes().message(1, register("com.acme\u{0}.mail", identifier(2, idfv2)))), "item:invalid_bundle_id"),
+            ("batch idfv", ProtoBytes().message(4, ProtoBytes().message(1, register("com.acme.mail", identifier(2, idfv1 + nul)))), "item:invalid_identifier"),
+            ("resolve device ID", ProtoBytes().message(5, ProtoBytes().string(1, known.deviceID + nul)), "invalid_device_id"),
+            ("lookup bundle", ProtoBytes().message(6, ProtoBytes().string(1, "com.acme.mail\u{0}").message(3, identifier(2, idfv1))), "invalid_bundle_id"),
+            ("lookup vendor", ProtoBytes().message(6, ProtoBytes().string(2, "com.acme\u{0}").message(3, identifier(2, idfv1))), "invalid_argument"),
+            ("lookup identifier", ProtoBytes().message(6, ProtoBytes().string(2, "com.acme").message(3, identifier(2, idfv1 + nul))), "invalid_identifier"),
+        ]
+        for (index, (_, body, _)) in cases.enumerated() {
+            raw.send(ProtoBytes().varint(1, UInt64(index + 1)).bytes(body).framed)
+        }
+        let answers = raw.readFrames(count: cases.count)
+        #expect(answers.count == cases.count)
+        for (answer, (name, _, expected)) in zip(answers, cases) {
+            let got: String
+            switch answer.body {
+            case .error(let error): got = error.code.name
+            case .registerBatchResult(let items):
+                if case .error(let error) = items.first { got = "item:\(error.code.name)" } else { got = "item:ok" }
+            default: got = "ok"
+            }
+            #expect(got == expected, "\(name): \(answer)")
+        }
+        // Nothing was recorded under the text before the NUL, and the connection still serves.
+        #expect(try await client.stats().deviceCount == 1)
+        try raw.send(ClientFrame(requestID: 99, body: .resolve(deviceID: known.deviceID)))
+        #expect(raw.readFrames().first?.requestID == 99)
+        await client.close()
+        try await node.stop()
+    }
+
     @Test func callsAfterTheServerWentAwayFailInsteadOfHanging() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
@@ -192,5 +247,49 @@ extension TestNode {
         let engine = try RegistryEngine(configuration: configuration, logger: .init(label: "reopen"))
         defer { engine.close() }
         return engine.stats()
+    }
+}
+
+/// Protobuf wire bytes written by hand, field by field: independent of protobuf-c, and able to
+/// carry what protobuf-c cannot pack (a string holding NUL).
+struct ProtoBytes {
+    private(set) var bytes: [UInt8] = []
+
+    private mutating func appendVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    func varint(_ field: UInt64, _ value: UInt64) -> ProtoBytes {
+        var copy = self
+        copy.appendVarint(field << 3)
+        copy.appendVarint(value)
+        return copy
+    }
+
+    func bytes(_ field: UInt64, _ payload: [UInt8]) -> ProtoBytes {
+        var copy = self
+        copy.appendVarint(field << 3 | 2)
+        copy.appendVarint(UInt64(payload.count))
+        copy.bytes += payload
+        return copy
+    }
+
+    func string(_ field: UInt64, _ text: String) -> ProtoBytes { bytes(field, Array(text.utf8)) }
+    func message(_ field: UInt64, _ message: ProtoBytes) -> ProtoBytes { bytes(field, message.bytes) }
+    func bytes(_ other: ProtoBytes) -> ProtoBytes {
+        var copy = self
+        copy.bytes += other.bytes
+        return copy
+    }
+
+    /// With the 4-byte big-endian length prefix.
+    var framed: [UInt8] {
+        let length = UInt32(bytes.count)
+        return [UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)] + bytes
     }
 }
