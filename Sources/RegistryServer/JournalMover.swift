@@ -65,6 +65,8 @@ final class JournalMover: @unchecked Sendable {
     private let movedBytes = Atomic<UInt64>(0)
     private let movedFiles = Atomic<UInt64>(0)
     private let closed = Atomic<Bool>(false)
+    /// Looks taken so far (for tests that wait for the mover to have had its chances).
+    private let lookCount = Atomic<UInt64>(0)
 
     /// A mover for the journal that starts at file `firstFile` this run, into `log`, which it
     /// owns from now on (nothing else may use it). Moves nothing, and starts no thread, when
@@ -101,6 +103,12 @@ final class JournalMover: @unchecked Sendable {
         (movedBytes.load(ordering: .relaxed), movedFiles.load(ordering: .relaxed))
     }
 
+    /// Looks the mover's thread has finished; it never changes when the mover has no thread.
+    var looks: UInt64 { lookCount.load(ordering: .acquiring) }
+
+    /// Whether a thread moves files while the node serves (the threshold is above 0).
+    var movesWhileServing: Bool { finished != nil }
+
     /// Stops moving, waits for a step under way, and lets go of the log and the directory.
     func close() {
         closed.store(true, ordering: .relaxed)
@@ -131,6 +139,7 @@ final class JournalMover: @unchecked Sendable {
         while !closed.load(ordering: .relaxed) {
             _ = wakeUp.wait(timeout: .now() + .nanoseconds(Int(rest)))
             guard !closed.load(ordering: .relaxed), let next = look() else { break }
+            lookCount.wrappingAdd(1, ordering: .releasing)
             rest = next
         }
     }

@@ -71,7 +71,8 @@ public final class RegistryEngine: Sendable {
     /// contended path costs a kernel round trip every time.
     private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
-    private let mover: JournalMover
+    /// Moves finished journal files into the SQLite log while the node is quiet (internal for tests).
+    let mover: JournalMover
     /// The spare journal files' maker, asked how many the directory holds for the stats.
     private let spares: SpareJournalMaker
     let counters = ServerCounters()
@@ -136,7 +137,12 @@ public final class RegistryEngine: Sendable {
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
         let spares = SpareJournalMaker(
             directoryPath: directory.path, bytes: configuration.journalFileBytes, firstFile: journalFile,
-            admission: spareAdmission)
+            admission: spareAdmission,
+            onNoRoom: { [logger, minimum = SpareJournalMaker.freeFilesNeeded * configuration.journalFileBytes] in
+                logger.notice(
+                    "no spare journal file made: the file system has less free space than a spare needs",
+                    metadata: ["needed_bytes": "\(minimum)"])
+            })
         do {
             self.writer = try LogWriter(
                 directory: directory, journalFile: journalFile, durableRecords: operations,

@@ -72,9 +72,9 @@ import Synchronization
 /// it has its spares. Each costs a journal file's disk space for as long as it is kept.
 ///
 /// `@unchecked Sendable`: `directoryPath`, `bytes`, `admission` (itself `Sendable`),
-/// `minimumFreeBytes` and `beforeAdding` are immutable; the mutable `state` is a `Mutex`; and
-/// `firstUndropped` and the file work are touched only by closures on `queue` (serial), after
-/// `init` set them.
+/// `minimumFreeBytes`, `beforeAdding` and `onNoRoom` are immutable; the mutable `state` is a
+/// `Mutex`; and `firstUndropped`, `lackedRoom` and the file work are touched only by closures on
+/// `queue` (serial), after `init` set them.
 public final class SpareJournalMaker: @unchecked Sendable {
     private struct State {
         var making = false
@@ -97,7 +97,7 @@ public final class SpareJournalMaker: @unchecked Sendable {
     static let dropPauseMicros: UInt32 = 200
 
     /// Journal files' worth of free space needed to make a spare.
-    static let freeFilesNeeded = 4
+    public static let freeFilesNeeded = 4
 
     private let directoryPath: String
     private let bytes: Int
@@ -111,7 +111,12 @@ public final class SpareJournalMaker: @unchecked Sendable {
     /// use it to add spares meanwhile).
     private let beforeAdding: @Sendable () -> Void
     /// Free bytes the file system must have for a spare to be made.
-    private let minimumFreeBytes: Int
+    public let minimumFreeBytes: Int
+    /// Called on the maker's queue when it makes no spare for lack of room, once until a spare
+    /// is made again (the node logs it).
+    private let onNoRoom: @Sendable () -> Void
+    /// Whether the last decision found no room (only touched on ``queue``).
+    private var lackedRoom = false
     private let queue = DispatchQueue(label: "registry.spare-journal", qos: .utility)
     private let state = Mutex(State())
     /// The first journal file still in the page cache as far as the maker knows.
@@ -133,18 +138,19 @@ public final class SpareJournalMaker: @unchecked Sendable {
     /// with whatever retires the journal's files meanwhile.
     public convenience init(
         directoryPath: String, bytes: Int = CommitJournal.rotationBytes, firstFile: UInt64, admission: SpareAdmission,
-        minimumFreeBytes: Int? = nil
+        minimumFreeBytes: Int? = nil, onNoRoom: @escaping @Sendable () -> Void = {}
     ) {
         self.init(
             directoryPath: directoryPath, bytes: bytes, firstFile: firstFile, admission: admission,
-            minimumFreeBytes: minimumFreeBytes, beforeAdding: {})
+            minimumFreeBytes: minimumFreeBytes, beforeAdding: {}, onNoRoom: onNoRoom)
     }
 
     /// A maker as above that runs `beforeAdding` after each spare's zeros are synced (for tests).
     init(
         directoryPath: String, bytes: Int, firstFile: UInt64, admission: SpareAdmission, minimumFreeBytes: Int?,
-        beforeAdding: @escaping @Sendable () -> Void
+        beforeAdding: @escaping @Sendable () -> Void, onNoRoom: @escaping @Sendable () -> Void = {}
     ) {
+        self.onNoRoom = onNoRoom
         self.directoryPath = directoryPath
         self.bytes = bytes
         self.admission = admission
@@ -244,7 +250,13 @@ public final class SpareJournalMaker: @unchecked Sendable {
 
     /// Makes a spare when the directory holds fewer than `wanted` and has room for it.
     private func make(ifFewerThan wanted: Int) {
-        guard spareCount < wanted, hasRoom() else { return }
+        guard spareCount < wanted else { return }
+        guard hasRoom() else {
+            if !lackedRoom { onNoRoom() }
+            lackedRoom = true
+            return
+        }
+        lackedRoom = false
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let spare = directoryPath + "/spare-zeros-" + String(now.tv_sec * 1_000_000_000 + now.tv_nsec) + ".journal"

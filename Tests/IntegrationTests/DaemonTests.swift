@@ -274,8 +274,10 @@ import Glibc
             registered += items.filter { if case .result = $0 { true } else { false } }.count
         }
         #expect(registered == 130_000)
-        // A spare, had one been started, would be written (or given up) by now.
-        try await Task.sleep(for: .milliseconds(500))
+        // The maker decided, and says so: no room for a spare.
+        let deadline = Date().addingTimeInterval(30)
+        while !node.log.contains("no spare journal file made"), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(node.log.contains("no spare journal file made"), "\(node.log)")
         let listing = try disk.runInside(["/usr/bin/ls", directory])
         #expect(!listing.stdout.contains("spare"), "\(listing.stdout)")
         _ = try await client.stats()

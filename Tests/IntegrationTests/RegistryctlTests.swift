@@ -55,9 +55,10 @@ import Testing
         #expect(status["devices"] as? Int == 1 && status["aliases"] as? Int == 1 && status["claims"] as? Int == 2)
         let log = try #require(status["log"] as? [String: Any])
         #expect(log["operations"] as? Int == 3)
-        // Every commit's journal write and fdatasync is counted, at least 16 us each.
+        // Every commit's journal write and fdatasync is counted, and the percentiles are ordered.
         let commitLatency = try #require(log["commitLatency"] as? [String: Int])
-        #expect(commitLatency["count"] == log["commits"] as? Int && (commitLatency["p50Micros"] ?? 0) >= 16)
+        #expect(commitLatency["count"] == log["commits"] as? Int && (log["commits"] as? Int ?? 0) >= 1)
+        #expect((commitLatency["p50Micros"] ?? .max) <= (commitLatency["p99Micros"] ?? -1))
         // Three registrations' operations, each journaled with its entry's header: well over 100 bytes.
         #expect((log["journalBytes"] as? Int ?? 0) > 100 && log["journalFiles"] as? Int == 1)
         // The node keeps one spare journal file by default; a quiet node may have made it by now.

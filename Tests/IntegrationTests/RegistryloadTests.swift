@@ -56,7 +56,7 @@ import Testing
         // The node's commit times over the run, from two readings of its latency buckets.
         let commits = try #require(servers[0]["window_commit_latency"] as? [String: Int])
         #expect((1...(servers[0]["log_commits"] as? Int ?? 0)).contains(commits["count"] ?? 0))
-        #expect((commits["p50_ns"] ?? 0) >= 16_000 && (commits["p99_ns"] ?? 0) >= (commits["p50_ns"] ?? 0))
+        #expect((commits["p50_ns"] ?? .max) <= (commits["p99_ns"] ?? -1))
         #expect((commits["max_ns"] ?? 0) >= (commits["p99_9_ns"] ?? .max), "the longest commit's bucket")
         #expect(result.stdout.contains("commit time   p50 <=") && result.stdout.contains("  max <="))
         let latency = try #require(json["latency"] as? [String: Any])

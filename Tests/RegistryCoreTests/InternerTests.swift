@@ -40,7 +40,15 @@ import Testing
 
     @Test func equalTextsHashAlikeAndTheHashSeesEveryByte() {
         let base = "com.example.application"
-        #expect(TextHash.of(base) == TextHash.of(String(base.reversed().reversed())))
+        // The same text in other storage: copied out of a longer string, and decoded from bytes;
+        // and a short text, which Swift keeps inline, against the same text on the heap.
+        let longer = "prefix/" + base + "/suffix"
+        let copied = String(longer.dropFirst(7).dropLast(7))
+        #expect(copied == base && TextHash.of(copied) == TextHash.of(base))
+        #expect(TextHash.of(String(decoding: Array(base.utf8), as: UTF8.self)) == TextHash.of(base))
+        let short = "com.v"
+        let shortOnHeap = String(("com.v" + String(repeating: "x", count: 40)).prefix(5))
+        #expect(shortOnHeap == short && TextHash.of(shortOnHeap) == TextHash.of(short))
         var seen = Set<UInt64>()
         for length in 0...base.utf8.count { seen.insert(TextHash.of(String(base.utf8.prefix(length))!)) }
         for index in base.indices {

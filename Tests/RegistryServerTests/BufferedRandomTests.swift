@@ -14,10 +14,11 @@ import Testing
         #expect(Set(words).count == words.count)
         #expect(!words.contains(0))
         #expect(Set(words).isDisjoint(with: others))
-        // Each bit is set in about half of the words.
+        // Each bit is set in about half of the words: 1000 ± 5σ (σ = √(2000 / 4) ≈ 22.4), which
+        // all 64 bits of a uniform source meet but in about 4 runs of 100,000.
         for bit in 0..<64 {
             let set = words.count { $0 & (1 << UInt64(bit)) != 0 }
-            #expect((800...1_200).contains(set), "bit \(bit) set in \(set) of 2000")
+            #expect((888...1_112).contains(set), "bit \(bit) set in \(set) of 2000")
         }
     }
 }
