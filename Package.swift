@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "RegistryClient", "RegistryWire", "RegistryTestSupport",
+                "RegistryClient", "RegistryWire", "RegistryServer", "RegistryTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

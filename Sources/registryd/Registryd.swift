@@ -24,86 +24,92 @@ struct Registryd: AsyncParsableCommand {
             unwritable or locked data directory, failed write); 78 bad configuration.
             """)
 
-    @Option(help: "Address to listen on. [env: REGISTRY_HOST] [default: 127.0.0.1]")
-    var host: String?
-
-    @Option(help: "TCP port; 0 picks a free one. [env: REGISTRY_PORT] [default: 7400]")
-    var port: Int?
-
-    @Option(name: .customLong("data-dir"), help: "Existing directory for the durable log. [env: REGISTRY_DATA_DIR] [default: ./data]")
-    var dataDir: String?
-
-    @Option(
-        name: .customLong("node-id"),
-        help: "Node name (lower-case letters, digits, '-'). [env: REGISTRY_NODE_ID] [default: stored in the data directory, or generated]")
-    var nodeID: String?
-
-    @Option(name: .customLong("cluster-id"), help: "Cluster name reported to clients. [env: REGISTRY_CLUSTER_ID] [default: default]")
-    var clusterID: String?
-
     @Option(help: "JSON config file. [env: REGISTRY_CONFIG]")
     var config: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. [env: REGISTRY_LOG_LEVEL] [default: info]")
+    @Option(name: .customLong("host"), help: Self.help("host"))
+    var host: String?
+
+    @Option(name: .customLong("port"), help: Self.help("port"))
+    var port: String?
+
+    @Option(name: .customLong("data-dir"), help: Self.help("data-dir"))
+    var dataDir: String?
+
+    @Option(name: .customLong("node-id"), help: Self.help("node-id"))
+    var nodeID: String?
+
+    @Option(name: .customLong("cluster-id"), help: Self.help("cluster-id"))
+    var clusterID: String?
+
+    @Option(name: .customLong("log-level"), help: Self.help("log-level"))
     var logLevel: String?
 
-    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame accepted, in bytes. [default: 1048576]")
-    var maxFrameBytes: UInt32?
+    @Option(name: .customLong("max-frame-bytes"), help: Self.help("max-frame-bytes"))
+    var maxFrameBytes: String?
 
-    @Option(name: .customLong("max-batch-size"), help: "Most registrations per batch frame. [default: 1000]")
-    var maxBatchSize: UInt32?
+    @Option(name: .customLong("max-batch-size"), help: Self.help("max-batch-size"))
+    var maxBatchSize: String?
 
-    @Option(name: .customLong("max-in-flight"), help: "Unanswered requests per connection before reading pauses. [default: 1024]")
-    var maxInFlight: UInt32?
+    @Option(name: .customLong("max-in-flight"), help: Self.help("max-in-flight"))
+    var maxInFlight: String?
 
-    @Option(
-        name: .customLong("event-loop-threads"),
-        help: "Threads serving connections. [env: REGISTRY_EVENT_LOOP_THREADS] [default: one per CPU core]")
-    var eventLoopThreads: Int?
+    @Option(name: .customLong("drain-timeout-seconds"), help: Self.help("drain-timeout-seconds"))
+    var drainTimeoutSeconds: String?
 
-    @Option(
-        name: .customLong("expected-devices"),
-        help: ArgumentHelp(
-            "Devices to size the in-memory indexes for at start-up (0...1073741824). [env: REGISTRY_EXPECTED_DEVICES] [default: 0, start small and grow]",
-            discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 96 to 192 bytes of memory per expected device from the start."))
-    var expectedDevices: Int?
+    @Option(name: .customLong("event-loop-threads"), help: Self.help("event-loop-threads"))
+    var eventLoopThreads: String?
 
-    @Option(
-        name: .customLong("commit-delay-us"),
-        help: ArgumentHelp(
-            "Microseconds a busy log writer waits for more operations before a small group commit (0...10000). [env: REGISTRY_COMMIT_DELAY_US] [default: 300]",
-            discussion: "Only a commit that follows another directly and would carry fewer than 400 operations waits, so a quiet node commits at once. Under load, fewer and bigger commits save the CPU and the disk requests each journal write and fdatasync costs; 0 commits at once always."))
-    var commitDelayMicros: Int?
+    @Option(name: .customLong("expected-devices"), help: Self.help("expected-devices"))
+    var expectedDevices: String?
 
-    @Option(
-        name: .customLong("move-journal-below"),
-        help: ArgumentHelp(
-            "Operations a second at or below which the node moves finished journal files into its SQLite log while serving (0...10000000). [env: REGISTRY_MOVE_JOURNAL_BELOW] [default: 20000]",
-            discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."))
-    var moveJournalBelow: Int?
+    @Option(name: .customLong("commit-delay-us"), help: Self.help("commit-delay-us"))
+    var commitDelayMicros: String?
 
-    @Option(
-        name: .customLong("journal-spares"),
-        help: ArgumentHelp(
-            "Spare journal files of 64 MiB to keep for rotations (1...4096). [env: REGISTRY_JOURNAL_SPARES] [default: 1]",
-            discussion: "A rotation writes over a spare, whose blocks are already on disk, rather than append to a new file. Spares come from retired journal files, and a quiet node makes the missing ones of zeros (only while it moves journal files, see --move-journal-below). When none is left, a busy node writes a spare of zeros for each file it fills, as much disk traffic as the journal itself: keep as many as the journal files a burst fills (about one a second at 460,000 registrations/s). Each takes 64 MiB of disk."))
-    var journalSpares: Int?
+    @Option(name: .customLong("move-journal-below"), help: Self.help("move-journal-below"))
+    var moveJournalBelow: String?
 
-    func validate() throws {
-        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
+    @Option(name: .customLong("journal-spares"), help: Self.help("journal-spares"))
+    var journalSpares: String?
+
+    /// A setting's help, from its one description in `NodeSetting.all`.
+    private static func help(_ flag: String) -> ArgumentHelp {
+        let setting = NodeSetting.named(flag)
+        return ArgumentHelp(setting.helpLine, discussion: setting.discussion, valueName: setting.fileType == .string ? "text" : "n")
+    }
+
+    /// The flags given, keyed by flag name without dashes, for `NodeConfiguration.resolve`.
+    private var flags: [String: String] {
+        let given: [String: String?] = [
+            "config": config,
+            "host": host,
+            "port": port,
+            "data-dir": dataDir,
+            "node-id": nodeID,
+            "cluster-id": clusterID,
+            "log-level": logLevel,
+            "max-frame-bytes": maxFrameBytes,
+            "max-batch-size": maxBatchSize,
+            "max-in-flight": maxInFlight,
+            "drain-timeout-seconds": drainTimeoutSeconds,
+            "event-loop-threads": eventLoopThreads,
+            "expected-devices": expectedDevices,
+            "commit-delay-us": commitDelayMicros,
+            "move-journal-below": moveJournalBelow,
+            "journal-spares": journalSpares,
+        ]
+        return given.compactMapValues { $0 }
     }
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration: NodeConfiguration
         do {
-            configuration = try resolveConfiguration(environment)
+            configuration = try NodeConfiguration.resolve(flags: flags, environment: environment)
         } catch {
             Self.fail("\(error)", status: 78)
         }
-        let level = (logLevel ?? environment["REGISTRY_LOG_LEVEL"]).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -132,74 +138,6 @@ struct Registryd: AsyncParsableCommand {
             Self.fail("\(error)", status: 74)
         }
         if fatal.triggered { Self.fail("stopped after a storage failure", status: 74) }
-    }
-
-    /// Defaults, then the config file, then environment variables, then flags.
-    private func resolveConfiguration(_ environment: [String: String]) throws(ConfigurationError) -> NodeConfiguration {
-        var configuration = NodeConfiguration()
-        if let path = config ?? environment["REGISTRY_CONFIG"] {
-            try configuration.apply(configFile: path)
-        }
-        if let value = host ?? environment["REGISTRY_HOST"] { configuration.host = value }
-        if let (value, source) = try Self.wholeNumber(port, flag: "--port", "REGISTRY_PORT", in: environment, naming: "a port") {
-            try configuration.setPort(value, source: source)
-        }
-        if let value = dataDir ?? environment["REGISTRY_DATA_DIR"] { configuration.dataDirectory = value }
-        if let value = nodeID {
-            try configuration.setNodeID(value, source: "--node-id")
-        } else if let value = environment["REGISTRY_NODE_ID"] {
-            try configuration.setNodeID(value, source: "REGISTRY_NODE_ID")
-        }
-        if let value = clusterID ?? environment["REGISTRY_CLUSTER_ID"] { configuration.clusterID = value }
-        if let value = maxFrameBytes { configuration.limits.maxFrameBytes = value }
-        if let value = maxBatchSize { configuration.limits.maxBatchSize = value }
-        if let value = maxInFlight { configuration.limits.maxInFlight = value }
-        if let (value, source) = try Self.wholeNumber(
-            eventLoopThreads, flag: "--event-loop-threads", "REGISTRY_EVENT_LOOP_THREADS", in: environment)
-        {
-            try configuration.setEventLoopThreads(value, source: source)
-        }
-        if let (value, source) = try Self.wholeNumber(
-            expectedDevices, flag: "--expected-devices", "REGISTRY_EXPECTED_DEVICES", in: environment)
-        {
-            try configuration.setExpectedDevices(value, source: source)
-        }
-        if let (value, source) = try Self.wholeNumber(
-            commitDelayMicros, flag: "--commit-delay-us", "REGISTRY_COMMIT_DELAY_US", in: environment)
-        {
-            try configuration.setCommitDelayMicros(value, source: source)
-        }
-        if let (value, source) = try Self.wholeNumber(
-            moveJournalBelow, flag: "--move-journal-below", "REGISTRY_MOVE_JOURNAL_BELOW", in: environment)
-        {
-            try configuration.setMoveJournalBelow(value, source: source)
-        }
-        if let (value, source) = try Self.wholeNumber(
-            journalSpares, flag: "--journal-spares", "REGISTRY_JOURNAL_SPARES", in: environment)
-        {
-            try configuration.setJournalSpares(value, source: source)
-        }
-        try configuration.validate(source: "flags")
-        return configuration
-    }
-
-    /// A whole-number setting from its flag's `value`, else from environment variable `name`, with
-    /// the source to name in errors; nil when neither is set.
-    private static func wholeNumber(
-        _ value: Int?, flag: String, _ name: String, in environment: [String: String], naming what: String = "a whole number"
-    ) throws(ConfigurationError) -> (value: Int, source: String)? {
-        if let value { return (value, flag) }
-        return try wholeNumber(name, in: environment, naming: what).map { ($0, name) }
-    }
-
-    /// The whole number environment variable `name` holds, nil when it is unset; any other text is
-    /// refused as not being `what`.
-    private static func wholeNumber(
-        _ name: String, in environment: [String: String], naming what: String = "a whole number"
-    ) throws(ConfigurationError) -> Int? {
-        guard let text = environment[name] else { return nil }
-        guard let value = Int(text) else { throw .invalidValue(source: name, reason: "\"\(text)\" is not \(what)") }
-        return value
     }
 
     private static func fail(_ message: String, status: Int32) -> Never {

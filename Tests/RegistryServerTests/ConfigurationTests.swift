@@ -27,7 +27,7 @@ import Testing
         try withConfig(
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
-             "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5,
+             "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5, "logLevel": "debug",
              "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "moveJournalBelow": 5000, "journalSpares": 12, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
@@ -41,31 +41,117 @@ import Testing
             #expect(configuration.expectedDevices == 5_000_000)
             #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 400))
             #expect(configuration.moveJournalBelowOperationsPerSecond == 5_000)
-            #expect(configuration.journalSpares == 12)
+            #expect(configuration.journalSpares == 12 && configuration.logLevel == "debug")
         }
+    }
+
+    /// Each setting's value comes from its flag, else its environment variable, else the config
+    /// file, else the default: checked for every setting in the table, each level above the
+    /// ones below it.
+    @Test func flagsBeatTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
+        // Two valid texts per setting, and the file's JSON for one of them.
+        let samples: [String: (String, String)] = [
+            "host": ("127.0.0.3", "127.0.0.4"), "port": ("7001", "7002"), "data-dir": ("/a", "/b"), "node-id": ("n-1", "n-2"),
+            "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
+            "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
+            "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
+            "move-journal-below": ("30", "40"), "journal-spares": ("2", "3"),
+        ]
+        #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
+        func json(_ setting: NodeSetting, _ text: String) -> String {
+            "\"\(setting.fileKey)\": " + (setting.fileType == .string ? "\"\(text)\"" : text)
+        }
+        func value(_ configuration: NodeConfiguration, _ flag: String) -> String {
+            switch flag {
+            case "host": return configuration.host
+            case "port": return "\(configuration.port)"
+            case "data-dir": return configuration.dataDirectory
+            case "node-id": return configuration.nodeID?.value ?? "none"
+            case "cluster-id": return configuration.clusterID
+            case "log-level": return configuration.logLevel
+            case "max-frame-bytes": return "\(configuration.limits.maxFrameBytes)"
+            case "max-batch-size": return "\(configuration.limits.maxBatchSize)"
+            case "max-in-flight": return "\(configuration.limits.maxInFlight)"
+            case "drain-timeout-seconds": return "\(configuration.drainTimeoutSeconds)"
+            case "event-loop-threads": return configuration.eventLoopThreads.map { "\($0)" } ?? "none"
+            case "expected-devices": return "\(configuration.expectedDevices)"
+            case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
+            case "move-journal-below": return "\(configuration.moveJournalBelowOperationsPerSecond)"
+            case "journal-spares": return "\(configuration.journalSpares)"
+            default: return "unknown setting \(flag)"
+            }
+        }
+        let defaults = NodeConfiguration()
+        for setting in NodeSetting.all {
+            let (low, high) = samples[setting.flag]!
+            let environment = setting.environment!
+            try withConfig("{\(json(setting, low))}") { path in
+                let file = try NodeConfiguration.resolve(flags: ["config": path], environment: [:])
+                #expect(value(file, setting.flag) == value(try NodeConfiguration.resolve(flags: [setting.flag: low], environment: [:]), setting.flag))
+                #expect(value(file, setting.flag) != value(defaults, setting.flag), "\(setting.flag): the file beats the default")
+                let overFile = try NodeConfiguration.resolve(flags: ["config": path], environment: [environment: high])
+                #expect(value(overFile, setting.flag) != value(file, setting.flag), "\(setting.flag): the environment beats the file")
+                let overEnvironment = try NodeConfiguration.resolve(
+                    flags: ["config": path, setting.flag: low], environment: [environment: high])
+                #expect(value(overEnvironment, setting.flag) == value(file, setting.flag), "\(setting.flag): the flag beats the environment")
+            }
+        }
+        // The config file's path itself: the flag beats REGISTRY_CONFIG.
+        try withConfig("{\"port\": 7101}") { flagPath in
+            try withConfig("{\"port\": 7102}") { environmentPath in
+                let configuration = try NodeConfiguration.resolve(flags: ["config": flagPath], environment: ["REGISTRY_CONFIG": environmentPath])
+                #expect(configuration.port == 7101)
+                #expect(try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_CONFIG": environmentPath]).port == 7102)
+            }
+        }
+    }
+
+    @Test func aBadValueNamesWhereItCameFrom() throws {
+        #expect(throws: ConfigurationError.invalidValue(source: "--port", reason: "port \"http\" is not a whole number")) {
+            try NodeConfiguration.resolve(flags: ["port": "http"], environment: [:])
+        }
+        #expect(throws: ConfigurationError.invalidValue(source: "REGISTRY_PORT", reason: "port 99999 is not 0...65535")) {
+            try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_PORT": "99999"])
+        }
+    }
+
+    @Test func nearestNamesAreFoundForMisspellingsOnly() {
+        let keys = NodeSetting.all.map(\.fileKey)
+        #expect(NearestName.closest(to: "comitDelayMicros", among: keys) == "commitDelayMicros")
+        #expect(NearestName.closest(to: "datadir", among: keys) == "dataDir")
+        #expect(NearestName.closest(to: "journalSpare", among: keys) == "journalSpares")
+        #expect(NearestName.closest(to: "color", among: keys) == nil)
+        #expect(NearestName.editDistance(Array("kitten"), Array("sitting")) == 3)
     }
 
     @Test(arguments: [
         ("{\"port\": ", "not valid JSON"),
-        ("[1, 2]", "should be"),
-        ("{\"port\": \"7400\"}", ".port should be Int"),
-        ("{\"port\": 70000}", "port 70000"),
-        ("{\"eventLoopThreads\": 0}", "event-loop threads 0"),
+        ("[1, 2]", "the top level should be an object"),
+        ("{\"port\": \"7400\"}", "port should be a whole number"),
+        ("{\"port\": 70000}", "port 70000 is not 0...65535"),
+        ("{\"eventLoopThreads\": 0}", "eventLoopThreads: event-loop threads 0 is not 1...256"),
         ("{\"expectedDevices\": -1}", "expectedDevices: expected devices -1 is not 0...1073741824"),
         ("{\"expectedDevices\": 1073741825}", "expected devices 1073741825"),
-        ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 µs is not 0...10000"),
-        ("{\"commitDelayMicros\": 10001}", "commit delay 10001 µs"),
-        ("{\"commitDelayMicros\": \"soon\"}", ".commitDelayMicros should be Int"),
-        ("{\"moveJournalBelow\": -1}", "moveJournalBelow: journal-moving rate -1 operations/s is not 0...10000000"),
+        ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 is not 0...10000"),
+        ("{\"commitDelayMicros\": 10001}", "commit delay 10001"),
+        ("{\"commitDelayMicros\": \"soon\"}", "commitDelayMicros should be a whole number"),
+        ("{\"moveJournalBelow\": -1}", "moveJournalBelow: journal-moving rate -1 is not 0...10000000"),
         ("{\"moveJournalBelow\": 10000001}", "journal-moving rate 10000001"),
-        ("{\"moveJournalBelow\": \"idle\"}", ".moveJournalBelow should be Int"),
+        ("{\"moveJournalBelow\": \"idle\"}", "moveJournalBelow should be a whole number"),
         ("{\"journalSpares\": 0}", "journalSpares: journal spares 0 is not 1...4096"),
         ("{\"journalSpares\": 4097}", "journal spares 4097"),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
-        ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors:"),
-        ("{\"vendors\": [{\"name\": \"x\"}]}", "missing key .vendors[0].prefixes"),
-        ("{\"maxFrameBytes\": 1}", "maxFrameBytes"),
-        ("{\"maxInFlight\": 0}", "maxInFlight"),
+        ("{\"drainTimeoutSeconds\": -1}", "drain timeout"),
+        ("{\"logLevel\": \"loud\"}", "log level \"loud\" is not one of trace"),
+        ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors[0]:"),
+        ("{\"vendors\": [{\"name\": \"x\"}]}", "vendors[0].prefixes is missing"),
+        ("{\"vendors\": [{\"prefix\": [\"com.x\"]}]}", "unknown key \"vendors[0].prefix\"; did you mean \"prefixes\"?"),
+        ("{\"maxFrameBytes\": 1}", "maxFrameBytes: max frame bytes 1 is not 64...67108864"),
+        ("{\"maxInFlight\": 0}", "maxInFlight: max in flight 0"),
+        ("{\"clusterId\": \"\"}", "the cluster ID must not be empty"),
+        ("{\"comitDelayMicros\": 100}", "unknown key \"comitDelayMicros\"; did you mean \"commitDelayMicros\"?"),
+        ("{\"PORT\": 1}", "unknown key \"PORT\"; did you mean \"port\"?"),
+        ("{\"frobnicate\": true}", "unknown key \"frobnicate\"; deploy/registryd.json lists every key"),
     ])
     func badConfigFilesAreTypedErrors(_ text: String, _ fragment: String) throws {
         try withConfig(text) { path in

@@ -1,0 +1,124 @@
+import Foundation
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// A node's settings. Sources, strongest first: command-line flags, environment variables,
+/// the JSON config file, then these defaults (see ``NodeSetting/all`` and
+/// ``resolve(flags:environment:)``).
+public struct NodeConfiguration: Equatable, Sendable {
+    public var host = "127.0.0.1"
+    public var port = 7400
+    public var dataDirectory = "./data"
+    /// Nil: use the ID stored in the data directory, or generate one for a new directory.
+    public var nodeID: NodeID?
+    public var clusterID = "default"
+    public var limits = Limits.default
+    public var vendorRules: VendorRules
+    /// How long a graceful shutdown waits for in-flight requests before closing connections.
+    public var drainTimeoutSeconds = 10.0
+    /// Event-loop threads serving connections; nil means one per CPU core.
+    public var eventLoopThreads: Int?
+    /// Devices the in-memory indexes are sized for at start-up; 0 lets them start small and
+    /// grow. An index that grows allocates a table twice the size, waits for the kernel to
+    /// provide its pages, then moves its entries over while it serves: CPU time, and a latency
+    /// tail, that a node sized for its devices never pays. The tables take 96 to 192 bytes per
+    /// expected device from the start.
+    public var expectedDevices = 0
+    /// How long the log writer, busy back to back, waits for more operations before a commit
+    /// that would carry few (see ``CommitPacing``); a delay of 0 commits at once.
+    public var commitPacing = CommitPacing.default
+    /// The highest commit rate, in operations a second over the last second, at which the node
+    /// moves finished journal files into its SQLite log while it serves (see ``JournalMover``);
+    /// 0 leaves them all for the next start-up.
+    public var moveJournalBelowOperationsPerSecond = JournalMovePolicy.defaultQuietOperationsPerSecond
+    /// Spare journal files the node keeps (see ``SpareJournalMaker``): files whose blocks are
+    /// already written, so that a rotation writes over them instead of making a spare of zeros
+    /// while the node is busy. Retired files refill them, and a quiet node makes the ones missing.
+    /// Each takes a journal file's disk space (64 MiB).
+    public var journalSpares = 1
+    /// The most ``journalSpares`` may be.
+    public static let maxJournalSpares = 4_096
+    /// Bytes after which a journal file rotates: ``CommitJournal/rotationBytes``, smaller only in
+    /// tests that need many files.
+    var journalFileBytes = CommitJournal.rotationBytes
+    /// The most ``moveJournalBelowOperationsPerSecond`` may be.
+    public static let maxMoveJournalBelow = 10_000_000
+
+    public init() {
+        vendorRules = try! VendorRules()
+    }
+
+    /// The log level's name (`--log-level`).
+    public var logLevel = "info"
+    /// The log levels, least severe first.
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+    /// Config-file keys that are no setting's: the vendor rules.
+    static let fileOnlyKeys = ["vendors", "vendorDefaultDepth"]
+
+    /// The configuration from, for each setting in ``NodeSetting/all``, strongest first: its
+    /// flag's value in `flags` (keyed by the flag without dashes), its environment variable, the
+    /// config file (`flags["config"]`, else `REGISTRY_CONFIG`), else its default.
+    public static func resolve(flags: [String: String], environment: [String: String]) throws(ConfigurationError) -> NodeConfiguration {
+        var configuration = NodeConfiguration()
+        var file: ConfigFile?
+        if let path = flags["config"] ?? environment["REGISTRY_CONFIG"] {
+            file = try ConfigFile(path: path)
+            if let rules = file?.vendorRules { configuration.vendorRules = rules }
+        }
+        for setting in NodeSetting.all {
+            let given: (text: String, source: String)?
+            if let text = flags[setting.flag] {
+                given = (text, "--\(setting.flag)")
+            } else if let name = setting.environment, let text = environment[name] {
+                given = (text, name)
+            } else if let file, let text = file.values[setting.flag] {
+                given = (text, "\(file.path): \(setting.fileKey)")
+            } else {
+                given = nil
+            }
+            guard let given else { continue }
+            do {
+                try setting.apply(given.text, &configuration)
+            } catch {
+                throw .invalidValue(source: given.source, reason: error.reason)
+            }
+        }
+        return configuration
+    }
+
+    /// Applies a config file on top of `self` (its settings and vendor rules only).
+    public mutating func apply(configFile path: String) throws(ConfigurationError) {
+        let file = try ConfigFile(path: path)
+        if let rules = file.vendorRules { vendorRules = rules }
+        for setting in NodeSetting.all {
+            guard let text = file.values[setting.flag] else { continue }
+            do {
+                try setting.apply(text, &self)
+            } catch {
+                throw .invalidValue(source: "\(path): \(setting.fileKey)", reason: error.reason)
+            }
+        }
+    }
+}
+
+/// Why the configuration could not be used. registryd prints it and exits with status 78.
+public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case invalid(path: String, reason: String)
+    /// A config-file key no setting has, with the known key it most likely meant.
+    case unknownKey(path: String, key: String, nearest: String?)
+    /// A value that breaks its setting's rule; `source` is the flag, variable or file key.
+    case invalidValue(source: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason): return "cannot read config file \(path): \(reason)"
+        case .invalid(let path, let reason): return "config file \(path) is invalid: \(reason)"
+        case .unknownKey(let path, let key, let nearest):
+            let hint = nearest.map { "; did you mean \"\($0)\"?" } ?? "; deploy/registryd.json lists every key"
+            return "config file \(path) is invalid: unknown key \"\(key)\"\(hint)"
+        case .invalidValue(let source, let reason): return "\(source): \(reason)"
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import RegistryCore
+
+extension NodeSetting {
+    /// Every setting of a node, in the order `--help` lists them. The config file may also hold
+    /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
+    public static let all: [NodeSetting] = [
+        host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
+        eventLoopThreads, expectedDevices, commitDelayUs, moveJournalBelow, journalSpares,
+    ]
+
+    static let host = NodeSetting(
+        flag: "host", environment: "REGISTRY_HOST", fileKey: "host", fileType: .string, defaultText: "127.0.0.1",
+        help: "Address to listen on."
+    ) { text, configuration in configuration.host = text }
+
+    static let port = NodeSetting(
+        flag: "port", environment: "REGISTRY_PORT", fileKey: "port", fileType: .wholeNumber, defaultText: "7400",
+        help: "TCP port; 0 picks a free one."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.port = try SettingValueError.wholeNumber(text, in: 0...65_535, "port")
+    }
+
+    static let dataDir = NodeSetting(
+        flag: "data-dir", environment: "REGISTRY_DATA_DIR", fileKey: "dataDir", fileType: .string, defaultText: "./data",
+        help: "Existing directory for the node's durable state."
+    ) { text, configuration in configuration.dataDirectory = text }
+
+    static let nodeId = NodeSetting(
+        flag: "node-id", environment: "REGISTRY_NODE_ID", fileKey: "nodeId", fileType: .string,
+        defaultText: "stored in the data directory, or generated",
+        help: "Node name (lower-case letters, digits, '-')."
+    ) { text, configuration throws(SettingValueError) in
+        do {
+            configuration.nodeID = try NodeID(text)
+        } catch {
+            throw SettingValueError("\(error)")
+        }
+    }
+
+    static let clusterId = NodeSetting(
+        flag: "cluster-id", environment: "REGISTRY_CLUSTER_ID", fileKey: "clusterId", fileType: .string, defaultText: "default",
+        help: "Cluster name reported to clients."
+    ) { text, configuration throws(SettingValueError) in
+        guard !text.isEmpty else { throw SettingValueError("the cluster ID must not be empty") }
+        configuration.clusterID = text
+    }
+
+    static let logLevel = NodeSetting(
+        flag: "log-level", environment: "REGISTRY_LOG_LEVEL", fileKey: "logLevel", fileType: .string, defaultText: "info",
+        help: "trace, debug, info, notice, warning, error or critical."
+    ) { text, configuration throws(SettingValueError) in
+        guard NodeConfiguration.logLevels.contains(text) else {
+            throw SettingValueError("log level \(text.debugDescription) is not one of \(NodeConfiguration.logLevels.joined(separator: ", "))")
+        }
+        configuration.logLevel = text
+    }
+
+    static let maxFrameBytes = NodeSetting(
+        flag: "max-frame-bytes", environment: "REGISTRY_MAX_FRAME_BYTES", fileKey: "maxFrameBytes", fileType: .wholeNumber,
+        defaultText: "1048576", help: "Largest frame accepted, in bytes (64...67108864)."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.limits.maxFrameBytes = UInt32(try SettingValueError.wholeNumber(text, in: 64...(64 << 20), "max frame bytes"))
+    }
+
+    static let maxBatchSize = NodeSetting(
+        flag: "max-batch-size", environment: "REGISTRY_MAX_BATCH_SIZE", fileKey: "maxBatchSize", fileType: .wholeNumber,
+        defaultText: "1000", help: "Most registrations per batch frame (1...100000)."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.limits.maxBatchSize = UInt32(try SettingValueError.wholeNumber(text, in: 1...100_000, "max batch size"))
+    }
+
+    static let maxInFlight = NodeSetting(
+        flag: "max-in-flight", environment: "REGISTRY_MAX_IN_FLIGHT", fileKey: "maxInFlight", fileType: .wholeNumber,
+        defaultText: "1024", help: "Unanswered requests per connection before it stops reading (1...1000000)."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.limits.maxInFlight = UInt32(try SettingValueError.wholeNumber(text, in: 1...1_000_000, "max in flight"))
+    }
+
+    static let drainTimeoutSeconds = NodeSetting(
+        flag: "drain-timeout-seconds", environment: "REGISTRY_DRAIN_TIMEOUT_SECONDS", fileKey: "drainTimeoutSeconds",
+        fileType: .number, defaultText: "10",
+        help: "Seconds a graceful stop waits for in-flight requests before closing connections (0...3600)."
+    ) { text, configuration throws(SettingValueError) in
+        guard let seconds = Double(text), (0...3_600).contains(seconds) else {
+            throw SettingValueError("drain timeout \(text.debugDescription) is not 0...3600 seconds")
+        }
+        configuration.drainTimeoutSeconds = seconds
+    }
+
+    static let eventLoopThreads = NodeSetting(
+        flag: "event-loop-threads", environment: "REGISTRY_EVENT_LOOP_THREADS", fileKey: "eventLoopThreads",
+        fileType: .wholeNumber, defaultText: "one per CPU core", help: "Threads serving connections (1...256)."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.eventLoopThreads = try SettingValueError.wholeNumber(text, in: 1...256, "event-loop threads")
+    }
+
+    static let expectedDevices = NodeSetting(
+        flag: "expected-devices", environment: "REGISTRY_EXPECTED_DEVICES", fileKey: "expectedDevices",
+        fileType: .wholeNumber, defaultText: "0, start small and grow",
+        help: "Devices to size the in-memory indexes for at start-up (0...1073741824).",
+        discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 96 to 192 bytes of memory per expected device from the start."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.expectedDevices = try SettingValueError.wholeNumber(text, in: 0...RegistryState.maxExpectedDevices, "expected devices")
+    }
+
+    static let commitDelayUs = NodeSetting(
+        flag: "commit-delay-us", environment: "REGISTRY_COMMIT_DELAY_US", fileKey: "commitDelayMicros", fileType: .wholeNumber,
+        defaultText: "300",
+        help: "Microseconds a busy log writer waits for more operations before a small group commit (0...10000).",
+        discussion: "Only a commit that follows another directly and would carry fewer than 400 operations waits, so a quiet node commits at once. Under load, fewer and bigger commits save the CPU and the disk requests each journal write and fdatasync costs; 0 commits at once always."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.commitPacing.delayMicros = UInt32(try SettingValueError.wholeNumber(text, in: 0...Int(CommitPacing.maxDelayMicros), "commit delay"))
+    }
+
+    static let moveJournalBelow = NodeSetting(
+        flag: "move-journal-below", environment: "REGISTRY_MOVE_JOURNAL_BELOW", fileKey: "moveJournalBelow",
+        fileType: .wholeNumber, defaultText: "20000",
+        help: "Operations a second at or below which the node moves finished journal files into its SQLite log while serving (0...10000000).",
+        discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.moveJournalBelowOperationsPerSecond = try SettingValueError.wholeNumber(
+            text, in: 0...NodeConfiguration.maxMoveJournalBelow, "journal-moving rate")
+    }
+
+    static let journalSpares = NodeSetting(
+        flag: "journal-spares", environment: "REGISTRY_JOURNAL_SPARES", fileKey: "journalSpares", fileType: .wholeNumber,
+        defaultText: "1", help: "Spare journal files of 64 MiB to keep for rotations (1...4096).",
+        discussion: "A rotation writes over a spare, whose blocks are already on disk, rather than append to a new file. Spares come from retired journal files, and a quiet node makes the missing ones of zeros (only while it moves journal files, see --move-journal-below). When none is left, a busy node writes a spare of zeros for each file it fills. Each takes 64 MiB of disk."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.journalSpares = try SettingValueError.wholeNumber(text, in: 1...NodeConfiguration.maxJournalSpares, "journal spares")
+    }
+
+    /// The setting whose flag is `flag`.
+    public static func named(_ flag: String) -> NodeSetting {
+        guard let setting = all.first(where: { $0.flag == flag }) else { preconditionFailure("no setting --\(flag)") }
+        return setting
+    }
+}
