@@ -1,9 +1,11 @@
 # Device registry. Every target installs what it needs when it is missing (Debian packages
 # through apt-get, Python's protobuf through pip), so a new machine needs only these commands.
 #
-#   make run     build, then start a node on 127.0.0.1:7400 with its data in ./data
+#   make run     build (release), then start a node on 127.0.0.1:7400 with its data in ./data
 #   make test    build, check the generated protobuf-c code is current, run every test
 #   make build   build everything (debug)
+#   make release build registryd, registryctl and registryload optimised, in .build/release
+#   make install install those three into $(PREFIX)/bin (PREFIX=/usr/local by default)
 #   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make clean   remove build output
@@ -11,9 +13,13 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DATA_DIR ?= ./data
+PREFIX ?= /usr/local
 APT := scripts/apt-install.sh
+PROGRAMS := registryd registryctl registryload
+# Python's pip, quietly: no warning about running as root (CI is root), no version check.
+PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: build run test bench protos check-protos clean deps proto-tools test-tools
+.PHONY: build release install run test bench protos check-protos clean deps proto-tools test-tools
 
 # C libraries the build links: protobuf-c and SQLite.
 deps:
@@ -28,14 +34,24 @@ proto-tools:
 # protoc and Python's protobuf run the interop test.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
-	@python3 -c 'import google.protobuf' 2>/dev/null || python3 -m pip install --quiet 'protobuf>=4.21,<8'
+	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
 
 build: deps
 	$(SWIFT) build
 
-run: build
+release: deps
+	@echo "building $(PROGRAMS) optimised (release; the first build takes a few minutes)"
+	@for program in $(PROGRAMS); do $(SWIFT) build -c release --product $$program || exit 1; done
+
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	@bin=$$($(SWIFT) build -c release --show-bin-path) && for program in $(PROGRAMS); do \
+	  install -m 755 "$$bin/$$program" $(DESTDIR)$(PREFIX)/bin/ && echo "installed $(DESTDIR)$(PREFIX)/bin/$$program"; done
+
+run: release
 	mkdir -p $(DATA_DIR)
-	$(SWIFT) run --skip-build registryd --data-dir $(DATA_DIR) $(ARGS)
+	@echo "starting registryd (release build; registryctl is .build/release/registryctl, or 'make install')"
+	$$($(SWIFT) build -c release --show-bin-path)/registryd --data-dir $(DATA_DIR) $(ARGS)
 
 protos: proto-tools
 	scripts/gen-protos.sh
@@ -50,8 +66,10 @@ check-protos: proto-tools
 	  else echo "generated protobuf-c code is current"; fi
 
 test: deps test-tools check-protos
+	@echo "== building the package and its tests (debug)"
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	@echo "== running every test (Swift Testing; the suites start real registryd processes on 127.0.0.1)"
+	$(SWIFT) test --skip-build --disable-xctest
 
 # Release builds, real PostgreSQL and Redis servers on loopback, a few minutes.
 bench: deps

@@ -41,6 +41,10 @@ let package = Package(
         // protoc-c output for Protos/registry/v1, committed; regenerate with `make protos`.
         .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
 
+        // The release and git revision that --version prints.
+        .plugin(name: "GitRevisionPlugin", capability: .buildTool()),
+        .target(name: "RegistryVersion", swiftSettings: swiftSettings, plugins: ["GitRevisionPlugin"]),
+
         // Identity rules, HLC, merge: pure values, no I/O, no NIO, no C.
         .target(name: "RegistryCore", swiftSettings: swiftSettings),
         // Swift message types, protobuf-c codec and frame coder. protobuf-c never leaves it.
@@ -62,7 +66,7 @@ let package = Package(
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryCore", "RegistryWire", "RegistryStorage", "CLinuxFile",
+                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "CLinuxFile",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -85,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "registryd",
             dependencies: [
-                "RegistryServer",
+                "RegistryServer", "RegistryVersion",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -96,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "registryctl",
             dependencies: [
-                "RegistryClient",
+                "RegistryClient", "RegistryVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -111,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "registryload",
             dependencies: [
-                "RegistryLoad", "RegistryClient", "RegistryWire", "RegistryCore",
+                "RegistryLoad", "RegistryClient", "RegistryWire", "RegistryCore", "RegistryVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

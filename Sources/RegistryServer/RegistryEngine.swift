@@ -8,6 +8,7 @@ import Logging
 import Metrics
 import RegistryCore
 import RegistryStorage
+import RegistryVersion
 import RegistryWire
 import NIOConcurrencyHelpers
 
@@ -65,7 +66,7 @@ public final class RegistryEngine: Sendable {
     private let pacing: CommitPacing
     /// The vendor rules, for the ``BundleResolver`` each connection keeps.
     public let vendorRules: VendorRules
-    public static let serverVersion = "registryd 0.1.0"
+    public static let serverVersion = "registryd \(BuildVersion.description)"
 
     /// A pthread mutex: Synchronization.Mutex is a priority-inheritance futex on Linux, whose
     /// contended path costs a kernel round trip every time.

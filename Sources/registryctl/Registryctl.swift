@@ -1,4 +1,5 @@
 import ArgumentParser
+import RegistryVersion
 import Foundation
 import RegistryClient
 import RegistryWire
@@ -14,8 +15,9 @@ struct Registryctl: AsyncParsableCommand {
             stable and sorted.
 
             Exit status: 0 ok; 1 the server refused the request or failed; 3 not found; \
-            64 usage error; 69 the node is unreachable.
+            64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
+        version: "registryctl \(BuildVersion.description)",
         subcommands: [Status.self, Device.self, Register.self])
 }
 
@@ -27,6 +29,29 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "Output format: table or json. [default: table on a terminal, json otherwise]")
     var output: OutputFormat?
 
+    @Option(help: "Seconds to wait for the node, connecting and answering included. [env: REGISTRY_TIMEOUT] [default: 5]")
+    var timeout: Double?
+
+    func validate() throws {
+        guard (try? seconds()) != nil else {
+            throw ValidationError("the timeout must be a number of seconds above 0 (--timeout or REGISTRY_TIMEOUT)")
+        }
+    }
+
+    /// The timeout from --timeout, else `$REGISTRY_TIMEOUT`, else 5 s.
+    func seconds() throws -> Double {
+        let value: Double?
+        if let timeout {
+            value = timeout
+        } else if let text = ProcessInfo.processInfo.environment["REGISTRY_TIMEOUT"] {
+            value = Double(text)
+        } else {
+            value = 5
+        }
+        guard let value, value > 0, value.isFinite else { throw ValidationError("bad timeout") }
+        return value
+    }
+
     var format: OutputFormat {
         output ?? (isatty(STDOUT_FILENO) == 1 ? .table : .json)
     }
@@ -37,6 +62,15 @@ struct GlobalOptions: ParsableArguments {
         _ body: (RegistryClient) async throws(RegistryClientError) -> Value, print view: (Value) -> some Printable
     ) async {
         let text = endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
+        // A node that accepts but never answers must not hang the tool: past the timeout it
+        // exits on its own, whatever the call is waiting for.
+        let seconds = (try? seconds()) ?? 5
+        let watchdog = Task.detached {
+            try await Task.sleep(for: .seconds(seconds))
+            FileHandle.standardError.write(Data("registryctl: no answer from \(text) within \(seconds.formatted()) s (--timeout)\n".utf8))
+            Foundation.exit(ExitStatus.timedOut)
+        }
+        defer { watchdog.cancel() }
         do throws(RegistryClientError) {
             let client = try await RegistryClient.connect(to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl")
             let value: Value
@@ -64,6 +98,7 @@ enum ExitStatus {
     static let notFound: Int32 = 3
     static let usage: Int32 = 64
     static let unreachable: Int32 = 69
+    static let timedOut: Int32 = 75
 }
 
 /// Prints `error` to stderr and exits with its documented status.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RegistryVersion
 import Foundation
 import Logging
 import NIOPosix
@@ -22,7 +23,8 @@ struct Registryd: AsyncParsableCommand {
 
             Exit status: 0 after a graceful stop; 64 bad flags; 74 storage error (missing, \
             unwritable or locked data directory, failed write); 78 bad configuration.
-            """)
+            """,
+        version: "registryd \(BuildVersion.description)")
 
     @Option(help: "JSON config file. [env: REGISTRY_CONFIG]")
     var config: String?

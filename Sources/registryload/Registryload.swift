@@ -1,4 +1,5 @@
 import ArgumentParser
+import RegistryVersion
 import Foundation
 import RegistryClient
 import RegistryLoad
@@ -30,7 +31,8 @@ struct Registryload: AsyncParsableCommand {
             Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid; \
             3 --verify found lost or mismatched registrations; 64 bad usage; 69 an endpoint is \
             unreachable or refused the connection's limits; 74 the --json file cannot be written.
-            """)
+            """,
+        version: "registryload \(BuildVersion.description)")
 
     @Option(
         name: .long, parsing: .upToNextOption,

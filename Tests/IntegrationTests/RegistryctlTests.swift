@@ -1,6 +1,9 @@
 import Foundation
 import RegistryTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `registryctl` against a real `registryd` process.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryctlTests {
@@ -99,5 +102,43 @@ import Testing
         #expect(missing.status == 64 && missing.stderr.contains("--idfv"))
         let help = try ctl(["--help"], endpoint: nil)
         #expect(help.status == 0 && help.stdout.contains("Exit status"))
+    }
+
+    /// A socket that accepts and never answers: the tool gives up after --timeout (or
+    /// $REGISTRY_TIMEOUT) with its own status and message, instead of hanging.
+    @Test func aNodeThatNeverAnswersTimesOut() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound && listen(listener, 8) == 0)
+        // The kernel completes the handshakes from the backlog; nothing ever reads or writes.
+        let endpoint = "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let started = Date()
+        let timedOut = try ctl(["status", "--timeout", "0.5"], endpoint: endpoint)
+        #expect(timedOut.status == 75 && timedOut.stderr.contains("no answer from \(endpoint) within 0.5 s"), "\(timedOut.stderr)")
+        #expect(Date().timeIntervalSince(started) < 20)
+        let fromEnvironment = try run(
+            Binaries.path("registryctl"), ["device", "get", "00000000-0000-4000-8000-000000000001"],
+            environment: ["REGISTRY_ENDPOINT": endpoint, "REGISTRY_TIMEOUT": "0.3"])
+        #expect(fromEnvironment.status == 75, "\(fromEnvironment.stderr)")
+        let bad = try ctl(["status", "--timeout", "0"], endpoint: endpoint)
+        #expect(bad.status == 64 && bad.stderr.contains("the timeout must be"))
+    }
+
+    /// Each program names its release and the git revision it was built from.
+    @Test func everyProgramPrintsItsVersion() throws {
+        for program in ["registryd", "registryctl", "registryload"] {
+            let result = try run(Binaries.path(program), ["--version"])
+            #expect(result.status == 0, "\(program): \(result.stderr)")
+            let line = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(line.hasPrefix("\(program) 0.1.0 (git ") && line.hasSuffix(")"), "\(line)")
+            #expect(!line.contains("git unknown"), "built from a git checkout, so the revision is known: \(line)")
+        }
     }
 }

@@ -12,7 +12,7 @@ extension EngineTesting {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path
         configuration.nodeID = try nodeID.map { try NodeID($0) }
-        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
+        return try RegistryEngine(configuration: configuration, logger: .quiet())
     }
 
     /// Submits and waits for the (durable) answers.
@@ -21,5 +21,15 @@ extension EngineTesting {
         return await withCheckedContinuation { continuation in
             engine.submit(frames) { continuation.resume(returning: $0.frames.map(\.body)) }
         }
+    }
+}
+
+extension Logger {
+    /// A logger for engines under test: warnings and worse only, so that a passing run prints
+    /// what the tests say rather than every engine's start-up.
+    static func quiet(_ label: String = "test") -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = .warning
+        return logger
     }
 }

@@ -95,11 +95,11 @@ import Testing
         var configuration = NodeConfiguration()
         configuration.dataDirectory = temp.path
         let future = Mutex<UInt64>(5_000_000_000_000)
-        let engine = try RegistryEngine(configuration: configuration, logger: Logger(label: "t"), wallClock: { future.withLock { $0 } })
+        let engine = try RegistryEngine(configuration: configuration, logger: .quiet("t"), wallClock: { future.withLock { $0 } })
         _ = await submit(engine, [.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))])
         engine.close()
         // The wall clock went back a long way; the HLC must not.
-        let reopened = try RegistryEngine(configuration: configuration, logger: Logger(label: "t"), wallClock: { 1_000 })
+        let reopened = try RegistryEngine(configuration: configuration, logger: .quiet("t"), wallClock: { 1_000 })
         guard case .registerResult(let result) = await submit(reopened, [.register(RegisterRequest(bundleID: "com.v.b", idfv: idfv2))])[0],
             case .device(let record) = await submit(reopened, [.resolve(deviceID: result.deviceID)])[0]
         else { return #expect(Bool(false)) }

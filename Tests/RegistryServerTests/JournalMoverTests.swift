@@ -17,7 +17,7 @@ import Testing
         configuration.journalFileBytes = 64 << 10
         configuration.moveJournalBelowOperationsPerSecond = moveBelow
         configuration.journalSpares = spares
-        return try RegistryEngine(configuration: configuration, logger: Logger(label: "test"))
+        return try RegistryEngine(configuration: configuration, logger: .quiet())
     }
 
     /// Registers `count` new devices in batches of 100 and returns their device IDs.

@@ -246,7 +246,7 @@ extension TestNode {
     static func reopen(_ path: String) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path
-        return try RegistryEngine(configuration: configuration, logger: .init(label: "reopen"))
+        return try RegistryEngine(configuration: configuration, logger: .quiet("reopen"))
     }
 
     /// Stats of a stopped node's data directory, read by reopening it.

@@ -23,8 +23,10 @@ typedef struct Registry__V1__Error Registry__V1__Error;
 
 /*
  * The kind of device identifier an app presents. New kinds are added here
- * with new numbers; a server answers an unknown kind with
- * ERROR_CODE_INVALID_IDENTIFIER for that request only.
+ * with new numbers. A server that does not know a kind ignores an identifier
+ * of that kind and lists it in RegisterResult.rejected_identifiers, as it
+ * does a malformed one; only a registration left with no usable identifier
+ * is refused, with ERROR_CODE_INVALID_IDENTIFIER.
  */
 typedef enum _Registry__V1__IdentifierKind {
   REGISTRY__V1__IDENTIFIER_KIND__IDENTIFIER_KIND_UNSPECIFIED = 0,
@@ -53,8 +55,9 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID = 1,
   /*
-   * An identifier is not UUID text, is the all-zero UUID, has an unknown
-   * kind, or the same kind appears twice.
+   * A registration has no usable identifier (each was not UUID text, the
+   * all-zero UUID, or of an unknown kind), the same kind appears twice, an
+   * identifier holds a NUL byte, or a lookup's identifier is unusable.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_IDENTIFIER = 2,
   /*
@@ -128,6 +131,8 @@ struct  Registry__V1__Identifier
   /*
    * UUID text, 8-4-4-4-12 hex digits, case-insensitive
    * ("E621E1F8-C36C-495A-93FC-0C247A3E6E5F"). The all-zero UUID is rejected.
+   * A value holding a NUL byte refuses the whole request with
+   * ERROR_CODE_INVALID_IDENTIFIER (it could not be echoed back).
    */
   char *value;
 };

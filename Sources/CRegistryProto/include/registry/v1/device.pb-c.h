@@ -79,9 +79,16 @@ struct  Registry__V1__RegisterResult
    */
   char *vendor;
   /*
-   * Device IDs the presented identifiers used to lead to that are now
+   * Every device ID, other than device_id, that the presented identifiers led
+   * to before this registration: the device that first claimed each of them,
+   * and the canonical device each resolved to (which includes the winner of
+   * an earlier merge that this registration merged away). All of them are now
    * aliases of device_id. An app that stored one of them should store
    * device_id instead. Empty in the common case.
+   * The list is a function of the registry's state, not a one-time notice: a
+   * later registration presenting an identifier first claimed by a device
+   * that has since been merged lists that device again, so an app that
+   * missed an answer still learns. Sorted; never contains device_id.
    */
   size_t n_replaced_device_ids;
   char **replaced_device_ids;
