@@ -8,6 +8,7 @@
 #   make install install those three into $(PREFIX)/bin (PREFIX=/usr/local by default)
 #   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
+#   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make clean   remove build output
 
 SHELL := /bin/bash
@@ -19,7 +20,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: build release install run test bench protos check-protos clean deps proto-tools test-tools
+.PHONY: build release install run test bench bench-compare protos check-protos clean deps proto-tools test-tools
 
 # C libraries the build links: protobuf-c and SQLite.
 deps:
@@ -75,5 +76,10 @@ test: deps test-tools check-protos
 bench: deps
 	bash bench/run.sh
 
+# This revision's registryd against the one at BASE (default: the previous commit), a few minutes.
+BASE ?= HEAD~1
+bench-compare: deps
+	bash bench/compare.sh $(BASE)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-compare

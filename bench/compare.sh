@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# make bench-compare BASE=REV: this checkout's registryd against the registryd of revision REV
+# (default: the revision before HEAD), measured in the same run on this machine, alternating
+# which goes first in each round, so that the machine's noise falls on both alike.
+#
+# Rows: closed loop with single RegisterRequests (4 connections x 64 in flight, each request in
+# a frame of its own) and with batches of 100 (8 connections x 16 in flight), the same rows as
+# the main table of `make bench`. The same registryload (this checkout's) drives both servers.
+# Each server starts on a fresh data directory for each row.
+#
+# Writes the section between the "compare" markers of BENCHMARKS.md, with the command.
+# Environment: COMPARE_ROUNDS (default 3), COMPARE_SECONDS (measured seconds per run, default 15).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+base=${1:-HEAD~1}
+rounds=${COMPARE_ROUNDS:-3}
+seconds=${COMPARE_SECONDS:-15}
+base_revision=$(git rev-parse --short=12 "$base")
+head_revision=$(git rev-parse --short=12 HEAD)
+out=$(mktemp -d /tmp/registry-compare.XXXXXX)
+worktree="$out/base"
+registryd_pid=""
+cleanup() {
+  [ -n "$registryd_pid" ] && kill "$registryd_pid" 2>/dev/null || true
+  git worktree remove --force "$worktree" 2>/dev/null || true
+  rm -rf "$out/data"
+}
+trap cleanup EXIT
+
+echo "== building registryd at $base_revision (base) and at HEAD $head_revision" >&2
+git worktree add --detach "$worktree" "$base" >/dev/null
+# The base builds in a scratch folder of its own (.build-compare, ignored by git).
+root=$(pwd)
+(cd "$worktree" && swift build -c release --product registryd --scratch-path "$root/.build-compare" >&2)
+base_bin=$(cd "$worktree" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
+for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+head_bin=$(swift build -c release --show-bin-path)
+
+wait_for_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# run BUILD-NAME BINARY-DIR ROW ROUND: one row against a fresh node of that build.
+run() {
+  local name=$1 bin=$2 row=$3 round=$4
+  rm -rf "$out/data" && mkdir -p "$out/data"
+  "$bin/registryd" --data-dir "$out/data" --port 7460 --log-level warning > "$out/registryd.log" 2>&1 &
+  registryd_pid=$!
+  wait_for_port 7460 || { cat "$out/registryd.log" >&2; exit 1; }
+  local arguments
+  case $row in
+    single) arguments="--connections 4 --in-flight 64 --batch 1" ;;
+    batch) arguments="--connections 8 --in-flight 16 --batch 100" ;;
+  esac
+  # shellcheck disable=SC2086 # the arguments are words
+  "$head_bin/registryload" --endpoints 127.0.0.1:7460 --duration "${seconds}s" --warmup 2s $arguments --seed "$round" \
+    --json "$out/$name-$row-$round.json" > /dev/null 2>&1 || true
+  kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
+  python3 - "$out/$name-$row-$round.json" "$name" "$row" "$round" >> "$out/results.tsv" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput']['achieved_per_second']:.0f}",
+                 f"{report['latency']['p99_ns'] / 1000:.0f}"]))
+PY
+  echo "$name $row round $round: $(tail -1 "$out/results.tsv" | cut -f4) registrations/s" >&2
+}
+
+: > "$out/results.tsv"
+for round in $(seq "$rounds"); do
+  for row in single batch; do
+    if [ $((round % 2)) = 1 ]; then order="base head"; else order="head base"; fi
+    for name in $order; do
+      if [ "$name" = base ]; then run base "$base_bin" "$row" "$round"; else run head "$head_bin" "$row" "$round"; fi
+    done
+  done
+done
+
+python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" <<'PY'
+import re, statistics, sys, datetime
+path, base, head, rounds, seconds = sys.argv[1:]
+rows = {}
+for line in open(path):
+    name, row, round_, rate, p99 = line.split("\t")
+    rows.setdefault((row, name), []).append((int(rate), int(p99)))
+labels = {"single": "single RegisterRequests, 4 connections x 64 in flight",
+          "batch": "batches of 100, 8 connections x 16 in flight"}
+lines = ["<!-- compare:begin -->", "## Against the previous revision", "",
+         f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}` "
+         f"against `{head}`, {rounds} rounds of {seconds} s each, alternating which goes first, one fresh node per run, "
+         "the same registryload driving both. Medians of the rounds; every round in brackets.", "",
+         "| Row | base registrations/s | this revision | ratio | base p99 | this revision's p99 |", "|---|---:|---:|---:|---:|---:|"]
+for row in ("single", "batch"):
+    b, h = rows.get((row, "base"), []), rows.get((row, "head"), [])
+    if not b or not h:
+        continue
+    bm, hm = statistics.median(r for r, _ in b), statistics.median(r for r, _ in h)
+    bp, hp = statistics.median(p for _, p in b), statistics.median(p for _, p in h)
+    each = lambda runs: ", ".join(f"{r:,}" for r, _ in runs)
+    lines.append(f"| {labels[row]} | {bm:,.0f} ({each(b)}) | {hm:,.0f} ({each(h)}) | {hm / bm:.3f} | {bp / 1000:.2f} ms | {hp / 1000:.2f} ms |")
+lines.append("<!-- compare:end -->")
+section = "\n".join(lines) + "\n"
+text = open("BENCHMARKS.md").read()
+if "<!-- compare:begin -->" in text:
+    text = re.sub(r"<!-- compare:begin -->.*?<!-- compare:end -->\n", lambda _: section, text, flags=re.S)
+else:
+    marker = "## Memory and restart"
+    text = text.replace(marker, section + "\n" + marker, 1) if marker in text else text + "\n" + section
+open("BENCHMARKS.md", "w").write(text)
+print(section)
+PY
