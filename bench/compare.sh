@@ -12,6 +12,8 @@
 # Environment: COMPARE_ROUNDS (default 3), COMPARE_SECONDS (measured seconds per run, default 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 export PATH="/opt/swift/usr/bin:$PATH"
 base=${1:-HEAD~1}
 rounds=${COMPARE_ROUNDS:-3}
@@ -37,13 +39,6 @@ base_bin=$(cd "$worktree" && swift build -c release --scratch-path "$root/.build
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)
 
-wait_for_port() {
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
 
 # run BUILD-NAME BINARY-DIR ROW ROUND: one row against a fresh node of that build.
 run() {

@@ -38,6 +38,8 @@
 # BENCH_FLOOR_REPEATS (runs of the floor at each CPU time, default 3; the table shows the median p99's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 export PATH="/opt/swift/usr/bin:$PATH"
 seconds=${BENCH_SECONDS:-15}
 memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
@@ -100,14 +102,6 @@ bash bench/redis/run.sh $((seconds * 40000)) 16 16 "$results" everysec
 bash bench/redis/run.sh $((seconds * 30000)) 16 16 "$results" always
 printf 'steal\tbaselines\t%s\n' "$(steal_share "$cpu_before" "$(cpu_sample)")" >> "$results"
 
-# Waits up to 10 s for something to accept connections on 127.0.0.1:PORT; fails if nothing does.
-wait_for_port() {
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
 
 # Starts registryd on a fresh data directory, with any extra arguments, and waits for "listening on".
 start_node() {
