@@ -78,7 +78,9 @@ final class ConnectionHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         // Whole frames left unread are requests the client gave up on; a partial one means the
         // stream ended inside a frame.
-        while machine.state != .closed, (try? frames.nextFrame(&unread)) ?? nil != nil {}
+        if machine.state != .closed {
+            while (try? frames.nextFrame(&unread)) != nil {}
+        }
         if machine.state != .closed, unread.readableBytes > 0 {
             logger.info(
                 "connection closed mid-frame",
