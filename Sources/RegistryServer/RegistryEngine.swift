@@ -43,15 +43,10 @@ public final class RegistryEngine: Sendable {
     struct Core {
         var node: NodeState
         var generator = BufferedRandom()
-        /// Operations applied in memory and not yet handed to the writer.
-        var pendingOperations: [LoggedOperation] = []
-        var pendingWaiters: [Waiter] = []
-        /// True from the moment a commit loop is scheduled until it finds nothing left to write.
-        var commitRunning = false
-        /// Set once the log failed or was closed; from then on every request is refused.
-        var failure: WireError?
+        /// What is not durable yet, who waits for it, and whether a commit pass runs.
+        var commits = CommitStateMachine<Waiter>()
         var durableOperations: UInt64
-        var commits: UInt64 = 0
+        var commitCount: UInt64 = 0
         /// How long each commit's journal write and sync took.
         var commitLatency = LatencyBuckets()
         /// The journal this run has written, as of the last commit (moved files included).
@@ -245,28 +240,27 @@ public final class RegistryEngine: Sendable {
             var spareCount = 0
             if case .stats = frame.body { spareCount = spares.spareCount }
             let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
-                if let failure = core.failure { return (.answer(.error(failure)), false) }
+                if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
-                let undurable = core.commitRunning || !core.pendingOperations.isEmpty
+                let undurable = core.commits.holdsUndurable
                 if case .stats = frame.body { return (.answer(.stats(stats(core, journalSpares: spareCount))), undurable) }
-                let before = core.pendingOperations.count
-                let decision = core.node.decide(
-                    request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator,
-                    operations: &core.pendingOperations)
-                return (decision, undurable || core.pendingOperations.count > before)
+                let before = core.commits.pendingOperations.count
+                let decision = core.commits.recordOperations { operations in
+                    core.node.decide(
+                        request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations)
+                }
+                return (decision, undurable || core.commits.pendingOperations.count > before)
             }
             decisions.append(decision)
             mustWait = mustWait || waits
         }
-        let answers = Answers(requestIDs: requestIDs, decisions: decisions)
-        guard mustWait else { return deliverCounted(Waiter(answers: answers, deliver: deliver)) }
-        let startCommit = core.withLockedValue { core -> Bool in
-            core.pendingWaiters.append(Waiter(answers: answers, deliver: deliver))
-            guard !core.commitRunning else { return false }
-            core.commitRunning = true
-            return true
+        let waiter = Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver)
+        guard mustWait else { return deliverCounted(waiter) }
+        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
+        case .deliver: deliverCounted(waiter)
+        case .wait: break
+        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
         }
-        if startCommit { writer.queue.async { self.commitLoop() } }
     }
 
     private func deliverCounted(_ waiter: Waiter) {
@@ -281,49 +275,45 @@ public final class RegistryEngine: Sendable {
         var followsAnotherPass = false
         while true {
             if pacing.delayMicros > 0 {
-                let pending = core.withLockedValue { $0.pendingOperations.count }
+                let pending = core.withLockedValue { $0.commits.pendingOperations.count }
                 let delay = pacing.delay(pendingOperations: pending, followsAnotherPass: followsAnotherPass)
                 if delay > 0 { usleep(delay) }
             }
             followsAnotherPass = true
-            let taken = core.withLockedValue { core -> (operations: [LoggedOperation], waiters: [Waiter], clock: HLCTimestamp, failure: WireError?)? in
-                guard !core.pendingWaiters.isEmpty || !core.pendingOperations.isEmpty else {
-                    core.commitRunning = false
-                    return nil
-                }
-                defer {
-                    core.pendingOperations = []
-                    core.pendingWaiters = []
-                }
-                return (core.pendingOperations, core.pendingWaiters, core.node.clock.last, core.failure)
-            }
-            guard let taken else { return }
-            if let failure = taken.failure {
-                refuse(taken.waiters, with: failure)
+            // The clock is read with the operations, so that it covers every one of them.
+            let (pass, clock) = core.withLockedValue { ($0.commits.nextPass(), $0.node.clock.last) }
+            let operations: [LoggedOperation]
+            let waiters: [Waiter]
+            switch pass {
+            case .finish:
+                return
+            case .refuse(let refused, let failure):
+                refuse(refused, with: failure)
                 continue
-            }
-            if taken.operations.isEmpty {
+            case .deliver(let ready):
                 // Read-only answers that waited for the previous pass, which is now durable.
-                for waiter in taken.waiters { deliverCounted(waiter) }
+                for waiter in ready { deliverCounted(waiter) }
                 continue
+            case .write(let taken, let waiting):
+                (operations, waiters) = (taken, waiting)
             }
-            switch writer.write(taken.operations, clock: taken.clock) {
+            switch writer.write(operations, clock: clock) {
             case .success(let committed):
                 core.withLockedValue { core in
                     core.durableOperations = committed.durable
-                    core.commits += 1
+                    core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)
                     core.journalBytes = committed.journalBytes
                     core.journalFiles = committed.journalFiles
                 }
                 mover.noteCommit(durableOperations: committed.durable, journalFiles: committed.journalFiles)
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
-                for waiter in taken.waiters { deliverCounted(waiter) }
+                for waiter in waiters { deliverCounted(waiter) }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
-                core.withLockedValue { $0.failure = failure }
-                refuse(taken.waiters, with: failure)
+                core.withLockedValue { $0.commits.failed(failure) }
+                refuse(waiters, with: failure)
                 onFatalError(error)
             }
         }
@@ -358,7 +348,7 @@ public final class RegistryEngine: Sendable {
         message.logEpoch = core.node.epoch
         message.logSequence = core.node.nextSequence - 1
         message.connections = UInt64(counters.connections)
-        message.logCommits = core.commits
+        message.logCommits = core.commitCount
         message.commitLatency = core.commitLatency
         // What the journal holds that the log does not yet: this run's files less those moved.
         let moved = mover.moved
@@ -371,11 +361,7 @@ public final class RegistryEngine: Sendable {
 
     /// Refuses new requests, waits for queued commits, and closes storage (releasing the lock).
     public func close() {
-        core.withLockedValue { core in
-            if core.failure == nil {
-                core.failure = WireError(code: .unavailable, message: "the node is shutting down", retryable: true)
-            }
-        }
+        core.withLockedValue { $0.commits.close(with: WireError(code: .unavailable, message: "the node is shutting down", retryable: true)) }
         writer.close()
         mover.close()
         logger.info("storage closed")
