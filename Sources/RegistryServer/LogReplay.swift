@@ -18,6 +18,8 @@ enum LogReplay {
         var newest: HLCTimestamp
         /// The last sequence this node's own (origin, epoch) wrote, 0 when none.
         var lastOwnSequence: UInt64
+        /// What the log holds of every (origin, epoch).
+        var versionVector: VersionVector
     }
 
     /// Operations decoded per hand-over.
@@ -41,12 +43,12 @@ enum LogReplay {
             switch handoff.take() {
             case .operations(let operations):
                 for operation in operations { registry.apply(operation) }
-            case .finished(.success(let newestRecord)):
-                // The reader has finished with the log: it is this thread's again. The log
-                // already knows its last sequence of every (origin, epoch).
+            case .finished(.success(let (newestRecord, vector))):
+                // The reader has finished with the log: it is this thread's again.
                 return Outcome(
                     registry: registry, newest: max(newestRecord, HLCTimestamp(rawValue: try log.persistedClock())),
-                    lastOwnSequence: log.lastSequence(origin: identity.nodeID, epoch: identity.epoch))
+                    lastOwnSequence: vector[VersionVector.Log(origin: NodeID(trusted: identity.nodeID), epoch: identity.epoch)],
+                    versionVector: vector)
             case .finished(.failure(let error)):
                 throw error
             }
@@ -54,13 +56,32 @@ enum LogReplay {
     }
 
     /// Reads and decodes every record, handing over chunks of ``chunkSize`` operations, and
-    /// returns the newest HLC of any record.
-    private static func decodeAll(_ log: OperationLog, into handoff: ChunkHandoff) -> Result<HLCTimestamp, StorageError> {
+    /// returns the newest HLC of any record and what the log holds of each (origin, epoch).
+    /// Records come ordered by (origin, epoch, sequence); a log whose sequence jumps has lost
+    /// operations, and the node refuses to serve a state with holes.
+    private static func decodeAll(
+        _ log: OperationLog, into handoff: ChunkHandoff
+    ) -> Result<(HLCTimestamp, VersionVector), StorageError> {
         var newest = HLCTimestamp.zero
         var chunk = [Operation]()
         chunk.reserveCapacity(chunkSize)
+        var vector = VersionVector()
+        // The log being read and its last sequence, recorded in the vector when the next begins.
+        var current: (origin: String, epoch: UInt64, last: UInt64)?
+        func finishCurrent() {
+            if let current { vector.recordAll(through: current.last, in: VersionVector.Log(origin: NodeID(trusted: current.origin), epoch: current.epoch)) }
+        }
         do {
             try log.forEach { (record) throws(StorageError) in
+                if current?.origin != record.origin || current?.epoch != record.epoch {
+                    finishCurrent()
+                    current = (record.origin, record.epoch, 0)
+                }
+                guard record.sequence == current!.last + 1 else {
+                    throw .corrupt(
+                        "the log of \(record.origin)/\(record.epoch) goes from operation \(current!.last) to \(record.sequence): operations are missing")
+                }
+                current!.last = record.sequence
                 do {
                     chunk.append(try OperationCodec.decode(record.payload))
                 } catch {
@@ -75,8 +96,9 @@ enum LogReplay {
         } catch {
             return .failure(error)
         }
+        finishCurrent()
         if !chunk.isEmpty { handoff.put(.operations(chunk)) }
-        return .success(newest)
+        return .success((newest, vector))
     }
 }
 
@@ -84,7 +106,7 @@ enum LogReplay {
 enum ReplayItem: Sendable {
     case operations([Operation])
     /// The reader's last item: after it, the reader no longer touches the log.
-    case finished(Result<HLCTimestamp, StorageError>)
+    case finished(Result<(HLCTimestamp, VersionVector), StorageError>)
 }
 
 /// A bounded first-in, first-out hand-over between one producer and one consumer thread, which

@@ -19,8 +19,73 @@ struct NodeState {
     let epoch: UInt64
     /// The sequence number the next logged operation gets.
     var nextSequence: UInt64
+    /// What this node holds of every log but its own current one, whose operations it numbers
+    /// itself (``nextSequence``); ``versionVector`` shows them all.
+    private var otherLogs: VersionVector
     let rules: VendorRules
     let limits: Limits
+
+    init(
+        registry: RegistryState = RegistryState(), clock: HybridLogicalClock, nodeID: NodeID, epoch: UInt64, nextSequence: UInt64,
+        versionVector: VersionVector = VersionVector(), rules: VendorRules, limits: Limits
+    ) {
+        self.registry = registry
+        self.clock = clock
+        self.nodeID = nodeID
+        self.epoch = epoch
+        self.nextSequence = nextSequence
+        self.otherLogs = versionVector
+        self.rules = rules
+        self.limits = limits
+    }
+
+    /// This node's own current log.
+    var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
+
+    /// What the node holds of every (origin, epoch): every operation applied in memory, up to
+    /// the sequence given for each.
+    var versionVector: VersionVector {
+        var vector = otherLogs
+        vector.recordAll(through: max(nextSequence - 1, vector[ownLog]), in: ownLog)
+        return vector
+    }
+
+    /// What came of an operation from another node's log.
+    enum RemoteOutcome: Equatable, Sendable {
+        /// Applied, and recorded as held.
+        case applied
+        /// Already held: skipped, nothing changed.
+        case duplicate
+        /// Operations `missing` of its log come first: nothing changed; it must wait until they
+        /// have been applied, or be asked for again.
+        case gap(missing: ClosedRange<UInt64>)
+        /// Its timestamp is too far ahead of this node's clock: nothing changed.
+        case clockRefused(HybridLogicalClock.Refusal)
+    }
+
+    /// The one way an operation of another log enters the state: what is already held is
+    /// skipped, what would leave a gap waits, and otherwise the clock observes the operation's
+    /// timestamp and the registry applies it (a join, so the order of logs does not matter).
+    mutating func applyRemote(_ operation: LoggedOperation, wallMillis: UInt64) -> RemoteOutcome {
+        let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+        if log == ownLog {
+            // Its own operations come back only as echoes of what it wrote.
+            return operation.sequence < nextSequence ? .duplicate : .gap(missing: nextSequence...operation.sequence)
+        }
+        switch otherLogs.admission(of: operation.sequence, in: log) {
+        case .duplicate: return .duplicate
+        case .gap(let missing): return .gap(missing: missing)
+        case .next: break
+        }
+        do {
+            _ = try clock.observe(operation.timestamp, wallMillis: wallMillis)
+        } catch {
+            return .clockRefused(error)
+        }
+        registry.apply(operation.operation)
+        otherLogs.record(operation.sequence, in: log)
+        return .applied
+    }
 
     /// A request after the checks that need no state.
     enum Prepared: Sendable {

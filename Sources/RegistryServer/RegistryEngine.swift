@@ -129,7 +129,8 @@ public final class RegistryEngine: Sendable {
         let nodeID = NodeID(trusted: identity.nodeID)
         let node = NodeState(
             registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
-            nextSequence: replayed.lastOwnSequence + 1, rules: configuration.vendorRules, limits: configuration.limits)
+            nextSequence: replayed.lastOwnSequence + 1, versionVector: replayed.versionVector, rules: configuration.vendorRules,
+            limits: configuration.limits)
         self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
         let spares = SpareJournalMaker(
             directoryPath: directory.path, bytes: configuration.journalFileBytes, firstFile: journalFile,
@@ -356,6 +357,9 @@ public final class RegistryEngine: Sendable {
         message.journalFiles = core.journalFiles > moved.files ? core.journalFiles - moved.files : 0
         message.journalSpares = UInt64(journalSpares)
         message.journalSparesKept = UInt64(spares.keeping)
+        message.versionVector = core.node.versionVector.logs.map {
+            LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence)
+        }
         return message
     }
 

@@ -219,6 +219,19 @@ public struct DeviceRecordMessage: Hashable, Sendable {
     }
 }
 
+/// `registry.v1.LogPosition`: a log of the cluster, (origin node, epoch), and a sequence in it.
+public struct LogPosition: Hashable, Sendable, Codable {
+    public var origin: String
+    public var epoch: UInt64
+    public var sequence: UInt64
+
+    public init(origin: String, epoch: UInt64, sequence: UInt64) {
+        self.origin = origin
+        self.epoch = epoch
+        self.sequence = sequence
+    }
+}
+
 /// `registry.v1.Stats`.
 public struct StatsMessage: Hashable, Sendable {
     public var nodeID = ""
@@ -248,6 +261,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var journalSpares: UInt64 = 0
     /// How many spares the node keeps (`--journal-spares`).
     public var journalSparesKept: UInt64 = 0
+    /// The node's version vector, ordered by origin, then epoch.
+    public var versionVector: [LogPosition] = []
 
     public init() {}
 

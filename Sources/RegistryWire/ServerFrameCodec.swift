@@ -78,6 +78,9 @@ extension ServerFrame {
             message.journalFiles = stats.journal_files
             message.journalSpares = stats.journal_spares
             message.journalSparesKept = stats.journal_spares_kept
+            message.versionVector = try CRead.messages(stats.n_version_vector, stats.version_vector) { position in
+                LogPosition(origin: CRead.string(position.origin), epoch: position.epoch, sequence: position.sequence)
+            }
             if let latency = stats.commit_latency?.pointee {
                 message.commitLatency = try LatencyBuckets(
                     upperBoundsMicros: CRead.integers(latency.n_upper_bounds_us, latency.upper_bounds_us),
@@ -199,6 +202,15 @@ extension ServerFrame {
             message.journal_files = stats.journalFiles
             message.journal_spares = stats.journalSpares
             message.journal_spares_kept = stats.journalSparesKept
+            message.n_version_vector = stats.versionVector.count
+            message.version_vector = arena.array(count: stats.versionVector.count) { index in
+                var position = Registry__V1__LogPosition()
+                registry__v1__log_position__init(&position)
+                position.origin = arena.string(stats.versionVector[index].origin)
+                position.epoch = stats.versionVector[index].epoch
+                position.sequence = stats.versionVector[index].sequence
+                return arena.new(position)
+            }
             var latency = Registry__V1__LatencyBuckets()
             registry__v1__latency_buckets__init(&latency)
             latency.n_upper_bounds_us = stats.commitLatency.upperBoundsMicros.count

@@ -68,6 +68,8 @@ struct StatusView: Printable {
     let requestsServed: UInt64
     let connections: UInt64
     let log: Log
+    /// What the node holds of every log: (origin, epoch) and the sequence up to which it holds all.
+    let versionVector: [LogPosition]
     let errors: [String: UInt64]
 
     struct Log: Encodable {
@@ -100,6 +102,7 @@ struct StatusView: Printable {
             operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence,
             commitLatency: stats.commitLatency.summary, journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
             journalSpares: stats.journalSpares, journalSparesKept: stats.journalSparesKept)
+        versionVector = stats.versionVector
         errors = stats.errorsByName
     }
 
@@ -120,6 +123,11 @@ struct StatusView: Printable {
             (
                 "journal spares",
                 "\(log.journalSpares) of \(log.journalSparesKept) kept (written over by the next rotations; a quiet node makes the missing ones)"
+            ),
+            (
+                "version vector",
+                versionVector.isEmpty
+                    ? "nothing held yet" : versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")
             ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
         ]

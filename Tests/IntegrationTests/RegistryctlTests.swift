@@ -58,6 +58,10 @@ import Glibc
         #expect(status["devices"] as? Int == 1 && status["aliases"] as? Int == 1 && status["claims"] as? Int == 2)
         let log = try #require(status["log"] as? [String: Any])
         #expect(log["operations"] as? Int == 3)
+        // The version vector: this node's own log, all three operations held.
+        let vector = try #require(status["versionVector"] as? [[String: Any]])
+        #expect(vector.count == 1 && vector[0]["origin"] as? String == "node-it" && vector[0]["sequence"] as? Int == 3)
+        #expect(vector[0]["epoch"] as? Int == log["epoch"] as? Int)
         // Every commit's journal write and fdatasync is counted, and the percentiles are ordered.
         let commitLatency = try #require(log["commitLatency"] as? [String: Int])
         #expect(commitLatency["count"] == log["commits"] as? Int && (log["commits"] as? Int ?? 0) >= 1)
@@ -68,6 +72,7 @@ import Glibc
         #expect(log["journalSparesKept"] as? Int == 1 && (0...1).contains(log["journalSpares"] as? Int ?? -1))
         let statusTable = try ctl(["status", "-o", "table"], endpoint: endpoint)
         #expect(statusTable.stdout.contains("commit time") && statusTable.stdout.contains("p99 <="))
+        #expect(statusTable.stdout.contains("version vector") && statusTable.stdout.contains("node-it/"), "\(statusTable.stdout)")
         #expect(statusTable.stdout.contains("journal spares") && statusTable.stdout.contains(" of 1 kept"))
         #expect(statusTable.stdout.contains(" B in 1 file not yet in the SQLite log"))
         // Past 1,024 bytes the journal's size reads in KiB.

@@ -154,6 +154,10 @@ def main():
     check(stats.journal_spares_kept == 1 and stats.journal_spares <= 1,
           f"spares: {stats.journal_spares} of {stats.journal_spares_kept} kept")
 
+    # The version vector: the node's own log, every operation it wrote held.
+    vector = [(p.origin, p.epoch, p.sequence) for p in stats.version_vector]
+    check(vector == [(stats.node_id, stats.log_epoch, stats.log_sequence)], f"version vector {vector}")
+
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))
 

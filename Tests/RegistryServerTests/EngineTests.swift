@@ -87,6 +87,8 @@ import Testing
         defer { reopened.close() }
         let stats = reopened.stats()
         #expect(stats.deviceCount == 5_000 && stats.logOperations == 5_000 && stats.logSequence == 5_000)
+        // The version vector comes back from the log: the node's own log, every operation held.
+        #expect(stats.versionVector == [LogPosition(origin: "node-a", epoch: stats.logEpoch, sequence: 5_000)])
     }
 
     @Test func theClockNeverRunsBackwardsAcrossRestarts() async throws {

@@ -50,7 +50,7 @@ import Testing
         // A few records of another origin with a newer clock: they are applied, but do not
         // count as this node's sequence.
         let peer = try ownRecords(count: 10, seed: 12).map {
-            LogRecord(origin: "node-b", epoch: 3, sequence: $0.sequence + 50_000, hlc: $0.hlc + (1 << 40), payload: $0.payload)
+            LogRecord(origin: "node-b", epoch: 3, sequence: $0.sequence, hlc: $0.hlc + (1 << 40), payload: $0.payload)
         }
         try log.append(peer, clock: 0)
 
@@ -69,6 +69,22 @@ import Testing
         #expect(reference.aliasCount > 0, "the records should include merges")
         #expect(outcome.lastOwnSequence == UInt64(own.count))
         #expect(outcome.newest.rawValue == peer.map(\.hlc).max())
+        // The version vector: every operation of each log is held, up to its last.
+        #expect(outcome.versionVector.logs.map { "\($0.log)=\($0.sequence)" } == ["node-a/7=\(own.count)", "node-b/3=10"])
+    }
+
+    /// A log whose sequence jumps has lost operations: the node refuses to serve a state with
+    /// holes, and says which log and where.
+    @Test func aLogWithAHoleIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let log = try OperationLog(directory: try DataDirectory(path: temp.path))
+        try log.initialise(Self.identity)
+        let records = try ownRecords(count: 20, seed: 9)
+        try log.append(Array(records[0..<10]) + Array(records[12...]), clock: 0)
+        #expect(throws: StorageError.corrupt("the log of node-a/7 goes from operation 10 to 13: operations are missing")) {
+            _ = try LogReplay.run(log, identity: Self.identity)
+        }
     }
 
     @Test func thePersistedClockWinsWhenItIsNewer() throws {

@@ -58,6 +58,7 @@ import Testing
         stats.journalFiles = 17
         stats.journalSpares = 18
         stats.journalSparesKept = 19
+        stats.versionVector = [LogPosition(origin: "node-a", epoch: 7, sequence: 42), LogPosition(origin: "node-b", epoch: 1, sequence: 0)]
         for micros: UInt64 in [90, 400, 400, 2_500, 5_000_000] { stats.commitLatency.record(micros: micros) }
         return stats
     }

@@ -142,6 +142,51 @@ void   registry__v1__stats__free_unpacked
   assert(message->base.descriptor == &registry__v1__stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__log_position__init
+                     (Registry__V1__LogPosition         *message)
+{
+  static const Registry__V1__LogPosition init_value = REGISTRY__V1__LOG_POSITION__INIT;
+  *message = init_value;
+}
+size_t registry__v1__log_position__get_packed_size
+                     (const Registry__V1__LogPosition *message)
+{
+  assert(message->base.descriptor == &registry__v1__log_position__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__log_position__pack
+                     (const Registry__V1__LogPosition *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__log_position__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__log_position__pack_to_buffer
+                     (const Registry__V1__LogPosition *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__log_position__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__LogPosition *
+       registry__v1__log_position__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__LogPosition *)
+     protobuf_c_message_unpack (&registry__v1__log_position__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__log_position__free_unpacked
+                     (Registry__V1__LogPosition *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__log_position__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__latency_buckets__init
                      (Registry__V1__LatencyBuckets         *message)
 {
@@ -256,7 +301,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[19] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[20] =
 {
   {
     "node_id",
@@ -486,6 +531,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[19]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "version_vector",
+    20,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Stats, n_version_vector),
+    offsetof(Registry__V1__Stats, version_vector),
+    &registry__v1__log_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -507,11 +564,12 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   7,   /* field[7] = requests_served */
   2,   /* field[2] = server_version */
   3,   /* field[3] = uptime_ms */
+  19,   /* field[19] = version_vector */
 };
 static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 19 }
+  { 0, 20 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -521,11 +579,75 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  19,
+  20,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   1,  registry__v1__stats__number_ranges,
   (ProtobufCMessageInit) registry__v1__stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__log_position__field_descriptors[3] =
+{
+  {
+    "origin",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__LogPosition, origin),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "epoch",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__LogPosition, epoch),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__LogPosition, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__log_position__field_indices_by_name[] = {
+  1,   /* field[1] = epoch */
+  0,   /* field[0] = origin */
+  2,   /* field[2] = sequence */
+};
+static const ProtobufCIntRange registry__v1__log_position__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor registry__v1__log_position__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.LogPosition",
+  "LogPosition",
+  "Registry__V1__LogPosition",
+  "registry.v1",
+  sizeof(Registry__V1__LogPosition),
+  3,
+  registry__v1__log_position__field_descriptors,
+  registry__v1__log_position__field_indices_by_name,
+  1,  registry__v1__log_position__number_ranges,
+  (ProtobufCMessageInit) registry__v1__log_position__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__latency_buckets__field_descriptors[2] =

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__StatsRequest Registry__V1__StatsRequest;
 typedef struct Registry__V1__ErrorCount Registry__V1__ErrorCount;
 typedef struct Registry__V1__Stats Registry__V1__Stats;
+typedef struct Registry__V1__LogPosition Registry__V1__LogPosition;
 typedef struct Registry__V1__LatencyBuckets Registry__V1__LatencyBuckets;
 
 
@@ -127,10 +128,32 @@ struct  Registry__V1__Stats
    * become spares up to this many, and a quiet node makes the missing ones.
    */
   uint64_t journal_spares_kept;
+  /*
+   * The node's version vector: for every log it holds operations of, the
+   * highest sequence up to which it holds every one. Its own current log is
+   * (node_id, log_epoch). Ordered by origin, then epoch.
+   */
+  size_t n_version_vector;
+  Registry__V1__LogPosition **version_vector;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0,NULL }
+
+
+/*
+ * One log of the cluster, (origin node, epoch), and a sequence number in it.
+ */
+struct  Registry__V1__LogPosition
+{
+  ProtobufCMessage base;
+  char *origin;
+  uint64_t epoch;
+  uint64_t sequence;
+};
+#define REGISTRY__V1__LOG_POSITION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__log_position__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*
@@ -216,6 +239,25 @@ Registry__V1__Stats *
 void   registry__v1__stats__free_unpacked
                      (Registry__V1__Stats *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__LogPosition methods */
+void   registry__v1__log_position__init
+                     (Registry__V1__LogPosition         *message);
+size_t registry__v1__log_position__get_packed_size
+                     (const Registry__V1__LogPosition   *message);
+size_t registry__v1__log_position__pack
+                     (const Registry__V1__LogPosition   *message,
+                      uint8_t             *out);
+size_t registry__v1__log_position__pack_to_buffer
+                     (const Registry__V1__LogPosition   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__LogPosition *
+       registry__v1__log_position__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__log_position__free_unpacked
+                     (Registry__V1__LogPosition *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__LatencyBuckets methods */
 void   registry__v1__latency_buckets__init
                      (Registry__V1__LatencyBuckets         *message);
@@ -246,6 +288,9 @@ typedef void (*Registry__V1__ErrorCount_Closure)
 typedef void (*Registry__V1__Stats_Closure)
                  (const Registry__V1__Stats *message,
                   void *closure_data);
+typedef void (*Registry__V1__LogPosition_Closure)
+                 (const Registry__V1__LogPosition *message,
+                  void *closure_data);
 typedef void (*Registry__V1__LatencyBuckets_Closure)
                  (const Registry__V1__LatencyBuckets *message,
                   void *closure_data);
@@ -258,6 +303,7 @@ typedef void (*Registry__V1__LatencyBuckets_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__stats_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error_count__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__stats__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__log_position__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__latency_buckets__descriptor;
 
 PROTOBUF_C__END_DECLS

@@ -1,0 +1,64 @@
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// The one path by which another node's operation enters a node's state (``NodeState/applyRemote(_:wallMillis:)``).
+@Suite struct RemoteOperationTests {
+    func makeState() throws -> NodeState {
+        NodeState(
+            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try VendorRules(),
+            limits: Limits(maxFrameBytes: 1 << 20, maxBatchSize: 10, maxInFlight: 8))
+    }
+
+    /// An operation from node-b's log at `sequence`, registering a device of its own.
+    func remote(_ sequence: UInt64, millis: UInt64 = 2_000) throws -> LoggedOperation {
+        let stamp = HLCTimestamp(millis: millis, counter: 0)
+        let device = DeviceRef(
+            id: DeviceID(UUID128(high: 0xB, low: sequence)), created: stamp, origin: NodeID(trusted: "node-b"),
+            vendor: Vendor(trusted: "com.v"))
+        let op = RegistrationOp(
+            device: device, bundle: try BundleID(parsing: "com.v.a"),
+            claims: [Identifier(kind: .idfv, value: UUID128(high: 0xC, low: sequence))], merged: [], seen: stamp)
+        return LoggedOperation(
+            origin: NodeID(trusted: "node-b"), epoch: 4, sequence: sequence, timestamp: stamp, operation: .registration(op))
+    }
+
+    @Test func remoteOperationsAreAppliedInOrderDuplicatesSkippedAndGapsHeldBack() throws {
+        var state = try makeState()
+        let log = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 4)
+        #expect(state.applyRemote(try remote(2), wallMillis: 1_000) == .gap(missing: 1...1))
+        #expect(state.registry.deviceCount == 0 && state.versionVector[log] == 0, "a gap changes nothing")
+        #expect(state.applyRemote(try remote(1), wallMillis: 1_000) == .applied)
+        #expect(state.applyRemote(try remote(2), wallMillis: 1_000) == .applied)
+        #expect(state.applyRemote(try remote(1), wallMillis: 1_000) == .duplicate)
+        #expect(state.registry.deviceCount == 2 && state.versionVector[log] == 2)
+        // The clock observed the remote timestamps: it is past them.
+        #expect(state.clock.last > HLCTimestamp(millis: 2_000, counter: 0))
+    }
+
+    @Test func aRemoteTimestampTooFarAheadIsRefusedAndChangesNothing() throws {
+        var state = try makeState()
+        let outcome = state.applyRemote(try remote(1, millis: 10_000_000), wallMillis: 1_000)
+        guard case .clockRefused = outcome else {
+            Issue.record("expected a refusal, got \(outcome)")
+            return
+        }
+        #expect(state.registry.deviceCount == 0 && state.versionVector.logs.isEmpty)
+    }
+
+    @Test func theVersionVectorShowsTheNodesOwnLogAndEchoesOfItAreDuplicates() throws {
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        var generator = SplitMix64(seed: 1)
+        for idfv in [idfv1, idfv2] {
+            _ = state.handle(
+                ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv))), wallMillis: 1_000,
+                generator: &generator, operations: &operations)
+        }
+        #expect(state.versionVector.logs.map { "\($0.log)=\($0.sequence)" } == ["node-a/1=2"])
+        #expect(state.applyRemote(operations[0], wallMillis: 1_000) == .duplicate)
+        #expect(state.applyRemote(operations[1], wallMillis: 1_000) == .duplicate)
+        #expect(state.registry.deviceCount == 2)
+    }
+}
