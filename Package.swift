@@ -41,17 +41,19 @@ let package = Package(
         // protoc-c output for Protos/registry/v1, committed; regenerate with `make protos`.
         .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
 
+        // The platform's C library (Glibc, Musl or Darwin), chosen in one place.
+        .target(name: "Platform", swiftSettings: swiftSettings),
         // The release and git revision that --version prints.
         .plugin(name: "GitRevisionPlugin", capability: .buildTool()),
         .target(name: "RegistryVersion", swiftSettings: swiftSettings, plugins: ["GitRevisionPlugin"]),
 
         // Identity rules, HLC, merge: pure values, no I/O, no NIO, no C.
-        .target(name: "RegistryCore", swiftSettings: swiftSettings),
+        .target(name: "RegistryCore", dependencies: ["Platform"], swiftSettings: swiftSettings),
         // Swift message types, protobuf-c codec and frame coder. protobuf-c never leaves it.
         .target(
             name: "RegistryWire",
             dependencies: [
-                "CRegistryProto", "CProtobufC", "RegistryCore",
+                "CRegistryProto", "CProtobufC", "RegistryCore", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -59,14 +61,14 @@ let package = Package(
         // Durable operation log and node metadata in SQLite (WAL, group commit).
         .target(
             name: "RegistryStorage",
-            dependencies: ["CSQLite", "CLinuxFile"],
+            dependencies: ["CSQLite", "CLinuxFile", "Platform"],
             swiftSettings: swiftSettings
         ),
         // The node: engine (state + durable log), SwiftNIO server, configuration.
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "CLinuxFile",
+                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "CLinuxFile", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -80,7 +82,7 @@ let package = Package(
         .target(
             name: "RegistryClient",
             dependencies: [
-                "RegistryWire",
+                "RegistryWire", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -126,17 +128,17 @@ let package = Package(
         // Helpers the test targets share.
         .target(
             name: "RegistryTestSupport",
-            dependencies: ["RegistryWire", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RegistryWire", "Platform", .product(name: "NIOCore", package: "swift-nio")],
             path: "Tests/RegistryTestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [
-                "RegistryWire", "CRegistryProto",
+                "RegistryWire", "CRegistryProto", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
@@ -147,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryClient", "RegistryStorage", "RegistryTestSupport",
+                "RegistryServer", "RegistryClient", "RegistryStorage", "RegistryTestSupport", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -157,7 +159,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "RegistryClient", "RegistryWire", "RegistryServer", "RegistryTestSupport",
+                "RegistryClient", "RegistryWire", "RegistryServer", "RegistryTestSupport", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// Starts a detached POSIX thread with a name of its own, for the background work of big
 /// tables (``BackgroundPopulation``, ``GradualRelease``): each runs once, briefly or slowly, and

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// Gives a big mapping back to the kernel a piece at a time, on a thread of its own
 /// (`index-release`), instead of all at once on whatever thread dropped it.

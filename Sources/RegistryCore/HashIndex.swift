@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// A key the registry's in-memory index can hold: plain bytes (all-zero bytes are a valid key,
 /// so a zero-filled table is empty), with a keyed hash.

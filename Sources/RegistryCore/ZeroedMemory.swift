@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 import Synchronization
 
 /// A zero-filled block of memory for a big, randomly accessed table, freed with its owner (a

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
 /// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.

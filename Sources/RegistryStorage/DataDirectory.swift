@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// A node's data directory, checked and locked so that two processes never share one.
 /// The lock is an exclusive `flock` on `LOCK`, released when the process exits, even by `kill -9`.

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// Reads one journal file into memory a piece at a time, so that a serving node can spread the
 /// reading of a finished file over many short steps, and drop what it has used: read back to

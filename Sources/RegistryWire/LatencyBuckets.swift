@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// Durations counted in log-scale buckets, cumulatively: cheap to record (one increment), and
 /// two readings of it subtract (``since(_:)``) into the distribution of the time between them,

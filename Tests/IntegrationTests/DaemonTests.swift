@@ -6,9 +6,7 @@ import RegistryWire
 import Synchronization
 import RegistryTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// `registryd` as a process: crash durability, graceful stop, and refusal of bad start-up input.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct DaemonTests {

@@ -2,9 +2,7 @@ import Foundation
 import RegistryTestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// `bench/floor.c`, the bare server and client that `make bench` uses to show what this machine
 /// allows: built with the system C compiler and run for a second, so that the bench cannot find

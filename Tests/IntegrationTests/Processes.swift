@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// Where the built executables are: beside this test binary, or `REGISTRY_BIN_DIR`.
 enum Binaries {

@@ -1,9 +1,7 @@
 import Foundation
 import RegistryTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// `registryctl` against a real `registryd` process.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryctlTests {

@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 import RegistryTestSupport
 import Testing
 
@@ -142,7 +140,7 @@ import Testing
     /// Kills `node` with SIGKILL `seconds` from now, while the test waits for registryload.
     private func kill(_ node: DaemonProcess, after seconds: Double) {
         let pid = node.process.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { _ = Glibc.kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { _ = Platform.kill(pid, SIGKILL) }
     }
 
     /// One of two nodes dies a second into the run: its connection's unanswered registrations

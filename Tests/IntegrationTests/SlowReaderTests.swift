@@ -5,9 +5,7 @@ import RegistryTestSupport
 import RegistryWire
 import Synchronization
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// A client that pipelines requests and never reads its answers must not be able to take the
 /// node's memory: the node stops reading from it, TCP pushes back, and everyone else is served.

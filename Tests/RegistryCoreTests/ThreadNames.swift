@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 #if os(Linux)
 /// The calling thread's name, as `/proc/thread-self/comm` gives it.

@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 import NIOCore
 import RegistryWire
 
@@ -24,13 +22,13 @@ public struct RawConnection: Sendable {
     }
 
     public func send(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = bytes.withUnsafeBytes { Platform.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sends what the socket takes now, without waiting; returns the bytes taken (0 when its
     /// buffer is full, or the connection failed).
     public func sendAvailable(_ bytes: UnsafeRawBufferPointer) -> Int {
-        max(0, Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)))
+        max(0, Platform.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)))
     }
 
     /// Waits up to `milliseconds` for the socket to take more bytes; false when it did not.
@@ -73,6 +71,6 @@ public struct RawConnection: Sendable {
     }
 
     public func close() {
-        Glibc.close(descriptor)
+        Platform.close(descriptor)
     }
 }
