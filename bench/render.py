@@ -260,7 +260,7 @@ for devices, rss, _ in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
 w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
 w("about six buckets per insert (for the doubling at 6.3M devices, until about 7.8M), and then while the node gives it back")
-w("to the kernel 16 MiB a second (see the README): the peak is old and new tables together.")
+w("to the kernel 16 MiB a second (see docs/architecture.md): the peak is old and new tables together.")
 settling = [(devices, seconds) for devices, _, seconds in memory if seconds is not None]
 if settling:
     w("Each point was read once the resident memory had stopped falling: "
@@ -274,7 +274,7 @@ if idle_move:
     w(f"\nThe same restart after the node had time to move its journal while idle: a fresh node, {m['devices']:,} devices in "
       f"batches of 100, then a wait until the node had moved its finished journal files into SQLite. It moved {m['files']} files "
       f"in {m['seconds']:.1f} s after the load stopped, using {m['cpu']:.1f} s of CPU (at `SCHED_IDLE` priority, with rests "
-      f"three times as long as each step, see the README), and {m['left']} file{'' if m['left'] == 1 else 's'} "
+      f"three times as long as each step, see docs/operations.md), and {m['left']} file{'' if m['left'] == 1 else 's'} "
       f"(the one being written) {'was' if m['left'] == 1 else 'were'} left. It then restarted in **{m['restart']:.1f} s**"
       + (f", of which {m['moved']:.1f} s moved that last file." if m['moved'] is not None else "."))
 w("")
@@ -300,7 +300,7 @@ if open_runs:
     w("moves about six old buckets, and a lookup of a key the move has not passed yet also looks in the old table.\n")
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     w("The node's commit p99 and max are its own measure of its group commits during the run (the journal's write and")
-    w("`fdatasync`, which every registration waits for at least once; a bucket's upper bound, see the README). The max")
+    w("`fdatasync`, which every registration waits for at least once; a bucket's upper bound, see docs/load-testing.md). The max")
     w("shows the disk's rare stalls: a few commits in a row that take milliseconds each hold every registration meanwhile.")
     w("The p99 per second is each progress interval's own p99 (about a second each, after the warm-up): its median is")
     w("what an ordinary second looked like, its worst how bad the stalls were; the run's p99 mixes the two.\n")
@@ -337,7 +337,7 @@ if sweep:
     w("These runs follow the open loops on the node sized for its devices (above), on that node: its indexes never")
     w("grow meanwhile, and its journal then held those runs' registrations. At rates up to 20,000 operations a second")
     w("the node counts as quiet and moves its finished journal files into SQLite meanwhile, at the slow pace of a")
-    w("serving node (see the README), so those rows include what moving costs the commits; the column before the")
+    w("serving node (see docs/operations.md), so those rows include what moving costs the commits; the column before the")
     w("last is how many journal files were still waiting when the run ended.\n")
     w("| Batch | Intended/s | Achieved/s | p50 | p99 | p99.9 | node's commit p99 | generator lag p99 | busy | CPU steal | node's devices after | journal files waiting after | p99 ≤ 2 ms |")
     w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
