@@ -145,7 +145,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "RegistryStorageTests", dependencies: ["RegistryStorage", "RegistryTestSupport"], swiftSettings: swiftSettings),
+            name: "RegistryStorageTests", dependencies: ["RegistryStorage", "RegistryCore", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [

@@ -1,0 +1,72 @@
+/// The calls through which storage reaches a disk: open, write at an offset, sync, rename, list,
+/// read and remove. ``PosixFileSystem`` makes them on the real one; ``SimulatedFileSystem`` keeps
+/// files in memory and, at a simulated crash, loses every write that was not synced, so that
+/// tests (and later whole simulated nodes) can crash storage at any point, deterministically.
+///
+/// The durability contract is POSIX's, as storage code must assume it: data written to a file is
+/// durable once ``sync(_:)`` of that file returns; a file created, renamed or removed is durable in
+/// its directory once ``syncDirectory(_:)`` returns. Paths are absolute or relative to the
+/// process's working directory; directories are not created here.
+public protocol FileSystem: Sendable {
+    /// Opens the file at `path` for reading and writing, creating it (empty) when `create` is
+    /// true and it does not exist.
+    func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle
+    /// Writes all of `bytes` at `offset`, growing the file when needed.
+    func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError)
+    /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
+    func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8]
+    /// The file's size in bytes.
+    func size(_ file: FileHandle) throws(StorageError) -> Int
+    /// Makes what was written to the file durable.
+    func sync(_ file: FileHandle) throws(StorageError)
+    func close(_ file: FileHandle)
+    /// Replaces `destination` with `source` atomically (durable after ``syncDirectory(_:)``).
+    func rename(_ source: String, to destination: String) throws(StorageError)
+    /// Removes the file (durable after ``syncDirectory(_:)``); a missing file is no error.
+    func remove(_ path: String) throws(StorageError)
+    /// The names of the entries of the directory, in no particular order.
+    func list(_ directory: String) throws(StorageError) -> [String]
+    /// Makes the directory's entries (files created, renamed, removed) durable.
+    func syncDirectory(_ directory: String) throws(StorageError)
+}
+
+/// An open file of a ``FileSystem``: a number that only that file system interprets.
+public struct FileHandle: Hashable, Sendable {
+    public let path: String
+    let number: Int32
+
+    init(path: String, number: Int32) {
+        self.path = path
+        self.number = number
+    }
+}
+
+extension FileSystem {
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ file: FileHandle, _ bytes: [UInt8], at offset: Int) throws(StorageError) {
+        try bytes.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in try write(file, raw, at: offset) }
+        }.get()
+    }
+
+    /// Reads the whole file at `path`.
+    public func readAll(_ path: String) throws(StorageError) -> [UInt8] {
+        let file = try open(path, create: false)
+        defer { close(file) }
+        return try read(file, at: 0, count: try size(file))
+    }
+
+    /// Replaces the file at `path` with `bytes` so that a crash leaves the old file or the new,
+    /// never a mix: writes a temporary file, syncs it, renames it over `path`, and syncs the
+    /// directory.
+    public func replace(_ path: String, with bytes: [UInt8], inDirectory directory: String) throws(StorageError) {
+        let temporary = path + ".tmp"
+        try remove(temporary)
+        let file = try open(temporary, create: true)
+        defer { close(file) }
+        try write(file, bytes, at: 0)
+        try sync(file)
+        try rename(temporary, to: path)
+        try syncDirectory(directory)
+    }
+}

@@ -1,0 +1,86 @@
+import Platform
+
+/// The real disk, through POSIX calls.
+public struct PosixFileSystem: FileSystem {
+    public init() {}
+
+    public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
+        let descriptor = Platform.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0o644)
+        guard descriptor >= 0 else { throw Self.error(path, "open") }
+        return FileHandle(path: path, number: descriptor)
+    }
+
+    public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(file.number, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Self.error(file.path, "write")
+            }
+            done += written
+        }
+    }
+
+    public func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = bytes.withUnsafeMutableBytes { pread(file.number, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw Self.error(file.path, "read")
+            }
+            if got == 0 { break }
+            done += got
+        }
+        bytes.removeLast(count - done)
+        return bytes
+    }
+
+    public func size(_ file: FileHandle) throws(StorageError) -> Int {
+        var status = stat()
+        guard fstat(file.number, &status) == 0 else { throw Self.error(file.path, "fstat") }
+        return Int(status.st_size)
+    }
+
+    public func sync(_ file: FileHandle) throws(StorageError) {
+        guard fdatasync(file.number) == 0 else { throw Self.error(file.path, "fdatasync") }
+    }
+
+    public func close(_ file: FileHandle) {
+        _ = Platform.close(file.number)
+    }
+
+    public func rename(_ source: String, to destination: String) throws(StorageError) {
+        guard Platform.rename(source, destination) == 0 else { throw Self.error(source, "rename to \(destination)") }
+    }
+
+    public func remove(_ path: String) throws(StorageError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Self.error(path, "unlink") }
+    }
+
+    public func list(_ directory: String) throws(StorageError) -> [String] {
+        guard let stream = opendir(directory) else { throw Self.error(directory, "opendir") }
+        defer { closedir(stream) }
+        var names = [String]()
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func syncDirectory(_ directory: String) throws(StorageError) {
+        let descriptor = Platform.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Self.error(directory, "open") }
+        defer { _ = Platform.close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw Self.error(directory, "fsync") }
+    }
+
+    private static func error(_ path: String, _ call: String, errno code: Int32 = errno) -> StorageError {
+        .io(path: path, reason: "\(call) failed: \(String(cString: strerror(code)))")
+    }
+}
