@@ -57,18 +57,18 @@ public struct RegistryState: Sendable {
 
     static let noApp = UInt32.max
 
-    private var slots = PagedArray<Slot>()
-    private var slotOf: HashIndex<UUID128>
+    var slots = PagedArray<Slot>()
+    var slotOf: HashIndex<UUID128>
     /// (vendor, identifier) to the slot that claimed it (the merge-rule minimum when several did).
-    private var claims: HashIndex<ClaimKey>
+    var claims: HashIndex<ClaimKey>
     /// Canonical slot to its apps after the first.
-    private var moreApps: [UInt32: [AppSlot]] = [:]
+    var moreApps: [UInt32: [AppSlot]] = [:]
     /// Canonical slot to the slots merged into it.
-    private var members: [UInt32: [UInt32]] = [:]
-    private var vendors = Interner<Vendor>()
-    private var bundles = Interner<BundleID>()
-    private var origins = Interner<NodeID>()
-    public private(set) var aliasCount = 0
+    var members: [UInt32: [UInt32]] = [:]
+    var vendors = Interner<Vendor>()
+    var bundles = Interner<BundleID>()
+    var origins = Interner<NodeID>()
+    public internal(set) var aliasCount = 0
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
@@ -203,6 +203,12 @@ public struct RegistryState: Sendable {
     /// The slot of `ref`, created when the device is new to this replica.
     private mutating func slot(for ref: DeviceRef) -> UInt32 {
         if let existing = slotOf.value(for: ref.id.uuid) { return existing }
+        return appendSlot(ref)
+    }
+
+    /// A new canonical slot for `ref`, which the state does not know yet.
+    @discardableResult
+    mutating func appendSlot(_ ref: DeviceRef) -> UInt32 {
         let number = UInt32(slots.count)
         slots.append(
             Slot(
@@ -213,7 +219,7 @@ public struct RegistryState: Sendable {
     }
 
     /// Joins an app sighting into canonical slot `root`: earliest first-seen, latest last-seen.
-    private mutating func see(_ bundle: UInt32, first: UInt64, last: UInt64, on root: UInt32) {
+    mutating func see(_ bundle: UInt32, first: UInt64, last: UInt64, on root: UInt32) {
         if slots[root].app == Self.noApp {
             slots[root].app = bundle
             slots[root].firstSeen = first
@@ -257,7 +263,7 @@ public struct RegistryState: Sendable {
         return x.id < y.id
     }
 
-    private func ref(_ number: UInt32) -> DeviceRef {
+    func ref(_ number: UInt32) -> DeviceRef {
         let slot = slots[number]
         return DeviceRef(
             id: DeviceID(slot.id), created: HLCTimestamp(rawValue: slot.created), origin: origins[slot.origin],

@@ -1,0 +1,216 @@
+/// A snapshot of a node's state on disk, as bytes: a header holding the caller's metadata (what
+/// the snapshot covers), then the caller's records packed into checksummed blocks of about a
+/// megabyte, then a trailer that counts them. It is written under a temporary name, synced, and
+/// renamed into place, so a crash leaves either no new snapshot or a whole one; a reader checks
+/// every checksum and the trailer, so a damaged or truncated file is refused, never half read.
+/// Blocks are read one at a time, so reading (or sending one to a peer) takes bounded memory.
+///
+/// Layout, little-endian. Header: `magic u32 | format u32 | metadata length u32 | checksum u64 |
+/// metadata`. Block: `magic u32 | payload length u32 | records u32 | checksum u64 | payload`, the
+/// payload being records as `length u32 | bytes`. Trailer: `magic u32 | blocks u64 | records u64
+/// | checksum u64`, the checksum chaining every block's.
+public enum SnapshotFile {
+    static let headerMagic: UInt32 = 0x3153_5252  // "RRS1"
+    static let blockMagic: UInt32 = 0x4253_5252  // "RRSB"
+    static let trailerMagic: UInt32 = 0x5453_5252  // "RRST"
+    static let format: UInt32 = 1
+    /// A block is written once its records reach this many bytes.
+    public static let blockBytes = 1 << 20
+    static let blockHeaderBytes = 20
+    static let largestBlock = 64 << 20
+
+    /// The file name of the snapshot labelled `label` (for a node, the operations it covers), so
+    /// that names sort as labels do.
+    public static func name(label: UInt64) -> String {
+        let digits = String(label)
+        return "snapshot-" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".snap"
+    }
+
+    /// The labels of the snapshots in `directory`, newest (highest) first; temporary files of
+    /// unfinished snapshots are not snapshots.
+    public static func labels(in directory: String, on fs: some FileSystem) throws(StorageError) -> [UInt64] {
+        try fs.list(directory).compactMap { name -> UInt64? in
+            guard name.hasPrefix("snapshot-"), name.hasSuffix(".snap") else { return nil }
+            return UInt64(name.dropFirst("snapshot-".count).dropLast(".snap".count))
+        }.sorted(by: >)
+    }
+
+    /// Reads the snapshot at `path`: `metadata` gets the header's bytes, then `record` each
+    /// record's, in order. Throws ``StorageError/corrupt(_:)`` naming the file and what is wrong
+    /// when any checksum fails or the file ends before its trailer.
+    public static func read(
+        _ path: String, on fs: some FileSystem, metadata: ([UInt8]) throws(StorageError) -> Void,
+        record: (UnsafeRawBufferPointer) throws(StorageError) -> Void
+    ) throws(StorageError) {
+        let file = try fs.open(path, create: false)
+        defer { fs.close(file) }
+        let size = try fs.size(file)
+        func corrupt(_ what: String) -> StorageError { .corrupt("snapshot \(path): \(what)") }
+        // Header.
+        let header = try fs.read(file, at: 0, count: 20)
+        guard header.count == 20 else { throw corrupt("it ends inside its header (truncated)") }
+        let (magic, format, length, checksum) = header.withUnsafeBytes {
+            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
+             Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self))),
+             UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
+        }
+        guard magic == headerMagic else { throw corrupt("it is not a snapshot (bad magic)") }
+        guard format == Self.format else { throw corrupt("format \(format) is not one this version reads (\(Self.format))") }
+        guard length <= largestBlock, 20 + length <= size else { throw corrupt("it ends inside its header (truncated)") }
+        let meta = try fs.read(file, at: 20, count: length)
+        guard meta.withUnsafeBytes({ JournalChecksum.of($0, seed: UInt64(headerMagic)) }) == checksum else {
+            throw corrupt("its header's checksum does not match")
+        }
+        try metadata(meta)
+        // Blocks, then the trailer.
+        var offset = 20 + length
+        var (blocks, records, chain): (UInt64, UInt64, UInt64) = (0, 0, 0)
+        while true {
+            let head = try fs.read(file, at: offset, count: blockHeaderBytes)
+            guard head.count >= 4 else { throw corrupt("it ends after \(blocks) blocks, before its trailer (truncated)") }
+            let kind = head.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            if kind == trailerMagic {
+                guard head.count == blockHeaderBytes else { throw corrupt("its trailer is cut short (truncated)") }
+                let (countedBlocks, countedRecords) = head.withUnsafeBytes {
+                    (UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt64.self)),
+                     UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
+                }
+                let trailerChecksum = try fs.read(file, at: offset + blockHeaderBytes, count: 8)
+                guard trailerChecksum.count == 8 else { throw corrupt("its trailer is cut short (truncated)") }
+                let expected = trailerChecksum.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+                guard countedBlocks == blocks, countedRecords == records, expected == Self.seal(chain: chain, blocks: blocks, records: records) else {
+                    throw corrupt("its trailer counts \(countedBlocks) blocks and \(countedRecords) records, \(blocks) and \(records) were read")
+                }
+                guard offset + blockHeaderBytes + 8 == size else { throw corrupt("bytes follow its trailer") }
+                return
+            }
+            guard kind == blockMagic, head.count == blockHeaderBytes else {
+                throw corrupt("block \(blocks) at byte \(offset) is damaged or cut short")
+            }
+            let (payloadLength, count, blockChecksum) = head.withUnsafeBytes {
+                (Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self))),
+                 UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
+                 UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
+            }
+            guard payloadLength <= largestBlock else { throw corrupt("block \(blocks) claims \(payloadLength) bytes") }
+            let payload = try fs.read(file, at: offset + blockHeaderBytes, count: payloadLength)
+            guard payload.count == payloadLength else { throw corrupt("block \(blocks) is cut short (truncated)") }
+            try payload.withUnsafeBytes { raw in
+                Result { () throws(StorageError) in
+                    guard JournalChecksum.of(raw, seed: UInt64(count)) == blockChecksum else {
+                        throw corrupt("block \(blocks)'s checksum does not match")
+                    }
+                    var reader = ByteReader(raw, endMessage: "snapshot \(path): block \(blocks) ends inside a record")
+                    for _ in 0..<count {
+                        let recordLength = Int(try reader.read(UInt32.self))
+                        try record(try reader.bytes(recordLength))
+                    }
+                    guard reader.isAtEnd else { throw corrupt("block \(blocks) has bytes after its records") }
+                }
+            }.get()
+            chain = Self.chain(chain, blockChecksum)
+            blocks += 1
+            records += UInt64(count)
+            offset += blockHeaderBytes + payloadLength
+        }
+    }
+
+    static func chain(_ chain: UInt64, _ checksum: UInt64) -> UInt64 {
+        withUnsafeBytes(of: (chain ^ checksum).littleEndian) { JournalChecksum.of($0, seed: 0x5353) }
+    }
+
+    static func seal(chain: UInt64, blocks: UInt64, records: UInt64) -> UInt64 {
+        withUnsafeBytes(of: (chain, blocks, records)) { JournalChecksum.of($0, seed: UInt64(trailerMagic)) }
+    }
+}
+
+/// Writes one snapshot (see ``SnapshotFile``): records go into blocks as they come, so the
+/// writer holds one block at most; ``finish()`` makes it durable under its name.
+public final class SnapshotWriter<FS: FileSystem> {
+    private let fs: FS
+    private let directory: String
+    private let path: String
+    private let temporary: String
+    private let file: FileHandle
+    private var offset = 0
+    private var block: [UInt8] = []
+    private var blockRecords: UInt32 = 0
+    private var blocks: UInt64 = 0
+    private var records: UInt64 = 0
+    private var chain: UInt64 = 0
+    private var finished = false
+
+    /// Starts snapshot `label` in `directory`, its header holding `metadata`.
+    public init(fs: FS, directory: String, label: UInt64, metadata: [UInt8]) throws(StorageError) {
+        self.fs = fs
+        self.directory = directory
+        self.path = directory + "/" + SnapshotFile.name(label: label)
+        self.temporary = path + ".tmp"
+        try fs.remove(temporary)
+        file = try fs.open(temporary, create: true)
+        var header = [UInt8]()
+        ByteWriter.append(SnapshotFile.headerMagic, to: &header)
+        ByteWriter.append(SnapshotFile.format, to: &header)
+        ByteWriter.append(UInt32(metadata.count), to: &header)
+        ByteWriter.append(metadata.withUnsafeBytes { JournalChecksum.of($0, seed: UInt64(SnapshotFile.headerMagic)) }, to: &header)
+        header += metadata
+        try write(header)
+    }
+
+    deinit {
+        if !finished {
+            fs.close(file)
+            try? fs.remove(temporary)
+        }
+    }
+
+    /// Adds one record.
+    public func append(_ record: UnsafeRawBufferPointer) throws(StorageError) {
+        ByteWriter.append(UInt32(record.count), to: &block)
+        block.append(contentsOf: record)
+        blockRecords += 1
+        if block.count >= SnapshotFile.blockBytes { try writeBlock() }
+    }
+
+    /// Writes the last block and the trailer, syncs the file, renames it into place and syncs
+    /// the directory; returns the path. Until it returns, no reader sees this snapshot.
+    @discardableResult
+    public func finish() throws(StorageError) -> String {
+        if blockRecords > 0 { try writeBlock() }
+        var trailer = [UInt8]()
+        ByteWriter.append(SnapshotFile.trailerMagic, to: &trailer)
+        ByteWriter.append(blocks, to: &trailer)
+        ByteWriter.append(records, to: &trailer)
+        ByteWriter.append(SnapshotFile.seal(chain: chain, blocks: blocks, records: records), to: &trailer)
+        try write(trailer)
+        try fs.sync(file)
+        fs.close(file)
+        finished = true
+        try fs.rename(temporary, to: path)
+        try fs.syncDirectory(directory)
+        return path
+    }
+
+    /// The bytes written so far (for reporting the snapshot's size).
+    public var bytesWritten: Int { offset }
+
+    private func writeBlock() throws(StorageError) {
+        let checksum = block.withUnsafeBytes { JournalChecksum.of($0, seed: UInt64(blockRecords)) }
+        var head = [UInt8]()
+        ByteWriter.append(SnapshotFile.blockMagic, to: &head)
+        ByteWriter.append(UInt32(block.count), to: &head)
+        ByteWriter.append(blockRecords, to: &head)
+        ByteWriter.append(checksum, to: &head)
+        try write(head + block)
+        chain = SnapshotFile.chain(chain, checksum)
+        blocks += 1
+        records += UInt64(blockRecords)
+        block.removeAll(keepingCapacity: true)
+        blockRecords = 0
+    }
+
+    private func write(_ bytes: [UInt8]) throws(StorageError) {
+        try fs.write(file, bytes, at: offset)
+        offset += bytes.count
+    }
+}

@@ -1,0 +1,92 @@
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import Testing
+
+/// Snapshot files: what is written reads back whole, in order; damage and truncation are refused
+/// with a message; a crash while writing leaves the previous snapshot and no half of the new one.
+@Suite struct SnapshotFileTests {
+    /// `count` records of varied sizes, seeded.
+    func records(_ count: Int, seed: UInt64) -> [[UInt8]] {
+        var generator = SplitMix64(seed: seed)
+        return (0..<count).map { index in
+            (0..<Int(generator.next() % 120)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+        }
+    }
+
+    func write(_ records: [[UInt8]], label: UInt64, metadata: [UInt8], on fs: some FileSystem, in directory: String) throws -> String {
+        let writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: metadata)
+        for record in records { try record.withUnsafeBytes { try writer.append($0) } }
+        return try writer.finish()
+    }
+
+    func read(_ path: String, on fs: some FileSystem) throws -> (metadata: [UInt8], records: [[UInt8]]) {
+        var metadata = [UInt8]()
+        var records = [[UInt8]]()
+        try SnapshotFile.read(path, on: fs, metadata: { metadata = $0 }, record: { records.append(Array($0)) })
+        return (metadata, records)
+    }
+
+    @Test func whatIsWrittenReadsBackAcrossBlocksOnBothDisks() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let many = records(40_000, seed: 1)  // about 2.4 MB: three blocks
+        for (fs, directory) in [(PosixFileSystem() as any FileSystem, temp.path), (SimulatedFileSystem(), "/data")] {
+            let path = try write(many, label: 42, metadata: [1, 2, 3], on: fs, in: directory)
+            #expect(path.hasSuffix("/snapshot-00000000000000000042.snap"))
+            let back = try read(path, on: fs)
+            #expect(back.metadata == [1, 2, 3] && back.records == many)
+            let empty = try write([], label: 7, metadata: [], on: fs, in: directory)
+            #expect(try read(empty, on: fs).records.isEmpty)
+            #expect(try SnapshotFile.labels(in: directory, on: fs) == [42, 7])
+        }
+    }
+
+    @Test func aTruncatedSnapshotIsRefusedAtEveryLength() throws {
+        let fs = SimulatedFileSystem()
+        let path = try write(records(300, seed: 2), label: 1, metadata: [9], on: fs, in: "/data")
+        let whole = try fs.readAll(path)
+        for length in stride(from: 0, to: whole.count, by: max(1, whole.count / 200)) {
+            try fs.replace("/data/cut.snap", with: Array(whole.prefix(length)), inDirectory: "/data")
+            #expect(throws: StorageError.self, "cut at \(length) of \(whole.count)") { _ = try read("/data/cut.snap", on: fs) }
+        }
+    }
+
+    @Test(arguments: Array(1...40) as [UInt64])
+    func aFlippedByteAnywhereIsRefused(seed: UInt64) throws {
+        let fs = SimulatedFileSystem()
+        let path = try write(records(200, seed: seed), label: 1, metadata: [5, 6], on: fs, in: "/data")
+        var bytes = try fs.readAll(path)
+        var generator = SplitMix64(seed: seed)
+        let index = Int(generator.next() % UInt64(bytes.count))
+        bytes[index] ^= UInt8(1 + generator.next() % 255)
+        try fs.replace(path, with: bytes, inDirectory: "/data")
+        #expect {
+            _ = try read(path, on: fs)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.hasPrefix("snapshot \(path):")
+        }
+    }
+
+    /// A crash at any point of writing snapshot 2 leaves snapshot 1 readable, and snapshot 2
+    /// either absent or whole.
+    @Test func aCrashWhileWritingLeavesThePreviousSnapshotAndNoHalfOfTheNext() throws {
+        let first = records(500, seed: 3)
+        let second = records(30_000, seed: 4)
+        for crashAfter in 0..<12 {
+            let disk = SimulatedFileSystem()
+            _ = try write(first, label: 1, metadata: [1], on: disk, in: "/data")
+            let fs = CrashingFileSystem(disk, crashAfterCalls: crashAfter)
+            _ = try? write(second, label: 2, metadata: [2], on: fs, in: "/data")
+            var random: SplitMix64? = SplitMix64(seed: UInt64(crashAfter))
+            disk.crash(tearing: &random)
+            let labels = try SnapshotFile.labels(in: "/data", on: disk)
+            #expect(labels.contains(1))
+            #expect(try read("/data/" + SnapshotFile.name(label: 1), on: disk).records == first)
+            if labels.contains(2) {
+                #expect(try read("/data/" + SnapshotFile.name(label: 2), on: disk).records == second, "crash after \(crashAfter)")
+            }
+        }
+    }
+}
