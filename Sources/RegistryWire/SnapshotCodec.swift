@@ -1,0 +1,211 @@
+import RegistryCore
+
+/// What a snapshot covers, kept in its header: the node that wrote it, its epoch, its clock, and
+/// the version vector of the state it holds (every operation up to each log's sequence).
+public struct SnapshotMetadata: Equatable, Sendable {
+    public var nodeID: NodeID
+    public var epoch: UInt64
+    public var clock: HLCTimestamp
+    public var versionVector: VersionVector
+    /// The records that follow, for sizing the indexes before restoring.
+    public var devices: UInt64
+
+    public init(nodeID: NodeID, epoch: UInt64, clock: HLCTimestamp, versionVector: VersionVector, devices: UInt64) {
+        self.nodeID = nodeID
+        self.epoch = epoch
+        self.clock = clock
+        self.versionVector = versionVector
+        self.devices = devices
+    }
+}
+
+/// The bytes of a snapshot's metadata and records (little-endian, strings as a 16-bit length and
+/// UTF-8). Decoding re-checks what the identity rules check, so a damaged snapshot that still
+/// passed its checksums is refused rather than restored.
+public enum SnapshotCodec {
+    enum Tag: UInt8 {
+        case device = 1, alias = 2, claim = 3, app = 4
+    }
+
+    public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
+        var out = Output()
+        out.string(metadata.nodeID.value)
+        out.integer(metadata.epoch)
+        out.integer(metadata.clock.rawValue)
+        out.integer(metadata.devices)
+        let logs = metadata.versionVector.logs
+        out.integer(UInt32(logs.count))
+        for (log, sequence) in logs {
+            out.string(log.origin.value)
+            out.integer(log.epoch)
+            out.integer(sequence)
+        }
+        return out.bytes
+    }
+
+    public static func decodeMetadata(_ bytes: [UInt8]) throws(CodecError) -> SnapshotMetadata {
+        try bytes.withUnsafeBytes { raw in
+            Result { () throws(CodecError) -> SnapshotMetadata in
+                var input = Input(raw)
+                let node = try input.nodeID()
+                let epoch = try input.integer(UInt64.self)
+                let clock = HLCTimestamp(rawValue: try input.integer(UInt64.self))
+                let devices = try input.integer(UInt64.self)
+                var vector = VersionVector()
+                for _ in 0..<(try input.integer(UInt32.self)) {
+                    let log = VersionVector.Log(origin: try input.nodeID(), epoch: try input.integer(UInt64.self))
+                    let sequence = try input.integer(UInt64.self)
+                    guard vector[log] == 0 else { throw CodecError.invalidField("snapshot metadata names \(log) twice") }
+                    vector.recordAll(through: sequence, in: log)
+                }
+                try input.end()
+                return SnapshotMetadata(nodeID: node, epoch: epoch, clock: clock, versionVector: vector, devices: devices)
+            }
+        }.get()
+    }
+
+    /// Appends `record`'s bytes to `bytes` (after clearing it).
+    public static func encode(_ record: SnapshotRecord, into bytes: inout [UInt8]) {
+        var out = Output(reusing: &bytes)
+        switch record {
+        case .device(let ref):
+            out.integer(Tag.device.rawValue)
+            out.uuid(ref.id.uuid)
+            out.integer(ref.created.rawValue)
+            out.string(ref.origin.value)
+            out.string(ref.vendor.name)
+        case .alias(let alias, let canonical):
+            out.integer(Tag.alias.rawValue)
+            out.uuid(alias.uuid)
+            out.uuid(canonical.uuid)
+        case .claim(let vendor, let identifier, let owner):
+            out.integer(Tag.claim.rawValue)
+            out.string(vendor.name)
+            out.integer(UInt8(identifier.kind.rawValue))
+            out.uuid(identifier.value)
+            out.uuid(owner.uuid)
+        case .app(let device, let bundle, let first, let last):
+            out.integer(Tag.app.rawValue)
+            out.uuid(device.uuid)
+            out.string(bundle.value)
+            out.integer(first.rawValue)
+            out.integer(last.rawValue)
+        }
+        bytes = out.bytes
+    }
+
+    public static func decodeRecord(_ raw: UnsafeRawBufferPointer) throws(CodecError) -> SnapshotRecord {
+        var input = Input(raw)
+        let record: SnapshotRecord
+        switch Tag(rawValue: try input.integer(UInt8.self)) {
+        case .device:
+            let id = DeviceID(try input.uuid())
+            let created = HLCTimestamp(rawValue: try input.integer(UInt64.self))
+            record = .device(DeviceRef(id: id, created: created, origin: try input.nodeID(), vendor: try input.vendor()))
+        case .alias:
+            record = .alias(DeviceID(try input.uuid()), of: DeviceID(try input.uuid()))
+        case .claim:
+            let vendor = try input.vendor()
+            let rawKind = try input.integer(UInt8.self)
+            guard let kind = IdentifierKind(rawValue: Int32(rawKind)) else { throw .invalidField("snapshot claim of kind \(rawKind)") }
+            let value = try input.uuid()
+            guard !value.isZero else { throw .invalidField("snapshot claim of the all-zero UUID") }
+            record = .claim(vendor: vendor, identifier: Identifier(kind: kind, value: value), owner: DeviceID(try input.uuid()))
+        case .app:
+            let device = DeviceID(try input.uuid())
+            let text = try input.string()
+            let bundle: BundleID
+            do {
+                bundle = try BundleID(parsing: text)
+            } catch {
+                throw .invalidField("snapshot app: \(error)")
+            }
+            record = .app(
+                device: device, bundle: bundle, first: HLCTimestamp(rawValue: try input.integer(UInt64.self)),
+                last: HLCTimestamp(rawValue: try input.integer(UInt64.self)))
+        case nil:
+            throw .invalidField("a snapshot record of an unknown kind")
+        }
+        try input.end()
+        return record
+    }
+
+    private struct Output {
+        var bytes: [UInt8]
+
+        init() {
+            bytes = []
+        }
+
+        init(reusing storage: inout [UInt8]) {
+            storage.removeAll(keepingCapacity: true)
+            bytes = storage
+            storage = []
+        }
+
+        mutating func integer<Value: FixedWidthInteger>(_ value: Value) {
+            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+
+        mutating func uuid(_ value: UUID128) {
+            integer(value.high)
+            integer(value.low)
+        }
+
+        mutating func string(_ text: String) {
+            let utf8 = text.utf8
+            integer(UInt16(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    private struct Input {
+        let raw: UnsafeRawBufferPointer
+        var offset = 0
+
+        init(_ raw: UnsafeRawBufferPointer) {
+            self.raw = raw
+        }
+
+        mutating func integer<Value: FixedWidthInteger>(_: Value.Type) throws(CodecError) -> Value {
+            let size = MemoryLayout<Value>.size
+            guard raw.count - offset >= size else { throw .invalidField("a snapshot record ends inside a field") }
+            defer { offset += size }
+            return Value(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Value.self))
+        }
+
+        mutating func uuid() throws(CodecError) -> UUID128 {
+            UUID128(high: try integer(UInt64.self), low: try integer(UInt64.self))
+        }
+
+        mutating func string() throws(CodecError) -> String {
+            let count = Int(try integer(UInt16.self))
+            guard raw.count - offset >= count else { throw .invalidField("a snapshot record ends inside a string") }
+            defer { offset += count }
+            guard let text = String(validating: raw[offset..<offset + count], as: UTF8.self) else {
+                throw .invalidField("a snapshot string is not UTF-8")
+            }
+            return text
+        }
+
+        mutating func nodeID() throws(CodecError) -> NodeID {
+            let text = try string()
+            do {
+                return try NodeID(text)
+            } catch {
+                throw .invalidField("snapshot node ID: \(error)")
+            }
+        }
+
+        mutating func vendor() throws(CodecError) -> Vendor {
+            let name = try string()
+            guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x2E || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+            else { throw .invalidField("snapshot vendor \(name.debugDescription) is not a vendor name") }
+            return Vendor(trusted: name)
+        }
+
+        func end() throws(CodecError) {
+            guard offset == raw.count else { throw .invalidField("a snapshot record has \(raw.count - offset) bytes too many") }
+        }
+    }
+}
