@@ -22,11 +22,10 @@ PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pi
 
 .PHONY: build release install run test bench bench-compare protos check-protos clean deps proto-tools test-tools
 
-# C libraries the build links: protobuf-c and SQLite.
+# The C library the build links: protobuf-c.
 deps:
 	@command -v pkg-config >/dev/null || $(APT) pkg-config
 	@pkg-config --exists libprotobuf-c || $(APT) libprotobuf-c-dev
-	@pkg-config --exists sqlite3 || $(APT) libsqlite3-dev
 
 # protoc-c regenerates the committed C code.
 proto-tools:

@@ -25,16 +25,11 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
-        // C libraries from the system (Debian: libprotobuf-c-dev, libsqlite3-dev).
+        // C library from the system (Debian: libprotobuf-c-dev).
         .systemLibrary(
             name: "CProtobufC",
             pkgConfig: "libprotobuf-c",
             providers: [.apt(["libprotobuf-c-dev"])]
-        ),
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]
         ),
         // A header for Linux file calls that Swift's Glibc module leaves out (no library).
         .systemLibrary(name: "CLinuxFile"),
@@ -58,10 +53,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Durable operation log and node metadata in SQLite (WAL, group commit).
+        // The operation log (journal files), snapshots and node metadata, as bytes, through the
+        // FileSystem interface (the real disk, or a simulated one in tests).
         .target(
             name: "RegistryStorage",
-            dependencies: ["CSQLite", "CLinuxFile", "Platform"],
+            dependencies: ["CLinuxFile", "Platform"],
             swiftSettings: swiftSettings
         ),
         // The node: engine (state + durable log), SwiftNIO server, configuration.

@@ -169,6 +169,15 @@ public final class RegistryClient: Sendable {
         }
     }
 
+    /// Asks the node to take a snapshot now; returns once it is written.
+    public func snapshot() async throws(RegistryClientError) -> SnapshotTaken {
+        switch try await send(.snapshot) {
+        case .snapshotTaken(let taken): return taken
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to SnapshotRequest")
+        }
+    }
+
     public func close() async {
         try? await channel.close()
     }

@@ -136,16 +136,13 @@ public struct LoadReport: Codable, Sendable {
         public var logOperations: UInt64
         public var logCommits: UInt64
         public var uptimeMillis: UInt64
-        /// The commit journal the node has not yet moved into its SQLite log (moved while it is
-        /// quiet, or by its next start-up): bytes and files. Absent from reports written before
-        /// nodes reported them.
+        /// The journal the node keeps on disk after the run (what its snapshots do not yet let
+        /// go): bytes and files. Absent from reports written before nodes reported them.
         public var journalBytes: UInt64?
         public var journalFiles: UInt64?
-        /// Spare journal files the node's data directory held after the run, and how many it
-        /// keeps (`--journal-spares`): a node with none left writes the next spare's zeros while it
-        /// serves. Absent from reports written before nodes reported them.
-        public var journalSpares: UInt64?
-        public var journalSparesKept: UInt64?
+        /// Operations the node's newest snapshot covered after the run. Absent from reports
+        /// written before nodes took snapshots.
+        public var snapshotOperations: UInt64?
         /// The journal write and fdatasync of the commits made from the end of the warm-up to
         /// the last answer: the difference of the node's `commit_latency` readings then. Nil
         /// when either reading failed or the node restarted in between.
@@ -161,15 +158,14 @@ public struct LoadReport: Codable, Sendable {
             case uptimeMillis = "uptime_millis"
             case journalBytes = "journal_bytes"
             case journalFiles = "journal_files"
-            case journalSpares = "journal_spares"
-            case journalSparesKept = "journal_spares_kept"
+            case snapshotOperations = "snapshot_operations"
             case windowCommitLatency = "window_commit_latency"
         }
 
         public init(
             endpoint: String, nodeID: String, serverVersion: String, devices: UInt64, aliases: UInt64, claims: UInt64,
             requestsServed: UInt64, errors: [String: UInt64], logOperations: UInt64, logCommits: UInt64, uptimeMillis: UInt64,
-            journalBytes: UInt64?, journalFiles: UInt64?, journalSpares: UInt64? = nil, journalSparesKept: UInt64? = nil,
+            journalBytes: UInt64?, journalFiles: UInt64?, snapshotOperations: UInt64? = nil,
             windowCommitLatency: BucketedLatency? = nil
         ) {
             self.endpoint = endpoint
@@ -185,8 +181,7 @@ public struct LoadReport: Codable, Sendable {
             self.uptimeMillis = uptimeMillis
             self.journalBytes = journalBytes
             self.journalFiles = journalFiles
-            self.journalSpares = journalSpares
-            self.journalSparesKept = journalSparesKept
+            self.snapshotOperations = snapshotOperations
             self.windowCommitLatency = windowCommitLatency
         }
     }

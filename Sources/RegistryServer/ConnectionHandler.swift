@@ -127,7 +127,12 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 serverVersion: RegistryEngine.serverVersion, limits: engine.limits)
             write(context: context, [ServerFrame(requestID: frame.requestID, body: .helloAccepted(accepted))])
         case .dispatch:
-            batch.append(frame)
+            if case .snapshot = frame.body {
+                // Answered once the snapshot is written, seconds later; the rest go on meanwhile.
+                engine.submitSnapshot(requestID: frame.requestID, deliver: delivery(context: context))
+            } else {
+                batch.append(frame)
+            }
         case .failConnection(let error):
             failConnection(context: context, requestID: frame.requestID, error)
         case .ignore:
@@ -156,9 +161,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private func submitBatch(context: ChannelHandlerContext) {
         let frames = batch
         batch = []
+        engine.submit(frames, resolver: &resolver, deliver: delivery(context: context))
+    }
+
+    /// Hands the engine's answers to this handler on its event loop.
+    private func delivery(context: ChannelHandlerContext) -> RegistryEngine.Delivery {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
-        engine.submit(frames, resolver: &resolver) { answers in
+        return { answers in
             if loop.inEventLoop {
                 bound.value.deliver(answers.frames)
             } else {

@@ -8,9 +8,9 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
     case nodeIDMismatch(stored: String, configured: String)
     /// A log entry could not be decoded; the node refuses to serve a partial state.
     case corruptLog(origin: String, epoch: UInt64, sequence: UInt64, reason: String)
-    /// Commits the previous run journaled (and acknowledged) could not be moved into the SQLite
-    /// log, on a full disk for instance. They stay in the journal files for the next start.
-    case journalNotMoved(operations: Int, commits: Int, reason: StorageError)
+    /// The data directory was written by an earlier version (an SQLite log); nothing has been
+    /// released, so there is no migration.
+    case olderDataDirectory(String)
 
     public var description: String {
         switch self {
@@ -19,9 +19,9 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
             return "the data directory belongs to node \(stored), but --node-id is \(configured)"
         case .corruptLog(let origin, let epoch, let sequence, let reason):
             return "log entry \(origin)/\(epoch)/\(sequence) is unreadable: \(reason)"
-        case .journalNotMoved(let operations, let commits, let reason):
+        case .olderDataDirectory(let path):
             return
-                "cannot move \(operations) journaled operations (\(commits) group commits) into the SQLite log (\(reason)); they stay in the commit journal and nothing is lost: free space or fix the cause, then start the node again"
+                "data directory \(path) was written by an earlier version (it holds registry.sqlite3); this version keeps its log in journal files and snapshots and does not read it. Move it aside and start on an empty directory"
         }
     }
 }

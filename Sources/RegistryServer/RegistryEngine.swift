@@ -7,6 +7,7 @@ import RegistryStorage
 import RegistryVersion
 import RegistryWire
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// Carries out what ``NodeState`` decides: requests are answered under one lock (fast, in
 /// memory), and their operations are group-committed to the durable log by ``LogWriter``.
@@ -45,9 +46,8 @@ public final class RegistryEngine: Sendable {
         var commitCount: UInt64 = 0
         /// How long each commit's journal write and sync took.
         var commitLatency = LatencyBuckets()
-        /// The journal this run has written, as of the last commit (moved files included).
-        var journalBytes: UInt64 = 0
-        var journalFiles: UInt64 = 0
+        /// When the next snapshot is due.
+        var snapshotPolicy: SnapshotPolicy
     }
 
     public let nodeID: NodeID
@@ -63,10 +63,15 @@ public final class RegistryEngine: Sendable {
     /// contended path costs a kernel round trip every time.
     private let core: NIOLockedValueBox<Core>
     private let writer: LogWriter
-    /// Moves finished journal files into the SQLite log while the node is quiet (internal for tests).
-    let mover: JournalMover
-    /// The spare journal files' maker, asked how many the directory holds for the stats.
-    private let spares: SpareJournalMaker
+    /// The data directory's lock (nil on a simulated disk), held until ``close()``.
+    private let lock: Mutex<DataDirectory?>
+    private let fs: any FileSystem
+    private let directory: String
+    /// What each journal file holds (shared with the writer, the snapshots and log readers).
+    let index: JournalIndex
+    /// Takes snapshots in the background, and trims the journal after them.
+    let snapshots: Snapshotter
+
     let counters = ServerCounters()
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
@@ -76,77 +81,53 @@ public final class RegistryEngine: Sendable {
     /// Called once, off the lock, when the log fails; registryd shuts down on it.
     private let onFatalError: @Sendable (StorageError) -> Void
 
-    /// Opens the data directory, replays the log into memory, and restores the clock and sequence.
+    /// Opens the data directory, loads the newest snapshot and replays the journal after it into
+    /// memory, and restores the clock and sequence. `fs` is the disk (a simulated one in tests);
+    /// the real one's data directory is locked for this process.
     public init(
         configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = wallClockMillis,
-        onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
+        fs: any FileSystem = PosixFileSystem(), onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
-        let log: OperationLog
-        let directory: DataDirectory
-        let identity: NodeIdentity
-        let journalFile: UInt64
-        // One admission for the start-up's retiring and the spare maker's, so spares never exceed the number kept.
-        let spareAdmission = SpareAdmission(keeping: configuration.journalSpares)
-        do {
-            directory = try DataDirectory(path: configuration.dataDirectory)
-            log = try OperationLog(directory: directory)
-            journalFile = try Self.recoverJournal(
-                directory: directory, into: log, spares: spareAdmission, logger: logger)
-            if let stored = try log.identity() {
-                if let configured = configuration.nodeID, configured.value != stored.nodeID {
-                    throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
-                }
-                identity = stored
-            } else {
-                var generator = SystemRandomNumberGenerator()
-                let nodeID = configuration.nodeID?.value ?? "node-\(String(generator.next() & 0xFFFF_FFFF, radix: 16))"
-                identity = NodeIdentity(nodeID: nodeID, epoch: wallClock())
-                try log.initialise(identity)
-                logger.info("initialised a new data directory", metadata: ["node": "\(nodeID)", "epoch": "\(identity.epoch)"])
+        let path = configuration.dataDirectory
+        if fs is PosixFileSystem {
+            do {
+                lock = Mutex(try DataDirectory(path: path))
+            } catch {
+                throw .storage(error)
             }
-        } catch let error as NodeStartupError {
-            throw error
-        } catch let error as StorageError {
-            throw .storage(error)
-        } catch {
-            throw .storage(.corrupt("\(error)"))
+        } else {
+            lock = Mutex(nil)
         }
-
-        let replayed: LogReplay.Outcome
-        do {
-            replayed = try LogReplay.run(log, identity: identity, expectedDevices: configuration.expectedDevices)
-        } catch {
-            throw .storage(error)
-        }
-        let registry = replayed.registry
-        // Read before the log passes to the mover's thread, which owns it from then on.
-        let operations = log.recordCount
-
-        let nodeID = NodeID(trusted: identity.nodeID)
+        let recovered = try StorageStartup.open(
+            fs: fs, directory: path, configuredNodeID: configuration.nodeID, expectedDevices: configuration.expectedDevices,
+            wallClock: wallClock, logger: logger)
+        let nodeID = NodeID(trusted: recovered.metadata.nodeID)
+        let epoch = recovered.metadata.epoch
+        let ownLog = VersionVector.Log(origin: nodeID, epoch: epoch)
         let node = NodeState(
-            registry: registry, clock: HybridLogicalClock(last: replayed.newest), nodeID: nodeID, epoch: identity.epoch,
-            nextSequence: replayed.lastOwnSequence + 1, versionVector: replayed.versionVector, rules: configuration.vendorRules,
+            registry: recovered.registry, clock: HybridLogicalClock(last: recovered.clock), nodeID: nodeID, epoch: epoch,
+            nextSequence: recovered.versionVector[ownLog] + 1, versionVector: recovered.versionVector, rules: configuration.vendorRules,
             limits: configuration.limits)
-        self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations))
-        let spares = SpareJournalMaker(
-            directoryPath: directory.path, bytes: configuration.journalFileBytes, firstFile: journalFile,
-            admission: spareAdmission,
-            onNoRoom: { [logger, minimum = SpareJournalMaker.freeFilesNeeded * configuration.journalFileBytes] in
-                logger.notice(
-                    "no spare journal file made: the file system has less free space than a spare needs",
-                    metadata: ["needed_bytes": "\(minimum)"])
-            })
+        var durable = [LogKey: UInt64]()
+        for (log, sequence) in recovered.versionVector.logs { durable[LogKey(origin: log.origin.value, epoch: log.epoch)] = sequence }
+        let operations = durable.values.reduce(0, +)
+        let policy = SnapshotPolicy(
+            everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
+            coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: DispatchTime.now().uptimeNanoseconds)
+        self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations, snapshotPolicy: policy))
         do {
             self.writer = try LogWriter(
-                directory: directory, journalFile: journalFile, durableRecords: operations,
-                fileBytes: configuration.journalFileBytes, spares: spares)
+                fs: fs, directory: path, journalFile: recovered.nextJournalFile, fileBytes: configuration.journalFileBytes,
+                index: recovered.index, durableThrough: durable)
         } catch {
             throw .storage(error)
         }
-        self.mover = JournalMover(
-            log: log, directory: directory, firstFile: journalFile,
-            quietOperationsPerSecond: configuration.moveJournalBelowOperationsPerSecond, spares: spares, logger: logger)
-        self.spares = spares
+        self.index = recovered.index
+        self.fs = fs
+        self.directory = path
+        self.snapshots = Snapshotter(
+            fs: fs, directory: path, index: recovered.index, nodeID: nodeID, epoch: epoch, expectedDevices: configuration.expectedDevices,
+            logger: logger)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
@@ -157,58 +138,11 @@ public final class RegistryEngine: Sendable {
         self.startedAt = wallClock()
         self.onFatalError = onFatalError
         logger.info(
-            "replayed the operation log",
+            "storage open",
             metadata: [
-                "operations": "\(operations)", "devices": "\(registry.deviceCount)", "claims": "\(registry.claimCount)",
-                "epoch": "\(identity.epoch)", "next_sequence": "\(replayed.lastOwnSequence + 1)",
+                "operations": "\(operations)", "devices": "\(recovered.registry.deviceCount)", "claims": "\(recovered.registry.claimCount)",
+                "epoch": "\(epoch)", "next_sequence": "\(recovered.versionVector[ownLog] + 1)",
             ])
-    }
-
-    /// Moves the commits journaled by the previous run into `log` (they were acknowledged), one
-    /// journal file at a time, then retires the files (keeping as spares what `spares` admits)
-    /// and returns the number for the next one.
-    /// Throws ``NodeStartupError/journalNotMoved(operations:commits:reason:)`` when the log
-    /// cannot take a file's commits, and the ``StorageError`` of reading or retiring the files.
-    /// Moving is idempotent (the log skips records it holds), so a start-up cut short by a crash
-    /// simply moves again.
-    private static func recoverJournal(
-        directory: DataDirectory, into log: OperationLog, spares: SpareAdmission, logger: Logger
-    ) throws -> UInt64 {
-        let started = DispatchTime.now().uptimeNanoseconds
-        var operations = 0
-        var notMoved: NodeStartupError?
-        let recovered: CommitJournal.Recovered
-        do {
-            recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in
-                let merged = JournalEntry.merging(entries)
-                let count = merged.segments.reduce(0) { $0 + $1.count }
-                do throws(StorageError) {
-                    try log.append(merged.segments, clock: merged.clock)
-                } catch {
-                    notMoved = .journalNotMoved(operations: count, commits: entries.count, reason: error)
-                    throw error
-                }
-                operations += count
-            }
-        } catch {
-            throw notMoved ?? error
-        }
-        if let tail = recovered.tornTail {
-            logger.warning(
-                "discarded the unfinished last entry of the commit journal; it was never acknowledged",
-                metadata: ["where": "\(tail)"])
-        }
-        let next = (recovered.files.last ?? 0) + 1
-        try CommitJournal.retire(in: directory, below: next, spares: spares)
-        if !recovered.files.isEmpty {
-            logger.info(
-                "recovered the commit journal",
-                metadata: [
-                    "files": "\(recovered.files.count)", "entries": "\(recovered.entries)", "operations": "\(operations)",
-                    "seconds": "\(Double((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) / 1_000)",
-                ])
-        }
-        return next
     }
 
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
@@ -233,14 +167,11 @@ public final class RegistryEngine: Sendable {
         decisions.reserveCapacity(frames.count)
         var mustWait = false
         for (frame, request) in zip(frames, prepared) {
-            // Counting the spares lists the data directory: done before the lock, not under it.
-            var spareCount = 0
-            if case .stats = frame.body { spareCount = spares.spareCount }
             let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
                 if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
-                if case .stats = frame.body { return (.answer(.stats(stats(core, journalSpares: spareCount))), undurable) }
+                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable) }
                 let before = core.commits.pendingOperations.count
                 let decision = core.commits.recordOperations { operations in
                     core.node.decide(
@@ -296,14 +227,13 @@ public final class RegistryEngine: Sendable {
             }
             switch writer.write(operations, clock: clock) {
             case .success(let committed):
-                core.withLockedValue { core in
+                let snapshotDue = core.withLockedValue { core -> Bool in
                     core.durableOperations = committed.durable
                     core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)
-                    core.journalBytes = committed.journalBytes
-                    core.journalFiles = committed.journalFiles
+                    return core.snapshotPolicy.shouldStart(durableOperations: committed.durable, nowNanos: DispatchTime.now().uptimeNanoseconds)
                 }
-                mover.noteCommit(durableOperations: committed.durable, journalFiles: committed.journalFiles)
+                if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in waiters { deliverCounted(waiter) }
             case .failure(let error):
@@ -323,14 +253,71 @@ public final class RegistryEngine: Sendable {
         }
     }
 
-    /// The node's statistics.
-    public func stats() -> StatsMessage {
-        let spareCount = spares.spareCount
-        return core.withLockedValue { stats($0, journalSpares: spareCount) }
+    /// Starts a snapshot through what is durable now. Runs on the writer's queue, so that nothing
+    /// commits meanwhile; the snapshot itself runs on its own thread. `completion` gets its
+    /// outcome, or nil when one was being taken already.
+    private func startSnapshot(clock: HLCTimestamp, completion: (@Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void)?) {
+        dispatchPrecondition(condition: .onQueue(writer.queue))
+        snapshots.start(through: writer.durableThrough, clock: clock, currentFile: writer.currentFile) { outcome in
+            let covered: UInt64?
+            if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
+            if outcome != nil {
+                self.core.withLockedValue { $0.snapshotPolicy.finished(covering: covered, nowNanos: DispatchTime.now().uptimeNanoseconds) }
+            }
+            completion?(outcome)
+        }
     }
 
-    /// The stats as of `core`, with `journalSpares` spare journal files counted (before the lock).
-    private func stats(_ core: borrowing Core, journalSpares: Int) -> StatsMessage {
+    /// Takes a snapshot now (`registryctl snapshot`); `completion` gets its outcome, or nil when
+    /// one was being taken already.
+    func snapshotNow(completion: @escaping @Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void) {
+        guard core.withLockedValue({ $0.snapshotPolicy.startByRequest() }) else { return completion(nil) }
+        writer.queue.async {
+            let clock = self.core.withLockedValue { $0.node.clock.last }
+            self.startSnapshot(clock: clock, completion: completion)
+        }
+    }
+
+    /// Answers a snapshot request (`requestID`) once the snapshot is taken.
+    public func submitSnapshot(requestID: UInt64, deliver: @escaping Delivery) {
+        snapshotNow { outcome in
+            let body: ServerBody
+            switch outcome {
+            case .success(let taken):
+                body = .snapshotTaken(
+                    SnapshotTaken(
+                        operations: taken.operations, bytes: UInt64(taken.bytes), durationMillis: taken.millis,
+                        journalFilesRemoved: UInt64(taken.filesRemoved)))
+            case .failure(let error):
+                body = .error(WireError(code: .unavailable, message: "the snapshot failed: \(error)", retryable: true))
+            case nil:
+                body = .error(WireError(code: .unavailable, message: "a snapshot is being taken already; ask again once it is done", retryable: true))
+            }
+            self.deliverCounted(Waiter(answers: Answers(requestIDs: [requestID], decisions: [.answer(body)]), deliver: deliver))
+        }
+    }
+
+    /// A reader of `log` from sequence `from`, following the journal as the node commits.
+    public func logReader(for log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> LogReader {
+        LogReader(
+            try JournalReader(
+                log: LogKey(origin: log.origin.value, epoch: log.epoch), from: from, in: directory, on: fs, index: index))
+    }
+
+    /// Journal files holding operations of a log past `floor[log]` stay, even once a snapshot
+    /// covers them (the cluster sets it to what every member holds); nil lifts it.
+    public func setRetentionFloor(_ floor: [VersionVector.Log: UInt64]?) {
+        snapshots.setRetentionFloor(
+            floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey(origin: $0.key.origin.value, epoch: $0.key.epoch), $0.value) }) })
+    }
+
+    /// The node's statistics.
+    public func stats() -> StatsMessage {
+        core.withLockedValue { stats($0) }
+    }
+
+    /// The stats as of `core`.
+    private func stats(_ core: borrowing Core) -> StatsMessage {
         var message = StatsMessage()
         message.nodeID = nodeID.value
         message.clusterID = clusterID
@@ -347,12 +334,12 @@ public final class RegistryEngine: Sendable {
         message.connections = UInt64(counters.connections)
         message.logCommits = core.commitCount
         message.commitLatency = core.commitLatency
-        // What the journal holds that the log does not yet: this run's files less those moved.
-        let moved = mover.moved
-        message.journalBytes = core.journalBytes > moved.bytes ? core.journalBytes - moved.bytes : 0
-        message.journalFiles = core.journalFiles > moved.files ? core.journalFiles - moved.files : 0
-        message.journalSpares = UInt64(journalSpares)
-        message.journalSparesKept = UInt64(spares.keeping)
+        message.journalBytes = UInt64(index.durableBytes)
+        message.journalFiles = UInt64(index.files.count)
+        let (last, age) = snapshots.last
+        message.snapshotOperations = core.snapshotPolicy.coveredOperations
+        message.snapshotAgeMillis = age / 1_000_000
+        message.snapshotBytes = UInt64(last?.bytes ?? 0)
         message.versionVector = core.node.versionVector.logs.map {
             LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence)
         }
@@ -363,7 +350,13 @@ public final class RegistryEngine: Sendable {
     public func close() {
         core.withLockedValue { $0.commits.close(with: WireError(code: .unavailable, message: "the node is shutting down", retryable: true)) }
         writer.close()
-        mover.close()
+        // A clean stop snapshots what is new, so that the next start-up replays little.
+        let (clock, durable, covered) = core.withLockedValue { ($0.node.clock.last, $0.durableOperations, $0.snapshotPolicy.coveredOperations) }
+        if durable > covered {
+            let target = writer.queue.sync { writer.durableThrough }
+            _ = snapshots.takeNow(through: target, clock: clock, currentFile: .max)
+        }
+        lock.withLock { $0 = nil }
         logger.info("storage closed")
     }
 }

@@ -1,85 +1,63 @@
-import Platform
-
-/// The files that make a group commit durable: one `pwrite` and one `fdatasync` per commit, where
-/// an SQLite transaction wrote a page at a time and stalled whenever its WAL was checkpointed.
-/// A running node writes its commits here only. While it is quiet it moves the files it has
-/// finished into the ``OperationLog`` (``JournalFileTransfer``) and retires them; at the next
-/// start-up, ``recover(in:eachFile:)`` reads back the rest, the node moves them, and
-/// ``retire(in:below:spares:)`` retires those files.
+/// The operation log: numbered journal files of checksummed entries, one entry per group commit,
+/// each made durable with one write and one sync. Files are `journal-<number>.log` in the data
+/// directory, numbered upwards without gaps; once the current one passes ``rotationBytes`` it is
+/// closed with a rotation marker and the next begins. Files are never rewritten; snapshots bound
+/// how many are kept (see ``removeFiles(below:in:on:index:)``).
 ///
-/// Files are `journal-<number>.log` in the data directory, numbered upwards. Once the current one
-/// passes ``rotationBytes`` it is closed with a rotation marker and the next begins, from a spare
-/// when there is one. Spares are files whose blocks are already written, named
-/// `spare-<number>.journal` (a retired journal file) or `spare-zeros-<nanoseconds>.journal`
-/// (zeros a ``SpareJournalMaker`` wrote), and `spare.journal` as older versions named their one
-/// spare. Retired files become spares until the node keeps as many as it was asked to (see
-/// ``SpareJournalMaker/keeping``); the rest are deleted. During a run the maker makes a spare
-/// (zeros) once the current file is a quarter full and none is left. Writing over blocks the file
-/// already has lets `fdatasync` skip the metadata journal that an append needs (on this project's
-/// VM, 0.12 ms instead of 0.24 ms at p50). Every record carries its file number, so the records a
-/// reused file still holds from before are told apart from the current ones.
+/// Every record carries its file number and a checksum. At start-up ``recover(in:on:eachEntry:)``
+/// reads them back: only the newest file may end in a torn entry (a write a crash interrupted,
+/// never acknowledged), which is discarded; every older file must end with its rotation marker,
+/// or the journal was damaged and recovery refuses rather than guess what the damage hid.
 ///
-/// Not thread-safe: the owner confines appends to one thread. ``retire(in:below:spares:)``
-/// touches only files below the one being appended to, and spares (by atomic renames).
+/// Not thread-safe: one owner appends. The ``JournalIndex`` it updates is shared.
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
     public static let rotationBytes = 64 << 20
-    /// The one spare's name in older versions, still taken as a spare.
-    static let legacySpareName = "spare.journal"
 
-    private let directory: DataDirectory
+    private let fs: any FileSystem
+    private let directory: String
     private let rotationBytes: Int
-    private var descriptor: Int32
+    private let index: JournalIndex
+    private var file: FileHandle
     /// The number of the file being appended to.
     public private(set) var fileNumber: UInt64
     /// Where the next record goes in the current file.
     private var offset = 0
-    /// The number of the first file this journal wrote.
     private let firstFile: UInt64
-    /// Bytes this journal has written, rotation markers included: what the next start-up moves.
+    /// Bytes this journal has written, rotation markers included.
     public private(set) var bytesWritten: UInt64 = 0
     /// Files this journal has started, the current one included.
     public var filesStarted: UInt64 { fileNumber - firstFile + 1 }
     private var buffer: [UInt8] = []
-    /// Makes the spare for the next rotation, once the current file is a quarter full.
-    private let spareMaker: SpareJournalMaker
-    private var spareRequested = false
 
-    /// Starts journal file `number` (above every existing one), reusing a spare if there is one.
-    /// `spares` makes the spares of `rotationBytes` each; by default a maker of its own that keeps
-    /// one.
+    /// Starts journal file `number` (above every existing one) in `directory`, and makes its
+    /// name durable before anything is written to it.
     public init(
-        directory: DataDirectory, number: UInt64, rotationBytes: Int = CommitJournal.rotationBytes, spares: SpareJournalMaker? = nil
+        fs: any FileSystem, directory: String, number: UInt64, rotationBytes: Int = CommitJournal.rotationBytes, index: JournalIndex
     ) throws(StorageError) {
+        self.fs = fs
         self.directory = directory
         self.rotationBytes = rotationBytes
+        self.index = index
         self.fileNumber = number
         self.firstFile = number
-        self.spareMaker = spares ?? SpareJournalMaker(directoryPath: directory.path, bytes: rotationBytes, firstFile: number)
-        self.descriptor = try Self.start(number, in: directory)
+        self.file = try Self.start(number, in: directory, on: fs, index: index)
     }
 
     deinit {
-        spareMaker.cancelAndWait()
-        close(descriptor)
+        fs.close(file)
     }
 
-    /// True while the next spare is being made (for tests).
-    var isMakingSpare: Bool { spareMaker.isMaking }
-
-    /// Writes `entry` and returns once it is on disk. After a throw the file may end in a partial
-    /// record, which recovery discards: the caller must not acknowledge the entry, and should
-    /// stop appending.
+    /// Writes `entry` and returns once it is durable. After a throw the file may end in a partial
+    /// record, which recovery discards: the caller must not acknowledge the entry, and should stop
+    /// appending.
     public func append(_ entry: JournalEntry) throws(StorageError) {
         if offset >= rotationBytes { try rotate() }
         buffer.removeAll(keepingCapacity: true)
         entry.encode(into: &buffer, file: fileNumber)
         try writeAndSync()
+        index.committed(entry.segments, in: fileNumber, durableBytes: offset)
         if buffer.capacity > 4 << 20 { buffer = [] }
-        if !spareRequested, offset >= rotationBytes / 4 {
-            spareRequested = true
-            spareMaker.makeIfMissing(droppingFilesBelow: fileNumber)
-        }
     }
 
     /// Closes the full file with its marker (durably, before anything goes to the next one),
@@ -88,137 +66,145 @@ public final class CommitJournal {
         buffer.removeAll(keepingCapacity: true)
         JournalEntry.encodeRotationMarker(into: &buffer, file: fileNumber)
         try writeAndSync()
+        index.committed([], in: fileNumber, durableBytes: offset, sealed: true)
         let next = fileNumber + 1
-        let opened = try Self.start(next, in: directory)
-        close(descriptor)
-        descriptor = opened
+        let opened = try Self.start(next, in: directory, on: fs, index: index)
+        fs.close(file)
+        file = opened
         fileNumber = next
         offset = 0
-        spareRequested = false
     }
 
     private func writeAndSync() throws(StorageError) {
-        let path = Self.path(in: directory, number: fileNumber)
-        try buffer.withUnsafeBytes { Self.writeAll($0, to: descriptor, at: offset, path: path) }.get()
-        guard fdatasync(descriptor) == 0 else { throw Self.ioError(path, "fdatasync") }
+        try fs.write(file, buffer, at: offset)
+        try fs.sync(file)
         offset += buffer.count
         bytesWritten += UInt64(buffer.count)
     }
 
+    private static func start(_ number: UInt64, in directory: String, on fs: any FileSystem, index: JournalIndex) throws(StorageError) -> FileHandle {
+        let path = path(in: directory, number: number)
+        let file = try fs.open(path, create: true)
+        do {
+            try fs.syncDirectory(directory)
+        } catch {
+            fs.close(file)
+            throw error
+        }
+        index.started(number)
+        return file
+    }
+
     // MARK: - Files
 
-    /// The journal files of `directory`, by number (the spare is not one).
-    public static func files(in directory: DataDirectory) throws(StorageError) -> [UInt64] {
-        guard let names = entryNames(inDirectoryAt: directory.path) else { throw ioError(directory.path, "opendir") }
-        return names.compactMap { name in
+    /// The journal files of `directory`, by number.
+    public static func files(in directory: String, on fs: some FileSystem) throws(StorageError) -> [UInt64] {
+        try fs.list(directory).compactMap { name -> UInt64? in
             guard name.hasPrefix("journal-"), name.hasSuffix(".log") else { return nil }
             return UInt64(name.dropFirst("journal-".count).dropLast(".log".count))
         }.sorted()
     }
 
-    /// The names in the directory at `path`; nil when it cannot be opened.
-    private static func entryNames(inDirectoryAt path: String) -> [String]? {
-        guard let handle = opendir(path) else { return nil }
-        defer { closedir(handle) }
-        var names = [String]()
-        while let entry = readdir(handle) {
-            names.append(withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
-        }
-        return names
-    }
-
-    /// Retires the journal files numbered below `number`, whose entries are all in the log: each
-    /// becomes a spare while `spares` admits one (the directory holds fewer than it keeps), and is
-    /// deleted otherwise.
-    public static func retire(in directory: DataDirectory, below number: UInt64, spares: SpareAdmission) throws(StorageError) {
-        for old in try files(in: directory) where old < number {
-            let path = path(in: directory, number: old)
-            switch spares.add(renaming: path, to: directory.path + "/spare-" + String(old) + ".journal", inDirectoryAt: directory.path) {
-            case .added, .gone:
-                continue
-            case .failed(let code):
-                throw ioError(path, "rename", errno: code)
-            case .full:
-                guard unlink(path) == 0 || errno == ENOENT else { throw ioError(path, "delete") }
-            }
-        }
-    }
-
-    /// True for the name of a spare: `spare.journal`, or `spare-` anything `.journal`.
-    public static func isSpareName(_ name: String) -> Bool {
-        name == legacySpareName || (name.hasPrefix("spare-") && name.hasSuffix(".journal"))
-    }
-
-    /// The spares in the directory at `path`, by name (none when it cannot be read).
-    public static func spareNames(inDirectoryAt path: String) -> [String] {
-        (entryNames(inDirectoryAt: path) ?? []).filter(isSpareName).sorted()
-    }
-
-    public static func path(in directory: DataDirectory, number: UInt64) -> String {
-        path(inDirectoryAt: directory.path, number: number)
-    }
-
-    static func path(inDirectoryAt directoryPath: String, number: UInt64) -> String {
+    public static func path(in directory: String, number: UInt64) -> String {
         let digits = String(number)
-        return directoryPath + "/journal-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
+        return directory + "/journal-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
+    }
+
+    /// Deletes the journal files numbered below `number` (every one of them covered by a
+    /// snapshot, and past every retention floor: the caller decided), oldest first, then makes
+    /// the deletions durable.
+    public static func removeFiles(below number: UInt64, in directory: String, on fs: some FileSystem, index: JournalIndex) throws(StorageError) {
+        let doomed = try files(in: directory, on: fs).filter { $0 < number }
+        guard !doomed.isEmpty else { return }
+        index.removed(below: number)
+        for old in doomed { try fs.remove(path(in: directory, number: old)) }
+        try fs.syncDirectory(directory)
     }
 
     // MARK: - Recovery
 
-    /// What reading the journal files left by the previous run found.
+    /// What reading the journal found.
     public struct Recovered: Sendable {
-        /// The files read, by number.
-        public var files: [UInt64] = []
+        /// Every file, with what it holds, oldest first.
+        public var files: [JournalIndex.File] = []
         /// Intact entries, over every file.
         public var entries = 0
         /// Where and why the newest file's last record was cut short, when it was: a write the
         /// crash interrupted, never acknowledged, and discarded.
         public var tornTail: String?
+        /// The newest file, when it does not end with its rotation marker: where its intact
+        /// records end, so that ``seal(_:at:in:on:)`` can close it before a new file begins.
+        public var unsealed: (number: UInt64, offset: Int)?
     }
 
-    /// Reads every journal file in `directory`, oldest first, and hands `body` each file's intact
-    /// entries in order (one file in memory at a time). Every file before the last that holds
-    /// entries must end with its rotation marker; one that does not was damaged, and throws
-    /// ``StorageError/corrupt(_:)`` rather than silently drop what followed the damage. That is
-    /// found when the next file is read, after `body` had the damaged file's intact entries.
+    /// Reads every journal file of `directory`, oldest first, and hands `body` each intact
+    /// entry in order, one file in memory at a time. Throws ``StorageError/corrupt(_:)`` when a
+    /// file is missing between two others, or a file before the newest does not end with its
+    /// rotation marker (damage, not a crash).
     public static func recover(
-        in directory: DataDirectory, eachFile body: (_ file: UInt64, _ entries: [JournalEntry]) throws(StorageError) -> Void
+        in directory: String, on fs: some FileSystem, eachEntry body: (_ file: UInt64, _ entry: JournalEntry) throws(StorageError) -> Void
     ) throws(StorageError) -> Recovered {
         var recovered = Recovered()
-        recovered.files = try files(in: directory)
-        var unclosed: (path: String, reason: String)?
-        for number in recovered.files {
+        let numbers = try files(in: directory, on: fs)
+        for (earlier, later) in zip(numbers, numbers.dropFirst()) where later != earlier + 1 {
+            throw .corrupt(
+                "journal file \(path(in: directory, number: earlier + 1)) is missing between \(earlier) and \(later): operations it held are lost")
+        }
+        for (position, number) in numbers.enumerated() {
             let path = path(in: directory, number: number)
-            let bytes = try JournalFileReader(path: path).readAll()
+            let bytes = try fs.readAll(path)
             let read = bytes.withUnsafeBytes { raw in
                 Result { () throws(StorageError) in try readRecords(raw, file: number) }
             }
             let (entries, ending) = try read.get()
-            if let unclosed, !entries.isEmpty || ending == .rotated {
-                throw .corrupt("journal file \(unclosed.path) ends without its rotation marker (\(unclosed.reason)), yet later files hold entries")
+            let isNewest = position == numbers.count - 1
+            var summary = JournalIndex.File(number: number)
+            for entry in entries {
+                try body(number, entry)
+                for segment in entry.segments where segment.count > 0 {
+                    let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+                    summary.ranges[key] = (summary.ranges[key]?.lowerBound ?? segment.firstSequence)...segment.lastSequence
+                }
             }
             recovered.entries += entries.count
-            if !entries.isEmpty { try body(number, entries) }
             switch ending {
-            case .rotated:
-                unclosed = nil
+            case .rotated(let end):
+                summary.sealed = true
+                summary.durableBytes = end
             case .torn(let reason, let offset):
-                unclosed = (path, "\(reason) at byte \(offset)")
+                guard isNewest else {
+                    throw .corrupt("journal file \(path) is damaged at byte \(offset) (\(reason)), and later files hold entries")
+                }
                 recovered.tornTail = "\(path) at byte \(offset): \(reason)"
-            case .end(let offset) where !entries.isEmpty:
-                unclosed = (path, "its records stop at byte \(offset)")
-                recovered.tornTail = nil
-            case .end:
-                // Started and never written (a crash right after a rotation): nothing to judge.
-                break
+                recovered.unsealed = (number, offset)
+                summary.durableBytes = offset
+            case .end(let offset):
+                guard isNewest else {
+                    throw .corrupt("journal file \(path) ends at byte \(offset) without its rotation marker, and later files hold entries")
+                }
+                recovered.unsealed = (number, offset)
+                summary.durableBytes = offset
             }
+            recovered.files.append(summary)
         }
         return recovered
     }
 
+    /// Closes journal file `number` with its rotation marker at `offset`, where its intact records
+    /// end (over any torn bytes after them), durably: files before the newest always end so.
+    public static func seal(_ number: UInt64, at offset: Int, in directory: String, on fs: some FileSystem) throws(StorageError) {
+        var marker = [UInt8]()
+        JournalEntry.encodeRotationMarker(into: &marker, file: number)
+        let file = try fs.open(path(in: directory, number: number), create: false)
+        defer { fs.close(file) }
+        try fs.write(file, marker, at: offset)
+        try fs.sync(file)
+    }
+
     /// How one file's records end.
     enum Ending: Equatable {
-        case rotated
+        /// With its rotation marker, which ends at `end`.
+        case rotated(end: Int)
         case torn(reason: String, offset: Int)
         case end(offset: Int)
     }
@@ -233,59 +219,12 @@ public final class CommitJournal {
                 entries.append(entry)
                 offset = next
             case .rotated:
-                return (entries, .rotated)
+                return (entries, .rotated(end: offset + JournalEntry.headerBytes))
             case .torn(let reason):
                 return (entries, .torn(reason: reason, offset: offset))
             case .end:
                 return (entries, .end(offset: offset))
             }
         }
-    }
-
-    // MARK: - System calls
-
-    /// Opens journal file `number` for writing from its start: a spare renamed into place when
-    /// there is one, else a new file. Either way the name is made durable before it is used.
-    private static func start(_ number: UInt64, in directory: DataDirectory) throws(StorageError) -> Int32 {
-        let path = path(in: directory, number: number)
-        var reused: Int32?
-        for spare in spareNames(inDirectoryAt: directory.path) {
-            if rename(directory.path + "/" + spare, path) == 0 {
-                reused = open(path, O_WRONLY | O_CLOEXEC)
-                break
-            }
-            // A spare that went meanwhile: try the next.
-            guard errno == ENOENT else { throw ioError(path, "rename the spare \(spare) to") }
-        }
-        let descriptor = reused ?? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ioError(path, "create") }
-        let directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryDescriptor >= 0 else {
-            close(descriptor)
-            throw ioError(directory.path, "open")
-        }
-        defer { close(directoryDescriptor) }
-        guard fsync(directoryDescriptor) == 0 else {
-            close(descriptor)
-            throw ioError(directory.path, "fsync")
-        }
-        return descriptor
-    }
-
-    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at start: Int, path: String) -> Result<Void, StorageError> {
-        var done = 0
-        while done < bytes.count {
-            let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(start + done))
-            if written < 0 {
-                if errno == EINTR { continue }
-                return .failure(ioError(path, "write"))
-            }
-            done += written
-        }
-        return .success(())
-    }
-
-    private static func ioError(_ path: String, _ call: String, errno code: Int32 = errno) -> StorageError {
-        .io(path: path, reason: "\(call) failed: \(String(cString: strerror(code)))")
     }
 }

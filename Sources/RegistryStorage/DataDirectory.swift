@@ -2,7 +2,7 @@ import Platform
 
 /// A node's data directory, checked and locked so that two processes never share one.
 /// The lock is an exclusive `flock` on `LOCK`, released when the process exits, even by `kill -9`.
-public final class DataDirectory {
+public final class DataDirectory: Sendable {
     public let path: String
     private let lockDescriptor: Int32
 
@@ -34,6 +34,7 @@ public final class DataDirectory {
         close(lockDescriptor)
     }
 
-    /// The SQLite database holding the operation log.
-    public var databasePath: String { path + "/registry.sqlite3" }
+    /// The SQLite database that data directories of earlier versions held; this version refuses
+    /// such a directory rather than read it.
+    public static let legacyDatabaseName = "registry.sqlite3"
 }

@@ -1,5 +1,6 @@
 /// One group commit as the ``CommitJournal`` stores it: the log segments it appended and the
-/// clock persisted with them. Encoding is pure, so the format is tested without files.
+/// node's clock as of the commit (restored at start-up, so the clock never runs backwards).
+/// Encoding is pure, so the format is tested without files.
 ///
 /// A record on disk, little-endian: `magic u32 | payload length u32 | file number u64 |
 /// checksum u64 | payload`. The checksum covers the payload and the file number. An entry's
@@ -8,8 +9,7 @@
 /// (records in ``LogSegment``'s blob format). A rotation marker has its own magic and no
 /// payload: it closes a file that is full.
 ///
-/// Journal files are reused, so a file holds older records after the current ones; the file
-/// number in every header tells them apart.
+/// The file number in every header tells a record of this file from bytes of any other.
 public struct JournalEntry: Equatable, Sendable {
     public var segments: [LogSegment]
     public var clock: UInt64
@@ -21,12 +21,12 @@ public struct JournalEntry: Equatable, Sendable {
 
     static let entryMagic: UInt32 = 0x324A_5252  // "RRJ2"
     static let rotationMagic: UInt32 = 0x454A_5252  // "RRJE"
-    static let headerBytes = 24
+    public static let headerBytes = 24
     /// Larger payloads are refused when read back: no commit writes one (see ``LogWriter``).
     static let maxPayloadBytes = 1 << 30
 
     /// Appends the whole entry for journal file `file`, header and checksum included, to `bytes`.
-    func encode(into bytes: inout [UInt8], file: UInt64) {
+    public func encode(into bytes: inout [UInt8], file: UInt64) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: Self.headerBytes))
         ByteWriter.append(clock, to: &bytes)
@@ -43,7 +43,7 @@ public struct JournalEntry: Equatable, Sendable {
     }
 
     /// Appends the marker that closes full journal file `file`.
-    static func encodeRotationMarker(into bytes: inout [UInt8], file: UInt64) {
+    public static func encodeRotationMarker(into bytes: inout [UInt8], file: UInt64) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: headerBytes))
         sealHeader(of: &bytes, at: start, magic: rotationMagic, file: file)
@@ -64,7 +64,7 @@ public struct JournalEntry: Equatable, Sendable {
     }
 
     /// What reading at an offset of journal file N found.
-    enum Read: Equatable {
+    public enum Read: Equatable {
         /// A whole entry and the offset just past it.
         case entry(JournalEntry, next: Int)
         /// The marker of a full file: nothing of file N follows.
@@ -80,7 +80,7 @@ public struct JournalEntry: Equatable, Sendable {
     /// Reads the record that starts at `offset` of journal file `file`'s `bytes`. An entry whose
     /// checksum matches but whose payload does not parse throws ``StorageError/corrupt(_:)``:
     /// that was written so.
-    static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int, file: UInt64) throws(StorageError) -> Read {
+    public static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int, file: UInt64) throws(StorageError) -> Read {
         guard offset < bytes.count else { return .end }
         guard bytes.count - offset >= headerBytes else { return .torn(reason: "a partial record header") }
         let magic = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
@@ -114,49 +114,5 @@ public struct JournalEntry: Equatable, Sendable {
         }
         guard reader.isAtEnd else { throw .corrupt("a journal entry has \(reader.remaining) bytes after its segments") }
         return JournalEntry(segments: segments, clock: clock)
-    }
-}
-
-extension JournalEntry {
-    /// Records per merged segment at most, so a long backlog still becomes rows of about a
-    /// megabyte rather than one huge blob.
-    public static let mergedSegmentRecords = 4096
-
-    /// `entries` as one entry, oldest first, with the latest clock: runs of the same
-    /// (origin, epoch) join into segments of up to ``mergedSegmentRecords`` records, so moving
-    /// many commits into the ``OperationLog`` costs few rows.
-    public static func merging(_ entries: [JournalEntry]) -> JournalEntry {
-        var merger = SegmentMerger()
-        for entry in entries { merger.add(entry) }
-        return JournalEntry(segments: merger.segments, clock: merger.clock)
-    }
-}
-
-/// Joins journal entries, oldest first, into few log segments: runs of the same (origin, epoch)
-/// become segments of up to ``JournalEntry/mergedSegmentRecords`` records. Only the last segment
-/// can still grow, so the ones before it may be taken away (moved into the log) as entries come.
-struct SegmentMerger {
-    private(set) var segments: [LogSegment] = []
-    /// The latest clock of the entries added.
-    private(set) var clock: UInt64 = 0
-
-    mutating func add(_ entry: JournalEntry) {
-        clock = max(clock, entry.clock)
-        for segment in entry.segments where segment.count > 0 {
-            if let last = segments.last, last.origin == segment.origin, last.epoch == segment.epoch,
-                last.lastSequence < segment.firstSequence, last.count + segment.count <= JournalEntry.mergedSegmentRecords
-            {
-                segments[segments.count - 1].append(contentsOf: segment)
-            } else {
-                segments.append(segment)
-            }
-        }
-    }
-
-    /// Segments that no later entry can join: all but the last.
-    var completeCount: Int { max(segments.count - 1, 0) }
-
-    mutating func removeFirst(_ count: Int) {
-        segments.removeFirst(count)
     }
 }

@@ -1,6 +1,5 @@
-/// A run of consecutive records of one (origin, epoch), stored as one SQLite row: the log
-/// writes one row per group commit instead of one per operation, which took most of the
-/// writer's time. The records blob is, per record and little-endian:
+/// A run of consecutive records of one (origin, epoch) in a journal entry. The records blob is,
+/// per record and little-endian:
 /// `sequence u64 | hlc u64 | payload length u32 | payload`.
 public struct LogSegment: Equatable, Sendable {
     public let origin: String
@@ -87,8 +86,13 @@ public struct LogSegment: Equatable, Sendable {
         (firstSequence, lastSequence, self.count, bytes) = (first, last, count, blob)
     }
 
+    /// The records of the segment.
+    public func records() throws(StorageError) -> [LogRecord] {
+        try Self.records(origin: origin, epoch: epoch, blob: bytes)
+    }
+
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
-    static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
+    public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         var records = [LogRecord]()
         try forEachRecord(origin: origin, epoch: epoch, blob: blob) { (sequence, hlc, payload) throws(StorageError) in
             records.append(LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(blob[payload])))
@@ -116,16 +120,5 @@ public struct LogSegment: Equatable, Sendable {
             }
         }
         try walked.get()
-    }
-}
-
-extension LogSegment {
-    /// This segment without its records at or below `sequence`.
-    func dropping(through sequence: UInt64) throws(StorageError) -> LogSegment {
-        var kept = LogSegment(origin: origin, epoch: epoch)
-        for record in try Self.records(origin: origin, epoch: epoch, blob: bytes) where record.sequence > sequence {
-            kept.append(sequence: record.sequence, hlc: record.hlc, payload: record.payload)
-        }
-        return kept
     }
 }

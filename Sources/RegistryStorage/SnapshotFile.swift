@@ -35,6 +35,25 @@ public enum SnapshotFile {
         }.sorted(by: >)
     }
 
+    /// The metadata in the header of the snapshot at `path`, checked against its checksum, without
+    /// reading the rest.
+    public static func readMetadata(_ path: String, on fs: some FileSystem) throws(StorageError) -> [UInt8] {
+        let file = try fs.open(path, create: false)
+        defer { fs.close(file) }
+        let header = try fs.read(file, at: 0, count: 20)
+        guard header.count == 20 else { throw .corrupt("snapshot \(path): it ends inside its header (truncated)") }
+        let (magic, length, checksum) = header.withUnsafeBytes {
+            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self))),
+             UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
+        }
+        guard magic == headerMagic, length <= largestBlock else { throw .corrupt("snapshot \(path): it is not a snapshot (bad header)") }
+        let meta = try fs.read(file, at: 20, count: length)
+        guard meta.count == length, meta.withUnsafeBytes({ JournalChecksum.of($0, seed: UInt64(headerMagic)) }) == checksum else {
+            throw .corrupt("snapshot \(path): its header's checksum does not match")
+        }
+        return meta
+    }
+
     /// Reads the snapshot at `path`: `metadata` gets the header's bytes, then `record` each
     /// record's, in order. Throws ``StorageError/corrupt(_:)`` naming the file and what is wrong
     /// when any checksum fails or the file ends before its trailer.
@@ -126,8 +145,8 @@ public enum SnapshotFile {
 
 /// Writes one snapshot (see ``SnapshotFile``): records go into blocks as they come, so the
 /// writer holds one block at most; ``finish()`` makes it durable under its name.
-public final class SnapshotWriter<FS: FileSystem> {
-    private let fs: FS
+public final class SnapshotWriter {
+    private let fs: any FileSystem
     private let directory: String
     private let path: String
     private let temporary: String
@@ -141,7 +160,7 @@ public final class SnapshotWriter<FS: FileSystem> {
     private var finished = false
 
     /// Starts snapshot `label` in `directory`, its header holding `metadata`.
-    public init(fs: FS, directory: String, label: UInt64, metadata: [UInt8]) throws(StorageError) {
+    public init(fs: any FileSystem, directory: String, label: UInt64, metadata: [UInt8]) throws(StorageError) {
         self.fs = fs
         self.directory = directory
         self.path = directory + "/" + SnapshotFile.name(label: label)

@@ -41,6 +41,8 @@ extension ClientFrame {
             return .lookup(LookupRequest(scope: scope, identifier: request.identifier.map { CRead.identifier($0.pointee) }))
         case REGISTRY__V1__CLIENT_FRAME__BODY_STATS:
             return .stats
+        case REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT:
+            return .snapshot
         default:
             return .unknown
         }
@@ -103,6 +105,11 @@ extension ClientFrame {
             registry__v1__stats_request__init(&message)
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_STATS
             frame.stats = arena.new(message)
+        case .snapshot:
+            var message = Registry__V1__SnapshotRequest()
+            registry__v1__snapshot_request__init(&message)
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT
+            frame.snapshot = arena.new(message)
         case .unknown:
             break
         }

@@ -232,6 +232,21 @@ public struct LogPosition: Hashable, Sendable, Codable {
     }
 }
 
+/// `registry.v1.SnapshotTaken`.
+public struct SnapshotTaken: Hashable, Sendable {
+    public var operations: UInt64
+    public var bytes: UInt64
+    public var durationMillis: UInt64
+    public var journalFilesRemoved: UInt64
+
+    public init(operations: UInt64, bytes: UInt64, durationMillis: UInt64, journalFilesRemoved: UInt64) {
+        self.operations = operations
+        self.bytes = bytes
+        self.durationMillis = durationMillis
+        self.journalFilesRemoved = journalFilesRemoved
+    }
+}
+
 /// `registry.v1.Stats`.
 public struct StatsMessage: Hashable, Sendable {
     public var nodeID = ""
@@ -252,15 +267,16 @@ public struct StatsMessage: Hashable, Sendable {
     public var logCommits: UInt64 = 0
     /// How long those commits took (journal write and fdatasync), since start.
     public var commitLatency = LatencyBuckets()
-    /// Bytes of commit journal not yet moved into the log (moved while the node is quiet, or by
-    /// its next start-up).
+    /// Bytes of journal kept on disk (the log the snapshots do not yet let go).
     public var journalBytes: UInt64 = 0
     /// Journal files holding them.
     public var journalFiles: UInt64 = 0
-    /// Spare journal files the data directory holds now (written over by the next rotations).
-    public var journalSpares: UInt64 = 0
-    /// How many spares the node keeps (`--journal-spares`).
-    public var journalSparesKept: UInt64 = 0
+    /// Operations the newest snapshot covers (0: none yet).
+    public var snapshotOperations: UInt64 = 0
+    /// Milliseconds since the last snapshot this run took, or since start-up.
+    public var snapshotAgeMillis: UInt64 = 0
+    /// The size of the last snapshot this run took (0: none yet).
+    public var snapshotBytes: UInt64 = 0
     /// The node's version vector, ordered by origin, then epoch.
     public var versionVector: [LogPosition] = []
 
@@ -286,6 +302,8 @@ public enum ClientBody: Hashable, Sendable {
     case resolve(deviceID: String)
     case lookup(LookupRequest)
     case stats
+    /// Take a snapshot now.
+    case snapshot
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -308,6 +326,7 @@ public enum ServerBody: Hashable, Sendable {
     case registerBatchResult([BatchItem])
     case device(DeviceRecordMessage)
     case stats(StatsMessage)
+    case snapshotTaken(SnapshotTaken)
     case error(WireError)
     case unknown
 }

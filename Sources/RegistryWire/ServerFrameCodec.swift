@@ -76,8 +76,9 @@ extension ServerFrame {
             message.logCommits = stats.log_commits
             message.journalBytes = stats.journal_bytes
             message.journalFiles = stats.journal_files
-            message.journalSpares = stats.journal_spares
-            message.journalSparesKept = stats.journal_spares_kept
+            message.snapshotOperations = stats.snapshot_operations
+            message.snapshotAgeMillis = stats.snapshot_age_ms
+            message.snapshotBytes = stats.snapshot_bytes
             message.versionVector = try CRead.messages(stats.n_version_vector, stats.version_vector) { position in
                 LogPosition(origin: CRead.string(position.origin), epoch: position.epoch, sequence: position.sequence)
             }
@@ -87,6 +88,12 @@ extension ServerFrame {
                     counts: CRead.integers(latency.n_counts, latency.counts))
             }
             return .stats(message)
+        case REGISTRY__V1__SERVER_FRAME__BODY_SNAPSHOT_TAKEN:
+            guard let taken = frame.snapshot_taken?.pointee else { return .unknown }
+            return .snapshotTaken(
+                SnapshotTaken(
+                    operations: taken.operations, bytes: taken.bytes, durationMillis: taken.duration_ms,
+                    journalFilesRemoved: taken.journal_files_removed))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -200,8 +207,9 @@ extension ServerFrame {
             message.log_commits = stats.logCommits
             message.journal_bytes = stats.journalBytes
             message.journal_files = stats.journalFiles
-            message.journal_spares = stats.journalSpares
-            message.journal_spares_kept = stats.journalSparesKept
+            message.snapshot_operations = stats.snapshotOperations
+            message.snapshot_age_ms = stats.snapshotAgeMillis
+            message.snapshot_bytes = stats.snapshotBytes
             message.n_version_vector = stats.versionVector.count
             message.version_vector = arena.array(count: stats.versionVector.count) { index in
                 var position = Registry__V1__LogPosition()
@@ -220,6 +228,15 @@ extension ServerFrame {
             message.commit_latency = arena.new(latency)
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_STATS
             frame.stats = arena.new(message)
+        case .snapshotTaken(let taken):
+            var message = Registry__V1__SnapshotTaken()
+            registry__v1__snapshot_taken__init(&message)
+            message.operations = taken.operations
+            message.bytes = taken.bytes
+            message.duration_ms = taken.durationMillis
+            message.journal_files_removed = taken.journalFilesRemoved
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_SNAPSHOT_TAKEN
+            frame.snapshot_taken = arena.new(message)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

@@ -76,17 +76,17 @@ public enum SnapshotCodec {
             out.string(ref.vendor.name)
         case .alias(let alias, let canonical):
             out.integer(Tag.alias.rawValue)
-            out.uuid(alias.uuid)
-            out.uuid(canonical.uuid)
+            out.integer(alias)
+            out.integer(canonical)
         case .claim(let vendor, let identifier, let owner):
             out.integer(Tag.claim.rawValue)
             out.string(vendor.name)
             out.integer(UInt8(identifier.kind.rawValue))
             out.uuid(identifier.value)
-            out.uuid(owner.uuid)
+            out.integer(owner)
         case .app(let device, let bundle, let first, let last):
             out.integer(Tag.app.rawValue)
-            out.uuid(device.uuid)
+            out.integer(device)
             out.string(bundle.value)
             out.integer(first.rawValue)
             out.integer(last.rawValue)
@@ -103,16 +103,16 @@ public enum SnapshotCodec {
             let created = HLCTimestamp(rawValue: try input.integer(UInt64.self))
             record = .device(DeviceRef(id: id, created: created, origin: try input.nodeID(), vendor: try input.vendor()))
         case .alias:
-            record = .alias(DeviceID(try input.uuid()), of: DeviceID(try input.uuid()))
+            record = .alias(try input.integer(UInt32.self), of: try input.integer(UInt32.self))
         case .claim:
             let vendor = try input.vendor()
             let rawKind = try input.integer(UInt8.self)
             guard let kind = IdentifierKind(rawValue: Int32(rawKind)) else { throw .invalidField("snapshot claim of kind \(rawKind)") }
             let value = try input.uuid()
             guard !value.isZero else { throw .invalidField("snapshot claim of the all-zero UUID") }
-            record = .claim(vendor: vendor, identifier: Identifier(kind: kind, value: value), owner: DeviceID(try input.uuid()))
+            record = .claim(vendor: vendor, identifier: Identifier(kind: kind, value: value), owner: try input.integer(UInt32.self))
         case .app:
-            let device = DeviceID(try input.uuid())
+            let device = try input.integer(UInt32.self)
             let text = try input.string()
             let bundle: BundleID
             do {

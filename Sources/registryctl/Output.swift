@@ -79,13 +79,13 @@ struct StatusView: Printable {
         let sequence: UInt64
         /// How long commits took since the node started (journal write and fdatasync).
         let commitLatency: LatencyBuckets.Summary?
-        /// The commit journal not yet moved into the SQLite log: moved while the node is quiet,
-        /// or by its next start-up before serving.
+        /// The journal kept on disk: what the snapshots do not yet let go.
         let journalBytes: UInt64
         let journalFiles: UInt64
-        /// Spare journal files held now, and how many the node keeps (`--journal-spares`).
-        let journalSpares: UInt64
-        let journalSparesKept: UInt64
+        /// Operations the newest snapshot covers, how long ago the last was taken, and its size.
+        let snapshotOperations: UInt64
+        let snapshotAgeMs: UInt64
+        let snapshotBytes: UInt64
     }
 
     init(_ stats: StatsMessage) {
@@ -101,7 +101,7 @@ struct StatusView: Printable {
         log = Log(
             operations: stats.logOperations, commits: stats.logCommits, epoch: stats.logEpoch, sequence: stats.logSequence,
             commitLatency: stats.commitLatency.summary, journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
-            journalSpares: stats.journalSpares, journalSparesKept: stats.journalSparesKept)
+            snapshotOperations: stats.snapshotOperations, snapshotAgeMs: stats.snapshotAgeMillis, snapshotBytes: stats.snapshotBytes)
         versionVector = stats.versionVector
         errors = stats.errorsByName
     }
@@ -113,16 +113,13 @@ struct StatusView: Printable {
             ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
             ("log", "\(log.operations) operations, \(log.commits) commits since start, epoch \(log.epoch), sequence \(log.sequence)"),
             ("commit time", log.commitLatency.map { "\($0) (journal write and fdatasync, since start)" } ?? "no commits yet"),
+            ("journal", "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") (what the snapshots do not cover yet)"),
             (
-                "journal",
-                log.journalBytes == 0
-                    ? "nothing waiting to move into the SQLite log"
-                    : "\(Output.bytes(log.journalBytes)) in \(log.journalFiles) file\(log.journalFiles == 1 ? "" : "s") not yet in the SQLite log "
-                        + "(moved while the node is quiet, or at the next start-up)"
-            ),
-            (
-                "journal spares",
-                "\(log.journalSpares) of \(log.journalSparesKept) kept (written over by the next rotations; a quiet node makes the missing ones)"
+                "snapshot",
+                log.snapshotOperations == 0
+                    ? "none yet"
+                    : "covers \(log.snapshotOperations) operations, last taken \(Output.duration(log.snapshotAgeMs)) ago"
+                        + (log.snapshotBytes > 0 ? " (\(Output.bytes(log.snapshotBytes)))" : "")
             ),
             (
                 "version vector",
@@ -175,6 +172,27 @@ struct DeviceView: Printable {
             + apps.map {
                 $0.bundleId.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.firstSeen + "  " + $0.lastSeen
             }
+    }
+}
+
+struct SnapshotView: Printable {
+    let operations: UInt64
+    let bytes: UInt64
+    let durationMs: UInt64
+    let journalFilesRemoved: UInt64
+
+    init(_ taken: SnapshotTaken) {
+        operations = taken.operations
+        bytes = taken.bytes
+        durationMs = taken.durationMillis
+        journalFilesRemoved = taken.journalFilesRemoved
+    }
+
+    var rows: [(String, String)] {
+        [
+            ("snapshot", "covers \(operations) operations" + (bytes > 0 ? ", \(Output.bytes(bytes))" : ", nothing new since the last")),
+            ("took", "\(durationMs) ms"), ("journal files removed", "\(journalFilesRemoved)"),
+        ]
     }
 }
 

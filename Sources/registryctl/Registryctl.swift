@@ -18,7 +18,7 @@ struct Registryctl: AsyncParsableCommand {
             64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
-        subcommands: [Status.self, Device.self, Register.self])
+        subcommands: [Status.self, Device.self, Register.self, Snapshot.self])
 }
 
 /// Options every subcommand takes.
@@ -186,5 +186,20 @@ struct Register: AsyncParsableCommand {
             { (client) async throws(RegistryClientError) in
                 try await client.register(RegisterRequest(bundleID: bundle, keychain: keychain, idfv: idfv))
             }, print: RegisterView.init)
+    }
+}
+
+struct Snapshot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ask the node to take a snapshot of its state now.",
+        discussion: """
+            The node writes it in the background and answers once it is durable; then it deletes the \
+            journal files every kept snapshot covers. A large node takes seconds: give --timeout room.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        await global.withClient({ (client) async throws(RegistryClientError) in try await client.snapshot() }, print: SnapshotView.init)
     }
 }

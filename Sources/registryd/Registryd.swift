@@ -22,7 +22,8 @@ struct Registryd: AsyncParsableCommand {
             in flight (up to drainTimeoutSeconds), then closes storage.
 
             Exit status: 0 after a graceful stop; 64 bad flags; 74 storage error (missing, \
-            unwritable or locked data directory, failed write); 78 bad configuration.
+            unwritable or locked data directory, a damaged journal or snapshot, a data directory \
+            of an earlier version, a failed write); 78 bad configuration.
             """,
         version: "registryd \(BuildVersion.description)")
 
@@ -68,11 +69,11 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("commit-delay-us"), help: Self.help("commit-delay-us"))
     var commitDelayMicros: String?
 
-    @Option(name: .customLong("move-journal-below"), help: Self.help("move-journal-below"))
-    var moveJournalBelow: String?
+    @Option(name: .customLong("snapshot-every-operations"), help: Self.help("snapshot-every-operations"))
+    var snapshotEveryOperations: String?
 
-    @Option(name: .customLong("journal-spares"), help: Self.help("journal-spares"))
-    var journalSpares: String?
+    @Option(name: .customLong("snapshot-every-seconds"), help: Self.help("snapshot-every-seconds"))
+    var snapshotEverySeconds: String?
 
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
@@ -97,8 +98,8 @@ struct Registryd: AsyncParsableCommand {
             "event-loop-threads": eventLoopThreads,
             "expected-devices": expectedDevices,
             "commit-delay-us": commitDelayMicros,
-            "move-journal-below": moveJournalBelow,
-            "journal-spares": journalSpares,
+            "snapshot-every-operations": snapshotEveryOperations,
+            "snapshot-every-seconds": snapshotEverySeconds,
         ]
         return given.compactMapValues { $0 }
     }

@@ -202,7 +202,7 @@ struct LoadRun {
                     errors: stats.errorsByName,
                     logOperations: stats.logOperations, logCommits: stats.logCommits, uptimeMillis: stats.uptimeMillis,
                     journalBytes: stats.journalBytes, journalFiles: stats.journalFiles,
-                    journalSpares: stats.journalSpares, journalSparesKept: stats.journalSparesKept,
+                    snapshotOperations: stats.snapshotOperations,
                     windowCommitLatency: window?.summary.map(LoadReport.BucketedLatency.init)))
         }
         return result

@@ -22,7 +22,7 @@ import Platform
         defer { node.stop() }
         let endpoint = node.endpoint
         let fresh = try ctl(["status", "-o", "table"], endpoint: endpoint).stdout
-        #expect(fresh.contains("no commits yet") && fresh.contains("nothing waiting to move into the SQLite log"), "\(fresh)")
+        #expect(fresh.contains("no commits yet") && fresh.contains("snapshot         none yet"), "\(fresh)")
         let keychain = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
         let idfv = "11111111-1111-4111-8111-111111111111"
 
@@ -66,20 +66,29 @@ import Platform
         #expect((commitLatency["p50Micros"] ?? .max) <= (commitLatency["p99Micros"] ?? -1))
         // Three registrations' operations, each journaled with its entry's header: well over 100 bytes.
         #expect((log["journalBytes"] as? Int ?? 0) > 100 && log["journalFiles"] as? Int == 1)
-        // The node keeps one spare journal file by default; a quiet node may have made it by now.
-        #expect(log["journalSparesKept"] as? Int == 1 && (0...1).contains(log["journalSpares"] as? Int ?? -1))
+        // No snapshot yet: the default takes one every million operations or hour.
+        #expect(log["snapshotOperations"] as? Int == 0)
         let statusTable = try ctl(["status", "-o", "table"], endpoint: endpoint)
         #expect(statusTable.stdout.contains("commit time") && statusTable.stdout.contains("p99 <="))
         #expect(statusTable.stdout.contains("version vector") && statusTable.stdout.contains("node-it/"), "\(statusTable.stdout)")
-        #expect(statusTable.stdout.contains("journal spares") && statusTable.stdout.contains(" of 1 kept"))
-        #expect(statusTable.stdout.contains(" B in 1 file not yet in the SQLite log"))
+        #expect(statusTable.stdout.contains(" B in 1 file (what the snapshots do not cover yet)"), "\(statusTable.stdout)")
         // Past 1,024 bytes the journal's size reads in KiB.
         for device in 1...6 {
             let idfv = "22222222-2222-4222-8222-00000000000\(device)"
             #expect(try ctl(["register", "--bundle", "com.w.a", "--idfv", idfv], endpoint: endpoint).status == 0)
         }
         let grown = try ctl(["status", "-o", "table"], endpoint: endpoint).stdout
-        #expect(grown.contains(" KiB in 1 file not yet in the SQLite log"), "\(grown)")
+        #expect(grown.contains(" KiB in 1 file"), "\(grown)")
+
+        // A snapshot by hand: it covers all nine operations, and status says so.
+        let snapshot = try ctl(["snapshot", "-o", "table"], endpoint: endpoint)
+        #expect(snapshot.status == 0 && snapshot.stdout.contains("covers 9 operations"), "\(snapshot.stdout)\(snapshot.stderr)")
+        let after = try json(try ctl(["status"], endpoint: endpoint))
+        let afterLog = try #require(after["log"] as? [String: Any])
+        #expect(afterLog["snapshotOperations"] as? Int == 9 && (afterLog["snapshotBytes"] as? Int ?? 0) > 100)
+        // Nothing new since: another snapshot writes nothing.
+        let again = try ctl(["snapshot", "-o", "table"], endpoint: endpoint)
+        #expect(again.status == 0 && again.stdout.contains("nothing new since the last"), "\(again.stdout)")
     }
 
     @Test func exitStatusesAreTheDocumentedOnes() throws {

@@ -50,13 +50,14 @@ import Testing
         let idfv = Identifier(kind: .idfv, value: UUID128(high: 5, low: 5))
         let cases: [[SnapshotRecord]] = [
             [.device(a), .device(a)],
-            [.device(a), .alias(b.id, of: a.id)],
-            [.device(a), .device(b), .device(c), .alias(b.id, of: a.id), .alias(c.id, of: b.id)],
-            [.device(a), .alias(a.id, of: a.id)],
-            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: a.id), .claim(vendor: vendor, identifier: idfv, owner: a.id)],
-            [.device(a), .claim(vendor: Vendor(trusted: "org.w"), identifier: idfv, owner: a.id)],
-            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: a.id), .device(b)],
-            [.device(a), .device(b), .alias(b.id, of: a.id), .app(device: b.id, bundle: try BundleID(parsing: "com.v.a"), first: .zero, last: .zero)],
+            [.device(a), .alias(1, of: 0)],
+            [.device(a), .device(b), .device(c), .alias(1, of: 0), .alias(2, of: 1)],
+            [.device(a), .alias(0, of: 0)],
+            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 0), .claim(vendor: vendor, identifier: idfv, owner: 0)],
+            [.device(a), .claim(vendor: Vendor(trusted: "org.w"), identifier: idfv, owner: 0)],
+            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 0), .device(b)],
+            [.device(a), .device(b), .alias(1, of: 0), .app(device: 1, bundle: try BundleID(parsing: "com.v.a"), first: .zero, last: .zero)],
+            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 7)],
         ]
         for records in cases {
             #expect(throws: SnapshotRestoreError.self, "\(records)") { _ = try restore(records) }

@@ -28,7 +28,7 @@ import Testing
             """
             {"host": "127.0.0.2", "port": 9000, "dataDir": "/tmp/x", "nodeId": "n-2", "clusterId": "prod",
              "maxFrameBytes": 4096, "maxBatchSize": 10, "maxInFlight": 7, "drainTimeoutSeconds": 2.5, "logLevel": "debug",
-             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "moveJournalBelow": 5000, "journalSpares": 12, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
+             "eventLoopThreads": 3, "expectedDevices": 5000000, "commitDelayMicros": 350, "snapshotEveryOperations": 5000, "snapshotEverySeconds": 12, "vendorDefaultDepth": 3, "vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}
             """
         ) { path in
             var configuration = NodeConfiguration()
@@ -40,8 +40,8 @@ import Testing
             #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
             #expect(configuration.expectedDevices == 5_000_000)
             #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 400))
-            #expect(configuration.moveJournalBelowOperationsPerSecond == 5_000)
-            #expect(configuration.journalSpares == 12 && configuration.logLevel == "debug")
+            #expect(configuration.snapshotEveryOperations == 5_000)
+            #expect(configuration.snapshotEverySeconds == 12 && configuration.logLevel == "debug")
         }
     }
 
@@ -55,7 +55,7 @@ import Testing
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
-            "move-journal-below": ("30", "40"), "journal-spares": ("2", "3"),
+            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"),
         ]
         #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
         func json(_ setting: NodeSetting, _ text: String) -> String {
@@ -76,8 +76,8 @@ import Testing
             case "event-loop-threads": return configuration.eventLoopThreads.map { "\($0)" } ?? "none"
             case "expected-devices": return "\(configuration.expectedDevices)"
             case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
-            case "move-journal-below": return "\(configuration.moveJournalBelowOperationsPerSecond)"
-            case "journal-spares": return "\(configuration.journalSpares)"
+            case "snapshot-every-operations": return "\(configuration.snapshotEveryOperations)"
+            case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
             default: return "unknown setting \(flag)"
             }
         }
@@ -119,7 +119,7 @@ import Testing
         let keys = NodeSetting.all.map(\.fileKey)
         #expect(NearestName.closest(to: "comitDelayMicros", among: keys) == "commitDelayMicros")
         #expect(NearestName.closest(to: "datadir", among: keys) == "dataDir")
-        #expect(NearestName.closest(to: "journalSpare", among: keys) == "journalSpares")
+        #expect(NearestName.closest(to: "snapshotEverySecond", among: keys) == "snapshotEverySeconds")
         #expect(NearestName.closest(to: "color", among: keys) == nil)
         #expect(NearestName.editDistance(Array("kitten"), Array("sitting")) == 3)
     }
@@ -135,11 +135,10 @@ import Testing
         ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 is not 0...10000"),
         ("{\"commitDelayMicros\": 10001}", "commit delay 10001"),
         ("{\"commitDelayMicros\": \"soon\"}", "commitDelayMicros should be a whole number"),
-        ("{\"moveJournalBelow\": -1}", "moveJournalBelow: journal-moving rate -1 is not 0...10000000"),
-        ("{\"moveJournalBelow\": 10000001}", "journal-moving rate 10000001"),
-        ("{\"moveJournalBelow\": \"idle\"}", "moveJournalBelow should be a whole number"),
-        ("{\"journalSpares\": 0}", "journalSpares: journal spares 0 is not 1...4096"),
-        ("{\"journalSpares\": 4097}", "journal spares 4097"),
+        ("{\"snapshotEveryOperations\": -1}", "snapshotEveryOperations: snapshot interval -1 is not 0...10000000000"),
+        ("{\"snapshotEveryOperations\": \"often\"}", "snapshotEveryOperations should be a whole number"),
+        ("{\"snapshotEverySeconds\": 1000001}", "snapshotEverySeconds: snapshot period 1000001 is not 0...1000000"),
+        ("{\"journalSpares\": 4}", "unknown key \"journalSpares\""),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"drainTimeoutSeconds\": -1}", "drain timeout"),
         ("{\"logLevel\": \"loud\"}", "log level \"loud\" is not one of trace"),

@@ -74,7 +74,7 @@ import Testing
 
     @Test func damagedRecordsThatPassTheirChecksumAreStillRefused() throws {
         var bytes = [UInt8]()
-        SnapshotCodec.encode(.claim(vendor: Vendor(trusted: "com.v"), identifier: Identifier(kind: .idfv, value: UUID128(high: 1, low: 1)), owner: DeviceID(UUID128(high: 2, low: 2))), into: &bytes)
+        SnapshotCodec.encode(.claim(vendor: Vendor(trusted: "com.v"), identifier: Identifier(kind: .idfv, value: UUID128(high: 1, low: 1)), owner: 2), into: &bytes)
         #expect(throws: Never.self) { try bytes.withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
         var unknownKind = bytes
         unknownKind[1 + 2 + 5] = 9  // the identifier kind, after the tag and "com.v"

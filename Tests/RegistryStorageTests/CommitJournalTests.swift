@@ -82,178 +82,127 @@ import Testing
         #expect(end == .torn(reason: "a checksum mismatch"))
     }
 
-    @Test func mergingJoinsRunsOfOneOriginAndKeepsTheNewestClock() {
-        let merged = JournalEntry.merging([
-            JournalEntry(segments: [segment(1...2)], clock: 10),
-            JournalEntry(segments: [segment(3...4), segment(1...1, origin: "node-b")], clock: 12),
-            JournalEntry(segments: [segment(2...2, origin: "node-b"), segment(5...5)], clock: 11),
-        ])
-        #expect(merged.clock == 12)
-        #expect(merged.segments == [segment(1...4), segment(1...2, origin: "node-b"), segment(5...5)])
-    }
-
-    @Test func mergingCapsTheRecordsPerSegment() {
-        let size = UInt64(JournalEntry.mergedSegmentRecords)
-        let merged = JournalEntry.merging([
-            JournalEntry(segments: [segment(1...(size - 1))], clock: 1), JournalEntry(segments: [segment(size...(size + 1))], clock: 2),
-        ])
-        #expect(merged.segments.map(\.count) == [Int(size) - 1, 2])
-    }
-
-    /// Every entry ``CommitJournal/recover(in:eachFile:)`` hands over, in order, and what it found.
-    func recoverAll(_ directory: DataDirectory) throws -> ([JournalEntry], CommitJournal.Recovered) {
+    /// Every entry recovery hands over, in order, and what it found.
+    func recoverAll(_ directory: String, on fs: some FileSystem) throws -> ([JournalEntry], CommitJournal.Recovered) {
         var all = [JournalEntry]()
-        let recovered = try CommitJournal.recover(in: directory) { (_, entries) throws(StorageError) in all += entries }
+        let recovered = try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in all.append(entry) }
         return (all, recovered)
     }
 
-    @Test func appendsRotateAndRecoverInOrder() throws {
+    @Test func appendsRotateIndexAndRecoverInOrderOnBothDisks() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        let written = entries(20)
-        var files = Set<UInt64>()
-        do {
-            let journal = try CommitJournal(directory: directory, number: 4, rotationBytes: 300)
-            var encodedBytes = 0
-            for entry in written {
-                try journal.append(entry)
-                files.insert(journal.fileNumber)
-                var encoded = [UInt8]()
-                entry.encode(into: &encoded, file: journal.fileNumber)
-                encodedBytes += encoded.count
+        for (fs, directory) in [(PosixFileSystem() as any FileSystem, temp.path), (SimulatedFileSystem(), "/data")] {
+            let written = entries(20)
+            let index = JournalIndex()
+            var files = Set<UInt64>()
+            do {
+                let journal = try CommitJournal(fs: fs, directory: directory, number: 4, rotationBytes: 300, index: index)
+                for entry in written {
+                    try journal.append(entry)
+                    files.insert(journal.fileNumber)
+                }
+                #expect(journal.filesStarted == UInt64(files.count))
             }
-            // What it counts as written is every entry it wrote and every rotation marker.
-            var marker = [UInt8]()
-            JournalEntry.encodeRotationMarker(into: &marker, file: 4)
-            #expect(journal.filesStarted == UInt64(files.count))
-            #expect(journal.bytesWritten == UInt64(encodedBytes + (files.count - 1) * marker.count))
+            #expect(files.count > 3)
+            #expect(try CommitJournal.files(in: directory, on: fs) == files.sorted())
+            // The index says what each file holds, and which are closed.
+            let indexed = index.files
+            #expect(indexed.map(\.number) == files.sorted())
+            #expect(indexed.dropLast().allSatisfy(\.sealed) && !indexed.last!.sealed)
+            #expect(indexed.first!.ranges[LogKey(origin: "node-a", epoch: 7)]?.lowerBound == 10)
+            let (recoveredEntries, recovered) = try recoverAll(directory, on: fs)
+            #expect(recoveredEntries == written)
+            #expect(recovered.entries == written.count)
+            #expect(recovered.files.map(\.number) == files.sorted())
+            #expect(recovered.files.map(\.ranges) == indexed.map(\.ranges), "recovery finds what the index held")
+            #expect(recovered.tornTail == nil && recovered.unsealed?.number == files.max())
         }
-        #expect(files.count > 3)
-        #expect(try CommitJournal.files(in: directory) == files.sorted())
-        var handed = [UInt64]()
-        var recoveredEntries = [JournalEntry]()
-        let recovered = try CommitJournal.recover(in: directory) { (file, entries) throws(StorageError) in
-            handed.append(file)
-            recoveredEntries += entries
-        }
-        #expect(recoveredEntries == written)
-        #expect(recovered.entries == written.count)
-        #expect(handed == files.sorted(), "each file's entries are handed over once, oldest file first")
-        #expect(recovered.files.first == 4)
-        #expect(recovered.tornTail == nil)
-
-        try CommitJournal.retire(in: directory, below: recovered.files.last!, spares: SpareAdmission(keeping: 1))
-        #expect(try CommitJournal.files(in: directory) == [recovered.files.last!])
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 1, "one spare is kept (made or retired), the rest deleted")
     }
 
-    /// Retired files become spares up to the number kept (an older version's `spare.journal`
-    /// counts), the rest are deleted, and each new file takes a spare while one is left.
-    @Test func retiredFilesBecomeSparesUpToTheNumberKeptAndNewFilesTakeThem() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        #expect(FileManager.default.createFile(atPath: temp.path + "/spare.journal", contents: Data(count: 300)))
-        // A maker that finds no room makes no spares: only retired files become spares here.
-        func noMaker(_ first: UInt64) -> SpareJournalMaker {
-            SpareJournalMaker(directoryPath: temp.path, bytes: 300, firstFile: first, minimumFreeBytes: Int.max)
-        }
+    @Test func aTornTailOfTheNewestFileIsDiscardedSealedAndAnUnclosedOlderFileIsRefused() throws {
+        let fs = SimulatedFileSystem()
+        let index = JournalIndex()
+        let written = entries(3)
         do {
-            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 300, spares: noMaker(1))
-            for entry in entries(12) { try journal.append(entry) }
-            #expect(journal.fileNumber > 5)
-        }
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty, "file 1 took the old spare")
-        try CommitJournal.retire(in: directory, below: 5, spares: SpareAdmission(keeping: 3))
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path) == ["spare-1.journal", "spare-2.journal", "spare-3.journal"])
-        #expect(try CommitJournal.files(in: directory).first == 5, "file 4 was deleted")
-        let sizes = try (1...3).map { try FileManager.default.attributesOfItem(atPath: temp.path + "/spare-\($0).journal")[.size] as! Int }
-
-        let last = try CommitJournal.files(in: directory).last!
-        try CommitJournal.retire(in: directory, below: last + 1, spares: SpareAdmission(keeping: 3))
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 3, "already three: the rest are deleted")
-        #expect(try CommitJournal.files(in: directory).isEmpty)
-        do {
-            let journal = try CommitJournal(directory: directory, number: last + 1, rotationBytes: 300, spares: noMaker(last + 1))
-            #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count == 2)
-            for entry in entries(3) { try journal.append(entry) }
-            #expect(journal.fileNumber > last + 1)
-        }
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).count < 2, "each rotation took one")
-        let reused = try FileManager.default.attributesOfItem(atPath: CommitJournal.path(in: directory, number: last + 1))[.size] as! Int
-        #expect(sizes.contains(reused) && reused >= 300, "a spare written over keeps its blocks")
-        let (_, recovered) = try recoverAll(directory)
-        #expect(recovered.entries == 3 && recovered.tornTail == nil)
-    }
-
-    /// A retired file is reused as the next one: written over from its start, and its old
-    /// records, numbered for the file it was, are not read back.
-    @Test func aRetiredFileIsReusedAndItsOldRecordsAreIgnored() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        do {
-            let journal = try CommitJournal(directory: directory, number: 1)
-            for entry in entries(5) { try journal.append(entry) }
-        }
-        let oldSize = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000001.log")[.size] as! Int
-        try CommitJournal.retire(in: directory, below: 2, spares: SpareAdmission(keeping: 1))
-        #expect(try CommitJournal.files(in: directory).isEmpty)
-
-        let fresh = JournalEntry(segments: [segment(100...100)], clock: 100)
-        do {
-            let journal = try CommitJournal(directory: directory, number: 2)
-            try journal.append(fresh)
-            #expect(journal.fileNumber == 2)
-        }
-        #expect(CommitJournal.spareNames(inDirectoryAt: temp.path).isEmpty)
-        let size = try FileManager.default.attributesOfItem(atPath: temp.path + "/journal-000000000002.log")[.size] as! Int
-        #expect(size == oldSize, "the spare was written over, not replaced")
-        let (recoveredEntries, recovered) = try recoverAll(directory)
-        #expect(recoveredEntries == [fresh])
-        #expect(recovered.tornTail == nil)
-    }
-
-    @Test func aTornTailOfTheNewestFileIsDiscardedAndAnUnclosedOlderFileIsRefused() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let directory = try DataDirectory(path: temp.path)
-        let written = entries(6)
-        do {
-            let journal = try CommitJournal(directory: directory, number: 1, rotationBytes: 400)
+            let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, index: index)
             for entry in written { try journal.append(entry) }
         }
-        let files = try CommitJournal.files(in: directory)
-        #expect(files.count >= 2)
-        let newest = CommitJournal.path(in: directory, number: files.last!)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: newest))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(encoded([JournalEntry(segments: [segment(90...99)], clock: 9)], file: files.last!).prefix(40)))
-        try handle.close()
+        // Half of a fourth entry, as a crash mid-write leaves it.
+        var half = encoded([entries(4)[3]])
+        half.removeLast(half.count / 2)
+        let whole = try fs.readAll(CommitJournal.path(in: "/data", number: 1))
+        try fs.replace(CommitJournal.path(in: "/data", number: 1), with: whole + half, inDirectory: "/data")
+        let (found, recovered) = try recoverAll("/data", on: fs)
+        #expect(found == written)
+        #expect(recovered.tornTail != nil && recovered.unsealed?.offset == whole.count)
+        // Sealing closes the file where its intact records end; then a later file may follow.
+        try CommitJournal.seal(1, at: recovered.unsealed!.offset, in: "/data", on: fs)
+        do {
+            let next = try CommitJournal(fs: fs, directory: "/data", number: 2, index: index)
+            try next.append(entries(5)[4])
+        }
+        let (again, afterSeal) = try recoverAll("/data", on: fs)
+        #expect(again == written + [entries(5)[4]] && afterSeal.tornTail == nil)
 
-        let (recoveredEntries, recovered) = try recoverAll(directory)
-        #expect(recoveredEntries == written)
-        #expect(recovered.tornTail?.contains("journal-\(String(repeating: "0", count: 11))\(files.last!).log") == true)
+        // An older file that ends without its marker while a later one holds entries: damage.
+        try fs.replace(CommitJournal.path(in: "/data", number: 1), with: whole, inDirectory: "/data")
+        #expect(throws: StorageError.self) { try recoverAll("/data", on: fs) }
+    }
 
-        // Damage to the oldest file's rotation marker: what follows it can no longer be trusted
-        // to be all there was, so recovery refuses rather than guess.
-        let oldest = CommitJournal.path(in: directory, number: files.first!)
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: oldest)))
-        bytes[bytes.count - 1] ^= 0xFF
-        try Data(bytes).write(to: URL(fileURLWithPath: oldest))
-        #expect(throws: StorageError.self) { try recoverAll(directory) }
+    @Test func aFlippedByteInAnOlderFileAndAMissingFileAreRefused() throws {
+        let fs = SimulatedFileSystem()
+        let index = JournalIndex()
+        do {
+            let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, rotationBytes: 300, index: index)
+            for entry in entries(12) { try journal.append(entry) }
+        }
+        let files = try CommitJournal.files(in: "/data", on: fs)
+        #expect(files.count >= 3)
+        // A file missing between two others.
+        let middle = CommitJournal.path(in: "/data", number: files[1])
+        let saved = try fs.readAll(middle)
+        try fs.remove(middle)
+        #expect {
+            _ = try recoverAll("/data", on: fs)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("is missing between")
+        }
+        try fs.replace(middle, with: saved, inDirectory: "/data")
+        // A byte flipped in the first file.
+        var first = try fs.readAll(CommitJournal.path(in: "/data", number: 1))
+        first[30] ^= 0x40
+        try fs.replace(CommitJournal.path(in: "/data", number: 1), with: first, inDirectory: "/data")
+        #expect {
+            _ = try recoverAll("/data", on: fs)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("is damaged at byte")
+        }
+    }
+
+    @Test func removingFilesDeletesTheOldestAndRecordsWhatWasTrimmed() throws {
+        let fs = SimulatedFileSystem()
+        let index = JournalIndex()
+        do {
+            let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, rotationBytes: 300, index: index)
+            for entry in entries(12) { try journal.append(entry) }
+        }
+        let files = try CommitJournal.files(in: "/data", on: fs)
+        let log = LogKey(origin: "node-a", epoch: 7)
+        let lastOfSecond = try #require(index.file(files[1])?.ranges[log]?.upperBound)
+        try CommitJournal.removeFiles(below: files[2], in: "/data", on: fs, index: index)
+        #expect(try CommitJournal.files(in: "/data", on: fs) == Array(files.dropFirst(2)))
+        #expect(index.files.map(\.number) == Array(files.dropFirst(2)))
+        #expect(index.trimmedThrough(log) == lastOfSecond)
+        fs.crash()
+        #expect(try CommitJournal.files(in: "/data", on: fs) == Array(files.dropFirst(2)), "the deletions were made durable")
     }
 
     @Test func aMissingDirectoryIsATypedIOError() throws {
-        let temp = try TemporaryDirectory()
-        let directory = try DataDirectory(path: temp.path)
-        temp.remove()
-        #expect {
-            _ = try CommitJournal(directory: directory, number: 1)
-        } throws: { error in
-            guard case .io(let path, let reason) = error as? StorageError else { return false }
-            return path.hasSuffix("journal-000000000001.log") && reason.contains("create failed")
+        #expect(throws: StorageError.self) {
+            try CommitJournal(fs: PosixFileSystem(), directory: "/nonexistent/registry", number: 1, index: JournalIndex())
         }
     }
 

@@ -22,6 +22,7 @@ import Testing
         .lookup(LookupRequest(scope: .vendor("acme"), identifier: nil)),
         .lookup(LookupRequest(scope: .unspecified, identifier: keychain)),
         .stats,
+        .snapshot,
         .unknown,
     ]
 
@@ -56,8 +57,9 @@ import Testing
         stats.logCommits = 14
         stats.journalBytes = 16
         stats.journalFiles = 17
-        stats.journalSpares = 18
-        stats.journalSparesKept = 19
+        stats.snapshotOperations = 21
+        stats.snapshotAgeMillis = 22
+        stats.snapshotBytes = 23
         stats.versionVector = [LogPosition(origin: "node-a", epoch: 7, sequence: 42), LogPosition(origin: "node-b", epoch: 1, sequence: 0)]
         for micros: UInt64 in [90, 400, 400, 2_500, 5_000_000] { stats.commitLatency.record(micros: micros) }
         return stats
@@ -80,6 +82,7 @@ import Testing
         ]),
         .device(record),
         .stats(stats),
+        .snapshotTaken(SnapshotTaken(operations: 1_000_000, bytes: 104_857_600, durationMillis: 3_500, journalFilesRemoved: 4)),
         .error(WireError(code: .unavailable, message: "later", retryable: true)),
         .error(WireError(code: ErrorCode(rawValue: 555), message: "from a newer server")),
         .unknown,

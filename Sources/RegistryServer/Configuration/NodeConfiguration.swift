@@ -28,22 +28,13 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// How long the log writer, busy back to back, waits for more operations before a commit
     /// that would carry few (see ``CommitPacing``); a delay of 0 commits at once.
     public var commitPacing = CommitPacing.default
-    /// The highest commit rate, in operations a second over the last second, at which the node
-    /// moves finished journal files into its SQLite log while it serves (see ``JournalMover``);
-    /// 0 leaves them all for the next start-up.
-    public var moveJournalBelowOperationsPerSecond = JournalMovePolicy.defaultQuietOperationsPerSecond
-    /// Spare journal files the node keeps (see ``SpareJournalMaker``): files whose blocks are
-    /// already written, so that a rotation writes over them instead of making a spare of zeros
-    /// while the node is busy. Retired files refill them, and a quiet node makes the ones missing.
-    /// Each takes a journal file's disk space (64 MiB).
-    public var journalSpares = 1
-    /// The most ``journalSpares`` may be.
-    public static let maxJournalSpares = 4_096
+    /// A snapshot is taken once this many operations were logged since the last (0: not by
+    /// count), or ``snapshotEverySeconds`` passed with anything logged (0: not by time).
+    public var snapshotEveryOperations = 1_000_000
+    public var snapshotEverySeconds = 3_600
     /// Bytes after which a journal file rotates: ``CommitJournal/rotationBytes``, smaller only in
     /// tests that need many files.
     var journalFileBytes = CommitJournal.rotationBytes
-    /// The most ``moveJournalBelowOperationsPerSecond`` may be.
-    public static let maxMoveJournalBelow = 10_000_000
 
     public init() {
         vendorRules = try! VendorRules()

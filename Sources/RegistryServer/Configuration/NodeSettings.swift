@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, commitDelayUs, moveJournalBelow, journalSpares,
+        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds,
     ]
 
     static let host = NodeSetting(
@@ -112,22 +112,21 @@ extension NodeSetting {
         configuration.commitPacing.delayMicros = UInt32(try SettingValueError.wholeNumber(text, in: 0...Int(CommitPacing.maxDelayMicros), "commit delay"))
     }
 
-    static let moveJournalBelow = NodeSetting(
-        flag: "move-journal-below", environment: "REGISTRY_MOVE_JOURNAL_BELOW", fileKey: "moveJournalBelow",
-        fileType: .wholeNumber, defaultText: "20000",
-        help: "Operations a second at or below which the node moves finished journal files into its SQLite log while serving (0...10000000).",
-        discussion: "Commits go to journal files of 64 MiB. While the node committed at most this many operations a second over the last second, a background thread moves the finished ones into the SQLite log, about a megabyte per transaction, and retires them; a busier node keeps them until it quiets down or restarts. 0 never moves while serving: every file waits for the next start-up."
+    static let snapshotEveryOperations = NodeSetting(
+        flag: "snapshot-every-operations", environment: "REGISTRY_SNAPSHOT_EVERY_OPERATIONS", fileKey: "snapshotEveryOperations",
+        fileType: .wholeNumber, defaultText: "1000000",
+        help: "Take a snapshot once this many operations were logged since the last one (0...10^10; 0: not by count).",
+        discussion: "A snapshot bounds what a start-up replays and lets the journal files it covers go. It is built in the background from the last snapshot and the journal, so requests do not wait for it; while it runs the node holds a second copy of its state."
     ) { text, configuration throws(SettingValueError) in
-        configuration.moveJournalBelowOperationsPerSecond = try SettingValueError.wholeNumber(
-            text, in: 0...NodeConfiguration.maxMoveJournalBelow, "journal-moving rate")
+        configuration.snapshotEveryOperations = try SettingValueError.wholeNumber(text, in: 0...10_000_000_000, "snapshot interval")
     }
 
-    static let journalSpares = NodeSetting(
-        flag: "journal-spares", environment: "REGISTRY_JOURNAL_SPARES", fileKey: "journalSpares", fileType: .wholeNumber,
-        defaultText: "1", help: "Spare journal files of 64 MiB to keep for rotations (1...4096).",
-        discussion: "A rotation writes over a spare, whose blocks are already on disk, rather than append to a new file. Spares come from retired journal files, and a quiet node makes the missing ones of zeros (only while it moves journal files, see --move-journal-below). When none is left, a busy node writes a spare of zeros for each file it fills. Each takes 64 MiB of disk."
+    static let snapshotEverySeconds = NodeSetting(
+        flag: "snapshot-every-seconds", environment: "REGISTRY_SNAPSHOT_EVERY_SECONDS", fileKey: "snapshotEverySeconds",
+        fileType: .wholeNumber, defaultText: "3600",
+        help: "Take a snapshot once this many seconds passed since the last one, when anything was logged (0...10^6; 0: not by time)."
     ) { text, configuration throws(SettingValueError) in
-        configuration.journalSpares = try SettingValueError.wholeNumber(text, in: 1...NodeConfiguration.maxJournalSpares, "journal spares")
+        configuration.snapshotEverySeconds = try SettingValueError.wholeNumber(text, in: 0...1_000_000, "snapshot period")
     }
 
     /// The setting whose flag is `flag`.

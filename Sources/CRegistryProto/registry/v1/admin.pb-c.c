@@ -142,6 +142,96 @@ void   registry__v1__stats__free_unpacked
   assert(message->base.descriptor == &registry__v1__stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__snapshot_request__init
+                     (Registry__V1__SnapshotRequest         *message)
+{
+  static const Registry__V1__SnapshotRequest init_value = REGISTRY__V1__SNAPSHOT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t registry__v1__snapshot_request__get_packed_size
+                     (const Registry__V1__SnapshotRequest *message)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__snapshot_request__pack
+                     (const Registry__V1__SnapshotRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__snapshot_request__pack_to_buffer
+                     (const Registry__V1__SnapshotRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__SnapshotRequest *
+       registry__v1__snapshot_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__SnapshotRequest *)
+     protobuf_c_message_unpack (&registry__v1__snapshot_request__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__snapshot_request__free_unpacked
+                     (Registry__V1__SnapshotRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__snapshot_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__snapshot_taken__init
+                     (Registry__V1__SnapshotTaken         *message)
+{
+  static const Registry__V1__SnapshotTaken init_value = REGISTRY__V1__SNAPSHOT_TAKEN__INIT;
+  *message = init_value;
+}
+size_t registry__v1__snapshot_taken__get_packed_size
+                     (const Registry__V1__SnapshotTaken *message)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_taken__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__snapshot_taken__pack
+                     (const Registry__V1__SnapshotTaken *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_taken__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__snapshot_taken__pack_to_buffer
+                     (const Registry__V1__SnapshotTaken *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_taken__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__SnapshotTaken *
+       registry__v1__snapshot_taken__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__SnapshotTaken *)
+     protobuf_c_message_unpack (&registry__v1__snapshot_taken__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__snapshot_taken__free_unpacked
+                     (Registry__V1__SnapshotTaken *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__snapshot_taken__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__log_position__init
                      (Registry__V1__LogPosition         *message)
 {
@@ -301,7 +391,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[20] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[21] =
 {
   {
     "node_id",
@@ -508,30 +598,6 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[20]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "journal_spares",
-    18,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_UINT64,
-    0,   /* quantifier_offset */
-    offsetof(Registry__V1__Stats, journal_spares),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "journal_spares_kept",
-    19,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_UINT64,
-    0,   /* quantifier_offset */
-    offsetof(Registry__V1__Stats, journal_spares_kept),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
     "version_vector",
     20,
     PROTOBUF_C_LABEL_REPEATED,
@@ -539,6 +605,42 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[20]
     offsetof(Registry__V1__Stats, n_version_vector),
     offsetof(Registry__V1__Stats, version_vector),
     &registry__v1__log_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "snapshot_operations",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, snapshot_operations),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "snapshot_age_ms",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, snapshot_age_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "snapshot_bytes",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, snapshot_bytes),
+    NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -554,8 +656,6 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   8,   /* field[8] = errors */
   15,   /* field[15] = journal_bytes */
   16,   /* field[16] = journal_files */
-  17,   /* field[17] = journal_spares */
-  18,   /* field[18] = journal_spares_kept */
   13,   /* field[13] = log_commits */
   10,   /* field[10] = log_epoch */
   9,   /* field[9] = log_operations */
@@ -563,13 +663,17 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   0,   /* field[0] = node_id */
   7,   /* field[7] = requests_served */
   2,   /* field[2] = server_version */
+  19,   /* field[19] = snapshot_age_ms */
+  20,   /* field[20] = snapshot_bytes */
+  18,   /* field[18] = snapshot_operations */
   3,   /* field[3] = uptime_ms */
-  19,   /* field[19] = version_vector */
+  17,   /* field[17] = version_vector */
 };
-static const ProtobufCIntRange registry__v1__stats__number_ranges[1 + 1] =
+static const ProtobufCIntRange registry__v1__stats__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 20 }
+  { 20, 17 },
+  { 0, 21 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -579,11 +683,106 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  20,
+  21,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
-  1,  registry__v1__stats__number_ranges,
+  2,  registry__v1__stats__number_ranges,
   (ProtobufCMessageInit) registry__v1__stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define registry__v1__snapshot_request__field_descriptors NULL
+#define registry__v1__snapshot_request__field_indices_by_name NULL
+#define registry__v1__snapshot_request__number_ranges NULL
+const ProtobufCMessageDescriptor registry__v1__snapshot_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.SnapshotRequest",
+  "SnapshotRequest",
+  "Registry__V1__SnapshotRequest",
+  "registry.v1",
+  sizeof(Registry__V1__SnapshotRequest),
+  0,
+  registry__v1__snapshot_request__field_descriptors,
+  registry__v1__snapshot_request__field_indices_by_name,
+  0,  registry__v1__snapshot_request__number_ranges,
+  (ProtobufCMessageInit) registry__v1__snapshot_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__snapshot_taken__field_descriptors[4] =
+{
+  {
+    "operations",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotTaken, operations),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bytes",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotTaken, bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duration_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotTaken, duration_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "journal_files_removed",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotTaken, journal_files_removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__snapshot_taken__field_indices_by_name[] = {
+  1,   /* field[1] = bytes */
+  2,   /* field[2] = duration_ms */
+  3,   /* field[3] = journal_files_removed */
+  0,   /* field[0] = operations */
+};
+static const ProtobufCIntRange registry__v1__snapshot_taken__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor registry__v1__snapshot_taken__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.SnapshotTaken",
+  "SnapshotTaken",
+  "Registry__V1__SnapshotTaken",
+  "registry.v1",
+  sizeof(Registry__V1__SnapshotTaken),
+  4,
+  registry__v1__snapshot_taken__field_descriptors,
+  registry__v1__snapshot_taken__field_indices_by_name,
+  1,  registry__v1__snapshot_taken__number_ranges,
+  (ProtobufCMessageInit) registry__v1__snapshot_taken__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__log_position__field_descriptors[3] =

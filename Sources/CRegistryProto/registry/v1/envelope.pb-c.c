@@ -97,7 +97,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[7] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[8] =
 {
   {
     "request_id",
@@ -183,6 +183,18 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "snapshot",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, snapshot),
+    &registry__v1__snapshot_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   1,   /* field[1] = hello */
@@ -191,12 +203,13 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   2,   /* field[2] = register_device */
   0,   /* field[0] = request_id */
   4,   /* field[4] = resolve_device */
+  7,   /* field[7] = snapshot */
   6,   /* field[6] = stats */
 };
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -206,14 +219,14 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  7,
+  8,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
   (ProtobufCMessageInit) registry__v1__client_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[7] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[8] =
 {
   {
     "request_id",
@@ -288,6 +301,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "snapshot_taken",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, snapshot_taken),
+    &registry__v1__snapshot_taken__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -302,18 +327,19 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
 };
 static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   4,   /* field[4] = device */
-  6,   /* field[6] = error */
+  7,   /* field[7] = error */
   1,   /* field[1] = hello_accepted */
   3,   /* field[3] = register_batch_result */
   2,   /* field[2] = register_result */
   0,   /* field[0] = request_id */
+  6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
 };
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 6 },
-  { 0, 7 }
+  { 15, 7 },
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -323,7 +349,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  7,
+  8,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

@@ -19,6 +19,8 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__StatsRequest Registry__V1__StatsRequest;
 typedef struct Registry__V1__ErrorCount Registry__V1__ErrorCount;
 typedef struct Registry__V1__Stats Registry__V1__Stats;
+typedef struct Registry__V1__SnapshotRequest Registry__V1__SnapshotRequest;
+typedef struct Registry__V1__SnapshotTaken Registry__V1__SnapshotTaken;
 typedef struct Registry__V1__LogPosition Registry__V1__LogPosition;
 typedef struct Registry__V1__LatencyBuckets Registry__V1__LatencyBuckets;
 
@@ -106,10 +108,9 @@ struct  Registry__V1__Stats
    */
   Registry__V1__LatencyBuckets *commit_latency;
   /*
-   * The commit journal not yet moved into the SQLite log (about 150 bytes per
-   * first-install registration): the node moves finished files while it is
-   * quiet, and its next start-up moves the rest before it serves, taking time
-   * in proportion.
+   * The operation log on disk: the journal files kept (about 150 bytes per
+   * first-install registration), which the snapshots bound. A start-up replays
+   * what the newest snapshot does not cover.
    */
   uint64_t journal_bytes;
   /*
@@ -118,27 +119,57 @@ struct  Registry__V1__Stats
    */
   uint64_t journal_files;
   /*
-   * Spare journal files the data directory holds now: files whose blocks are
-   * already written, which the next rotations write over instead of appending
-   * to new files (each costs a journal file's disk space while it is kept).
-   */
-  uint64_t journal_spares;
-  /*
-   * How many spares the node keeps (registryd --journal-spares): retired files
-   * become spares up to this many, and a quiet node makes the missing ones.
-   */
-  uint64_t journal_spares_kept;
-  /*
    * The node's version vector: for every log it holds operations of, the
    * highest sequence up to which it holds every one. Its own current log is
    * (node_id, log_epoch). Ordered by origin, then epoch.
    */
   size_t n_version_vector;
   Registry__V1__LogPosition **version_vector;
+  /*
+   * Operations the newest snapshot covers (0: none yet).
+   */
+  uint64_t snapshot_operations;
+  /*
+   * Milliseconds since the node took its last snapshot, or started.
+   */
+  uint64_t snapshot_age_ms;
+  /*
+   * The size of the last snapshot this run took (0: none yet).
+   */
+  uint64_t snapshot_bytes;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0 }
+
+
+/*
+ * Asks the node to take a snapshot of its state now (registryctl snapshot).
+ */
+struct  Registry__V1__SnapshotRequest
+{
+  ProtobufCMessage base;
+};
+#define REGISTRY__V1__SNAPSHOT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__snapshot_request__descriptor) \
+     }
+
+
+/*
+ * A snapshot the node took: it covers `operations` operations, and the
+ * journal files every kept snapshot covers were deleted.
+ */
+struct  Registry__V1__SnapshotTaken
+{
+  ProtobufCMessage base;
+  uint64_t operations;
+  uint64_t bytes;
+  uint64_t duration_ms;
+  uint64_t journal_files_removed;
+};
+#define REGISTRY__V1__SNAPSHOT_TAKEN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__snapshot_taken__descriptor) \
+    , 0, 0, 0, 0 }
 
 
 /*
@@ -239,6 +270,44 @@ Registry__V1__Stats *
 void   registry__v1__stats__free_unpacked
                      (Registry__V1__Stats *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__SnapshotRequest methods */
+void   registry__v1__snapshot_request__init
+                     (Registry__V1__SnapshotRequest         *message);
+size_t registry__v1__snapshot_request__get_packed_size
+                     (const Registry__V1__SnapshotRequest   *message);
+size_t registry__v1__snapshot_request__pack
+                     (const Registry__V1__SnapshotRequest   *message,
+                      uint8_t             *out);
+size_t registry__v1__snapshot_request__pack_to_buffer
+                     (const Registry__V1__SnapshotRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__SnapshotRequest *
+       registry__v1__snapshot_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__snapshot_request__free_unpacked
+                     (Registry__V1__SnapshotRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__SnapshotTaken methods */
+void   registry__v1__snapshot_taken__init
+                     (Registry__V1__SnapshotTaken         *message);
+size_t registry__v1__snapshot_taken__get_packed_size
+                     (const Registry__V1__SnapshotTaken   *message);
+size_t registry__v1__snapshot_taken__pack
+                     (const Registry__V1__SnapshotTaken   *message,
+                      uint8_t             *out);
+size_t registry__v1__snapshot_taken__pack_to_buffer
+                     (const Registry__V1__SnapshotTaken   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__SnapshotTaken *
+       registry__v1__snapshot_taken__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__snapshot_taken__free_unpacked
+                     (Registry__V1__SnapshotTaken *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__LogPosition methods */
 void   registry__v1__log_position__init
                      (Registry__V1__LogPosition         *message);
@@ -288,6 +357,12 @@ typedef void (*Registry__V1__ErrorCount_Closure)
 typedef void (*Registry__V1__Stats_Closure)
                  (const Registry__V1__Stats *message,
                   void *closure_data);
+typedef void (*Registry__V1__SnapshotRequest_Closure)
+                 (const Registry__V1__SnapshotRequest *message,
+                  void *closure_data);
+typedef void (*Registry__V1__SnapshotTaken_Closure)
+                 (const Registry__V1__SnapshotTaken *message,
+                  void *closure_data);
 typedef void (*Registry__V1__LogPosition_Closure)
                  (const Registry__V1__LogPosition *message,
                   void *closure_data);
@@ -303,6 +378,8 @@ typedef void (*Registry__V1__LatencyBuckets_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__stats_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error_count__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__stats__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__snapshot_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__snapshot_taken__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__log_position__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__latency_buckets__descriptor;
 

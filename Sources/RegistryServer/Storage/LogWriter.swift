@@ -4,29 +4,28 @@ import RegistryStorage
 import RegistryWire
 
 /// Makes group commits durable on one serial queue: it encodes their operations and appends them
-/// to the ``CommitJournal`` (one pwrite and one fdatasync). That is the only write a commit
-/// costs: the ``JournalMover`` moves finished journal files into the SQLite ``OperationLog``
-/// while the node is quiet, and the next start-up moves the rest (see `RegistryEngine`).
+/// to the ``CommitJournal`` as one entry (one write and one sync), and keeps what is durable of
+/// each log, for the snapshots.
 ///
-/// `@unchecked Sendable`: its mutable state (`journal`, `directory` and `durableRecords`) is
+/// `@unchecked Sendable`: its mutable state (`journal`, `durableOperations`, `durableThrough`) is
 /// touched solely by closures that run on `queue` (a serial DispatchQueue), `close` included
 /// (through `queue.sync`); `init` sets it before any closure exists.
 final class LogWriter: @unchecked Sendable {
     let queue = DispatchQueue(label: "registry.log-writer")
     private var journal: CommitJournal?
-    /// Held until ``close()``, for the data directory's lock.
-    private var directory: DataDirectory?
-    /// Records in the log or the journal.
-    private var durableRecords: UInt64
+    /// Operations durable in the journal or covered by the snapshot start-up loaded.
+    private var durableOperations: UInt64
+    /// For each log, the highest sequence durable (snapshot or journal).
+    private(set) var durableThrough: [LogKey: UInt64]
 
-    /// Starts journal file `journalFile` in `directory`, whose log holds `durableRecords` records
-    /// (the previous run's journal was moved into it).
-    init(directory: DataDirectory, journalFile: UInt64, durableRecords: UInt64, fileBytes: Int, spares: SpareJournalMaker)
-        throws(StorageError)
-    {
-        journal = try CommitJournal(directory: directory, number: journalFile, rotationBytes: fileBytes, spares: spares)
-        self.durableRecords = durableRecords
-        self.directory = directory
+    /// Starts journal file `journalFile` in `directory`.
+    init(
+        fs: any FileSystem, directory: String, journalFile: UInt64, fileBytes: Int, index: JournalIndex,
+        durableThrough: [LogKey: UInt64]
+    ) throws(StorageError) {
+        journal = try CommitJournal(fs: fs, directory: directory, number: journalFile, rotationBytes: fileBytes, index: index)
+        self.durableThrough = durableThrough
+        self.durableOperations = durableThrough.values.reduce(0, +)
     }
 
     /// Records per segment at most, so that a long commit pass (a stalled disk) still
@@ -35,13 +34,10 @@ final class LogWriter: @unchecked Sendable {
 
     /// What a commit made durable, and where the journal stands after it.
     struct Committed {
-        /// Records in the log or the journal.
+        /// Operations durable in all.
         let durable: UInt64
         /// How long the journal's write and sync took.
         let syncMicros: UInt64
-        /// Bytes and files of journal this run has written (see ``CommitJournal/bytesWritten``).
-        let journalBytes: UInt64
-        let journalFiles: UInt64
     }
 
     /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
@@ -69,22 +65,22 @@ final class LogWriter: @unchecked Sendable {
             let started = DispatchTime.now().uptimeNanoseconds
             try journal.append(entry)
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
-            durableRecords += UInt64(operations.count)
-            return .success(
-                Committed(
-                    durable: durableRecords, syncMicros: syncMicros, journalBytes: journal.bytesWritten,
-                    journalFiles: journal.filesStarted))
+            durableOperations += UInt64(operations.count)
+            for segment in segments { durableThrough[LogKey(origin: segment.origin, epoch: segment.epoch)] = segment.lastSequence }
+            return .success(Committed(durable: durableOperations, syncMicros: syncMicros))
         } catch {
             return .failure(error)
         }
     }
 
-    /// Closes the journal after queued writes finish. The files not moved yet stay for the next
-    /// start-up to move into the log.
+    /// The number of the journal file being appended to.
+    var currentFile: UInt64 {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return journal?.fileNumber ?? 0
+    }
+
+    /// Closes the journal after queued writes finish.
     func close() {
-        queue.sync {
-            journal = nil
-            directory = nil
-        }
+        queue.sync { journal = nil }
     }
 }

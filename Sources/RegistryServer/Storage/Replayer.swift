@@ -1,0 +1,82 @@
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// Applies log records to a state in order, through the version vector: what is held is skipped,
+/// the next is applied, and one beyond a gap is refused (the caller decides what that means).
+/// Shared by start-up and by the snapshot taker, which both rebuild a state from a snapshot and
+/// the journal after it.
+struct Replayer {
+    var registry: RegistryState
+    var vector: VersionVector
+    /// The newest HLC of any record applied.
+    var newest = HLCTimestamp.zero
+    /// Records applied, and skipped as already held.
+    var applied = 0
+    var skipped = 0
+    /// Operations past these are left alone (the snapshot taker stops at its target); nil: all.
+    var limits: [LogKey: UInt64]?
+    /// The log of the last record, cached: records come in runs of one log.
+    private var lastKey: LogKey?
+    private var lastLog: VersionVector.Log?
+
+    init(registry: RegistryState, vector: VersionVector, limits: [LogKey: UInt64]? = nil) {
+        self.registry = registry
+        self.vector = vector
+        self.limits = limits
+    }
+
+    enum Outcome {
+        case applied, skipped, beyondLimit
+        case gap(log: VersionVector.Log, missing: ClosedRange<UInt64>)
+    }
+
+    /// Applies one segment's records; stops at the first gap and returns it.
+    mutating func apply(_ segment: LogSegment) throws(StorageError) -> Outcome? {
+        let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+        let log: VersionVector.Log
+        if key == lastKey, let cached = lastLog {
+            log = cached
+        } else {
+            log = VersionVector.Log(origin: NodeID(trusted: segment.origin), epoch: segment.epoch)
+            (lastKey, lastLog) = (key, log)
+        }
+        if segment.lastSequence <= vector[log] {
+            skipped += segment.count
+            return nil
+        }
+        let limit = limits.map { $0[key] ?? 0 } ?? .max
+        for record in try segment.records() {
+            switch try apply(record, log: log, limit: limit) {
+            case .gap(let log, let missing): return .gap(log: log, missing: missing)
+            case .applied, .skipped, .beyondLimit: continue
+            }
+        }
+        return nil
+    }
+
+    private mutating func apply(_ record: LogRecord, log: VersionVector.Log, limit: UInt64) throws(StorageError) -> Outcome {
+        if record.sequence > limit { return .beyondLimit }
+        switch vector.admission(of: record.sequence, in: log) {
+        case .duplicate:
+            skipped += 1
+            return .skipped
+        case .gap(let missing):
+            return .gap(log: log, missing: missing)
+        case .next:
+            break
+        }
+        let operation: Operation
+        do {
+            operation = try OperationCodec.decode(record.payload)
+        } catch {
+            // Its checksum held, so it was written so: the node refuses to serve without it.
+            throw .corrupt("operation \(log)/\(record.sequence) does not decode: \(error)")
+        }
+        registry.apply(operation)
+        vector.record(record.sequence, in: log)
+        newest = max(newest, HLCTimestamp(rawValue: record.hlc))
+        applied += 1
+        return .applied
+    }
+}

@@ -1,0 +1,45 @@
+/// When a node takes its next snapshot, as a plain value: once `everyOperations` operations
+/// became durable since the last one, or `everySeconds` passed with anything new (0 turns either
+/// rule off), and never while one is being taken.
+struct SnapshotPolicy: Sendable, Equatable {
+    let everyOperations: UInt64
+    let everySeconds: UInt64
+    /// Durable operations the last snapshot covered.
+    private(set) var coveredOperations: UInt64
+    /// When the last snapshot finished (or the node started), in uptime nanoseconds.
+    private(set) var lastNanos: UInt64
+    private(set) var isTaking = false
+
+    init(everyOperations: UInt64, everySeconds: UInt64, coveredOperations: UInt64, nowNanos: UInt64 = 0) {
+        self.everyOperations = everyOperations
+        self.everySeconds = everySeconds
+        self.coveredOperations = coveredOperations
+        self.lastNanos = nowNanos
+    }
+
+    /// Whether a snapshot should start now, with `durableOperations` durable; when it should, it
+    /// counts as started.
+    mutating func shouldStart(durableOperations: UInt64, nowNanos: UInt64) -> Bool {
+        guard !isTaking, durableOperations > coveredOperations else { return false }
+        let byCount = everyOperations > 0 && durableOperations - coveredOperations >= everyOperations
+        let byTime = everySeconds > 0 && nowNanos &- lastNanos >= everySeconds * 1_000_000_000
+        guard byCount || byTime else { return false }
+        isTaking = true
+        return true
+    }
+
+    /// A snapshot was asked for by hand: it counts as started unless one is being taken.
+    mutating func startByRequest() -> Bool {
+        guard !isTaking else { return false }
+        isTaking = true
+        return true
+    }
+
+    /// The snapshot finished, covering `operations` (nil: it failed).
+    mutating func finished(covering operations: UInt64?, nowNanos: UInt64) {
+        isTaking = false
+        guard let operations else { return }
+        coveredOperations = max(coveredOperations, operations)
+        lastNanos = nowNanos
+    }
+}

@@ -1,0 +1,91 @@
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// Snapshots of a node's state in its data directory: written from a state, and loaded back
+/// (the newest that is whole, falling back to older ones with a warning).
+enum SnapshotStore {
+    /// A snapshot loaded into memory.
+    struct Loaded {
+        let label: UInt64
+        let metadata: SnapshotMetadata
+        let registry: RegistryState
+    }
+
+    /// Loads snapshot `label`; throws what is wrong with it.
+    static func load(label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int) throws(StorageError) -> Loaded {
+        let path = directory + "/" + SnapshotFile.name(label: label)
+        var metadata: SnapshotMetadata?
+        var restorer: RegistryState.Restorer?
+        try SnapshotFile.read(
+            path, on: fs,
+            metadata: { (bytes) throws(StorageError) in
+                do {
+                    let decoded = try SnapshotCodec.decodeMetadata(bytes)
+                    metadata = decoded
+                    restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))))
+                } catch {
+                    throw .corrupt("snapshot \(path): \(error)")
+                }
+            },
+            record: { (raw) throws(StorageError) in
+                do {
+                    try restorer!.add(try SnapshotCodec.decodeRecord(raw))
+                } catch let error as CodecError {
+                    throw .corrupt("snapshot \(path): \(error)")
+                } catch {
+                    throw .corrupt("snapshot \(path): \(error)")
+                }
+            })
+        guard let metadata, let restorer else { throw .corrupt("snapshot \(path) has no metadata") }
+        return Loaded(label: label, metadata: metadata, registry: restorer.finish())
+    }
+
+    /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
+    /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
+    static func loadNewest(
+        in directory: String, on fs: any FileSystem, expectedDevices: Int, logger: Logger
+    ) throws(StorageError) -> (loaded: Loaded?, problems: [String]) {
+        var problems = [String]()
+        for label in try SnapshotFile.labels(in: directory, on: fs) {
+            do {
+                return (try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices), problems)
+            } catch {
+                problems.append(error.description)
+                logger.warning("a snapshot is unusable; trying an older one", metadata: ["reason": "\(error)"])
+            }
+        }
+        return (nil, problems)
+    }
+
+    /// Writes `registry` as snapshot `label` (durably, under its name only once whole); returns
+    /// its size in bytes.
+    static func write(
+        _ registry: RegistryState, metadata: SnapshotMetadata, label: UInt64, in directory: String, on fs: any FileSystem
+    ) throws(StorageError) -> Int {
+        let writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(metadata))
+        var bytes = [UInt8]()
+        var failure: StorageError?
+        registry.forEachSnapshotRecord { record in
+            guard failure == nil else { return }
+            SnapshotCodec.encode(record, into: &bytes)
+            let appended = bytes.withUnsafeBytes { raw in Result { () throws(StorageError) in try writer.append(raw) } }
+            if case .failure(let error) = appended { failure = error }
+        }
+        if let failure { throw failure }
+        try writer.finish()
+        return writer.bytesWritten
+    }
+
+    /// Deletes all but the newest `keeping` snapshots, and any temporary file of an unfinished one.
+    static func removeOld(keeping: Int, in directory: String, on fs: any FileSystem) throws(StorageError) {
+        for label in try SnapshotFile.labels(in: directory, on: fs).dropFirst(keeping) {
+            try fs.remove(directory + "/" + SnapshotFile.name(label: label))
+        }
+        for name in try fs.list(directory) where name.hasPrefix("snapshot-") && name.hasSuffix(".snap.tmp") {
+            try fs.remove(directory + "/" + name)
+        }
+        try fs.syncDirectory(directory)
+    }
+}

@@ -1,0 +1,206 @@
+import Dispatch
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Synchronization
+
+/// Takes the node's snapshots in the background, without touching the serving state: it loads
+/// the newest snapshot into a state of its own, applies the journal after it up to a target (what
+/// was durable when the snapshot was asked for), and writes that. The serving node never waits
+/// for it: its only cost to requests is the CPU and disk it shares, and memory for a second
+/// state while it runs. Afterwards it keeps the newest ``keeping`` snapshots and deletes the
+/// journal files that every kept snapshot covers, and that every retention floor has passed.
+///
+/// `@unchecked Sendable`: the file system, directory, index and identity are immutable or
+/// themselves thread-safe; every snapshot runs on `queue` (serial), and the shared bookkeeping is
+/// a `Mutex`.
+final class Snapshotter: @unchecked Sendable {
+    /// Snapshots kept: a damaged newest one falls back to the one before.
+    static let keeping = 2
+
+    /// What one snapshot took.
+    struct Taken: Sendable, Equatable {
+        let label: UInt64
+        let bytes: Int
+        let operations: UInt64
+        let millis: UInt64
+        /// Journal files deleted afterwards.
+        let filesRemoved: Int
+    }
+
+    private let fs: any FileSystem
+    private let directory: String
+    private let index: JournalIndex
+    private let nodeID: NodeID
+    private let epoch: UInt64
+    private let expectedDevices: Int
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "registry.snapshot", qos: .utility)
+
+    private struct Bookkeeping {
+        var running = false
+        var last: Taken?
+        /// When the last snapshot finished (uptime nanoseconds), or start-up.
+        var lastAt = DispatchTime.now().uptimeNanoseconds
+        /// Per log, the highest sequence every member is known to hold; journal files beyond it
+        /// stay. Nil: no floor (a single node).
+        var retentionFloor: [LogKey: UInt64]?
+    }
+
+    private let bookkeeping = Mutex(Bookkeeping())
+
+    init(fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, logger: Logger) {
+        self.fs = fs
+        self.directory = directory
+        self.index = index
+        self.nodeID = nodeID
+        self.epoch = epoch
+        self.expectedDevices = expectedDevices
+        self.logger = logger
+    }
+
+    /// The last snapshot this run took, and how long ago it finished (or start-up was).
+    var last: (taken: Taken?, ageNanos: UInt64) {
+        bookkeeping.withLock { ($0.last, DispatchTime.now().uptimeNanoseconds - $0.lastAt) }
+    }
+
+    var isRunning: Bool { bookkeeping.withLock { $0.running } }
+
+    /// Sets the retention floor: journal files holding operations past it are kept even when a
+    /// snapshot covers them (the cluster sets it to what every member has acknowledged).
+    func setRetentionFloor(_ floor: [LogKey: UInt64]?) {
+        bookkeeping.withLock { $0.retentionFloor = floor }
+    }
+
+    /// Takes a snapshot through `target` in the background unless one is running; `completion`
+    /// (on the snapshot queue) gets the outcome, or nil when one was already running.
+    func start(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64, completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void) {
+        let begin = bookkeeping.withLock { state -> Bool in
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        guard begin else { return completion(nil) }
+        queue.async {
+            let outcome = Result { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
+            self.finished(outcome)
+            completion(outcome)
+        }
+    }
+
+    /// Takes a snapshot through `target` now, on the caller's thread, after any running one.
+    func takeNow(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
+        queue.sync {
+            let outcome = Result { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
+            finished(outcome)
+            return outcome
+        }
+    }
+
+    private func finished(_ outcome: Result<Taken, StorageError>) {
+        bookkeeping.withLock { state in
+            state.running = false
+            if case .success(let taken) = outcome {
+                state.last = taken
+                state.lastAt = DispatchTime.now().uptimeNanoseconds
+            }
+        }
+        switch outcome {
+        case .success(let taken):
+            logger.info(
+                "took a snapshot",
+                metadata: [
+                    "snapshot": "\(SnapshotFile.name(label: taken.label))", "bytes": "\(taken.bytes)", "millis": "\(taken.millis)",
+                    "journal_files_removed": "\(taken.filesRemoved)",
+                ])
+        case .failure(let error):
+            logger.error("a snapshot failed; the journal keeps everything, and the next one tries again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func take(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) throws(StorageError) -> Taken {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let base = try SnapshotStore.loadNewest(in: directory, on: fs, expectedDevices: expectedDevices, logger: logger).loaded
+        var replayer = Replayer(
+            registry: base?.registry ?? RegistryState(expectedDevices: expectedDevices), vector: base?.metadata.versionVector ?? VersionVector(),
+            limits: target)
+        var newest = max(clock, base?.metadata.clock ?? .zero)
+        for file in index.files {
+            // Files that hold nothing past the base snapshot need no reading.
+            let needed = file.ranges.contains { log, range in
+                range.upperBound > replayer.vector[VersionVector.Log(origin: NodeID(trusted: log.origin), epoch: log.epoch)]
+                    && range.lowerBound <= target[log] ?? 0
+            }
+            guard needed else { continue }
+            let bytes = try fs.readAll(CommitJournal.path(in: directory, number: file.number))
+            let durable = min(bytes.count, file.durableBytes)
+            var offset = 0
+            while offset < durable {
+                let read = bytes.withUnsafeBytes { raw in
+                    Result { () throws(StorageError) in try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number) }
+                }
+                guard case .entry(let entry, let next) = try read.get() else { break }
+                offset = next
+                newest = max(newest, HLCTimestamp(rawValue: entry.clock))
+                for segment in entry.segments {
+                    if case .gap(let log, let missing) = try replayer.apply(segment) {
+                        throw .corrupt("the journal lacks operations \(missing) of \(log), which the snapshot does not cover")
+                    }
+                }
+            }
+        }
+        let vector = replayer.vector
+        let label = vector.logs.reduce(UInt64(0)) { $0 + $1.sequence }
+        let registry = replayer.registry
+        let metadata = SnapshotMetadata(
+            nodeID: nodeID, epoch: epoch, clock: newest, versionVector: vector,
+            devices: UInt64(registry.deviceCount + registry.aliasCount))
+        let bytes: Int
+        if base?.label == label {
+            bytes = 0  // nothing new since the last snapshot
+        } else {
+            bytes = try SnapshotStore.write(registry, metadata: metadata, label: label, in: directory, on: fs)
+        }
+        try SnapshotStore.removeOld(keeping: Self.keeping, in: directory, on: fs)
+        let removed = try trim(currentFile: currentFile)
+        return Taken(
+            label: label, bytes: bytes, operations: label, millis: (DispatchTime.now().uptimeNanoseconds - started) / 1_000_000,
+            filesRemoved: removed)
+    }
+
+    /// Deletes the oldest journal files, up to the first that some kept snapshot or the retention
+    /// floor still needs, or that is being written; returns how many.
+    private func trim(currentFile: UInt64) throws(StorageError) -> Int {
+        // What every kept snapshot covers: the oldest of them, read from its header.
+        var covered: [LogKey: UInt64]?
+        for label in try SnapshotFile.labels(in: directory, on: fs) {
+            let bytes = try SnapshotFile.readMetadata(directory + "/" + SnapshotFile.name(label: label), on: fs)
+            guard let metadata = try? SnapshotCodec.decodeMetadata(bytes) else { return 0 }
+            var vector = [LogKey: UInt64]()
+            for (log, sequence) in metadata.versionVector.logs { vector[LogKey(origin: log.origin.value, epoch: log.epoch)] = sequence }
+            if let current = covered {
+                covered = Dictionary(uniqueKeysWithValues: current.compactMap { log, sequence in vector[log].map { (log, min(sequence, $0)) } })
+            } else {
+                covered = vector
+            }
+        }
+        guard let covered else { return 0 }
+        let floor = bookkeeping.withLock { $0.retentionFloor }
+        var firstKept: UInt64?
+        for file in index.files {
+            let done =
+                file.sealed && file.number < currentFile
+                && file.ranges.allSatisfy { log, range in
+                    range.upperBound <= covered[log] ?? 0 && range.upperBound <= floor.map { $0[log] ?? 0 } ?? .max
+                }
+            if !done {
+                firstKept = file.number
+                break
+            }
+        }
+        guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
+        try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
+        return Int(firstKept - oldest)
+    }
+}

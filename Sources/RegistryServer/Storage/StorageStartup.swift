@@ -1,0 +1,138 @@
+import Dispatch
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// What a node's storage held at start-up, rebuilt into memory.
+struct RecoveredStorage {
+    var registry: RegistryState
+    /// What the node holds of every log: the snapshot's, then what the journal added.
+    var versionVector: VersionVector
+    /// The newest HLC the snapshot or the journal recorded.
+    var clock: HLCTimestamp
+    var metadata: NodeMetadata
+    /// The journal file the node appends to next.
+    var nextJournalFile: UInt64
+    var index: JournalIndex
+    /// The snapshot loaded, when there was a usable one.
+    var snapshotLabel: UInt64?
+    /// Operations the journal added past the snapshot.
+    var replayedOperations: Int
+}
+
+/// Opens a data directory and rebuilds the node's state from it: its metadata (or a new identity
+/// for an empty directory), the newest usable snapshot, then the journal past it. It refuses,
+/// with a message that says what to do, to serve a state with holes: a missing or damaged journal
+/// file, a journal that does not reach back to what the snapshots cover, or a data directory of
+/// an earlier version.
+enum StorageStartup {
+    static func open(
+        fs: any FileSystem, directory: String, configuredNodeID: NodeID?, expectedDevices: Int, wallClock: () -> UInt64,
+        logger: Logger
+    ) throws(NodeStartupError) -> RecoveredStorage {
+        let started = DispatchTime.now().uptimeNanoseconds
+        do {
+            let names = try fs.list(directory)
+            if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
+            let metadata = try identity(
+                fs: fs, directory: directory, names: names, configured: configuredNodeID, wallClock: wallClock, logger: logger)
+
+            let (snapshot, problems) = try SnapshotStore.loadNewest(
+                in: directory, on: fs, expectedDevices: expectedDevices, logger: logger)
+            var replayer = Replayer(
+                registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices),
+                vector: snapshot?.metadata.versionVector ?? VersionVector())
+            var clock = snapshot?.metadata.clock ?? .zero
+            var gap: (log: VersionVector.Log, missing: ClosedRange<UInt64>)?
+            let recovered = try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in
+                guard gap == nil else { return }
+                clock = max(clock, HLCTimestamp(rawValue: entry.clock))
+                for segment in entry.segments {
+                    if case .gap(let log, let missing) = try replayer.apply(segment) {
+                        gap = (log, missing)
+                        return
+                    }
+                }
+            }
+            if let gap {
+                let reason =
+                    snapshot == nil && !problems.isEmpty
+                    ? "no snapshot is usable (\(problems.joined(separator: "; "))) and the journal does not reach back to the start of \(gap.log): operations \(gap.missing) are missing"
+                    : "operations \(gap.missing) of \(gap.log) are in neither the snapshot nor the journal"
+                throw NodeStartupError.storage(.corrupt(reason + "; the node will not serve a state with holes. Restore the data directory from a backup, or start the node on an empty directory to rejoin from its peers"))
+            }
+            if let torn = recovered.tornTail {
+                logger.warning(
+                    "discarded the unfinished last entry of the commit journal; it was never acknowledged", metadata: ["where": "\(torn)"])
+            }
+            if let unsealed = recovered.unsealed {
+                try CommitJournal.seal(unsealed.number, at: unsealed.offset, in: directory, on: fs)
+            }
+            var files = recovered.files
+            if let unsealed = recovered.unsealed, let last = files.indices.last {
+                files[last].sealed = true
+                files[last].durableBytes = unsealed.offset + JournalEntry.headerBytes
+            }
+            let index = JournalIndex(files: files, trimmedThrough: trimmedThrough(files: files, snapshot: snapshot))
+            let state = RecoveredStorage(
+                registry: replayer.registry, versionVector: replayer.vector, clock: max(clock, replayer.newest), metadata: metadata,
+                nextJournalFile: (files.last?.number ?? 0) + 1, index: index, snapshotLabel: snapshot?.label,
+                replayedOperations: replayer.applied)
+            logger.info(
+                "recovered the node's state",
+                metadata: [
+                    "snapshot": "\(snapshot.map { SnapshotFile.name(label: $0.label) } ?? "none")",
+                    "journal_files": "\(files.count)", "replayed": "\(replayer.applied)",
+                    "devices": "\(state.registry.deviceCount)",
+                    "seconds": "\(Double((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) / 1_000)",
+                ])
+            return state
+        } catch let error as NodeStartupError {
+            throw error
+        } catch let error as StorageError {
+            throw .storage(error)
+        } catch {
+            throw .storage(.corrupt("\(error)"))
+        }
+    }
+
+    /// The directory's node metadata, checked against the configured node ID, or a new identity
+    /// (the configured ID or a generated one, and an epoch from the wall clock) for an empty one.
+    private static func identity(
+        fs: any FileSystem, directory: String, names: [String], configured: NodeID?, wallClock: () -> UInt64, logger: Logger
+    ) throws -> NodeMetadata {
+        if let stored = try NodeMetadataFile.read(from: directory, on: fs) {
+            if let configured, configured.value != stored.nodeID {
+                throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
+            }
+            return stored
+        }
+        if names.contains(where: { $0.hasPrefix("journal-") || $0.hasPrefix("snapshot-") }) {
+            throw StorageError.corrupt(
+                "\(directory) holds journal or snapshot files but no \(NodeMetadataFile.name): it cannot say whose they are")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let nodeID = configured?.value ?? "node-\(String(generator.next() & 0xFFFF_FFFF, radix: 16))"
+        let metadata = NodeMetadata(nodeID: nodeID, epoch: wallClock())
+        try NodeMetadataFile.write(metadata, to: directory, on: fs)
+        logger.info("initialised a new data directory", metadata: ["node": "\(nodeID)", "epoch": "\(metadata.epoch)"])
+        return metadata
+    }
+
+    /// For each log, what is no longer in the journal: below its first sequence in the files, or,
+    /// for a log the files do not hold, all that the snapshot covers.
+    private static func trimmedThrough(files: [JournalIndex.File], snapshot: SnapshotStore.Loaded?) -> [LogKey: UInt64] {
+        var first = [LogKey: UInt64]()
+        for file in files {
+            for (log, range) in file.ranges where first[log] == nil { first[log] = range.lowerBound }
+        }
+        var trimmed = [LogKey: UInt64]()
+        for (log, sequence) in first where sequence > 1 { trimmed[log] = sequence - 1 }
+        for (log, sequence) in snapshot?.metadata.versionVector.logs ?? [] {
+            let key = LogKey(origin: log.origin.value, epoch: log.epoch)
+            if first[key] == nil { trimmed[key] = sequence }
+        }
+        return trimmed
+    }
+}

@@ -1,0 +1,34 @@
+/// One operation as the log stores it: its place, (origin, epoch, sequence), its HLC, and its
+/// encoded payload (a `registry.v1.Operation`, which storage does not look into).
+public struct LogRecord: Hashable, Sendable {
+    public let origin: String
+    public let epoch: UInt64
+    public let sequence: UInt64
+    public let hlc: UInt64
+    public let payload: [UInt8]
+
+    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, payload: [UInt8]) {
+        self.origin = origin
+        self.epoch = epoch
+        self.sequence = sequence
+        self.hlc = hlc
+        self.payload = payload
+    }
+}
+
+/// One log of the cluster, as storage names it: an origin node and one of its epochs.
+public struct LogKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let origin: String
+    public let epoch: UInt64
+
+    public init(origin: String, epoch: UInt64) {
+        self.origin = origin
+        self.epoch = epoch
+    }
+
+    public static func < (a: LogKey, b: LogKey) -> Bool {
+        a.origin != b.origin ? a.origin < b.origin : a.epoch < b.epoch
+    }
+
+    public var description: String { "\(origin)/\(epoch)" }
+}

@@ -1,0 +1,42 @@
+/// Who a data directory belongs to: the node's ID and its epoch (the start of its current log).
+public struct NodeMetadata: Equatable, Sendable {
+    public var nodeID: String
+    public var epoch: UInt64
+
+    public init(nodeID: String, epoch: UInt64) {
+        self.nodeID = nodeID
+        self.epoch = epoch
+    }
+}
+
+/// The data directory's small metadata file, `node.meta`: a few lines of text an operator can
+/// read, replaced whole (written to a temporary name, synced, renamed, and the directory synced),
+/// so that a crash leaves the old file or the new one.
+public enum NodeMetadataFile {
+    public static let name = "node.meta"
+    static let format = "registry-node-meta 1"
+
+    /// The metadata of the directory, nil when it has none (a new directory).
+    public static func read(from directory: String, on fs: some FileSystem) throws(StorageError) -> NodeMetadata? {
+        let path = directory + "/" + name
+        guard try fs.list(directory).contains(name) else { return nil }
+        let text = String(decoding: try fs.readAll(path), as: UTF8.self)
+        var fields = [String: String]()
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.first.map(String.init) == format else { throw .corrupt("\(path) does not start with \"\(format)\"") }
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let equals = line.firstIndex(of: "=") else { throw .corrupt("\(path): the line \"\(line)\" is not key=value") }
+            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        guard let nodeID = fields["node"], !nodeID.isEmpty, let epochText = fields["epoch"], let epoch = UInt64(epochText) else {
+            throw .corrupt("\(path) lacks its node or epoch")
+        }
+        return NodeMetadata(nodeID: nodeID, epoch: epoch)
+    }
+
+    /// Replaces the directory's metadata with `metadata`, durably.
+    public static func write(_ metadata: NodeMetadata, to directory: String, on fs: some FileSystem) throws(StorageError) {
+        let text = "\(format)\nnode=\(metadata.nodeID)\nepoch=\(metadata.epoch)\n"
+        try fs.replace(directory + "/" + name, with: Array(text.utf8), inDirectory: directory)
+    }
+}

@@ -1,0 +1,261 @@
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// Start-up over the simulated disk: the newest usable snapshot, then the journal past it, into
+/// the state that applying every operation in order gives; and the documented refusal, with a
+/// message, for each kind of damage, never a crash or a silently smaller state.
+@Suite struct StorageStartupTests {
+    static let node = NodeID(trusted: "node-a")
+    static let epoch: UInt64 = 7
+
+    /// `count` seeded operations of node-a's log: devices return, gain apps and merge.
+    func operations(count: Int, seed: UInt64, origin: NodeID = node, epoch: UInt64 = epoch) throws -> [LoggedOperation] {
+        var generator = SplitMix64(seed: seed)
+        let rules = try VendorRules()
+        var state = RegistryState()
+        var clock = HybridLogicalClock()
+        let pool = (0..<max(count / 2, 1)).map { _ in UUID128(high: generator.next() | 1, low: generator.next()) }
+        return try (0..<count).map { step in
+            var presented = [PresentedIdentifier(rawKind: 2, text: pool[Int(generator.next() % UInt64(pool.count))].text)]
+            if generator.next() % 2 == 0 {
+                presented.append(PresentedIdentifier(rawKind: 1, text: pool[Int(generator.next() % UInt64(pool.count))].text))
+            }
+            let registration = try Registration(bundle: ["com.v.a", "com.v.b", "org.w.c"][Int(generator.next() % 3)], identifiers: presented, rules: rules)
+            let now = clock.tick(wallMillis: UInt64(1_000 + step))
+            let op = state.register(registration, at: now, origin: origin) { DeviceID.mint(at: now, using: &generator) }.operation
+            return LoggedOperation(origin: origin, epoch: epoch, sequence: UInt64(step + 1), timestamp: now, operation: .registration(op))
+        }
+    }
+
+    /// A data directory on `fs` holding node-a's metadata and `operations` journaled in commits of
+    /// `perCommit`, in files of `fileBytes`.
+    func journal(_ operations: [LoggedOperation], on fs: SimulatedFileSystem, perCommit: Int = 50, fileBytes: Int = 64 << 10) throws {
+        if try NodeMetadataFile.read(from: "/data", on: fs) == nil {
+            try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch), to: "/data", on: fs)
+        }
+        let next = (try CommitJournal.files(in: "/data", on: fs).last ?? 0) + 1
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: next, fileBytes: fileBytes, index: JournalIndex(), durableThrough: [:])
+        for start in stride(from: 0, to: operations.count, by: perCommit) {
+            let chunk = Array(operations[start..<min(start + perCommit, operations.count)])
+            let result = writer.queue.sync { writer.write(chunk, clock: chunk.last!.timestamp) }
+            _ = try result.get()
+        }
+        writer.close()
+    }
+
+    func start(_ fs: SimulatedFileSystem) throws(NodeStartupError) -> RecoveredStorage {
+        var logger = Logger(label: "startup-test")
+        logger.logLevel = .critical
+        return try StorageStartup.open(fs: fs, directory: "/data", configuredNodeID: nil, expectedDevices: 0, wallClock: { 5_000 }, logger: logger)
+    }
+
+    func applied(_ operations: [LoggedOperation]) -> RegistryState {
+        var state = RegistryState()
+        for operation in operations { state.apply(operation.operation) }
+        return state
+    }
+
+    func expectRefusal(_ fs: SimulatedFileSystem, mentioning fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(sourceLocation: sourceLocation) {
+            _ = try start(fs)
+        } throws: { error in
+            "\(error)".contains(fragment)
+        }
+    }
+
+    @Test func theJournalAloneRebuildsTheStateTheVectorAndTheClock() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 3_000, seed: 1)
+        try journal(ops, on: fs)
+        fs.crash()
+        let recovered = try start(fs)
+        #expect(recovered.registry.snapshot() == applied(ops).snapshot())
+        #expect(recovered.versionVector.logs.map { "\($0.log)=\($0.sequence)" } == ["node-a/7=3000"])
+        #expect(recovered.clock == ops.last!.timestamp)
+        #expect(recovered.metadata == NodeMetadata(nodeID: "node-a", epoch: 7))
+        #expect(recovered.replayedOperations == 3_000 && recovered.snapshotLabel == nil)
+        #expect(recovered.nextJournalFile == UInt64(recovered.index.files.count) + 1)
+    }
+
+    @Test func anEmptyDirectoryGetsANewIdentityAndAnOlderVersionsDirectoryIsRefused() throws {
+        let fs = SimulatedFileSystem()
+        let fresh = try start(fs)
+        #expect(fresh.metadata.epoch == 5_000 && fresh.metadata.nodeID.hasPrefix("node-") && fresh.registry.deviceCount == 0)
+        #expect(try NodeMetadataFile.read(from: "/data", on: fs) == fresh.metadata)
+        let old = SimulatedFileSystem()
+        let file = try old.open("/data/registry.sqlite3", create: true)
+        old.close(file)
+        expectRefusal(old, mentioning: "written by an earlier version")
+        let orphan = SimulatedFileSystem()
+        try journal(try operations(count: 10, seed: 2), on: orphan)
+        try orphan.remove("/data/node.meta")
+        expectRefusal(orphan, mentioning: "no node.meta")
+    }
+
+    @Test func aSnapshotAndTheJournalPastItRebuildTheState() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 2_000, seed: 3)
+        try journal(Array(ops[..<1_200]), on: fs)
+        // A snapshot through 1,200, then 800 more in the journal.
+        let snapshotter = Snapshotter(
+            fs: fs, directory: "/data", index: try start(fs).index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
+            logger: Logger(label: "t"))
+        let taken = try snapshotter.takeNow(through: [LogKey(origin: "node-a", epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max).get()
+        #expect(taken.label == 1_200)
+        try journal(Array(ops[1_200...]), on: fs)
+        let recovered = try start(fs)
+        #expect(recovered.snapshotLabel == 1_200 && recovered.replayedOperations == 800)
+        #expect(recovered.registry.snapshot() == applied(ops).snapshot())
+        #expect(recovered.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)] == 2_000)
+    }
+
+    /// A damaged newest snapshot falls back to the one before (and a longer replay); a
+    /// truncated one too. With no usable snapshot and the journal trimmed, the node refuses.
+    @Test func damagedSnapshotsFallBackAndWithNoneUsableATrimmedJournalIsRefused() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 1_500, seed: 4)
+        let log = LogKey(origin: "node-a", epoch: 7)
+        try journal(Array(ops[..<500]), on: fs, fileBytes: 16 << 10)
+        var index = try start(fs).index
+        let snapshotter = { (index: JournalIndex) in
+            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, logger: Logger(label: "t"))
+        }
+        _ = try snapshotter(index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max).get()
+        try journal(Array(ops[500..<1_000]), on: fs, fileBytes: 16 << 10)
+        index = try start(fs).index
+        let second = try snapshotter(index).takeNow(through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max).get()
+        #expect(second.filesRemoved > 0, "files that both kept snapshots cover go")
+        try journal(Array(ops[1_000...]), on: fs, fileBytes: 16 << 10)
+        #expect(try SnapshotFile.labels(in: "/data", on: fs) == [1_000, 500])
+
+        // A bad checksum in the newest: the older one and a longer replay give the same state.
+        let newest = "/data/" + SnapshotFile.name(label: 1_000)
+        var bytes = try fs.readAll(newest)
+        bytes[bytes.count / 2] ^= 0x10
+        try fs.replace(newest, with: bytes, inDirectory: "/data")
+        let fellBack = try start(fs)
+        #expect(fellBack.snapshotLabel == 500 && fellBack.replayedOperations == 1_000)
+        #expect(fellBack.registry.snapshot() == applied(ops).snapshot())
+
+        // Truncated as well: the older one is the only one left, and it is truncated too.
+        try fs.replace(newest, with: Array(bytes.prefix(bytes.count / 3)), inDirectory: "/data")
+        let older = "/data/" + SnapshotFile.name(label: 500)
+        try fs.replace(older, with: Array(try fs.readAll(older).dropLast(9)), inDirectory: "/data")
+        expectRefusal(fs, mentioning: "no snapshot is usable")
+    }
+
+    @Test func aHoleInTheJournalOrAnUndecodableOperationIsRefused() throws {
+        let ops = try operations(count: 300, seed: 5)
+        let holed = SimulatedFileSystem()
+        try journal(Array(ops[..<100]) + Array(ops[150...]), on: holed)
+        expectRefusal(holed, mentioning: "operations 101...150 of node-a/7")
+
+        let garbled = SimulatedFileSystem()
+        try journal(Array(ops[..<10]), on: garbled)
+        _ = try start(garbled)  // seals file 1
+        // An entry whose checksum holds but whose payload is not an operation.
+        var segment = LogSegment(origin: "node-a", epoch: 7)
+        segment.append(sequence: 11, hlc: 1, payload: [0xFF, 0xFF, 0xFF])
+        let writer = try CommitJournal(fs: garbled, directory: "/data", number: 2, index: JournalIndex())
+        try writer.append(JournalEntry(segments: [segment], clock: 1))
+        expectRefusal(garbled, mentioning: "operation node-a/7/11 does not decode")
+    }
+
+    @Test func aTornTailIsDiscardedAndTheFileSealedSoLaterStartsAgree() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 200, seed: 6)
+        try journal(Array(ops[..<150]), on: fs)
+        // Half a commit at the end of the last file, as a crash mid-write leaves it.
+        let last = CommitJournal.path(in: "/data", number: try CommitJournal.files(in: "/data", on: fs).last!)
+        var segment = LogSegment(origin: "node-a", epoch: 7)
+        for op in ops[150..<160] { segment.append(sequence: op.sequence, hlc: op.timestamp.rawValue, payload: OperationCodec.encode(op.operation)) }
+        var torn = [UInt8]()
+        JournalEntry(segments: [segment], clock: 1).encode(into: &torn, file: try CommitJournal.files(in: "/data", on: fs).last!)
+        try fs.replace(last, with: try fs.readAll(last) + torn.prefix(torn.count / 2), inDirectory: "/data")
+        let first = try start(fs)
+        #expect(first.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)] == 150)
+        // The next run writes a new file after the sealed one; another start sees both, whole.
+        try journal(Array(ops[150...]), on: fs)
+        let second = try start(fs)
+        #expect(second.registry.snapshot() == applied(ops).snapshot())
+    }
+
+    /// A crash at a random point of a run of commits (the disk keeping a random, torn prefix of
+    /// what was not synced) loses nothing acknowledged: every commit that returned is there.
+    @Test(arguments: Array(1...30) as [UInt64])
+    func aCrashLosesNoAcknowledgedCommit(seed: UInt64) throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 400, seed: seed)
+        try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch), to: "/data", on: fs)
+        var random = SplitMix64(seed: seed)
+        let crashAt = Int(random.next() % 8)
+        let crashing = CrashingFS(fs, failAfter: 6 + Int(random.next() % 40))
+        var acknowledged = 0
+        if let writer = try? LogWriter(fs: crashing, directory: "/data", journalFile: 1, fileBytes: 8 << 10, index: JournalIndex(), durableThrough: [:]) {
+            for start in stride(from: 0, to: ops.count, by: 25) {
+                let chunk = Array(ops[start..<(start + 25)])
+                guard case .success = writer.queue.sync(execute: { writer.write(chunk, clock: chunk.last!.timestamp) }) else { break }
+                acknowledged = start + 25
+            }
+            writer.close()
+        }
+        var tearing: SplitMix64? = SplitMix64(seed: seed &+ UInt64(crashAt))
+        fs.crash(tearing: &tearing)
+        let recovered = try start(fs)
+        let held = Int(recovered.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)])
+        #expect(held >= acknowledged, "seed \(seed): \(acknowledged) acknowledged, \(held) recovered")
+        #expect(recovered.registry.snapshot() == applied(Array(ops[..<held])).snapshot())
+    }
+}
+
+/// The simulated disk, failing every call after the first `failAfter` that change it, as a process
+/// that died there would stop making them.
+final class CrashingFS: FileSystem, @unchecked Sendable {
+    // @unchecked Sendable: used from one test thread (and the writer queue it waits on) at a time.
+    let inner: SimulatedFileSystem
+    private var left: Int
+
+    init(_ inner: SimulatedFileSystem, failAfter calls: Int) {
+        self.inner = inner
+        self.left = calls
+    }
+
+    private func step() throws(StorageError) {
+        left -= 1
+        if left < 0 { throw StorageError.io(path: "", reason: "the process died here") }
+    }
+
+    func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
+        try step()
+        return try inner.open(path, create: create)
+    }
+    func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
+        try step()
+        try inner.write(file, bytes, at: offset)
+    }
+    func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] { try inner.read(file, at: offset, count: count) }
+    func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
+    func sync(_ file: FileHandle) throws(StorageError) {
+        try step()
+        try inner.sync(file)
+    }
+    func close(_ file: FileHandle) { inner.close(file) }
+    func rename(_ source: String, to destination: String) throws(StorageError) {
+        try step()
+        try inner.rename(source, to: destination)
+    }
+    func remove(_ path: String) throws(StorageError) {
+        try step()
+        try inner.remove(path)
+    }
+    func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
+    func syncDirectory(_ directory: String) throws(StorageError) {
+        try step()
+        try inner.syncDirectory(directory)
+    }
+}
