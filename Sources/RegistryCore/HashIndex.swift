@@ -96,6 +96,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// While the index grows, that is also where the keys' lookups start in the old table, and
     /// the new buckets that the old entries moved by as many inserts land in: without these,
     /// a registration cost twice as much CPU during a move as after it.
+    /// True while the entries of an old table are being moved into the current one.
+    var isMovingEntries: Bool { old != nil }
+
     func touch(_ keys: [Key]) -> UInt32 {
         let hashes = keys.map { $0.hash(seed: seed) }
         let sum = table.sumOfStoredWords(at: hashes)

@@ -42,6 +42,9 @@ struct Interner<Value: Internable>: Sendable {
 
     subscript(number: UInt32) -> Value { values[Int(number)] }
 
+    /// How many values have numbers (they are numbered 0 up to this).
+    var count: Int { values.count }
+
     private enum Probe {
         case found(UInt32)
         case free(Int)

@@ -311,6 +311,12 @@ public final class RegistryEngine: Sendable {
             floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey(origin: $0.key.origin.value, epoch: $0.key.epoch), $0.value) }) })
     }
 
+    /// Reads the registry state under the engine's lock (for tests and checks; it blocks requests
+    /// for as long as `body` runs).
+    func withState<Result>(_ body: (RegistryState) -> Result) -> Result {
+        core.withLockedValue { body($0.node.registry) }
+    }
+
     /// The node's statistics.
     public func stats() -> StatsMessage {
         core.withLockedValue { stats($0) }

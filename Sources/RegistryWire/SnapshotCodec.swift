@@ -24,7 +24,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 /// passed its checksums is refused rather than restored.
 public enum SnapshotCodec {
     enum Tag: UInt8 {
-        case device = 1, alias = 2, claim = 3, app = 4
+        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -68,26 +68,35 @@ public enum SnapshotCodec {
     public static func encode(_ record: SnapshotRecord, into bytes: inout [UInt8]) {
         var out = Output(reusing: &bytes)
         switch record {
-        case .device(let ref):
+        case .origin(let origin):
+            out.integer(Tag.origin.rawValue)
+            out.string(origin.value)
+        case .vendor(let vendor):
+            out.integer(Tag.vendor.rawValue)
+            out.string(vendor.name)
+        case .bundle(let bundle):
+            out.integer(Tag.bundle.rawValue)
+            out.string(bundle.value)
+        case .device(let id, let created, let origin, let vendor):
             out.integer(Tag.device.rawValue)
-            out.uuid(ref.id.uuid)
-            out.integer(ref.created.rawValue)
-            out.string(ref.origin.value)
-            out.string(ref.vendor.name)
+            out.uuid(id.uuid)
+            out.integer(created.rawValue)
+            out.integer(origin)
+            out.integer(vendor)
         case .alias(let alias, let canonical):
             out.integer(Tag.alias.rawValue)
             out.integer(alias)
             out.integer(canonical)
         case .claim(let vendor, let identifier, let owner):
             out.integer(Tag.claim.rawValue)
-            out.string(vendor.name)
+            out.integer(vendor)
             out.integer(UInt8(identifier.kind.rawValue))
             out.uuid(identifier.value)
             out.integer(owner)
         case .app(let device, let bundle, let first, let last):
             out.integer(Tag.app.rawValue)
             out.integer(device)
-            out.string(bundle.value)
+            out.integer(bundle)
             out.integer(first.rawValue)
             out.integer(last.rawValue)
         }
@@ -98,14 +107,25 @@ public enum SnapshotCodec {
         var input = Input(raw)
         let record: SnapshotRecord
         switch Tag(rawValue: try input.integer(UInt8.self)) {
+        case .origin:
+            record = .origin(try input.nodeID())
+        case .vendor:
+            record = .vendor(try input.vendor())
+        case .bundle:
+            let text = try input.string()
+            do {
+                record = .bundle(try BundleID(parsing: text))
+            } catch {
+                throw .invalidField("snapshot bundle: \(error)")
+            }
         case .device:
             let id = DeviceID(try input.uuid())
             let created = HLCTimestamp(rawValue: try input.integer(UInt64.self))
-            record = .device(DeviceRef(id: id, created: created, origin: try input.nodeID(), vendor: try input.vendor()))
+            record = .device(id: id, created: created, origin: try input.integer(UInt32.self), vendor: try input.integer(UInt32.self))
         case .alias:
             record = .alias(try input.integer(UInt32.self), of: try input.integer(UInt32.self))
         case .claim:
-            let vendor = try input.vendor()
+            let vendor = try input.integer(UInt32.self)
             let rawKind = try input.integer(UInt8.self)
             guard let kind = IdentifierKind(rawValue: Int32(rawKind)) else { throw .invalidField("snapshot claim of kind \(rawKind)") }
             let value = try input.uuid()
@@ -113,13 +133,7 @@ public enum SnapshotCodec {
             record = .claim(vendor: vendor, identifier: Identifier(kind: kind, value: value), owner: try input.integer(UInt32.self))
         case .app:
             let device = try input.integer(UInt32.self)
-            let text = try input.string()
-            let bundle: BundleID
-            do {
-                bundle = try BundleID(parsing: text)
-            } catch {
-                throw .invalidField("snapshot app: \(error)")
-            }
+            let bundle = try input.integer(UInt32.self)
             record = .app(
                 device: device, bundle: bundle, first: HLCTimestamp(rawValue: try input.integer(UInt64.self)),
                 last: HLCTimestamp(rawValue: try input.integer(UInt64.self)))

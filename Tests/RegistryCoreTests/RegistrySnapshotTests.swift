@@ -12,7 +12,7 @@ import Testing
     func restore(_ records: [SnapshotRecord]) throws -> RegistryState {
         var restorer = RegistryState.Restorer()
         for record in records { try restorer.add(record) }
-        return restorer.finish()
+        return try restorer.finish()
     }
 
     @Test(arguments: Array(1...60) as [UInt64])
@@ -44,20 +44,26 @@ import Testing
 
     @Test func recordsThatContradictEachOtherAreRefused() throws {
         let vendor = Vendor(trusted: "com.v")
-        let a = DeviceRef(id: DeviceID(UUID128(high: 1, low: 1)), created: HLCTimestamp(millis: 1, counter: 0), origin: NodeID(trusted: "n"), vendor: vendor)
-        let b = DeviceRef(id: DeviceID(UUID128(high: 1, low: 2)), created: HLCTimestamp(millis: 2, counter: 0), origin: NodeID(trusted: "n"), vendor: vendor)
-        let c = DeviceRef(id: DeviceID(UUID128(high: 1, low: 3)), created: HLCTimestamp(millis: 3, counter: 0), origin: NodeID(trusted: "n"), vendor: vendor)
+        let node = NodeID(trusted: "n")
+        let names: [SnapshotRecord] = [.origin(node), .vendor(vendor), .bundle(try BundleID(parsing: "com.v.a"))]
+        func device(_ low: UInt64) -> SnapshotRecord {
+            .device(id: DeviceID(UUID128(high: 1, low: low)), created: HLCTimestamp(millis: low, counter: 0), origin: 0, vendor: 0)
+        }
         let idfv = Identifier(kind: .idfv, value: UUID128(high: 5, low: 5))
         let cases: [[SnapshotRecord]] = [
-            [.device(a), .device(a)],
-            [.device(a), .alias(1, of: 0)],
-            [.device(a), .device(b), .device(c), .alias(1, of: 0), .alias(2, of: 1)],
-            [.device(a), .alias(0, of: 0)],
-            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 0), .claim(vendor: vendor, identifier: idfv, owner: 0)],
-            [.device(a), .claim(vendor: Vendor(trusted: "org.w"), identifier: idfv, owner: 0)],
-            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 0), .device(b)],
-            [.device(a), .device(b), .alias(1, of: 0), .app(device: 1, bundle: try BundleID(parsing: "com.v.a"), first: .zero, last: .zero)],
-            [.device(a), .claim(vendor: vendor, identifier: idfv, owner: 7)],
+            names + [device(1), device(1)],
+            names + [device(1), .alias(1, of: 0)],
+            names + [device(1), device(2), device(3), .alias(1, of: 0), .alias(2, of: 1)],
+            names + [device(1), .alias(0, of: 0)],
+            names + [device(1), .claim(vendor: 0, identifier: idfv, owner: 0), .claim(vendor: 0, identifier: idfv, owner: 0)],
+            names + [device(1), .claim(vendor: 1, identifier: idfv, owner: 0)],
+            names + [device(1), .claim(vendor: 0, identifier: idfv, owner: 0), device(2)],
+            names + [device(1), device(2), .alias(1, of: 0), .app(device: 1, bundle: 0, first: .zero, last: .zero)],
+            names + [device(1), .claim(vendor: 0, identifier: idfv, owner: 7)],
+            names + [device(1), .app(device: 0, bundle: 3, first: .zero, last: .zero)],
+            [.origin(node), .origin(node)],
+            [.vendor(vendor), .device(id: DeviceID(UUID128(high: 1, low: 1)), created: .zero, origin: 0, vendor: 0)],
+            names + [device(1), .vendor(Vendor(trusted: "org.w"))],
         ]
         for records in cases {
             #expect(throws: SnapshotRestoreError.self, "\(records)") { _ = try restore(records) }

@@ -52,7 +52,7 @@ import Testing
                 do { try restorer.add(try SnapshotCodec.decodeRecord(raw)) } catch { failure = error }
             })
         if let failure { throw failure }
-        return (try #require(metadata), restorer.finish())
+        return (try #require(metadata), try restorer.finish())
     }
 
     @Test(arguments: [1, 2, 3] as [UInt64])
@@ -74,16 +74,17 @@ import Testing
 
     @Test func damagedRecordsThatPassTheirChecksumAreStillRefused() throws {
         var bytes = [UInt8]()
-        SnapshotCodec.encode(.claim(vendor: Vendor(trusted: "com.v"), identifier: Identifier(kind: .idfv, value: UUID128(high: 1, low: 1)), owner: 2), into: &bytes)
+        SnapshotCodec.encode(.claim(vendor: 3, identifier: Identifier(kind: .idfv, value: UUID128(high: 1, low: 1)), owner: 2), into: &bytes)
         #expect(throws: Never.self) { try bytes.withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
         var unknownKind = bytes
-        unknownKind[1 + 2 + 5] = 9  // the identifier kind, after the tag and "com.v"
+        unknownKind[1 + 4] = 9  // the identifier kind, after the tag and the vendor number
         #expect(throws: CodecError.self) { try unknownKind.withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
         #expect(throws: CodecError.self) { try Array(bytes.dropLast()).withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
         #expect(throws: CodecError.self) { try (bytes + [0]).withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
         #expect(throws: CodecError.self) { try [UInt8(77)].withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
-        var badVendor = bytes
-        badVendor[3] = UInt8(ascii: " ")
-        #expect(throws: CodecError.self) { try badVendor.withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
+        var vendorBytes = [UInt8]()
+        SnapshotCodec.encode(.vendor(Vendor(trusted: "com.v")), into: &vendorBytes)
+        vendorBytes[3] = UInt8(ascii: " ")
+        #expect(throws: CodecError.self) { try vendorBytes.withUnsafeBytes { _ = try SnapshotCodec.decodeRecord($0) } }
     }
 }

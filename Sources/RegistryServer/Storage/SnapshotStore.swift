@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import RegistryCore
 import RegistryStorage
@@ -13,33 +14,82 @@ enum SnapshotStore {
         let registry: RegistryState
     }
 
-    /// Loads snapshot `label`; throws what is wrong with it.
+    /// Records decoded per hand-over from the reading thread.
+    static let chunkRecords = 8_192
+
+    /// One hand-over from the reading thread to the restoring one.
+    enum Chunk: Sendable {
+        case metadata(SnapshotMetadata)
+        case records([SnapshotRecord])
+        /// The reader's last item: nil when the file was whole, else what was wrong.
+        case finished(StorageError?)
+    }
+
+    /// Loads snapshot `label`; throws what is wrong with it. One thread reads, checks and decodes
+    /// the file while the caller's restores what it decoded (reading and decoding were a fifth of
+    /// a single-threaded load).
     static func load(label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int) throws(StorageError) -> Loaded {
         let path = directory + "/" + SnapshotFile.name(label: label)
+        let handoff = BoundedHandoff<Chunk>(capacity: 4)
+        let reading = DispatchQueue(label: "registry.snapshot-read")
+        reading.async {
+            var chunk = [SnapshotRecord]()
+            chunk.reserveCapacity(chunkRecords)
+            do throws(StorageError) {
+                try SnapshotFile.read(
+                    path, on: fs,
+                    metadata: { (bytes) throws(StorageError) in
+                        do {
+                            handoff.put(.metadata(try SnapshotCodec.decodeMetadata(bytes)))
+                        } catch {
+                            throw .corrupt("snapshot \(path): \(error)")
+                        }
+                    },
+                    record: { (raw) throws(StorageError) in
+                        do {
+                            chunk.append(try SnapshotCodec.decodeRecord(raw))
+                        } catch {
+                            throw .corrupt("snapshot \(path): \(error)")
+                        }
+                        if chunk.count == chunkRecords {
+                            handoff.put(.records(chunk))
+                            chunk.removeAll(keepingCapacity: true)
+                        }
+                    })
+                if !chunk.isEmpty { handoff.put(.records(chunk)) }
+                handoff.put(.finished(nil))
+            } catch {
+                handoff.put(.finished(error))
+            }
+        }
         var metadata: SnapshotMetadata?
         var restorer: RegistryState.Restorer?
-        try SnapshotFile.read(
-            path, on: fs,
-            metadata: { (bytes) throws(StorageError) in
+        var failure: StorageError?
+        loop: while true {
+            switch handoff.take() {
+            case .metadata(let decoded):
+                metadata = decoded
+                restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))))
+            case .records(let records):
+                // After a failure the rest is drained, so that the reader can finish.
+                guard failure == nil, restorer != nil else { continue }
                 do {
-                    let decoded = try SnapshotCodec.decodeMetadata(bytes)
-                    metadata = decoded
-                    restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))))
+                    for record in records { try restorer!.add(record) }
                 } catch {
-                    throw .corrupt("snapshot \(path): \(error)")
+                    failure = .corrupt("snapshot \(path): \(error)")
                 }
-            },
-            record: { (raw) throws(StorageError) in
-                do {
-                    try restorer!.add(try SnapshotCodec.decodeRecord(raw))
-                } catch let error as CodecError {
-                    throw .corrupt("snapshot \(path): \(error)")
-                } catch {
-                    throw .corrupt("snapshot \(path): \(error)")
-                }
-            })
-        guard let metadata, let restorer else { throw .corrupt("snapshot \(path) has no metadata") }
-        return Loaded(label: label, metadata: metadata, registry: restorer.finish())
+            case .finished(let error):
+                failure = failure ?? error
+                break loop
+            }
+        }
+        if let failure { throw failure }
+        guard let metadata, var restorer else { throw .corrupt("snapshot \(path) has no metadata") }
+        do {
+            return Loaded(label: label, metadata: metadata, registry: try restorer.finish())
+        } catch {
+            throw .corrupt("snapshot \(path): \(error)")
+        }
     }
 
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import RegistryWire
+import Synchronization
+import Testing
+@testable import RegistryServer
+
+/// Reading the log while the node serves, and trimming the journal after snapshots.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct LogReadingAndTrimmingTests: EngineTesting {
+    func open(_ path: String, fileBytes: Int = 32 << 10, everyOperations: Int = 0) throws -> RegistryEngine {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        configuration.nodeID = try NodeID("node-a")
+        configuration.journalFileBytes = fileBytes
+        configuration.snapshotEveryOperations = everyOperations
+        configuration.snapshotEverySeconds = 0
+        return try RegistryEngine(configuration: configuration, logger: .quiet())
+    }
+
+    func register(_ engine: RegistryEngine, batches: Range<Int>) async -> [String] {
+        var ids = [String]()
+        for batch in batches {
+            let requests = (0..<20).map { RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: UInt64(batch) + 1, low: UInt64($0) + 1).text) }
+            for answer in await submit(engine, [.registerBatch(requests)]) {
+                guard case .registerBatchResult(let items) = answer else { continue }
+                ids += items.compactMap { if case .result(let result) = $0 { result.deviceID } else { nil } }
+            }
+        }
+        return ids
+    }
+
+    func snapshot(_ engine: RegistryEngine) async -> Snapshotter.Taken? {
+        await withCheckedContinuation { continuation in
+            engine.snapshotNow { outcome in
+                if case .success(let taken) = outcome { continuation.resume(returning: taken) } else { continuation.resume(returning: nil) }
+            }
+        }
+    }
+
+    /// A reader following the node's own log during a load gets every acknowledged operation once,
+    /// in order, as it is committed.
+    @Test func aReaderFollowingTheLogDuringALoadGetsEveryOperationOnceInOrder() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        let reader = try engine.logReader(for: own, from: 1)
+        let load = Task { await register(engine, batches: 0..<300) }
+        var read = [LoggedOperation]()
+        // Read while the load runs, then to the end.
+        while !load.isCancelled {
+            read += try reader.next(atMost: 500)
+            if read.count >= 6_000 { break }
+            if read.count < 6_000 { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        let acknowledged = await load.value
+        read += try reader.next(atMost: 10_000)
+        #expect(acknowledged.count == 6_000)
+        #expect(read.map(\.sequence) == Array(1...6_000), "in order, once each, without gaps")
+        var devices = Set<DeviceID>()
+        for operation in read {
+            if case .registration(let op) = operation.operation { devices.insert(op.device.id) }
+        }
+        #expect(Set(acknowledged.map { try! DeviceID(parsing: $0) }).isSubset(of: devices), "every acknowledged device was read")
+        #expect(try reader.next(atMost: 10).isEmpty, "caught up")
+    }
+
+    /// After snapshots the journal files they cover go: a reader asking for a trimmed position is
+    /// refused with the typed error, a position past the snapshot still reads, and a restart gives
+    /// the same state.
+    @Test func trimmingRemovesOnlyWhatSnapshotsCoverAndARestartGivesTheSameState() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var before: RegistryState.Snapshot?
+        var epoch: UInt64 = 0
+        do {
+            let engine = try open(temp.path)
+            epoch = engine.stats().logEpoch
+            _ = await register(engine, batches: 0..<200)
+            let filesBefore = try CommitJournal.files(in: temp.path, on: PosixFileSystem())
+            #expect(filesBefore.count > 4)
+            let first = try #require(await snapshot(engine))
+            #expect(first.operations == 4_000 && first.filesRemoved == filesBefore.count - 1, "all but the file being written")
+            _ = await register(engine, batches: 200..<400)
+            // Two snapshots are kept, and a file goes only once both cover it: the files written
+            // since the first stay until a third.
+            let second = try #require(await snapshot(engine))
+            #expect(second.operations == 8_000 && second.filesRemoved == 0)
+            _ = await register(engine, batches: 400..<410)
+            let third = try #require(await snapshot(engine))
+            #expect(third.operations == 8_200 && third.filesRemoved > 0)
+            let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: epoch)
+            #expect {
+                _ = try engine.logReader(for: own, from: 1)
+            } throws: { error in
+                guard case JournalReadError.trimmed(_, let requested, let through) = error else { return false }
+                return requested == 1 && through > 0
+            }
+            // What the journal still holds reads on, from past what was trimmed.
+            let through = engine.index.trimmedThrough(LogKey(origin: "node-a", epoch: epoch))
+            let reader = try engine.logReader(for: own, from: through + 1)
+            let rest = try reader.next(atMost: 100_000)
+            #expect(rest.first?.sequence == through + 1 && rest.last?.sequence == 8_200)
+            before = engine.snapshotState()
+            engine.close()
+        }
+        let reopened = try open(temp.path)
+        defer { reopened.close() }
+        #expect(reopened.snapshotState() == before)
+        #expect(reopened.stats().logSequence == 8_200)
+    }
+
+    /// A retention floor keeps the journal files past it even when snapshots cover them; lifting
+    /// it lets the next snapshot trim them.
+    @Test func aRetentionFloorKeepsFilesUntilItPasses() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        engine.setRetentionFloor([own: 1_000])
+        _ = await register(engine, batches: 0..<200)
+        let held = try #require(await snapshot(engine))
+        // Only files wholly at or below the floor went: operation 1,001 onwards is still there.
+        #expect(held.filesRemoved >= 0)
+        let reader = try engine.logReader(for: own, from: 1_001)
+        #expect(try reader.next(atMost: 1).first?.sequence == 1_001)
+        engine.setRetentionFloor(nil)
+        _ = await register(engine, batches: 200..<210)
+        _ = try #require(await snapshot(engine))
+        _ = await register(engine, batches: 210..<220)
+        let lifted = try #require(await snapshot(engine))
+        #expect(lifted.filesRemoved > 0, "both kept snapshots cover the files the floor held")
+        #expect(throws: JournalReadError.self) { _ = try engine.logReader(for: own, from: 1_001) }
+    }
+
+    @Test func aNodeSnapshotsByItselfEveryNOperations() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path, everyOperations: 1_000)
+        defer { engine.close() }
+        _ = await register(engine, batches: 0..<120)
+        // The snapshot runs in the background: wait for it to be reported.
+        for _ in 0..<500 where engine.stats().snapshotOperations < 1_000 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(engine.stats().snapshotOperations >= 1_000)
+        #expect(try SnapshotFile.labels(in: temp.path, on: PosixFileSystem()).count >= 1)
+    }
+}
+
+extension RegistryEngine {
+    /// The engine's state, normalised (for comparing across a restart).
+    func snapshotState() -> RegistryState.Snapshot {
+        withState { $0.snapshot() }
+    }
+}
