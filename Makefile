@@ -9,6 +9,7 @@
 #   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
+#   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make clean   remove build output
 
 SHELL := /bin/bash
@@ -20,7 +21,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: build release install run test bench bench-compare protos check-protos clean deps proto-tools test-tools
+.PHONY: build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -79,6 +80,10 @@ bench: deps
 BASE ?= HEAD~1
 bench-compare: deps
 	bash bench/compare.sh $(BASE)
+
+# Snapshots and restart at 10M devices on one release node, a few minutes.
+bench-storage: deps
+	bash bench/storage.sh
 
 clean:
 	rm -rf .build .build-compare

@@ -124,7 +124,7 @@ let package = Package(
         // Helpers the test targets share.
         .target(
             name: "RegistryTestSupport",
-            dependencies: ["RegistryWire", "Platform", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RegistryWire", "RegistryStorage", "Platform", .product(name: "NIOCore", package: "swift-nio")],
             path: "Tests/RegistryTestSupport",
             swiftSettings: swiftSettings
         ),

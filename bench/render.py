@@ -83,7 +83,7 @@ def devices_after(found):
 
 
 def journal_waiting(found):
-    """The journal files the node had not moved into SQLite when the run ended (the one being written
+    """The journal files the node kept when the run ended (the one being written
     included), from the server stats the report embeds."""
     servers = found.get("servers") or []
     return f"{servers[0]['journal_files']}" if servers and servers[0].get("journal_files") is not None else ""
@@ -267,8 +267,8 @@ if settling:
       + ", ".join(f"{seconds} s after the load at {devices:,}" for devices, seconds in settling) + ".")
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
-      + (f", of which {moved:.1f} s moved the journal of the run just stopped into SQLite and the rest replayed the log."
-         if moved is not None else " (moving the last run's journal into SQLite, then replaying the log)."))
+      + (f", of which {moved:.1f} s loaded the snapshot the clean stop took and replayed the journal past it."
+         if moved is not None else " (loading the snapshot the clean stop took, then replaying the journal past it)."))
 if idle_move:
     m = idle_move
     w(f"\nThe same restart after the node had time to move its journal while idle: a fresh node, {m['devices']:,} devices in "
@@ -328,17 +328,15 @@ if open_runs:
         w(f"rather than for a CPU). Its `fdatasync` took {probe['p50']:.0f} µs at p50, {probe['p99']:.0f} µs at p99 and")
         w(f"{probe['max'] / 1000:.1f} ms at most" + (f", against {machine['fsync_p50']:.0f} µs and {machine['fsync_p99']:.0f} µs on the idle machine"
           if machine else "") + ": what the disk alone adds to a group commit while the node writes its journal")
-        w("(registryd writes nothing else while it is this busy: its SQLite log is filled from the journal only while the node is quiet, and at start-up).\n")
+        w("(registryd writes nothing else while it is this busy, but for a snapshot, which none of these runs took).\n")
 if sweep:
     w("## Latency against load\n")
     w("Open loop, latency from the intended send time: single RegisterRequests over 4 connections, then batches")
     w("of 20 over 8. The generator lag is how late the generator itself sent; it is part of every latency below")
     w("and is not the server's. The busy share is the whole machine's (server, generator and kernel).")
     w("These runs follow the open loops on the node sized for its devices (above), on that node: its indexes never")
-    w("grow meanwhile, and its journal then held those runs' registrations. At rates up to 20,000 operations a second")
-    w("the node counts as quiet and moves its finished journal files into SQLite meanwhile, at the slow pace of a")
-    w("serving node (see docs/operations.md), so those rows include what moving costs the commits; the column before the")
-    w("last is how many journal files were still waiting when the run ended.\n")
+    w("grow meanwhile, and its journal then held those runs' registrations. The column before the last is how many")
+    w("journal files the node kept when the run ended (what its snapshots did not yet cover).\n")
     w("| Batch | Intended/s | Achieved/s | p50 | p99 | p99.9 | node's commit p99 | generator lag p99 | busy | CPU steal | node's devices after | journal files waiting after | p99 ≤ 2 ms |")
     w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     best = {}

@@ -9,14 +9,13 @@
 #      fdatasync probe that shows what the disk alone charges meanwhile);
 #   3. the open loop at 70% again on a node started with --expected-devices, whose indexes never grow
 #      during the runs (the first node's do, several times); then, on that node, latency-against-load
-#      sweeps in open loop, with single requests and with batches of 20; then the open loop on a fresh
-#      sized node that also keeps enough spare journal files for its runs (--journal-spares);
+#      sweeps in open loop, with single requests and with batches of 20;
 #   4. what this machine allows at the open loop's rate: bench/floor.c (no registry: a thread reads
 #      frames of the same sizes and spins a set CPU time per registration, then each round is journaled
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
 #      and registryd with its data directory in memory (no disk);
-#   5. resident memory per device at 1M and 10M registered devices, and the restart time at each;
-#      then the restart at 10M after the node moved its journal into SQLite while idle.
+#   5. resident memory per device at 1M and 10M registered devices, and the restart time at each
+#      (a clean stop snapshots; the restart loads that snapshot).
 # First, bench/machine.py measures what this machine charges for an fdatasync (busy and rested), how often its disk stalls, a wake-up and new memory.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
@@ -31,7 +30,6 @@
 # BENCH_SIZED_DEVICES (--expected-devices of the node for step 3; by default 1.25 times what its runs register,
 # warm-ups included, so that no index even starts preparing a bigger table during them),
 # BENCH_SETTLE_SECONDS (pause between stopping the big node and starting that one, default 45),
-# BENCH_JOURNAL_SPARES (--journal-spares of the last sized node; by default the files its open loops fill, and two more),
 # BENCH_FLOOR_WORK_NS (the floor's CPU nanoseconds per registration, default "0 1000 2000 3000": beyond that, one thread cannot keep up at the rates of this machine),
 # BENCH_FLOOR_MODES (how the floor commits, default "inline pipelined"; see bench/floor.c),
 # BENCH_FLOOR_BYTES (the floor's frame, answer and journal bytes per batch, default "10200 5600 14900"),
@@ -238,7 +236,7 @@ done
 printf 'sized\t%s\n' "$sized_devices" >> "$results"
 printf 'settle\t%s\n' "$settle_seconds" >> "$results"
 # Latency against load, on the same node: its indexes never grow meanwhile, and its journal holds
-# the open loops' registrations, which it moves into SQLite during the runs at quiet rates.
+# the open loops' registrations.
 echo "== latency against load" >&2
 # One open-loop run at a rate: the report is sweep-BATCH-RATE.json, and a "sweep" line records it.
 sweep_run() {
@@ -250,26 +248,6 @@ sweep_run() {
 }
 for rate in $sweep_rates; do sweep_run 1 4 64 "$rate"; done
 for rate in $batch_sweep_rates; do sweep_run 20 8 16 "$rate"; done
-stop_node
-
-echo "== open loop on a sized node keeping journal spares for the runs" >&2
-# Each journal file the node fills (about one a second at this rate) takes a spare, and with none
-# left the node writes the next one's zeros meanwhile: as many bytes as the journal itself, which every
-# commit's fdatasync then waits behind. A node keeping enough spares (--journal-spares), made while it was
-# quiet, writes no zeros during the runs. A first install journals about 150 bytes.
-spares=${BENCH_JOURNAL_SPARES:-$((open_rate * (seconds + 2) * open_repeats * 150 / (64 << 20) + 2))}
-sleep "$settle_seconds"
-start_node --expected-devices "$sized_devices" --journal-spares "$spares"
-wait_for_population
-spares_seconds=0
-while [ "$(find "$out/data" -maxdepth 1 -name 'spare*.journal' | wc -l)" -lt "$spares" ] && [ "$spares_seconds" -lt 300 ]; do
-  sleep 1; spares_seconds=$((spares_seconds + 1))
-done
-for repeat in $(seq 1 "$open_repeats"); do
-  run_load "spared-$repeat" --duration "${seconds}s" --warmup 2s --connections 8 --in-flight 16 --batch 100 \
-    --rate "$open_rate" --slo p99=2ms --seed "$((9 + 1000 * repeat))"
-done
-printf 'spares\t%s\t%s\t%s\n' "$spares" "$spares_seconds" "$(find "$out/data" -maxdepth 1 -name 'spare*.journal' | wc -l)" >> "$results"
 stop_node
 
 echo "== what this machine allows" >&2
@@ -318,9 +296,9 @@ if [ -d /dev/shm ]; then
 fi
 
 echo "== memory" >&2
-# Stops the node and starts it again on the same data directory (with any extra arguments), timed
-# from exec to accepting connections: moving the journal left by the run just stopped into SQLite
-# (the node logs how long that took, which lands in $moved) and then replaying the whole log. Sets
+# Stops the node (a clean stop snapshots what is new) and starts it again on the same data directory
+# (with any extra arguments), timed from exec to accepting connections: loading the snapshot and
+# replaying the journal past it (the node logs how long that took, which lands in $moved). Sets
 # $restart in seconds.
 timed_restart() {
   stop_node
@@ -330,11 +308,11 @@ timed_restart() {
   registryd_pid=$!
   until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
   restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
-  moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the commit journal.*/\1/p' "$out/registryd.log" | tail -1)
+  moved=$(sed -n 's/.* seconds=\([0-9.]*\) .*recovered the node.s state.*/\1/p' "$out/registryd.log" | tail -1)
 }
-# The memory points' node moves no journal while it waits for its memory to settle, so that each
-# restart moves what the run just stopped wrote (the restart after moving while idle follows).
-start_node --move-journal-below 0
+# The memory points' node takes no snapshot by itself, so that each restart loads the one its clean
+# stop took.
+start_node --snapshot-every-operations 0
 registered=0
 for target in $memory_points; do
   "$bin/registryload" --endpoints 127.0.0.1:7450 --requests $((target - registered)) --warmup 0s --connections 8 \
@@ -345,32 +323,10 @@ for target in $memory_points; do
   devices=$(server_stat devices)
   echo "memory: $devices devices, RSS $rss bytes (resident memory fell for ${settled}s after the load)" >&2
   printf 'memory\t%s\t%s\t%s\n' "$devices" "$rss" "$settled" >> "$results"
-  timed_restart --move-journal-below 0
-  echo "restart with $devices devices: ${restart}s (moving the journal: ${moved:-?}s)" >&2
+  timed_restart --snapshot-every-operations 0
+  echo "restart with $devices devices: ${restart}s (loading the snapshot and replaying: ${moved:-?}s)" >&2
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"
 done
-stop_node
-
-# The same restart after the node had time to move its journal into SQLite while idle (JournalMover):
-# a fresh node, the last memory point's devices, then the wait (bounded) until only the file being
-# written is left, then the timed restart.
-echo "== restart after moving the journal while idle" >&2
-start_node
-"$bin/registryload" --endpoints 127.0.0.1:7450 --requests "$registered" --warmup 0s --connections 8 \
-  --in-flight 16 --batch 100 --seed 11 > "$out/idle-move.txt" 2>/dev/null
-files_before=$(server_stat log.journalFiles)
-idle_started=$(date +%s.%N); ticks_before=$(server_cpu_ticks)
-for _ in $(seq 600); do
-  [ "$(server_stat log.journalFiles)" -le 1 ] && break
-  sleep 0.5
-done
-idle_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $idle_started:.1f}')")
-idle_cpu=$(python3 -c "print(f'{($(server_cpu_ticks) - $ticks_before) / $(getconf CLK_TCK):.1f}')")
-files_after=$(server_stat log.journalFiles)
-timed_restart
-echo "restart with $registered devices after moving $((files_before - files_after)) journal files while idle in ${idle_seconds}s (${idle_cpu}s CPU): ${restart}s (moving the rest: ${moved:-?}s)" >&2
-printf 'idlemove\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$registered" "$((files_before - files_after))" "$files_after" "$idle_seconds" \
-  "$idle_cpu" "$restart" "${moved:-}" >> "$results"
 stop_node
 
 # Rendered aside and then moved, so a failed render leaves the previous BENCHMARKS.md alone.

@@ -158,6 +158,13 @@ public final class SnapshotWriter {
     private var records: UInt64 = 0
     private var chain: UInt64 = 0
     private var finished = false
+    /// Bytes written since the file was last synced.
+    private var unsynced = 0
+    /// The file is synced once this many bytes were written since the last sync, so that the
+    /// snapshot's write-back goes to the disk a little at a time instead of piling up in the page
+    /// cache until the kernel flushes a gigabyte at once, while the journal's commits wait for
+    /// the same disk.
+    public static let syncEveryBytes = 8 << 20
 
     /// Starts snapshot `label` in `directory`, its header holding `metadata`.
     public init(fs: any FileSystem, directory: String, label: UInt64, metadata: [UInt8]) throws(StorageError) {
@@ -231,5 +238,10 @@ public final class SnapshotWriter {
     private func write(_ bytes: [UInt8]) throws(StorageError) {
         try fs.write(file, bytes, at: offset)
         offset += bytes.count
+        unsynced += bytes.count
+        if unsynced >= Self.syncEveryBytes {
+            try fs.sync(file)
+            unsynced = 0
+        }
     }
 }

@@ -194,7 +194,7 @@ import Testing
         try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch), to: "/data", on: fs)
         var random = SplitMix64(seed: seed)
         let crashAt = Int(random.next() % 8)
-        let crashing = CrashingFS(fs, failAfter: 6 + Int(random.next() % 40))
+        let crashing = CrashingFileSystem(fs, failingAfter: 6 + Int(random.next() % 40))
         var acknowledged = 0
         if let writer = try? LogWriter(fs: crashing, directory: "/data", journalFile: 1, fileBytes: 8 << 10, index: JournalIndex(), durableThrough: [:]) {
             for start in stride(from: 0, to: ops.count, by: 25) {
@@ -210,52 +210,5 @@ import Testing
         let held = Int(recovered.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)])
         #expect(held >= acknowledged, "seed \(seed): \(acknowledged) acknowledged, \(held) recovered")
         #expect(recovered.registry.snapshot() == applied(Array(ops[..<held])).snapshot())
-    }
-}
-
-/// The simulated disk, failing every call after the first `failAfter` that change it, as a process
-/// that died there would stop making them.
-final class CrashingFS: FileSystem, @unchecked Sendable {
-    // @unchecked Sendable: used from one test thread (and the writer queue it waits on) at a time.
-    let inner: SimulatedFileSystem
-    private var left: Int
-
-    init(_ inner: SimulatedFileSystem, failAfter calls: Int) {
-        self.inner = inner
-        self.left = calls
-    }
-
-    private func step() throws(StorageError) {
-        left -= 1
-        if left < 0 { throw StorageError.io(path: "", reason: "the process died here") }
-    }
-
-    func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
-        try step()
-        return try inner.open(path, create: create)
-    }
-    func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
-        try step()
-        try inner.write(file, bytes, at: offset)
-    }
-    func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] { try inner.read(file, at: offset, count: count) }
-    func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
-    func sync(_ file: FileHandle) throws(StorageError) {
-        try step()
-        try inner.sync(file)
-    }
-    func close(_ file: FileHandle) { inner.close(file) }
-    func rename(_ source: String, to destination: String) throws(StorageError) {
-        try step()
-        try inner.rename(source, to: destination)
-    }
-    func remove(_ path: String) throws(StorageError) {
-        try step()
-        try inner.remove(path)
-    }
-    func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
-    func syncDirectory(_ directory: String) throws(StorageError) {
-        try step()
-        try inner.syncDirectory(directory)
     }
 }

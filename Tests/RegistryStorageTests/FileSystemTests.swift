@@ -69,9 +69,9 @@ import Testing
     /// A crash at every point of `replace` leaves the old contents or the new, whole.
     @Test func replacingAFileIsAtomicAtEveryCrashPoint() throws {
         for crashAfter in 0..<8 {
-            let fs = CrashingFileSystem(SimulatedFileSystem(), crashAfterCalls: 1_000)
+            let fs = CrashingFileSystem(SimulatedFileSystem(), failingAfter: 1_000)
             try fs.replace("/data/meta", with: [1, 1, 1], inDirectory: "/data")
-            fs.crashAfterCalls = crashAfter
+            fs.failingAfter = crashAfter
             try? fs.replace("/data/meta", with: [2, 2, 2, 2], inDirectory: "/data")
             fs.inner.crash()
             let after = try fs.inner.readAll("/data/meta")
@@ -94,55 +94,5 @@ import Testing
         let kept = try fs.readAll("/data/journal")
         let written: [UInt8] = [0xAA] + (1...5).flatMap { [UInt8](repeating: UInt8($0), count: 4) }
         #expect(kept.count >= 1 && Array(written.prefix(kept.count)) == kept, "kept \(kept)")
-    }
-}
-
-/// A file system that fails every call after the first `crashAfterCalls`, as a process that died
-/// there would stop making them.
-final class CrashingFileSystem: FileSystem, @unchecked Sendable {
-    // @unchecked Sendable: used by one test thread at a time; the counter is not shared.
-    let inner: SimulatedFileSystem
-    var crashAfterCalls: Int
-    private var calls = 0
-
-    init(_ inner: SimulatedFileSystem, crashAfterCalls: Int) {
-        self.inner = inner
-        self.crashAfterCalls = crashAfterCalls
-    }
-
-    private func step() throws(StorageError) {
-        calls += 1
-        if calls > crashAfterCalls { throw StorageError.io(path: "", reason: "crashed") }
-    }
-
-    func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
-        try step()
-        return try inner.open(path, create: create)
-    }
-    func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
-        try step()
-        try inner.write(file, bytes, at: offset)
-    }
-    func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
-        try inner.read(file, at: offset, count: count)
-    }
-    func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
-    func sync(_ file: FileHandle) throws(StorageError) {
-        try step()
-        try inner.sync(file)
-    }
-    func close(_ file: FileHandle) { inner.close(file) }
-    func rename(_ source: String, to destination: String) throws(StorageError) {
-        try step()
-        try inner.rename(source, to: destination)
-    }
-    func remove(_ path: String) throws(StorageError) {
-        try step()
-        try inner.remove(path)
-    }
-    func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
-    func syncDirectory(_ directory: String) throws(StorageError) {
-        try step()
-        try inner.syncDirectory(directory)
     }
 }

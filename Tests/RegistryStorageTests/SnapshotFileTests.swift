@@ -77,7 +77,7 @@ import Testing
         for crashAfter in 0..<12 {
             let disk = SimulatedFileSystem()
             _ = try write(first, label: 1, metadata: [1], on: disk, in: "/data")
-            let fs = CrashingFileSystem(disk, crashAfterCalls: crashAfter)
+            let fs = CrashingFileSystem(disk, failingAfter: crashAfter)
             _ = try? write(second, label: 2, metadata: [2], on: fs, in: "/data")
             var random: SplitMix64? = SplitMix64(seed: UInt64(crashAfter))
             disk.crash(tearing: &random)

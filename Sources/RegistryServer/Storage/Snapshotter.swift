@@ -1,4 +1,6 @@
+import CLinuxFile
 import Dispatch
+import Foundation
 import Logging
 import RegistryCore
 import RegistryStorage
@@ -36,7 +38,8 @@ final class Snapshotter: @unchecked Sendable {
     private let epoch: UInt64
     private let expectedDevices: Int
     private let logger: Logger
-    private let queue = DispatchQueue(label: "registry.snapshot", qos: .utility)
+    /// One snapshot at a time; each runs on a thread of its own (see ``run(_:)``).
+    private let queue = DispatchQueue(label: "registry.snapshot")
 
     private struct Bookkeeping {
         var running = false
@@ -83,15 +86,38 @@ final class Snapshotter: @unchecked Sendable {
         }
         guard begin else { return completion(nil) }
         queue.async {
-            let outcome = Result { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
+            let outcome = self.run { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
             self.finished(outcome)
             completion(outcome)
         }
     }
 
+    /// Runs `body` on a thread of its own at `SCHED_IDLE`, and waits for it: the snapshot takes only
+    /// CPU time the requests leave (a node kept fully busy puts its snapshots off). Together with
+    /// the writer's periodic syncs (``SnapshotWriter/syncEveryBytes``) this is what keeps a
+    /// snapshot from the requests' tail; BENCHMARKS.md ("Storage") has the figures.
+    private func run(_ body: @escaping @Sendable () throws(StorageError) -> Taken) -> Result<Taken, StorageError> {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Taken, StorageError>?>(nil)
+        let work: @Sendable () -> Void = {
+            #if os(Linux)
+            _ = registry_run_when_idle()
+            #endif
+            let result = Result { () throws(StorageError) in try body() }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        let thread = Thread(block: work)
+        thread.name = "snapshot"
+        thread.start()
+        done.wait()
+        return outcome.withLock { $0! }
+    }
+
     /// Takes a snapshot through `target` now, on the caller's thread, after any running one.
     func takeNow(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
         queue.sync {
+            // On the caller's thread and priority: a stopping node has nothing else to do.
             let outcome = Result { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
             finished(outcome)
             return outcome

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# make bench-storage: what the journal-and-snapshots storage costs and gives, at 10M devices, on
+# one release node: resident memory per device, a snapshot taken while the node serves an open
+# loop at half its batched maximum (the snapshot's time, and the p99 with and without it), the
+# clean stop (which snapshots what is new), and the restart from the snapshot.
+#
+# Writes the section between the "storage" markers of BENCHMARKS.md, with the commands.
+# Environment: STORAGE_DEVICES (default 10000000), STORAGE_SECONDS (open-loop seconds, default 15).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+export PATH="/opt/swift/usr/bin:$PATH"
+devices=${STORAGE_DEVICES:-10000000}
+seconds=${STORAGE_SECONDS:-15}
+out=$(mktemp -d /tmp/registry-storage.XXXXXX)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$out/data"; return 0; }
+trap cleanup EXIT
+for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
+bin=$(swift build -c release --show-bin-path)
+mkdir -p "$out/data"
+node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices * 11 / 10)) --snapshot-every-operations 0"
+start() { # shellcheck disable=SC2086
+  "$bin/registryd" $node_args > "$out/registryd.log" 2>&1 & pid=$!
+  for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/7480) 2>/dev/null && return 0; sleep 0.1; done
+  echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; return 1; }
+rss() { awk '/VmRSS/ { printf "%d\n", $2 * 1024 }' "/proc/$pid/status"; }
+p99() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['latency']['p99_ns'] / 1e6)" "$1"; }
+rate() { python3 -c "import json,sys; print(int(json.load(open(sys.argv[1]))['throughput']['achieved_per_second']))" "$1"; }
+
+start
+echo "== loading $devices devices" >&2
+"$bin/registryload" --endpoints 127.0.0.1:7480 --connections 8 --in-flight 16 --batch 100 --requests "$devices" --warmup 0s \
+  --seed 41 --json "$out/load.json" > /dev/null 2>&1
+maximum=$(rate "$out/load.json"); half=$((maximum / 2))
+sleep 5
+memory=$(rss)
+echo "== open loop at $half/s without a snapshot, then with one" >&2
+# Returning devices (apps seen again), so that the node keeps its size while the snapshot runs.
+open="--endpoints 127.0.0.1:7480 --connections 8 --in-flight 16 --batch 100 --rate $half --duration ${seconds}s --warmup 2s --workload returning"
+# shellcheck disable=SC2086
+"$bin/registryload" $open --seed 42 --json "$out/quiet.json" > /dev/null 2>&1
+# shellcheck disable=SC2086
+"$bin/registryload" $open --duration "$((seconds * 6))s" --seed 43 --json "$out/during.json" > /dev/null 2>&1 &
+load=$!
+sleep 4
+started=$(date +%s.%N)
+"$bin/registryctl" snapshot --endpoint 127.0.0.1:7480 --timeout 900 -o json > "$out/snapshot.json"
+snapshot_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+wait "$load"
+snapshot_bytes=$(python3 -c "import json; print(json.load(open('$out/snapshot.json'))['bytes'])")
+peak=$(awk '/VmHWM/ { printf "%d\n", $2 * 1024 }' "/proc/$pid/status")
+echo "== stop and restart" >&2
+started=$(date +%s.%N); kill -TERM "$pid"; wait "$pid" || true; pid=""
+stop_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
+restarts=""
+for _ in 1 2 3; do
+  started=$(date +%s.%N); start
+  restarts="$restarts $(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")"
+  kill -TERM "$pid"; wait "$pid" || true; pid=""
+done
+registered=$(grep -o 'devices=[0-9]*' "$out/registryd.log" | tail -1 | cut -d= -f2)
+echo "raw: maximum=$maximum half=$half memory=$memory peak=$peak snapshot=${snapshot_seconds}s/$snapshot_bytes B stop=${stop_seconds}s restarts=$restarts devices=$registered (reports in $out)" >&2
+
+python3 - "$out" "$devices" "$maximum" "$half" "$memory" "$peak" "$snapshot_seconds" "$snapshot_bytes" "$stop_seconds" "$restarts" "$registered" "$seconds" <<'PY'
+import datetime, json, re, subprocess, sys
+out, devices, maximum, half, memory, peak, snap_s, snap_b, stop_s, restarts, registered, seconds = sys.argv[1:]
+def run(name):
+    r = json.load(open(f"{out}/{name}.json"))
+    return r["throughput"]["achieved_per_second"], r["latency"]["p99_ns"] / 1e6, r["latency"]["p50_ns"] / 1e6
+quiet, during = run("quiet"), run("during")
+revision = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+restart_list = [float(x) for x in restarts.split()]
+lines = ["<!-- storage:begin -->", "## Storage: snapshots and restart (issue 29)", "",
+  f"`bench/storage.sh` (`make bench-storage`) on {datetime.date.today()} at `{revision}`: one release node sized for "
+  f"{int(devices) * 11 // 10:,} devices, {int(devices):,} first installs in batches of 100 (closed loop, {int(maximum):,}/s), then open loops of "
+  f"batches of 100 at half that ({int(half):,}/s): {seconds} s without a snapshot, then {int(seconds) * 6} s during which `registryctl snapshot` runs (returning devices, so the node keeps its size).", "",
+  "| Measure | Value | Target |", "|---|---:|---:|",
+  f"| resident memory at {int(registered or devices):,} devices | {int(memory) / int(devices):.0f} B/device | at most 200 |",
+  f"| snapshot of {int(devices):,} devices while serving at {int(half):,}/s | {float(snap_s):.1f} s, {int(snap_b) / 2**30:.2f} GiB | |",
+  f"| peak resident memory (the snapshot builds a second state) | {int(peak) / 2**30:.2f} GiB | |",
+  f"| open loop p99 without a snapshot | {quiet[1]:.2f} ms (p50 {quiet[2]:.2f} ms, {quiet[0]:,.0f}/s) | |",
+  f"| open loop p99 with the snapshot running | {during[1]:.2f} ms (p50 {during[2]:.2f} ms, {during[0]:,.0f}/s) | |",
+  f"| clean stop (snapshots what the open loops added) | {float(stop_s):.1f} s | |",
+  f"| restart from the snapshot, three times | {', '.join(f'{x:.1f}' for x in restart_list)} s | at most 5 s |",
+  "", "<!-- storage:end -->"]
+section = "\n".join(lines) + "\n"
+text = open("BENCHMARKS.md").read()
+if "<!-- storage:begin -->" in text:
+    text = re.sub(r"<!-- storage:begin -->.*?<!-- storage:end -->\n", lambda _: section, text, flags=re.S)
+else:
+    text = text.replace("<!-- compare:begin -->", section + "\n<!-- compare:begin -->", 1) if "<!-- compare:begin -->" in text else text + "\n" + section
+open("BENCHMARKS.md", "w").write(text)
+print(section)
+PY
