@@ -104,7 +104,7 @@ import Testing
         // A snapshot through 1,200, then 800 more in the journal.
         let snapshotter = Snapshotter(
             fs: fs, directory: "/data", index: try start(fs).index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
-            logger: Logger(label: "t"))
+            logger: .quiet("t"))
         let taken = try snapshotter.takeNow(through: [LogKey(origin: "node-a", epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max).get()
         #expect(taken.label == 1_200)
         try journal(Array(ops[1_200...]), on: fs)
@@ -123,7 +123,7 @@ import Testing
         try journal(Array(ops[..<500]), on: fs, fileBytes: 16 << 10)
         var index = try start(fs).index
         let snapshotter = { (index: JournalIndex) in
-            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, logger: Logger(label: "t"))
+            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, logger: .quiet("t"))
         }
         _ = try snapshotter(index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max).get()
         try journal(Array(ops[500..<1_000]), on: fs, fileBytes: 16 << 10)
