@@ -10,13 +10,6 @@
 #include <fcntl.h>
 #include <sched.h>
 
-/// Writes the range's dirty pages back and waits for them, without the metadata commit that
-/// fdatasync would force: sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER). 0, or -1 and errno.
-static inline int registry_write_back_range(int descriptor, long long offset, long long bytes) {
-    return sync_file_range(descriptor, offset, bytes,
-        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-}
-
 /// Moves the calling thread to SCHED_IDLE: it runs only when no other thread wants the CPU, and
 /// a thread that wakes takes the CPU from it at once. 0, or -1 and errno.
 static inline int registry_run_when_idle(void) {

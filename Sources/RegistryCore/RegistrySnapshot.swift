@@ -83,8 +83,8 @@ extension RegistryState {
         private var phase = Phase.names
         /// Devices and claims waiting to go into the indexes, a run at a time: the indexes are far
         /// bigger than the CPU's caches, so each insert is a cache miss, and reading a run's
-        /// buckets first in a tight loop lets the misses overlap (see ``RegistryState/warm(for:newDevices:)``);
-        /// restoring 10M devices took half as long.
+        /// buckets first in a tight loop lets the misses overlap (see ``RegistryState/warm(for:newDevices:)``;
+        /// BENCHMARKS.md has the restart it buys).
         private struct PendingDevice: Sendable {
             let id: DeviceID
             let created: HLCTimestamp

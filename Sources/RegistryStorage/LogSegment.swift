@@ -56,18 +56,6 @@ public struct LogSegment: Equatable, Sendable {
         count += 1
     }
 
-    /// Adds every record of `later`, a segment of the same (origin, epoch) whose sequences all
-    /// follow this one's: the blobs simply concatenate.
-    public mutating func append(contentsOf later: LogSegment) {
-        precondition(later.origin == origin && later.epoch == epoch, "segments of different origins do not join")
-        guard later.count > 0 else { return }
-        precondition(count == 0 || later.firstSequence > lastSequence, "segment sequences must increase")
-        if count == 0 { firstSequence = later.firstSequence }
-        lastSequence = later.lastSequence
-        count += later.count
-        bytes.append(contentsOf: later.bytes)
-    }
-
     /// A segment over a stored blob, checked: every record whole and sequences increasing.
     /// Throws ``StorageError/corrupt(_:)`` otherwise.
     init(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) {

@@ -40,16 +40,27 @@ public enum SnapshotFile {
     public static func readMetadata(_ path: String, on fs: some FileSystem) throws(StorageError) -> [UInt8] {
         let file = try fs.open(path, create: false)
         defer { fs.close(file) }
+        return try readHeader(file, path: path, on: fs)
+    }
+
+    /// The header's metadata, its magic, format and checksum checked; it ends at byte 20 plus
+    /// its length.
+    private static func readHeader(_ file: FileHandle, path: String, on fs: some FileSystem) throws(StorageError) -> [UInt8] {
+        func corrupt(_ what: String) -> StorageError { .corrupt("snapshot \(path): \(what)") }
         let header = try fs.read(file, at: 0, count: 20)
-        guard header.count == 20 else { throw .corrupt("snapshot \(path): it ends inside its header (truncated)") }
-        let (magic, length, checksum) = header.withUnsafeBytes {
-            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self))),
+        guard header.count == 20 else { throw corrupt("it ends inside its header (truncated)") }
+        let (magic, format, length, checksum) = header.withUnsafeBytes {
+            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
+             Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self))),
              UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
         }
-        guard magic == headerMagic, length <= largestBlock else { throw .corrupt("snapshot \(path): it is not a snapshot (bad header)") }
+        guard magic == headerMagic else { throw corrupt("it is not a snapshot (bad magic)") }
+        guard format == Self.format else { throw corrupt("format \(format) is not one this version reads (\(Self.format))") }
+        guard length <= largestBlock else { throw corrupt("its header claims \(length) bytes of metadata") }
         let meta = try fs.read(file, at: 20, count: length)
-        guard meta.count == length, meta.withUnsafeBytes({ JournalChecksum.of($0, seed: UInt64(headerMagic)) }) == checksum else {
-            throw .corrupt("snapshot \(path): its header's checksum does not match")
+        guard meta.count == length else { throw corrupt("it ends inside its header (truncated)") }
+        guard meta.withUnsafeBytes({ JournalChecksum.of($0, seed: UInt64(headerMagic)) }) == checksum else {
+            throw corrupt("its header's checksum does not match")
         }
         return meta
     }
@@ -65,24 +76,10 @@ public enum SnapshotFile {
         defer { fs.close(file) }
         let size = try fs.size(file)
         func corrupt(_ what: String) -> StorageError { .corrupt("snapshot \(path): \(what)") }
-        // Header.
-        let header = try fs.read(file, at: 0, count: 20)
-        guard header.count == 20 else { throw corrupt("it ends inside its header (truncated)") }
-        let (magic, format, length, checksum) = header.withUnsafeBytes {
-            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
-             Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self))),
-             UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
-        }
-        guard magic == headerMagic else { throw corrupt("it is not a snapshot (bad magic)") }
-        guard format == Self.format else { throw corrupt("format \(format) is not one this version reads (\(Self.format))") }
-        guard length <= largestBlock, 20 + length <= size else { throw corrupt("it ends inside its header (truncated)") }
-        let meta = try fs.read(file, at: 20, count: length)
-        guard meta.withUnsafeBytes({ JournalChecksum.of($0, seed: UInt64(headerMagic)) }) == checksum else {
-            throw corrupt("its header's checksum does not match")
-        }
+        let meta = try readHeader(file, path: path, on: fs)
         try metadata(meta)
         // Blocks, then the trailer.
-        var offset = 20 + length
+        var offset = 20 + meta.count
         var (blocks, records, chain): (UInt64, UInt64, UInt64) = (0, 0, 0)
         while true {
             let head = try fs.read(file, at: offset, count: blockHeaderBytes)

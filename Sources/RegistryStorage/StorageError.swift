@@ -6,9 +6,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case notWritable(String, reason: String)
     /// Another process holds the data directory's lock.
     case locked(String)
-    /// SQLite reported an error; `context` says what was being done.
-    case sqlite(code: Int32, message: String, context: String)
-    /// The database holds something this version cannot read.
+    /// Storage holds something this version cannot read, or that was damaged.
     case corrupt(String)
     /// A file of the data directory could not be created, written, synced, read or removed.
     case io(path: String, reason: String)
@@ -18,7 +16,6 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingDirectory(let path): return "data directory \(path) does not exist; create it first"
         case .notWritable(let path, let reason): return "data directory \(path) is not usable: \(reason)"
         case .locked(let path): return "data directory \(path) is in use by another registryd (its LOCK file is held)"
-        case .sqlite(let code, let message, let context): return "SQLite error \(code) while \(context): \(message)"
         case .corrupt(let reason): return "storage is corrupt: \(reason)"
         case .io(let path, let reason): return "I/O error on \(path): \(reason)"
         }
