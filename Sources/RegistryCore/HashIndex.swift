@@ -16,18 +16,12 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// moves a few old buckets (and the rest of their cluster) on every insert, so no single call
 /// does more than a small amount of work: clusters at 3/4 load are a few buckets long on
 /// average and, by linear probing's known bounds, a few hundred at most in tables of millions.
-/// The new table comes zero-filled from the kernel (``ZeroedMemory``, on huge pages once it is
-/// big), so allocating it does not touch hundreds of megabytes either.
-///
-/// The kernel still has to provide and zero those pages, and on this project's VM that is slow:
-/// the next tables of both indexes at 6.3M devices (1.2 GB) took about 2.5 s of CPU time. So a
-/// big table's successor is allocated early, from 70% load, and a background thread has its
-/// pages populated (see ``ZeroedMemory``); the switch waits until that is done, going on in the
-/// current table past 75% load if need be (and hurrying the population), up to 7/8. The owner
-/// does not fault the new table's pages in itself before then: when it did (a few pages per
-/// insert, from 70% to 75%), it spent 1.3 s of CPU time in page faults under the engine's lock
-/// in the two seconds before a switch at 175,000 registrations/s, and those seconds' p99 was
-/// 0.7 to 1.4 s.
+/// Tables come zero-filled from a ``TableAllocator``, so allocating one does not touch its
+/// memory. When the allocator makes big blocks ready in the background (a running node's does:
+/// huge pages, populated on a thread of their own), a table's successor is allocated early, from
+/// 70% load, and the switch waits until it is ready, going on in the current table past 75% load
+/// if need be (and hurrying the allocator), up to 7/8: the owner never faults the new table's
+/// pages in under its lock (BENCHMARKS.md, "Growing nodes", has what that cost).
 ///
 /// Its hash is a keyed multiply-mix (seeded randomly per index, so clients cannot choose
 /// colliding identifiers without knowing the seed), several times cheaper than SipHash on
@@ -53,17 +47,19 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// The next table, being made ready (see the type's notes); only for big tables.
     private var spare: BucketTable<Key>?
     private let seed: UInt64
+    private let allocator: any TableAllocator
     /// Distinct keys.
     private(set) var count = 0
 
     /// Buckets of a new index's table unless it is sized for more.
     static var minimumCapacity: Int { 1024 }
 
-    init(capacity: Int = minimumCapacity, seed: UInt64 = .random(in: .min ... .max)) {
+    init(capacity: Int = minimumCapacity, seed: UInt64 = .random(in: .min ... .max), allocator: any TableAllocator = HeapTableAllocator()) {
         var size = 16
         while size < capacity { size <<= 1 }
-        table = BucketTable(capacity: size)
+        table = BucketTable(capacity: size, allocator: allocator)
         self.seed = seed
+        self.allocator = allocator
     }
 
     /// The capacity that holds `entries` without growing (at most 3/4 full).
@@ -143,7 +139,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == table.capacity * 2 {
             table = spare!
         } else {
-            table = BucketTable(capacity: table.capacity * 2)
+            table = BucketTable(capacity: table.capacity * 2, allocator: allocator)
         }
         spare = nil
     }
@@ -160,35 +156,34 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         used * 8 > capacity * 7 || (used * 4 > capacity * 3 && nextTableReady())
     }
 
-    /// True when switching to a bigger table now costs no page faults: the spare's pages are in,
-    /// or the table is too small to have a spare (its successor is then a `calloc` block, or a
-    /// mapping of a few huge pages). Asked only past 3/4 load, where the index waits for the
-    /// spare: when its pages are not in yet, their population is told to hurry.
+    /// True when switching to a bigger table now costs no page faults: the spare is ready, or the
+    /// allocator does not prepare tables of the next size in the background. Asked only past 3/4
+    /// load, where the index waits for the spare: when it is not ready yet, it is hurried.
     private func nextTableReady() -> Bool {
-        guard let spare else { return !Self.hasSpare(capacity: table.capacity) }
-        if spare.isPopulated { return true }
-        spare.hurryPopulation()
+        guard let spare else { return !hasSpare(capacity: table.capacity) }
+        if spare.isReady { return true }
+        spare.hurry()
         return false
     }
 
-    private static func hasSpare(capacity: Int) -> Bool {
-        capacity * 2 * MemoryLayout<BucketTable<Key>.Bucket>.stride >= ZeroedMemory.hugePageBytes
+    private func hasSpare(capacity: Int) -> Bool {
+        allocator.preparesInBackground(bytes: capacity * 2 * MemoryLayout<BucketTable<Key>.Bucket>.stride)
     }
 
-    /// From 70% load, allocates the next table of a big one, which has its pages populated in
-    /// the background (see the type's notes).
+    /// From 70% load, allocates the next table, when the allocator makes it ready in the
+    /// background (see the type's notes).
     private mutating func prepareSpare() {
-        guard old == nil, table.used * 10 >= table.capacity * Self.spareFromTenths, Self.hasSpare(capacity: table.capacity)
+        guard old == nil, table.used * 10 >= table.capacity * Self.spareFromTenths, hasSpare(capacity: table.capacity)
         else { return }
         // A copy of this index may share the spare: then this one makes its own.
-        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2) }
+        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2, allocator: allocator) }
     }
 
     /// True while a next table is being made ready (for tests).
     var isPreparingNextTable: Bool { spare != nil }
 
-    /// True once the next table's pages are all in (for tests).
-    var isNextTablePopulated: Bool { spare?.isPopulated ?? false }
+    /// True once the next table is ready (for tests).
+    var isNextTableReady: Bool { spare?.isReady ?? false }
 
     /// True while entries move from an old table (for tests).
     var isMoving: Bool { old != nil }
@@ -216,7 +211,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 }
 
-/// One open-addressing table: `capacity` (a power of two) buckets in ``ZeroedMemory``.
+/// One open-addressing table: `capacity` (a power of two) buckets in a ``TableBlock``.
 /// A bucket's stored word is its value plus one, so zero means free.
 ///
 /// `@unchecked Sendable`: the memory is written only through ``HashIndex``'s mutating methods,
@@ -231,18 +226,20 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     let capacity: Int
     private(set) var used = 0
-    private let memory: ZeroedMemory
+    private let allocator: any TableAllocator
+    private let memory: any TableBlock
     private let buckets: UnsafeMutablePointer<Bucket>
 
-    init(capacity: Int) {
+    init(capacity: Int, allocator: any TableAllocator) {
         precondition(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
         self.capacity = capacity
-        memory = ZeroedMemory(bytes: capacity * MemoryLayout<Bucket>.stride)
+        self.allocator = allocator
+        memory = allocator.zeroedBlock(bytes: capacity * MemoryLayout<Bucket>.stride)
         buckets = memory.base.bindMemory(to: Bucket.self, capacity: capacity)
     }
 
     func copy() -> BucketTable {
-        let copy = BucketTable(capacity: capacity)
+        let copy = BucketTable(capacity: capacity, allocator: allocator)
         copy.buckets.update(from: buckets, count: capacity)
         copy.used = used
         return copy
@@ -293,11 +290,11 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     func isOccupied(_ index: Int) -> Bool { buckets[index].stored != 0 }
 
-    /// True once the kernel has provided every page of the table (see ``ZeroedMemory/isPopulated``).
-    var isPopulated: Bool { memory.isPopulated }
+    /// See ``TableBlock/isReady``.
+    var isReady: Bool { memory.isReady }
 
-    /// See ``ZeroedMemory/hurryPopulation()``.
-    func hurryPopulation() { memory.hurryPopulation() }
+    /// See ``TableBlock/hurry()``.
+    func hurry() { memory.hurry() }
 
     func setValue(_ value: UInt32, at index: Int) {
         precondition(value < .max, "UInt32.max cannot be stored")

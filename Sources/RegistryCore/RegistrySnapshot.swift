@@ -102,9 +102,10 @@ extension RegistryState {
         /// What warming read: no meaning, kept so that the compiler cannot drop the reads.
         public private(set) var warmth: UInt32 = 0
 
-        /// A restorer whose indexes are sized for `expectedDevices` (see ``RegistryState/init(expectedDevices:)``).
-        public init(expectedDevices: Int = 0) {
-            state = RegistryState(expectedDevices: expectedDevices)
+        /// A restorer whose indexes are sized for `expectedDevices`, from `tables` (see
+        /// ``RegistryState/init(expectedDevices:tables:)``).
+        public init(expectedDevices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
+            state = RegistryState(expectedDevices: expectedDevices, tables: tables)
             pendingDevices.reserveCapacity(Self.runLength)
             pendingClaims.reserveCapacity(Self.runLength)
         }

@@ -73,11 +73,11 @@ public struct RegistryState: Sendable {
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
     /// registry holds more; 0 starts them small. The tables take 96 to 192 bytes per expected
-    /// device, which the kernel provides in the background as soon as they are allocated.
-    public init(expectedDevices devices: Int = 0) {
+    /// device, from `tables`.
+    public init(expectedDevices devices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
         precondition(devices >= 0, "expected devices must not be negative")
-        slotOf = HashIndex(capacity: HashIndex<UUID128>.capacity(holding: devices))
-        claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices))
+        slotOf = HashIndex(capacity: HashIndex<UUID128>.capacity(holding: devices), allocator: tables)
+        claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), allocator: tables)
     }
 
     /// The most devices ``init(expectedDevices:)`` accepts: slot numbers are 32-bit.

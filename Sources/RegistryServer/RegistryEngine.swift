@@ -100,7 +100,7 @@ public final class RegistryEngine: Sendable {
         }
         let recovered = try StorageStartup.open(
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, expectedDevices: configuration.expectedDevices,
-            wallClock: wallClock, logger: logger)
+            tables: HugePageTableAllocator(), wallClock: wallClock, logger: logger)
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
         let epoch = recovered.metadata.epoch
         let ownLog = VersionVector.Log(origin: nodeID, epoch: epoch)

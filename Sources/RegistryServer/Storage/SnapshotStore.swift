@@ -28,7 +28,9 @@ enum SnapshotStore {
     /// Loads snapshot `label`; throws what is wrong with it. One thread reads, checks and decodes
     /// the file while the caller's restores what it decoded (reading and decoding were a fifth of
     /// a single-threaded load).
-    static func load(label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int) throws(StorageError) -> Loaded {
+    static func load(
+        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator()
+    ) throws(StorageError) -> Loaded {
         let path = directory + "/" + SnapshotFile.name(label: label)
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
         let reading = DispatchQueue(label: "registry.snapshot-read")
@@ -69,7 +71,7 @@ enum SnapshotStore {
             switch handoff.take() {
             case .metadata(let decoded):
                 metadata = decoded
-                restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))))
+                restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))), tables: tables)
             case .records(let records):
                 // After a failure the rest is drained, so that the reader can finish.
                 guard failure == nil, restorer != nil else { continue }
@@ -95,12 +97,12 @@ enum SnapshotStore {
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
     static func loadNewest(
-        in directory: String, on fs: any FileSystem, expectedDevices: Int, logger: Logger
+        in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(), logger: Logger
     ) throws(StorageError) -> (loaded: Loaded?, problems: [String]) {
         var problems = [String]()
         for label in try SnapshotFile.labels(in: directory, on: fs) {
             do {
-                return (try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices), problems)
+                return (try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices, tables: tables), problems)
             } catch {
                 problems.append(error.description)
                 logger.warning("a snapshot is unusable; trying an older one", metadata: ["reason": "\(error)"])

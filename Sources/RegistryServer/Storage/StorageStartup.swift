@@ -25,11 +25,11 @@ struct RecoveredStorage {
 /// for an empty directory), the newest usable snapshot, then the journal past it. It refuses,
 /// with a message that says what to do, to serve a state with holes: a missing or damaged journal
 /// file, a journal that does not reach back to what the snapshots cover, or a data directory of
-/// an earlier version.
+/// an earlier version. The rebuilt registry's index tables come from `tables`.
 enum StorageStartup {
     static func open(
-        fs: any FileSystem, directory: String, configuredNodeID: NodeID?, expectedDevices: Int, wallClock: () -> UInt64,
-        logger: Logger
+        fs: any FileSystem, directory: String, configuredNodeID: NodeID?, expectedDevices: Int,
+        tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64, logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
@@ -39,9 +39,9 @@ enum StorageStartup {
                 fs: fs, directory: directory, names: names, configured: configuredNodeID, wallClock: wallClock, logger: logger)
 
             let (snapshot, problems) = try SnapshotStore.loadNewest(
-                in: directory, on: fs, expectedDevices: expectedDevices, logger: logger)
+                in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, logger: logger)
             var replayer = Replayer(
-                registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices),
+                registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables),
                 vector: snapshot?.metadata.versionVector ?? VersionVector())
             var clock = snapshot?.metadata.clock ?? .zero
             var gap: (log: VersionVector.Log, missing: ClosedRange<UInt64>)?

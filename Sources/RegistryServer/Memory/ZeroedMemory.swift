@@ -1,4 +1,5 @@
 import Platform
+import RegistryCore
 import Synchronization
 
 /// A zero-filled block of memory for a big, randomly accessed table, freed with its owner (a
@@ -19,7 +20,7 @@ import Synchronization
 ///
 /// `Sendable`: it holds only constants and the population's atomic state; what the owner does
 /// with the memory is the owner's to synchronise.
-final class ZeroedMemory: Sendable {
+final class ZeroedMemory: TableBlock {
     static let hugePageBytes = 2 << 20
     /// Addresses are kept as integers, which are `Sendable`; what the owner does with the memory
     /// is the owner's to synchronise.
@@ -41,6 +42,10 @@ final class ZeroedMemory: Sendable {
     func hurryPopulation() {
         population?.hurry()
     }
+
+    var isReady: Bool { isPopulated }
+
+    func hurry() { hurryPopulation() }
 
     /// True once ``hurryPopulation()`` was called on a block still being populated (for tests).
     var isPopulationHurried: Bool { population?.isHurried ?? false }

@@ -1,7 +1,7 @@
 import Platform
 import Synchronization
 import Testing
-@testable import RegistryCore
+@testable import RegistryServer
 
 /// ``GradualRelease``: a big mapping goes back to the kernel a piece at a time, on a thread of
 /// its own, and all of it in the end.
