@@ -23,6 +23,9 @@ public final class CommitJournal {
     public private(set) var fileNumber: UInt64
     /// Where the next record goes in the current file.
     private var offset = 0
+    /// How far the current file has been written, with zeros past ``offset``: see
+    /// ``writeAndSync()``.
+    private var filledBytes = 0
     private let firstFile: UInt64
     /// Bytes this journal has written, rotation markers included.
     public private(set) var bytesWritten: UInt64 = 0
@@ -73,9 +76,27 @@ public final class CommitJournal {
         file = opened
         fileNumber = next
         offset = 0
+        filledBytes = 0
     }
 
+    /// Zeros written ahead of the records, a step at a time.
+    public static let fillStep = 1 << 20
+    private static let zeros = [UInt8](repeating: 0, count: fillStep)
+
+    /// Writes `buffer` at `offset` and syncs. The file is kept written with zeros up to a step
+    /// ahead of its records: overwriting written blocks, `fdatasync` has only data to flush,
+    /// while an append must also commit the file's new size to the file system's journal
+    /// (BENCHMARKS.md, "Journal writes"). Zeros read as the end of the records
+    /// (``JournalEntry/Read/end``), so recovery needs no rule of its own for them.
     private func writeAndSync() throws(StorageError) {
+        // Small files (tests) fill in steps of their own size.
+        let step = min(Self.fillStep, rotationBytes)
+        while offset + buffer.count > filledBytes {
+            try Self.zeros.withUnsafeBytes { raw in
+                Result { () throws(StorageError) in try fs.write(file, UnsafeRawBufferPointer(rebasing: raw[..<step]), at: filledBytes) }
+            }.get()
+            filledBytes += step
+        }
         try fs.write(file, buffer, at: offset)
         try fs.sync(file)
         offset += buffer.count

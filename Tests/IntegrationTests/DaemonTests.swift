@@ -179,9 +179,9 @@ import Platform
     @Test func aFullDiskRefusesRetryablyKeepsWhatWasAcknowledgedAndStopsTheNode() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        // Room for the empty database (four 64 KiB pages, each written to the WAL and then to the
-        // database file) and a few thousand registrations.
-        let (directory, disk) = try smallDisk(in: temp, bytes: 1 << 20)
+        // Room for node.meta, the journal's first step of zeros (CommitJournal.fillStep, 1 MiB)
+        // and a few thousand registrations more.
+        let (directory, disk) = try smallDisk(in: temp, bytes: 2 << 20)
         let node = try DaemonProcess(dataDirectory: directory, launcher: disk.prefix)
         let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "disk-full")
         var acknowledged = [(String, String)]()

@@ -120,6 +120,22 @@ import Testing
         }
     }
 
+    /// The journal keeps its file written with zeros a step ahead of the records (so that a
+    /// sync flushes data only), and recovery reads the zeros as the end, not as damage.
+    @Test func zerosAheadOfTheRecordsReadAsTheEnd() throws {
+        let fs = SimulatedFileSystem()
+        let written = entries(3)
+        do {
+            let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, index: JournalIndex())
+            for entry in written { try journal.append(entry) }
+        }
+        let bytes = try fs.readAll(CommitJournal.path(in: "/data", number: 1))
+        #expect(bytes.count == CommitJournal.fillStep)
+        #expect(bytes[encoded(written).count...].allSatisfy { $0 == 0 })
+        let (found, recovered) = try recoverAll("/data", on: fs)
+        #expect(found == written && recovered.tornTail == nil && recovered.unsealed?.offset == encoded(written).count)
+    }
+
     @Test func aTornTailOfTheNewestFileIsDiscardedSealedAndAnUnclosedOlderFileIsRefused() throws {
         let fs = SimulatedFileSystem()
         let index = JournalIndex()
@@ -131,7 +147,8 @@ import Testing
         // Half of a fourth entry, as a crash mid-write leaves it.
         var half = encoded([entries(4)[3]])
         half.removeLast(half.count / 2)
-        let whole = try fs.readAll(CommitJournal.path(in: "/data", number: 1))
+        // The records, without the zeros the journal writes ahead of them.
+        let whole = Array(try fs.readAll(CommitJournal.path(in: "/data", number: 1)).prefix(encoded(written).count))
         try fs.replace(CommitJournal.path(in: "/data", number: 1), with: whole + half, inDirectory: "/data")
         let (found, recovered) = try recoverAll("/data", on: fs)
         #expect(found == written)
