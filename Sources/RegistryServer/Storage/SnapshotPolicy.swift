@@ -1,6 +1,13 @@
 /// When a node takes its next snapshot, as a plain value: once `everyOperations` operations
-/// became durable since the last one, or `everySeconds` passed with anything new (0 turns either
-/// rule off), and never while one is being taken.
+/// became durable since the last one, and at least half as many as the last one covered; or once
+/// `everySeconds` passed with anything new (0 turns either rule off); never while one is being
+/// taken.
+///
+/// Why half: a snapshot is built from the last one, so its cost grows with the registry (a 10M
+/// device node's takes a minute and more), and a fixed count would have a node under heavy
+/// writes snapshot without pause. Relative to what the last one covered, snapshots cost a bounded
+/// amount per operation at any size, and a restart replays at most half a snapshot's worth of
+/// journal after loading it (BENCHMARKS.md, "Against the previous revision").
 struct SnapshotPolicy: Sendable, Equatable {
     let everyOperations: UInt64
     let everySeconds: UInt64
@@ -21,7 +28,7 @@ struct SnapshotPolicy: Sendable, Equatable {
     /// counts as started.
     mutating func shouldStart(durableOperations: UInt64, nowNanos: UInt64) -> Bool {
         guard !isTaking, durableOperations > coveredOperations else { return false }
-        let byCount = everyOperations > 0 && durableOperations - coveredOperations >= everyOperations
+        let byCount = everyOperations > 0 && durableOperations - coveredOperations >= max(everyOperations, coveredOperations / 2)
         let byTime = everySeconds > 0 && nowNanos &- lastNanos >= everySeconds * 1_000_000_000
         guard byCount || byTime else { return false }
         isTaking = true
