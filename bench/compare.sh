@@ -10,8 +10,8 @@
 #
 # Writes the section between the "compare" markers of BENCHMARKS.md, with the command.
 # Environment: COMPARE_ROUNDS (default 3), COMPARE_SECONDS (measured seconds per run, default 15),
-# COMPARE_HEAD_FLAGS (extra registryd flags for this checkout's node only, e.g. to switch a
-# feature off and see what it costs; the section then names them).
+# COMPARE_HEAD_FLAGS and COMPARE_BASE_FLAGS (extra registryd flags for this checkout's node, or
+# the base's, e.g. to switch a feature off and see what it costs; the section then names them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -47,7 +47,7 @@ run() {
   local name=$1 bin=$2 row=$3 round=$4
   rm -rf "$out/data" && mkdir -p "$out/data"
   local flags=""
-  [ "$name" = head ] && flags=${COMPARE_HEAD_FLAGS:-}
+  if [ "$name" = head ]; then flags=${COMPARE_HEAD_FLAGS:-}; else flags=${COMPARE_BASE_FLAGS:-}; fi
   # shellcheck disable=SC2086 # the flags are words
   "$bin/registryd" --data-dir "$out/data" --port 7460 --log-level warning $flags > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
@@ -80,9 +80,9 @@ for round in $(seq "$rounds"); do
   done
 done
 
-python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" <<'PY'
+python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" <<'PY'
 import re, statistics, sys, datetime
-path, base, head, rounds, seconds, head_flags = sys.argv[1:]
+path, base, head, rounds, seconds, head_flags, base_flags = sys.argv[1:]
 rows = {}
 for line in open(path):
     name, row, round_, rate, p99 = line.split("\t")
@@ -90,7 +90,8 @@ for line in open(path):
 labels = {"single": "single RegisterRequests, 4 connections x 64 in flight",
           "batch": "batches of 100, 8 connections x 16 in flight"}
 lines = ["<!-- compare:begin -->", "## Against the previous revision", "",
-         f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}` "
+         f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}`"
+         + (f" (started with `{base_flags}`)" if base_flags else "") + " "
          f"against `{head}`" + (f" (started with `{head_flags}`)" if head_flags else "") +
          f", {rounds} rounds of {seconds} s each, alternating which goes first, one fresh node per run, "
          "the same registryload driving both. Medians of the rounds; every round in brackets.", "",

@@ -2,7 +2,9 @@
 # make bench-storage: what the journal-and-snapshots storage costs and gives, at 10M devices, on
 # one release node: resident memory per device, a snapshot taken while the node serves an open
 # loop at half its batched maximum (the snapshot's time, and the p99 with and without it), the
-# clean stop (which snapshots what is new), and the restart from the snapshot.
+# clean stop (which snapshots what is new), and the restart from the snapshot, beside the floor
+# for that restart measured in the same run (bench/restart_floor.c: reading the snapshot's bytes,
+# and writing that many devices and claims into presized tables, with nothing else).
 #
 # Writes the section between the "storage" markers of BENCHMARKS.md, with the commands.
 # Environment: STORAGE_DEVICES (default 10000000), STORAGE_SECONDS (open-loop seconds, default 15).
@@ -61,11 +63,19 @@ for _ in 1 2 3; do
   kill -TERM "$pid"; wait "$pid" || true; pid=""
 done
 registered=$(grep -o 'devices=[0-9]*' "$out/registryd.log" | tail -1 | cut -d= -f2)
-echo "raw: maximum=$maximum half=$half memory=$memory peak=$peak snapshot=${snapshot_seconds}s/$snapshot_bytes B stop=${stop_seconds}s restarts=$restarts devices=$registered (reports in $out)" >&2
+echo "== the restart's floor" >&2
+cc -O2 -o "$out/restart_floor" bench/restart_floor.c
+newest=$(find "$out/data" -name 'snapshot-*.snap' | sort | tail -1)
+floors=""
+for _ in 1 2 3; do floors="$floors $("$out/restart_floor" "$devices" "$newest" | awk '{ print $1 "," $2 }')"; done
+echo "raw: maximum=$maximum half=$half memory=$memory peak=$peak snapshot=${snapshot_seconds}s/$snapshot_bytes B stop=${stop_seconds}s restarts=$restarts devices=$registered floors=$floors (reports in $out)" >&2
 
-python3 - "$out" "$devices" "$maximum" "$half" "$memory" "$peak" "$snapshot_seconds" "$snapshot_bytes" "$stop_seconds" "$restarts" "$registered" "$seconds" <<'PY'
+python3 - "$out" "$devices" "$maximum" "$half" "$memory" "$peak" "$snapshot_seconds" "$snapshot_bytes" "$stop_seconds" "$restarts" "$registered" "$seconds" "$floors" <<'PY'
 import datetime, json, re, subprocess, sys
-out, devices, maximum, half, memory, peak, snap_s, snap_b, stop_s, restarts, registered, seconds = sys.argv[1:]
+out, devices, maximum, half, memory, peak, snap_s, snap_b, stop_s, restarts, registered, seconds, floors = sys.argv[1:]
+floor_runs = [dict(pair.split("=") for pair in run.split(",")) for run in floors.split()]
+floor_read = sorted(float(run["read_s"]) for run in floor_runs)[len(floor_runs) // 2]
+floor_index = sorted(float(run["index_s"]) for run in floor_runs)[len(floor_runs) // 2]
 def run(name):
     r = json.load(open(f"{out}/{name}.json"))
     return r["throughput"]["achieved_per_second"], r["latency"]["p99_ns"] / 1e6, r["latency"]["p50_ns"] / 1e6
@@ -84,6 +94,7 @@ lines = ["<!-- storage:begin -->", "## Storage: snapshots and restart (issue 29)
   f"| open loop p99 with the snapshot running | {during[1]:.2f} ms (p50 {during[2]:.2f} ms, {during[0]:,.0f}/s) | |",
   f"| clean stop (snapshots what the open loops added) | {float(stop_s):.1f} s | |",
   f"| restart from the snapshot, three times | {', '.join(f'{x:.1f}' for x in restart_list)} s | at most 5 s |",
+  f"| the restart's floor (`bench/restart_floor.c`, median of 3): reading the snapshot's bytes / writing its devices and claims into presized tables | {floor_read:.1f} s / {floor_index:.1f} s | |",
   "", "<!-- storage:end -->"]
 section = "\n".join(lines) + "\n"
 text = open("BENCHMARKS.md").read()

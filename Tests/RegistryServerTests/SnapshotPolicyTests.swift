@@ -21,10 +21,10 @@ import Testing
     }
 
     @Test func nothingNewNeverSnapshotsAndZeroTurnsARuleOff() {
-        // A big last snapshot: the next waits until half as many operations again are new.
+        // A big last snapshot: the next waits until as many operations again are new.
         var big = SnapshotPolicy(everyOperations: 100, everySeconds: 0, coveredOperations: 1_000, nowNanos: 0)
-        #expect(big.shouldStart(durableOperations: 1_499, nowNanos: second) == false)
-        #expect(big.shouldStart(durableOperations: 1_500, nowNanos: second) == true)
+        #expect(big.shouldStart(durableOperations: 1_999, nowNanos: second) == false)
+        #expect(big.shouldStart(durableOperations: 2_000, nowNanos: second) == true)
         var idle = SnapshotPolicy(everyOperations: 1, everySeconds: 1, coveredOperations: 50, nowNanos: 0)
         #expect(idle.shouldStart(durableOperations: 50, nowNanos: 1_000 * second) == false)
         var never = SnapshotPolicy(everyOperations: 0, everySeconds: 0, coveredOperations: 0, nowNanos: 0)

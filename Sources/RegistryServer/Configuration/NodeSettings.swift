@@ -115,7 +115,7 @@ extension NodeSetting {
     static let snapshotEveryOperations = NodeSetting(
         flag: "snapshot-every-operations", environment: "REGISTRY_SNAPSHOT_EVERY_OPERATIONS", fileKey: "snapshotEveryOperations",
         fileType: .wholeNumber, defaultText: "1000000",
-        help: "Take a snapshot once this many operations were logged since the last one, and at least half as many as it covers (0...10^10; 0: not by count).",
+        help: "Take a snapshot once this many operations were logged since the last one, and at least as many as it covers (0...10^10; 0: not by count).",
         discussion: "A snapshot bounds what a start-up replays and lets the journal files it covers go. It is built in the background from the last snapshot and the journal, so requests do not wait for it; while it runs the node holds a second copy of its state. Its cost grows with the registry, hence the second condition."
     ) { text, configuration throws(SettingValueError) in
         configuration.snapshotEveryOperations = try SettingValueError.wholeNumber(text, in: 0...10_000_000_000, "snapshot interval")

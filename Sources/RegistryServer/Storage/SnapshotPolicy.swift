@@ -1,13 +1,15 @@
 /// When a node takes its next snapshot, as a plain value: once `everyOperations` operations
-/// became durable since the last one, and at least half as many as the last one covered; or once
+/// became durable since the last one, and at least as many as the last one covered; or once
 /// `everySeconds` passed with anything new (0 turns either rule off); never while one is being
 /// taken.
 ///
-/// Why half: a snapshot is built from the last one, so its cost grows with the registry (a 10M
-/// device node's takes a minute and more), and a fixed count would have a node under heavy
-/// writes snapshot without pause. Relative to what the last one covered, snapshots cost a bounded
-/// amount per operation at any size, and a restart replays at most half a snapshot's worth of
-/// journal after loading it (BENCHMARKS.md, "Against the previous revision").
+/// Why the second rule: a snapshot is built from the last one, so its cost grows with the
+/// registry (a 10M-device node's takes a minute and more), and a fixed count would have a node
+/// under heavy writes snapshot without pause. Waiting for as many operations as the last one
+/// covered (as Redis rewrites its append-only file once it has doubled), a snapshot costs about
+/// two records loaded or written and one operation replayed per operation logged, at any size,
+/// and a restart replays at most about a snapshot's worth of journal after loading it.
+/// BENCHMARKS.md ("Against the previous revision") measures what snapshots cost a saturated node.
 struct SnapshotPolicy: Sendable, Equatable {
     let everyOperations: UInt64
     let everySeconds: UInt64
@@ -28,7 +30,7 @@ struct SnapshotPolicy: Sendable, Equatable {
     /// counts as started.
     mutating func shouldStart(durableOperations: UInt64, nowNanos: UInt64) -> Bool {
         guard !isTaking, durableOperations > coveredOperations else { return false }
-        let byCount = everyOperations > 0 && durableOperations - coveredOperations >= max(everyOperations, coveredOperations / 2)
+        let byCount = everyOperations > 0 && durableOperations - coveredOperations >= max(everyOperations, coveredOperations)
         let byTime = everySeconds > 0 && nowNanos &- lastNanos >= everySeconds * 1_000_000_000
         guard byCount || byTime else { return false }
         isTaking = true
