@@ -27,7 +27,7 @@ start() { # shellcheck disable=SC2086
   "$bin/registryd" $node_args > "$out/registryd.log" 2>&1 & pid=$!
   for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/7480) 2>/dev/null && return 0; sleep 0.1; done
   echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; return 1; }
-rss() { awk '/VmRSS/ { printf "%d\n", $2 * 1024 }' "/proc/$pid/status"; }
+rss() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$pid/status"; }
 p99() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['latency']['p99_ns'] / 1e6)" "$1"; }
 rate() { python3 -c "import json,sys; print(int(json.load(open(sys.argv[1]))['throughput']['achieved_per_second']))" "$1"; }
 
@@ -52,7 +52,7 @@ started=$(date +%s.%N)
 snapshot_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
 wait "$load"
 snapshot_bytes=$(python3 -c "import json; print(json.load(open('$out/snapshot.json'))['bytes'])")
-peak=$(awk '/VmHWM/ { printf "%d\n", $2 * 1024 }' "/proc/$pid/status")
+peak=$(awk '/VmHWM/ { printf "%.0f\n", $2 * 1024 }' "/proc/$pid/status")
 echo "== stop and restart" >&2
 started=$(date +%s.%N); kill -TERM "$pid"; wait "$pid" || true; pid=""
 stop_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")

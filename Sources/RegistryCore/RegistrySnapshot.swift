@@ -36,6 +36,22 @@ extension RegistryState {
     /// Calls `body` with every piece of the state, in the order ``Restorer`` takes them. It reads
     /// the state as it is; the caller keeps it from changing meanwhile. Devices are numbered as
     /// the state numbers its slots, which the pieces keep.
+    /// Every claim, ordered by owner (a counting sort): restoring them then reads the owners'
+    /// slots in order, where in the index's order each read was a cache miss (a third of a
+    /// 10M-device restore's time).
+    private func claimsByOwner() -> [(ClaimKey, UInt32)] {
+        var starts = [Int](repeating: 0, count: slots.count + 1)
+        claims.forEach { _, owner in starts[Int(owner) + 1] += 1 }
+        for index in starts.indices.dropFirst() { starts[index] += starts[index - 1] }
+        let placeholder = (ClaimKey(vendor: 0, identifier: Identifier(kind: .idfv, value: UUID128(high: 0, low: 0))), UInt32(0))
+        var ordered = [(ClaimKey, UInt32)](repeating: placeholder, count: claims.count)
+        claims.forEach { key, owner in
+            ordered[starts[Int(owner)]] = (key, owner)
+            starts[Int(owner)] += 1
+        }
+        return ordered
+    }
+
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
         for number in 0..<UInt32(origins.count) { try body(.origin(origins[number])) }
         for number in 0..<UInt32(vendors.count) { try body(.vendor(vendors[number])) }
@@ -48,10 +64,7 @@ extension RegistryState {
         for number in 0..<count where slots[number].canonical != number {
             try body(.alias(number, of: slots[number].canonical))
         }
-        var claimed = [(ClaimKey, UInt32)]()
-        claimed.reserveCapacity(claims.count)
-        claims.forEach { key, owner in claimed.append((key, owner)) }
-        for (key, owner) in claimed {
+        for (key, owner) in claimsByOwner() {
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             try body(.claim(vendor: key.vendor, identifier: identifier, owner: owner))
         }
