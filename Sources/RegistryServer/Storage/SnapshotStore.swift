@@ -1,4 +1,6 @@
+import CLinuxFile
 import Dispatch
+import Foundation
 import Logging
 import RegistryCore
 import RegistryStorage
@@ -28,13 +30,19 @@ enum SnapshotStore {
     /// Loads snapshot `label`; throws what is wrong with it. One thread reads, checks and decodes
     /// the file while the caller's restores what it decoded (reading and decoding were a fifth of
     /// a single-threaded load).
+    /// `inBackground`: the caller runs at `SCHED_IDLE` (the snapshotter), and the reading thread
+    /// does too; at normal priority it took CPU from the requests while a snapshot ran.
     static func load(
-        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator()
+        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
+        inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
         let path = directory + "/" + SnapshotFile.name(label: label)
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
-        let reading = DispatchQueue(label: "registry.snapshot-read")
-        reading.async {
+        // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
+        let reader = Thread {
+            #if os(Linux)
+            if inBackground { _ = registry_run_when_idle() }
+            #endif
             var chunk = [SnapshotRecord]()
             chunk.reserveCapacity(chunkRecords)
             do throws(StorageError) {
@@ -64,6 +72,8 @@ enum SnapshotStore {
                 handoff.put(.finished(error))
             }
         }
+        reader.name = "snapshot-read"
+        reader.start()
         var metadata: SnapshotMetadata?
         var restorer: RegistryState.Restorer?
         var failure: StorageError?
@@ -97,12 +107,16 @@ enum SnapshotStore {
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
     static func loadNewest(
-        in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(), logger: Logger
+        in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
+        inBackground: Bool = false, logger: Logger
     ) throws(StorageError) -> (loaded: Loaded?, problems: [String]) {
         var problems = [String]()
         for label in try SnapshotFile.labels(in: directory, on: fs) {
             do {
-                return (try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices, tables: tables), problems)
+                return (
+                    try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground),
+                    problems
+                )
             } catch {
                 problems.append(error.description)
                 logger.warning("a snapshot is unusable; trying an older one", metadata: ["reason": "\(error)"])

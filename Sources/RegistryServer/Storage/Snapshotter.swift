@@ -94,7 +94,9 @@ final class Snapshotter: @unchecked Sendable {
         }
         guard begin else { return completion(nil) }
         queue.async {
-            let outcome = self.run { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
+            let outcome = self.run { () throws(StorageError) in
+                try self.take(through: target, clock: clock, currentFile: currentFile, inBackground: true)
+            }
             self.finished(outcome)
             completion(outcome)
         }
@@ -126,7 +128,9 @@ final class Snapshotter: @unchecked Sendable {
     func takeNow(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
         queue.sync {
             // On the caller's thread and priority: a stopping node has nothing else to do.
-            let outcome = Result { () throws(StorageError) in try self.take(through: target, clock: clock, currentFile: currentFile) }
+            let outcome = Result { () throws(StorageError) in
+                try self.take(through: target, clock: clock, currentFile: currentFile, inBackground: false)
+            }
             finished(outcome)
             return outcome
         }
@@ -153,9 +157,13 @@ final class Snapshotter: @unchecked Sendable {
         }
     }
 
-    private func take(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) throws(StorageError) -> Taken {
+    /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the snapshot's
+    /// reading thread then takes too.
+    private func take(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64, inBackground: Bool) throws(StorageError) -> Taken {
         let started = DispatchTime.now().uptimeNanoseconds
-        let base = try SnapshotStore.loadNewest(in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, logger: logger).loaded
+        let base = try SnapshotStore.loadNewest(
+            in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground, logger: logger
+        ).loaded
         var replayer = Replayer(
             registry: base?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
             limits: target)
