@@ -301,7 +301,7 @@ if open_runs:
     w("run's tail depends on what the hypervisor does meanwhile. The target below is judged on the median p99.")
     w("The last row ran beside the disk probe (below), so it is not one of the repeats. The node's size after each")
     w("run matters: both indexes double at about 3.1M, 6.3M, 12.6M and 25.2M devices, each switch waits for the next")
-    w("table's pages to be populated in the background (new memory, dear on this VM: see above), and for about a quarter as many devices again every insert also")
+    w("table's pages to be populated in the background (new memory, dear on this VM: see the appendix), and for about a quarter as many devices again every insert also")
     w("moves about six old buckets, and a lookup of a key the move has not passed yet also looks in the old table.\n")
     open_loop_table(open_runs + ([("beside the probe", probed)] if probed else []))
     w("The node's commit p99 and max are its own measure of its group commits during the run (the journal's write and")
