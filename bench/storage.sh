@@ -57,12 +57,17 @@ peak=$(awk '/VmHWM/ { printf "%.0f\n", $2 * 1024 }' "/proc/$pid/status")
 echo "== stop and restart" >&2
 started=$(date +%s.%N); kill -TERM "$pid"; wait "$pid" || true; pid=""
 stop_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")
-restarts=""
-for _ in 1 2 3; do
-  started=$(date +%s.%N); start
-  restarts="$restarts $(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")"
-  kill -TERM "$pid"; wait "$pid" || true; pid=""
-done
+# three_restarts: the seconds until the node accepts connections, over three restarts.
+three_restarts() {
+  local times="" started
+  for _ in 1 2 3; do
+    started=$(date +%s.%N); start
+    times="$times $(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")"
+    kill -TERM "$pid"; wait "$pid" || true; pid=""
+  done
+  echo "$times"
+}
+restarts=$(three_restarts)
 registered=$(grep -o 'devices=[0-9]*' "$out/registryd.log" | tail -1 | cut -d= -f2)
 # Those restarts also read and check the journal kept for the older of the two snapshots (what the
 # open loops logged). With both snapshots recent, only the snapshot and its tail remain: one more
@@ -73,12 +78,7 @@ start
 "$bin/registryctl" snapshot --endpoint 127.0.0.1:7480 --timeout 900 > /dev/null
 kill -TERM "$pid"; wait "$pid" || true; pid=""
 kept_journal=$(find "$out/data" -name 'journal-*.log' -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }')
-short_restarts=""
-for _ in 1 2 3; do
-  started=$(date +%s.%N); start
-  short_restarts="$short_restarts $(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")"
-  kill -TERM "$pid"; wait "$pid" || true; pid=""
-done
+short_restarts=$(three_restarts)
 echo "== the restart's floor" >&2
 cc -O2 -o "$out/restart_floor" bench/restart_floor.c
 newest=$(find "$out/data" -name 'snapshot-*.snap' | sort | tail -1)
