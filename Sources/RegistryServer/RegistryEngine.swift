@@ -127,7 +127,7 @@ public final class RegistryEngine: Sendable {
         self.directory = path
         self.snapshots = Snapshotter(
             fs: fs, directory: path, index: recovered.index, nodeID: nodeID, epoch: epoch, expectedDevices: configuration.expectedDevices,
-            tables: HugePageTableAllocator(), logger: logger)
+            tables: HugePageTableAllocator(inBackground: false), logger: logger)
         self.nodeID = nodeID
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits

@@ -118,4 +118,22 @@ struct TableMemoryTests {
         #expect(seen, "no thread named index-populate while a 256 MiB block was being populated")
         #endif
     }
+
+    /// Without background work (the snapshotter's tables), a mapped block is ready at once, the
+    /// index does not prepare its next table early, and freeing the block unmaps it at once.
+    @Test func blocksWithoutBackgroundWorkAreUnmappedAtOnce() throws {
+        #if os(Linux)
+        let allocator = HugePageTableAllocator(inBackground: false)
+        let bytes = 8 << 20
+        #expect(!allocator.preparesInBackground(bytes: bytes))
+        var block: (any TableBlock)? = allocator.zeroedBlock(bytes: bytes)
+        let base = block!.base
+        #expect(block!.isReady && UInt(bitPattern: base) % UInt(ZeroedMemory.hugePageBytes) == 0)
+        memset(base, 1, bytes)
+        var resident = [UInt8](repeating: 0, count: 1)
+        #expect(mincore(base, 4_096, &resident) == 0)
+        block = nil
+        #expect(mincore(base, 4_096, &resident) == -1 && errno == ENOMEM, "the block is still mapped")
+        #endif
+    }
 }

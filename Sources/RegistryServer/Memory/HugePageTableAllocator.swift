@@ -5,8 +5,14 @@ import RegistryCore
 /// (``GradualRelease``); smaller ones come from `calloc`. What each of those buys is measured in
 /// BENCHMARKS.md ("Growing nodes"); a node sized with `--expected-devices` allocates its tables
 /// once and never needs the early allocation or the gradual release.
+///
+/// `inBackground: false` keeps the huge pages but drops the threads: pages fault in as the owner
+/// writes them, and a freed table is unmapped at once. For a state built off the request path
+/// (the snapshotter's), which must give its memory back before the next one is built.
 struct HugePageTableAllocator: TableAllocator {
-    func zeroedBlock(bytes: Int) -> any TableBlock { ZeroedMemory(bytes: bytes) }
+    var inBackground = true
 
-    func preparesInBackground(bytes: Int) -> Bool { bytes >= ZeroedMemory.hugePageBytes }
+    func zeroedBlock(bytes: Int) -> any TableBlock { ZeroedMemory(bytes: bytes, inBackground: inBackground) }
+
+    func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
 }

@@ -50,15 +50,30 @@ final class ZeroedMemory: TableBlock {
     /// True once ``hurryPopulation()`` was called on a block still being populated (for tests).
     var isPopulationHurried: Bool { population?.isHurried ?? false }
 
-    init(bytes: Int) {
+    /// A mapped block without background work: unmapped at once when freed.
+    private let plainMapping: (start: UInt, length: Int)?
+
+    /// `inBackground`: a mapped block is populated, and later released, on threads of its own
+    /// (the serving state's tables). Without, its pages fault in as its owner writes them and it
+    /// is unmapped at once when freed: for a state built off the request path (the snapshotter's),
+    /// whose tables, released 16 MiB a second, piled up over consecutive snapshots until a 30M
+    /// device node ran out of memory.
+    init(bytes: Int, inBackground: Bool = true) {
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)
             population = nil
+            plainMapping = nil
             return
         }
         baseAddress = UInt(bitPattern: mapped.aligned)
         let (start, length) = (UInt(bitPattern: mapped.start), mapped.length)
+        guard inBackground else {
+            population = nil
+            plainMapping = (start, length)
+            return
+        }
+        plainMapping = nil
         population = BackgroundPopulation(start: baseAddress, bytes: bytes) {
             GradualRelease.unmap(start: start, length: length)
         }
@@ -67,6 +82,8 @@ final class ZeroedMemory: TableBlock {
     deinit {
         if let population {
             population.abandon()
+        } else if let plainMapping {
+            _ = munmap(UnsafeMutableRawPointer(bitPattern: plainMapping.start), plainMapping.length)
         } else {
             free(base)
         }
