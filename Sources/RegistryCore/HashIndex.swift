@@ -21,7 +21,7 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 /// huge pages, populated on a thread of their own), a table's successor is allocated early, from
 /// 70% load, and the switch waits until it is ready, going on in the current table past 75% load
 /// if need be (and hurrying the allocator), up to 7/8: the owner never faults the new table's
-/// pages in under its lock (BENCHMARKS.md, "Growing nodes", has what that cost).
+/// pages in under its lock (docs/architecture.md, "Memory", has what that cost).
 ///
 /// Its hash is a keyed multiply-mix (seeded randomly per index, so clients cannot choose
 /// colliding identifiers without knowing the seed), several times cheaper than SipHash on

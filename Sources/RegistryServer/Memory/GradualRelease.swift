@@ -3,15 +3,12 @@ import Platform
 /// Gives a big mapping back to the kernel a piece at a time, on a thread of its own
 /// (`index-release`), instead of all at once on whatever thread dropped it.
 ///
-/// Why: an index that grew frees its old table once every entry has moved, gigabytes at once
-/// (2.4 GB at the doubling at 25.2M devices). On a virtual machine that reports free memory to
-/// its hypervisor (free page reporting, every 2 s on this project's VM), the reports that
-/// followed stalled a busy node for 50-110 ms every 2 s for as long as they lasted: a growing
-/// node at 416,000 registrations/s from 30M devices had a p99 of 86-87 ms (two runs of 12 s),
-/// and 5.8 ms with reporting switched off in the guest. Given back 16 MiB a second, 7.4-9.6 ms
-/// (four runs); 32 MiB every half second, 34-38 ms. A node sized with `--expected-devices`
-/// frees no table. The price is memory held longer: the old table leaves over about a minute per
-/// gigabyte (the bench reads its memory points once the resident memory stops falling).
+/// Why: an index that grew frees its old table once every entry has moved, gigabytes at once.
+/// On a virtual machine that reports free memory to its hypervisor (free page reporting), the
+/// reports that followed stalled a busy node for tens of milliseconds at a time for as long as
+/// they lasted (docs/architecture.md, "Memory", has the figures). A node sized with
+/// `--expected-devices` frees no table. The price is memory held longer: about a minute per
+/// gigabyte.
 enum GradualRelease {
     /// Bytes unmapped at a time.
     static let pieceBytes = 16 << 20

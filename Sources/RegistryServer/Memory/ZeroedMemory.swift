@@ -15,8 +15,8 @@ import Synchronization
 /// A mapped block is also populated in the background (Linux `MADV_POPULATE_WRITE`): a thread
 /// of its own, paced to a fraction of one CPU, has the kernel provide and zero its pages, and
 /// ``isPopulated`` says when that is done, so that an owner can put off its first random writes
-/// (each of which would otherwise fault in a page under its lock) until then. On this project's
-/// VM a 2 MiB page took 0.4 to 4 ms to fault in, the more the busier the machine.
+/// (each of which would otherwise fault in a page under its lock) until then. What a 2 MiB page
+/// costs to fault in is in docs/architecture.md ("Memory").
 ///
 /// `Sendable`: it holds only constants and the population's atomic state; what the owner does
 /// with the memory is the owner's to synchronise.
@@ -56,8 +56,7 @@ final class ZeroedMemory: TableBlock {
     /// `inBackground`: a mapped block is populated, and later released, on threads of its own
     /// (the serving state's tables). Without, its pages fault in as its owner writes them and it
     /// is unmapped at once when freed: for a state built off the request path (the snapshotter's),
-    /// whose tables, released 16 MiB a second, piled up over consecutive snapshots until a 30M
-    /// device node ran out of memory.
+    /// whose tables, released gradually, would pile up over consecutive snapshots.
     init(bytes: Int, inBackground: Bool = true) {
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
@@ -115,19 +114,10 @@ final class ZeroedMemory: TableBlock {
 /// It runs at normal priority and paces itself: after each 2 MiB step it sleeps twice the CPU
 /// time the step took, so it uses at most a third of one CPU. Once its owner waits for the pages
 /// (``hurry()``) it sleeps only half the step's CPU time, two thirds of a CPU. Each step holds
-/// the process's memory-map lock for reading while the kernel zeroes the page (4.6 ms at p50 on
-/// this project's VM), and any `mmap` or `munmap` on the request path waits for it.
-///
-/// Measured at 155,000 registrations/s on growing nodes, one doubling per range:
-/// - At nice 19, as it used to run, a busy machine preempted it mid-step for up to 121 ms with
-///   the lock held, and the request threads queued behind: from 10.6M to 12.8M devices, p99 of
-///   288, 39 and 116 ms in three runs. Paced by wall time at normal priority: 15.9, 15.2, 15.3 ms.
-/// - But pacing by wall time slowed it most when the machine was busiest, and after a saturating
-///   closed-loop fill the device index's next table was still unpopulated at 7/8 load. The
-///   forced switch then faulted its pages in under the engine's lock: from 13.5M to 15.4M devices,
-///   p99 224 and 486 ms. Paced by CPU time and hurried: 21 and 34 ms (on a noisier machine). With
-///   no pause at all once hurried, 11.7 and 10.3 ms there, but 106 ms in the earlier range, where
-///   two populations at full speed took the requests' CPU.
+/// the process's memory-map lock for reading while the kernel zeroes the page, and any `mmap` or
+/// `munmap` on the request path waits for it: so it must not be preempted mid-step (hence normal
+/// priority), nor starve when the machine is busy (hence pacing by CPU time, not wall time).
+/// docs/architecture.md ("Memory") has the measurements behind each choice.
 final class BackgroundPopulation: Sendable {
     /// Bytes per `madvise` call, so that an abandoned population stops soon.
     static let chunkBytes = 2 << 20

@@ -38,8 +38,8 @@ final class Snapshotter: @unchecked Sendable {
     private let epoch: UInt64
     private let expectedDevices: Int
     /// Where the snapshot's own state gets its index tables: huge pages, as the serving state's,
-    /// since on small pages faulting gigabytes in contended with the requests (the open loop's p99
-    /// during a snapshot went from 6.7 to 19 ms); but freed at once (see ``HugePageTableAllocator``).
+    /// since on small pages faulting gigabytes in contended with the requests; but freed at once
+    /// (see ``HugePageTableAllocator``).
     private let tables: any TableAllocator
     private let logger: Logger
     /// One snapshot at a time; each runs on a thread of its own (see ``run(_:)``).
