@@ -13,10 +13,10 @@ public struct RegistryState: Sendable {
     /// One device.
     struct Slot: Sendable {
         let id: UUID128
-        /// HLC of creation (raw).
-        let created: UInt64
-        /// Interned origin node.
-        let origin: UInt32
+        /// HLC of creation (raw): the earliest, when more than one node created the device.
+        var created: UInt64
+        /// Interned origin node of that creation.
+        var origin: UInt32
         /// Interned vendor.
         let vendor: UInt32
         /// The slot of the winner of this device's merge set; its own slot when canonical.
@@ -202,8 +202,44 @@ public struct RegistryState: Sendable {
 
     /// The slot of `ref`, created when the device is new to this replica.
     private mutating func slot(for ref: DeviceRef) -> UInt32 {
-        if let existing = slotOf.value(for: ref.id.uuid) { return existing }
-        return appendSlot(ref)
+        guard let existing = slotOf.value(for: ref.id.uuid) else { return appendSlot(ref) }
+        joinCreation(of: existing, with: ref)
+        return existing
+    }
+
+    /// Several nodes may create one device: a minted ID (``DeviceID/minted(vendor:idfv:generation:key:)``)
+    /// is the same wherever the same first install arrives. Each creation names its own HLC and
+    /// origin, so every replica keeps the earliest by (created, origin), whichever it saw first,
+    /// and the device takes its place in the merge order from that: when it now wins against
+    /// the winner of its set, it becomes the winner.
+    private mutating func joinCreation(of number: UInt32, with ref: DeviceRef) {
+        let slot = slots[number]
+        let created = ref.created.rawValue
+        guard created <= slot.created else { return }
+        if created == slot.created {
+            guard ref.origin != origins[slot.origin], ref.origin < origins[slot.origin] else { return }
+        }
+        slots[number].created = created
+        slots[number].origin = origins.intern(ref.origin)
+        if slot.canonical != number, wins(number, over: slot.canonical) { reroot(slot.canonical, to: number) }
+    }
+
+    /// Makes `winner`, a member of the set `root` heads, the head of that set.
+    private mutating func reroot(_ root: UInt32, to winner: UInt32) {
+        var moved = members.removeValue(forKey: root) ?? []
+        moved.removeAll { $0 == winner }
+        moved.append(root)
+        for member in moved { slots[member].canonical = winner }
+        slots[winner].canonical = winner
+        members[winner] = moved
+        let old = slots[root]
+        if old.app != Self.noApp {
+            slots[root].app = Self.noApp
+            see(old.app, first: old.firstSeen, last: old.lastSeen, on: winner)
+        }
+        for app in moreApps.removeValue(forKey: root) ?? [] {
+            see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: winner)
+        }
     }
 
     /// A new canonical slot for `ref`, which the state does not know yet.

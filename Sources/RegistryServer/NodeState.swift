@@ -24,11 +24,14 @@ struct NodeState {
     private var otherLogs: VersionVector
     let rules: VendorRules
     let limits: Limits
+    /// Names the devices that first installs presenting an IDFV create, the same on every node.
+    let mintingKey: MintingKey
 
     init(
         registry: RegistryState = RegistryState(), clock: HybridLogicalClock, nodeID: NodeID, epoch: UInt64, nextSequence: UInt64,
-        versionVector: VersionVector = VersionVector(), rules: VendorRules, limits: Limits
+        versionVector: VersionVector = VersionVector(), rules: VendorRules, limits: Limits, mintingKey: MintingKey = MintingKey(secret: "")
     ) {
+        self.mintingKey = mintingKey
         self.registry = registry
         self.clock = clock
         self.nodeID = nodeID
@@ -192,7 +195,9 @@ struct NodeState {
             // Each valid registration ticks the clock once, in order, and may mint a device: both
             // are made first, so that the state can warm every index bucket the batch will touch.
             let stamps = batch.registrations.map { _ in clock.tick(wallMillis: wallMillis) }
-            let candidates = stamps.map { DeviceID.mint(at: $0, using: &generator) }
+            let candidates = zip(batch.registrations, stamps).map { registration, stamp in
+                DeviceID.new(for: registration, at: stamp, key: mintingKey, using: &generator)
+            }
             registry.warm(for: batch.registrations, newDevices: candidates)
             return .registeredBatch(
                 batch.items.map { item in
@@ -225,7 +230,7 @@ struct NodeState {
         operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let now = clock.tick(wallMillis: wallMillis)
-        return register(registration, at: now, mint: { DeviceID.mint(at: now, using: &generator) }, operations: &operations)
+        return register(registration, at: now, mint: { [mintingKey] in DeviceID.new(for: registration, at: now, key: mintingKey, using: &generator) }, operations: &operations)
     }
 
     /// Registers at `now`, a tick of the clock; `mint` names a new device if there is one.

@@ -11,7 +11,11 @@ import Testing
 @Suite struct MergeConvergenceTests {
     /// Operations as several nodes would produce them independently: each node registers random
     /// devices against its own state, so concurrent claims and merges across nodes occur.
-    func registeredOperations(seed: UInt64) throws -> [RegistrationOp] {
+    /// With `minted`, devices get the IDs a cluster mints (``DeviceID/new(for:at:key:using:)``):
+    /// two nodes that each see the same IDFV first create the same device, with different
+    /// created HLCs and origins.
+    func registeredOperations(seed: UInt64, minted: Bool = false) throws -> [RegistrationOp] {
+        let key = MintingKey(secret: "seed \(seed)")
         var generator = SplitMix64(seed: seed)
         let rules = try VendorRules()
         let nodes = ["node-a", "node-b", "node-c"].map { NodeID(trusted: $0) }
@@ -34,7 +38,7 @@ import Testing
             // counter) timestamps, so created-HLC ties across nodes occur and origin breaks them.
             let now = clocks[node].tick(wallMillis: UInt64(1_000 + step / 10))
             let op = states[node].register(registration, at: now, origin: nodes[node]) {
-                DeviceID.mint(at: now, using: &generator)
+                minted ? DeviceID.new(for: registration, at: now, key: key, using: &generator) : DeviceID.mint(at: now, using: &generator)
             }.operation
             ops.append(op)
             // Sometimes a node hears of another node's operation (partial replication).
@@ -81,6 +85,17 @@ import Testing
         }
         #expect(merges > 0, "the workload should produce merges")
         #expect(originTies > 0, "some merge should be decided by origin, its created HLCs tied")
+    }
+
+    @Test func devicesCreatedOnSeveralNodesConvergeToTheirEarliestCreation() throws {
+        var duplicateCreations = 0
+        for seed in Self.seeds.prefix(150) {
+            let ops = try registeredOperations(seed: seed, minted: true)
+            let creations = Dictionary(grouping: ops.map(\.device), by: \.id).values
+            duplicateCreations += creations.filter { Set($0.map(\.origin)).count > 1 }.count
+            try checkEveryOrder(ops, oracle: ExpectedState(ops), seed: seed)
+        }
+        #expect(duplicateCreations > 0, "the workload should have several nodes create one device")
     }
 
     @Test func tiedOperationsConvergeInEveryOrderToTheRulesWinners() throws {
@@ -148,14 +163,19 @@ struct ExpectedState {
             edges[a, default: []].insert(b)
             edges[b, default: []].insert(a)
         }
+        // A device created on several nodes ranks by its earliest creation.
+        func note(_ ref: DeviceRef) {
+            if let known = devices[ref.id], !(Self.rank(ref) < Self.rank(known)) { return }
+            devices[ref.id] = ref
+        }
         for op in ops {
-            devices[op.device.id] = op.device
+            note(op.device)
             edges[op.device.id, default: []].insert(op.device.id)
             for identifier in op.claims {
                 claimants["\(op.device.vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)", default: []].append(op.device.id)
             }
             for other in op.merged where other.vendor == op.device.vendor {
-                devices[other.id] = other
+                note(other)
                 connect(op.device.id, other.id)
             }
         }
