@@ -58,10 +58,8 @@ public struct HybridLogicalClock: Sendable {
     /// Merges a timestamp received from another node and returns one later than both it and
     /// every local timestamp so far. Refuses (and stays unchanged) when `remote` is too far ahead.
     public mutating func observe(_ remote: HLCTimestamp, wallMillis: UInt64) throws(Refusal) -> HLCTimestamp {
+        if let refusal = refusal(of: remote, wallMillis: wallMillis) { throw refusal }
         let wall = min(wallMillis, HLCTimestamp.maxMillis)
-        if remote.millis > wall, remote.millis - wall > maxForwardDriftMillis {
-            throw .tooFarAhead(remote: remote, aheadMillis: remote.millis - wall, limitMillis: maxForwardDriftMillis)
-        }
         let newest = max(last, remote)
         if wall > newest.millis {
             last = HLCTimestamp(millis: wall, counter: 0)
@@ -69,6 +67,13 @@ public struct HybridLogicalClock: Sendable {
             last = Self.successor(of: newest)
         }
         return last
+    }
+
+    /// Why ``observe(_:wallMillis:)`` would refuse `remote` at `wallMillis`; nil when it would not.
+    public func refusal(of remote: HLCTimestamp, wallMillis: UInt64) -> Refusal? {
+        let wall = min(wallMillis, HLCTimestamp.maxMillis)
+        guard remote.millis > wall, remote.millis - wall > maxForwardDriftMillis else { return nil }
+        return .tooFarAhead(remote: remote, aheadMillis: remote.millis - wall, limitMillis: maxForwardDriftMillis)
     }
 
     /// The next value after `timestamp`: counter + 1, or the next millisecond when it overflows.

@@ -41,4 +41,7 @@ public struct LoggedOperation: Hashable, Sendable {
         self.timestamp = timestamp
         self.operation = operation
     }
+
+    /// The log it belongs to.
+    public var log: VersionVector.Log { VersionVector.Log(origin: origin, epoch: epoch) }
 }

@@ -14,7 +14,7 @@ struct DrainConnectionEvent: Sendable {}
 /// between two frames: while the connection is at its in-flight limit, or its channel is not
 /// writable, the rest of what was read waits here and no more is read (see
 /// ``RequestFlowControl``).
-final class ConnectionHandler: ChannelDuplexHandler {
+final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -33,6 +33,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     private var resolver: BundleResolver
     private var logger: Logger
     private var context: ChannelHandlerContext?
+    /// The connection is a peer's, served by a ``PeerConnectionHandler`` from now on.
+    private var handedOver = false
 
     init(engine: RegistryEngine, logger: Logger) {
         self.engine = engine
@@ -117,15 +119,17 @@ final class ConnectionHandler: ChannelDuplexHandler {
         } catch {
             return failConnection(context: context, requestID: 0, WireError(code: .malformedFrame, message: error.description))
         }
-        switch machine.frameReceived(frame) {
-        case .acceptHello:
+        let action = machine.frameReceived(frame)
+        switch action {
+        case .acceptHello, .acceptPeer:
             if case .hello(let hello) = frame.body {
                 logger.debug("hello", metadata: ["client": "\(hello.clientName)", "role": "\(hello.role)"])
             }
             let accepted = HelloAccepted(
                 version: .current, nodeID: engine.nodeID.value, clusterID: engine.clusterID,
-                serverVersion: RegistryEngine.serverVersion, limits: engine.limits)
+                serverVersion: RegistryEngine.serverVersion, limits: engine.limits, instanceID: engine.instanceID)
             write(context: context, [ServerFrame(requestID: frame.requestID, body: .helloAccepted(accepted))])
+            if action == .acceptPeer { handOverToPeerProtocol(context: context) }
         case .dispatch:
             if case .snapshot = frame.body {
                 // Answered once the snapshot is written, seconds later; the rest go on meanwhile.
@@ -137,6 +141,23 @@ final class ConnectionHandler: ChannelDuplexHandler {
             failConnection(context: context, requestID: frame.requestID, error)
         case .ignore:
             break
+        }
+    }
+
+    /// The hello named the peer role: a ``PeerConnectionHandler`` takes the connection over, with
+    /// the bytes already read after the hello.
+    private func handOverToPeerProtocol(context: ChannelHandlerContext) {
+        handedOver = true
+        context.flush()
+        let rest = unread
+        unread = ByteBuffer()
+        do {
+            let peer = PeerConnectionHandler(engine: engine, logger: logger, alreadyRead: rest)
+            try context.pipeline.syncOperations.addHandler(peer, position: .after(self))
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        } catch {
+            logger.error("cannot hand a connection to the peer protocol", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
         }
     }
 
@@ -205,7 +226,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if machine.readRequested() { context.read() }
+        // Once handed to the peer protocol, reads are the peer handler's to pace.
+        if handedOver || machine.readRequested() { context.read() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

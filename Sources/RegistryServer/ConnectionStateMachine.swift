@@ -15,6 +15,8 @@ struct ConnectionStateMachine {
     enum FrameAction: Equatable {
         /// Send HelloAccepted.
         case acceptHello
+        /// Send HelloAccepted, then hand the connection to the peer protocol (peer.proto).
+        case acceptPeer
         /// Hand the frame to the engine.
         case dispatch
         /// Send this connection-level error, then close.
@@ -60,9 +62,11 @@ struct ConnectionStateMachine {
                 state = .ready
                 return .acceptHello
             case .peer:
-                return fail(.unsupportedRole, "this node does not serve peer replication")
+                // From here the peer protocol's own state machine has the connection.
+                state = .closed
+                return .acceptPeer
             case .unknown(let value):
-                return fail(.unsupportedRole, "role \(value) is not client (1) or admin (2)")
+                return fail(.unsupportedRole, "role \(value) is not client (1), admin (2) or peer (3)")
             }
         case .ready:
             if case .hello = frame.body { return fail(.handshakeRequired, "the handshake is already done") }

@@ -90,6 +90,60 @@ struct NodeState {
         return .applied
     }
 
+    /// Why a batch of another node's operations was refused whole, nothing of it applied.
+    enum BatchRefusal: Error, Equatable, Sendable {
+        /// Operations `missing` of `log` come before one of the batch and are not held.
+        case gap(log: VersionVector.Log, missing: ClosedRange<UInt64>)
+        /// An operation of this node's own current log that it never wrote.
+        case unwrittenOwnOperation(sequence: UInt64, next: UInt64)
+        /// An operation's timestamp is too far ahead of this node's clock.
+        case clockSkew(HybridLogicalClock.Refusal)
+
+        /// The refusal as the peer receives it.
+        var wireError: WireError {
+            switch self {
+            case .gap(let log, let missing):
+                return WireError(
+                    code: .invalidOperation, message: "the batch leaves a gap in \(log): operations \(missing) are not held here")
+            case .unwrittenOwnOperation(let sequence, let next):
+                return WireError(
+                    code: .invalidOperation,
+                    message: "the batch holds operation \(sequence) of this node's own log, which has written only up to \(next - 1)")
+            case .clockSkew(.tooFarAhead(let remote, let ahead, let limit)):
+                return WireError(
+                    code: .clockSkew,
+                    message: "an operation's timestamp \(remote) is \(ahead) ms ahead of this node's clock; at most \(limit) ms is allowed")
+            }
+        }
+    }
+
+    /// Applies a batch of another node's operations, in order, or none of them: each goes through
+    /// ``applyRemote(_:wallMillis:)`` once the whole batch is known to be admissible (no gap, no
+    /// operation of this node's own log beyond what it wrote, no timestamp too far ahead).
+    /// Appends the operations applied (not the duplicates) to `applied`, for the log.
+    mutating func applyRemoteBatch(
+        _ operations: [LoggedOperation], wallMillis: UInt64, applied: inout [LoggedOperation]
+    ) -> BatchRefusal? {
+        var trial = otherLogs
+        for operation in operations {
+            let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+            if log == ownLog {
+                if operation.sequence >= nextSequence { return .unwrittenOwnOperation(sequence: operation.sequence, next: nextSequence) }
+                continue
+            }
+            switch trial.admission(of: operation.sequence, in: log) {
+            case .duplicate: continue
+            case .gap(let missing): return .gap(log: log, missing: missing)
+            case .next: trial.record(operation.sequence, in: log)
+            }
+            if let refusal = clock.refusal(of: operation.timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
+        }
+        for operation in operations where applyRemote(operation, wallMillis: wallMillis) == .applied {
+            applied.append(operation)
+        }
+        return nil
+    }
+
     /// A request after the checks that need no state.
     enum Prepared: Sendable {
         case register(Result<Registration, WireError>)
@@ -114,6 +168,9 @@ struct NodeState {
         case registered(Result<RegistrationOutcome, WireError>)
         case registeredBatch([Result<RegistrationOutcome, WireError>])
         case answer(ServerBody)
+        /// A peer's batch applied: what this node now holds of its logs. Answered to the peer as
+        /// a ``BatchAck``, never to a client.
+        case replicated(held: [LogPosition])
 
         /// The wire answer.
         var body: ServerBody {
@@ -129,6 +186,7 @@ struct NodeState {
                         }
                     })
             case .answer(let body): return body
+            case .replicated: return .unknown
             }
         }
     }

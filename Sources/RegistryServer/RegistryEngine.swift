@@ -48,10 +48,16 @@ public final class RegistryEngine: Sendable {
         var commitLatency = LatencyBuckets()
         /// When the next snapshot is due.
         var snapshotPolicy: SnapshotPolicy
+        /// What is durable of every log: what peers may be sent.
+        var durable: VersionVector
     }
 
     public let nodeID: NodeID
     public let clusterID: String
+    /// Who this node is to its peers.
+    let peerIdentity: PeerIdentity
+    /// Drawn at start: a node that dials its own address recognises itself by it.
+    let instanceID = UInt64.random(in: 1...UInt64.max)
     public let limits: Limits
     /// When the writer waits for more operations before a commit.
     private let pacing: CommitPacing
@@ -73,6 +79,10 @@ public final class RegistryEngine: Sendable {
     let snapshots: Snapshotter
 
     let counters = ServerCounters()
+    /// The links to peers, for the stats (set by ``Replication``).
+    let peerLinks = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
+    /// Called after every commit (see ``observeCommits(_:)``).
+    private let durableObservers = Mutex<[@Sendable () -> Void]>([])
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
     private let logger: Logger
@@ -102,19 +112,26 @@ public final class RegistryEngine: Sendable {
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, expectedDevices: configuration.expectedDevices,
             tables: HugePageTableAllocator(), wallClock: wallClock, logger: logger)
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
+        let mintingKey = MintingKey(secret: configuration.clusterSecret ?? configuration.clusterID)
+        self.peerIdentity = PeerIdentity(
+            clusterID: configuration.clusterID, nodeID: nodeID, epoch: recovered.metadata.epoch,
+            mintingKeyFingerprint: mintingKey.fingerprint)
         let epoch = recovered.metadata.epoch
         let ownLog = VersionVector.Log(origin: nodeID, epoch: epoch)
         let node = NodeState(
-            registry: recovered.registry, clock: HybridLogicalClock(last: recovered.clock), nodeID: nodeID, epoch: epoch,
+            registry: recovered.registry,
+            clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,
+            epoch: epoch,
             nextSequence: recovered.versionVector[ownLog] + 1, versionVector: recovered.versionVector, rules: configuration.vendorRules,
-            limits: configuration.limits)
+            limits: configuration.limits, mintingKey: mintingKey)
         var durable = [LogKey: UInt64]()
         for (log, sequence) in recovered.versionVector.logs { durable[LogKey(origin: log.origin.value, epoch: log.epoch)] = sequence }
         let operations = durable.values.reduce(0, +)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
             coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: DispatchTime.now().uptimeNanoseconds)
-        self.core = NIOLockedValueBox(Core(node: node, durableOperations: operations, snapshotPolicy: policy))
+        self.core = NIOLockedValueBox(
+            Core(node: node, durableOperations: operations, snapshotPolicy: policy, durable: recovered.versionVector))
         do {
             self.writer = try LogWriter(
                 fs: fs, directory: path, journalFile: recovered.nextJournalFile, fileBytes: configuration.journalFileBytes,
@@ -229,6 +246,10 @@ public final class RegistryEngine: Sendable {
             case .success(let committed):
                 let snapshotDue = core.withLockedValue { core -> Bool in
                     core.durableOperations = committed.durable
+                    for operation in operations {
+                        core.durable.recordAll(
+                            through: max(operation.sequence, core.durable[operation.log]), in: operation.log)
+                    }
                     core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)
                     return core.snapshotPolicy.shouldStart(durableOperations: committed.durable, nowNanos: DispatchTime.now().uptimeNanoseconds)
@@ -236,6 +257,7 @@ public final class RegistryEngine: Sendable {
                 if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in waiters { deliverCounted(waiter) }
+                for observer in durableObservers.withLock({ $0 }) { observer() }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
@@ -297,6 +319,60 @@ public final class RegistryEngine: Sendable {
         }
     }
 
+    /// Applies a peer's batch of operations through the one remote path
+    /// (``NodeState/applyRemoteBatch(_:wallMillis:applied:)``) and makes what it applied durable
+    /// through the same group commit as client writes. `deliver` gets what this node then holds
+    /// of the batch's logs, once that is durable (as is everything applied before it), or why
+    /// the batch was refused whole.
+    public func submitRemote(
+        _ operations: [LoggedOperation], deliver: @escaping @Sendable (Result<[LogPosition], WireError>) -> Void
+    ) {
+        let wall = wallClock()
+        let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
+            if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
+            let undurable = core.commits.holdsUndurable
+            let before = core.commits.pendingOperations.count
+            let refusal = core.commits.recordOperations { pending in
+                core.node.applyRemoteBatch(operations, wallMillis: wall, applied: &pending)
+            }
+            if let refusal { return (.answer(.error(refusal.wireError)), false) }
+            let vector = core.node.versionVector
+            var held = [LogPosition]()
+            for operation in operations where !held.contains(where: { $0.origin == operation.origin.value && $0.epoch == operation.epoch }) {
+                held.append(LogPosition(origin: operation.origin.value, epoch: operation.epoch, sequence: vector[operation.log]))
+            }
+            return (.replicated(held: held), undurable || core.commits.pendingOperations.count > before)
+        }
+        if case .answer(.error(let error)) = decision, error.code == .clockSkew {
+            counters.record(error: .clockSkew)
+            logger.warning("refused a peer's batch: clock skew", metadata: ["error": "\(error.message)"])
+        }
+        let waiter = Waiter(answers: Answers(requestIDs: [0], decisions: [decision])) { answers in
+            switch answers.decisions.first {
+            case .replicated(let held): deliver(.success(held))
+            case .answer(.error(let error)): deliver(.failure(error))
+            default: deliver(.failure(WireError(code: .internalError, message: "a peer batch got no outcome")))
+            }
+        }
+        guard waits else { return deliverCounted(waiter) }
+        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
+        case .deliver: deliverCounted(waiter)
+        case .wait: break
+        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
+        }
+    }
+
+    /// What is durable of every log now.
+    public var durableVector: VersionVector {
+        core.withLockedValue { $0.durable }
+    }
+
+    /// Calls `observer` after every commit (off the engine's lock, on the writer's queue): the
+    /// replication links send what became durable. It must return quickly.
+    func observeCommits(_ observer: @escaping @Sendable () -> Void) {
+        durableObservers.withLock { $0.append(observer) }
+    }
+
     /// A reader of `log` from sequence `from`, following the journal as the node commits.
     public func logReader(for log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> LogReader {
         LogReader(
@@ -346,8 +422,14 @@ public final class RegistryEngine: Sendable {
         message.snapshotOperations = core.snapshotPolicy.coveredOperations
         message.snapshotAgeMillis = age / 1_000_000
         message.snapshotBytes = UInt64(last?.bytes ?? 0)
-        message.versionVector = core.node.versionVector.logs.map {
-            LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence)
+        message.versionVector = core.node.versionVector.positions
+        let now = wallClock()
+        message.peers = (peerLinks.withLock { $0 }?() ?? []).map { link in
+            PeerLinkReport(
+                address: link.address, nodeID: link.nodeID, state: link.state, backlogOperations: link.backlogOperations,
+                inFlightBatches: link.inFlightBatches,
+                lagMillis: link.oldestUnacknowledgedMillis == 0 ? 0 : now &- min(now, link.oldestUnacknowledgedMillis),
+                peerHolds: link.peerHolds, reconnects: link.reconnects, lastError: link.lastError, sentOperations: link.sentOperations)
         }
         return message
     }

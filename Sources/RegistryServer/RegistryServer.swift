@@ -16,6 +16,8 @@ public final class RegistryServer: Service, Sendable {
     private let logger: Logger
     private let group: any EventLoopGroup
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    /// Streams this node's operations to its peers.
+    private let replication: Replication
     private let boundAddress = Mutex<SocketAddress?>(nil)
 
     public init(
@@ -28,6 +30,7 @@ public final class RegistryServer: Service, Sendable {
         self.drainTimeout = .milliseconds(Int64(configuration.drainTimeoutSeconds * 1_000))
         self.logger = logger
         self.group = group
+        self.replication = Replication(engine: engine, peers: configuration.peers, group: group, logger: logger)
     }
 
     /// Answer bytes a connection may have written and not yet handed to its socket before it
@@ -56,12 +59,14 @@ public final class RegistryServer: Service, Sendable {
         boundAddress.withLock { $0 = channel.localAddress }
         let shown = channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? "\(host):\(port)"
         logger.notice("listening on \(shown)", metadata: ["node": "\(engine.nodeID)", "cluster": "\(engine.clusterID)"])
+        replication.start()
 
         try await withGracefulShutdownHandler {
             try await channel.closeFuture.get()
         } onGracefulShutdown: {
             channel.close(promise: nil)
         }
+        replication.stop()
         await drainConnections()
         engine.close()
     }

@@ -14,8 +14,9 @@ final class ServerCounters: Sendable {
     private let connectionsMetric = Gauge(label: "registry_connections")
 
     func record(_ answers: [NodeState.Decision]) {
-        served.add(UInt64(answers.count), ordering: .relaxed)
-        requestsMetric.increment(by: Int64(answers.count))
+        let requests = answers.count { if case .replicated = $0 { false } else { true } }
+        served.add(UInt64(requests), ordering: .relaxed)
+        requestsMetric.increment(by: Int64(requests))
         for answer in answers {
             switch answer {
             case .registered(.failure(let error)), .answer(.error(let error)):

@@ -33,6 +33,20 @@ extension CArena {
         return new(message)
     }
 
+    func positions(_ values: [LogPosition]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Registry__V1__LogPosition>?>?) {
+        (
+            values.count,
+            array(count: values.count) { index in
+                var position = Registry__V1__LogPosition()
+                registry__v1__log_position__init(&position)
+                position.origin = string(values[index].origin)
+                position.epoch = values[index].epoch
+                position.sequence = values[index].sequence
+                return new(position)
+            }
+        )
+    }
+
     func strings(_ values: [String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
         (values.count, array(count: values.count) { Optional(string(values[$0])) })
     }
@@ -41,6 +55,12 @@ extension CArena {
 extension CRead {
     static func identifier(_ message: Registry__V1__Identifier) -> PresentedIdentifier {
         PresentedIdentifier(rawKind: Int32(truncatingIfNeeded: message.kind.rawValue), value: uuidText(message.value))
+    }
+
+    static func positions(
+        _ count: Int, _ items: UnsafeMutablePointer<UnsafeMutablePointer<Registry__V1__LogPosition>?>?
+    ) throws(CodecError) -> [LogPosition] {
+        try messages(count, items) { LogPosition(origin: string($0.origin), epoch: $0.epoch, sequence: $0.sequence) }
     }
 
     static func error(_ message: Registry__V1__Error) -> WireError {

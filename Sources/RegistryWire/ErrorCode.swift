@@ -19,17 +19,25 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let invalidArgument = ErrorCode(rawValue: 8)
     public static let unavailable = ErrorCode(rawValue: 9)
     public static let internalError = ErrorCode(rawValue: 10)
+    public static let replicationTimeout = ErrorCode(rawValue: 11)
     public static let handshakeRequired = ErrorCode(rawValue: 100)
     public static let unsupportedVersion = ErrorCode(rawValue: 101)
     public static let malformedFrame = ErrorCode(rawValue: 102)
     public static let frameTooLarge = ErrorCode(rawValue: 103)
     public static let unsupportedRole = ErrorCode(rawValue: 104)
+    public static let wrongCluster = ErrorCode(rawValue: 105)
+    public static let duplicateNodeID = ErrorCode(rawValue: 106)
+    public static let mintingKeyMismatch = ErrorCode(rawValue: 107)
+    public static let clockSkew = ErrorCode(rawValue: 108)
+    public static let invalidOperation = ErrorCode(rawValue: 109)
+    public static let unexpectedPeerFrame = ErrorCode(rawValue: 110)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
-        .unknownMessage, .invalidArgument, .unavailable, .internalError, .handshakeRequired, .unsupportedVersion,
-        .malformedFrame, .frameTooLarge, .unsupportedRole,
+        .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .handshakeRequired,
+        .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
+        .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame,
     ]
 
     /// Codes from 100 end the connection.
@@ -48,11 +56,18 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .invalidArgument: return "invalid_argument"
         case .unavailable: return "unavailable"
         case .internalError: return "internal"
+        case .replicationTimeout: return "replication_timeout"
         case .handshakeRequired: return "handshake_required"
         case .unsupportedVersion: return "unsupported_version"
         case .malformedFrame: return "malformed_frame"
         case .frameTooLarge: return "frame_too_large"
         case .unsupportedRole: return "unsupported_role"
+        case .wrongCluster: return "wrong_cluster"
+        case .duplicateNodeID: return "duplicate_node_id"
+        case .mintingKeyMismatch: return "minting_key_mismatch"
+        case .clockSkew: return "clock_skew"
+        case .invalidOperation: return "invalid_operation"
+        case .unexpectedPeerFrame: return "unexpected_peer_frame"
         default: return "code_\(rawValue)"
         }
     }

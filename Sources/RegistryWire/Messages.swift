@@ -88,13 +88,18 @@ public struct HelloAccepted: Hashable, Sendable {
     public var clusterID: String
     public var serverVersion: String
     public var limits: Limits
+    /// Drawn at random when the node starts: a node that dials its own address recognises itself.
+    public var instanceID: UInt64
 
-    public init(version: ProtocolVersion, nodeID: String, clusterID: String, serverVersion: String, limits: Limits) {
+    public init(
+        version: ProtocolVersion, nodeID: String, clusterID: String, serverVersion: String, limits: Limits, instanceID: UInt64 = 0
+    ) {
         self.version = version
         self.nodeID = nodeID
         self.clusterID = clusterID
         self.serverVersion = serverVersion
         self.limits = limits
+        self.instanceID = instanceID
     }
 }
 
@@ -279,6 +284,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var snapshotBytes: UInt64 = 0
     /// The node's version vector, ordered by origin, then epoch.
     public var versionVector: [LogPosition] = []
+    /// This node's links to its peers.
+    public var peers: [PeerLinkReport] = []
 
     public init() {}
 
@@ -339,5 +346,35 @@ public struct ServerFrame: Hashable, Sendable {
     public init(requestID: UInt64, body: ServerBody) {
         self.requestID = requestID
         self.body = body
+    }
+}
+
+/// `registry.v1.PeerLinkStatus`: one link from a node to a peer.
+public struct PeerLinkReport: Hashable, Sendable, Codable {
+    public var address: String
+    public var nodeID: String
+    public var state: String
+    public var backlogOperations: UInt64
+    public var inFlightBatches: UInt64
+    public var lagMillis: UInt64
+    public var peerHolds: [LogPosition]
+    public var reconnects: UInt64
+    public var lastError: String
+    public var sentOperations: UInt64
+
+    public init(
+        address: String, nodeID: String, state: String, backlogOperations: UInt64, inFlightBatches: UInt64, lagMillis: UInt64,
+        peerHolds: [LogPosition], reconnects: UInt64, lastError: String, sentOperations: UInt64
+    ) {
+        self.address = address
+        self.nodeID = nodeID
+        self.state = state
+        self.backlogOperations = backlogOperations
+        self.inFlightBatches = inFlightBatches
+        self.lagMillis = lagMillis
+        self.peerHolds = peerHolds
+        self.reconnects = reconnects
+        self.lastError = lastError
+        self.sentOperations = sentOperations
     }
 }

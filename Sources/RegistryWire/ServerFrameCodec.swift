@@ -23,7 +23,7 @@ extension ServerFrame {
                     clusterID: CRead.string(hello.cluster_id), serverVersion: CRead.string(hello.server_version),
                     limits: Limits(
                         maxFrameBytes: limits?.max_frame_bytes ?? 0, maxBatchSize: limits?.max_batch_size ?? 0,
-                        maxInFlight: limits?.max_in_flight ?? 0)))
+                        maxInFlight: limits?.max_in_flight ?? 0), instanceID: hello.instance_id))
         case REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_RESULT:
             guard let result = frame.register_result?.pointee else { return .unknown }
             return .registerResult(try registerResult(result))
@@ -79,8 +79,13 @@ extension ServerFrame {
             message.snapshotOperations = stats.snapshot_operations
             message.snapshotAgeMillis = stats.snapshot_age_ms
             message.snapshotBytes = stats.snapshot_bytes
-            message.versionVector = try CRead.messages(stats.n_version_vector, stats.version_vector) { position in
-                LogPosition(origin: CRead.string(position.origin), epoch: position.epoch, sequence: position.sequence)
+            message.versionVector = try CRead.positions(stats.n_version_vector, stats.version_vector)
+            message.peers = try CRead.messages(stats.n_peers, stats.peers) { (link) throws(CodecError) -> PeerLinkReport in
+                PeerLinkReport(
+                    address: CRead.string(link.address), nodeID: CRead.string(link.node_id), state: CRead.string(link.state),
+                    backlogOperations: link.backlog_operations, inFlightBatches: link.in_flight_batches, lagMillis: link.lag_ms,
+                    peerHolds: try CRead.positions(link.n_peer_holds, link.peer_holds), reconnects: link.reconnects,
+                    lastError: CRead.string(link.last_error), sentOperations: link.sent_operations)
             }
             if let latency = stats.commit_latency?.pointee {
                 message.commitLatency = try LatencyBuckets(
@@ -133,6 +138,7 @@ extension ServerFrame {
             message.cluster_id = arena.string(hello.clusterID)
             message.server_version = arena.string(hello.serverVersion)
             message.limits = arena.new(limits)
+            message.instance_id = hello.instanceID
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_HELLO_ACCEPTED
             frame.hello_accepted = arena.new(message)
         case .registerResult(let result):
@@ -210,14 +216,23 @@ extension ServerFrame {
             message.snapshot_operations = stats.snapshotOperations
             message.snapshot_age_ms = stats.snapshotAgeMillis
             message.snapshot_bytes = stats.snapshotBytes
-            message.n_version_vector = stats.versionVector.count
-            message.version_vector = arena.array(count: stats.versionVector.count) { index in
-                var position = Registry__V1__LogPosition()
-                registry__v1__log_position__init(&position)
-                position.origin = arena.string(stats.versionVector[index].origin)
-                position.epoch = stats.versionVector[index].epoch
-                position.sequence = stats.versionVector[index].sequence
-                return arena.new(position)
+            (message.n_version_vector, message.version_vector) = arena.positions(stats.versionVector)
+            message.n_peers = stats.peers.count
+            message.peers = arena.array(count: stats.peers.count) { index in
+                let report = stats.peers[index]
+                var link = Registry__V1__PeerLinkStatus()
+                registry__v1__peer_link_status__init(&link)
+                link.address = arena.string(report.address)
+                link.node_id = arena.string(report.nodeID)
+                link.state = arena.string(report.state)
+                link.backlog_operations = report.backlogOperations
+                link.in_flight_batches = report.inFlightBatches
+                link.lag_ms = report.lagMillis
+                (link.n_peer_holds, link.peer_holds) = arena.positions(report.peerHolds)
+                link.reconnects = report.reconnects
+                link.last_error = arena.string(report.lastError)
+                link.sent_operations = report.sentOperations
+                return arena.new(link)
             }
             var latency = Registry__V1__LatencyBuckets()
             registry__v1__latency_buckets__init(&latency)

@@ -75,6 +75,15 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("snapshot-every-seconds"), help: Self.help("snapshot-every-seconds"))
     var snapshotEverySeconds: String?
 
+    @Option(name: .customLong("peers"), help: Self.help("peers"))
+    var peers: String?
+
+    @Option(name: .customLong("cluster-secret"), help: Self.help("cluster-secret"))
+    var clusterSecret: String?
+
+    @Option(name: .customLong("max-clock-skew"), help: Self.help("max-clock-skew"))
+    var maxClockSkew: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -100,6 +109,9 @@ struct Registryd: AsyncParsableCommand {
             "commit-delay-us": commitDelayMicros,
             "snapshot-every-operations": snapshotEveryOperations,
             "snapshot-every-seconds": snapshotEverySeconds,
+            "peers": peers,
+            "cluster-secret": clusterSecret,
+            "max-clock-skew": maxClockSkew,
         ]
         return given.compactMapValues { $0 }
     }

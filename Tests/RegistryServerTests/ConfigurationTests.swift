@@ -56,6 +56,7 @@ import Testing
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"),
+            "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
         ]
         #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
         func json(_ setting: NodeSetting, _ text: String) -> String {
@@ -78,6 +79,9 @@ import Testing
             case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
             case "snapshot-every-operations": return "\(configuration.snapshotEveryOperations)"
             case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
+            case "peers": return configuration.peers.map(\.description).joined(separator: ",")
+            case "cluster-secret": return configuration.clusterSecret ?? "none"
+            case "max-clock-skew": return "\(Double(configuration.maxClockSkewMillis) / 1_000)"
             default: return "unknown setting \(flag)"
             }
         }

@@ -13,6 +13,12 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// Nil: use the ID stored in the data directory, or generate one for a new directory.
     public var nodeID: NodeID?
     public var clusterID = "default"
+    /// The other nodes (``NodeSetting/peers``).
+    public var peers: [PeerAddress] = []
+    /// Derives the minting key (``NodeSetting/clusterSecret``); nil: the cluster ID.
+    public var clusterSecret: String?
+    /// How far ahead of this node's clock a peer's timestamp may be.
+    public var maxClockSkewMillis: UInt64 = 60_000
     public var limits = Limits.default
     public var vendorRules: VendorRules
     /// How long a graceful shutdown waits for in-flight requests before closing connections.

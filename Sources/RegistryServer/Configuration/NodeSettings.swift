@@ -5,8 +5,45 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds,
+        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, peers,
+        clusterSecret, maxClockSkew,
     ]
+
+    static let peers = NodeSetting(
+        flag: "peers", environment: "REGISTRY_PEERS", fileKey: "peers", fileType: .string, defaultText: "none, a single node",
+        help: "Other nodes of the cluster, host:port,... (names are resolved again on every reconnect).",
+        discussion: """
+            The node streams its operations to each peer and takes theirs. A list may name every member, this node \
+            included: a node recognises its own address and skips it. A new node joins by naming any existing member; \
+            the members it names replicate to it once it connects.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.peers = try PeerAddress.list(parsing: text)
+    }
+
+    static let clusterSecret = NodeSetting(
+        flag: "cluster-secret", environment: "REGISTRY_CLUSTER_SECRET", fileKey: "clusterSecret", fileType: .string,
+        defaultText: "the cluster ID",
+        help: "Secret from which every node derives the key that mints device IDs; the same on every node.",
+        discussion: """
+            A first install that presents an IDFV gets an ID derived from the vendor and the IDFV under this key, so \
+            sibling apps that register at the same moment through two nodes get one ID. Nodes whose keys differ refuse \
+            each other. Set it to a random secret: without one, whoever knows an IDFV can compute its device ID.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        guard !text.isEmpty else { throw SettingValueError("the cluster secret must not be empty") }
+        configuration.clusterSecret = text
+    }
+
+    static let maxClockSkew = NodeSetting(
+        flag: "max-clock-skew", environment: "REGISTRY_MAX_CLOCK_SKEW", fileKey: "maxClockSkew", fileType: .number,
+        defaultText: "60", help: "Seconds a peer's timestamp may be ahead of this node's clock before its batch is refused (0.001...86400)."
+    ) { text, configuration throws(SettingValueError) in
+        guard let seconds = Double(text), (0.001...86_400).contains(seconds) else {
+            throw SettingValueError("max clock skew \(text.debugDescription) is not 0.001...86400 seconds")
+        }
+        configuration.maxClockSkewMillis = UInt64(seconds * 1_000)
+    }
 
     static let host = NodeSetting(
         flag: "host", environment: "REGISTRY_HOST", fileKey: "host", fileType: .string, defaultText: "127.0.0.1",

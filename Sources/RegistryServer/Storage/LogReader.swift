@@ -17,6 +17,13 @@ public final class LogReader {
     /// The sequence of the next operation returned.
     public var nextSequence: UInt64 { reader.nextSequence }
 
+    /// The next records as the journal holds them, the operations still encoded: what
+    /// replication sends on (the receiver decodes and checks them). About `limit` at most; a
+    /// whole journal entry's worth may exceed it.
+    public func nextRecords(atMost limit: Int) throws(JournalReadError) -> [LogRecord] {
+        try reader.next(atMost: limit)
+    }
+
     public func next(atMost limit: Int) throws(JournalReadError) -> [LoggedOperation] {
         let records = try reader.next(atMost: limit)
         let origin = NodeID(trusted: reader.log.origin)

@@ -142,6 +142,51 @@ void   registry__v1__stats__free_unpacked
   assert(message->base.descriptor == &registry__v1__stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__peer_link_status__init
+                     (Registry__V1__PeerLinkStatus         *message)
+{
+  static const Registry__V1__PeerLinkStatus init_value = REGISTRY__V1__PEER_LINK_STATUS__INIT;
+  *message = init_value;
+}
+size_t registry__v1__peer_link_status__get_packed_size
+                     (const Registry__V1__PeerLinkStatus *message)
+{
+  assert(message->base.descriptor == &registry__v1__peer_link_status__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__peer_link_status__pack
+                     (const Registry__V1__PeerLinkStatus *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__peer_link_status__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__peer_link_status__pack_to_buffer
+                     (const Registry__V1__PeerLinkStatus *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__peer_link_status__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__PeerLinkStatus *
+       registry__v1__peer_link_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__PeerLinkStatus *)
+     protobuf_c_message_unpack (&registry__v1__peer_link_status__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__peer_link_status__free_unpacked
+                     (Registry__V1__PeerLinkStatus *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__peer_link_status__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__snapshot_request__init
                      (Registry__V1__SnapshotRequest         *message)
 {
@@ -391,7 +436,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[21] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[22] =
 {
   {
     "node_id",
@@ -645,6 +690,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[21]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "peers",
+    24,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Stats, n_peers),
+    offsetof(Registry__V1__Stats, peers),
+    &registry__v1__peer_link_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -661,6 +718,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   9,   /* field[9] = log_operations */
   11,   /* field[11] = log_sequence */
   0,   /* field[0] = node_id */
+  21,   /* field[21] = peers */
   7,   /* field[7] = requests_served */
   2,   /* field[2] = server_version */
   19,   /* field[19] = snapshot_age_ms */
@@ -673,7 +731,7 @@ static const ProtobufCIntRange registry__v1__stats__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 20, 17 },
-  { 0, 21 }
+  { 0, 22 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -683,11 +741,166 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  21,
+  22,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   2,  registry__v1__stats__number_ranges,
   (ProtobufCMessageInit) registry__v1__stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__peer_link_status__field_descriptors[10] =
+{
+  {
+    "address",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "node_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, state),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "backlog_operations",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, backlog_operations),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "in_flight_batches",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, in_flight_batches),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lag_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, lag_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "peer_holds",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__PeerLinkStatus, n_peer_holds),
+    offsetof(Registry__V1__PeerLinkStatus, peer_holds),
+    &registry__v1__log_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reconnects",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, reconnects),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last_error",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, last_error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sent_operations",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerLinkStatus, sent_operations),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__peer_link_status__field_indices_by_name[] = {
+  0,   /* field[0] = address */
+  3,   /* field[3] = backlog_operations */
+  4,   /* field[4] = in_flight_batches */
+  5,   /* field[5] = lag_ms */
+  8,   /* field[8] = last_error */
+  1,   /* field[1] = node_id */
+  6,   /* field[6] = peer_holds */
+  7,   /* field[7] = reconnects */
+  9,   /* field[9] = sent_operations */
+  2,   /* field[2] = state */
+};
+static const ProtobufCIntRange registry__v1__peer_link_status__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor registry__v1__peer_link_status__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.PeerLinkStatus",
+  "PeerLinkStatus",
+  "Registry__V1__PeerLinkStatus",
+  "registry.v1",
+  sizeof(Registry__V1__PeerLinkStatus),
+  10,
+  registry__v1__peer_link_status__field_descriptors,
+  registry__v1__peer_link_status__field_indices_by_name,
+  1,  registry__v1__peer_link_status__number_ranges,
+  (ProtobufCMessageInit) registry__v1__peer_link_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define registry__v1__snapshot_request__field_descriptors NULL

@@ -366,7 +366,7 @@ const ProtobufCMessageDescriptor registry__v1__limits__descriptor =
   (ProtobufCMessageInit) registry__v1__limits__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descriptors[5] =
+static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descriptors[6] =
 {
   {
     "version",
@@ -428,9 +428,22 @@ static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "instance_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__HelloAccepted, instance_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__hello_accepted__field_indices_by_name[] = {
   2,   /* field[2] = cluster_id */
+  5,   /* field[5] = instance_id */
   4,   /* field[4] = limits */
   1,   /* field[1] = node_id */
   3,   /* field[3] = server_version */
@@ -439,7 +452,7 @@ static const unsigned registry__v1__hello_accepted__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__hello_accepted__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor registry__v1__hello_accepted__descriptor =
 {
@@ -449,7 +462,7 @@ const ProtobufCMessageDescriptor registry__v1__hello_accepted__descriptor =
   "Registry__V1__HelloAccepted",
   "registry.v1",
   sizeof(Registry__V1__HelloAccepted),
-  5,
+  6,
   registry__v1__hello_accepted__field_descriptors,
   registry__v1__hello_accepted__field_indices_by_name,
   1,  registry__v1__hello_accepted__number_ranges,

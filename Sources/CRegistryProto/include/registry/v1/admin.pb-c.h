@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__StatsRequest Registry__V1__StatsRequest;
 typedef struct Registry__V1__ErrorCount Registry__V1__ErrorCount;
 typedef struct Registry__V1__Stats Registry__V1__Stats;
+typedef struct Registry__V1__PeerLinkStatus Registry__V1__PeerLinkStatus;
 typedef struct Registry__V1__SnapshotRequest Registry__V1__SnapshotRequest;
 typedef struct Registry__V1__SnapshotTaken Registry__V1__SnapshotTaken;
 typedef struct Registry__V1__LogPosition Registry__V1__LogPosition;
@@ -137,10 +138,60 @@ struct  Registry__V1__Stats
    * The size of the last snapshot this run took (0: none yet).
    */
   uint64_t snapshot_bytes;
+  /*
+   * This node's links to the peers it streams to (--peers).
+   */
+  size_t n_peers;
+  Registry__V1__PeerLinkStatus **peers;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL }
+
+
+/*
+ * One link from this node to a peer, as registryctl cluster status shows it.
+ */
+struct  Registry__V1__PeerLinkStatus
+{
+  ProtobufCMessage base;
+  /*
+   * The address as --peers names it.
+   */
+  char *address;
+  /*
+   * The peer's node ID, once it answered.
+   */
+  char *node_id;
+  /*
+   * disconnected, connecting, handshaking, streaming or own-address.
+   */
+  char *state;
+  /*
+   * Operations this node holds that the peer is not known to hold.
+   */
+  uint64_t backlog_operations;
+  uint64_t in_flight_batches;
+  /*
+   * Milliseconds since the oldest operation sent and not yet acknowledged was
+   * stamped; 0 when none is in flight.
+   */
+  uint64_t lag_ms;
+  /*
+   * What the peer holds, as far as this node knows.
+   */
+  size_t n_peer_holds;
+  Registry__V1__LogPosition **peer_holds;
+  /*
+   * Connections lost or refused since the node started.
+   */
+  uint64_t reconnects;
+  char *last_error;
+  uint64_t sent_operations;
+};
+#define REGISTRY__V1__PEER_LINK_STATUS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_link_status__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0,NULL, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -270,6 +321,25 @@ Registry__V1__Stats *
 void   registry__v1__stats__free_unpacked
                      (Registry__V1__Stats *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__PeerLinkStatus methods */
+void   registry__v1__peer_link_status__init
+                     (Registry__V1__PeerLinkStatus         *message);
+size_t registry__v1__peer_link_status__get_packed_size
+                     (const Registry__V1__PeerLinkStatus   *message);
+size_t registry__v1__peer_link_status__pack
+                     (const Registry__V1__PeerLinkStatus   *message,
+                      uint8_t             *out);
+size_t registry__v1__peer_link_status__pack_to_buffer
+                     (const Registry__V1__PeerLinkStatus   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__PeerLinkStatus *
+       registry__v1__peer_link_status__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__peer_link_status__free_unpacked
+                     (Registry__V1__PeerLinkStatus *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__SnapshotRequest methods */
 void   registry__v1__snapshot_request__init
                      (Registry__V1__SnapshotRequest         *message);
@@ -357,6 +427,9 @@ typedef void (*Registry__V1__ErrorCount_Closure)
 typedef void (*Registry__V1__Stats_Closure)
                  (const Registry__V1__Stats *message,
                   void *closure_data);
+typedef void (*Registry__V1__PeerLinkStatus_Closure)
+                 (const Registry__V1__PeerLinkStatus *message,
+                  void *closure_data);
 typedef void (*Registry__V1__SnapshotRequest_Closure)
                  (const Registry__V1__SnapshotRequest *message,
                   void *closure_data);
@@ -378,6 +451,7 @@ typedef void (*Registry__V1__LatencyBuckets_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__stats_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error_count__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__stats__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__peer_link_status__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__snapshot_taken__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__log_position__descriptor;

@@ -96,6 +96,12 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_INTERNAL = 10,
   /*
+   * The write is durable on this node, but fewer peers than the request's
+   * ack_replicas confirmed it within --replica-timeout. It is kept and still
+   * replicates; retrying is safe (a registration is idempotent).
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_REPLICATION_TIMEOUT = 11,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,
@@ -115,7 +121,36 @@ typedef enum _Registry__V1__ErrorCode {
   /*
    * Hello.role is unknown or not served by this node.
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSUPPORTED_ROLE = 104
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSUPPORTED_ROLE = 104,
+  /*
+   * Peer replication (peer.proto). Each refuses the peer connection.
+   * PeerHello.cluster_id is not this node's cluster.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_WRONG_CLUSTER = 105,
+  /*
+   * PeerHello.node_id is this node's own ID: two nodes share one ID.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_DUPLICATE_NODE_ID = 106,
+  /*
+   * PeerHello.minting_key_fingerprint differs: the nodes would mint different
+   * device IDs for one first install. Give every node the same cluster secret.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_MINTING_KEY_MISMATCH = 107,
+  /*
+   * An operation's HLC is further ahead of this node's clock than
+   * --max-clock-skew allows. Nothing of its batch was applied.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_CLOCK_SKEW = 108,
+  /*
+   * A batch holds an operation that does not decode, names epoch 0, would
+   * leave a gap in its log, or claims a sequence of this node's own log that
+   * it never wrote. Nothing of the batch was applied.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_OPERATION = 109,
+  /*
+   * A peer frame arrived where the protocol does not allow it.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNEXPECTED_PEER_FRAME = 110
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 

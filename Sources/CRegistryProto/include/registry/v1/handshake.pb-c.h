@@ -37,8 +37,8 @@ typedef enum _Registry__V1__Role {
    */
   REGISTRY__V1__ROLE__ROLE_ADMIN = 2,
   /*
-   * Another registry node (replication). Not served by single-node builds:
-   * such a Hello gets UNSUPPORTED_ROLE.
+   * Another registry node (replication). Once HelloAccepted is sent, both
+   * directions carry PeerFrames (peer.proto) instead of Client/ServerFrames.
    */
   REGISTRY__V1__ROLE__ROLE_PEER = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ROLE)
@@ -122,10 +122,15 @@ struct  Registry__V1__HelloAccepted
    */
   char *server_version;
   Registry__V1__Limits *limits;
+  /*
+   * A random number the node draws when it starts. A node that dials its own
+   * address (a peer list naming every member) recognises itself by it.
+   */
+  uint64_t instance_id;
 };
 #define REGISTRY__V1__HELLO_ACCEPTED__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__hello_accepted__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0 }
 
 
 /* Registry__V1__ProtocolVersion methods */

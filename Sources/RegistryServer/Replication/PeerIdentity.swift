@@ -1,0 +1,63 @@
+import RegistryCore
+import RegistryWire
+
+/// What a node tells its peers about itself, and checks in what they tell it: the cluster, the
+/// node, its epoch, and its minting key's fingerprint.
+struct PeerIdentity: Equatable, Sendable {
+    let clusterID: String
+    let nodeID: NodeID
+    let epoch: UInt64
+    let mintingKeyFingerprint: UInt64
+
+    /// Why a peer's hello is refused, as the peer will read it; nil to welcome it.
+    func refusal(of hello: PeerHello) -> WireError? {
+        guard hello.version.major == ProtocolVersion.current.major else {
+            return WireError(
+                code: .unsupportedVersion,
+                message: "peer protocol version \(hello.version) is not supported; this node speaks \(ProtocolVersion.current.major).x")
+        }
+        guard hello.clusterID == clusterID else {
+            return WireError(
+                code: .wrongCluster, message: "peer \(hello.nodeID) is in cluster \(hello.clusterID.debugDescription); this node is in \(clusterID.debugDescription)")
+        }
+        guard hello.nodeID != nodeID.value else {
+            return WireError(
+                code: .duplicateNodeID, message: "peer claims node ID \(hello.nodeID), which is this node's own: two nodes share one ID")
+        }
+        guard (try? NodeID(hello.nodeID)) != nil, hello.epoch > 0 else {
+            return WireError(code: .invalidArgument, message: "peer hello names no valid node ID and epoch")
+        }
+        guard hello.mintingKeyFingerprint == mintingKeyFingerprint else {
+            return WireError(
+                code: .mintingKeyMismatch,
+                message: "peer \(hello.nodeID) mints device IDs with another key: give every node the same --cluster-secret")
+        }
+        return nil
+    }
+
+    /// This node's hello, with what it holds.
+    func hello(holding vector: VersionVector) -> PeerHello {
+        PeerHello(
+            clusterID: clusterID, nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions,
+            mintingKeyFingerprint: mintingKeyFingerprint)
+    }
+}
+
+extension VersionVector {
+    /// The vector as wire log positions.
+    var positions: [LogPosition] {
+        logs.map { LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence) }
+    }
+
+    /// A vector from wire log positions, which must name valid nodes and epochs.
+    init(positions: [LogPosition]) throws(WireError) {
+        self.init()
+        for position in positions {
+            guard let origin = try? NodeID(position.origin), position.epoch > 0 else {
+                throw WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
+            }
+            let log = Log(origin: origin, epoch: position.epoch)
+            recordAll(through: max(position.sequence, self[log]), in: log)
+        }
+    }
+}

@@ -1,0 +1,327 @@
+import Dispatch
+import Logging
+import NIOCore
+import NIOPosix
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Synchronization
+
+/// Streams this node's operations to one configured peer address: carries out what
+/// ``PeerLinkStateMachine`` decides (connect, hello, stream, back off and reconnect), reading the
+/// operations the peer lacks through the log API and sending them in batches.
+///
+/// `@unchecked Sendable`: its mutable state (`machine`, `channel`, `readers`, `buffered`,
+/// `random`, `shutDown`) is touched solely on `queue`, a serial DispatchQueue: every entry point
+/// (`start`, `commitHappened`, the connection's callbacks, `shutdown`) hops onto it first. It is
+/// the link's single owner, as GRDB's SerializedDatabase is a database's.
+final class PeerLink: @unchecked Sendable {
+    /// The most operations in one batch (the receiver refuses more).
+    static let maxBatchOperations = 1024
+    /// Batches stop growing past this many bytes of operations, well under the frame limit.
+    static let maxBatchBytes = 256 << 10
+    /// Batches in flight before the link waits for an acknowledgement.
+    static let window = 4
+
+    let address: PeerAddress
+    private let engine: RegistryEngine
+    private let group: any EventLoopGroup
+    private let queue: DispatchQueue
+    private var logger: Logger
+    private var machine: PeerLinkStateMachine
+    private var channel: (any Channel)?
+    private var readers: [VersionVector.Log: LogReader] = [:]
+    /// Records read and not yet sent, per log (a journal entry may hold more than a batch).
+    private var buffered: [VersionVector.Log: ArraySlice<LogRecord>] = [:]
+    private var random = SystemRandomNumberGenerator()
+    private var shutDown = false
+    /// Set while a pump is queued, so that commits in a burst queue one.
+    private let pumpQueued = Atomic<Bool>(false)
+    /// What `registryctl cluster status` shows, refreshed on `queue`.
+    private let published: Mutex<PeerLinkStatus>
+    /// Operations sent, for status.
+    private var sentOperations: UInt64 = 0
+
+    init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, logger: Logger) {
+        self.address = address
+        self.engine = engine
+        self.group = group
+        self.queue = DispatchQueue(label: "registry.peer-link.\(address)")
+        var logger = logger
+        logger[metadataKey: "peer_address"] = "\(address)"
+        self.logger = logger
+        self.machine = PeerLinkStateMachine(ownNodeID: engine.nodeID, ownInstanceID: engine.instanceID, window: Self.window)
+        self.published = Mutex(PeerLinkStatus(address: address.description))
+    }
+
+    func start() {
+        queue.async { self.carryOut(self.machine.start()) }
+    }
+
+    /// Something became durable: send it, if streaming.
+    func commitHappened() {
+        guard !pumpQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async {
+            self.pumpQueued.store(false, ordering: .releasing)
+            self.pump()
+        }
+    }
+
+    /// Closes the connection and stops reconnecting.
+    func shutdown() {
+        queue.sync {
+            shutDown = true
+            channel?.close(promise: nil)
+            channel = nil
+        }
+    }
+
+    var status: PeerLinkStatus {
+        published.withLock { $0 }
+    }
+
+    // MARK: - Events from the connection (any thread)
+
+    fileprivate func received(_ frame: ServerFrame, on source: any Channel) {
+        queue.async {
+            guard self.channel === source else { return }
+            self.carryOut(self.machine.received(frame, random: &self.random))
+        }
+    }
+
+    fileprivate func received(_ frame: PeerFrame, on source: any Channel) {
+        queue.async {
+            guard self.channel === source else { return }
+            self.carryOut(self.machine.received(frame, random: &self.random))
+        }
+    }
+
+    fileprivate func closed(_ source: any Channel, reason: String) {
+        queue.async {
+            guard self.channel === source else { return }
+            self.channel = nil
+            self.carryOut(self.machine.connectionLost(reason, random: &self.random))
+        }
+    }
+
+    // MARK: - Carrying out the state machine's actions (on `queue`)
+
+    private func carryOut(_ action: PeerLinkStateMachine.Action) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        logger.trace("peer link", metadata: ["action": "\(action)", "state": "\(machine.state)"])
+        switch action {
+        case .connect:
+            connect()
+        case .sendClientHello:
+            let hello = Hello(version: .current, role: .peer, clientName: "registryd \(engine.nodeID)")
+            send { buffer throws(CodecError) in try ClientFrame(requestID: 0, body: .hello(hello)).encodeFrame(into: &buffer) }
+        case .sendPeerHello:
+            let hello = engine.peerIdentity.hello(holding: engine.durableVector)
+            send { buffer throws(CodecError) in try PeerFrame.hello(hello).encodeFrame(into: &buffer) }
+        case .stream:
+            if case .streaming(let peer) = machine.state, logger[metadataKey: "peer_node"] == nil {
+                logger[metadataKey: "peer_node"] = "\(peer)"
+                logger.info("replicating to peer")
+            }
+            pump()
+        case .closeAndRetry(let delay, let reason, let refusal):
+            if let refusal {
+                logger.warning("peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)"])
+                engine.counters.record(error: refusal.code)
+            } else {
+                logger.info("peer link down; reconnecting", metadata: ["reason": "\(reason)", "retry_ms": "\(delay)"])
+            }
+            logger[metadataKey: "peer_node"] = nil
+            channel?.close(promise: nil)
+            channel = nil
+            readers = [:]
+            buffered = [:]
+            if !shutDown {
+                queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
+                    guard !self.shutDown else { return }
+                    self.carryOut(self.machine.retryDue())
+                }
+            }
+        case .stop:
+            logger.info("peer address is this node's own; skipping it")
+            channel?.close(promise: nil)
+            channel = nil
+        case .none:
+            break
+        }
+        publishStatus()
+    }
+
+    private func connect() {
+        let link = self
+        ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(3))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(PeerLinkHandler(link: link))
+                }
+            }
+            .connect(host: address.host, port: address.port)
+            .whenComplete { result in
+                link.queue.async {
+                    switch result {
+                    case .success(let channel):
+                        guard !link.shutDown else {
+                            channel.close(promise: nil)
+                            return
+                        }
+                        link.channel = channel
+                        link.carryOut(link.machine.connected())
+                    case .failure(let error):
+                        link.carryOut(link.machine.connectionLost("cannot connect: \(error)", random: &link.random))
+                    }
+                }
+            }
+    }
+
+    private func send(_ encode: (inout ByteBuffer) throws(CodecError) -> Void) {
+        guard let channel else { return }
+        var buffer = channel.allocator.buffer(capacity: 256)
+        do {
+            try encode(&buffer)
+        } catch {
+            logger.error("cannot encode a peer frame", metadata: ["error": "\(error)"])
+            return
+        }
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
+    /// Sends batches while the cursor has a run for them and the window allows.
+    private func pump() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard case .streaming = machine.state, let channel else { return }
+        let local = engine.durableVector
+        var wrote = false
+        defer {
+            if wrote { channel.flush() }
+            publishStatus(local: local)
+        }
+        while let run = machine.cursor?.nextRun(local: local) {
+            let records: [LogRecord]
+            do {
+                records = try take(run.log, from: run.from)
+            } catch {
+                let reason = "cannot read \(run.log) from \(run.from): \(error)"
+                logger.error("peer link cannot read the log", metadata: ["error": "\(error)"])
+                return carryOut(machine.failed(reason, random: &random))
+            }
+            guard let last = records.last else { return }
+            guard let batchID = machine.sending(log: run.log, through: last.sequence, operations: records.count, oldestMillis: records[0].hlc >> 16)
+            else { return }
+            let batch = OperationBatch(
+                batchID: batchID,
+                operations: records.map {
+                    PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
+                })
+            var buffer = channel.allocator.buffer(capacity: 64 + records.reduce(0) { $0 + $1.payload.count + 48 })
+            do {
+                try PeerFrame.batch(batch).encodeFrame(into: &buffer)
+            } catch {
+                logger.error("cannot encode a batch", metadata: ["error": "\(error)"])
+                return carryOut(machine.failed("cannot encode a batch: \(error)", random: &random))
+            }
+            channel.write(buffer, promise: nil)
+            sentOperations += UInt64(records.count)
+            wrote = true
+        }
+    }
+
+    /// The next records of `log` from `from`: at most a batch's worth, in order.
+    private func take(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [LogRecord] {
+        if let first = buffered[log]?.first, first.sequence != from { buffered[log] = nil }
+        if buffered[log]?.isEmpty ?? true {
+            var reader = readers[log]
+            if reader?.nextSequence != from {
+                reader = try engine.logReader(for: log, from: from)
+                readers[log] = reader
+            }
+            buffered[log] = try reader!.nextRecords(atMost: Self.maxBatchOperations)[...]
+        }
+        guard var pending = buffered[log], !pending.isEmpty else { return [] }
+        var records = [LogRecord]()
+        var bytes = 0
+        while let record = pending.first, records.count < Self.maxBatchOperations, bytes < Self.maxBatchBytes {
+            records.append(record)
+            bytes += record.payload.count
+            pending.removeFirst()
+        }
+        buffered[log] = pending
+        return records
+    }
+
+    private func publishStatus(local: VersionVector? = nil) {
+        let local = local ?? engine.durableVector
+        var status = PeerLinkStatus(address: address.description)
+        switch machine.state {
+        case .disconnected: status.state = "disconnected"
+        case .connecting, .awaitingAccept: status.state = "connecting"
+        case .awaitingWelcome(let peer):
+            status.state = "handshaking"
+            status.nodeID = peer.value
+        case .streaming(let peer):
+            status.state = "streaming"
+            status.nodeID = peer.value
+        case .stopped: status.state = "own-address"
+        }
+        if let cursor = machine.cursor {
+            status.backlogOperations = cursor.backlog(local: local)
+            status.inFlightBatches = UInt64(cursor.inFlight.count)
+            status.oldestUnacknowledgedMillis = cursor.oldestUnacknowledgedMillis ?? 0
+            status.peerHolds = cursor.receiverHolds.positions
+        }
+        status.reconnects = machine.failures
+        status.lastError = machine.lastFailure ?? ""
+        status.sentOperations = sentOperations
+        published.withLock { $0 = status }
+    }
+}
+
+/// The dialing side's channel handler: cuts frames, decodes the first as the ServerFrame that
+/// answers the client Hello and the rest as PeerFrames, and passes them to the ``PeerLink``.
+private final class PeerLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let link: PeerLink
+    private var unread = ByteBuffer()
+    private let frames = FrameDecoder(maxFrameBytes: 16 << 20)
+    private var accepted = false
+
+    init(link: PeerLink) {
+        self.link = link
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        unread.writeBuffer(&bytes)
+        do {
+            while let payload = try frames.nextFrame(&unread) {
+                if accepted {
+                    link.received(try PeerFrame(decoding: payload), on: context.channel)
+                } else {
+                    accepted = true
+                    link.received(try ServerFrame(decoding: payload), on: context.channel)
+                }
+            }
+        } catch {
+            link.closed(context.channel, reason: "the peer sent a bad frame: \(error)")
+            context.close(promise: nil)
+        }
+        if unread.readableBytes == 0 { unread.clear() }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        link.closed(context.channel, reason: "the connection closed")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        link.closed(context.channel, reason: "connection error: \(error)")
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,149 @@
+import RegistryCore
+import RegistryWire
+
+/// The sending side of the link to one configured peer address, as a plain value: connect, say
+/// hello, learn what the receiver holds, stream, and on any failure wait (``Backoff``) and start
+/// over. Every event returns what the shell must do. The random source for the backoff's jitter
+/// is passed in, so a seeded run is deterministic.
+struct PeerLinkStateMachine {
+    enum State: Equatable {
+        /// Not connected; `retryInMillis` once a failure scheduled a retry.
+        case disconnected
+        case connecting
+        /// Connected; the client Hello is sent, its HelloAccepted awaited.
+        case awaitingAccept
+        /// PeerHello sent to `peer`; its welcome awaited.
+        case awaitingWelcome(peer: NodeID)
+        case streaming(peer: NodeID)
+        /// The address is this node's own: nothing to do, ever.
+        case stopped
+    }
+
+    enum Action: Equatable {
+        /// Open a connection (resolving the address again).
+        case connect
+        /// Send the client Hello with role peer.
+        case sendClientHello
+        /// Send this node's PeerHello.
+        case sendPeerHello
+        /// Send what ``cursor`` says the receiver lacks, while it allows.
+        case stream
+        /// Close the connection (if open); call ``retryDue()`` after `retryInMillis`. `reason`
+        /// is for the log, `refusal` is what the receiver said, if anything.
+        case closeAndRetry(retryInMillis: UInt64, reason: String, refusal: WireError?)
+        /// Close and never retry: the address is this node's own.
+        case stop
+        case none
+    }
+
+    private(set) var state = State.disconnected
+    /// What the receiver holds and what is in flight, while streaming.
+    private(set) var cursor: ReplicationCursor?
+    private var backoff: Backoff
+    let ownNodeID: NodeID
+    let ownInstanceID: UInt64
+    let window: Int
+    /// The number of reconnections after a failure, for status.
+    private(set) var failures: UInt64 = 0
+    /// The last failure, for status.
+    private(set) var lastFailure: String?
+
+    init(ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, backoff: Backoff = Backoff()) {
+        self.ownNodeID = ownNodeID
+        self.ownInstanceID = ownInstanceID
+        self.window = window
+        self.backoff = backoff
+    }
+
+    mutating func start() -> Action {
+        guard state == .disconnected else { return .none }
+        state = .connecting
+        return .connect
+    }
+
+    mutating func connected() -> Action {
+        guard state == .connecting else { return .none }
+        state = .awaitingAccept
+        return .sendClientHello
+    }
+
+    /// The peer answered the client Hello.
+    mutating func received(_ frame: ServerFrame, random: inout some RandomNumberGenerator) -> Action {
+        guard state == .awaitingAccept else { return fail("a server frame arrived after the handshake", random: &random) }
+        switch frame.body {
+        case .helloAccepted(let accepted):
+            if accepted.instanceID == ownInstanceID && accepted.nodeID == ownNodeID.value {
+                state = .stopped
+                return .stop
+            }
+            guard let peer = try? NodeID(accepted.nodeID) else {
+                return fail("the peer names no valid node ID (\(accepted.nodeID.debugDescription))", random: &random)
+            }
+            state = .awaitingWelcome(peer: peer)
+            return .sendPeerHello
+        case .error(let error):
+            return fail("the peer refused the hello", refusal: error, random: &random)
+        default:
+            return fail("the peer answered the hello with something else", random: &random)
+        }
+    }
+
+    mutating func received(_ frame: PeerFrame, random: inout some RandomNumberGenerator) -> Action {
+        switch (state, frame) {
+        case (.awaitingWelcome(let peer), .welcome(let welcome)):
+            guard welcome.nodeID == peer.value, let holds = try? VersionVector(positions: welcome.versionVector) else {
+                return fail("the peer's welcome names another node or an invalid log", random: &random)
+            }
+            state = .streaming(peer: peer)
+            cursor = ReplicationCursor(receiverHolds: holds, window: window)
+            backoff.reset()
+            return .stream
+        case (.streaming, .ack(let ack)):
+            guard let held = try? VersionVector(positions: ack.held) else {
+                return fail("an acknowledgement names an invalid log", random: &random)
+            }
+            do {
+                try cursor?.acknowledged(ack.batchID, held: held)
+            } catch {
+                return fail("the peer acknowledged batch \(error.batchID), which was not sent", random: &random)
+            }
+            return .stream
+        case (_, .refusal(let error)):
+            return fail("the peer refused", refusal: error, random: &random)
+        default:
+            return fail("unexpected peer frame \(frame) in state \(state)", random: &random)
+        }
+    }
+
+    /// Records a batch as sent (see ``ReplicationCursor/sending(log:through:operations:oldestMillis:)``).
+    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64) -> UInt64? {
+        cursor?.sending(log: log, through: through, operations: operations, oldestMillis: oldestMillis)
+    }
+
+    /// The connection could not be opened, or closed, or failed.
+    mutating func connectionLost(_ reason: String, random: inout some RandomNumberGenerator) -> Action {
+        switch state {
+        case .stopped, .disconnected: return .none
+        default: return fail(reason, random: &random)
+        }
+    }
+
+    /// The shell's own failure while streaming (a log it cannot read).
+    mutating func failed(_ reason: String, random: inout some RandomNumberGenerator) -> Action {
+        state == .stopped || state == .disconnected ? .none : fail(reason, random: &random)
+    }
+
+    /// The retry delay passed.
+    mutating func retryDue() -> Action {
+        start()
+    }
+
+    private mutating func fail(_ reason: String, refusal: WireError? = nil, random: inout some RandomNumberGenerator) -> Action {
+        if state == .stopped { return .none }
+        state = .disconnected
+        cursor = nil
+        failures += 1
+        lastFailure = refusal.map { "\(reason): \($0)" } ?? reason
+        return .closeAndRetry(retryInMillis: backoff.nextDelayMillis(using: &random), reason: reason, refusal: refusal)
+    }
+}

@@ -1,0 +1,25 @@
+import RegistryWire
+
+/// What one link to a peer shows in `registryctl cluster status`.
+public struct PeerLinkStatus: Equatable, Sendable {
+    /// As `--peers` names it.
+    public var address: String
+    /// The peer's node ID, once its hello was answered.
+    public var nodeID = ""
+    /// disconnected, connecting, handshaking, streaming or own-address.
+    public var state = "disconnected"
+    /// Operations this node holds that the peer is not known to hold.
+    public var backlogOperations: UInt64 = 0
+    public var inFlightBatches: UInt64 = 0
+    /// The HLC milliseconds of the oldest operation sent and not acknowledged; 0 when none.
+    public var oldestUnacknowledgedMillis: UInt64 = 0
+    /// What the peer holds, as far as this node knows.
+    public var peerHolds: [LogPosition] = []
+    public var reconnects: UInt64 = 0
+    public var lastError = ""
+    public var sentOperations: UInt64 = 0
+
+    public init(address: String) {
+        self.address = address
+    }
+}

@@ -1,0 +1,81 @@
+import RegistryCore
+import RegistryWire
+
+/// The receiving side of one peer connection, as a plain value: it checks the peer's hello,
+/// then takes batches of operations, decoded and checked, one at a time in order. Every event
+/// returns what the handler must do. A refusal ends the session.
+struct PeerSessionStateMachine {
+    enum State: Equatable {
+        case awaitingHello
+        /// Welcomed `peer`; batches flow.
+        case streaming(peer: NodeID)
+        case closed
+    }
+
+    enum Action: Equatable {
+        /// Send a ``PeerWelcome`` (with what this node holds) to `peer`.
+        case welcome(peer: NodeID)
+        /// Make these operations durable and applied, then acknowledge `batchID`.
+        case apply(batchID: UInt64, operations: [LoggedOperation])
+        /// Send this refusal, count it, and close.
+        case refuse(WireError)
+        /// The session is over: drop the frame.
+        case ignore
+    }
+
+    private(set) var state = State.awaitingHello
+    let identity: PeerIdentity
+    /// The most operations one batch may hold.
+    let maxBatchOperations: Int
+
+    init(identity: PeerIdentity, maxBatchOperations: Int) {
+        self.identity = identity
+        self.maxBatchOperations = maxBatchOperations
+    }
+
+    mutating func received(_ frame: PeerFrame) -> Action {
+        switch (state, frame) {
+        case (.closed, _):
+            return .ignore
+        case (.awaitingHello, .hello(let hello)):
+            if let refusal = identity.refusal(of: hello) { return refuse(refusal) }
+            let peer = NodeID(trusted: hello.nodeID)
+            state = .streaming(peer: peer)
+            return .welcome(peer: peer)
+        case (.streaming, .batch(let batch)):
+            guard batch.operations.count <= maxBatchOperations else {
+                return refuse(
+                    WireError(
+                        code: .batchTooLarge,
+                        message: "a batch of \(batch.operations.count) operations exceeds the limit of \(maxBatchOperations)"))
+            }
+            var operations = [LoggedOperation]()
+            operations.reserveCapacity(batch.operations.count)
+            for operation in batch.operations {
+                do {
+                    operations.append(try operation.decoded())
+                } catch {
+                    return refuse(WireError(code: .invalidOperation, message: "batch \(batch.batchID): \(error)"))
+                }
+            }
+            return .apply(batchID: batch.batchID, operations: operations)
+        case (.streaming, .refusal), (.awaitingHello, .refusal):
+            state = .closed
+            return .ignore
+        case (.awaitingHello, _):
+            return refuse(WireError(code: .handshakeRequired, message: "the first peer frame must be a PeerHello"))
+        case (.streaming, _):
+            return refuse(WireError(code: .unexpectedPeerFrame, message: "a sender may send only OperationBatch after its hello"))
+        }
+    }
+
+    /// The state refused a batch (a gap, clock skew): the session ends.
+    mutating func refused(_ error: WireError) -> Action {
+        refuse(error)
+    }
+
+    private mutating func refuse(_ error: WireError) -> Action {
+        state = .closed
+        return .refuse(error)
+    }
+}

@@ -1,0 +1,115 @@
+import RegistryCore
+
+/// One frame between two nodes after a peer handshake (`registry.v1.PeerFrame`, peer.proto).
+public enum PeerFrame: Equatable, Sendable {
+    case hello(PeerHello)
+    case welcome(PeerWelcome)
+    case batch(OperationBatch)
+    case ack(BatchAck)
+    /// Why the connection is refused or closed.
+    case refusal(WireError)
+    /// A body this version does not know, or none.
+    case unknown
+}
+
+/// The sender's first peer frame: who it is and what it holds.
+public struct PeerHello: Equatable, Sendable {
+    public var clusterID: String
+    public var nodeID: String
+    public var epoch: UInt64
+    public var version: ProtocolVersion
+    public var versionVector: [LogPosition]
+    public var mintingKeyFingerprint: UInt64
+
+    public init(
+        clusterID: String, nodeID: String, epoch: UInt64, version: ProtocolVersion = .current, versionVector: [LogPosition],
+        mintingKeyFingerprint: UInt64
+    ) {
+        self.clusterID = clusterID
+        self.nodeID = nodeID
+        self.epoch = epoch
+        self.version = version
+        self.versionVector = versionVector
+        self.mintingKeyFingerprint = mintingKeyFingerprint
+    }
+}
+
+/// The receiver's answer to a ``PeerHello``: what it holds, so the sender knows where to start.
+public struct PeerWelcome: Equatable, Sendable {
+    public var nodeID: String
+    public var epoch: UInt64
+    public var versionVector: [LogPosition]
+    public var maxBatchOperations: UInt32
+
+    public init(nodeID: String, epoch: UInt64, versionVector: [LogPosition], maxBatchOperations: UInt32) {
+        self.nodeID = nodeID
+        self.epoch = epoch
+        self.versionVector = versionVector
+        self.maxBatchOperations = maxBatchOperations
+    }
+}
+
+/// One logged operation in transit: its place in its origin's log, its HLC, and its encoded
+/// `registry.v1.Operation`, as the origin's log holds it (decoded, and so checked, on arrival).
+public struct PeerOperation: Equatable, Sendable {
+    public var origin: String
+    public var epoch: UInt64
+    public var sequence: UInt64
+    public var hlc: UInt64
+    public var operation: [UInt8]
+
+    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, operation: [UInt8]) {
+        self.origin = origin
+        self.epoch = epoch
+        self.sequence = sequence
+        self.hlc = hlc
+        self.operation = operation
+    }
+
+    /// The operation encoded for sending.
+    public init(_ logged: LoggedOperation) {
+        self.init(
+            origin: logged.origin.value, epoch: logged.epoch, sequence: logged.sequence, hlc: logged.timestamp.rawValue,
+            operation: OperationCodec.encode(logged.operation))
+    }
+
+    /// Decodes and checks the operation: a typed error for a bad node ID, epoch 0, sequence 0, or
+    /// bytes that are not a valid operation.
+    public func decoded() throws(CodecError) -> LoggedOperation {
+        let node: NodeID
+        do {
+            node = try NodeID(origin)
+        } catch {
+            throw .invalidOperation("origin \(origin.debugDescription): \(error)")
+        }
+        guard epoch > 0, sequence > 0 else {
+            throw .invalidOperation("\(origin)/\(epoch)/\(sequence): epochs and sequences are numbered from 1")
+        }
+        return LoggedOperation(
+            origin: node, epoch: epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc),
+            operation: try OperationCodec.decode(operation))
+    }
+}
+
+/// Operations the receiver lacks, in order within each log.
+public struct OperationBatch: Equatable, Sendable {
+    public var batchID: UInt64
+    public var operations: [PeerOperation]
+
+    public init(batchID: UInt64, operations: [PeerOperation]) {
+        self.batchID = batchID
+        self.operations = operations
+    }
+}
+
+/// The receiver holds every operation of batch `batchID` (and of the batches before it) durably.
+public struct BatchAck: Equatable, Sendable {
+    public var batchID: UInt64
+    /// What the receiver now holds of the logs the batch touched.
+    public var held: [LogPosition]
+
+    public init(batchID: UInt64, held: [LogPosition]) {
+        self.batchID = batchID
+        self.held = held
+    }
+}
