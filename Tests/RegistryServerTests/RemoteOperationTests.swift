@@ -61,4 +61,28 @@ import Testing
         #expect(state.applyRemote(operations[1], wallMillis: 1_000) == .duplicate)
         #expect(state.registry.deviceCount == 2)
     }
+
+    @Test func aBatchIsAppliedWholeOrRefusedWithNothingApplied() throws {
+        var state = try makeState()
+        let log = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 4)
+        var applied = [LoggedOperation]()
+        // A gap after an admissible operation: nothing of the batch is applied.
+        let gap = state.applyRemoteBatch([try remote(1), try remote(3)], wallMillis: 2_000, applied: &applied)
+        #expect(gap == .gap(log: log, missing: 2...2) && applied.isEmpty && state.registry.deviceCount == 0)
+        // A timestamp too far ahead, after an admissible one.
+        let skew = state.applyRemoteBatch([try remote(1), try remote(2, millis: 10_000_000)], wallMillis: 2_000, applied: &applied)
+        guard case .clockSkew = skew else {
+            Issue.record("expected clock skew, got \(String(describing: skew))")
+            return
+        }
+        #expect(applied.isEmpty && state.registry.deviceCount == 0 && state.versionVector[log] == 0)
+        // An operation of the node's own log that it never wrote.
+        let own = LoggedOperation(
+            origin: NodeID(trusted: "node-a"), epoch: 1, sequence: 1, timestamp: HLCTimestamp(millis: 2_000, counter: 0),
+            operation: try remote(1).operation)
+        #expect(state.applyRemoteBatch([own], wallMillis: 2_000, applied: &applied) == .unwrittenOwnOperation(sequence: 1, next: 1))
+        // Duplicates inside an admissible batch are skipped, the rest applied in order.
+        #expect(state.applyRemoteBatch([try remote(1), try remote(1), try remote(2)], wallMillis: 2_000, applied: &applied) == nil)
+        #expect(applied.map(\.sequence) == [1, 2] && state.versionVector[log] == 2 && state.registry.deviceCount == 2)
+    }
 }

@@ -1,0 +1,80 @@
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// The sending side's connection life, and its backoff, deterministic under a seed.
+@Suite struct PeerLinkStateMachineTests {
+    let own = NodeID(trusted: "node-a")
+
+    func accepted(node: String, instance: UInt64) -> ServerFrame {
+        ServerFrame(
+            requestID: 0,
+            body: .helloAccepted(
+                HelloAccepted(version: .current, nodeID: node, clusterID: "c", serverVersion: "t", limits: .default, instanceID: instance)))
+    }
+
+    @Test func connectsSaysHelloStreamsAndReconnectsAfterAFailure() {
+        var random = SplitMix64(seed: 1)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        #expect(machine.start() == .connect)
+        #expect(machine.connected() == .sendClientHello)
+        #expect(machine.received(accepted(node: "node-b", instance: 9), random: &random) == .sendPeerHello)
+        let welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: 5)], maxBatchOperations: 10)
+        #expect(machine.received(.welcome(welcome), random: &random) == .stream)
+        #expect(machine.cursor?.receiverHolds[VersionVector.Log(origin: own, epoch: 1)] == 5)
+        let action = machine.connectionLost("reset", random: &random)
+        guard case .closeAndRetry(let delay, _, nil) = action else {
+            Issue.record("expected a retry, got \(action)")
+            return
+        }
+        #expect((50...100).contains(delay))
+        #expect(machine.cursor == nil && machine.failures == 1)
+        #expect(machine.retryDue() == .connect)
+    }
+
+    @Test func itsOwnAddressStopsTheLinkForGood() {
+        var random = SplitMix64(seed: 1)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        _ = machine.start()
+        _ = machine.connected()
+        #expect(machine.received(accepted(node: "node-a", instance: 7), random: &random) == .stop)
+        #expect(machine.connectionLost("closed", random: &random) == PeerLinkStateMachine.Action.none)
+        #expect(machine.retryDue() == PeerLinkStateMachine.Action.none)
+    }
+
+    @Test func refusalsAndProtocolViolationsCloseAndRetry() {
+        var random = SplitMix64(seed: 2)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        _ = machine.start()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        let refusal = WireError(code: .wrongCluster, message: "no")
+        guard case .closeAndRetry(_, _, let seen) = machine.received(.refusal(refusal), random: &random) else {
+            Issue.record("expected a retry")
+            return
+        }
+        #expect(seen == refusal && machine.lastFailure?.contains("wrong_cluster") == true)
+        _ = machine.start()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), random: &random)
+        guard case .closeAndRetry = machine.received(.ack(BatchAck(batchID: 5, held: [])), random: &random) else {
+            Issue.record("an acknowledgement of a batch never sent must end the connection")
+            return
+        }
+    }
+
+    @Test func backoffGrowsToItsCapWithJitterAndResets() {
+        var random = SplitMix64(seed: 3)
+        var backoff = Backoff(initialMillis: 100, maxMillis: 1_000)
+        let delays = (0..<8).map { _ in backoff.nextDelayMillis(using: &random) }
+        for (attempt, delay) in delays.enumerated() {
+            let step: UInt64 = min(1_000, 100 << UInt64(attempt))
+            #expect((step / 2...step).contains(delay), "attempt \(attempt): \(delay)")
+        }
+        #expect(Set(delays.suffix(4)).count > 1, "jitter spreads capped delays")
+        backoff.reset()
+        #expect((50...100).contains(backoff.nextDelayMillis(using: &random)))
+    }
+}

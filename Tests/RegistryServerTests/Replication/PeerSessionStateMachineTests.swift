@@ -1,0 +1,76 @@
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// The receiving side of a peer connection, without sockets.
+@Suite struct PeerSessionStateMachineTests {
+    let identity = PeerIdentity(clusterID: "c1", nodeID: NodeID(trusted: "node-a"), epoch: 3, mintingKeyFingerprint: 42)
+
+    func hello(cluster: String = "c1", node: String = "node-b", fingerprint: UInt64 = 42, major: UInt32 = 1) -> PeerFrame {
+        .hello(
+            PeerHello(
+                clusterID: cluster, nodeID: node, epoch: 1, version: ProtocolVersion(major: major, minor: 0), versionVector: [],
+                mintingKeyFingerprint: fingerprint))
+    }
+
+    func operation(sequence: UInt64, bytes: [UInt8]? = nil) throws -> PeerOperation {
+        let stamp = HLCTimestamp(millis: 1_000, counter: 0)
+        let op = RegistrationOp(
+            device: DeviceRef(
+                id: DeviceID(UUID128(high: 1, low: sequence)), created: stamp, origin: NodeID(trusted: "node-b"), vendor: Vendor(trusted: "com.v")),
+            bundle: try BundleID(parsing: "com.v.app"), claims: [Identifier(kind: .idfv, value: UUID128(high: 2, low: sequence))], merged: [],
+            seen: stamp)
+        return PeerOperation(
+            origin: "node-b", epoch: 1, sequence: sequence, hlc: stamp.rawValue, operation: bytes ?? OperationCodec.encode(.registration(op)))
+    }
+
+    func refusalCode(_ action: PeerSessionStateMachine.Action) -> ErrorCode? {
+        if case .refuse(let error) = action { return error.code }
+        return nil
+    }
+
+    @Test func aHelloFromTheClusterIsWelcomedAndItsBatchesDecoded() throws {
+        var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        #expect(machine.received(hello()) == .welcome(peer: NodeID(trusted: "node-b")))
+        let action = machine.received(.batch(OperationBatch(batchID: 7, operations: [try operation(sequence: 1), try operation(sequence: 2)])))
+        guard case .apply(let batchID, let operations) = action else {
+            Issue.record("expected apply, got \(action)")
+            return
+        }
+        #expect(batchID == 7 && operations.map(\.sequence) == [1, 2] && operations[0].origin == NodeID(trusted: "node-b"))
+    }
+
+    @Test func badHellosAreRefusedWithTheirTypedCodes() {
+        let cases: [(PeerFrame, ErrorCode)] = [
+            (hello(cluster: "other"), .wrongCluster),
+            (hello(node: "node-a"), .duplicateNodeID),
+            (hello(fingerprint: 41), .mintingKeyMismatch),
+            (hello(major: 2), .unsupportedVersion),
+            (hello(node: "Not A Node"), .invalidArgument),
+            (.batch(OperationBatch(batchID: 1, operations: [])), .handshakeRequired),
+        ]
+        for (frame, code) in cases {
+            var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+            #expect(refusalCode(machine.received(frame)) == code, "\(frame)")
+            #expect(machine.state == .closed)
+            #expect(machine.received(hello()) == .ignore, "a refused session takes nothing more")
+        }
+    }
+
+    @Test func badBatchesAreRefusedWhole() throws {
+        let cases: [(PeerFrame, ErrorCode)] = [
+            (.batch(OperationBatch(batchID: 1, operations: try (1...5).map { try operation(sequence: $0) })), .batchTooLarge),
+            (.batch(OperationBatch(batchID: 1, operations: [try operation(sequence: 1), try operation(sequence: 2, bytes: [0xFF, 0x01])])), .invalidOperation),
+            (.batch(OperationBatch(batchID: 1, operations: [try operation(sequence: 0)])), .invalidOperation),
+            (hello(), .unexpectedPeerFrame),
+            (.ack(BatchAck(batchID: 1, held: [])), .unexpectedPeerFrame),
+        ]
+        for (frame, code) in cases {
+            var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+            _ = machine.received(hello())
+            #expect(refusalCode(machine.received(frame)) == code, "\(frame)")
+            #expect(machine.state == .closed)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import NIOCore
+import RegistryCore
+import Testing
+@testable import RegistryWire
+
+/// Peer frames survive encoding and decoding through protobuf-c, and bad bytes are typed errors.
+@Suite struct PeerFrameCodecTests {
+    func roundTrip(_ frame: PeerFrame) throws -> PeerFrame {
+        var buffer = ByteBuffer()
+        try frame.encode(into: &buffer)
+        return try PeerFrame(decoding: buffer)
+    }
+
+    @Test func everyPeerFrameRoundTrips() throws {
+        let positions = [LogPosition(origin: "node-a", epoch: 3, sequence: 9), LogPosition(origin: "node-b", epoch: 1, sequence: 2)]
+        let stamp = HLCTimestamp(millis: 1_700_000_000_000, counter: 3)
+        let op = Operation.registration(
+            RegistrationOp(
+                device: DeviceRef(id: DeviceID(UUID128(high: 5, low: 6)), created: stamp, origin: NodeID(trusted: "node-a"), vendor: Vendor(trusted: "com.v")),
+                bundle: try BundleID(parsing: "com.v.app"), claims: [Identifier(kind: .keychain, value: UUID128(high: 1, low: 2))], merged: [],
+                seen: stamp))
+        let logged = LoggedOperation(origin: NodeID(trusted: "node-a"), epoch: 3, sequence: 9, timestamp: stamp, operation: op)
+        let frames: [PeerFrame] = [
+            .hello(PeerHello(clusterID: "c", nodeID: "node-a", epoch: 3, versionVector: positions, mintingKeyFingerprint: .max)),
+            .welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: positions, maxBatchOperations: 1024)),
+            .batch(OperationBatch(batchID: 77, operations: [PeerOperation(logged), PeerOperation(logged)])),
+            .ack(BatchAck(batchID: 77, held: positions)),
+            .refusal(WireError(code: .wrongCluster, message: "no", retryable: false)),
+        ]
+        for frame in frames { #expect(try roundTrip(frame) == frame) }
+        guard case .batch(let batch) = try roundTrip(frames[2]) else { return }
+        #expect(try batch.operations[0].decoded() == logged)
+    }
+
+    @Test func badBytesAreTypedErrors() throws {
+        #expect(throws: CodecError.self) { try PeerFrame(decoding: ByteBuffer(bytes: [0x0A, 0xFF, 0xFF])) }
+        let bad = PeerOperation(origin: "node-a", epoch: 1, sequence: 1, hlc: 1, operation: [0x0A, 0x02, 0x08])
+        #expect(throws: CodecError.self) { try bad.decoded() }
+        let badOrigin = PeerOperation(origin: "NODE A", epoch: 1, sequence: 1, hlc: 1, operation: [])
+        #expect(throws: CodecError.self) { try badOrigin.decoded() }
+    }
+}
