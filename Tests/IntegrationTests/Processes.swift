@@ -77,20 +77,25 @@ final class DaemonProcess {
     /// ``DaemonError/exited(status:log:)`` when it exits first.
     ///
     /// `launcher` is a command prefix that runs it, such as a ``MountNamespace``'s `nsenter`.
-    init(dataDirectory: String, arguments: [String] = [], launcher: [String] = []) throws {
+    /// `port` 0 lets the node pick a free one.
+    init(dataDirectory: String, port requested: Int = 0, arguments: [String] = [], launcher: [String] = []) throws {
         logPath = dataDirectory + ".log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let command = launcher + [Binaries.path("registryd"), "--data-dir", dataDirectory, "--port", "0", "--host", "127.0.0.1"]
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let command = launcher + [Binaries.path("registryd"), "--data-dir", dataDirectory, "--port", "\(requested)", "--host", "127.0.0.1"]
             + arguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
-        process.standardError = FileHandle(forWritingAtPath: logPath)
+        let logHandle = FileHandle(forWritingAtPath: logPath)
+        logHandle?.seekToEndOfFile()
+        process.standardError = logHandle
+        // A restart appends to the same log: only what this run writes counts.
+        let earlier = self.log.utf8.count
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, process.isRunning {
-            if let port = listeningPort(in: log) {
+            if let port = listeningPort(in: String(decoding: self.log.utf8.dropFirst(earlier), as: UTF8.self)) {
                 self.port = port
                 return
             }

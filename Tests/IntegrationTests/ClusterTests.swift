@@ -1,0 +1,224 @@
+import Foundation
+import Platform
+import Synchronization
+import RegistryClient
+import RegistryCore
+import RegistryTestSupport
+import RegistryWire
+import Testing
+
+/// Three `registryd` processes on loopback, replicating to each other.
+@Suite(.serialized, .timeLimit(.minutes(4))) struct ClusterTests {
+    /// A free loopback port: bound, read, released.
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw ClusterError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    struct ClusterError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Three nodes, node-a..node-c. `peersOf[i]` lists the addresses node i streams to; by
+    /// default every node's list names all three, its own included (which it skips).
+    final class Cluster {
+        let temp: TemporaryDirectory
+        let ports: [Int]
+        var nodes: [DaemonProcess]
+        let lists: [String]
+        static let names = ["node-a", "node-b", "node-c"]
+
+        init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil) throws {
+            temp = try TemporaryDirectory()
+            ports = try given ?? (0..<3).map { _ in try ClusterTests.freePort() }
+            let all = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
+            lists = peerLists?(ports) ?? Array(repeating: all, count: 3)
+            nodes = []
+            for index in 0..<3 {
+                try FileManager.default.createDirectory(atPath: directory(index), withIntermediateDirectories: true)
+                nodes.append(try start(index))
+            }
+        }
+
+        func directory(_ index: Int) -> String { temp.path + "/" + Self.names[index] }
+
+        func start(_ index: Int) throws -> DaemonProcess {
+            try DaemonProcess(
+                dataDirectory: directory(index), port: ports[index],
+                arguments: ["--node-id", Self.names[index], "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", lists[index]])
+        }
+
+        var endpoints: String { nodes.map(\.endpoint).joined(separator: ",") }
+
+        func stop() {
+            for node in nodes { node.stop() }
+            temp.remove()
+        }
+
+        /// Waits (up to `seconds`) until every node holds the same version vector and counts.
+        func converged(within seconds: Double) async throws -> [StatsMessage] {
+            let deadline = Date().addingTimeInterval(seconds)
+            var last = [StatsMessage]()
+            while Date() < deadline {
+                last = []
+                for node in nodes {
+                    let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), role: .admin, clientName: "test")
+                    last.append(try await client.stats())
+                    await client.close()
+                }
+                let vectors = Set(last.map { $0.versionVector.map { "\($0.origin)/\($0.epoch)=\($0.sequence)" }.joined(separator: ",") })
+                let counts = Set(last.map { "\($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })
+                if vectors.count == 1, counts.count == 1 { return last }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            throw ClusterError("no convergence in \(seconds) s: \(last.map { "\($0.nodeID) \($0.versionVector) \($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })")
+        }
+    }
+
+    func load(_ arguments: [String]) throws -> CommandResult {
+        try run(Binaries.path("registryload"), arguments, timeout: 120)
+    }
+
+    func report(at path: String) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        return try #require(object as? [String: Any])
+    }
+
+    /// Thousands of sibling races, each pair's two apps registering at the same moment through
+    /// two different nodes: every pair gets one ID, and afterwards every acknowledged
+    /// registration resolves identically on all three nodes.
+    @Test func siblingRacesAcrossThreeNodesGiveOneIDEach() async throws {
+        let cluster = try Cluster()
+        defer { cluster.stop() }
+        let reportPath = cluster.temp.path + "/siblings.json"
+        let result = try load([
+            "--endpoints", cluster.endpoints, "--connections", "6", "--threads", "1", "--in-flight", "4", "--requests", "8000",
+            "--warmup", "0s", "--workload", "concurrent-siblings", "--seed", "11", "--verify", "--verify-wait", "10s", "--json", reportPath,
+        ])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let workload = try #require(json["workload"] as? [String: Any])
+        let pairs = workload["concurrent_pairs"] as? Int ?? 0
+        let split = workload["concurrent_pairs_with_different_ids"] as? Int ?? -1
+        print("sibling races across 3 nodes: \(pairs) pairs, \(split) with different IDs")
+        #expect(pairs >= 2_000 && split == 0)
+        let verification = try #require(json["verification"] as? [String: Any])
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0)
+        let stats = try await cluster.converged(within: 20)
+        // One device per pair, and no merge was needed for any of them.
+        #expect(stats.allSatisfy { $0.aliasCount == 0 && $0.deviceCount == UInt64(pairs) }, "\(stats.map { ($0.deviceCount, $0.aliasCount) })")
+        // Every node streams to the other two and skips its own address.
+        for node in stats {
+            #expect(node.peers.filter { $0.state == "streaming" }.count == 2 && node.peers.filter { $0.state == "own-address" }.count == 1)
+        }
+    }
+
+    /// Registrations spread over the three nodes while one is killed with SIGKILL and restarted,
+    /// and while another is cut off from the rest and healed: afterwards every acknowledged
+    /// registration resolves to its ID on every node, and the nodes hold the same state.
+    @Test func acknowledgedWritesSurviveAKilledNodeAndAPartition() async throws {
+        // Node c is reached, and reaches the others, only through relays the test can cut.
+        let ports = try (0..<3).map { _ in try ClusterTests.freePort() }
+        let toA = try CuttableProxy(toPort: ports[0])
+        let toB = try CuttableProxy(toPort: ports[1])
+        let toC = try CuttableProxy(toPort: ports[2])
+        defer { for proxy in [toA, toB, toC] { proxy.close() } }
+        let cluster = try Cluster(
+            peerLists: { ports in
+                [
+                    "127.0.0.1:\(ports[1]),127.0.0.1:\(toC.port)",
+                    "127.0.0.1:\(ports[0]),127.0.0.1:\(toC.port)",
+                    "127.0.0.1:\(toA.port),127.0.0.1:\(toB.port)",
+                ]
+            }, ports: ports)
+        defer { cluster.stop() }
+        let acknowledged = ManagedAcknowledgements()
+        let phase = Phase()
+
+        /// One writer per node, registering until told to stop; a dead node's writer reconnects.
+        @Sendable func writer(_ index: Int) -> Task<Void, Never> {
+            Task {
+                var sequence: UInt64 = 0
+                while phase.value < 3 {
+                    guard let client = try? await RegistryClient.connect(to: Endpoint(parsing: "127.0.0.1:\(ports[index])"), clientName: "w") else {
+                        try? await Task.sleep(for: .milliseconds(50))
+                        continue
+                    }
+                    while phase.value < 3 {
+                        sequence += 1
+                        let idfv = UUID128(high: UInt64(index + 1) << 48 | sequence, low: 1).text
+                        guard let result = try? await client.register(RegisterRequest(bundleID: "com.fault.app\(index)", idfv: idfv)) else { break }
+                        acknowledged.append(idfv: idfv, deviceID: result.deviceID)
+                    }
+                    await client.close()
+                }
+            }
+        }
+        let writers = (0..<3).map(writer)
+        try await Task.sleep(for: .milliseconds(700))
+        // Kill -9 node b mid-load, and restart it.
+        #expect(cluster.nodes[1].stop(signal: SIGKILL) == SIGKILL)
+        try await Task.sleep(for: .milliseconds(300))
+        cluster.nodes[1] = try cluster.start(1)
+        phase.value = 1
+        try await Task.sleep(for: .milliseconds(500))
+        // Cut node c off from both others while all three keep taking writes, then heal.
+        toA.cut()
+        toB.cut()
+        toC.cut()
+        phase.value = 2
+        try await Task.sleep(for: .milliseconds(1_000))
+        for proxy in [toA, toB, toC] { proxy.heal() }
+        try await Task.sleep(for: .milliseconds(500))
+        phase.value = 3
+        for task in writers { await task.value }
+
+        let stats = try await cluster.converged(within: 30)
+        let acked = acknowledged.all
+        var lost = 0
+        for node in cluster.nodes {
+            let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "verify")
+            for (index, (idfv, deviceID)) in acked.enumerated() {
+                let app = Int(UUID128(text: idfv)!.high >> 48) - 1
+                let record = try? await reader.lookup(
+                    LookupRequest(scope: .bundle("com.fault.app\(app)"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
+                if record?.deviceID != deviceID {
+                    lost += 1
+                    if lost < 5 { print("\(node.endpoint): acknowledged #\(index) \(idfv) -> \(deviceID), now \(String(describing: record?.deviceID))") }
+                }
+            }
+            await reader.close()
+        }
+        print("faults across 3 nodes: \(acked.count) acknowledged registrations, \(lost) lost or different on some node")
+        #expect(acked.count > 300 && lost == 0)
+        #expect(stats.allSatisfy { $0.deviceCount == UInt64(acked.count) || $0.deviceCount >= UInt64(acked.count) })
+        // The restarted node kept its node ID and epoch (its data survived), and the links came back.
+        #expect(cluster.nodes[1].log.contains("node=node-b"))
+        for node in stats { #expect(node.peers.filter { $0.state == "streaming" }.count == 2, "\(node.nodeID): \(node.peers)") }
+        // registryload --verify against all three nodes, over a short run of its own.
+        let result = try load([
+            "--endpoints", cluster.endpoints, "--connections", "3", "--threads", "1", "--requests", "1500", "--warmup", "0s",
+            "--workload", "first-install=50,returning=20,sibling=10,concurrent-siblings=20", "--verify", "--verify-wait", "10s",
+        ])
+        #expect(result.status == 0 && result.stdout.contains("0 lost, 0 mismatched"), "\(result.stdout)\n\(result.stderr)")
+    }
+
+    /// Which part of a fault test runs, shared with its writers.
+    final class Phase: Sendable {
+        private let current = Mutex(0)
+        var value: Int {
+            get { current.withLock { $0 } }
+            set { current.withLock { $0 = newValue } }
+        }
+    }
+}

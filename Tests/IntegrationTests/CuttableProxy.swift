@@ -1,0 +1,83 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A TCP relay on loopback between two nodes, which a test can cut (every connection through it
+/// closed, new ones closed as they arrive) and heal: a network partition without touching the
+/// node. Peers name the relay's port instead of the node's.
+final class CuttableProxy: Sendable {
+    private let server: any Channel
+    private let links = Links()
+    var port: Int { server.localAddress?.port ?? 0 }
+
+    init(toPort target: Int) throws {
+        let links = self.links
+        server = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { inbound in
+                if links.state.withLock({ $0.cut }) { return inbound.close() }
+                let outbound = ClientBootstrap(group: inbound.eventLoop)
+                    .channelInitializer { outbound in
+                        outbound.eventLoop.makeCompletedFuture {
+                            try outbound.pipeline.syncOperations.addHandler(Relay(to: outbound.eventLoop.makeSucceededFuture(inbound)))
+                        }
+                    }
+                    .connect(host: "127.0.0.1", port: target)
+                outbound.whenSuccess { outbound in links.state.withLock { $0.open += [inbound, outbound] } }
+                outbound.whenFailure { _ in inbound.close(promise: nil) }
+                return inbound.eventLoop.makeCompletedFuture {
+                    try inbound.pipeline.syncOperations.addHandler(Relay(to: outbound))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+    }
+
+    /// Closes every connection through the relay, and every new one, until ``heal()``.
+    func cut() {
+        let open = links.state.withLock { state -> [any Channel] in
+            state.cut = true
+            defer { state.open = [] }
+            return state.open
+        }
+        for channel in open { channel.close(promise: nil) }
+    }
+
+    func heal() {
+        links.state.withLock { $0.cut = false }
+    }
+
+    func close() {
+        cut()
+        server.close(promise: nil)
+    }
+}
+
+/// Whether a ``CuttableProxy`` is cut, and the connections through it.
+private final class Links: Sendable {
+    let state = Mutex<(cut: Bool, open: [any Channel])>((false, []))
+}
+
+/// Writes what one side reads to the other once it is connected (in order: callbacks of one
+/// future run in the order they were added), and closes the other when this one closes.
+private final class Relay: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let partner: EventLoopFuture<any Channel>
+
+    init(to partner: EventLoopFuture<any Channel>) {
+        self.partner = partner
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        partner.whenSuccess { $0.writeAndFlush(bytes, promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        partner.whenSuccess { $0.close(promise: nil) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
