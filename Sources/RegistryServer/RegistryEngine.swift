@@ -86,7 +86,7 @@ public final class RegistryEngine: Sendable {
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
     private let logger: Logger
-    private let wallClock: @Sendable () -> UInt64
+    let wallClock: @Sendable () -> UInt64
     private let startedAt: UInt64
     /// Called once, off the lock, when the log fails; registryd shuts down on it.
     private let onFatalError: @Sendable (StorageError) -> Void
@@ -336,12 +336,8 @@ public final class RegistryEngine: Sendable {
                 core.node.applyRemoteBatch(operations, wallMillis: wall, applied: &pending)
             }
             if let refusal { return (.answer(.error(refusal.wireError)), false) }
-            let vector = core.node.versionVector
-            var held = [LogPosition]()
-            for operation in operations where !held.contains(where: { $0.origin == operation.origin.value && $0.epoch == operation.epoch }) {
-                held.append(LogPosition(origin: operation.origin.value, epoch: operation.epoch, sequence: vector[operation.log]))
-            }
-            return (.replicated(held: held), undurable || core.commits.pendingOperations.count > before)
+            // What the node holds of every log, all of it durable by the time the answer goes.
+            return (.replicated(held: core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
         }
         if case .answer(.error(let error)) = decision, error.code == .clockSkew {
             counters.record(error: .clockSkew)

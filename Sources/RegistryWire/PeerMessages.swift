@@ -105,7 +105,7 @@ public struct OperationBatch: Equatable, Sendable {
 /// The receiver holds every operation of batch `batchID` (and of the batches before it) durably.
 public struct BatchAck: Equatable, Sendable {
     public var batchID: UInt64
-    /// What the receiver now holds of the logs the batch touched.
+    /// What the receiver now holds of every log.
     public var held: [LogPosition]
 
     public init(batchID: UInt64, held: [LogPosition]) {

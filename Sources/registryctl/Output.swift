@@ -71,6 +71,8 @@ struct StatusView: Printable {
     /// What the node holds of every log: (origin, epoch) and the sequence up to which it holds all.
     let versionVector: [LogPosition]
     let errors: [String: UInt64]
+    /// This node's links to its peers.
+    let peers: [PeerLinkReport]
 
     struct Log: Encodable {
         let operations: UInt64
@@ -104,6 +106,7 @@ struct StatusView: Printable {
             snapshotOperations: stats.snapshotOperations, snapshotAgeMs: stats.snapshotAgeMillis, snapshotBytes: stats.snapshotBytes)
         versionVector = stats.versionVector
         errors = stats.errorsByName
+        peers = stats.peers
     }
 
     var rows: [(String, String)] {
@@ -127,6 +130,13 @@ struct StatusView: Printable {
                     ? "nothing held yet" : versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")
             ),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
+            (
+                "peers",
+                peers.filter { $0.state != "own-address" }.isEmpty
+                    ? "none (a single node)"
+                    : peers.filter { $0.state != "own-address" }.map { "\($0.address) \($0.state), lag \($0.backlogOperations) operations" }
+                        .joined(separator: "; ")
+            ),
         ]
     }
 }

@@ -18,7 +18,7 @@ struct Registryctl: AsyncParsableCommand {
             64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
-        subcommands: [Status.self, Device.self, Register.self, Snapshot.self])
+        subcommands: [Status.self, Device.self, Register.self, Snapshot.self, Cluster.self])
 }
 
 /// Options every subcommand takes.

@@ -55,7 +55,22 @@ final class PeerLink: @unchecked Sendable {
     }
 
     func start() {
-        queue.async { self.carryOut(self.machine.start()) }
+        queue.async {
+            self.carryOut(self.machine.start())
+            self.tick()
+        }
+    }
+
+    /// Every ``tickMillis`` the link sends what has become due without a commit or an
+    /// acknowledgement to prompt it: forwarded logs, and probes (see ``ReplicationCursor``).
+    static let tickMillis = 100
+
+    private func tick() {
+        queue.asyncAfter(deadline: .now() + .milliseconds(Self.tickMillis)) {
+            guard !self.shutDown else { return }
+            self.pump()
+            self.tick()
+        }
     }
 
     /// Something became durable: send it, if streaming.
@@ -92,7 +107,7 @@ final class PeerLink: @unchecked Sendable {
     fileprivate func received(_ frame: PeerFrame, on source: any Channel) {
         queue.async {
             guard self.channel === source else { return }
-            self.carryOut(self.machine.received(frame, random: &self.random))
+            self.carryOut(self.machine.received(frame, nowMillis: self.engine.wallClock(), random: &self.random))
         }
     }
 
@@ -202,7 +217,11 @@ final class PeerLink: @unchecked Sendable {
             if wrote { channel.flush() }
             publishStatus(local: local)
         }
-        while let run = machine.cursor?.nextRun(local: local) {
+        let now = engine.wallClock()
+        if let probe = machine.probeIfDue(nowMillis: now) {
+            send { buffer throws(CodecError) in try PeerFrame.batch(OperationBatch(batchID: probe, operations: [])).encodeFrame(into: &buffer) }
+        }
+        while let run = machine.nextRun(local: local, nowMillis: now) {
             let records: [LogRecord]
             do {
                 records = try take(run.log, from: run.from)

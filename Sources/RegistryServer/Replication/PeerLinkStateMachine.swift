@@ -43,15 +43,18 @@ struct PeerLinkStateMachine {
     let ownNodeID: NodeID
     let ownInstanceID: UInt64
     let window: Int
+    /// See ``ReplicationCursor/forwardDelayMillis``.
+    let forwardDelayMillis: UInt64
     /// The number of reconnections after a failure, for status.
     private(set) var failures: UInt64 = 0
     /// The last failure, for status.
     private(set) var lastFailure: String?
 
-    init(ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, backoff: Backoff = Backoff()) {
+    init(ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, backoff: Backoff = Backoff()) {
         self.ownNodeID = ownNodeID
         self.ownInstanceID = ownInstanceID
         self.window = window
+        self.forwardDelayMillis = forwardDelayMillis
         self.backoff = backoff
     }
 
@@ -88,14 +91,15 @@ struct PeerLinkStateMachine {
         }
     }
 
-    mutating func received(_ frame: PeerFrame, random: inout some RandomNumberGenerator) -> Action {
+    mutating func received(_ frame: PeerFrame, nowMillis: UInt64, random: inout some RandomNumberGenerator) -> Action {
         switch (state, frame) {
         case (.awaitingWelcome(let peer), .welcome(let welcome)):
             guard welcome.nodeID == peer.value, let holds = try? VersionVector(positions: welcome.versionVector) else {
                 return fail("the peer's welcome names another node or an invalid log", random: &random)
             }
             state = .streaming(peer: peer)
-            cursor = ReplicationCursor(receiverHolds: holds, window: window)
+            cursor = ReplicationCursor(
+                receiverHolds: holds, window: window, ownOrigin: ownNodeID, forwardDelayMillis: forwardDelayMillis, nowMillis: nowMillis)
             backoff.reset()
             return .stream
         case (.streaming, .ack(let ack)):
@@ -103,7 +107,7 @@ struct PeerLinkStateMachine {
                 return fail("an acknowledgement names an invalid log", random: &random)
             }
             do {
-                try cursor?.acknowledged(ack.batchID, held: held)
+                try cursor?.acknowledged(ack.batchID, held: held, nowMillis: nowMillis)
             } catch {
                 return fail("the peer acknowledged batch \(error.batchID), which was not sent", random: &random)
             }
@@ -113,6 +117,18 @@ struct PeerLinkStateMachine {
         default:
             return fail("unexpected peer frame \(frame) in state \(state)", random: &random)
         }
+    }
+
+    /// The next run to send (see ``ReplicationCursor/nextRun(local:nowMillis:)``).
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: VersionVector.Log, from: UInt64)? {
+        cursor?.nextRun(local: local, nowMillis: nowMillis)
+    }
+
+    /// Records a probe as sent when one is due (``ReplicationCursor/probeDue(nowMillis:)``);
+    /// returns its batch ID.
+    mutating func probeIfDue(nowMillis: UInt64) -> UInt64? {
+        guard cursor?.probeDue(nowMillis: nowMillis) == true else { return nil }
+        return cursor?.probing(nowMillis: nowMillis)
     }
 
     /// Records a batch as sent (see ``ReplicationCursor/sending(log:through:operations:oldestMillis:)``).

@@ -8,7 +8,8 @@ struct ReplicationCursor: Sendable {
     /// A batch sent and not yet acknowledged.
     struct InFlight: Equatable, Sendable {
         let batchID: UInt64
-        let log: VersionVector.Log
+        /// Nil for a probe (an empty batch).
+        let log: VersionVector.Log?
         let through: UInt64
         let operations: Int
         /// The HLC milliseconds of its first operation, for the replication lag.
@@ -31,10 +32,26 @@ struct ReplicationCursor: Sendable {
     /// The log sent last, so that the next choice starts after it.
     private var lastLog: VersionVector.Log?
 
-    init(receiverHolds: VersionVector, window: Int) {
+    /// The node whose own logs go out at once; every other origin's are forwarded only after
+    /// the receiver has lacked them for ``forwardDelayMillis``.
+    let ownOrigin: NodeID
+    /// Normally an operation reaches every node from its origin within milliseconds. Forwarding
+    /// it at once as well would send each operation to each node once per node of the cluster;
+    /// waiting this long first sends it only where its origin does not reach.
+    let forwardDelayMillis: UInt64
+    /// For each log of another origin, since when (ms) this node has held operations of it that
+    /// the receiver lacks, as far as the receiver's acknowledgements tell.
+    private var behindSince: [VersionVector.Log: UInt64] = [:]
+    /// When the receiver's holdings were last learned (ms).
+    private(set) var lastHeardMillis: UInt64
+
+    init(receiverHolds: VersionVector, window: Int, ownOrigin: NodeID, forwardDelayMillis: UInt64, nowMillis: UInt64) {
         precondition(window > 0)
         self.receiverHolds = receiverHolds
         self.window = window
+        self.ownOrigin = ownOrigin
+        self.forwardDelayMillis = forwardDelayMillis
+        self.lastHeardMillis = nowMillis
     }
 
     /// Whether another batch may be sent now.
@@ -42,15 +59,33 @@ struct ReplicationCursor: Sendable {
 
     /// The next run to send: a log of `local` (what this node holds durably) with operations
     /// neither held by the receiver nor sent, and the sequence to start from; nil when there is
-    /// none or the window is full.
-    func nextRun(local: VersionVector) -> (log: VersionVector.Log, from: UInt64)? {
-        guard canSend else { return nil }
-        let candidates = local.logs.compactMap { entry -> (log: VersionVector.Log, from: UInt64)? in
+    /// none, none is due yet, or the window is full. This node's own logs are due at once;
+    /// another origin's once the receiver has lacked them for ``forwardDelayMillis``.
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: VersionVector.Log, from: UInt64)? {
+        var candidates = [(log: VersionVector.Log, from: UInt64)]()
+        for entry in local.logs {
             let from = max(receiverHolds[entry.log], sent[entry.log] ?? 0) + 1
-            return entry.sequence >= from ? (entry.log, from) : nil
+            guard entry.sequence >= from else {
+                if entry.sequence <= receiverHolds[entry.log] { behindSince[entry.log] = nil }
+                continue
+            }
+            if entry.log.origin != ownOrigin {
+                let since = behindSince[entry.log] ?? nowMillis
+                behindSince[entry.log] = since
+                guard nowMillis >= since + forwardDelayMillis else { continue }
+            }
+            candidates.append((entry.log, from))
         }
+        guard canSend else { return nil }
         guard let lastLog else { return candidates.first }
         return candidates.first { $0.log > lastLog } ?? candidates.first
+    }
+
+    /// Whether to ask the receiver what it holds (an empty batch, whose acknowledgement says):
+    /// nothing is in flight, and this node holds operations of another origin that the receiver
+    /// lacked when it last said, half the forwarding delay ago or longer.
+    func probeDue(nowMillis: UInt64) -> Bool {
+        inFlight.isEmpty && !behindSince.isEmpty && nowMillis >= lastHeardMillis + forwardDelayMillis / 2
     }
 
     /// Records a batch of `operations` operations of `log`, through sequence `through`, as sent;
@@ -64,11 +99,20 @@ struct ReplicationCursor: Sendable {
         return batchID
     }
 
-    /// The receiver acknowledged `batchID`, now holding `held`.
-    mutating func acknowledged(_ batchID: UInt64, held: VersionVector) throws(UnknownBatch) {
+    /// Records an empty batch, sent to learn what the receiver holds; returns its batch ID.
+    mutating func probing(nowMillis: UInt64) -> UInt64 {
+        let batchID = nextBatchID
+        nextBatchID += 1
+        inFlight.append(InFlight(batchID: batchID, log: nil, through: 0, operations: 0, oldestMillis: nowMillis))
+        return batchID
+    }
+
+    /// The receiver acknowledged `batchID`, now holding `held` (what it holds of every log).
+    mutating func acknowledged(_ batchID: UInt64, held: VersionVector, nowMillis: UInt64) throws(UnknownBatch) {
         guard let index = inFlight.firstIndex(where: { $0.batchID == batchID }) else { throw UnknownBatch(batchID: batchID) }
         let batch = inFlight.remove(at: index)
-        receiverHolds.recordAll(through: max(receiverHolds[batch.log], batch.through), in: batch.log)
+        lastHeardMillis = nowMillis
+        if let log = batch.log { receiverHolds.recordAll(through: max(receiverHolds[log], batch.through), in: log) }
         for (log, sequence) in held.logs where sequence > receiverHolds[log] {
             receiverHolds.recordAll(through: sequence, in: log)
         }
@@ -81,6 +125,6 @@ struct ReplicationCursor: Sendable {
 
     /// The HLC milliseconds of the oldest operation sent and not acknowledged.
     var oldestUnacknowledgedMillis: UInt64? {
-        inFlight.map(\.oldestMillis).min()
+        inFlight.filter { $0.log != nil }.map(\.oldestMillis).min()
     }
 }

@@ -21,7 +21,7 @@ import Testing
         #expect(machine.connected() == .sendClientHello)
         #expect(machine.received(accepted(node: "node-b", instance: 9), random: &random) == .sendPeerHello)
         let welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: 5)], maxBatchOperations: 10)
-        #expect(machine.received(.welcome(welcome), random: &random) == .stream)
+        #expect(machine.received(.welcome(welcome), nowMillis: 1_000, random: &random) == .stream)
         #expect(machine.cursor?.receiverHolds[VersionVector.Log(origin: own, epoch: 1)] == 5)
         let action = machine.connectionLost("reset", random: &random)
         guard case .closeAndRetry(let delay, _, nil) = action else {
@@ -50,7 +50,7 @@ import Testing
         _ = machine.connected()
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
         let refusal = WireError(code: .wrongCluster, message: "no")
-        guard case .closeAndRetry(_, _, let seen) = machine.received(.refusal(refusal), random: &random) else {
+        guard case .closeAndRetry(_, _, let seen) = machine.received(.refusal(refusal), nowMillis: 1_000, random: &random) else {
             Issue.record("expected a retry")
             return
         }
@@ -58,8 +58,8 @@ import Testing
         _ = machine.start()
         _ = machine.connected()
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
-        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), random: &random)
-        guard case .closeAndRetry = machine.received(.ack(BatchAck(batchID: 5, held: [])), random: &random) else {
+        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 1_000, random: &random)
+        guard case .closeAndRetry = machine.received(.ack(BatchAck(batchID: 5, held: [])), nowMillis: 1_000, random: &random) else {
             Issue.record("an acknowledgement of a batch never sent must end the connection")
             return
         }

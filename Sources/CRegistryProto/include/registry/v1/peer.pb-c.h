@@ -158,14 +158,15 @@ struct  Registry__V1__OperationBatch
 
 /*
  * Every operation of the batch, and every one before it on this connection,
- * is durable on the receiver.
+ * is durable on the receiver. An empty batch is a probe: its acknowledgement
+ * tells the sender what the receiver holds.
  */
 struct  Registry__V1__BatchAck
 {
   ProtobufCMessage base;
   uint64_t batch_id;
   /*
-   * What the receiver now holds of the logs the batch touched.
+   * What the receiver now holds of every log, from whichever node it came.
    */
   size_t n_held;
   Registry__V1__LogPosition **held;
