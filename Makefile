@@ -10,6 +10,8 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
+#   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
+#   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
 #   make clean   remove build output
 
 SHELL := /bin/bash
@@ -21,7 +23,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -53,6 +55,26 @@ run: release
 	mkdir -p $(DATA_DIR)
 	@echo "starting registryd (release build; registryctl is .build/release/registryctl, or 'make install')"
 	$$($(SWIFT) build -c release --show-bin-path)/registryd --data-dir $(DATA_DIR) $(ARGS)
+
+CLUSTER_DIR ?= ./data/cluster
+CLUSTER_PEERS := 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
+
+# Three nodes of one cluster on this machine, each with its own port and data directory.
+cluster: release
+	@bin=$$($(SWIFT) build -c release --show-bin-path) && port=7401 && for node in node-a node-b node-c; do \
+	  mkdir -p $(CLUSTER_DIR)/$$node; \
+	  if [ -f $(CLUSTER_DIR)/$$node.pid ] && kill -0 $$(cat $(CLUSTER_DIR)/$$node.pid) 2>/dev/null; then \
+	    echo "$$node is already running (pid $$(cat $(CLUSTER_DIR)/$$node.pid))"; port=$$((port + 1)); continue; fi; \
+	  "$$bin/registryd" --data-dir $(CLUSTER_DIR)/$$node --node-id $$node --cluster-id local --cluster-secret local-cluster-secret \
+	    --port $$port --peers $(CLUSTER_PEERS) $(ARGS) </dev/null >/dev/null 2>>$(CLUSTER_DIR)/$$node.log & echo $$! > $(CLUSTER_DIR)/$$node.pid; \
+	  echo "started $$node on 127.0.0.1:$$port (pid $$!, log $(CLUSTER_DIR)/$$node.log)"; port=$$((port + 1)); done; \
+	  sleep 1; "$$bin/registryctl" cluster status --endpoint 127.0.0.1:7401 -o table || true
+
+cluster-stop:
+	@for node in node-a node-b node-c; do \
+	  if [ -f $(CLUSTER_DIR)/$$node.pid ]; then pid=$$(cat $(CLUSTER_DIR)/$$node.pid); \
+	    if kill $$pid 2>/dev/null; then while kill -0 $$pid 2>/dev/null; do sleep 0.1; done; echo "stopped $$node"; fi; \
+	    rm -f $(CLUSTER_DIR)/$$node.pid; fi; done
 
 protos: proto-tools
 	scripts/gen-protos.sh

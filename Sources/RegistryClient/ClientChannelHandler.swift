@@ -58,9 +58,14 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private var coalescer: RegistrationCoalescer<AnswerSink>
     private var flushScheduled = false
 
+    /// The write concern every registration frame carries; nil leaves it to the node.
+    private let ackReplicas: UInt32?
+
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
-    init(maxCoalesced: Int) {
+    /// - Parameter ackReplicas: peers that must hold each registration before its answer.
+    init(maxCoalesced: Int, ackReplicas: UInt32? = nil) {
         coalescer = RegistrationCoalescer(limit: maxCoalesced)
+        self.ackReplicas = ackReplicas
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -106,7 +111,12 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         nextRequestID += 1
         var buffer = context.channel.allocator.buffer(capacity: 128)
         do {
-            try ClientFrame(requestID: id, body: body).encodeFrame(into: &buffer)
+            let concern: UInt32?
+            switch body {
+            case .register, .registerBatch: concern = ackReplicas
+            default: concern = nil
+            }
+            try ClientFrame(requestID: id, body: body, ackReplicas: concern).encodeFrame(into: &buffer)
         } catch {
             for sink in waiter.sinks { sink.fail(.unexpectedResponse("cannot encode request: \(error)")) }
             return

@@ -33,10 +33,13 @@ public final class RegistryClient: Sendable {
     ///   flushes travel together as one batch frame of at most this many, and never more than
     ///   the server's batch limit. Each keeps its own answer or error, in the order written; the
     ///   server does less work per registration. 1 sends every registration in a frame of its own.
+    /// - Parameter ackReplicas: how many peers must hold each registration durably before the node
+    ///   answers it (its write concern); nil leaves it to the node's `--ack-replicas`. Past the
+    ///   node's `--replica-timeout` the answer is a retryable `replication_timeout` error.
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
-        maxCoalesced: Int = defaultMaxCoalesced
+        maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         do {
@@ -47,7 +50,7 @@ public final class RegistryClient: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandlers(
                             ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)),
-                            ClientChannelHandler(maxCoalesced: maxCoalesced))
+                            ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port).get()

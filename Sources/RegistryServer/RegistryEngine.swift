@@ -32,9 +32,13 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Answers decided under the lock, waiting for their operations to become durable.
-    struct Waiter {
+    struct Waiter: Sendable {
         let answers: Answers
         let deliver: Delivery
+        /// Peers that must hold the write before the answer goes (`--ack-replicas`), and the last
+        /// sequence of this node's own log that the write made; 0 and 0 for most.
+        var replicas = 0
+        var ownThrough: UInt64 = 0
     }
 
     struct Core {
@@ -79,6 +83,12 @@ public final class RegistryEngine: Sendable {
     let snapshots: Snapshotter
 
     let counters = ServerCounters()
+    /// Durable writes waiting for their replicas.
+    private let replicaWaits = Mutex(ReplicaAcknowledgements<Waiter>())
+    /// Peers a write must reach before its answer, unless the request says (`--ack-replicas`).
+    let defaultAckReplicas: Int
+    /// How long a write waits for its replicas before a retryable error (`--replica-timeout`).
+    let replicaTimeoutMillis: UInt64
     /// The links to peers, for the stats (set by ``Replication``).
     let peerLinks = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
     /// Called after every commit (see ``observeCommits(_:)``).
@@ -149,6 +159,8 @@ public final class RegistryEngine: Sendable {
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
         self.pacing = configuration.commitPacing
+        self.defaultAckReplicas = configuration.ackReplicas
+        self.replicaTimeoutMillis = configuration.replicaTimeoutMillis
         self.vendorRules = configuration.vendorRules
         self.logger = logger
         self.wallClock = wallClock
@@ -177,29 +189,35 @@ public final class RegistryEngine: Sendable {
     /// (pending, or in a running commit) is answered only after a later commit pass, and it
     /// starts that commit itself when none is running.
     public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
-        let prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
+        var prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
+        let replicas = replicasWanted(by: frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
         let wall = wallClock()
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
         var mustWait = false
+        var ownThrough: UInt64 = 0
         for (frame, request) in zip(frames, prepared) {
-            let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
-                if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
+            let (decision, waits, through) = core.withLockedValue { core -> (NodeState.Decision, Bool, UInt64) in
+                if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
-                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable) }
+                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable, 0) }
                 let before = core.commits.pendingOperations.count
                 let decision = core.commits.recordOperations { operations in
                     core.node.decide(
                         request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations)
                 }
-                return (decision, undurable || core.commits.pendingOperations.count > before)
+                let wrote = core.commits.pendingOperations.count > before
+                return (decision, undurable || wrote, wrote ? core.node.nextSequence - 1 : 0)
             }
             decisions.append(decision)
             mustWait = mustWait || waits
+            ownThrough = max(ownThrough, through)
         }
-        let waiter = Waiter(answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver)
+        let waiter = Waiter(
+            answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver, replicas: ownThrough > 0 ? replicas : 0,
+            ownThrough: ownThrough)
         guard mustWait else { return deliverCounted(waiter) }
         switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
         case .deliver: deliverCounted(waiter)
@@ -209,8 +227,73 @@ public final class RegistryEngine: Sendable {
     }
 
     private func deliverCounted(_ waiter: Waiter) {
+        if waiter.replicas > 0 { return awaitReplicas(waiter) }
         counters.record(waiter.answers.decisions)
         waiter.deliver(waiter.answers)
+    }
+
+    // MARK: - Waiting for replicas (--ack-replicas)
+
+    /// The peers the writes of `frames` must reach before their answers: the most any write
+    /// frame asks for, or the node's default. A write frame that asks for more peers than the
+    /// node streams to is refused (`prepared` is changed), as it could never be satisfied.
+    private func replicasWanted(by frames: [ClientFrame], prepared: inout [NodeState.Prepared]) -> Int {
+        var wanted = 0
+        for index in frames.indices {
+            switch frames[index].body {
+            case .register, .registerBatch: break
+            default: continue
+            }
+            let asked = Int(frames[index].ackReplicas ?? UInt32(defaultAckReplicas))
+            guard asked > 0 else { continue }
+            let peers = peerCount()
+            guard asked <= peers else {
+                prepared[index] = .refused(
+                    WireError(
+                        code: .invalidArgument,
+                        message: "ack_replicas \(asked) exceeds the \(peers) peer\(peers == 1 ? "" : "s") this node streams to"))
+                continue
+            }
+            wanted = max(wanted, asked)
+        }
+        return wanted
+    }
+
+    /// The peers this node streams to (its own address, once recognised, left out).
+    private func peerCount() -> Int {
+        (peerLinks.withLock { $0 }?() ?? []).count { $0.state != "own-address" }
+    }
+
+    /// Holds a durable write's answer until enough peers hold it, or its replica timeout passes.
+    private func awaitReplicas(_ waiter: Waiter) {
+        let deadline = wallClock() + replicaTimeoutMillis
+        let ready = replicaWaits.withLock { $0.wait(waiter, through: waiter.ownThrough, needed: waiter.replicas, deadlineMillis: deadline) }
+        if let ready { return finishReplicated(ready) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(replicaTimeoutMillis) + 1)) {
+            let expired = self.replicaWaits.withLock { $0.expired(nowMillis: self.wallClock()) }
+            for waiter in expired { self.finishReplicated(waiter, timedOut: true) }
+        }
+    }
+
+    /// `peer` acknowledged holding `held`: answers the writes that now have their replicas.
+    func peer(_ peer: NodeID, holds held: VersionVector) {
+        let own = held[peerIdentity.ownLog]
+        guard own > 0 else { return }
+        let ready = replicaWaits.withLock { $0.peer(peer, holdsThrough: own) }
+        for waiter in ready { finishReplicated(waiter) }
+    }
+
+    private func finishReplicated(_ waiter: Waiter, timedOut: Bool = false) {
+        var answers = waiter.answers
+        if timedOut {
+            let error = WireError(
+                code: .replicationTimeout,
+                message: "durable on this node, but fewer than \(waiter.replicas) peers confirmed it within \(replicaTimeoutMillis) ms; it is kept and still replicates",
+                retryable: true)
+            answers = Answers(requestIDs: answers.requestIDs, decisions: answers.requestIDs.map { _ in .answer(.error(error)) })
+        }
+        counters.record(answers.decisions)
+        waiter.deliver(answers)
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued

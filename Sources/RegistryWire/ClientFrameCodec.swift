@@ -9,7 +9,8 @@ extension ClientFrame {
     public init(decoding payload: ByteBuffer) throws(CodecError) {
         self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ClientFrame", unpack: registry__v1__client_frame__unpack) {
             (frame: Registry__V1__ClientFrame) throws(CodecError) -> ClientFrame in
-            ClientFrame(requestID: frame.request_id, body: try Self.body(of: frame))
+            ClientFrame(
+                requestID: frame.request_id, body: try Self.body(of: frame), ackReplicas: frame.write_concern?.pointee.ack_replicas)
         }
     }
 
@@ -59,6 +60,12 @@ extension ClientFrame {
         var frame = Registry__V1__ClientFrame()
         registry__v1__client_frame__init(&frame)
         frame.request_id = requestID
+        if let ackReplicas {
+            var concern = Registry__V1__WriteConcern()
+            registry__v1__write_concern__init(&concern)
+            concern.ack_replicas = ackReplicas
+            frame.write_concern = arena.new(concern)
+        }
         switch body {
         case .hello(let hello):
             var message = Registry__V1__Hello()

@@ -319,10 +319,14 @@ public enum ClientBody: Hashable, Sendable {
 public struct ClientFrame: Hashable, Sendable {
     public var requestID: UInt64
     public var body: ClientBody
+    /// For registrations: how many peers must hold the write before the answer; nil is the
+    /// node's default (`--ack-replicas`).
+    public var ackReplicas: UInt32?
 
-    public init(requestID: UInt64, body: ClientBody) {
+    public init(requestID: UInt64, body: ClientBody, ackReplicas: UInt32? = nil) {
         self.requestID = requestID
         self.body = body
+        self.ackReplicas = ackReplicas
     }
 }
 

@@ -59,7 +59,7 @@ struct GlobalOptions: ParsableArguments {
     /// Connects as an admin, runs `body`, closes, and prints its result; on any failure it
     /// exits with the documented status and the reason on stderr.
     func withClient<Value>(
-        _ body: (RegistryClient) async throws(RegistryClientError) -> Value, print view: (Value) -> some Printable
+        ackReplicas: UInt32? = nil, _ body: (RegistryClient) async throws(RegistryClientError) -> Value, print view: (Value) -> some Printable
     ) async {
         let text = endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
         // A node that accepts but never answers must not hang the tool: past the timeout it
@@ -72,7 +72,8 @@ struct GlobalOptions: ParsableArguments {
         }
         defer { watchdog.cancel() }
         do throws(RegistryClientError) {
-            let client = try await RegistryClient.connect(to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl")
+            let client = try await RegistryClient.connect(
+                to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", ackReplicas: ackReplicas)
             let value: Value
             do {
                 value = try await body(client)
@@ -176,13 +177,15 @@ struct Register: AsyncParsableCommand {
     @Option(help: "The registering app's bundle ID.") var bundle: String
     @Option(help: "The app's identifierForVendor.") var idfv: String?
     @Option(help: "The UUID the app keeps in the vendor's shared keychain.") var keychain: String?
+    @Option(name: .customLong("ack-replicas"), help: "Peers that must hold the registration before the answer. [default: the node's]")
+    var ackReplicas: UInt32?
 
     func validate() throws {
         guard idfv != nil || keychain != nil else { throw ValidationError("give --idfv, --keychain, or both") }
     }
 
     func run() async throws {
-        await global.withClient(
+        await global.withClient(ackReplicas: ackReplicas,
             { (client) async throws(RegistryClientError) in
                 try await client.register(RegisterRequest(bundleID: bundle, keychain: keychain, idfv: idfv))
             }, print: RegisterView.init)

@@ -84,6 +84,12 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("max-clock-skew"), help: Self.help("max-clock-skew"))
     var maxClockSkew: String?
 
+    @Option(name: .customLong("ack-replicas"), help: Self.help("ack-replicas"))
+    var ackReplicas: String?
+
+    @Option(name: .customLong("replica-timeout"), help: Self.help("replica-timeout"))
+    var replicaTimeout: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -112,6 +118,8 @@ struct Registryd: AsyncParsableCommand {
             "peers": peers,
             "cluster-secret": clusterSecret,
             "max-clock-skew": maxClockSkew,
+            "ack-replicas": ackReplicas,
+            "replica-timeout": replicaTimeout,
         ]
         return given.compactMapValues { $0 }
     }

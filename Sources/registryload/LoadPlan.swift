@@ -21,6 +21,8 @@ struct LoadPlan: Sendable {
     var verify: Bool
     var verifyWait: DurationText
     var objectives: [ServiceLevelObjective]
+    /// The write concern of every registration; nil leaves it to the nodes.
+    var ackReplicas: UInt32? = nil
 
     var mode: String { rate == nil ? "closed-loop" : "open-loop" }
 

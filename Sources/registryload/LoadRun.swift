@@ -132,7 +132,8 @@ struct LoadRun {
             for k in 0..<laneCount {
                 let endpoint = k % plan.endpoints.count
                 let client = try await RegistryClient.connect(
-                    to: plan.endpoints[endpoint], clientName: "registryload", group: loop, maxCoalesced: plan.coalesce)
+                    to: plan.endpoints[endpoint], clientName: "registryload", group: loop, maxCoalesced: plan.coalesce,
+                    ackReplicas: plan.ackReplicas)
                 let limits = client.server.limits
                 if plan.batch > Int(limits.maxBatchSize) || plan.inFlight > Int(limits.maxInFlight) {
                     await client.close()

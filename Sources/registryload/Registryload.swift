@@ -93,6 +93,11 @@ struct Registryload: AsyncParsableCommand {
     @Flag(help: "After the run, check that every acknowledged registration resolves to its ID on every endpoint.")
     var verify = false
 
+    @Option(
+        name: .customLong("ack-replicas"),
+        help: "Peers that must hold each registration before the node answers it (the write concern); default: the nodes' --ack-replicas.")
+    var ackReplicas: UInt32?
+
     @Option(name: .customLong("verify-wait"), help: "How long --verify keeps re-checking failures while a cluster converges.")
     var verifyWait = "10s"
 
@@ -133,7 +138,8 @@ struct Registryload: AsyncParsableCommand {
                 warmup: try DurationText(parsing: warmup), seed: seed ?? UInt64.random(in: 1 ... UInt64.max), mix: try WorkloadMix(parsing: workload),
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait),
-                objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) })
+                objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
+                ackReplicas: ackReplicas)
         } catch let error as LoadConfigurationError {
             throw ValidationError(error.description)
         } catch let error as RegistryClientError {

@@ -38,7 +38,8 @@ import Testing
         let lists: [String]
         static let names = ["node-a", "node-b", "node-c"]
 
-        init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil) throws {
+        init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil, extra: [String] = []) throws {
+            self.extra = extra
             temp = try TemporaryDirectory()
             ports = try given ?? (0..<3).map { _ in try ClusterTests.freePort() }
             let all = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
@@ -52,10 +53,14 @@ import Testing
 
         func directory(_ index: Int) -> String { temp.path + "/" + Self.names[index] }
 
+        /// Extra flags for every node.
+        var extra: [String] = []
+
         func start(_ index: Int) throws -> DaemonProcess {
             try DaemonProcess(
                 dataDirectory: directory(index), port: ports[index],
-                arguments: ["--node-id", Self.names[index], "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", lists[index]])
+                arguments: ["--node-id", Self.names[index], "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", lists[index]]
+                    + extra)
         }
 
         var endpoints: String { nodes.map(\.endpoint).joined(separator: ",") }
@@ -232,5 +237,46 @@ import Testing
             get { current.withLock { $0 } }
             set { current.withLock { $0 = newValue } }
         }
+    }
+
+    /// --ack-replicas: a write is answered once the peers it asks for hold it; with them down,
+    /// the answer is a retryable REPLICATION_TIMEOUT, and the write is kept and replicates later.
+    @Test func writesWaitForTheReplicasTheyAskFor() async throws {
+        let cluster = try Cluster(extra: ["--replica-timeout", "0.5"])
+        defer { cluster.stop() }
+        let a = cluster.nodes[0].endpoint
+        try await Task.sleep(for: .milliseconds(500))
+        let both = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "t", ackReplicas: 2)
+        let first = try await both.register(RegisterRequest(bundleID: "com.acks.app", idfv: UUID128(high: 1, low: 1).text))
+        // Both peers hold it the moment it is answered.
+        for node in cluster.nodes.dropFirst() {
+            let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "r")
+            #expect(try await reader.resolve(deviceID: first.deviceID).deviceID == first.deviceID)
+            await reader.close()
+        }
+        // More peers than the node has: refused, nothing written.
+        let tooMany = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "t", ackReplicas: 3)
+        await #expect(throws: RegistryClientError.server(WireError(code: .invalidArgument, message: "ack_replicas 3 exceeds the 2 peers this node streams to"))) {
+            _ = try await tooMany.register(RegisterRequest(bundleID: "com.acks.app", idfv: UUID128(high: 1, low: 2).text))
+        }
+        // Both peers down: durable here, but not confirmed in time.
+        cluster.nodes[1].stop(signal: SIGKILL)
+        cluster.nodes[2].stop(signal: SIGKILL)
+        let idfv = UUID128(high: 1, low: 3).text
+        do {
+            _ = try await both.register(RegisterRequest(bundleID: "com.acks.app", idfv: idfv))
+            Issue.record("a write no peer could confirm was answered as replicated")
+        } catch .server(let error) {
+            #expect(error.code == .replicationTimeout && error.retryable, "\(error)")
+        }
+        let local = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "r")
+        let kept = try await local.lookup(LookupRequest(scope: .vendor("com.acks"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
+        // The peers come back, and the kept write reaches them.
+        cluster.nodes[1] = try cluster.start(1)
+        cluster.nodes[2] = try cluster.start(2)
+        _ = try await cluster.converged(within: 15)
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[2].endpoint), clientName: "r")
+        #expect(try await reader.resolve(deviceID: kept.deviceID).deviceID == kept.deviceID)
+        for client in [both, tooMany, local, reader] { await client.close() }
     }
 }

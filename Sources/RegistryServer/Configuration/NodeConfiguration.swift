@@ -19,6 +19,10 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var clusterSecret: String?
     /// How far ahead of this node's clock a peer's timestamp may be.
     public var maxClockSkewMillis: UInt64 = 60_000
+    /// Peers a write must reach before its answer (``NodeSetting/ackReplicas``).
+    public var ackReplicas = 0
+    /// How long a write waits for them (``NodeSetting/replicaTimeout``).
+    public var replicaTimeoutMillis: UInt64 = 5_000
     public var limits = Limits.default
     public var vendorRules: VendorRules
     /// How long a graceful shutdown waits for in-flight requests before closing connections.

@@ -6,8 +6,31 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, peers,
-        clusterSecret, maxClockSkew,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout,
     ]
+
+    static let ackReplicas = NodeSetting(
+        flag: "ack-replicas", environment: "REGISTRY_ACK_REPLICAS", fileKey: "ackReplicas", fileType: .wholeNumber,
+        defaultText: "0, answer once durable here",
+        help: "Peers that must hold a registration durably before it is answered (0...64); a request may ask for its own.",
+        discussion: """
+            0 answers once the write is durable on this node and replicates it afterwards: a node lost for good before \
+            replicating loses its last writes. N answers only once N peers also hold it; after --replica-timeout the \
+            answer is a retryable REPLICATION_TIMEOUT, and the write is kept and still replicates.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.ackReplicas = try SettingValueError.wholeNumber(text, in: 0...64, "ack replicas")
+    }
+
+    static let replicaTimeout = NodeSetting(
+        flag: "replica-timeout", environment: "REGISTRY_REPLICA_TIMEOUT", fileKey: "replicaTimeout", fileType: .number,
+        defaultText: "5", help: "Seconds a write waits for its --ack-replicas peers before a retryable error (0.001...3600)."
+    ) { text, configuration throws(SettingValueError) in
+        guard let seconds = Double(text), (0.001...3_600).contains(seconds) else {
+            throw SettingValueError("replica timeout \(text.debugDescription) is not 0.001...3600 seconds")
+        }
+        configuration.replicaTimeoutMillis = UInt64(seconds * 1_000)
+    }
 
     static let peers = NodeSetting(
         flag: "peers", environment: "REGISTRY_PEERS", fileKey: "peers", fileType: .string, defaultText: "none, a single node",

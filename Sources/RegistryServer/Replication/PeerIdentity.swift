@@ -9,6 +9,9 @@ struct PeerIdentity: Equatable, Sendable {
     let epoch: UInt64
     let mintingKeyFingerprint: UInt64
 
+    /// This node's own current log.
+    var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
+
     /// Why a peer's hello is refused, as the peer will read it; nil to welcome it.
     func refusal(of hello: PeerHello) -> WireError? {
         guard hello.version.major == ProtocolVersion.current.major else {

@@ -108,6 +108,16 @@ final class PeerLink: @unchecked Sendable {
         queue.async {
             guard self.channel === source else { return }
             self.carryOut(self.machine.received(frame, nowMillis: self.engine.wallClock(), random: &self.random))
+            // Writes waiting for replicas learn that this peer holds them.
+            let positions: [LogPosition]?
+            switch frame {
+            case .ack(let ack): positions = ack.held
+            case .welcome(let welcome): positions = welcome.versionVector
+            default: positions = nil
+            }
+            if let positions, case .streaming(let peer) = self.machine.state, let held = try? VersionVector(positions: positions) {
+                self.engine.peer(peer, holds: held)
+            }
         }
     }
 

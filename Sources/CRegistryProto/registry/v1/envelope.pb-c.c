@@ -52,6 +52,51 @@ void   registry__v1__client_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__client_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__write_concern__init
+                     (Registry__V1__WriteConcern         *message)
+{
+  static const Registry__V1__WriteConcern init_value = REGISTRY__V1__WRITE_CONCERN__INIT;
+  *message = init_value;
+}
+size_t registry__v1__write_concern__get_packed_size
+                     (const Registry__V1__WriteConcern *message)
+{
+  assert(message->base.descriptor == &registry__v1__write_concern__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__write_concern__pack
+                     (const Registry__V1__WriteConcern *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__write_concern__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__write_concern__pack_to_buffer
+                     (const Registry__V1__WriteConcern *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__write_concern__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__WriteConcern *
+       registry__v1__write_concern__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__WriteConcern *)
+     protobuf_c_message_unpack (&registry__v1__write_concern__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__write_concern__free_unpacked
+                     (Registry__V1__WriteConcern *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__write_concern__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__server_frame__init
                      (Registry__V1__ServerFrame         *message)
 {
@@ -97,7 +142,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[8] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[9] =
 {
   {
     "request_id",
@@ -195,6 +240,18 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "write_concern",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClientFrame, write_concern),
+    &registry__v1__write_concern__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   1,   /* field[1] = hello */
@@ -205,11 +262,12 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   4,   /* field[4] = resolve_device */
   7,   /* field[7] = snapshot */
   6,   /* field[6] = stats */
+  8,   /* field[8] = write_concern */
 };
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -219,11 +277,49 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  8,
+  9,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
   (ProtobufCMessageInit) registry__v1__client_frame__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__write_concern__field_descriptors[1] =
+{
+  {
+    "ack_replicas",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__WriteConcern, ack_replicas),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__write_concern__field_indices_by_name[] = {
+  0,   /* field[0] = ack_replicas */
+};
+static const ProtobufCIntRange registry__v1__write_concern__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.WriteConcern",
+  "WriteConcern",
+  "Registry__V1__WriteConcern",
+  "registry.v1",
+  sizeof(Registry__V1__WriteConcern),
+  1,
+  registry__v1__write_concern__field_descriptors,
+  registry__v1__write_concern__field_indices_by_name,
+  1,  registry__v1__write_concern__number_ranges,
+  (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[8] =

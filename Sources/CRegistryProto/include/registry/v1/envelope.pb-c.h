@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "registry/v1/admin.pb-c.h"
 
 typedef struct Registry__V1__ClientFrame Registry__V1__ClientFrame;
+typedef struct Registry__V1__WriteConcern Registry__V1__WriteConcern;
 typedef struct Registry__V1__ServerFrame Registry__V1__ServerFrame;
 
 
@@ -44,6 +45,10 @@ struct  Registry__V1__ClientFrame
 {
   ProtobufCMessage base;
   uint64_t request_id;
+  /*
+   * For register_device and register_batch; unset: the node's defaults.
+   */
+  Registry__V1__WriteConcern *write_concern;
   Registry__V1__ClientFrame__BodyCase body_case;
   union {
     Registry__V1__Hello *hello;
@@ -57,7 +62,26 @@ struct  Registry__V1__ClientFrame
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__client_frame__descriptor) \
-    , 0, REGISTRY__V1__CLIENT_FRAME__BODY__NOT_SET, {0} }
+    , 0, NULL, REGISTRY__V1__CLIENT_FRAME__BODY__NOT_SET, {0} }
+
+
+/*
+ * How durable a write must be before it is answered.
+ */
+struct  Registry__V1__WriteConcern
+{
+  ProtobufCMessage base;
+  /*
+   * Answer only once this many peers besides the answering node hold the
+   * write durably, or answer REPLICATION_TIMEOUT (retryable; the write is
+   * kept and still replicates) after the node's --replica-timeout. 0: answer
+   * once durable on the answering node.
+   */
+  uint32_t ack_replicas;
+};
+#define REGISTRY__V1__WRITE_CONCERN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__write_concern__descriptor) \
+    , 0 }
 
 
 typedef enum {
@@ -114,6 +138,25 @@ Registry__V1__ClientFrame *
 void   registry__v1__client_frame__free_unpacked
                      (Registry__V1__ClientFrame *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__WriteConcern methods */
+void   registry__v1__write_concern__init
+                     (Registry__V1__WriteConcern         *message);
+size_t registry__v1__write_concern__get_packed_size
+                     (const Registry__V1__WriteConcern   *message);
+size_t registry__v1__write_concern__pack
+                     (const Registry__V1__WriteConcern   *message,
+                      uint8_t             *out);
+size_t registry__v1__write_concern__pack_to_buffer
+                     (const Registry__V1__WriteConcern   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__WriteConcern *
+       registry__v1__write_concern__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__write_concern__free_unpacked
+                     (Registry__V1__WriteConcern *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__ServerFrame methods */
 void   registry__v1__server_frame__init
                      (Registry__V1__ServerFrame         *message);
@@ -138,6 +181,9 @@ void   registry__v1__server_frame__free_unpacked
 typedef void (*Registry__V1__ClientFrame_Closure)
                  (const Registry__V1__ClientFrame *message,
                   void *closure_data);
+typedef void (*Registry__V1__WriteConcern_Closure)
+                 (const Registry__V1__WriteConcern *message,
+                  void *closure_data);
 typedef void (*Registry__V1__ServerFrame_Closure)
                  (const Registry__V1__ServerFrame *message,
                   void *closure_data);
@@ -148,6 +194,7 @@ typedef void (*Registry__V1__ServerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor;
 
 PROTOBUF_C__END_DECLS
