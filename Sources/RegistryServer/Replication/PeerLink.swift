@@ -41,6 +41,9 @@ final class PeerLink: @unchecked Sendable {
     private let published: Mutex<PeerLinkStatus>
     /// Operations sent, for status.
     private var sentOperations: UInt64 = 0
+    /// What the peer held when last heard from, kept while it is unreachable: the journal keeps
+    /// what it lacks (the retention floor, see ``Replication``).
+    private var knownHolds = VersionVector()
 
     init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, logger: Logger) {
         self.address = address
@@ -302,8 +305,11 @@ final class PeerLink: @unchecked Sendable {
             status.backlogOperations = cursor.backlog(local: local)
             status.inFlightBatches = UInt64(cursor.inFlight.count)
             status.oldestUnacknowledgedMillis = cursor.oldestUnacknowledgedMillis ?? 0
-            status.peerHolds = cursor.receiverHolds.positions
+            knownHolds = cursor.receiverHolds
+        } else {
+            status.backlogOperations = knownHolds.backlog(behind: local)
         }
+        status.peerHolds = knownHolds.positions
         status.reconnects = machine.failures
         status.lastError = machine.lastFailure ?? ""
         status.sentOperations = sentOperations

@@ -120,11 +120,26 @@ struct ReplicationCursor: Sendable {
 
     /// Operations this node holds that the receiver is not known to hold.
     func backlog(local: VersionVector) -> UInt64 {
-        local.logs.reduce(0) { $0 + ($1.sequence > receiverHolds[$1.log] ? $1.sequence - receiverHolds[$1.log] : 0) }
+        receiverHolds.backlog(behind: local)
     }
 
     /// The HLC milliseconds of the oldest operation sent and not acknowledged.
     var oldestUnacknowledgedMillis: UInt64? {
         inFlight.filter { $0.log != nil }.map(\.oldestMillis).min()
+    }
+}
+
+extension VersionVector {
+    /// Operations `other` holds that this vector does not.
+    func backlog(behind other: VersionVector) -> UInt64 {
+        other.logs.reduce(0) { $0 + ($1.sequence > self[$1.log] ? $1.sequence - self[$1.log] : 0) }
+    }
+
+    /// For each log, the least that every one of `vectors` holds; nil for no vectors.
+    static func floor(of vectors: [VersionVector]) -> [Log: UInt64]? {
+        guard let first = vectors.first else { return nil }
+        var floor = [Log: UInt64]()
+        for (log, sequence) in first.logs { floor[log] = vectors.dropFirst().reduce(sequence) { min($0, $1[log]) } }
+        return floor
     }
 }

@@ -65,4 +65,10 @@ import Testing
         #expect(throws: ReplicationCursor.UnknownBatch(batchID: 99)) { try cursor.acknowledged(99, held: VersionVector(), nowMillis: 1_000) }
         #expect(cursor.backlog(local: local) == 1)
     }
+
+    @Test func theRetentionFloorIsWhatEveryPeerHolds() {
+        let floor = VersionVector.floor(of: [vector([(a, 10), (c, 4)]), vector([(a, 7)]), vector([(a, 12), (c, 9)])])
+        #expect(floor == [a: 7, c: 0], "a peer that holds none of c's log keeps all of it")
+        #expect(VersionVector.floor(of: []) == nil)
+    }
 }
