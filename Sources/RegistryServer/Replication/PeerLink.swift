@@ -71,6 +71,7 @@ final class PeerLink: @unchecked Sendable {
     private func tick() {
         queue.asyncAfter(deadline: .now() + .milliseconds(Self.tickMillis)) {
             guard !self.shutDown else { return }
+            self.carryOut(self.machine.tick(nowMillis: self.engine.wallClock(), random: &self.random))
             self.pump()
             self.tick()
         }
@@ -200,7 +201,7 @@ final class PeerLink: @unchecked Sendable {
                             return
                         }
                         link.channel = channel
-                        link.carryOut(link.machine.connected())
+                        link.carryOut(link.machine.connected(nowMillis: link.engine.wallClock()))
                     case .failure(let error):
                         link.carryOut(link.machine.connectionLost("cannot connect: \(error)", random: &link.random))
                     }
@@ -244,7 +245,9 @@ final class PeerLink: @unchecked Sendable {
                 return carryOut(machine.failed(reason, random: &random))
             }
             guard let last = records.last else { return }
-            guard let batchID = machine.sending(log: run.log, through: last.sequence, operations: records.count, oldestMillis: records[0].hlc >> 16)
+            guard
+                let batchID = machine.sending(
+                    log: run.log, through: last.sequence, operations: records.count, oldestMillis: records[0].hlc >> 16, nowMillis: now)
             else { return }
             let batch = OperationBatch(
                 batchID: batchID,

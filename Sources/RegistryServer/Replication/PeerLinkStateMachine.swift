@@ -45,12 +45,22 @@ struct PeerLinkStateMachine {
     let window: Int
     /// See ``ReplicationCursor/forwardDelayMillis``.
     let forwardDelayMillis: UInt64
+    /// A handshake step or an acknowledgement not answered within this long ends the connection:
+    /// a peer that stopped answering without closing (frozen, or cut off without a reset) is
+    /// otherwise never noticed.
+    let answerTimeoutMillis: UInt64
+    /// When the handshake step being waited for began, or the oldest batch in flight was sent.
+    private var waitingSince: UInt64?
     /// The number of reconnections after a failure, for status.
     private(set) var failures: UInt64 = 0
     /// The last failure, for status.
     private(set) var lastFailure: String?
 
-    init(ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, backoff: Backoff = Backoff()) {
+    init(
+        ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, answerTimeoutMillis: UInt64 = 10_000,
+        backoff: Backoff = Backoff()
+    ) {
+        self.answerTimeoutMillis = answerTimeoutMillis
         self.ownNodeID = ownNodeID
         self.ownInstanceID = ownInstanceID
         self.window = window
@@ -64,10 +74,23 @@ struct PeerLinkStateMachine {
         return .connect
     }
 
-    mutating func connected() -> Action {
+    mutating func connected(nowMillis: UInt64 = 0) -> Action {
         guard state == .connecting else { return .none }
         state = .awaitingAccept
+        waitingSince = nowMillis
         return .sendClientHello
+    }
+
+    /// Time passed: a handshake step or an acknowledgement that took too long ends the connection.
+    mutating func tick(nowMillis: UInt64, random: inout some RandomNumberGenerator) -> Action {
+        let since: UInt64?
+        switch state {
+        case .awaitingAccept, .awaitingWelcome: since = waitingSince
+        case .streaming: since = cursor?.oldestSentMillis
+        case .disconnected, .connecting, .stopped: since = nil
+        }
+        guard let since, nowMillis >= since + answerTimeoutMillis else { return .none }
+        return fail("the peer did not answer within \(answerTimeoutMillis) ms", random: &random)
     }
 
     /// The peer answered the client Hello.
@@ -132,8 +155,8 @@ struct PeerLinkStateMachine {
     }
 
     /// Records a batch as sent (see ``ReplicationCursor/sending(log:through:operations:oldestMillis:)``).
-    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64) -> UInt64? {
-        cursor?.sending(log: log, through: through, operations: operations, oldestMillis: oldestMillis)
+    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64? {
+        cursor?.sending(log: log, through: through, operations: operations, oldestMillis: oldestMillis, nowMillis: nowMillis)
     }
 
     /// The connection could not be opened, or closed, or failed.
@@ -158,6 +181,7 @@ struct PeerLinkStateMachine {
         if state == .stopped { return .none }
         state = .disconnected
         cursor = nil
+        waitingSince = nil
         failures += 1
         lastFailure = refusal.map { "\(reason): \($0)" } ?? reason
         return .closeAndRetry(retryInMillis: backoff.nextDelayMillis(using: &random), reason: reason, refusal: refusal)

@@ -14,6 +14,8 @@ struct ReplicationCursor: Sendable {
         let operations: Int
         /// The HLC milliseconds of its first operation, for the replication lag.
         let oldestMillis: UInt64
+        /// When it was sent.
+        let sentMillis: UInt64
     }
 
     /// A protocol violation by the receiver: an acknowledgement of a batch never sent.
@@ -90,20 +92,24 @@ struct ReplicationCursor: Sendable {
 
     /// Records a batch of `operations` operations of `log`, through sequence `through`, as sent;
     /// returns its batch ID.
-    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64) -> UInt64 {
+    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64 {
         let batchID = nextBatchID
         nextBatchID += 1
         sent[log] = through
         lastLog = log
-        inFlight.append(InFlight(batchID: batchID, log: log, through: through, operations: operations, oldestMillis: oldestMillis))
+        inFlight.append(
+            InFlight(batchID: batchID, log: log, through: through, operations: operations, oldestMillis: oldestMillis, sentMillis: nowMillis))
         return batchID
     }
+
+    /// When the oldest batch in flight was sent; nil when none is.
+    var oldestSentMillis: UInt64? { inFlight.first?.sentMillis }
 
     /// Records an empty batch, sent to learn what the receiver holds; returns its batch ID.
     mutating func probing(nowMillis: UInt64) -> UInt64 {
         let batchID = nextBatchID
         nextBatchID += 1
-        inFlight.append(InFlight(batchID: batchID, log: nil, through: 0, operations: 0, oldestMillis: nowMillis))
+        inFlight.append(InFlight(batchID: batchID, log: nil, through: 0, operations: 0, oldestMillis: nowMillis, sentMillis: nowMillis))
         return batchID
     }
 

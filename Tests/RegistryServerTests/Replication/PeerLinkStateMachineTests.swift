@@ -77,4 +77,27 @@ import Testing
         backoff.reset()
         #expect((50...100).contains(backoff.nextDelayMillis(using: &random)))
     }
+
+    @Test func aPeerThatStopsAnsweringEndsTheConnection() {
+        var random = SplitMix64(seed: 4)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2, answerTimeoutMillis: 1_000)
+        _ = machine.start()
+        _ = machine.connected(nowMillis: 100)
+        #expect(machine.tick(nowMillis: 1_000, random: &random) == .none)
+        guard case .closeAndRetry = machine.tick(nowMillis: 1_100, random: &random) else {
+            Issue.record("a handshake without an answer must time out")
+            return
+        }
+        _ = machine.start()
+        _ = machine.connected(nowMillis: 2_000)
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 2_000, random: &random)
+        #expect(machine.tick(nowMillis: 9_000, random: &random) == .none, "nothing in flight, nothing to wait for")
+        _ = machine.sending(log: VersionVector.Log(origin: own, epoch: 1), through: 1, operations: 1, oldestMillis: 1, nowMillis: 9_000)
+        #expect(machine.tick(nowMillis: 9_900, random: &random) == .none)
+        guard case .closeAndRetry = machine.tick(nowMillis: 10_000, random: &random) else {
+            Issue.record("a batch without an acknowledgement must time out")
+            return
+        }
+    }
 }
