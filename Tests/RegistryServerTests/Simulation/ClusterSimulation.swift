@@ -1,0 +1,409 @@
+import Dispatch
+import Logging
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Synchronization
+@testable import RegistryServer
+
+/// A cluster in one process, driven by a seed: real engines (`RegistryEngine` over a
+/// `SimulatedFileSystem` each), connected by a simulated network through the real protocol
+/// cores (``PeerLinkStateMachine`` on the sending side, ``PeerSessionStateMachine`` on the
+/// receiving side). Time is simulated; every step waits for the engine it drives, so a seed
+/// replays exactly.
+final class ClusterSimulation {
+    /// A node's wall clock: simulated time plus the node's skew, which may jump backwards.
+    final class Clock: Sendable {
+        let millis = Mutex<UInt64>(0)
+        var now: UInt64 { millis.withLock { $0 } }
+    }
+
+    struct Node {
+        let name: NodeID
+        var fs = SimulatedFileSystem()
+        var engine: RegistryEngine?
+        let clock = Clock()
+        /// Milliseconds ahead of (or behind) simulated time.
+        var skew: Int64 = 0
+        let instance: UInt64
+    }
+
+    struct Link {
+        var machine: PeerLinkStateMachine
+        var incarnation = 0
+        var retryAt: UInt64?
+    }
+
+    /// An acknowledged registration: what it presented and the device it was told.
+    struct Acknowledged {
+        let vendor: Vendor
+        let identifier: Identifier
+        let device: DeviceID
+    }
+
+    /// What happened, for the report and for checking that each fault was exercised.
+    struct Counts {
+        var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0
+        var batchesApplied = 0, refusals = 0, dropped = 0
+    }
+
+    static let maxClockSkewMillis: UInt64 = 5_000
+    let seed: UInt64
+    private(set) var nodes: [Node]
+    private var links: [[Link?]]
+    /// The receiver's session of each link, with the incarnation it belongs to.
+    private var sessions: [[(incarnation: Int, machine: PeerSessionStateMachine)?]]
+    private(set) var network = SimulatedNetwork()
+    private var random: SplitMix64
+    private(set) var now: UInt64 = 1_000_000
+    private(set) var acknowledged: [Acknowledged] = []
+    private(set) var counts = Counts()
+    /// Identifiers reused across registrations, so that claims meet and devices merge.
+    private let keychains: [UUID128]
+    private var nextIdentifier: UInt64 = 1
+
+    init(seed: UInt64, nodeCount: Int = 3) throws {
+        self.seed = seed
+        random = SplitMix64(seed: seed)
+        var pool = SplitMix64(seed: seed ^ 0x5EED)
+        keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
+        nodes = (0..<nodeCount).map { index in
+            Node(name: NodeID(trusted: "node-\(Character(UnicodeScalar(97 + index)!))"), instance: UInt64(index + 1))
+        }
+        links = Array(repeating: Array(repeating: nil, count: nodeCount), count: nodeCount)
+        sessions = Array(repeating: Array(repeating: nil, count: nodeCount), count: nodeCount)
+        for index in nodes.indices { try open(index) }
+    }
+
+    // MARK: - Nodes
+
+    private func open(_ index: Int) throws {
+        nodes[index].clock.millis.withLock { $0 = wall(of: index) }
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = "/data"
+        configuration.nodeID = nodes[index].name
+        configuration.clusterID = "sim"
+        configuration.snapshotEveryOperations = 0
+        configuration.snapshotEverySeconds = 0
+        configuration.maxClockSkewMillis = Self.maxClockSkewMillis
+        configuration.commitPacing = CommitPacing(delayMicros: 0, worthOperations: 1)
+        // Small journal files: the simulated disk copies a whole file when a synced one changes.
+        configuration.journalFileBytes = 1 << 16
+        let clock = nodes[index].clock
+        nodes[index].engine = try RegistryEngine(
+            configuration: configuration, logger: .quiet(), wallClock: { clock.now }, fs: nodes[index].fs)
+        for other in nodes.indices where other != index {
+            links[index][other] = Link(
+                machine: PeerLinkStateMachine(
+                    ownNodeID: nodes[index].name, ownInstanceID: nodes[index].instance, window: 3, forwardDelayMillis: 300,
+                    answerTimeoutMillis: 2_000, backoff: Backoff(initialMillis: 50, maxMillis: 1_000)))
+            carryOut(index, other, links[index][other]!.machine.start())
+        }
+    }
+
+    private func wall(of index: Int) -> UInt64 {
+        UInt64(max(1, Int64(now) + nodes[index].skew))
+    }
+
+    private func engine(_ index: Int) -> RegistryEngine? { nodes[index].engine }
+
+    /// A node's process dies: its disk loses what was not synced (torn at random), its
+    /// connections reset.
+    func crash(_ index: Int) {
+        guard nodes[index].engine != nil else { return }
+        counts.crashes += 1
+        nodes[index].engine = nil
+        var tearing: SplitMix64? = SplitMix64(seed: random.next())
+        nodes[index].fs.crash(tearing: &tearing)
+        resetConnections(of: index)
+    }
+
+    func restart(_ index: Int) throws {
+        guard nodes[index].engine == nil else { return }
+        try open(index)
+    }
+
+    /// A node loses its disk for good and comes back empty, with a new epoch.
+    func wipe(_ index: Int) throws {
+        counts.wipes += 1
+        crash(index)
+        nodes[index].fs = SimulatedFileSystem()
+        nodes[index].skew = 0
+        now += 10
+        try open(index)
+    }
+
+    private func resetConnections(of index: Int) {
+        for other in nodes.indices where other != index {
+            sessions[index][other] = nil
+            sessions[other][index] = nil
+            links[index][other] = nil
+            if links[other][index] != nil {
+                carryOut(other, index, links[other][index]!.machine.connectionLost("reset", random: &random))
+            }
+        }
+    }
+
+    // MARK: - Clients
+
+    /// Registers at `index`; records the answer as acknowledged. Nil when the node is down.
+    @discardableResult
+    func register(at index: Int, bundle: String, identifiers: [PresentedIdentifier]) -> DeviceID? {
+        guard let engine = engine(index) else { return nil }
+        let frame = ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: bundle, identifiers: identifiers)))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        guard case .registerResult(let result) = answer, let device = try? DeviceID(parsing: result.deviceIDText.description) else { return nil }
+        counts.registrations += 1
+        let vendor = Vendor(trusted: result.vendor)
+        for presented in identifiers {
+            if let identifier = try? Identifier(presented) { acknowledged.append(Acknowledged(vendor: vendor, identifier: identifier, device: device)) }
+        }
+        return device
+    }
+
+    private func freshUUID() -> UUID128 {
+        nextIdentifier += 1
+        return UUID128(high: seed << 32 | nextIdentifier, low: random.next() | 1)
+    }
+
+    /// A registration that may meet earlier ones: a pooled keychain UUID, a fresh or pooled IDFV.
+    func randomRegistration() {
+        let alive = nodes.indices.filter { nodes[$0].engine != nil }
+        guard let node = alive.randomElement(using: &random) else { return }
+        var identifiers = [PresentedIdentifier]()
+        if Int.random(in: 0..<3, using: &random) > 0 {
+            identifiers.append(PresentedIdentifier(rawKind: 1, text: keychains.randomElement(using: &random)!.text))
+        }
+        let idfv = Int.random(in: 0..<4, using: &random) == 0 ? keychains.randomElement(using: &random)! : freshUUID()
+        identifiers.append(PresentedIdentifier(rawKind: 2, text: idfv.text))
+        register(at: node, bundle: "com.sim.app\(Int.random(in: 0..<3, using: &random))", identifiers: identifiers)
+    }
+
+    /// Two sibling apps of a new phone register through two nodes before either hears of the
+    /// other: both must be told one ID.
+    func siblingRace() {
+        let alive = nodes.indices.filter { nodes[$0].engine != nil }.shuffled(using: &random)
+        guard alive.count >= 2 else { return }
+        let idfv = freshUUID().text
+        let first = register(at: alive[0], bundle: "com.sim.app1", identifiers: [PresentedIdentifier(rawKind: 2, text: idfv)])
+        var second = [PresentedIdentifier(rawKind: 2, text: idfv)]
+        if Bool.random(using: &random) { second.append(PresentedIdentifier(rawKind: 1, text: freshUUID().text)) }
+        let other = register(at: alive[1], bundle: "com.sim.app2", identifiers: second)
+        guard let first, let other else { return }
+        counts.siblingRaces += 1
+        if first != other { counts.splitRaces += 1 }
+    }
+
+    // MARK: - Faults
+
+    /// Cuts `index` off from every other node (both ways), dropping what is in flight.
+    func isolate(_ index: Int) {
+        counts.partitions += 1
+        for other in nodes.indices where other != index {
+            network.cut.insert([index, other])
+            network.cut.insert([other, index])
+        }
+    }
+
+    func healAll() {
+        network.cut = []
+    }
+
+    func setSkew(_ index: Int, _ millis: Int64) {
+        counts.skews += 1
+        nodes[index].skew = millis
+    }
+
+    func setFaults(_ faults: SimulatedNetwork.Faults) {
+        network.faults = faults
+    }
+
+    // MARK: - Time
+
+    /// Advances simulated time by `millis`: links tick and send, and the network delivers.
+    func advance(by millis: UInt64) {
+        now += millis
+        for index in nodes.indices { nodes[index].clock.millis.withLock { $0 = wall(of: index) } }
+        for sender in nodes.indices where nodes[sender].engine != nil {
+            for receiver in nodes.indices where receiver != sender {
+                guard let link = links[sender][receiver] else { continue }
+                if let retry = link.retryAt, retry <= now {
+                    links[sender][receiver]!.retryAt = nil
+                    carryOut(sender, receiver, links[sender][receiver]!.machine.retryDue())
+                }
+                guard links[sender][receiver] != nil else { continue }
+                carryOut(sender, receiver, links[sender][receiver]!.machine.tick(nowMillis: nodes[sender].clock.now, random: &random))
+                pump(sender, receiver)
+            }
+        }
+        for message in network.due(by: now) { deliver(message) }
+    }
+
+    /// Whether every live node holds the same, and nothing is in flight.
+    var isQuiet: Bool {
+        let vectors = nodes.compactMap { $0.engine?.durableVector }
+        return network.isEmpty && vectors.count == nodes.count && Set(vectors.map(\.description)).count == 1
+    }
+
+    // MARK: - The protocol shells
+
+    private func carryOut(_ sender: Int, _ receiver: Int, _ action: PeerLinkStateMachine.Action) {
+        guard links[sender][receiver] != nil, let engine = nodes[sender].engine else { return }
+        switch action {
+        case .connect:
+            let reachable = nodes[receiver].engine != nil && network.reaches(sender, receiver) && network.reaches(receiver, sender)
+            guard reachable else {
+                return carryOut(sender, receiver, links[sender][receiver]!.machine.connectionLost("unreachable", random: &random))
+            }
+            links[sender][receiver]!.incarnation += 1
+            let incarnation = links[sender][receiver]!.incarnation
+            sessions[receiver][sender] = (
+                incarnation, PeerSessionStateMachine(identity: nodes[receiver].engine!.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations)
+            )
+            carryOut(sender, receiver, links[sender][receiver]!.machine.connected(nowMillis: nodes[sender].clock.now))
+        case .sendClientHello:
+            let accepted = HelloAccepted(
+                version: .current, nodeID: nodes[receiver].name.value, clusterID: "sim", serverVersion: "sim", limits: .default,
+                instanceID: nodes[receiver].instance)
+            carryOut(sender, receiver, links[sender][receiver]!.machine.received(ServerFrame(requestID: 0, body: .helloAccepted(accepted)), random: &random))
+        case .sendPeerHello:
+            send(sender, receiver, .toReceiver, .hello(engine.peerIdentity.hello(holding: engine.durableVector)))
+        case .stream:
+            pump(sender, receiver)
+        case .closeAndRetry(let delay, _, let refusal):
+            if refusal != nil { counts.refusals += 1 }
+            links[sender][receiver]!.incarnation += 1
+            links[sender][receiver]!.retryAt = now + delay
+            sessions[receiver][sender] = nil
+        case .stop, .none:
+            break
+        }
+    }
+
+    private func pump(_ sender: Int, _ receiver: Int) {
+        guard let engine = engine(sender), var link = links[sender][receiver], case .streaming = link.machine.state else { return }
+        let local = engine.durableVector
+        let wall = nodes[sender].clock.now
+        if let probe = link.machine.probeIfDue(nowMillis: wall) {
+            links[sender][receiver] = link
+            send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: probe, operations: [])))
+        }
+        while let run = link.machine.nextRun(local: local, nowMillis: wall) {
+            let records = (try? engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)) ?? []
+            let batch = Array(records.prefix(40))
+            guard let last = batch.last,
+                let batchID = link.machine.sending(
+                    log: run.log, through: last.sequence, operations: batch.count, oldestMillis: batch[0].hlc >> 16, nowMillis: wall)
+            else { break }
+            links[sender][receiver] = link
+            send(
+                sender, receiver, .toReceiver,
+                .batch(
+                    OperationBatch(
+                        batchID: batchID,
+                        operations: batch.map {
+                            PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
+                        })))
+            link = links[sender][receiver]!
+        }
+        links[sender][receiver] = link
+    }
+
+    private func send(_ sender: Int, _ receiver: Int, _ direction: SimulatedNetwork.Direction, _ frame: PeerFrame) {
+        guard let incarnation = links[sender][receiver]?.incarnation else { return }
+        network.send(
+            sender: sender, receiver: receiver, incarnation: incarnation, direction: direction, frame: frame, now: now, random: &random)
+    }
+
+    private func deliver(_ message: SimulatedNetwork.Message) {
+        let (sender, receiver) = (message.sender, message.receiver)
+        guard links[sender][receiver]?.incarnation == message.incarnation else {
+            counts.dropped += 1
+            return
+        }
+        switch message.direction {
+        case .toReceiver:
+            guard let engine = engine(receiver), var session = sessions[receiver][sender], session.incarnation == message.incarnation
+            else { return }
+            let action = session.machine.received(message.frame)
+            sessions[receiver][sender] = session
+            switch action {
+            case .welcome:
+                send(
+                    sender, receiver, .toSender,
+                    .welcome(
+                        PeerWelcome(
+                            nodeID: nodes[receiver].name.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
+                            maxBatchOperations: UInt32(PeerLink.maxBatchOperations))))
+            case .apply(let batchID, let operations):
+                let result = Self.wait { done in engine.submitRemote(operations) { done($0) } }
+                switch result {
+                case .success(let held):
+                    counts.batchesApplied += 1
+                    send(sender, receiver, .toSender, .ack(BatchAck(batchID: batchID, held: held)))
+                case .failure(let error):
+                    _ = session.machine.refused(error)
+                    sessions[receiver][sender] = nil
+                    send(sender, receiver, .toSender, .refusal(error))
+                }
+            case .refuse(let error):
+                sessions[receiver][sender] = nil
+                send(sender, receiver, .toSender, .refusal(error))
+            case .ignore:
+                break
+            }
+        case .toSender:
+            guard engine(sender) != nil, links[sender][receiver] != nil else { return }
+            carryOut(
+                sender, receiver, links[sender][receiver]!.machine.received(message.frame, nowMillis: nodes[sender].clock.now, random: &random))
+        }
+    }
+
+    // MARK: - Checking
+
+    /// Each link's state, for a failure's report.
+    var linkReport: String {
+        var lines = [String]()
+        for sender in nodes.indices {
+            for receiver in nodes.indices where receiver != sender {
+                guard let link = links[sender][receiver] else {
+                    lines.append("\(sender)->\(receiver): none")
+                    continue
+                }
+                lines.append(
+                    "\(sender)->\(receiver): \(link.machine.state) inc \(link.incarnation) retry \(String(describing: link.retryAt)) inflight \(link.machine.cursor?.inFlight.count ?? -1) last \(link.machine.lastFailure ?? "")")
+            }
+        }
+        return lines.joined(separator: "; ") + " now \(now)"
+    }
+
+    /// Every operation any node holds, read back through the log API.
+    func allOperations() throws -> [LoggedOperation] {
+        var seen = Set<String>()
+        var operations = [LoggedOperation]()
+        for node in nodes {
+            guard let engine = node.engine else { continue }
+            for (log, sequence) in engine.durableVector.logs where sequence > 0 {
+                let reader = try engine.logReader(for: log, from: 1)
+                while reader.nextSequence <= sequence {
+                    let batch = try reader.next(atMost: 1_000)
+                    if batch.isEmpty { break }
+                    for operation in batch where seen.insert("\(log)/\(operation.sequence)").inserted { operations.append(operation) }
+                }
+            }
+        }
+        return operations
+    }
+
+    /// Runs `body`, which calls back once, and waits for it.
+    static func wait<Value: Sendable>(_ body: (@escaping @Sendable (Value) -> Void) -> Void) -> Value {
+        let box = Mutex<Value?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        body { value in
+            box.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0! }
+    }
+}

@@ -1,0 +1,56 @@
+import RegistryCore
+
+/// What every replica must hold once every operation has reached it, worked out from the
+/// operations alone, apart from `RegistryState`: devices are merged when they claimed the same
+/// identifier in one vendor or one operation names them merged, and each merge set's canonical
+/// device is its minimum by (earliest created HLC, origin node bytes, device ID bytes), compared as
+/// plain tuples.
+struct ExpectedCanonical {
+    private(set) var canonical: [UUID128: UUID128] = [:]
+
+    init(_ operations: [LoggedOperation]) {
+        var rank = [UUID128: (UInt64, [UInt8], UUID128)]()
+        var parent = [UUID128: UUID128]()
+        func find(_ id: UUID128) -> UUID128 {
+            var id = id
+            while let next = parent[id], next != id { id = next }
+            return id
+        }
+        func note(_ ref: DeviceRef) {
+            let candidate = (ref.created.rawValue, Array(ref.origin.value.utf8), ref.id.uuid)
+            if let known = rank[ref.id.uuid], !Self.less(candidate, known) { return }
+            rank[ref.id.uuid] = candidate
+            if parent[ref.id.uuid] == nil { parent[ref.id.uuid] = ref.id.uuid }
+        }
+        func connect(_ a: UUID128, _ b: UUID128) {
+            let (rootA, rootB) = (find(a), find(b))
+            if rootA != rootB { parent[rootA] = rootB }
+        }
+        var claimants = [String: UUID128]()
+        for logged in operations {
+            guard case .registration(let op) = logged.operation else { continue }
+            note(op.device)
+            for identifier in op.claims {
+                let key = "\(op.device.vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)"
+                if let first = claimants[key] { connect(first, op.device.id.uuid) } else { claimants[key] = op.device.id.uuid }
+            }
+            for other in op.merged where other.vendor == op.device.vendor {
+                note(other)
+                connect(op.device.id.uuid, other.id.uuid)
+            }
+        }
+        var best = [UUID128: UUID128]()
+        for id in parent.keys {
+            let root = find(id)
+            if let current = best[root], !Self.less(rank[id]!, rank[current]!) { continue }
+            best[root] = id
+        }
+        for id in parent.keys { canonical[id] = best[find(id)]! }
+    }
+
+    private static func less(_ a: (UInt64, [UInt8], UUID128), _ b: (UInt64, [UInt8], UUID128)) -> Bool {
+        if a.0 != b.0 { return a.0 < b.0 }
+        if a.1 != b.1 { return a.1.lexicographicallyPrecedes(b.1) }
+        return a.2 < b.2
+    }
+}
