@@ -418,7 +418,9 @@ public final class RegistryEngine: Sendable {
             let refusal = core.commits.recordOperations { pending in
                 core.node.applyRemoteBatch(operations, wallMillis: wall, applied: &pending)
             }
-            if let refusal { return (.answer(.error(refusal.wireError)), false) }
+            // A refusal waits for what is being made durable too, so that the peer hears of its
+            // earlier batches (acknowledged) before it hears of this one (refused).
+            if let refusal { return (.answer(.error(refusal.wireError)), undurable) }
             // What the node holds of every log, all of it durable by the time the answer goes.
             return (.replicated(held: core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
         }

@@ -70,6 +70,38 @@ public struct RawConnection: Sendable {
         return (frames, false)
     }
 
+    /// Says hello as a peer: the client Hello with role peer, then `hello`; returns the node's
+    /// answer to the client Hello.
+    public func sendPeerHello(_ hello: PeerHello) throws -> ServerFrame? {
+        try send(ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: "raw-peer"))))
+        let accepted = readFrames().first
+        try send(.hello(hello))
+        return accepted
+    }
+
+    public func send(_ frame: PeerFrame) throws {
+        var buffer = ByteBuffer()
+        try frame.encodeFrame(into: &buffer)
+        send(Array(buffer.readableBytesView))
+    }
+
+    /// Reads peer frames until `count` arrived, the node closed, or 5 s passed.
+    public func readPeerFramesAndClose(count: Int = .max) -> (frames: [PeerFrame], closed: Bool) {
+        var buffer = ByteBuffer()
+        var frames = [PeerFrame]()
+        let decoder = FrameDecoder(maxFrameBytes: 1 << 24)
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while frames.count < count {
+            let received = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if received <= 0 { return (frames, received == 0) }
+            buffer.writeBytes(chunk[0..<received])
+            while let payload = try? decoder.nextFrame(&buffer) {
+                if let frame = try? PeerFrame(decoding: payload) { frames.append(frame) }
+            }
+        }
+        return (frames, false)
+    }
+
     public func close() {
         Platform.close(descriptor)
     }
