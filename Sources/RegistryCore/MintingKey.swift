@@ -26,7 +26,8 @@ public struct MintingKey: Equatable, Sendable {
 
 extension DeviceID {
     /// The device ID that a first install presenting `idfv` in `vendor` gets, the same on every
-    /// node with `key`: SipHash-128 of (vendor, 0, IDFV, generation) as a UUIDv8 (RFC 9562
+    /// node with `key`: SipHash-128 of (vendor's UTF-8, a 0 byte, the IDFV's 16 bytes,
+    /// generation as 4 bytes little-endian), the two output words as a UUIDv8 (RFC 9562
     /// section 5.8). Two sibling apps of a new phone that register at the same moment through
     /// two nodes present the same IDFV, so both get this ID and no merge is needed.
     ///
@@ -37,8 +38,10 @@ extension DeviceID {
         var hasher = SipHash128(k0: key.k0, k1: key.k1)
         hasher.combine(vendor.name.utf8)
         hasher.combine(UInt8(0))
-        hasher.combine(idfv.high)
-        hasher.combine(idfv.low)
+        // The IDFV's 16 bytes in UUID order, then the generation's 4 bytes little-endian.
+        for word in [idfv.high, idfv.low] {
+            for shift in stride(from: UInt64(56), through: 0, by: -8) { hasher.combine(UInt8(truncatingIfNeeded: word >> shift)) }
+        }
         for shift in stride(from: UInt32(0), to: 32, by: 8) { hasher.combine(UInt8(truncatingIfNeeded: generation >> shift)) }
         let (first, second) = hasher.finalize()
         let high = first & ~0xF000 | 0x8000

@@ -32,11 +32,6 @@ public struct SipHash128: Sendable {
         for byte in bytes { combine(byte) }
     }
 
-    /// Adds `value` as 8 bytes, little-endian.
-    public mutating func combine(_ value: UInt64) {
-        for shift in stride(from: UInt64(0), to: 64, by: 8) { combine(UInt8(truncatingIfNeeded: value >> shift)) }
-    }
-
     /// The 128-bit output, as the reference's 16 bytes: `first` is bytes 0...7 and `second`
     /// bytes 8...15, each little-endian.
     public consuming func finalize() -> (first: UInt64, second: UInt64) {

@@ -47,6 +47,54 @@ class Connection:
             self.buffer += chunk
 
 
+MASK = (1 << 64) - 1
+
+
+def _rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & MASK
+
+
+def siphash128(k0, k1, data):
+    """SipHash-2-4 with 128-bit output, written from the paper: (first, second) 64-bit words."""
+    v0, v1, v2, v3 = k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D ^ 0xEE, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573
+
+    def rounds(n):
+        nonlocal v0, v1, v2, v3
+        for _ in range(n):
+            v0 = (v0 + v1) & MASK; v1 = _rotl(v1, 13) ^ v0; v0 = _rotl(v0, 32)
+            v2 = (v2 + v3) & MASK; v3 = _rotl(v3, 16) ^ v2
+            v0 = (v0 + v3) & MASK; v3 = _rotl(v3, 21) ^ v0
+            v2 = (v2 + v1) & MASK; v1 = _rotl(v1, 17) ^ v2; v2 = _rotl(v2, 32)
+
+    tail = len(data) % 8
+    for i in range(0, len(data) - tail, 8):
+        m = int.from_bytes(data[i:i + 8], "little")
+        v3 ^= m; rounds(2); v0 ^= m
+    m = int.from_bytes(data[len(data) - tail:] + bytes(8 - tail), "little") | ((len(data) & 0xFF) << 56)
+    v3 ^= m; rounds(2); v0 ^= m
+    v2 ^= 0xEE; rounds(4)
+    first = v0 ^ v1 ^ v2 ^ v3
+    v1 ^= 0xDD; rounds(4)
+    return first, v0 ^ v1 ^ v2 ^ v3
+
+
+def minting_key(secret):
+    return siphash128(0x7265676973747279, 0x6D696E74696E676B, secret.encode())
+
+
+def minted_device_id(key, vendor, idfv):
+    """The device ID a first install presenting `idfv` gets (docs/cluster.md, DeviceID.minted)."""
+    data = vendor.encode() + b"\x00" + uuid.UUID(idfv).bytes + (0).to_bytes(4, "little")
+    first, second = siphash128(key[0], key[1], data)
+    high = (first & ~0xF000 & MASK) | 0x8000
+    low = (second & 0x3FFFFFFFFFFFFFFF) | 0x8000000000000000
+    return str(uuid.UUID(int=(high << 64) | low))
+
+
+def fingerprint(key):
+    return siphash128(key[0], key[1], b"fingerprint")[0]
+
+
 def check(condition, message):
     if not condition:
         print(f"interop: FAILED: {message}", file=sys.stderr)
@@ -164,6 +212,82 @@ def main():
     # The version vector: the node's own log, every operation it wrote held.
     vector = [(p.origin, p.epoch, p.sequence) for p in stats.version_vector]
     check(vector == [(stats.node_id, stats.log_epoch, stats.log_sequence)], f"version vector {vector}")
+
+    # The device ID of a first install is the documented keyed hash of (vendor, IDFV): computed
+    # here from the specification, it matches what the node minted. The node's cluster secret is
+    # its cluster ID by default.
+    key = minting_key(accepted.hello_accepted.cluster_id)
+    check(first.device_id == minted_device_id(key, "com.interop", idfv), f"minted {first.device_id}")
+
+    # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
+    # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.
+    from registry.v1 import oplog_pb2, peer_pb2  # noqa: E402
+    peer = Connection(host, int(port))
+    hello = envelope_pb2.ClientFrame(request_id=0)
+    hello.hello.version.major = 1
+    hello.hello.role = handshake_pb2.ROLE_PEER
+    peer.send(hello)
+    check(peer.receive(envelope_pb2).WhichOneof("body") == "hello_accepted", "peer hello")
+
+    def peer_receive():
+        while True:
+            if len(peer.buffer) >= 4:
+                (length,) = struct.unpack(">I", peer.buffer[:4])
+                if len(peer.buffer) >= 4 + length:
+                    payload, peer.buffer = peer.buffer[4:4 + length], peer.buffer[4 + length:]
+                    frame = peer_pb2.PeerFrame()
+                    frame.ParseFromString(payload)
+                    return frame
+            chunk = peer.sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("node closed the peer connection")
+            peer.buffer += chunk
+
+    peer_hello = peer_pb2.PeerFrame()
+    peer_hello.hello.cluster_id = accepted.hello_accepted.cluster_id
+    peer_hello.hello.node_id = "python-peer"
+    peer_hello.hello.epoch = 1
+    peer_hello.hello.version.major = 1
+    peer_hello.hello.minting_key_fingerprint = fingerprint(key)
+    peer.send(peer_hello)
+    welcome = peer_receive()
+    check(welcome.WhichOneof("body") == "welcome" and welcome.welcome.node_id == accepted.hello_accepted.node_id, f"welcome: {welcome}")
+
+    operation = oplog_pb2.Operation()
+    registration = operation.registration
+    remote_id = uuid.uuid4()
+    registration.device.device_id = remote_id.bytes
+    registration.device.created_hlc = 1 << 16
+    registration.device.origin_node_id = "python-peer"
+    registration.device.vendor = "com.interop"
+    registration.bundle_id = "com.interop.remote"
+    registration.claims.add(kind=common_pb2.IDENTIFIER_KIND_KEYCHAIN, value=uuid.uuid4().bytes)
+    registration.seen_hlc = 1 << 16
+    batch = peer_pb2.PeerFrame()
+    batch.batch.batch_id = 7
+    batch.batch.operations.add(origin="python-peer", epoch=1, sequence=1, hlc=1 << 16, operation=operation.SerializeToString())
+    peer.send(batch)
+    ack = peer_receive()
+    check(ack.WhichOneof("body") == "ack" and ack.ack.batch_id == 7, f"ack: {ack}")
+    held = {(p.origin, p.epoch): p.sequence for p in ack.ack.held}
+    check(held.get(("python-peer", 1)) == 1, f"held: {held}")
+    resolve = envelope_pb2.ClientFrame(request_id=50)
+    resolve.resolve_device.device_id = str(remote_id)
+    conn.send(resolve)
+    remote = conn.receive(envelope_pb2)
+    check(remote.device.device_id == str(remote_id) and remote.device.origin_node_id == "python-peer", f"replicated device: {remote}")
+
+    # A wrong cluster is refused with its typed code, and the connection closes.
+    wrong = Connection(host, int(port))
+    wrong.send(hello)
+    wrong.receive(envelope_pb2)
+    bad = peer_pb2.PeerFrame()
+    bad.CopyFrom(peer_hello)
+    bad.hello.cluster_id = "another-cluster"
+    wrong.send(bad)
+    peer = wrong
+    refusal = peer_receive()
+    check(refusal.WhichOneof("body") == "refusal" and refusal.refusal.code == common_pb2.ERROR_CODE_WRONG_CLUSTER, f"refusal: {refusal}")
 
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))
