@@ -10,6 +10,7 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
+#   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
 #   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
 #   make clean   remove build output
@@ -23,7 +24,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -97,6 +98,7 @@ test: deps test-tools check-protos
 # Release builds, real PostgreSQL and Redis servers on loopback, a few minutes.
 bench: deps
 	bash bench/run.sh
+	bash bench/cluster.sh
 
 # This revision's registryd against the one at BASE (default: the previous commit), a few minutes.
 BASE ?= HEAD~1
@@ -106,6 +108,10 @@ bench-compare: deps
 # Snapshots and restart at 10M devices on one release node, a few minutes.
 bench-storage: deps
 	bash bench/storage.sh
+
+# A 3-node cluster against a single node, measured in the same run (also part of make bench).
+bench-cluster: deps test-tools
+	bash bench/cluster.sh
 
 clean:
 	rm -rf .build .build-compare

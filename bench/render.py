@@ -530,7 +530,7 @@ w("`bench/postgres/first-install.pgbench`, and the Redis script in `bench/redis/
 carried = []
 if os.path.exists("BENCHMARKS.md"):
     current = open("BENCHMARKS.md").read()
-    for name in ("journal-writes", "storage", "compare"):
+    for name in ("journal-writes", "cluster", "storage", "compare"):
         found = re.search(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->\n", current, flags=re.S)
         if found:
             carried.append(found.group(0))
