@@ -110,6 +110,22 @@ public struct RegistryState: Sendable {
         warmth = claims.touch(keys) &+ slotOf.touch(newDevices.map(\.uuid))
     }
 
+    /// As ``warm(for:newDevices:)``, for operations from other nodes' logs: the buckets of their
+    /// devices and claims, read before the batch is applied.
+    public mutating func warm(forApplying operations: [LoggedOperation]) {
+        var keys = [ClaimKey]()
+        var ids = [UUID128]()
+        keys.reserveCapacity(2 * operations.count)
+        ids.reserveCapacity(operations.count)
+        for logged in operations {
+            guard case .registration(let op) = logged.operation else { continue }
+            ids.append(op.device.id.uuid)
+            guard let vendorNumber = vendors.number(of: op.device.vendor) else { continue }
+            for identifier in op.claims { keys.append(ClaimKey(vendor: vendorNumber, identifier: identifier)) }
+        }
+        warmth = claims.touch(keys) &+ slotOf.touch(ids)
+    }
+
     /// What ``warm(for:newDevices:)`` read last: no meaning, kept so that the compiler cannot
     /// drop the reads.
     private(set) var warmth: UInt32 = 0

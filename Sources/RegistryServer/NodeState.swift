@@ -124,20 +124,31 @@ struct NodeState {
     mutating func applyRemoteBatch(
         _ operations: [LoggedOperation], wallMillis: UInt64, applied: inout [LoggedOperation]
     ) -> BatchRefusal? {
-        var trial = otherLogs
-        for operation in operations {
-            let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+        // Checked a run of one log at a time (a batch is normally one run): the vector is read
+        // once per run, not once per operation.
+        var trial = [VersionVector.Log: UInt64]()
+        var index = operations.startIndex
+        while index < operations.endIndex {
+            let log = operations[index].log
+            var end = index + 1
+            while end < operations.endIndex, operations[end].origin == log.origin, operations[end].epoch == log.epoch { end += 1 }
             if log == ownLog {
-                if operation.sequence >= nextSequence { return .unwrittenOwnOperation(sequence: operation.sequence, next: nextSequence) }
+                if let beyond = operations[index..<end].first(where: { $0.sequence >= nextSequence }) {
+                    return .unwrittenOwnOperation(sequence: beyond.sequence, next: nextSequence)
+                }
+                index = end
                 continue
             }
-            switch trial.admission(of: operation.sequence, in: log) {
-            case .duplicate: continue
-            case .gap(let missing): return .gap(log: log, missing: missing)
-            case .next: trial.record(operation.sequence, in: log)
+            var held = trial[log] ?? otherLogs[log]
+            for operation in operations[index..<end] where operation.sequence > held {
+                guard operation.sequence == held + 1 else { return .gap(log: log, missing: (held + 1)...(operation.sequence - 1)) }
+                if let refusal = clock.refusal(of: operation.timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
+                held = operation.sequence
             }
-            if let refusal = clock.refusal(of: operation.timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
+            trial[log] = held
+            index = end
         }
+        registry.warm(forApplying: operations)
         for operation in operations where applyRemote(operation, wallMillis: wallMillis) == .applied {
             applied.append(operation)
         }

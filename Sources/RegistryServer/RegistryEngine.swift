@@ -89,6 +89,8 @@ public final class RegistryEngine: Sendable {
     let defaultAckReplicas: Int
     /// How long a write waits for its replicas before a retryable error (`--replica-timeout`).
     let replicaTimeoutMillis: UInt64
+    /// The operations most recently made durable, for the peer links.
+    let recent = RecentOperations()
     /// The links to peers, for the stats (set by ``Replication``).
     let peerLinks = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
     /// Called after every commit (see ``observeCommits(_:)``).
@@ -327,11 +329,21 @@ public final class RegistryEngine: Sendable {
             }
             switch writer.write(operations, clock: clock) {
             case .success(let committed):
+                recent.append(operations)
                 let snapshotDue = core.withLockedValue { core -> Bool in
                     core.durableOperations = committed.durable
-                    for operation in operations {
-                        core.durable.recordAll(
-                            through: max(operation.sequence, core.durable[operation.log]), in: operation.log)
+                    // Once per run of one log (a commit is a few runs), not once per operation.
+                    var index = operations.startIndex
+                    while index < operations.endIndex {
+                        let (origin, epoch) = (operations[index].origin, operations[index].epoch)
+                        var last = operations[index].sequence
+                        index += 1
+                        while index < operations.endIndex, operations[index].origin == origin, operations[index].epoch == epoch {
+                            last = max(last, operations[index].sequence)
+                            index += 1
+                        }
+                        let log = VersionVector.Log(origin: origin, epoch: epoch)
+                        core.durable.recordAll(through: max(last, core.durable[log]), in: log)
                     }
                     core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)

@@ -236,39 +236,54 @@ final class PeerLink: @unchecked Sendable {
             send { buffer throws(CodecError) in try PeerFrame.batch(OperationBatch(batchID: probe, operations: [])).encodeFrame(into: &buffer) }
         }
         while let run = machine.nextRun(local: local, nowMillis: now) {
-            let records: [LogRecord]
+            let operations: [PeerOperation]
             do {
-                records = try take(run.log, from: run.from)
+                operations = try take(run.log, from: run.from)
             } catch {
                 let reason = "cannot read \(run.log) from \(run.from): \(error)"
                 logger.error("peer link cannot read the log", metadata: ["error": "\(error)"])
                 return carryOut(machine.failed(reason, random: &random))
             }
-            guard let last = records.last else { return }
+            guard let last = operations.last else { return }
             guard
                 let batchID = machine.sending(
-                    log: run.log, through: last.sequence, operations: records.count, oldestMillis: records[0].hlc >> 16, nowMillis: now)
+                    log: run.log, through: last.sequence, operations: operations.count, oldestMillis: operations[0].hlc >> 16, nowMillis: now)
             else { return }
-            let batch = OperationBatch(
-                batchID: batchID,
-                operations: records.map {
-                    PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
-                })
-            var buffer = channel.allocator.buffer(capacity: 64 + records.reduce(0) { $0 + $1.payload.count + 48 })
+            var buffer = channel.allocator.buffer(capacity: 64 + operations.reduce(0) { $0 + $1.operation.count + 48 })
             do {
-                try PeerFrame.batch(batch).encodeFrame(into: &buffer)
+                try PeerFrame.batch(OperationBatch(batchID: batchID, operations: operations)).encodeFrame(into: &buffer)
             } catch {
                 logger.error("cannot encode a batch", metadata: ["error": "\(error)"])
                 return carryOut(machine.failed("cannot encode a batch: \(error)", random: &random))
             }
             channel.write(buffer, promise: nil)
-            sentOperations += UInt64(records.count)
+            sentOperations += UInt64(operations.count)
             wrote = true
         }
     }
 
-    /// The next records of `log` from `from`: at most a batch's worth, in order.
-    private func take(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [LogRecord] {
+    /// The next operations of `log` from `from`, at most a batch's worth, in order: from memory
+    /// when the engine still keeps them (``RecentOperations``), otherwise from the journal.
+    private func take(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [PeerOperation] {
+        if let recent = engine.recent.read(log, from: from, atMost: Self.maxBatchOperations) {
+            buffered[log] = nil
+            var operations = [PeerOperation]()
+            operations.reserveCapacity(recent.count)
+            var bytes = 0
+            for logged in recent where bytes < Self.maxBatchBytes {
+                let operation = PeerOperation(logged)
+                bytes += operation.operation.count
+                operations.append(operation)
+            }
+            return operations
+        }
+        return try takeFromJournal(log, from: from).map {
+            PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
+        }
+    }
+
+    /// The next records of `log` from `from` in the journal: at most a batch's worth, in order.
+    private func takeFromJournal(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [LogRecord] {
         if let first = buffered[log]?.first, first.sequence != from { buffered[log] = nil }
         if buffered[log]?.isEmpty ?? true {
             var reader = readers[log]
