@@ -29,13 +29,16 @@ import Testing
         for (version, role, expected) in [
             (ProtocolVersion(major: 2, minor: 0), Role.client, ErrorCode.unsupportedVersion),
             (ProtocolVersion(major: 0, minor: 9), Role.client, .unsupportedVersion),
-            (ProtocolVersion(major: 1, minor: 9), Role.peer, .unsupportedRole),
             (ProtocolVersion(major: 1, minor: 0), Role.unknown(0), .unsupportedRole),
         ] {
             var machine = ConnectionStateMachine(maxInFlight: 4)
             let frame = ClientFrame(requestID: 3, body: .hello(Hello(version: version, role: role, clientName: "")))
             #expect(code(machine.frameReceived(frame)) == expected)
         }
+        // A peer's hello hands the connection to the peer protocol.
+        var peer = ConnectionStateMachine(maxInFlight: 4)
+        #expect(peer.frameReceived(ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: "")))) == .acceptPeer)
+        #expect(peer.state == .closed && !peer.takesFrames)
         var machine = ConnectionStateMachine(maxInFlight: 4)
         let newerMinor = ClientFrame(requestID: 0, body: .hello(Hello(version: ProtocolVersion(major: 1, minor: 9), role: .admin, clientName: "")))
         #expect(machine.frameReceived(newerMinor) == .acceptHello)

@@ -39,7 +39,7 @@ import Testing
     @Test func aBatchOfFirstInstallsLogsWhatTheSameRegistrationsOneAtATimeLog() throws {
         let requests = (1...3).map { index in
             RegisterRequest(bundleID: "com.v.a", idfv: "11111111-1111-4111-8111-11111111111\(index)")
-        }
+        } + [RegisterRequest(bundleID: "com.v.a", keychain: "22222222-1111-4111-8111-111111111111", idfv: nil)]
         var batched = try makeState()
         var batchOperations = [LoggedOperation]()
         var generator = SplitMix64(seed: 5)
@@ -60,10 +60,15 @@ import Testing
         guard case .registerBatchResult(let items) = answer else { return #expect(Bool(false), "\(answer)") }
         #expect(batchOperations == singleOperations)
         #expect(items == singleIDs.map { .result(RegisterResult(deviceID: $0, created: true, vendor: "com.v")) })
-        // Each new device's ID carries its own registration's time (UUIDv7).
+        // Each new device's ID is minted from its vendor and IDFV, or without an IDFV carries
+        // its own registration's time (UUIDv7).
         for operation in batchOperations {
             guard case .registration(let op) = operation.operation else { continue }
-            #expect(op.device.id.uuid.high >> 16 == operation.timestamp.millis)
+            if let idfv = op.claims.first(where: { $0.kind == .idfv }) {
+                #expect(op.device.id == DeviceID.minted(vendor: op.device.vendor, idfv: idfv.value, key: MintingKey(secret: "")))
+            } else {
+                #expect(op.device.id.uuid.high >> 16 == operation.timestamp.millis)
+            }
         }
     }
 
