@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aBatchOfFirstInstallsLogsWhatTheSameRegistrationsOneAtATimeLog() throws {
-        let requests = (1...3).map { index in
+        let requests = (1...2).map { index in
             RegisterRequest(bundleID: "com.v.a", idfv: "11111111-1111-4111-8111-11111111111\(index)")
         } + [RegisterRequest(bundleID: "com.v.a", keychain: "22222222-1111-4111-8111-111111111111", idfv: nil)]
         var batched = try makeState()
