@@ -11,17 +11,9 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(4))) struct ClusterTests {
     /// A free loopback port: bound, read, released.
     static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw ClusterError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let (descriptor, port) = boundLoopbackSocket() else { throw ClusterError("no free port") }
+        close(descriptor)
+        return port
     }
 
     struct ClusterError: Error, CustomStringConvertible {

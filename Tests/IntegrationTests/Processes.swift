@@ -223,3 +223,20 @@ final class MountNamespace {
         holder.waitUntilExit()
     }
 }
+
+/// A TCP socket bound to a free port on 127.0.0.1 (not listening): its descriptor and port, or nil.
+func boundLoopbackSocket() -> (descriptor: Int32, port: Int)? {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+    }
+    guard bound else {
+        close(descriptor)
+        return nil
+    }
+    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+}

@@ -119,18 +119,11 @@ import Platform
     /// A socket that accepts and never answers: the tool gives up after --timeout (or
     /// $REGISTRY_TIMEOUT) with its own status and message, instead of hanging.
     @Test func aNodeThatNeverAnswersTimesOut() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try #require(boundLoopbackSocket())
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound && listen(listener, 8) == 0)
+        try #require(listen(listener, 8) == 0)
         // The kernel completes the handshakes from the backlog; nothing ever reads or writes.
-        let endpoint = "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let endpoint = "127.0.0.1:\(port)"
         let started = Date()
         let timedOut = try ctl(["status", "--timeout", "0.5"], endpoint: endpoint)
         #expect(timedOut.status == 75 && timedOut.stderr.contains("no answer from \(endpoint) within 0.5 s"), "\(timedOut.stderr)")

@@ -32,13 +32,14 @@ class Connection:
         payload = frame.SerializeToString()
         self.sock.sendall(struct.pack(">I", len(payload)) + payload)
 
-    def receive(self, envelope_pb2):
+    def receive(self, envelope_pb2, message=None):
+        """The next frame, as a ServerFrame (or as `message`, a class, such as PeerFrame)."""
         while True:
             if len(self.buffer) >= 4:
                 (length,) = struct.unpack(">I", self.buffer[:4])
                 if len(self.buffer) >= 4 + length:
                     payload, self.buffer = self.buffer[4:4 + length], self.buffer[4 + length:]
-                    frame = envelope_pb2.ServerFrame()
+                    frame = (message or envelope_pb2.ServerFrame)()
                     frame.ParseFromString(payload)
                     return frame
             chunk = self.sock.recv(65536)
@@ -230,18 +231,7 @@ def main():
     check(peer.receive(envelope_pb2).WhichOneof("body") == "hello_accepted", "peer hello")
 
     def peer_receive():
-        while True:
-            if len(peer.buffer) >= 4:
-                (length,) = struct.unpack(">I", peer.buffer[:4])
-                if len(peer.buffer) >= 4 + length:
-                    payload, peer.buffer = peer.buffer[4:4 + length], peer.buffer[4 + length:]
-                    frame = peer_pb2.PeerFrame()
-                    frame.ParseFromString(payload)
-                    return frame
-            chunk = peer.sock.recv(65536)
-            if not chunk:
-                raise RuntimeError("node closed the peer connection")
-            peer.buffer += chunk
+        return peer.receive(envelope_pb2, peer_pb2.PeerFrame)
 
     peer_hello = peer_pb2.PeerFrame()
     peer_hello.hello.cluster_id = accepted.hello_accepted.cluster_id

@@ -55,8 +55,14 @@ public struct RawConnection: Sendable {
     }
 
     public func readFramesAndClose(count: Int = .max) -> (frames: [ServerFrame], closed: Bool) {
+        readAndClose(count: count) { try? ServerFrame(decoding: $0) }
+    }
+
+    /// Reads frames, decoded by `decode` (nil skips one), until `count` arrived, the peer closed,
+    /// or 5 s passed.
+    private func readAndClose<Frame>(count: Int, _ decode: (ByteBuffer) -> Frame?) -> (frames: [Frame], closed: Bool) {
         var buffer = ByteBuffer()
-        var frames = [ServerFrame]()
+        var frames = [Frame]()
         let decoder = FrameDecoder(maxFrameBytes: 1 << 24)
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while frames.count < count {
@@ -64,7 +70,7 @@ public struct RawConnection: Sendable {
             if received <= 0 { return (frames, received == 0) }
             buffer.writeBytes(chunk[0..<received])
             while let payload = try? decoder.nextFrame(&buffer) {
-                if let frame = try? ServerFrame(decoding: payload) { frames.append(frame) }
+                if let frame = decode(payload) { frames.append(frame) }
             }
         }
         return (frames, false)
@@ -87,19 +93,7 @@ public struct RawConnection: Sendable {
 
     /// Reads peer frames until `count` arrived, the node closed, or 5 s passed.
     public func readPeerFramesAndClose(count: Int = .max) -> (frames: [PeerFrame], closed: Bool) {
-        var buffer = ByteBuffer()
-        var frames = [PeerFrame]()
-        let decoder = FrameDecoder(maxFrameBytes: 1 << 24)
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while frames.count < count {
-            let received = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if received <= 0 { return (frames, received == 0) }
-            buffer.writeBytes(chunk[0..<received])
-            while let payload = try? decoder.nextFrame(&buffer) {
-                if let frame = try? PeerFrame(decoding: payload) { frames.append(frame) }
-            }
-        }
-        return (frames, false)
+        readAndClose(count: count) { try? PeerFrame(decoding: $0) }
     }
 
     public func close() {
