@@ -5,6 +5,7 @@ import RegistryStorage
 import RegistryTestSupport
 import RegistryWire
 import Synchronization
+import NIOPosix
 import Testing
 @testable import RegistryServer
 
@@ -149,6 +150,30 @@ import Testing
         #expect(engine.stats().snapshotOperations >= 1_000)
         #expect(try SnapshotFile.labels(in: temp.path, on: PosixFileSystem()).count >= 1)
     }
+
+    /// A configured peer that has never been reached holds nothing: the replication's retention
+    /// floor keeps every journal file, snapshots or not, so that the peer can catch up from the
+    /// log when it comes.
+    @Test func aPeerThatWasNeverReachedKeepsTheJournal() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        // Port 9 on loopback: nothing listens there.
+        let replication = Replication(
+            engine: engine, peers: [PeerAddress(host: "127.0.0.1", port: 9)], group: MultiThreadedEventLoopGroup.singleton, logger: .quiet())
+        replication.start()
+        defer { replication.stop() }
+        try await Task.sleep(for: .seconds(Replication.floorIntervalSeconds) + .milliseconds(500))
+        _ = await register(engine, batches: 0..<200)
+        let first = try #require(await snapshot(engine))
+        _ = await register(engine, batches: 200..<220)
+        let second = try #require(await snapshot(engine))
+        #expect(first.filesRemoved == 0 && second.filesRemoved == 0)
+        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        #expect(try engine.logReader(for: own, from: 1).next(atMost: 1).first?.sequence == 1)
+        #expect(engine.stats().peers.first?.state == "disconnected")
+    }
 }
 
 extension RegistryEngine {
@@ -156,4 +181,5 @@ extension RegistryEngine {
     func snapshotState() -> RegistryState.Snapshot {
         withState { $0.snapshot() }
     }
+
 }
