@@ -2,6 +2,7 @@
 /// every other, so replicas converge whatever order operations arrive in.
 public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
+    case membership(MembershipOp)
 }
 
 /// One registration as it changed the state.

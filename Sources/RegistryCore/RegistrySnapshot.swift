@@ -21,6 +21,8 @@ public enum SnapshotRecord: Hashable, Sendable {
     case claim(vendor: UInt32, identifier: Identifier, owner: UInt32)
     /// Canonical device `device` was seen from bundle number `bundle` between `first` and `last`.
     case app(device: UInt32, bundle: UInt32, first: HLCTimestamp, last: HLCTimestamp)
+    /// A member of the cluster (written before everything else).
+    case member(NodeID, Member)
 }
 
 /// Why snapshot records could not be restored: they contradict each other or come out of order.
@@ -53,6 +55,7 @@ extension RegistryState {
     }
 
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
+        for (node, member) in clusterMembers.sorted(by: { $0.key < $1.key }) { try body(.member(node, member)) }
         for number in 0..<UInt32(origins.count) { try body(.origin(origins[number])) }
         for number in 0..<UInt32(vendors.count) { try body(.vendor(vendors[number])) }
         for number in 0..<UInt32(bundles.count) { try body(.bundle(bundles[number])) }
@@ -214,6 +217,9 @@ extension RegistryState {
                 state.slots[member].canonical = root
                 state.members[root, default: []].append(member)
                 state.aliasCount += 1
+            case .member(let node, let member):
+                try enter(.names, record)
+                state.clusterMembers[node] = member
             case .device, .claim:
                 preconditionFailure("devices and claims go through add(_:)")
             case .app(let root, let bundle, let first, let last):

@@ -69,6 +69,8 @@ public struct RegistryState: Sendable {
     var bundles = Interner<BundleID>()
     var origins = Interner<NodeID>()
     public internal(set) var aliasCount = 0
+    /// The cluster's members: every node that joined, and whether it was removed.
+    public internal(set) var clusterMembers: [NodeID: Member] = [:]
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
@@ -191,7 +193,13 @@ public struct RegistryState: Sendable {
     public mutating func apply(_ operation: Operation) {
         switch operation {
         case .registration(let op): apply(op)
+        case .membership(let op): apply(op)
         }
+    }
+
+    /// Joins a membership change in (see ``Member``).
+    public mutating func apply(_ op: MembershipOp) {
+        clusterMembers[op.node] = clusterMembers[op.node].map { $0.joined(with: op) } ?? Member(op)
     }
 
     public mutating func apply(_ op: RegistrationOp) {
@@ -379,7 +387,7 @@ public struct RegistryState: Sendable {
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             claimed["\(vendors[key.vendor])/\(identifier)"] = DeviceID(slots[slots[owner].canonical].id)
         }
-        return Snapshot(canonical: canonical, records: records, claims: claimed)
+        return Snapshot(canonical: canonical, records: records, claims: claimed, members: clusterMembers)
     }
 
     /// See ``snapshot()``.
@@ -390,5 +398,7 @@ public struct RegistryState: Sendable {
         public let records: [DeviceID: DeviceRecord]
         /// "vendor/kind=uuid" to the canonical device it resolves to.
         public let claims: [String: DeviceID]
+        /// The cluster's members.
+        public let members: [NodeID: Member]
     }
 }

@@ -32,13 +32,30 @@ public enum OperationCodec {
                 write(op, to: &writer)
                 precondition(writer.cursor == buffer.baseAddress! + start + total, "an operation's size was misjudged")
             }
+        case .membership(let op):
+            let length = ProtobufWriter.stringSize(Field.nodeID, op.node.value) + ProtobufWriter.stringSize(Field.address, op.address)
+                + (op.removed ? ProtobufWriter.uint64Size(Field.removed, 1) : 0) + ProtobufWriter.uint64Size(Field.atHLC, op.at.rawValue)
+            let total = ProtobufWriter.delimitedSize(Field.membership, length: length)
+            let start = bytes.count
+            bytes.append(contentsOf: repeatElement(0, count: total))
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                var writer = ProtobufWriter(at: buffer.baseAddress! + start)
+                writer.header(Field.membership, length: length)
+                writer.string(Field.nodeID, op.node.value)
+                writer.string(Field.address, op.address)
+                if op.removed { writer.uint64(Field.removed, 1) }
+                writer.uint64(Field.atHLC, op.at.rawValue)
+                precondition(writer.cursor == buffer.baseAddress! + start + total, "an operation's size was misjudged")
+            }
         }
     }
 
     /// Field numbers, from `Protos/registry/v1/oplog.proto`.
     private enum Field {
-        /// `Operation.registration`.
-        static let registration: UInt64 = 1
+        /// `Operation.registration`, `Operation.membership`.
+        static let registration: UInt64 = 1, membership: UInt64 = 2
+        /// `MembershipChange`.
+        static let nodeID: UInt64 = 1, address: UInt64 = 2, removed: UInt64 = 3, atHLC: UInt64 = 4
         /// `RegistrationOp`.
         static let device: UInt64 = 1, bundleID: UInt64 = 2, claims: UInt64 = 3, merged: UInt64 = 4, seenHLC: UInt64 = 5
         /// `ClaimedIdentifier`.
@@ -88,6 +105,16 @@ public enum OperationCodec {
     public static func decode(_ bytes: ByteBuffer) throws(CodecError) -> Operation {
         try ProtobufC.withUnpacked(bytes, name: "registry.v1.Operation", unpack: registry__v1__operation__unpack) {
             (message: Registry__V1__Operation) throws(CodecError) -> Operation in
+            if message.body_case == REGISTRY__V1__OPERATION__BODY_MEMBERSHIP, let change = message.membership?.pointee {
+                let node: NodeID
+                do {
+                    node = try NodeID(CRead.string(change.node_id))
+                } catch {
+                    throw .invalidOperation("membership: \(error)")
+                }
+                return .membership(
+                    MembershipOp(node: node, address: CRead.string(change.address), removed: change.removed != 0, at: HLCTimestamp(rawValue: change.at_hlc)))
+            }
             guard message.body_case == REGISTRY__V1__OPERATION__BODY_REGISTRATION, let op = message.registration?.pointee else {
                 throw .invalidOperation("unknown operation kind \(message.body_case.rawValue)")
             }

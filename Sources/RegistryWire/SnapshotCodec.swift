@@ -24,7 +24,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 /// passed its checksums is refused rather than restored.
 public enum SnapshotCodec {
     enum Tag: UInt8 {
-        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7
+        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -99,6 +99,12 @@ public enum SnapshotCodec {
             out.integer(bundle)
             out.integer(first.rawValue)
             out.integer(last.rawValue)
+        case .member(let node, let member):
+            out.integer(Tag.member.rawValue)
+            out.string(node.value)
+            out.string(member.address)
+            out.integer(member.addressAt.rawValue)
+            out.integer(UInt8(member.removed ? 1 : 0))
         }
         bytes = out.bytes
     }
@@ -137,6 +143,11 @@ public enum SnapshotCodec {
             record = .app(
                 device: device, bundle: bundle, first: HLCTimestamp(rawValue: try input.integer(UInt64.self)),
                 last: HLCTimestamp(rawValue: try input.integer(UInt64.self)))
+        case .member:
+            let node = try input.nodeID()
+            let address = try input.string()
+            let at = HLCTimestamp(rawValue: try input.integer(UInt64.self))
+            record = .member(node, Member(address: address, addressAt: at, removed: try input.integer(UInt8.self) != 0))
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }

@@ -32,6 +32,19 @@ import Testing
         #expect(try batch.operations[0].decoded() == logged)
     }
 
+    @Test func membershipOperationsAndSnapshotRecordsRoundTrip() throws {
+        let op = Operation.membership(
+            MembershipOp(node: NodeID(trusted: "node-d"), address: "[::1]:7400", removed: false, at: HLCTimestamp(millis: 9, counter: 1)))
+        #expect(try OperationCodec.decode(OperationCodec.encode(op)) == op)
+        let removal = Operation.membership(MembershipOp(node: NodeID(trusted: "node-d"), address: "", removed: true, at: HLCTimestamp(millis: 10, counter: 0)))
+        #expect(try OperationCodec.decode(OperationCodec.encode(removal)) == removal)
+        let record = SnapshotRecord.member(NodeID(trusted: "node-d"), Member(address: "h:1", addressAt: HLCTimestamp(millis: 3, counter: 0), removed: true))
+        var bytes = [UInt8]()
+        SnapshotCodec.encode(record, into: &bytes)
+        let decoded = try bytes.withUnsafeBytes { (raw) throws(CodecError) in try SnapshotCodec.decodeRecord(raw) }
+        #expect(decoded == record)
+    }
+
     @Test func badBytesAreTypedErrors() throws {
         #expect(throws: CodecError.self) { try PeerFrame(decoding: ByteBuffer(bytes: [0x0A, 0xFF, 0xFF])) }
         let bad = PeerOperation(origin: "node-a", epoch: 1, sequence: 1, hlc: 1, operation: [0x0A, 0x02, 0x08])

@@ -142,6 +142,51 @@ void   registry__v1__registration_op__free_unpacked
   assert(message->base.descriptor == &registry__v1__registration_op__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__membership_change__init
+                     (Registry__V1__MembershipChange         *message)
+{
+  static const Registry__V1__MembershipChange init_value = REGISTRY__V1__MEMBERSHIP_CHANGE__INIT;
+  *message = init_value;
+}
+size_t registry__v1__membership_change__get_packed_size
+                     (const Registry__V1__MembershipChange *message)
+{
+  assert(message->base.descriptor == &registry__v1__membership_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__membership_change__pack
+                     (const Registry__V1__MembershipChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__membership_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__membership_change__pack_to_buffer
+                     (const Registry__V1__MembershipChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__membership_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__MembershipChange *
+       registry__v1__membership_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__MembershipChange *)
+     protobuf_c_message_unpack (&registry__v1__membership_change__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__membership_change__free_unpacked
+                     (Registry__V1__MembershipChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__membership_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message)
 {
@@ -405,7 +450,84 @@ const ProtobufCMessageDescriptor registry__v1__registration_op__descriptor =
   (ProtobufCMessageInit) registry__v1__registration_op__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[1] =
+static const ProtobufCFieldDescriptor registry__v1__membership_change__field_descriptors[4] =
+{
+  {
+    "node_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__MembershipChange, node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "address",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__MembershipChange, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__MembershipChange, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_hlc",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__MembershipChange, at_hlc),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__membership_change__field_indices_by_name[] = {
+  1,   /* field[1] = address */
+  3,   /* field[3] = at_hlc */
+  0,   /* field[0] = node_id */
+  2,   /* field[2] = removed */
+};
+static const ProtobufCIntRange registry__v1__membership_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.MembershipChange",
+  "MembershipChange",
+  "Registry__V1__MembershipChange",
+  "registry.v1",
+  sizeof(Registry__V1__MembershipChange),
+  4,
+  registry__v1__membership_change__field_descriptors,
+  registry__v1__membership_change__field_indices_by_name,
+  1,  registry__v1__membership_change__number_ranges,
+  (ProtobufCMessageInit) registry__v1__membership_change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[2] =
 {
   {
     "registration",
@@ -419,14 +541,27 @@ static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "membership",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Operation, body_case),
+    offsetof(Registry__V1__Operation, membership),
+    &registry__v1__membership_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__operation__field_indices_by_name[] = {
+  1,   /* field[1] = membership */
   0,   /* field[0] = registration */
 };
 static const ProtobufCIntRange registry__v1__operation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
 {
@@ -436,7 +571,7 @@ const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
   "Registry__V1__Operation",
   "registry.v1",
   sizeof(Registry__V1__Operation),
-  1,
+  2,
   registry__v1__operation__field_descriptors,
   registry__v1__operation__field_indices_by_name,
   1,  registry__v1__operation__number_ranges,

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__DeviceRef Registry__V1__DeviceRef;
 typedef struct Registry__V1__ClaimedIdentifier Registry__V1__ClaimedIdentifier;
 typedef struct Registry__V1__RegistrationOp Registry__V1__RegistrationOp;
+typedef struct Registry__V1__MembershipChange Registry__V1__MembershipChange;
 typedef struct Registry__V1__Operation Registry__V1__Operation;
 
 
@@ -106,9 +107,27 @@ struct  Registry__V1__RegistrationOp
     , NULL, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0 }
 
 
+/*
+ * A change to the cluster's members: a node joined (reached at address), or
+ * an operator removed it (registryctl cluster remove). A removal is final.
+ */
+struct  Registry__V1__MembershipChange
+{
+  ProtobufCMessage base;
+  char *node_id;
+  char *address;
+  protobuf_c_boolean removed;
+  uint64_t at_hlc;
+};
+#define REGISTRY__V1__MEMBERSHIP_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__membership_change__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+
+
 typedef enum {
   REGISTRY__V1__OPERATION__BODY__NOT_SET = 0,
-  REGISTRY__V1__OPERATION__BODY_REGISTRATION = 1
+  REGISTRY__V1__OPERATION__BODY_REGISTRATION = 1,
+  REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__OPERATION__BODY__CASE)
 } Registry__V1__Operation__BodyCase;
 
@@ -118,6 +137,7 @@ struct  Registry__V1__Operation
   Registry__V1__Operation__BodyCase body_case;
   union {
     Registry__V1__RegistrationOp *registration;
+    Registry__V1__MembershipChange *membership;
   };
 };
 #define REGISTRY__V1__OPERATION__INIT \
@@ -182,6 +202,25 @@ Registry__V1__RegistrationOp *
 void   registry__v1__registration_op__free_unpacked
                      (Registry__V1__RegistrationOp *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__MembershipChange methods */
+void   registry__v1__membership_change__init
+                     (Registry__V1__MembershipChange         *message);
+size_t registry__v1__membership_change__get_packed_size
+                     (const Registry__V1__MembershipChange   *message);
+size_t registry__v1__membership_change__pack
+                     (const Registry__V1__MembershipChange   *message,
+                      uint8_t             *out);
+size_t registry__v1__membership_change__pack_to_buffer
+                     (const Registry__V1__MembershipChange   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__MembershipChange *
+       registry__v1__membership_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__membership_change__free_unpacked
+                     (Registry__V1__MembershipChange *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__Operation methods */
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message);
@@ -212,6 +251,9 @@ typedef void (*Registry__V1__ClaimedIdentifier_Closure)
 typedef void (*Registry__V1__RegistrationOp_Closure)
                  (const Registry__V1__RegistrationOp *message,
                   void *closure_data);
+typedef void (*Registry__V1__MembershipChange_Closure)
+                 (const Registry__V1__MembershipChange *message,
+                  void *closure_data);
 typedef void (*Registry__V1__Operation_Closure)
                  (const Registry__V1__Operation *message,
                   void *closure_data);
@@ -224,6 +266,7 @@ typedef void (*Registry__V1__Operation_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__device_ref__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__claimed_identifier__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__registration_op__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation__descriptor;
 
 PROTOBUF_C__END_DECLS
