@@ -288,6 +288,18 @@ struct NodeState {
             }
         case .read(.lookup(let request)):
             return .answer(lookup(request))
+        case .read(.removeMember(let text)):
+            guard let node = try? NodeID(text) else {
+                return .answer(.error(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")))
+            }
+            guard node != nodeID else {
+                return .answer(.error(WireError(code: .invalidArgument, message: "a node cannot remove itself; ask another member")))
+            }
+            guard registry.clusterMembers[node] != nil else {
+                return .answer(.error(WireError(code: .notFound, message: "\(node) is not a member of this cluster")))
+            }
+            changeMembership(node, address: "", removed: true, wallMillis: wallMillis, operations: &operations)
+            return .answer(.memberRemoved(nodeID: node.value))
         case .read:
             // The connection handles the handshake and the engine stats; anything else is unknown.
             return .answer(.error(WireError(code: .unknownMessage, message: "request \(requestID) has no body this node knows")))
@@ -311,6 +323,19 @@ struct NodeState {
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
         return outcome
+    }
+
+    /// Logs and applies a membership change made on this node: `node` joined at `address`, or
+    /// was removed.
+    mutating func changeMembership(
+        _ node: NodeID, address: String, removed: Bool, wallMillis: UInt64, operations: inout [LoggedOperation]
+    ) {
+        let now = clock.tick(wallMillis: wallMillis)
+        let op = MembershipOp(node: node, address: address, removed: removed, at: now)
+        registry.apply(op)
+        operations.append(
+            LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .membership(op)))
+        nextSequence += 1
     }
 
     private func lookup(_ request: LookupRequest) -> ServerBody {

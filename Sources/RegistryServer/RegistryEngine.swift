@@ -455,6 +455,32 @@ public final class RegistryEngine: Sendable {
         }
     }
 
+    /// Records that this node is a member reached at `address`, unless its members already say
+    /// so; `done` is called once that is durable (at once when nothing was to change).
+    public func join(advertising address: String, done: @escaping @Sendable () -> Void = {}) {
+        let wall = wallClock()
+        let waits = core.withLockedValue { core -> Bool in
+            let own = core.node.registry.clusterMembers[nodeID]
+            guard own?.address != address || own?.removed == true else { return false }
+            core.commits.recordOperations { operations in
+                core.node.changeMembership(nodeID, address: address, removed: false, wallMillis: wall, operations: &operations)
+            }
+            return true
+        }
+        guard waits else { return done() }
+        let waiter = Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }
+        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
+        case .deliver: deliverCounted(waiter)
+        case .wait: break
+        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
+        }
+    }
+
+    /// The cluster's members, as this node's operations leave them.
+    public var members: [NodeID: Member] {
+        core.withLockedValue { $0.node.registry.clusterMembers }
+    }
+
     /// What is durable of every log now.
     public var durableVector: VersionVector {
         core.withLockedValue { $0.durable }
@@ -516,6 +542,9 @@ public final class RegistryEngine: Sendable {
         message.snapshotAgeMillis = age / 1_000_000
         message.snapshotBytes = UInt64(last?.bytes ?? 0)
         message.versionVector = core.node.versionVector.positions
+        message.members = core.node.registry.clusterMembers.sorted { $0.key < $1.key }.map {
+            ClusterMemberReport(nodeID: $0.key.value, address: $0.value.address, removed: $0.value.removed)
+        }
         let now = wallClock()
         message.peers = (peerLinks.withLock { $0 }?() ?? []).map { link in
             PeerLinkReport(

@@ -18,6 +18,8 @@ public final class RegistryServer: Service, Sendable {
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
     /// Streams this node's operations to its peers.
     private let replication: Replication
+    /// Where peers reach this node (`--advertise`); nil: where it listens.
+    private let advertise: String?
     private let boundAddress = Mutex<SocketAddress?>(nil)
 
     public init(
@@ -31,6 +33,7 @@ public final class RegistryServer: Service, Sendable {
         self.logger = logger
         self.group = group
         self.replication = Replication(engine: engine, peers: configuration.peers, group: group, logger: logger)
+        self.advertise = configuration.advertise
     }
 
     /// Answer bytes a connection may have written and not yet handed to its socket before it
@@ -59,6 +62,9 @@ public final class RegistryServer: Service, Sendable {
         boundAddress.withLock { $0 = channel.localAddress }
         let shown = channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? "\(host):\(port)"
         logger.notice("listening on \(shown)", metadata: ["node": "\(engine.nodeID)", "cluster": "\(engine.clusterID)"])
+        // This node is a member, reached where it says (--advertise, or where it listens).
+        let advertised = advertise ?? "\(host):\(channel.localAddress?.port ?? port)"
+        engine.join(advertising: advertised)
         replication.start()
 
         try await withGracefulShutdownHandler {

@@ -44,6 +44,9 @@ extension ClientFrame {
             return .stats
         case REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT:
             return .snapshot
+        case REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER:
+            guard let request = frame.remove_member?.pointee else { return .unknown }
+            return .removeMember(nodeID: CRead.string(request.node_id))
         default:
             return .unknown
         }
@@ -117,6 +120,12 @@ extension ClientFrame {
             registry__v1__snapshot_request__init(&message)
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT
             frame.snapshot = arena.new(message)
+        case .removeMember(let nodeID):
+            var message = Registry__V1__RemoveMemberRequest()
+            registry__v1__remove_member_request__init(&message)
+            message.node_id = arena.string(nodeID)
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER
+            frame.remove_member = arena.new(message)
         case .unknown:
             break
         }

@@ -31,13 +31,14 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let clockSkew = ErrorCode(rawValue: 108)
     public static let invalidOperation = ErrorCode(rawValue: 109)
     public static let unexpectedPeerFrame = ErrorCode(rawValue: 110)
+    public static let nodeRemoved = ErrorCode(rawValue: 111)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
         .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
-        .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame,
+        .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
     ]
 
     /// Codes from 100 end the connection.
@@ -68,6 +69,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .clockSkew: return "clock_skew"
         case .invalidOperation: return "invalid_operation"
         case .unexpectedPeerFrame: return "unexpected_peer_frame"
+        case .nodeRemoved: return "node_removed"
         default: return "code_\(rawValue)"
         }
     }

@@ -286,6 +286,8 @@ public struct StatsMessage: Hashable, Sendable {
     public var versionVector: [LogPosition] = []
     /// This node's links to its peers.
     public var peers: [PeerLinkReport] = []
+    /// The cluster's members.
+    public var members: [ClusterMemberReport] = []
 
     public init() {}
 
@@ -311,6 +313,8 @@ public enum ClientBody: Hashable, Sendable {
     case stats
     /// Take a snapshot now.
     case snapshot
+    /// Removes a member for good (admin).
+    case removeMember(nodeID: String)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -338,6 +342,7 @@ public enum ServerBody: Hashable, Sendable {
     case device(DeviceRecordMessage)
     case stats(StatsMessage)
     case snapshotTaken(SnapshotTaken)
+    case memberRemoved(nodeID: String)
     case error(WireError)
     case unknown
 }
@@ -380,5 +385,18 @@ public struct PeerLinkReport: Hashable, Sendable, Codable {
         self.reconnects = reconnects
         self.lastError = lastError
         self.sentOperations = sentOperations
+    }
+}
+
+/// `registry.v1.ClusterMember`.
+public struct ClusterMemberReport: Hashable, Sendable, Codable {
+    public var nodeID: String
+    public var address: String
+    public var removed: Bool
+
+    public init(nodeID: String, address: String, removed: Bool) {
+        self.nodeID = nodeID
+        self.address = address
+        self.removed = removed
     }
 }

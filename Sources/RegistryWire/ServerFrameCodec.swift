@@ -87,6 +87,9 @@ extension ServerFrame {
                     peerHolds: try CRead.positions(link.n_peer_holds, link.peer_holds), reconnects: link.reconnects,
                     lastError: CRead.string(link.last_error), sentOperations: link.sent_operations)
             }
+            message.members = try CRead.messages(stats.n_members, stats.members) { member in
+                ClusterMemberReport(nodeID: CRead.string(member.node_id), address: CRead.string(member.address), removed: member.removed != 0)
+            }
             if let latency = stats.commit_latency?.pointee {
                 message.commitLatency = try LatencyBuckets(
                     upperBoundsMicros: CRead.integers(latency.n_upper_bounds_us, latency.upper_bounds_us),
@@ -99,6 +102,9 @@ extension ServerFrame {
                 SnapshotTaken(
                     operations: taken.operations, bytes: taken.bytes, durationMillis: taken.duration_ms,
                     journalFilesRemoved: taken.journal_files_removed))
+        case REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED:
+            guard let removed = frame.member_removed?.pointee else { return .unknown }
+            return .memberRemoved(nodeID: CRead.string(removed.node_id))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -234,6 +240,15 @@ extension ServerFrame {
                 link.sent_operations = report.sentOperations
                 return arena.new(link)
             }
+            message.n_members = stats.members.count
+            message.members = arena.array(count: stats.members.count) { index in
+                var member = Registry__V1__ClusterMember()
+                registry__v1__cluster_member__init(&member)
+                member.node_id = arena.string(stats.members[index].nodeID)
+                member.address = arena.string(stats.members[index].address)
+                member.removed = stats.members[index].removed ? 1 : 0
+                return arena.new(member)
+            }
             var latency = Registry__V1__LatencyBuckets()
             registry__v1__latency_buckets__init(&latency)
             latency.n_upper_bounds_us = stats.commitLatency.upperBoundsMicros.count
@@ -252,6 +267,12 @@ extension ServerFrame {
             message.journal_files_removed = taken.journalFilesRemoved
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_SNAPSHOT_TAKEN
             frame.snapshot_taken = arena.new(message)
+        case .memberRemoved(let nodeID):
+            var message = Registry__V1__MemberRemoved()
+            registry__v1__member_removed__init(&message)
+            message.node_id = arena.string(nodeID)
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED
+            frame.member_removed = arena.new(message)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

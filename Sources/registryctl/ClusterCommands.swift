@@ -6,7 +6,7 @@ import RegistryWire
 /// `registryctl cluster ...`: the cluster as a whole.
 struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Inspect the cluster the node belongs to.", subcommands: [ClusterStatus.self])
+        abstract: "Inspect the cluster the node belongs to, and remove dead members.", subcommands: [ClusterStatus.self, ClusterRemove.self])
 }
 
 struct ClusterStatus: AsyncParsableCommand {
@@ -61,6 +61,38 @@ struct ClusterStatus: AsyncParsableCommand {
     }
 }
 
+struct ClusterRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove a dead member for good.",
+        discussion: """
+            The removal is logged on the node at --endpoint and replicates to every member. Links to the \
+            removed node close, trimming stops waiting for it, and a node with its ID is refused from then on: \
+            a node that comes back after removal needs a new node ID and an empty data directory.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The node ID to remove.") var node: String
+
+    func run() async throws {
+        await global.withClient(
+            { (client) async throws(RegistryClientError) in
+                switch try await client.send(.removeMember(nodeID: node)) {
+                case .memberRemoved(let removed): return removed
+                case .error(let error): throw .server(error)
+                case let other: throw .unexpectedResponse("\(other) to RemoveMemberRequest")
+                }
+            }, print: RemovedView.init)
+    }
+}
+
+/// `cluster remove`'s answer.
+struct RemovedView: Printable {
+    let removed: String
+    init(_ removed: String) { self.removed = removed }
+    var rows: [(String, String)] { [("removed", removed)] }
+}
+
 /// Every node of the cluster, as `cluster status` prints it.
 struct ClusterStatusView: Printable {
     struct Node: Encodable {
@@ -74,6 +106,7 @@ struct ClusterStatusView: Printable {
         var snapshotAgeMs: UInt64 = 0
         var snapshotOperations: UInt64 = 0
         var peers: [PeerLinkReport] = []
+        var members: [ClusterMemberReport] = []
         var unreachable: String?
 
         init(endpoint: String, stats: StatsMessage) {
@@ -87,6 +120,7 @@ struct ClusterStatusView: Printable {
             snapshotAgeMs = stats.snapshotAgeMillis
             snapshotOperations = stats.snapshotOperations
             peers = stats.peers
+            members = stats.members
         }
 
         init(endpoint: String, unreachable: String) {
@@ -111,6 +145,8 @@ struct ClusterStatusView: Printable {
                 "  holds     " + (node.versionVector.isEmpty ? "nothing yet" : node.versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")))
             let snapshot = node.snapshotOperations == 0 ? "no snapshot yet" : "snapshot of \(node.snapshotOperations) operations \(Output.duration(node.snapshotAgeMs)) old"
             lines.append("  log       \(node.logOperations) operations, journal \(Output.bytes(node.journalBytes)), \(snapshot)")
+            lines.append(
+                "  members   " + node.members.map { "\($0.nodeID) (\($0.removed ? "removed" : $0.address))" }.joined(separator: ", "))
             for link in node.peers where link.state != "own-address" {
                 var text = "  -> \(link.address)" + (link.nodeID.isEmpty ? "" : " (\(link.nodeID))") + "  \(link.state)"
                 text += ", lag \(link.backlogOperations) operations / \(link.lagMillis) ms, \(link.inFlightBatches) batches in flight, \(link.sentOperations) sent"

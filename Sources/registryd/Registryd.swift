@@ -90,6 +90,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("replica-timeout"), help: Self.help("replica-timeout"))
     var replicaTimeout: String?
 
+    @Option(name: .customLong("advertise"), help: Self.help("advertise"))
+    var advertise: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -120,6 +123,7 @@ struct Registryd: AsyncParsableCommand {
             "max-clock-skew": maxClockSkew,
             "ack-replicas": ackReplicas,
             "replica-timeout": replicaTimeout,
+            "advertise": advertise,
         ]
         return given.compactMapValues { $0 }
     }

@@ -64,22 +64,34 @@ import Testing
 
         /// Waits (up to `seconds`) until every node holds the same version vector and counts.
         func converged(within seconds: Double) async throws -> [StatsMessage] {
-            let deadline = Date().addingTimeInterval(seconds)
-            var last = [StatsMessage]()
-            while Date() < deadline {
-                last = []
-                for node in nodes {
-                    let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), role: .admin, clientName: "test")
-                    last.append(try await client.stats())
-                    await client.close()
-                }
-                let vectors = Set(last.map { $0.versionVector.map { "\($0.origin)/\($0.epoch)=\($0.sequence)" }.joined(separator: ",") })
-                let counts = Set(last.map { "\($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })
-                if vectors.count == 1, counts.count == 1 { return last }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            throw ClusterError("no convergence in \(seconds) s: \(last.map { "\($0.nodeID) \($0.versionVector) \($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })")
+            try await ClusterTests.converged(nodes.map(\.endpoint), within: seconds)
         }
+    }
+
+    /// Waits (up to `seconds`) until every endpoint's node holds the same version vector and counts.
+    static func converged(_ endpoints: [String], within seconds: Double) async throws -> [StatsMessage] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var last = [StatsMessage]()
+        while Date() < deadline {
+            last = []
+            for endpoint in endpoints {
+                let client = try await RegistryClient.connect(to: Endpoint(parsing: endpoint), role: .admin, clientName: "test")
+                last.append(try await client.stats())
+                await client.close()
+            }
+            let vectors = Set(last.map { $0.versionVector.map { "\($0.origin)/\($0.epoch)=\($0.sequence)" }.joined(separator: ",") })
+            let counts = Set(last.map { "\($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })
+            if vectors.count == 1, counts.count == 1 { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ClusterError("no convergence in \(seconds) s: \(last.map { "\($0.nodeID) \($0.versionVector) \($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })")
+    }
+
+    static func stats(_ endpoint: String) async throws -> StatsMessage {
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: endpoint), role: .admin, clientName: "test")
+        let stats = try await client.stats()
+        await client.close()
+        return stats
     }
 
     func load(_ arguments: [String]) throws -> CommandResult {
@@ -220,6 +232,63 @@ import Testing
             "--workload", "first-install=50,returning=20,sibling=10,concurrent-siblings=20", "--verify", "--verify-wait", "10s",
         ])
         #expect(result.status == 0 && result.stdout.contains("0 lost, 0 mismatched"), "\(result.stdout)\n\(result.stderr)")
+    }
+
+    /// A node joins by naming one member: the others learn of it from the membership operation it
+    /// logs, link to it, and all four converge. Removed, it is refused from then on.
+    @Test func aNodeJoinsByNamingOneMemberAndARemovedOneIsRefused() async throws {
+        let cluster = try Cluster()
+        defer { cluster.stop() }
+        let directory = cluster.temp.path + "/node-d"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let arguments = ["--node-id", "node-d", "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", "127.0.0.1:\(cluster.ports[0])"]
+        var d = try DaemonProcess(dataDirectory: directory, port: try ClusterTests.freePort(), arguments: arguments)
+        defer { d.stop() }
+        let atD = try await RegistryClient.connect(to: Endpoint(parsing: d.endpoint), clientName: "t")
+        let atC = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[2].endpoint), clientName: "t")
+        let fromD = try await atD.register(RegisterRequest(bundleID: "com.join.app", idfv: UUID128(high: 4, low: 1).text))
+        let fromC = try await atC.register(RegisterRequest(bundleID: "com.join.app", idfv: UUID128(high: 3, low: 1).text))
+        await atD.close()
+        await atC.close()
+        let all = cluster.nodes.map(\.endpoint) + [d.endpoint]
+        let stats = try await ClusterTests.converged(all, within: 20)
+        #expect(stats.allSatisfy { $0.members.map(\.nodeID) == ["node-a", "node-b", "node-c", "node-d"] })
+        for node in stats.prefix(3) {
+            #expect(node.peers.contains { $0.nodeID == "node-d" }, "\(node.nodeID) links to node-d")
+        }
+        let reader = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[1].endpoint), clientName: "r")
+        #expect(try await reader.resolve(deviceID: fromD.deviceID).deviceID == fromD.deviceID)
+        await reader.close()
+        let readerD = try await RegistryClient.connect(to: Endpoint(parsing: d.endpoint), clientName: "r")
+        #expect(try await readerD.resolve(deviceID: fromC.deviceID).deviceID == fromC.deviceID)
+        await readerD.close()
+
+        // node-d dies and is removed through node-b.
+        d.stop(signal: SIGKILL)
+        let removed = try run(
+            Binaries.path("registryctl"), ["cluster", "remove", "node-d", "--endpoint", cluster.nodes[1].endpoint, "-o", "json"])
+        #expect(removed.status == 0 && removed.stdout.contains("node-d"), "\(removed.stdout)\(removed.stderr)")
+        var seen = [StatsMessage]()
+        let deadline = Date().addingTimeInterval(15)
+        repeat {
+            try await Task.sleep(for: .milliseconds(200))
+            seen = []
+            for node in cluster.nodes { seen.append(try await ClusterTests.stats(node.endpoint)) }
+        } while Date() < deadline
+            && !seen.allSatisfy({ $0.members.contains { $0.nodeID == "node-d" && $0.removed } && !$0.peers.contains { $0.nodeID == "node-d" } })
+        #expect(seen.allSatisfy { $0.members.contains { $0.nodeID == "node-d" && $0.removed } }, "every node holds the removal")
+        #expect(seen.allSatisfy { !$0.peers.contains { $0.nodeID == "node-d" } }, "no node links to node-d any more")
+        // Back with the same ID, it is refused.
+        d = try DaemonProcess(dataDirectory: directory, port: try ClusterTests.freePort(), arguments: arguments)
+        var refused = 0
+        for _ in 0..<50 where refused == 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            refused = Int(try await ClusterTests.stats(cluster.nodes[0].endpoint).errors[.nodeRemoved] ?? 0)
+        }
+        #expect(refused > 0, "node-a refused the removed node")
+        // The cluster itself carries on: a removal cannot be undone by a node removing itself.
+        let self_ = try run(Binaries.path("registryctl"), ["cluster", "remove", "node-b", "--endpoint", cluster.nodes[1].endpoint])
+        #expect(self_.status == 1 && self_.stderr.contains("cannot remove itself"))
     }
 
     /// Which part of a fault test runs, shared with its writers.

@@ -57,7 +57,7 @@ import Testing
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
-            "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"),
+            "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "advertise": ("h1:1", "h2:2"),
         ]
         #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
         func json(_ setting: NodeSetting, _ text: String) -> String {
@@ -84,6 +84,7 @@ import Testing
             case "cluster-secret": return configuration.clusterSecret ?? "none"
             case "max-clock-skew": return "\(Double(configuration.maxClockSkewMillis) / 1_000)"
             case "ack-replicas": return "\(configuration.ackReplicas)"
+            case "advertise": return configuration.advertise ?? "none"
             case "replica-timeout": return "\(Double(configuration.replicaTimeoutMillis) / 1_000)"
             default: return "unknown setting \(flag)"
             }

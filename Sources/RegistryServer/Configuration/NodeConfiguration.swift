@@ -15,6 +15,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var clusterID = "default"
     /// The other nodes (``NodeSetting/peers``).
     public var peers: [PeerAddress] = []
+    /// Where peers reach this node (``NodeSetting/advertise``); nil: where it listens.
+    public var advertise: String?
     /// Derives the minting key (``NodeSetting/clusterSecret``); nil: the cluster ID.
     public var clusterSecret: String?
     /// How far ahead of this node's clock a peer's timestamp may be.

@@ -6,8 +6,16 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, peers,
-        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise,
     ]
+
+    static let advertise = NodeSetting(
+        flag: "advertise", environment: "REGISTRY_ADVERTISE", fileKey: "advertise", fileType: .string,
+        defaultText: "the listening host:port",
+        help: "host:port at which the other nodes reach this one; recorded in the cluster's membership when the node starts."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.advertise = try PeerAddress(parsing: text).description
+    }
 
     static let ackReplicas = NodeSetting(
         flag: "ack-replicas", environment: "REGISTRY_ACK_REPLICAS", fileKey: "ackReplicas", fileType: .wholeNumber,

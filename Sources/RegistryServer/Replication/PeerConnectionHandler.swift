@@ -29,7 +29,9 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.logger = logger
         self.unread = alreadyRead
         self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
-        self.machine = PeerSessionStateMachine(identity: engine.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations)
+        self.machine = PeerSessionStateMachine(
+            identity: engine.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations,
+            removed: Set(engine.members.filter(\.value.removed).keys))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

@@ -27,10 +27,13 @@ struct PeerSessionStateMachine {
     let identity: PeerIdentity
     /// The most operations one batch may hold.
     let maxBatchOperations: Int
+    /// Nodes removed from the cluster, refused for good.
+    let removed: Set<NodeID>
 
-    init(identity: PeerIdentity, maxBatchOperations: Int) {
+    init(identity: PeerIdentity, maxBatchOperations: Int, removed: Set<NodeID> = []) {
         self.identity = identity
         self.maxBatchOperations = maxBatchOperations
+        self.removed = removed
     }
 
     mutating func received(_ frame: PeerFrame) -> Action {
@@ -40,6 +43,9 @@ struct PeerSessionStateMachine {
         case (.awaitingHello, .hello(let hello)):
             if let refusal = identity.refusal(of: hello) { return refuse(refusal) }
             let peer = NodeID(trusted: hello.nodeID)
+            guard !removed.contains(peer) else {
+                return refuse(WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"))
+            }
             state = .streaming(peer: peer)
             return .welcome(peer: peer)
         case (.streaming, .batch(let batch)):

@@ -4,50 +4,90 @@ import NIOCore
 import RegistryCore
 import Synchronization
 
-/// This node's side of the cluster: one ``PeerLink`` per `--peers` address, each streaming to
-/// its peer what the peer lacks. Receiving needs nothing here: any node accepts peer
-/// connections (``PeerConnectionHandler``).
+/// This node's side of the cluster: one ``PeerLink`` per peer, each streaming to its peer what
+/// the peer lacks. The peers are the `--peers` addresses, and every member the cluster's
+/// membership operations name (a node that joined by naming another member), less the removed
+/// ones. Receiving needs nothing here: any node accepts peer connections
+/// (``PeerConnectionHandler``).
 ///
-/// It also sets the journal's retention floor: a journal file is trimmed only once every peer
-/// holds what it holds (as the peers last said; one never heard from holds nothing), so that a
-/// peer that was down catches up from the log.
+/// Every second it follows the members (links for new ones, none for removed ones) and sets the
+/// journal's retention floor: a journal file is trimmed only once every linked peer that is not
+/// removed holds what it holds (as the peers last said; one never heard from holds nothing), so
+/// that a peer that was down catches up from the log.
 public final class Replication: Sendable {
-    private let links: [PeerLink]
+    private let links: Mutex<[PeerLink]>
     private let engine: RegistryEngine
+    private let group: any EventLoopGroup
+    private let logger: Logger
     private let stopped = Mutex(false)
 
     public init(engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, logger: Logger) {
-        let links = peers.map { PeerLink(address: $0, engine: engine, group: group, logger: logger) }
+        let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, logger: logger) })
         self.links = links
         self.engine = engine
-        engine.observeCommits { for link in links { link.commitHappened() } }
-        engine.peerLinks.withLock { $0 = { links.map(\.status) } }
+        self.group = group
+        self.logger = logger
+        engine.observeCommits { [weak self] in
+            for link in self?.current ?? [] { link.commitHappened() }
+        }
+        engine.peerLinks.withLock { $0 = { [weak self] in (self?.current ?? []).map(\.status) } }
     }
 
+    private var current: [PeerLink] { links.withLock { $0 } }
+
     public func start() {
-        for link in links { link.start() }
-        guard !links.isEmpty else { return }
-        engine.setRetentionFloor([:])
-        updateRetentionFloor()
+        for link in current { link.start() }
+        engine.setRetentionFloor(current.isEmpty ? nil : [:])
+        followMembers()
     }
 
     /// Closes every link; they stop reconnecting.
     public func stop() {
         stopped.withLock { $0 = true }
-        for link in links { link.shutdown() }
+        for link in current { link.shutdown() }
     }
 
-    /// How often the retention floor follows the peers.
+    /// How often the links and the retention floor follow the members and the peers.
     static let floorIntervalSeconds = 1
 
-    private func updateRetentionFloor() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.floorIntervalSeconds)) {
-            guard !self.stopped.withLock({ $0 }) else { return }
-            let peers = self.links.map(\.status).filter { $0.state != "own-address" }
+    private func followMembers() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.floorIntervalSeconds)) { [weak self] in
+            guard let self, !self.stopped.withLock({ $0 }) else { return }
+            self.updateLinks()
+            let peers = self.current.map(\.status).filter { $0.state != "own-address" }
             let holds = peers.map { (try? VersionVector(positions: $0.peerHolds)) ?? VersionVector() }
-            // Nil when every address was this node's own: a single node keeps no journal for peers.
+            // Nil when there is no peer: a single node keeps no journal for anyone.
             self.engine.setRetentionFloor(VersionVector.floor(of: holds))
-            self.updateRetentionFloor()
+            self.followMembers()
+        }
+    }
+
+    /// Links to members that have none; no link to removed ones.
+    private func updateLinks() {
+        let members = engine.members
+        let (added, removed) = links.withLock { links -> ([PeerLink], [PeerLink]) in
+            let gone = links.filter { link in
+                guard let node = try? NodeID(link.status.nodeID) else { return false }
+                return members[node]?.removed == true
+            }
+            links.removeAll { link in gone.contains { $0 === link } }
+            var added = [PeerLink]()
+            for (node, member) in members where node != engine.nodeID && !member.removed && !member.address.isEmpty {
+                let known = links.contains { $0.address.description == member.address || $0.status.nodeID == node.value }
+                guard !known, let address = try? PeerAddress(parsing: member.address) else { continue }
+                let link = PeerLink(address: address, engine: engine, group: group, logger: logger)
+                links.append(link)
+                added.append(link)
+            }
+            return (added, gone)
+        }
+        for link in removed {
+            logger.notice("closing the link to a removed member", metadata: ["peer_address": "\(link.address)"])
+            link.shutdown()
+        }
+        for link in added {
+            logger.notice("linking to a member that joined", metadata: ["peer_address": "\(link.address)"])
+            link.start()
         }
     }
 }

@@ -142,6 +142,141 @@ void   registry__v1__stats__free_unpacked
   assert(message->base.descriptor == &registry__v1__stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__cluster_member__init
+                     (Registry__V1__ClusterMember         *message)
+{
+  static const Registry__V1__ClusterMember init_value = REGISTRY__V1__CLUSTER_MEMBER__INIT;
+  *message = init_value;
+}
+size_t registry__v1__cluster_member__get_packed_size
+                     (const Registry__V1__ClusterMember *message)
+{
+  assert(message->base.descriptor == &registry__v1__cluster_member__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__cluster_member__pack
+                     (const Registry__V1__ClusterMember *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__cluster_member__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__cluster_member__pack_to_buffer
+                     (const Registry__V1__ClusterMember *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__cluster_member__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__ClusterMember *
+       registry__v1__cluster_member__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__ClusterMember *)
+     protobuf_c_message_unpack (&registry__v1__cluster_member__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__cluster_member__free_unpacked
+                     (Registry__V1__ClusterMember *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__cluster_member__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__remove_member_request__init
+                     (Registry__V1__RemoveMemberRequest         *message)
+{
+  static const Registry__V1__RemoveMemberRequest init_value = REGISTRY__V1__REMOVE_MEMBER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t registry__v1__remove_member_request__get_packed_size
+                     (const Registry__V1__RemoveMemberRequest *message)
+{
+  assert(message->base.descriptor == &registry__v1__remove_member_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__remove_member_request__pack
+                     (const Registry__V1__RemoveMemberRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__remove_member_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__remove_member_request__pack_to_buffer
+                     (const Registry__V1__RemoveMemberRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__remove_member_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__RemoveMemberRequest *
+       registry__v1__remove_member_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__RemoveMemberRequest *)
+     protobuf_c_message_unpack (&registry__v1__remove_member_request__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__remove_member_request__free_unpacked
+                     (Registry__V1__RemoveMemberRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__remove_member_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__member_removed__init
+                     (Registry__V1__MemberRemoved         *message)
+{
+  static const Registry__V1__MemberRemoved init_value = REGISTRY__V1__MEMBER_REMOVED__INIT;
+  *message = init_value;
+}
+size_t registry__v1__member_removed__get_packed_size
+                     (const Registry__V1__MemberRemoved *message)
+{
+  assert(message->base.descriptor == &registry__v1__member_removed__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__member_removed__pack
+                     (const Registry__V1__MemberRemoved *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__member_removed__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__member_removed__pack_to_buffer
+                     (const Registry__V1__MemberRemoved *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__member_removed__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__MemberRemoved *
+       registry__v1__member_removed__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__MemberRemoved *)
+     protobuf_c_message_unpack (&registry__v1__member_removed__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__member_removed__free_unpacked
+                     (Registry__V1__MemberRemoved *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__member_removed__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__peer_link_status__init
                      (Registry__V1__PeerLinkStatus         *message)
 {
@@ -436,7 +571,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[22] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[23] =
 {
   {
     "node_id",
@@ -702,6 +837,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[22]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "members",
+    25,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Stats, n_members),
+    offsetof(Registry__V1__Stats, members),
+    &registry__v1__cluster_member__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -717,6 +864,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   10,   /* field[10] = log_epoch */
   9,   /* field[9] = log_operations */
   11,   /* field[11] = log_sequence */
+  22,   /* field[22] = members */
   0,   /* field[0] = node_id */
   21,   /* field[21] = peers */
   7,   /* field[7] = requests_served */
@@ -731,7 +879,7 @@ static const ProtobufCIntRange registry__v1__stats__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 20, 17 },
-  { 0, 22 }
+  { 0, 23 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -741,11 +889,151 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  22,
+  23,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   2,  registry__v1__stats__number_ranges,
   (ProtobufCMessageInit) registry__v1__stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__cluster_member__field_descriptors[3] =
+{
+  {
+    "node_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClusterMember, node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "address",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClusterMember, address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClusterMember, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__cluster_member__field_indices_by_name[] = {
+  1,   /* field[1] = address */
+  0,   /* field[0] = node_id */
+  2,   /* field[2] = removed */
+};
+static const ProtobufCIntRange registry__v1__cluster_member__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor registry__v1__cluster_member__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.ClusterMember",
+  "ClusterMember",
+  "Registry__V1__ClusterMember",
+  "registry.v1",
+  sizeof(Registry__V1__ClusterMember),
+  3,
+  registry__v1__cluster_member__field_descriptors,
+  registry__v1__cluster_member__field_indices_by_name,
+  1,  registry__v1__cluster_member__number_ranges,
+  (ProtobufCMessageInit) registry__v1__cluster_member__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__remove_member_request__field_descriptors[1] =
+{
+  {
+    "node_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__RemoveMemberRequest, node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__remove_member_request__field_indices_by_name[] = {
+  0,   /* field[0] = node_id */
+};
+static const ProtobufCIntRange registry__v1__remove_member_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__remove_member_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.RemoveMemberRequest",
+  "RemoveMemberRequest",
+  "Registry__V1__RemoveMemberRequest",
+  "registry.v1",
+  sizeof(Registry__V1__RemoveMemberRequest),
+  1,
+  registry__v1__remove_member_request__field_descriptors,
+  registry__v1__remove_member_request__field_indices_by_name,
+  1,  registry__v1__remove_member_request__number_ranges,
+  (ProtobufCMessageInit) registry__v1__remove_member_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__member_removed__field_descriptors[1] =
+{
+  {
+    "node_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__MemberRemoved, node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__member_removed__field_indices_by_name[] = {
+  0,   /* field[0] = node_id */
+};
+static const ProtobufCIntRange registry__v1__member_removed__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__member_removed__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.MemberRemoved",
+  "MemberRemoved",
+  "Registry__V1__MemberRemoved",
+  "registry.v1",
+  sizeof(Registry__V1__MemberRemoved),
+  1,
+  registry__v1__member_removed__field_descriptors,
+  registry__v1__member_removed__field_indices_by_name,
+  1,  registry__v1__member_removed__number_ranges,
+  (ProtobufCMessageInit) registry__v1__member_removed__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__peer_link_status__field_descriptors[10] =

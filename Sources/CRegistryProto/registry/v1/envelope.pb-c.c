@@ -142,7 +142,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[9] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[10] =
 {
   {
     "request_id",
@@ -252,12 +252,25 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "remove_member",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, remove_member),
+    &registry__v1__remove_member_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   1,   /* field[1] = hello */
   5,   /* field[5] = lookup_device */
   3,   /* field[3] = register_batch */
   2,   /* field[2] = register_device */
+  9,   /* field[9] = remove_member */
   0,   /* field[0] = request_id */
   4,   /* field[4] = resolve_device */
   7,   /* field[7] = snapshot */
@@ -267,7 +280,7 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -277,7 +290,7 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  9,
+  10,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
@@ -322,7 +335,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[8] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[9] =
 {
   {
     "request_id",
@@ -409,6 +422,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "member_removed",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, member_removed),
+    &registry__v1__member_removed__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -423,8 +448,9 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
 };
 static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   4,   /* field[4] = device */
-  7,   /* field[7] = error */
+  8,   /* field[8] = error */
   1,   /* field[1] = hello_accepted */
+  7,   /* field[7] = member_removed */
   3,   /* field[3] = register_batch_result */
   2,   /* field[2] = register_result */
   0,   /* field[0] = request_id */
@@ -434,8 +460,8 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 7 },
-  { 0, 8 }
+  { 15, 8 },
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -445,7 +471,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  8,
+  9,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

@@ -19,6 +19,9 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__StatsRequest Registry__V1__StatsRequest;
 typedef struct Registry__V1__ErrorCount Registry__V1__ErrorCount;
 typedef struct Registry__V1__Stats Registry__V1__Stats;
+typedef struct Registry__V1__ClusterMember Registry__V1__ClusterMember;
+typedef struct Registry__V1__RemoveMemberRequest Registry__V1__RemoveMemberRequest;
+typedef struct Registry__V1__MemberRemoved Registry__V1__MemberRemoved;
 typedef struct Registry__V1__PeerLinkStatus Registry__V1__PeerLinkStatus;
 typedef struct Registry__V1__SnapshotRequest Registry__V1__SnapshotRequest;
 typedef struct Registry__V1__SnapshotTaken Registry__V1__SnapshotTaken;
@@ -139,14 +142,61 @@ struct  Registry__V1__Stats
    */
   uint64_t snapshot_bytes;
   /*
-   * This node's links to the peers it streams to (--peers).
+   * This node's links to the peers it streams to (--peers, and members that
+   * joined through another node).
    */
   size_t n_peers;
   Registry__V1__PeerLinkStatus **peers;
+  /*
+   * The cluster's members, as this node's operations leave them.
+   */
+  size_t n_members;
+  Registry__V1__ClusterMember **members;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL, 0,NULL }
+
+
+/*
+ * A member of the cluster: a node that joined, where it is reached, and
+ * whether an operator removed it.
+ */
+struct  Registry__V1__ClusterMember
+{
+  ProtobufCMessage base;
+  char *node_id;
+  char *address;
+  protobuf_c_boolean removed;
+};
+#define REGISTRY__V1__CLUSTER_MEMBER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__cluster_member__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * Removes a dead member for good (registryctl cluster remove): the change is
+ * logged and replicates; its links close, trimming stops waiting for it, and
+ * a node with that ID is refused (NODE_REMOVED) from then on.
+ */
+struct  Registry__V1__RemoveMemberRequest
+{
+  ProtobufCMessage base;
+  char *node_id;
+};
+#define REGISTRY__V1__REMOVE_MEMBER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__remove_member_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Registry__V1__MemberRemoved
+{
+  ProtobufCMessage base;
+  char *node_id;
+};
+#define REGISTRY__V1__MEMBER_REMOVED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__member_removed__descriptor) \
+    , (char *)protobuf_c_empty_string }
 
 
 /*
@@ -321,6 +371,63 @@ Registry__V1__Stats *
 void   registry__v1__stats__free_unpacked
                      (Registry__V1__Stats *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__ClusterMember methods */
+void   registry__v1__cluster_member__init
+                     (Registry__V1__ClusterMember         *message);
+size_t registry__v1__cluster_member__get_packed_size
+                     (const Registry__V1__ClusterMember   *message);
+size_t registry__v1__cluster_member__pack
+                     (const Registry__V1__ClusterMember   *message,
+                      uint8_t             *out);
+size_t registry__v1__cluster_member__pack_to_buffer
+                     (const Registry__V1__ClusterMember   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__ClusterMember *
+       registry__v1__cluster_member__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__cluster_member__free_unpacked
+                     (Registry__V1__ClusterMember *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__RemoveMemberRequest methods */
+void   registry__v1__remove_member_request__init
+                     (Registry__V1__RemoveMemberRequest         *message);
+size_t registry__v1__remove_member_request__get_packed_size
+                     (const Registry__V1__RemoveMemberRequest   *message);
+size_t registry__v1__remove_member_request__pack
+                     (const Registry__V1__RemoveMemberRequest   *message,
+                      uint8_t             *out);
+size_t registry__v1__remove_member_request__pack_to_buffer
+                     (const Registry__V1__RemoveMemberRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__RemoveMemberRequest *
+       registry__v1__remove_member_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__remove_member_request__free_unpacked
+                     (Registry__V1__RemoveMemberRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__MemberRemoved methods */
+void   registry__v1__member_removed__init
+                     (Registry__V1__MemberRemoved         *message);
+size_t registry__v1__member_removed__get_packed_size
+                     (const Registry__V1__MemberRemoved   *message);
+size_t registry__v1__member_removed__pack
+                     (const Registry__V1__MemberRemoved   *message,
+                      uint8_t             *out);
+size_t registry__v1__member_removed__pack_to_buffer
+                     (const Registry__V1__MemberRemoved   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__MemberRemoved *
+       registry__v1__member_removed__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__member_removed__free_unpacked
+                     (Registry__V1__MemberRemoved *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__PeerLinkStatus methods */
 void   registry__v1__peer_link_status__init
                      (Registry__V1__PeerLinkStatus         *message);
@@ -427,6 +534,15 @@ typedef void (*Registry__V1__ErrorCount_Closure)
 typedef void (*Registry__V1__Stats_Closure)
                  (const Registry__V1__Stats *message,
                   void *closure_data);
+typedef void (*Registry__V1__ClusterMember_Closure)
+                 (const Registry__V1__ClusterMember *message,
+                  void *closure_data);
+typedef void (*Registry__V1__RemoveMemberRequest_Closure)
+                 (const Registry__V1__RemoveMemberRequest *message,
+                  void *closure_data);
+typedef void (*Registry__V1__MemberRemoved_Closure)
+                 (const Registry__V1__MemberRemoved *message,
+                  void *closure_data);
 typedef void (*Registry__V1__PeerLinkStatus_Closure)
                  (const Registry__V1__PeerLinkStatus *message,
                   void *closure_data);
@@ -451,6 +567,9 @@ typedef void (*Registry__V1__LatencyBuckets_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__stats_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error_count__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__stats__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__cluster_member__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__remove_member_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__member_removed__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__peer_link_status__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__snapshot_taken__descriptor;

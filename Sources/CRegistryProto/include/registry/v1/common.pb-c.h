@@ -150,7 +150,11 @@ typedef enum _Registry__V1__ErrorCode {
   /*
    * A peer frame arrived where the protocol does not allow it.
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNEXPECTED_PEER_FRAME = 110
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNEXPECTED_PEER_FRAME = 110,
+  /*
+   * PeerHello.node_id was removed from the cluster (registryctl cluster remove).
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED = 111
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 

@@ -37,7 +37,8 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_RESOLVE_DEVICE = 5,
   REGISTRY__V1__CLIENT_FRAME__BODY_LOOKUP_DEVICE = 6,
   REGISTRY__V1__CLIENT_FRAME__BODY_STATS = 7,
-  REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT = 8
+  REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT = 8,
+  REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER = 10
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -58,6 +59,7 @@ struct  Registry__V1__ClientFrame
     Registry__V1__LookupRequest *lookup_device;
     Registry__V1__StatsRequest *stats;
     Registry__V1__SnapshotRequest *snapshot;
+    Registry__V1__RemoveMemberRequest *remove_member;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -92,6 +94,7 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_DEVICE = 5,
   REGISTRY__V1__SERVER_FRAME__BODY_STATS = 6,
   REGISTRY__V1__SERVER_FRAME__BODY_SNAPSHOT_TAKEN = 7,
+  REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED = 8,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -111,6 +114,7 @@ struct  Registry__V1__ServerFrame
     Registry__V1__DeviceRecord *device;
     Registry__V1__Stats *stats;
     Registry__V1__SnapshotTaken *snapshot_taken;
+    Registry__V1__MemberRemoved *member_removed;
     Registry__V1__Error *error;
   };
 };
