@@ -455,6 +455,16 @@ public final class RegistryEngine: Sendable {
         }
     }
 
+    /// Where peers reach this node, once it listens (see ``joinCluster()``).
+    let advertisedAddress = Mutex<String?>(nil)
+
+    /// Records that this node is a member reached at its advertised address, unless its members
+    /// already say so: when it starts with peers, or when a peer first connects to it.
+    func joinCluster() {
+        guard let address = advertisedAddress.withLock({ $0 }) else { return }
+        join(advertising: address)
+    }
+
     /// Records that this node is a member reached at `address`, unless its members already say
     /// so; `done` is called once that is durable (at once when nothing was to change).
     public func join(advertising address: String, done: @escaping @Sendable () -> Void = {}) {

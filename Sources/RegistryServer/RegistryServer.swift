@@ -20,6 +20,7 @@ public final class RegistryServer: Service, Sendable {
     private let replication: Replication
     /// Where peers reach this node (`--advertise`); nil: where it listens.
     private let advertise: String?
+    private let hasPeers: Bool
     private let boundAddress = Mutex<SocketAddress?>(nil)
 
     public init(
@@ -34,6 +35,7 @@ public final class RegistryServer: Service, Sendable {
         self.group = group
         self.replication = Replication(engine: engine, peers: configuration.peers, group: group, logger: logger)
         self.advertise = configuration.advertise
+        self.hasPeers = !configuration.peers.isEmpty
     }
 
     /// Answer bytes a connection may have written and not yet handed to its socket before it
@@ -62,9 +64,10 @@ public final class RegistryServer: Service, Sendable {
         boundAddress.withLock { $0 = channel.localAddress }
         let shown = channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? "\(host):\(port)"
         logger.notice("listening on \(shown)", metadata: ["node": "\(engine.nodeID)", "cluster": "\(engine.clusterID)"])
-        // This node is a member, reached where it says (--advertise, or where it listens).
-        let advertised = advertise ?? "\(host):\(channel.localAddress?.port ?? port)"
-        engine.join(advertising: advertised)
+        // In a cluster (peers configured, or a peer connects later), this node is a member,
+        // reached where it says (--advertise, or where it listens).
+        engine.advertisedAddress.withLock { $0 = advertise ?? "\(host):\(channel.localAddress?.port ?? port)" }
+        if hasPeers { engine.joinCluster() }
         replication.start()
 
         try await withGracefulShutdownHandler {

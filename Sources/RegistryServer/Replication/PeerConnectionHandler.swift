@@ -96,6 +96,8 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case .welcome(let peer):
             logger[metadataKey: "peer_node"] = "\(peer)"
             logger.info("peer connected")
+            // A node started alone becomes a member once a peer joins through it.
+            engine.joinCluster()
             let welcome = PeerWelcome(
                 nodeID: engine.nodeID.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
                 maxBatchOperations: UInt32(PeerLink.maxBatchOperations))

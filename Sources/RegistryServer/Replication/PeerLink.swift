@@ -41,6 +41,9 @@ final class PeerLink: @unchecked Sendable {
     private let published: Mutex<PeerLinkStatus>
     /// Operations sent, for status.
     private var sentOperations: UInt64 = 0
+    /// The node last reached at this address, kept while it is unreachable: the link stays that
+    /// member's (``Replication`` links to members it has no link for).
+    private var lastKnownNode = ""
     /// What the peer held when last heard from, kept while it is unreachable: the journal keeps
     /// what it lacks (the retention floor, see ``Replication``).
     private var knownHolds = VersionVector()
@@ -313,12 +316,13 @@ final class PeerLink: @unchecked Sendable {
         case .connecting, .awaitingAccept: status.state = "connecting"
         case .awaitingWelcome(let peer):
             status.state = "handshaking"
-            status.nodeID = peer.value
+            lastKnownNode = peer.value
         case .streaming(let peer):
             status.state = "streaming"
-            status.nodeID = peer.value
+            lastKnownNode = peer.value
         case .stopped: status.state = "own-address"
         }
+        status.nodeID = lastKnownNode
         if let cursor = machine.cursor {
             status.backlogOperations = cursor.backlog(local: local)
             status.inFlightBatches = UInt64(cursor.inFlight.count)

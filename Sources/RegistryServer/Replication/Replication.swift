@@ -20,6 +20,11 @@ public final class Replication: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let stopped = Mutex(false)
+    /// When ``start()`` ran, in uptime nanoseconds.
+    private let startedAt = Mutex<UInt64>(0)
+    /// How long links that have not yet reached their peer hold back links to members: such a
+    /// link may be the one to that member, reached at another address (a proxy, a service name).
+    static let identifyingSeconds: UInt64 = 10
 
     public init(engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, logger: Logger) {
         let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, logger: logger) })
@@ -36,6 +41,7 @@ public final class Replication: Sendable {
     private var current: [PeerLink] { links.withLock { $0 } }
 
     public func start() {
+        startedAt.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
         for link in current { link.start() }
         engine.setRetentionFloor(current.isEmpty ? nil : [:])
         followMembers()
@@ -65,13 +71,16 @@ public final class Replication: Sendable {
     /// Links to members that have none; no link to removed ones.
     private func updateLinks() {
         let members = engine.members
+        let starting = DispatchTime.now().uptimeNanoseconds - startedAt.withLock { $0 } < Self.identifyingSeconds * 1_000_000_000
         let (added, removed) = links.withLock { links -> ([PeerLink], [PeerLink]) in
+            let unidentified = links.contains { $0.status.nodeID.isEmpty && $0.status.state != "own-address" }
             let gone = links.filter { link in
                 guard let node = try? NodeID(link.status.nodeID) else { return false }
                 return members[node]?.removed == true
             }
             links.removeAll { link in gone.contains { $0 === link } }
             var added = [PeerLink]()
+            if starting && unidentified { return (added, gone) }
             for (node, member) in members where node != engine.nodeID && !member.removed && !member.address.isEmpty {
                 let known = links.contains { $0.address.description == member.address || $0.status.nodeID == node.value }
                 guard !known, let address = try? PeerAddress(parsing: member.address) else { continue }
