@@ -43,7 +43,7 @@ final class ClusterSimulation {
 
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts {
-        var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0
+        var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var batchesApplied = 0, refusals = 0, dropped = 0
     }
 
@@ -57,6 +57,8 @@ final class ClusterSimulation {
     private var random: SplitMix64
     private(set) var now: UInt64 = 1_000_000
     private(set) var acknowledged: [Acknowledged] = []
+    /// Nodes removed from the cluster: down for good.
+    private(set) var removed: Set<Int> = []
     private(set) var counts = Counts()
     /// Identifiers reused across registrations, so that claims meet and devices merge.
     private let keychains: [UUID128]
@@ -90,8 +92,11 @@ final class ClusterSimulation {
         // Small journal files: the simulated disk copies a whole file when a synced one changes.
         configuration.journalFileBytes = 1 << 16
         let clock = nodes[index].clock
-        nodes[index].engine = try RegistryEngine(
-            configuration: configuration, logger: .quiet(), wallClock: { clock.now }, fs: nodes[index].fs)
+        let engine = try RegistryEngine(configuration: configuration, logger: .quiet(), wallClock: { clock.now }, fs: nodes[index].fs)
+        nodes[index].engine = engine
+        // A node of a cluster records that it is a member, as registryd does when it has peers.
+        let address = "\(nodes[index].name):7400"
+        _ = Self.wait { done in engine.join(advertising: address) { done(true) } }
         for other in nodes.indices where other != index {
             links[index][other] = Link(
                 machine: PeerLinkStateMachine(
@@ -119,7 +124,7 @@ final class ClusterSimulation {
     }
 
     func restart(_ index: Int) throws {
-        guard nodes[index].engine == nil else { return }
+        guard nodes[index].engine == nil, !removed.contains(index) else { return }
         try open(index)
     }
 
@@ -132,6 +137,19 @@ final class ClusterSimulation {
         now += 10
         try open(index)
     }
+
+    /// An operator removes `index`, which is down for good, through node `via`.
+    func remove(_ index: Int, via: Int) {
+        guard let engine = nodes[via].engine, via != index else { return }
+        crash(index)
+        removed.insert(index)
+        let frame = ClientFrame(requestID: 1, body: .removeMember(nodeID: nodes[index].name.value))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        if case .memberRemoved = answer { counts.removals += 1 }
+    }
+
+    /// The nodes that were not removed.
+    var members: [Int] { nodes.indices.filter { !removed.contains($0) } }
 
     private func resetConnections(of index: Int) {
         for other in nodes.indices where other != index {
@@ -241,8 +259,8 @@ final class ClusterSimulation {
 
     /// Whether every live node holds the same, and nothing is in flight.
     var isQuiet: Bool {
-        let vectors = nodes.compactMap { $0.engine?.durableVector }
-        return network.isEmpty && vectors.count == nodes.count && Set(vectors.map(\.description)).count == 1
+        let vectors = members.compactMap { nodes[$0].engine?.durableVector }
+        return network.isEmpty && vectors.count == members.count && Set(vectors.map(\.description)).count == 1
     }
 
     // MARK: - The protocol shells
@@ -257,8 +275,12 @@ final class ClusterSimulation {
             }
             links[sender][receiver]!.incarnation += 1
             let incarnation = links[sender][receiver]!.incarnation
+            let receiverEngine = nodes[receiver].engine!
             sessions[receiver][sender] = (
-                incarnation, PeerSessionStateMachine(identity: nodes[receiver].engine!.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations)
+                incarnation,
+                PeerSessionStateMachine(
+                    identity: receiverEngine.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations,
+                    removed: Set(receiverEngine.members.filter(\.value.removed).keys))
             )
             carryOut(sender, receiver, links[sender][receiver]!.machine.connected(nowMillis: nodes[sender].clock.now))
         case .sendClientHello:

@@ -29,12 +29,12 @@ import Testing
         print(
             "simulated seeds \(seeds.first!)...\(seeds.last!): \(total.registrations) registrations, \(total.siblingRaces) sibling races "
                 + "(\(total.splitRaces) split), \(total.crashes) crashes, \(total.partitions) partitions, \(total.wipes) wipes, "
-                + "\(total.skews) clock changes, \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
+                + "\(total.skews) clock changes, \(total.removals) members removed, \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
                 + "\(total.dropped) messages of closed connections dropped")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
-            #expect(total.siblingRaces > 0 && total.dropped > 0)
+            #expect(total.siblingRaces > 0 && total.dropped > 0 && total.removals > 0)
         }
     }
 
@@ -50,7 +50,7 @@ import Testing
         var wiped = false
         for _ in 0..<200 {
             let roll = Int.random(in: 0..<100, using: &random)
-            let node = Int.random(in: 0..<simulation.nodes.count, using: &random)
+            let node = simulation.members.randomElement(using: &random)!
             switch roll {
             case 0..<40: simulation.randomRegistration()
             case 40..<46: simulation.siblingRace()
@@ -73,6 +73,11 @@ import Testing
                 isolated = false
                 try simulation.wipe(node)
                 wiped = true
+            case 61 where simulation.removed.isEmpty && crashed == nil && seed % 7 == 0:
+                // Only what reached a peer survives the node: let everything replicate first.
+                try quiesce(simulation, faults: faults)
+                isolated = false
+                simulation.remove(node, via: simulation.members.first { $0 != node }!)
             case 58..<61:
                 // Up to 20 s behind (a jump backwards) or up to 8 s ahead, past the 5 s allowed.
                 simulation.setSkew(node, Int64.random(in: -20_000...8_000, using: &random))
@@ -114,7 +119,13 @@ import Testing
     /// The invariants of DESIGN §3, on a healed and quiet cluster.
     static func check(_ simulation: ClusterSimulation) throws {
         let seed = simulation.seed
-        let engines = simulation.nodes.compactMap(\.engine)
+        let engines = simulation.members.compactMap { simulation.nodes[$0].engine }
+        // Every remaining node holds the removal.
+        for index in simulation.removed {
+            for engine in engines where engine.members[simulation.nodes[index].name]?.removed != true {
+                throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) does not hold the removal of \(simulation.nodes[index].name)")
+            }
+        }
         let states = engines.map { $0.withState { $0.snapshot() } }
         // Every node holds identical canonical state.
         for state in states.dropFirst() where state != states[0] {
@@ -161,6 +172,7 @@ extension ClusterSimulation.Counts {
         partitions += other.partitions
         wipes += other.wipes
         skews += other.skews
+        removals += other.removals
         batchesApplied += other.batchesApplied
         refusals += other.refusals
         dropped += other.dropped
