@@ -256,13 +256,18 @@ public struct RegistryState: Sendable {
         for member in moved { slots[member].canonical = winner }
         slots[winner].canonical = winner
         members[winner] = moved
-        let old = slots[root]
+        moveApps(from: root, to: winner)
+    }
+
+    /// Joins the app sightings of `from`, no longer canonical, into canonical slot `to`.
+    private mutating func moveApps(from: UInt32, to: UInt32) {
+        let old = slots[from]
         if old.app != Self.noApp {
-            slots[root].app = Self.noApp
-            see(old.app, first: old.firstSeen, last: old.lastSeen, on: winner)
+            slots[from].app = Self.noApp
+            see(old.app, first: old.firstSeen, last: old.lastSeen, on: to)
         }
-        for app in moreApps.removeValue(forKey: root) ?? [] {
-            see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: winner)
+        for app in moreApps.removeValue(forKey: from) ?? [] {
+            see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: to)
         }
     }
 
@@ -304,14 +309,7 @@ public struct RegistryState: Sendable {
         let moved = [loser] + (members.removeValue(forKey: loser) ?? [])
         for member in moved { slots[member].canonical = winner }
         members[winner, default: []].append(contentsOf: moved)
-        let losing = slots[loser]
-        if losing.app != Self.noApp {
-            slots[loser].app = Self.noApp
-            see(losing.app, first: losing.firstSeen, last: losing.lastSeen, on: winner)
-        }
-        for app in moreApps.removeValue(forKey: loser) ?? [] {
-            see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: winner)
-        }
+        moveApps(from: loser, to: winner)
         aliasCount += 1
     }
 

@@ -22,31 +22,29 @@ public enum OperationCodec {
     public static func encode(_ operation: Operation, appendingTo bytes: inout [UInt8]) {
         switch operation {
         case .registration(let op):
-            let length = size(op)
-            let total = ProtobufWriter.delimitedSize(Field.registration, length: length)
-            let start = bytes.count
-            bytes.append(contentsOf: repeatElement(0, count: total))
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                var writer = ProtobufWriter(at: buffer.baseAddress! + start)
-                writer.header(Field.registration, length: length)
-                write(op, to: &writer)
-                precondition(writer.cursor == buffer.baseAddress! + start + total, "an operation's size was misjudged")
-            }
+            append(field: Field.registration, length: size(op), to: &bytes) { write(op, to: &$0) }
         case .membership(let op):
             let length = ProtobufWriter.stringSize(Field.nodeID, op.node.value) + ProtobufWriter.stringSize(Field.address, op.address)
                 + (op.removed ? ProtobufWriter.uint64Size(Field.removed, 1) : 0) + ProtobufWriter.uint64Size(Field.atHLC, op.at.rawValue)
-            let total = ProtobufWriter.delimitedSize(Field.membership, length: length)
-            let start = bytes.count
-            bytes.append(contentsOf: repeatElement(0, count: total))
-            bytes.withUnsafeMutableBufferPointer { buffer in
-                var writer = ProtobufWriter(at: buffer.baseAddress! + start)
-                writer.header(Field.membership, length: length)
+            append(field: Field.membership, length: length, to: &bytes) { writer in
                 writer.string(Field.nodeID, op.node.value)
                 writer.string(Field.address, op.address)
                 if op.removed { writer.uint64(Field.removed, 1) }
                 writer.uint64(Field.atHLC, op.at.rawValue)
-                precondition(writer.cursor == buffer.baseAddress! + start + total, "an operation's size was misjudged")
             }
+        }
+    }
+
+    /// Appends field `field` of `Operation`, a message of `length` bytes that `body` writes.
+    private static func append(field: UInt64, length: Int, to bytes: inout [UInt8], _ body: (inout ProtobufWriter) -> Void) {
+        let total = ProtobufWriter.delimitedSize(field, length: length)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: total))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var writer = ProtobufWriter(at: buffer.baseAddress! + start)
+            writer.header(field, length: length)
+            body(&writer)
+            precondition(writer.cursor == buffer.baseAddress! + start + total, "an operation's size was misjudged")
         }
     }
 
