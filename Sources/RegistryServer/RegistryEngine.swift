@@ -277,11 +277,12 @@ public final class RegistryEngine: Sendable {
         }
     }
 
-    /// `peer` acknowledged holding `held`: answers the writes that now have their replicas.
-    func peer(_ peer: NodeID, holds held: VersionVector) {
+    /// `peer` acknowledged holding `held` (or, `restated`, welcomed this node saying so): answers
+    /// the writes that now have their replicas.
+    func peer(_ peer: NodeID, holds held: VersionVector, restated: Bool = false) {
         let own = held[peerIdentity.ownLog]
-        guard own > 0 else { return }
-        let ready = replicaWaits.withLock { $0.peer(peer, holdsThrough: own) }
+        guard own > 0 || restated else { return }
+        let ready = replicaWaits.withLock { $0.peer(peer, holdsThrough: own, restated: restated) }
         for waiter in ready { finishReplicated(waiter) }
     }
 

@@ -123,7 +123,7 @@ final class PeerLink: @unchecked Sendable {
             default: positions = nil
             }
             if let positions, case .streaming(let peer) = self.machine.state, let held = try? VersionVector(positions: positions) {
-                self.engine.peer(peer, holds: held)
+                self.engine.peer(peer, holds: held, restated: { if case .welcome = frame { true } else { false } }())
             }
         }
     }

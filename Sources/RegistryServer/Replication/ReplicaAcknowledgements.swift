@@ -33,9 +33,15 @@ struct ReplicaAcknowledgements<Waiter> {
     }
 
     /// `peer` holds the own log through `sequence`; returns the writes that now have enough peers.
-    mutating func peer(_ peer: NodeID, holdsThrough sequence: UInt64) -> [Waiter] {
-        guard sequence > peerHolds[peer] ?? 0 else { return [] }
-        peerHolds[peer] = sequence
+    /// An acknowledgement only adds to what a peer holds; a welcome (`restated`) says it anew, so
+    /// a peer that lost its data no longer counts for what it held before.
+    mutating func peer(_ peer: NodeID, holdsThrough sequence: UInt64, restated: Bool = false) -> [Waiter] {
+        if restated {
+            peerHolds[peer] = sequence
+        } else {
+            guard sequence > peerHolds[peer] ?? 0 else { return [] }
+            peerHolds[peer] = sequence
+        }
         let holds = Array(peerHolds.values)
         return take { item in holds.count { $0 >= item.through } >= item.needed }
     }

@@ -28,4 +28,13 @@ import Testing
         #expect(waits.expired(nowMillis: 150) == ["early"])
         #expect(waits.peer(c, holdsThrough: 10) == ["late"])
     }
+
+    @Test func aPeerThatLostItsDataNoLongerCountsForWhatItHeld() {
+        var waits = ReplicaAcknowledgements<String>()
+        _ = waits.peer(b, holdsThrough: 50)
+        // Wiped, it welcomes this node holding nothing of its log.
+        _ = waits.peer(b, holdsThrough: 0, restated: true)
+        #expect(waits.wait("w", through: 40, needed: 1, deadlineMillis: 100) == nil)
+        #expect(waits.peer(b, holdsThrough: 40) == ["w"])
+    }
 }
