@@ -253,7 +253,16 @@ import Testing
         let all = cluster.nodes.map(\.endpoint) + [d.endpoint]
         let stats = try await ClusterTests.converged(all, within: 20)
         #expect(stats.allSatisfy { $0.members.map(\.nodeID) == ["node-a", "node-b", "node-c", "node-d"] })
-        for node in stats.prefix(3) {
+        // The others link to node-d once its join reached them (they look every second).
+        var linked = [StatsMessage]()
+        let linkDeadline = Date().addingTimeInterval(15)
+        repeat {
+            linked = []
+            for node in cluster.nodes { linked.append(try await ClusterTests.stats(node.endpoint)) }
+            if linked.allSatisfy({ $0.peers.contains { $0.nodeID == "node-d" } }) { break }
+            try await Task.sleep(for: .milliseconds(200))
+        } while Date() < linkDeadline
+        for node in linked {
             #expect(node.peers.contains { $0.nodeID == "node-d" }, "\(node.nodeID) links to node-d")
         }
         let reader = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[1].endpoint), clientName: "r")
