@@ -127,26 +127,20 @@ struct NodeState {
         // Checked a run of one log at a time (a batch is normally one run): the vector is read
         // once per run, not once per operation.
         var trial = [VersionVector.Log: UInt64]()
-        var index = operations.startIndex
-        while index < operations.endIndex {
-            let log = operations[index].log
-            var end = index + 1
-            while end < operations.endIndex, operations[end].origin == log.origin, operations[end].epoch == log.epoch { end += 1 }
+        for (log, range) in operations.runsByLog {
             if log == ownLog {
-                if let beyond = operations[index..<end].first(where: { $0.sequence >= nextSequence }) {
+                if let beyond = operations[range].first(where: { $0.sequence >= nextSequence }) {
                     return .unwrittenOwnOperation(sequence: beyond.sequence, next: nextSequence)
                 }
-                index = end
                 continue
             }
             var held = trial[log] ?? otherLogs[log]
-            for operation in operations[index..<end] where operation.sequence > held {
+            for operation in operations[range] where operation.sequence > held {
                 guard operation.sequence == held + 1 else { return .gap(log: log, missing: (held + 1)...(operation.sequence - 1)) }
                 if let refusal = clock.refusal(of: operation.timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
                 held = operation.sequence
             }
             trial[log] = held
-            index = end
         }
         registry.warm(forApplying: operations)
         for operation in operations where applyRemote(operation, wallMillis: wallMillis) == .applied {

@@ -220,7 +220,13 @@ public final class RegistryEngine: Sendable {
         let waiter = Waiter(
             answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver, replicas: ownThrough > 0 ? replicas : 0,
             ownThrough: ownThrough)
-        guard mustWait else { return deliverCounted(waiter) }
+        enqueue(waiter, waits: mustWait)
+    }
+
+    /// Delivers `waiter` now when it `waits` for nothing, otherwise after the commit pass that
+    /// makes what it saw durable, starting one when none runs.
+    private func enqueue(_ waiter: Waiter, waits: Bool) {
+        guard waits else { return deliverCounted(waiter) }
         switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
         case .deliver: deliverCounted(waiter)
         case .wait: break
@@ -334,17 +340,9 @@ public final class RegistryEngine: Sendable {
                 let snapshotDue = core.withLockedValue { core -> Bool in
                     core.durableOperations = committed.durable
                     // Once per run of one log (a commit is a few runs), not once per operation.
-                    var index = operations.startIndex
-                    while index < operations.endIndex {
-                        let (origin, epoch) = (operations[index].origin, operations[index].epoch)
-                        var last = operations[index].sequence
-                        index += 1
-                        while index < operations.endIndex, operations[index].origin == origin, operations[index].epoch == epoch {
-                            last = max(last, operations[index].sequence)
-                            index += 1
-                        }
-                        let log = VersionVector.Log(origin: origin, epoch: epoch)
-                        core.durable.recordAll(through: max(last, core.durable[log]), in: log)
+                    for run in operations.runsByLog {
+                        let last = operations[run.range].lazy.map(\.sequence).max()!
+                        core.durable.recordAll(through: max(last, core.durable[run.log]), in: run.log)
                     }
                     core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)
@@ -448,12 +446,7 @@ public final class RegistryEngine: Sendable {
             default: deliver(.failure(WireError(code: .internalError, message: "a peer batch got no outcome")))
             }
         }
-        guard waits else { return deliverCounted(waiter) }
-        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
-        case .deliver: deliverCounted(waiter)
-        case .wait: break
-        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
-        }
+        enqueue(waiter, waits: waits)
     }
 
     /// Where peers reach this node, once it listens (see ``joinCluster()``).
@@ -479,12 +472,7 @@ public final class RegistryEngine: Sendable {
             return true
         }
         guard waits else { return done() }
-        let waiter = Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }
-        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
-        case .deliver: deliverCounted(waiter)
-        case .wait: break
-        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
-        }
+        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }, waits: true)
     }
 
     /// The cluster's members, as this node's operations leave them.

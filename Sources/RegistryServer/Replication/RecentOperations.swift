@@ -29,15 +29,7 @@ final class RecentOperations: Sendable {
     /// Records operations just made durable (a commit's, in log order within each log).
     func append(_ operations: [LoggedOperation]) {
         guard !operations.isEmpty else { return }
-        var runs = [(VersionVector.Log, [LoggedOperation])]()
-        var index = operations.startIndex
-        while index < operations.endIndex {
-            let (origin, epoch) = (operations[index].origin, operations[index].epoch)
-            var end = index + 1
-            while end < operations.endIndex, operations[end].origin == origin, operations[end].epoch == epoch { end += 1 }
-            runs.append((VersionVector.Log(origin: origin, epoch: epoch), Array(operations[index..<end])))
-            index = end
-        }
+        let runs = operations.runsByLog.map { ($0.log, Array(operations[$0.range])) }
         tails.withLock { tails in
             for (log, run) in runs {
                 var tail = tails[log] ?? Tail()
