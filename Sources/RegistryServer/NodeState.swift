@@ -42,6 +42,14 @@ struct NodeState {
         self.limits = limits
     }
 
+    /// Takes `registry`, holding `vector`, in place of the state (a peer's snapshot with this
+    /// node's operations past it applied), and moves the clock past `clock`.
+    mutating func install(_ registry: RegistryState, holding vector: VersionVector, clock newest: HLCTimestamp) {
+        self.registry = registry
+        otherLogs = vector
+        clock = HybridLogicalClock(last: max(clock.last, newest), maxForwardDriftMillis: clock.maxForwardDriftMillis)
+    }
+
     /// This node's own current log.
     var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
 

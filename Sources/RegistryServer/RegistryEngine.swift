@@ -71,12 +71,16 @@ public final class RegistryEngine: Sendable {
 
     /// A pthread mutex: Synchronization.Mutex is a priority-inheritance futex on Linux, whose
     /// contended path costs a kernel round trip every time.
-    private let core: NIOLockedValueBox<Core>
-    private let writer: LogWriter
+    let core: NIOLockedValueBox<Core>
+    let writer: LogWriter
     /// The data directory's lock (nil on a simulated disk), held until ``close()``.
     private let lock: Mutex<DataDirectory?>
-    private let fs: any FileSystem
-    private let directory: String
+    let fs: any FileSystem
+    let directory: String
+    /// Devices the state is sized for (`--expected-devices`).
+    let expectedDevices: Int
+    /// Set while a peer's snapshot is being received or installed: one at a time.
+    let snapshotIntakeBusy = Atomic<Bool>(false)
     /// What each journal file holds (shared with the writer, the snapshots and log readers).
     let index: JournalIndex
     /// Takes snapshots in the background, and trims the journal after them.
@@ -97,7 +101,7 @@ public final class RegistryEngine: Sendable {
     private let durableObservers = Mutex<[@Sendable () -> Void]>([])
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
-    private let logger: Logger
+    let logger: Logger
     let wallClock: @Sendable () -> UInt64
     private let startedAt: UInt64
     /// Called once, off the lock, when the log fails; registryd shuts down on it.
@@ -137,7 +141,7 @@ public final class RegistryEngine: Sendable {
             nextSequence: recovered.versionVector[ownLog] + 1, versionVector: recovered.versionVector, rules: configuration.vendorRules,
             limits: configuration.limits, mintingKey: mintingKey)
         var durable = [LogKey: UInt64]()
-        for (log, sequence) in recovered.versionVector.logs { durable[LogKey(origin: log.origin.value, epoch: log.epoch)] = sequence }
+        for (log, sequence) in recovered.versionVector.logs { durable[LogKey(log)] = sequence }
         let operations = durable.values.reduce(0, +)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
@@ -154,6 +158,7 @@ public final class RegistryEngine: Sendable {
         self.index = recovered.index
         self.fs = fs
         self.directory = path
+        self.expectedDevices = configuration.expectedDevices
         self.snapshots = Snapshotter(
             fs: fs, directory: path, index: recovered.index, nodeID: nodeID, epoch: epoch, expectedDevices: configuration.expectedDevices,
             tables: HugePageTableAllocator(inBackground: false), logger: logger)
@@ -351,7 +356,7 @@ public final class RegistryEngine: Sendable {
                 if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 for waiter in waiters { deliverCounted(waiter) }
-                for observer in durableObservers.withLock({ $0 }) { observer() }
+                notifyDurable()
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
@@ -491,18 +496,23 @@ public final class RegistryEngine: Sendable {
         durableObservers.withLock { $0.append(observer) }
     }
 
+    /// Tells the observers (``observeCommits(_:)``) that more is durable.
+    func notifyDurable() {
+        for observer in durableObservers.withLock({ $0 }) { observer() }
+    }
+
     /// A reader of `log` from sequence `from`, following the journal as the node commits.
     public func logReader(for log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> LogReader {
         LogReader(
             try JournalReader(
-                log: LogKey(origin: log.origin.value, epoch: log.epoch), from: from, in: directory, on: fs, index: index))
+                log: LogKey(log), from: from, in: directory, on: fs, index: index))
     }
 
     /// Journal files holding operations of a log past `floor[log]` stay, even once a snapshot
     /// covers them (the cluster sets it to what every member holds); nil lifts it.
     public func setRetentionFloor(_ floor: [VersionVector.Log: UInt64]?) {
         snapshots.setRetentionFloor(
-            floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey(origin: $0.key.origin.value, epoch: $0.key.epoch), $0.value) }) })
+            floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey($0.key), $0.value) }) })
     }
 
     /// Reads the registry state under the engine's lock (for tests and checks; it blocks requests

@@ -63,6 +63,12 @@ public final class CommitJournal {
         if buffer.capacity > 4 << 20 { buffer = [] }
     }
 
+    /// Closes the current file and starts the next now, so that what follows is in files of its
+    /// own (after a snapshot from a peer, whose operations the journal does not hold).
+    public func rotateNow() throws(StorageError) {
+        if offset > 0 { try rotate() }
+    }
+
     /// Closes the full file with its marker (durably, before anything goes to the next one),
     /// then starts the next.
     private func rotate() throws(StorageError) {

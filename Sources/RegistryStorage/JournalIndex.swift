@@ -83,6 +83,12 @@ public final class JournalIndex: Sendable {
         }
     }
 
+    /// Records that operations of `log` through `sequence` are not in the journal (a snapshot from
+    /// a peer covers them): readers asking for them must take a snapshot.
+    public func markTrimmed(_ log: LogKey, through sequence: UInt64) {
+        state.withLock { $0.trimmedThrough[log] = max($0.trimmedThrough[log] ?? 0, sequence) }
+    }
+
     /// Total durable bytes in the journal's files.
     public var durableBytes: Int { state.withLock { $0.files.reduce(0) { $0 + $1.durableBytes } } }
 }

@@ -32,6 +32,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let invalidOperation = ErrorCode(rawValue: 109)
     public static let unexpectedPeerFrame = ErrorCode(rawValue: 110)
     public static let nodeRemoved = ErrorCode(rawValue: 111)
+    public static let snapshotRefused = ErrorCode(rawValue: 112)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
@@ -39,6 +40,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
+        .snapshotRefused,
     ]
 
     /// Codes from 100 end the connection.
@@ -70,6 +72,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .invalidOperation: return "invalid_operation"
         case .unexpectedPeerFrame: return "unexpected_peer_frame"
         case .nodeRemoved: return "node_removed"
+        case .snapshotRefused: return "snapshot_refused"
         default: return "code_\(rawValue)"
         }
     }

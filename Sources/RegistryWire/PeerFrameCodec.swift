@@ -42,6 +42,16 @@ extension PeerFrame {
         case REGISTRY__V1__PEER_FRAME__BODY_ACK:
             guard let ack = frame.ack?.pointee else { return .unknown }
             return .ack(BatchAck(batchID: ack.batch_id, held: try CRead.positions(ack.n_held, ack.held)))
+        case REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_CHUNK:
+            guard let chunk = frame.snapshot_chunk?.pointee else { return .unknown }
+            return .snapshotChunk(
+                SnapshotChunk(transferID: chunk.transfer_id, offset: chunk.offset, totalBytes: chunk.total_bytes, data: CRead.bytes(chunk.data)))
+        case REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_ACK:
+            guard let ack = frame.snapshot_ack?.pointee else { return .unknown }
+            return .snapshotAck(
+                SnapshotAck(
+                    transferID: ack.transfer_id, receivedBytes: ack.received_bytes, installed: ack.installed != 0,
+                    held: try CRead.positions(ack.n_held, ack.held)))
         case REGISTRY__V1__PEER_FRAME__BODY_REFUSAL:
             guard let refusal = frame.refusal?.pointee else { return .unknown }
             return .refusal(CRead.error(refusal))
@@ -101,6 +111,24 @@ extension PeerFrame {
             (message.n_held, message.held) = arena.positions(ack.held)
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_ACK
             frame.ack = arena.new(message)
+        case .snapshotChunk(let chunk):
+            var message = Registry__V1__SnapshotChunk()
+            registry__v1__snapshot_chunk__init(&message)
+            message.transfer_id = chunk.transferID
+            message.offset = chunk.offset
+            message.total_bytes = chunk.totalBytes
+            message.data = arena.bytes(chunk.data)
+            frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_CHUNK
+            frame.snapshot_chunk = arena.new(message)
+        case .snapshotAck(let ack):
+            var message = Registry__V1__SnapshotAck()
+            registry__v1__snapshot_ack__init(&message)
+            message.transfer_id = ack.transferID
+            message.received_bytes = ack.receivedBytes
+            message.installed = ack.installed ? 1 : 0
+            (message.n_held, message.held) = arena.positions(ack.held)
+            frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_ACK
+            frame.snapshot_ack = arena.new(message)
         case .refusal(let error):
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_REFUSAL
             frame.refusal = arena.error(error)

@@ -6,6 +6,8 @@ public enum PeerFrame: Equatable, Sendable {
     case welcome(PeerWelcome)
     case batch(OperationBatch)
     case ack(BatchAck)
+    case snapshotChunk(SnapshotChunk)
+    case snapshotAck(SnapshotAck)
     /// Why the connection is refused or closed.
     case refusal(WireError)
     /// A body this version does not know, or none.
@@ -110,6 +112,38 @@ public struct BatchAck: Equatable, Sendable {
 
     public init(batchID: UInt64, held: [LogPosition]) {
         self.batchID = batchID
+        self.held = held
+    }
+}
+
+/// A piece of the sender's newest snapshot file, sent when the receiver lacks operations that the
+/// sender's journal no longer holds. Chunks go in order from offset 0 to `totalBytes`.
+public struct SnapshotChunk: Equatable, Sendable {
+    public var transferID: UInt64
+    public var offset: UInt64
+    public var totalBytes: UInt64
+    public var data: [UInt8]
+
+    public init(transferID: UInt64, offset: UInt64, totalBytes: UInt64, data: [UInt8]) {
+        self.transferID = transferID
+        self.offset = offset
+        self.totalBytes = totalBytes
+        self.data = data
+    }
+}
+
+/// The receiver wrote `receivedBytes` of a snapshot transfer; once `installed`, `held` is what it
+/// now holds of every log, durably.
+public struct SnapshotAck: Equatable, Sendable {
+    public var transferID: UInt64
+    public var receivedBytes: UInt64
+    public var installed: Bool
+    public var held: [LogPosition]
+
+    public init(transferID: UInt64, receivedBytes: UInt64, installed: Bool = false, held: [LogPosition] = []) {
+        self.transferID = transferID
+        self.receivedBytes = receivedBytes
+        self.installed = installed
         self.held = held
     }
 }

@@ -75,6 +75,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("snapshot-every-seconds"), help: Self.help("snapshot-every-seconds"))
     var snapshotEverySeconds: String?
 
+    @Option(name: .customLong("journal-file-bytes"), help: Self.help("journal-file-bytes"))
+    var journalFileBytes: String?
+
     @Option(name: .customLong("peers"), help: Self.help("peers"))
     var peers: String?
 
@@ -118,6 +121,7 @@ struct Registryd: AsyncParsableCommand {
             "commit-delay-us": commitDelayMicros,
             "snapshot-every-operations": snapshotEveryOperations,
             "snapshot-every-seconds": snapshotEverySeconds,
+            "journal-file-bytes": journalFileBytes,
             "peers": peers,
             "cluster-secret": clusterSecret,
             "max-clock-skew": maxClockSkew,

@@ -349,4 +349,84 @@ import Testing
         #expect(try await reader.resolve(deviceID: kept.deviceID).deviceID == kept.deviceID)
         for client in [both, tooMany, local, reader] { await client.close() }
     }
+
+    /// Journal files numbered in a node's data directory, oldest first.
+    static func journalFiles(_ directory: String) throws -> [Int] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).compactMap { name in
+            name.hasPrefix("journal-") && name.hasSuffix(".log") ? Int(name.dropFirst("journal-".count).dropLast(".log".count)) : nil
+        }.sorted()
+    }
+
+    /// Once the three nodes have snapshotted and trimmed their journals, a node that joins empty
+    /// and a node whose data directory was wiped cannot be sent the log from its start: each gets
+    /// a peer's snapshot in chunks, then the tail, and converges; and a restart keeps what it got.
+    @Test func aNewNodeAndAWipedOneCatchUpFromASnapshotOnceTheJournalsAreTrimmed() async throws {
+        let cluster = try Cluster(extra: ["--journal-file-bytes", "65536", "--snapshot-every-operations", "0", "--snapshot-every-seconds", "0"])
+        defer { cluster.stop() }
+        func write(_ requests: Int, seed: Int) throws {
+            let result = try load([
+                "--endpoints", cluster.endpoints, "--connections", "3", "--threads", "1", "--requests", "\(requests)", "--warmup", "0s",
+                "--seed", "\(seed)",
+            ])
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        }
+        func snapshotAll() async throws {
+            _ = try await cluster.converged(within: 20)
+            // Every node learns within a second that its peers hold everything (the retention floor).
+            try await Task.sleep(for: .milliseconds(1_500))
+            for node in cluster.nodes {
+                let taken = try run(Binaries.path("registryctl"), ["snapshot", "--endpoint", node.endpoint])
+                #expect(taken.status == 0, "\(taken.stdout)\(taken.stderr)")
+            }
+        }
+        let started = Date()
+        func phase(_ name: String) { print("snapshot catch-up: \(name) after \(Int(Date().timeIntervalSince(started) * 1_000)) ms") }
+        try write(20_000, seed: 1)
+        try await snapshotAll()
+        try write(2_000, seed: 2)
+        try await snapshotAll()
+        for index in 0..<3 {
+            let files = try ClusterTests.journalFiles(cluster.directory(index))
+            #expect(files.first ?? 1 > 1, "\(Cluster.names[index]) trimmed its journal: \(files)")
+            // Restarted, a node no longer keeps its recent operations in memory: the journal is
+            // all it can send from.
+            #expect(cluster.nodes[index].stop() == 0)
+            cluster.nodes[index] = try cluster.start(index)
+        }
+
+        phase("trimmed and restarted")
+        // A new node names one member.
+        let directory = cluster.temp.path + "/node-d"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let arguments = ["--node-id", "node-d", "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", "127.0.0.1:\(cluster.ports[0])"]
+        let port = try ClusterTests.freePort()
+        var d = try DaemonProcess(dataDirectory: directory, port: port, arguments: arguments)
+        defer { d.stop() }
+        let all = { cluster.nodes.map(\.endpoint) + [d.endpoint] }
+        var stats = try await ClusterTests.converged(all(), within: 60)
+        #expect(stats[0].deviceCount > 15_000)
+        phase("node-d converged")
+        let joined = try #require(stats.last)
+        #expect(joined.snapshotOperations > 20_000, "node-d installed a snapshot: \(joined.snapshotOperations)")
+        try write(1_000, seed: 3)
+        stats = try await ClusterTests.converged(all(), within: 30)
+
+        phase("node-d converged after more writes")
+        // It keeps it across a restart.
+        #expect(d.stop() == 0)
+        d = try DaemonProcess(dataDirectory: directory, port: port, arguments: arguments)
+        let restarted = try await ClusterTests.stats(d.endpoint)
+        #expect(restarted.deviceCount == stats[0].deviceCount && restarted.versionVector == stats[0].versionVector)
+
+        // node-b loses its data directory: a new epoch, and a snapshot again.
+        _ = cluster.nodes[1].stop(signal: SIGKILL)
+        try FileManager.default.removeItem(atPath: cluster.directory(1))
+        try FileManager.default.createDirectory(atPath: cluster.directory(1), withIntermediateDirectories: true)
+        cluster.nodes[1] = try cluster.start(1)
+        phase("node-b wiped and restarted")
+        stats = try await ClusterTests.converged(all(), within: 60)
+        phase("node-b converged")
+        #expect(stats[1].snapshotOperations > 20_000, "node-b installed a snapshot: \(stats[1].snapshotOperations)")
+        #expect(Set(stats.map(\.deviceCount)).count == 1)
+    }
 }

@@ -55,7 +55,7 @@ import Testing
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
-            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"),
+            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "journal-file-bytes": ("70000", "80000"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "advertise": ("h1:1", "h2:2"),
         ]
@@ -80,6 +80,7 @@ import Testing
             case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
             case "snapshot-every-operations": return "\(configuration.snapshotEveryOperations)"
             case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
+            case "journal-file-bytes": return "\(configuration.journalFileBytes)"
             case "peers": return configuration.peers.map(\.description).joined(separator: ",")
             case "cluster-secret": return configuration.clusterSecret ?? "none"
             case "max-clock-skew": return "\(Double(configuration.maxClockSkewMillis) / 1_000)"

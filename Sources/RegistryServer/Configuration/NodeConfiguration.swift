@@ -44,9 +44,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// count), or ``snapshotEverySeconds`` passed with anything logged (0: not by time).
     public var snapshotEveryOperations = 1_000_000
     public var snapshotEverySeconds = 3_600
-    /// Bytes after which a journal file rotates: ``CommitJournal/rotationBytes``, smaller only in
-    /// tests that need many files.
-    var journalFileBytes = CommitJournal.rotationBytes
+    /// Bytes after which a journal file rotates (``CommitJournal/rotationBytes`` by default).
+    public var journalFileBytes = CommitJournal.rotationBytes
 
     public init() {
         vendorRules = try! VendorRules()

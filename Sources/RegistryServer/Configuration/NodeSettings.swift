@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, peers,
+        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise,
     ]
 
@@ -195,6 +195,15 @@ extension NodeSetting {
         help: "Take a snapshot once this many seconds passed since the last one, when anything was logged (0...10^6; 0: not by time)."
     ) { text, configuration throws(SettingValueError) in
         configuration.snapshotEverySeconds = try SettingValueError.wholeNumber(text, in: 0...1_000_000, "snapshot period")
+    }
+
+    static let journalFileBytes = NodeSetting(
+        flag: "journal-file-bytes", environment: "REGISTRY_JOURNAL_FILE_BYTES", fileKey: "journalFileBytes", fileType: .wholeNumber,
+        defaultText: "67108864",
+        help: "Bytes after which the journal goes on in a new file (65536...4294967296).",
+        discussion: "Trimming deletes whole files once snapshots cover them and every member holds them, so smaller files give disk back sooner; each file costs a file descriptor while a peer reads it."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.journalFileBytes = try SettingValueError.wholeNumber(text, in: 65_536...4_294_967_296, "journal file size")
     }
 
     /// The setting whose flag is `flag`.

@@ -23,6 +23,10 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var batchesInFlight = 0
     private var readHeld = false
     private var context: ChannelHandlerContext?
+    /// The snapshot this peer is sending, while it arrives and is installed.
+    private var intake: IncomingSnapshot?
+    /// The node is stopping: close once nothing waits for the engine.
+    private var draining = false
 
     init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer) {
         self.engine = engine
@@ -45,6 +49,8 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        intake?.abandon()
+        intake = nil
         engine.counters.connectionClosed()
     }
 
@@ -66,13 +72,30 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
+    /// A stopping node closes a peer's connection once the batches it took are acknowledged; the
+    /// sender reconnects to it, or to whoever serves its address next.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is DrainConnectionEvent {
+            draining = true
+            closeIfDrained(context: context)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard draining, batchesInFlight == 0 else { return }
+        context.flush()
+        context.close(promise: nil)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("peer connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }
 
     private func takeFrames(context: ChannelHandlerContext) {
-        while machine.state != .closed, batchesInFlight < Self.maxBatchesInFlight {
+        while !draining, machine.state != .closed, batchesInFlight < Self.maxBatchesInFlight {
             let payload: ByteBuffer?
             do {
                 payload = try frames.nextFrame(&unread)
@@ -109,11 +132,62 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             engine.submitRemote(operations) { result in
                 loop.execute { bound.value.finished(batchID, result) }
             }
+        case .storeChunk(let chunk, let starts, let last):
+            store(chunk, starts: starts, last: last, context: context)
         case .refuse(let error):
             refuse(error, context: context)
         case .ignore:
             break
         }
+    }
+
+    /// Writes a snapshot chunk and acknowledges it; after the last, installs the snapshot and
+    /// acknowledges that. Each counts as a batch in flight, so a fast sender is held back here too.
+    private func store(_ chunk: SnapshotChunk, starts: Bool, last: Bool, context: ChannelHandlerContext) {
+        if starts {
+            intake?.abandon()
+            intake = IncomingSnapshot.begin(engine: engine)
+            guard intake != nil else {
+                return refuse(
+                    RegistryEngine.snapshotRefused("another peer's snapshot is being installed; send it again later", retryable: true),
+                    context: context)
+            }
+            logger.info("receiving a snapshot from the peer", metadata: ["bytes": "\(chunk.totalBytes)"])
+        }
+        guard let intake else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let received = chunk.offset + UInt64(chunk.data.count)
+        batchesInFlight += 1
+        intake.write(chunk) { failure in
+            loop.execute { bound.value.finished(SnapshotAck(transferID: chunk.transferID, receivedBytes: received), failure) }
+        }
+        guard last else { return }
+        batchesInFlight += 1
+        intake.finish { outcome in
+            loop.execute {
+                switch outcome {
+                case .success(let held):
+                    bound.value.finished(
+                        SnapshotAck(transferID: chunk.transferID, receivedBytes: received, installed: true, held: held.positions), nil)
+                case .failure(let error):
+                    bound.value.finished(SnapshotAck(transferID: chunk.transferID, receivedBytes: received), error)
+                }
+            }
+        }
+        self.intake = nil
+    }
+
+    private func finished(_ ack: SnapshotAck, _ failure: WireError?) {
+        batchesInFlight -= 1
+        guard let context else { return }
+        if let failure {
+            if case .refuse(let refusal) = machine.refused(failure) { refuse(refusal, context: context) }
+            return
+        }
+        if ack.installed { logger.info("installed the peer's snapshot") }
+        write(.snapshotAck(ack), context: context)
+        resume(context: context)
     }
 
     private func finished(_ batchID: UInt64, _ result: Result<[LogPosition], WireError>) {
@@ -122,11 +196,17 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         switch result {
         case .success(let held):
             write(.ack(BatchAck(batchID: batchID, held: held)), context: context)
-            context.flush()
         case .failure(let error):
             if case .refuse(let refusal) = machine.refused(error) { refuse(refusal, context: context) }
             return
         }
+        resume(context: context)
+    }
+
+    /// An answer went out: takes the frames that waited, and reads again if reading was held.
+    private func resume(context: ChannelHandlerContext) {
+        context.flush()
+        if draining { return closeIfDrained(context: context) }
         takeFrames(context: context)
         context.flush()
         if readHeld, batchesInFlight < Self.maxBatchesInFlight {

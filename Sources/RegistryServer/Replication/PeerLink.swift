@@ -47,6 +47,9 @@ final class PeerLink: @unchecked Sendable {
     /// What the peer held when last heard from, kept while it is unreachable: the journal keeps
     /// what it lacks (the retention floor, see ``Replication``).
     private var knownHolds = VersionVector()
+    /// The snapshot file being sent, open while ``PeerLinkStateMachine/transfer`` runs: an open
+    /// file outlives its deletion by a newer snapshot.
+    private var snapshotFile: (handle: FileHandle, name: String)?
 
     init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, logger: Logger) {
         self.address = address
@@ -120,6 +123,7 @@ final class PeerLink: @unchecked Sendable {
             switch frame {
             case .ack(let ack): positions = ack.held
             case .welcome(let welcome): positions = welcome.versionVector
+            case .snapshotAck(let ack) where ack.installed: positions = ack.held
             default: positions = nil
             }
             if let positions, case .streaming(let peer) = self.machine.state, let held = try? VersionVector(positions: positions) {
@@ -168,6 +172,7 @@ final class PeerLink: @unchecked Sendable {
             channel = nil
             readers = [:]
             buffered = [:]
+            closeSnapshotFile()
             if !shutDown {
                 queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
                     guard !self.shutDown else { return }
@@ -235,6 +240,11 @@ final class PeerLink: @unchecked Sendable {
             publishStatus(local: local)
         }
         let now = engine.wallClock()
+        if machine.transfer != nil {
+            wrote = sendSnapshotChunks(on: channel, nowMillis: now)
+            return
+        }
+        if snapshotFile != nil { closeSnapshotFile() }
         if let probe = machine.probeIfDue(nowMillis: now) {
             send { buffer throws(CodecError) in try PeerFrame.batch(OperationBatch(batchID: probe, operations: [])).encodeFrame(into: &buffer) }
         }
@@ -242,6 +252,9 @@ final class PeerLink: @unchecked Sendable {
             let operations: [PeerOperation]
             do {
                 operations = try take(run.log, from: run.from)
+            } catch .trimmed(_, _, let through) {
+                wrote = startSnapshot(on: channel, reason: "it lacks \(run.log) from \(run.from), trimmed through \(through)", nowMillis: now) || wrote
+                return
             } catch {
                 let reason = "cannot read \(run.log) from \(run.from): \(error)"
                 logger.error("peer link cannot read the log", metadata: ["error": "\(error)"])
@@ -262,6 +275,69 @@ final class PeerLink: @unchecked Sendable {
             channel.write(buffer, promise: nil)
             sentOperations += UInt64(operations.count)
             wrote = true
+        }
+    }
+
+    /// The receiver lacks operations that the journal no longer holds: starts sending the newest
+    /// snapshot (which covers them), then the log tail past it. Returns whether it wrote.
+    private func startSnapshot(on channel: any Channel, reason: String, nowMillis: UInt64) -> Bool {
+        let opened: (handle: FileHandle, name: String, bytes: Int)
+        do {
+            guard let newest = try engine.openNewestSnapshot() else {
+                logger.error("the peer lacks trimmed operations, and there is no snapshot to send", metadata: ["reason": "\(reason)"])
+                carryOut(machine.failed("no snapshot covers what the journal trimmed", random: &random))
+                return false
+            }
+            opened = newest
+        } catch {
+            logger.error("cannot open a snapshot to send", metadata: ["error": "\(error)"])
+            carryOut(machine.failed("cannot open a snapshot: \(error)", random: &random))
+            return false
+        }
+        guard machine.startSnapshot(totalBytes: UInt64(opened.bytes), nowMillis: nowMillis) != nil else {
+            engine.fs.close(opened.handle)
+            return false
+        }
+        snapshotFile = (opened.handle, opened.name)
+        logger.info(
+            "sending a snapshot to the peer: it lacks what the journal trimmed",
+            metadata: ["snapshot": "\(opened.name)", "bytes": "\(opened.bytes)", "reason": "\(reason)"])
+        return sendSnapshotChunks(on: channel, nowMillis: nowMillis)
+    }
+
+    /// Sends the snapshot's next chunks while the window allows; returns whether it wrote.
+    private func sendSnapshotChunks(on channel: any Channel, nowMillis: UInt64) -> Bool {
+        guard let file = snapshotFile else { return false }
+        var wrote = false
+        while let next = machine.nextSnapshotChunk(nowMillis: nowMillis) {
+            let data: [UInt8]
+            do {
+                data = try engine.fs.read(file.handle, at: Int(next.offset), count: next.count)
+                guard data.count == next.count else { throw StorageError.corrupt("\(file.name) ended at \(Int(next.offset) + data.count) bytes") }
+            } catch {
+                logger.error("cannot read the snapshot being sent", metadata: ["error": "\(error)"])
+                carryOut(machine.failed("cannot read \(file.name): \(error)", random: &random))
+                return wrote
+            }
+            let chunk = SnapshotChunk(
+                transferID: next.transferID, offset: next.offset, totalBytes: machine.transfer?.totalBytes ?? 0, data: data)
+            var buffer = channel.allocator.buffer(capacity: next.count + 64)
+            do {
+                try PeerFrame.snapshotChunk(chunk).encodeFrame(into: &buffer)
+            } catch {
+                carryOut(machine.failed("cannot encode a snapshot chunk: \(error)", random: &random))
+                return wrote
+            }
+            channel.write(buffer, promise: nil)
+            wrote = true
+        }
+        return wrote
+    }
+
+    private func closeSnapshotFile() {
+        if let file = snapshotFile {
+            engine.fs.close(file.handle)
+            snapshotFile = nil
         }
     }
 
@@ -318,7 +394,7 @@ final class PeerLink: @unchecked Sendable {
             status.state = "handshaking"
             lastKnownNode = peer.value
         case .streaming(let peer):
-            status.state = "streaming"
+            status.state = machine.transfer == nil ? "streaming" : "sending-snapshot"
             lastKnownNode = peer.value
         case .stopped: status.state = "own-address"
         }

@@ -39,6 +39,15 @@ struct PeerLinkStateMachine {
     private(set) var state = State.disconnected
     /// What the receiver holds and what is in flight, while streaming.
     private(set) var cursor: ReplicationCursor?
+    /// The snapshot being sent, while the receiver lacks what the journal no longer holds; no
+    /// batch goes meanwhile.
+    private(set) var transfer: SnapshotSending?
+    /// When the transfer last progressed (ms).
+    private var transferProgressMillis: UInt64 = 0
+    private var transfers: UInt64 = 0
+    /// How long a receiver may take to check and install a whole snapshot (loading millions of
+    /// devices takes seconds) before the link gives up on it.
+    let installTimeoutMillis: UInt64
     private var backoff: Backoff
     let ownNodeID: NodeID
     let ownInstanceID: UInt64
@@ -58,9 +67,10 @@ struct PeerLinkStateMachine {
 
     init(
         ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, answerTimeoutMillis: UInt64 = 10_000,
-        backoff: Backoff = Backoff()
+        installTimeoutMillis: UInt64 = 600_000, backoff: Backoff = Backoff()
     ) {
         self.answerTimeoutMillis = answerTimeoutMillis
+        self.installTimeoutMillis = installTimeoutMillis
         self.ownNodeID = ownNodeID
         self.ownInstanceID = ownInstanceID
         self.window = window
@@ -83,14 +93,19 @@ struct PeerLinkStateMachine {
 
     /// Time passed: a handshake step or an acknowledgement that took too long ends the connection.
     mutating func tick(nowMillis: UInt64, random: inout some RandomNumberGenerator) -> Action {
-        let since: UInt64?
+        var since: UInt64?
+        var timeout = answerTimeoutMillis
         switch state {
         case .awaitingAccept, .awaitingWelcome: since = waitingSince
         case .streaming: since = cursor?.oldestSentMillis
         case .disconnected, .connecting, .stopped: since = nil
         }
-        guard let since, nowMillis >= since + answerTimeoutMillis else { return .none }
-        return fail("the peer did not answer within \(answerTimeoutMillis) ms", random: &random)
+        if let transfer, transfer.sentBytes > transfer.acknowledgedBytes || transfer.awaitingInstall {
+            since = min(since ?? .max, transferProgressMillis)
+            if transfer.awaitingInstall { timeout = installTimeoutMillis }
+        }
+        guard let since, nowMillis >= since + timeout else { return .none }
+        return fail("the peer did not answer within \(timeout) ms", random: &random)
     }
 
     /// The peer answered the client Hello.
@@ -135,6 +150,25 @@ struct PeerLinkStateMachine {
                 return fail("the peer acknowledged batch \(error.batchID), which was not sent", random: &random)
             }
             return .stream
+        case (.streaming, .snapshotAck(let ack)):
+            guard var sending = transfer else { return fail("a snapshot acknowledgement without a transfer", random: &random) }
+            let installed: Bool
+            do {
+                installed = try sending.acknowledged(ack)
+            } catch {
+                return fail("the peer's snapshot acknowledgement is wrong: \(error.reason)", random: &random)
+            }
+            transferProgressMillis = nowMillis
+            guard installed else {
+                transfer = sending
+                return .stream
+            }
+            guard let held = try? VersionVector(positions: ack.held) else {
+                return fail("a snapshot acknowledgement names an invalid log", random: &random)
+            }
+            transfer = nil
+            cursor?.learned(held, nowMillis: nowMillis)
+            return .stream
         case (_, .refusal(let error)):
             return fail("the peer refused", refusal: error, random: &random)
         default:
@@ -142,9 +176,29 @@ struct PeerLinkStateMachine {
         }
     }
 
-    /// The next run to send (see ``ReplicationCursor/nextRun(local:nowMillis:)``).
+    /// The next run to send (see ``ReplicationCursor/nextRun(local:nowMillis:)``); none while a
+    /// snapshot is being sent.
     mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: VersionVector.Log, from: UInt64)? {
-        cursor?.nextRun(local: local, nowMillis: nowMillis)
+        guard transfer == nil else { return nil }
+        return cursor?.nextRun(local: local, nowMillis: nowMillis)
+    }
+
+    /// The receiver lacks operations the journal no longer holds: send it the newest snapshot, a
+    /// file of `totalBytes`, before anything else. Returns the transfer's ID.
+    mutating func startSnapshot(totalBytes: UInt64, nowMillis: UInt64) -> UInt64? {
+        guard case .streaming = state, transfer == nil, totalBytes > 0 else { return nil }
+        transfers += 1
+        transfer = SnapshotSending(transferID: transfers, totalBytes: totalBytes)
+        transferProgressMillis = nowMillis
+        return transfers
+    }
+
+    /// The next bytes of the snapshot to send, recorded as sent; nil when none may go now.
+    mutating func nextSnapshotChunk(nowMillis: UInt64) -> (transferID: UInt64, offset: UInt64, count: Int)? {
+        guard var sending = transfer, let next = sending.nextChunk() else { return nil }
+        if sending.acknowledgedBytes == sending.sentBytes - UInt64(next.count) { transferProgressMillis = nowMillis }
+        transfer = sending
+        return (sending.transferID, next.offset, next.count)
     }
 
     /// Records a probe as sent when one is due (``ReplicationCursor/probeDue(nowMillis:)``);
@@ -181,6 +235,7 @@ struct PeerLinkStateMachine {
         if state == .stopped { return .none }
         state = .disconnected
         cursor = nil
+        transfer = nil
         waitingSince = nil
         failures += 1
         lastFailure = refusal.map { "\(reason): \($0)" } ?? reason

@@ -17,6 +17,10 @@ struct PeerSessionStateMachine {
         case welcome(peer: NodeID)
         /// Make these operations durable and applied, then acknowledge `batchID`.
         case apply(batchID: UInt64, operations: [LoggedOperation])
+        /// Write this chunk of a snapshot transfer (the first one `starts` it, truncating what an
+        /// earlier transfer left), acknowledge it, and once it is the `last`, check and install the
+        /// snapshot, then acknowledge that.
+        case storeChunk(SnapshotChunk, starts: Bool, last: Bool)
         /// Send this refusal, count it, and close.
         case refuse(WireError)
         /// The session is over: drop the frame.
@@ -29,6 +33,8 @@ struct PeerSessionStateMachine {
     let maxBatchOperations: Int
     /// Nodes removed from the cluster, refused for good.
     let removed: Set<NodeID>
+    /// The snapshot transfer under way, if any.
+    private(set) var reception: SnapshotReception?
 
     init(identity: PeerIdentity, maxBatchOperations: Int, removed: Set<NodeID> = []) {
         self.identity = identity
@@ -65,13 +71,24 @@ struct PeerSessionStateMachine {
                 }
             }
             return .apply(batchID: batch.batchID, operations: operations)
+        case (.streaming, .snapshotChunk(let chunk)):
+            do throws(WireError) {
+                let starts = reception == nil || chunk.offset == 0 && chunk.transferID != reception?.transferID
+                if starts { reception = try SnapshotReception(first: chunk) }
+                let last = try reception!.accept(chunk)
+                if last { reception = nil }
+                return .storeChunk(chunk, starts: starts, last: last)
+            } catch {
+                return refuse(error)
+            }
         case (.streaming, .refusal), (.awaitingHello, .refusal):
             state = .closed
             return .ignore
         case (.awaitingHello, _):
             return refuse(WireError(code: .handshakeRequired, message: "the first peer frame must be a PeerHello"))
         case (.streaming, _):
-            return refuse(WireError(code: .unexpectedPeerFrame, message: "a sender may send only OperationBatch after its hello"))
+            return refuse(
+                WireError(code: .unexpectedPeerFrame, message: "a sender may send only OperationBatch and SnapshotChunk after its hello"))
         }
     }
 

@@ -117,8 +117,13 @@ struct ReplicationCursor: Sendable {
     mutating func acknowledged(_ batchID: UInt64, held: VersionVector, nowMillis: UInt64) throws(UnknownBatch) {
         guard let index = inFlight.firstIndex(where: { $0.batchID == batchID }) else { throw UnknownBatch(batchID: batchID) }
         let batch = inFlight.remove(at: index)
-        lastHeardMillis = nowMillis
         if let log = batch.log { receiverHolds.recordAll(through: max(receiverHolds[log], batch.through), in: log) }
+        learned(held, nowMillis: nowMillis)
+    }
+
+    /// The receiver said it holds `held` (after installing a snapshot).
+    mutating func learned(_ held: VersionVector, nowMillis: UInt64) {
+        lastHeardMillis = nowMillis
         for (log, sequence) in held.logs where sequence > receiverHolds[log] {
             receiverHolds.recordAll(through: sequence, in: log)
         }

@@ -73,6 +73,16 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
+    /// A snapshot from a peer covers `vector`: it counts as durable, and the journal goes on in a
+    /// new file, so that no file holds both sides of what the snapshot covers.
+    func installed(_ vector: [LogKey: UInt64]) throws(StorageError) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let journal else { throw .corrupt("the log is closed") }
+        try journal.rotateNow()
+        for (log, sequence) in vector where sequence > durableThrough[log] ?? 0 { durableThrough[log] = sequence }
+        durableOperations = durableThrough.values.reduce(0, +)
+    }
+
     /// The number of the journal file being appended to.
     var currentFile: UInt64 {
         dispatchPrecondition(condition: .onQueue(queue))

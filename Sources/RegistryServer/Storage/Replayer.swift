@@ -55,6 +55,57 @@ struct Replayer {
         return nil
     }
 
+    /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
+    /// files that hold some of it; throws on a gap, which the journal must not have past a
+    /// snapshot.
+    mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem) throws(StorageError) {
+        for file in files {
+            let needed = file.ranges.contains { log, range in
+                range.upperBound > vector[VersionVector.Log(origin: NodeID(trusted: log.origin), epoch: log.epoch)]
+                    && range.lowerBound <= limits.map { $0[log] ?? 0 } ?? .max
+            }
+            guard needed else { continue }
+            let bytes = try fs.readAll(CommitJournal.path(in: directory, number: file.number))
+            let durable = min(bytes.count, file.durableBytes)
+            var offset = 0
+            while offset < durable {
+                let read = bytes.withUnsafeBytes { raw in
+                    Result { () throws(StorageError) in
+                        try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number)
+                    }
+                }
+                guard case .entry(let entry, let next) = try read.get() else { break }
+                offset = next
+                newest = max(newest, HLCTimestamp(rawValue: entry.clock))
+                for segment in entry.segments {
+                    if case .gap(let log, let missing) = try apply(segment) {
+                        throw .corrupt("the journal lacks operations \(missing) of \(log), which the snapshot does not cover")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies one operation not yet in the journal (one still pending a commit), through the
+    /// same rules as a record.
+    mutating func apply(_ operation: LoggedOperation) -> Outcome {
+        let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+        switch vector.admission(of: operation.sequence, in: log) {
+        case .duplicate:
+            skipped += 1
+            return .skipped
+        case .gap(let missing):
+            return .gap(log: log, missing: missing)
+        case .next:
+            break
+        }
+        registry.apply(operation.operation)
+        vector.record(operation.sequence, in: log)
+        newest = max(newest, operation.timestamp)
+        applied += 1
+        return .applied
+    }
+
     private mutating func apply(_ record: LogRecord, log: VersionVector.Log, limit: UInt64) throws(StorageError) -> Outcome {
         if record.sequence > limit { return .beyondLimit }
         switch vector.admission(of: record.sequence, in: log) {

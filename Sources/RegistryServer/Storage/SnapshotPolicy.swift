@@ -44,6 +44,12 @@ struct SnapshotPolicy: Sendable, Equatable {
         return true
     }
 
+    /// A snapshot from a peer, installed, covers `operations`.
+    mutating func installed(covering operations: UInt64, nowNanos: UInt64) {
+        coveredOperations = max(coveredOperations, operations)
+        lastNanos = nowNanos
+    }
+
     /// The snapshot finished, covering `operations` (nil: it failed).
     mutating func finished(covering operations: UInt64?, nowNanos: UInt64) {
         isTaking = false

@@ -36,7 +36,16 @@ enum SnapshotStore {
         label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
         inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
-        let path = directory + "/" + SnapshotFile.name(label: label)
+        try load(
+            path: directory + "/" + SnapshotFile.name(label: label), label: label, on: fs, expectedDevices: expectedDevices, tables: tables,
+            inBackground: inBackground)
+    }
+
+    /// Loads the snapshot file at `path` (one a peer sent, say), as ``load(label:in:on:expectedDevices:tables:inBackground:)``.
+    static func load(
+        path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
+        inBackground: Bool = false
+    ) throws(StorageError) -> Loaded {
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
         // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
         let reader = Thread {

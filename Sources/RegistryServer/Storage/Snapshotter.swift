@@ -167,31 +167,8 @@ final class Snapshotter: @unchecked Sendable {
         var replayer = Replayer(
             registry: base?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
             limits: target)
-        var newest = max(clock, base?.metadata.clock ?? .zero)
-        for file in index.files {
-            // Files that hold nothing past the base snapshot need no reading.
-            let needed = file.ranges.contains { log, range in
-                range.upperBound > replayer.vector[VersionVector.Log(origin: NodeID(trusted: log.origin), epoch: log.epoch)]
-                    && range.lowerBound <= target[log] ?? 0
-            }
-            guard needed else { continue }
-            let bytes = try fs.readAll(CommitJournal.path(in: directory, number: file.number))
-            let durable = min(bytes.count, file.durableBytes)
-            var offset = 0
-            while offset < durable {
-                let read = bytes.withUnsafeBytes { raw in
-                    Result { () throws(StorageError) in try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number) }
-                }
-                guard case .entry(let entry, let next) = try read.get() else { break }
-                offset = next
-                newest = max(newest, HLCTimestamp(rawValue: entry.clock))
-                for segment in entry.segments {
-                    if case .gap(let log, let missing) = try replayer.apply(segment) {
-                        throw .corrupt("the journal lacks operations \(missing) of \(log), which the snapshot does not cover")
-                    }
-                }
-            }
-        }
+        try replayer.replay(index.files, in: directory, on: fs)
+        let newest = max(clock, base?.metadata.clock ?? .zero, replayer.newest)
         let vector = replayer.vector
         let label = vector.logs.reduce(UInt64(0)) { $0 + $1.sequence }
         let registry = replayer.registry
@@ -220,7 +197,7 @@ final class Snapshotter: @unchecked Sendable {
             let bytes = try SnapshotFile.readMetadata(directory + "/" + SnapshotFile.name(label: label), on: fs)
             guard let metadata = try? SnapshotCodec.decodeMetadata(bytes) else { return 0 }
             var vector = [LogKey: UInt64]()
-            for (log, sequence) in metadata.versionVector.logs { vector[LogKey(origin: log.origin.value, epoch: log.epoch)] = sequence }
+            for (log, sequence) in metadata.versionVector.logs { vector[LogKey(log)] = sequence }
             if let current = covered {
                 covered = Dictionary(uniqueKeysWithValues: current.compactMap { log, sequence in vector[log].map { (log, min(sequence, $0)) } })
             } else {

@@ -120,18 +120,21 @@ enum StorageStartup {
         return metadata
     }
 
-    /// For each log, what is no longer in the journal: below its first sequence in the files, or,
-    /// for a log the files do not hold, all that the snapshot covers.
+    /// For each log, the highest sequence a reader cannot read from the journal: the start of the
+    /// log, or a hole between files (where a snapshot from a peer took over), up to the last that
+    /// the files do not follow on from; and, when the snapshot covers past the files, all it covers.
     private static func trimmedThrough(files: [JournalIndex.File], snapshot: SnapshotStore.Loaded?) -> [LogKey: UInt64] {
-        var first = [LogKey: UInt64]()
-        for file in files {
-            for (log, range) in file.ranges where first[log] == nil { first[log] = range.lowerBound }
-        }
         var trimmed = [LogKey: UInt64]()
-        for (log, sequence) in first where sequence > 1 { trimmed[log] = sequence - 1 }
+        var next = [LogKey: UInt64]()
+        for file in files {
+            for (log, range) in file.ranges {
+                if range.lowerBound > next[log] ?? 1 { trimmed[log] = range.lowerBound - 1 }
+                next[log] = max(next[log] ?? 1, range.upperBound + 1)
+            }
+        }
         for (log, sequence) in snapshot?.metadata.versionVector.logs ?? [] {
-            let key = LogKey(origin: log.origin.value, epoch: log.epoch)
-            if first[key] == nil { trimmed[key] = sequence }
+            let key = LogKey(log)
+            if sequence >= next[key] ?? 1 { trimmed[key] = sequence }
         }
         return trimmed
     }

@@ -371,6 +371,9 @@ final class ClusterSimulation {
                     sessions[receiver][sender] = nil
                     send(sender, receiver, .toSender, .refusal(error))
                 }
+            case .storeChunk:
+                // The simulated senders never trim their journals, so they never send snapshots.
+                preconditionFailure("a simulated sender sent a snapshot chunk")
             case .refuse(let error):
                 sessions[receiver][sender] = nil
                 send(sender, receiver, .toSender, .refusal(error))

@@ -242,7 +242,7 @@ const ProtobufCEnumDescriptor registry__v1__identifier_kind__descriptor =
   registry__v1__identifier_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[24] =
+static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[25] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID", 1 },
@@ -268,11 +268,12 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_INVALID_OPERATION", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_OPERATION", 109 },
   { "ERROR_CODE_UNEXPECTED_PEER_FRAME", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNEXPECTED_PEER_FRAME", 110 },
   { "ERROR_CODE_NODE_REMOVED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED", 111 },
+  { "ERROR_CODE_SNAPSHOT_REFUSED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED", 112 },
 };
 static const ProtobufCIntRange registry__v1__error_code__value_ranges[] = {
-{0, 0},{100, 12},{0, 24}
+{0, 0},{100, 12},{0, 25}
 };
-static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[24] =
+static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[25] =
 {
   { "ERROR_CODE_BATCH_TOO_LARGE", 6 },
   { "ERROR_CODE_CLOCK_SKEW", 20 },
@@ -291,6 +292,7 @@ static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_na
   { "ERROR_CODE_NODE_REMOVED", 23 },
   { "ERROR_CODE_NOT_FOUND", 5 },
   { "ERROR_CODE_REPLICATION_TIMEOUT", 11 },
+  { "ERROR_CODE_SNAPSHOT_REFUSED", 24 },
   { "ERROR_CODE_UNAVAILABLE", 9 },
   { "ERROR_CODE_UNEXPECTED_PEER_FRAME", 22 },
   { "ERROR_CODE_UNKNOWN_MESSAGE", 7 },
@@ -306,9 +308,9 @@ const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
   "ErrorCode",
   "Registry__V1__ErrorCode",
   "registry.v1",
-  24,
+  25,
   registry__v1__error_code__enum_values_by_number,
-  24,
+  25,
   registry__v1__error_code__enum_values_by_name,
   2,
   registry__v1__error_code__value_ranges,

@@ -277,7 +277,97 @@ void   registry__v1__batch_ack__free_unpacked
   assert(message->base.descriptor == &registry__v1__batch_ack__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__peer_frame__field_descriptors[5] =
+void   registry__v1__snapshot_chunk__init
+                     (Registry__V1__SnapshotChunk         *message)
+{
+  static const Registry__V1__SnapshotChunk init_value = REGISTRY__V1__SNAPSHOT_CHUNK__INIT;
+  *message = init_value;
+}
+size_t registry__v1__snapshot_chunk__get_packed_size
+                     (const Registry__V1__SnapshotChunk *message)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__snapshot_chunk__pack
+                     (const Registry__V1__SnapshotChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__snapshot_chunk__pack_to_buffer
+                     (const Registry__V1__SnapshotChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__SnapshotChunk *
+       registry__v1__snapshot_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__SnapshotChunk *)
+     protobuf_c_message_unpack (&registry__v1__snapshot_chunk__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__snapshot_chunk__free_unpacked
+                     (Registry__V1__SnapshotChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__snapshot_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__snapshot_ack__init
+                     (Registry__V1__SnapshotAck         *message)
+{
+  static const Registry__V1__SnapshotAck init_value = REGISTRY__V1__SNAPSHOT_ACK__INIT;
+  *message = init_value;
+}
+size_t registry__v1__snapshot_ack__get_packed_size
+                     (const Registry__V1__SnapshotAck *message)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_ack__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__snapshot_ack__pack
+                     (const Registry__V1__SnapshotAck *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_ack__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__snapshot_ack__pack_to_buffer
+                     (const Registry__V1__SnapshotAck *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__snapshot_ack__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__SnapshotAck *
+       registry__v1__snapshot_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__SnapshotAck *)
+     protobuf_c_message_unpack (&registry__v1__snapshot_ack__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__snapshot_ack__free_unpacked
+                     (Registry__V1__SnapshotAck *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__snapshot_ack__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor registry__v1__peer_frame__field_descriptors[7] =
 {
   {
     "hello",
@@ -328,6 +418,30 @@ static const ProtobufCFieldDescriptor registry__v1__peer_frame__field_descriptor
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "snapshot_chunk",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__PeerFrame, body_case),
+    offsetof(Registry__V1__PeerFrame, snapshot_chunk),
+    &registry__v1__snapshot_chunk__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "snapshot_ack",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__PeerFrame, body_case),
+    offsetof(Registry__V1__PeerFrame, snapshot_ack),
+    &registry__v1__snapshot_ack__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "refusal",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -344,14 +458,16 @@ static const unsigned registry__v1__peer_frame__field_indices_by_name[] = {
   3,   /* field[3] = ack */
   2,   /* field[2] = batch */
   0,   /* field[0] = hello */
-  4,   /* field[4] = refusal */
+  6,   /* field[6] = refusal */
+  5,   /* field[5] = snapshot_ack */
+  4,   /* field[4] = snapshot_chunk */
   1,   /* field[1] = welcome */
 };
 static const ProtobufCIntRange registry__v1__peer_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 4 },
-  { 0, 5 }
+  { 15, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_frame__descriptor =
 {
@@ -361,7 +477,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_frame__descriptor =
   "Registry__V1__PeerFrame",
   "registry.v1",
   sizeof(Registry__V1__PeerFrame),
-  5,
+  7,
   registry__v1__peer_frame__field_descriptors,
   registry__v1__peer_frame__field_indices_by_name,
   2,  registry__v1__peer_frame__number_ranges,
@@ -738,5 +854,159 @@ const ProtobufCMessageDescriptor registry__v1__batch_ack__descriptor =
   registry__v1__batch_ack__field_indices_by_name,
   1,  registry__v1__batch_ack__number_ranges,
   (ProtobufCMessageInit) registry__v1__batch_ack__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__snapshot_chunk__field_descriptors[4] =
+{
+  {
+    "transfer_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotChunk, transfer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotChunk, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_bytes",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotChunk, total_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotChunk, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__snapshot_chunk__field_indices_by_name[] = {
+  3,   /* field[3] = data */
+  1,   /* field[1] = offset */
+  2,   /* field[2] = total_bytes */
+  0,   /* field[0] = transfer_id */
+};
+static const ProtobufCIntRange registry__v1__snapshot_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor registry__v1__snapshot_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.SnapshotChunk",
+  "SnapshotChunk",
+  "Registry__V1__SnapshotChunk",
+  "registry.v1",
+  sizeof(Registry__V1__SnapshotChunk),
+  4,
+  registry__v1__snapshot_chunk__field_descriptors,
+  registry__v1__snapshot_chunk__field_indices_by_name,
+  1,  registry__v1__snapshot_chunk__number_ranges,
+  (ProtobufCMessageInit) registry__v1__snapshot_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__snapshot_ack__field_descriptors[4] =
+{
+  {
+    "transfer_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotAck, transfer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "received_bytes",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotAck, received_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "installed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SnapshotAck, installed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "held",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__SnapshotAck, n_held),
+    offsetof(Registry__V1__SnapshotAck, held),
+    &registry__v1__log_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__snapshot_ack__field_indices_by_name[] = {
+  3,   /* field[3] = held */
+  2,   /* field[2] = installed */
+  1,   /* field[1] = received_bytes */
+  0,   /* field[0] = transfer_id */
+};
+static const ProtobufCIntRange registry__v1__snapshot_ack__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor registry__v1__snapshot_ack__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.SnapshotAck",
+  "SnapshotAck",
+  "Registry__V1__SnapshotAck",
+  "registry.v1",
+  sizeof(Registry__V1__SnapshotAck),
+  4,
+  registry__v1__snapshot_ack__field_descriptors,
+  registry__v1__snapshot_ack__field_indices_by_name,
+  1,  registry__v1__snapshot_ack__number_ranges,
+  (ProtobufCMessageInit) registry__v1__snapshot_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

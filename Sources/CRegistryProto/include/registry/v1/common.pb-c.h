@@ -154,7 +154,13 @@ typedef enum _Registry__V1__ErrorCode {
   /*
    * PeerHello.node_id was removed from the cluster (registryctl cluster remove).
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED = 111
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED = 111,
+  /*
+   * A snapshot a peer sent is not installed: it is damaged, another is being
+   * installed, or this node holds operations that neither the snapshot nor
+   * its own journal covers. The sender retries later.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED = 112
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 

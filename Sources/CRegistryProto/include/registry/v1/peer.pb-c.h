@@ -24,6 +24,8 @@ typedef struct Registry__V1__PeerWelcome Registry__V1__PeerWelcome;
 typedef struct Registry__V1__PeerOperation Registry__V1__PeerOperation;
 typedef struct Registry__V1__OperationBatch Registry__V1__OperationBatch;
 typedef struct Registry__V1__BatchAck Registry__V1__BatchAck;
+typedef struct Registry__V1__SnapshotChunk Registry__V1__SnapshotChunk;
+typedef struct Registry__V1__SnapshotAck Registry__V1__SnapshotAck;
 
 
 /* --- enums --- */
@@ -37,6 +39,8 @@ typedef enum {
   REGISTRY__V1__PEER_FRAME__BODY_WELCOME = 2,
   REGISTRY__V1__PEER_FRAME__BODY_BATCH = 3,
   REGISTRY__V1__PEER_FRAME__BODY_ACK = 4,
+  REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_CHUNK = 5,
+  REGISTRY__V1__PEER_FRAME__BODY_SNAPSHOT_ACK = 6,
   REGISTRY__V1__PEER_FRAME__BODY_REFUSAL = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__PEER_FRAME__BODY__CASE)
 } Registry__V1__PeerFrame__BodyCase;
@@ -50,6 +54,8 @@ struct  Registry__V1__PeerFrame
     Registry__V1__PeerWelcome *welcome;
     Registry__V1__OperationBatch *batch;
     Registry__V1__BatchAck *ack;
+    Registry__V1__SnapshotChunk *snapshot_chunk;
+    Registry__V1__SnapshotAck *snapshot_ack;
     /*
      * Why the connection is refused or closed; the connection then closes.
      */
@@ -176,6 +182,50 @@ struct  Registry__V1__BatchAck
     , 0, 0,NULL }
 
 
+/*
+ * A piece of the sender's newest snapshot file, in order from offset 0.
+ */
+struct  Registry__V1__SnapshotChunk
+{
+  ProtobufCMessage base;
+  /*
+   * Chosen by the sender; every chunk of one snapshot carries it.
+   */
+  uint64_t transfer_id;
+  /*
+   * Where data starts in the file: what the chunks before it held.
+   */
+  uint64_t offset;
+  /*
+   * The file's size; equal on every chunk. The last chunk ends there.
+   */
+  uint64_t total_bytes;
+  ProtobufCBinaryData data;
+};
+#define REGISTRY__V1__SNAPSHOT_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__snapshot_chunk__descriptor) \
+    , 0, 0, 0, {0,NULL} }
+
+
+/*
+ * The receiver has written received_bytes of the transfer. Once the last
+ * chunk is checked and installed, installed is set and held says what the
+ * receiver now holds of every log (durably).
+ */
+struct  Registry__V1__SnapshotAck
+{
+  ProtobufCMessage base;
+  uint64_t transfer_id;
+  uint64_t received_bytes;
+  protobuf_c_boolean installed;
+  size_t n_held;
+  Registry__V1__LogPosition **held;
+};
+#define REGISTRY__V1__SNAPSHOT_ACK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__snapshot_ack__descriptor) \
+    , 0, 0, 0, 0,NULL }
+
+
 /* Registry__V1__PeerFrame methods */
 void   registry__v1__peer_frame__init
                      (Registry__V1__PeerFrame         *message);
@@ -290,6 +340,44 @@ Registry__V1__BatchAck *
 void   registry__v1__batch_ack__free_unpacked
                      (Registry__V1__BatchAck *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__SnapshotChunk methods */
+void   registry__v1__snapshot_chunk__init
+                     (Registry__V1__SnapshotChunk         *message);
+size_t registry__v1__snapshot_chunk__get_packed_size
+                     (const Registry__V1__SnapshotChunk   *message);
+size_t registry__v1__snapshot_chunk__pack
+                     (const Registry__V1__SnapshotChunk   *message,
+                      uint8_t             *out);
+size_t registry__v1__snapshot_chunk__pack_to_buffer
+                     (const Registry__V1__SnapshotChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__SnapshotChunk *
+       registry__v1__snapshot_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__snapshot_chunk__free_unpacked
+                     (Registry__V1__SnapshotChunk *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__SnapshotAck methods */
+void   registry__v1__snapshot_ack__init
+                     (Registry__V1__SnapshotAck         *message);
+size_t registry__v1__snapshot_ack__get_packed_size
+                     (const Registry__V1__SnapshotAck   *message);
+size_t registry__v1__snapshot_ack__pack
+                     (const Registry__V1__SnapshotAck   *message,
+                      uint8_t             *out);
+size_t registry__v1__snapshot_ack__pack_to_buffer
+                     (const Registry__V1__SnapshotAck   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__SnapshotAck *
+       registry__v1__snapshot_ack__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__snapshot_ack__free_unpacked
+                     (Registry__V1__SnapshotAck *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Registry__V1__PeerFrame_Closure)
@@ -310,6 +398,12 @@ typedef void (*Registry__V1__OperationBatch_Closure)
 typedef void (*Registry__V1__BatchAck_Closure)
                  (const Registry__V1__BatchAck *message,
                   void *closure_data);
+typedef void (*Registry__V1__SnapshotChunk_Closure)
+                 (const Registry__V1__SnapshotChunk *message,
+                  void *closure_data);
+typedef void (*Registry__V1__SnapshotAck_Closure)
+                 (const Registry__V1__SnapshotAck *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -322,6 +416,8 @@ extern const ProtobufCMessageDescriptor registry__v1__peer_welcome__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__peer_operation__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation_batch__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__batch_ack__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__snapshot_chunk__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__snapshot_ack__descriptor;
 
 PROTOBUF_C__END_DECLS
 

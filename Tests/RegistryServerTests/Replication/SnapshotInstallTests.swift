@@ -1,0 +1,154 @@
+import Foundation
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// A node installing a snapshot a peer sent (``RegistryEngine/installIncomingSnapshot()``), on
+/// real engines and data directories. The oracle is a third node that received the same
+/// operations one by one through replication's usual path.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct SnapshotInstallTests: EngineTesting {
+    func open(_ path: String, node: String) throws -> RegistryEngine {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = path
+        configuration.nodeID = try NodeID(node)
+        configuration.journalFileBytes = 32 << 10
+        configuration.snapshotEveryOperations = 0
+        configuration.snapshotEverySeconds = 0
+        return try RegistryEngine(configuration: configuration, logger: .quiet())
+    }
+
+    func register(_ engine: RegistryEngine, batches: Range<Int>) async {
+        for batch in batches {
+            let requests = (0..<20).map { RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: UInt64(batch) + 1, low: UInt64($0) + 1).text) }
+            _ = await submit(engine, [.registerBatch(requests)])
+        }
+    }
+
+    func snapshot(_ engine: RegistryEngine) async throws {
+        let taken = await withCheckedContinuation { continuation in
+            engine.snapshotNow { outcome in
+                if case .success = outcome { continuation.resume(returning: true) } else { continuation.resume(returning: false) }
+            }
+        }
+        try #require(taken)
+    }
+
+    /// Every operation of `engine`'s own log, read before trimming.
+    func ownOperations(_ engine: RegistryEngine) throws -> [LoggedOperation] {
+        try engine.logReader(for: engine.peerIdentity.ownLog, from: 1).next(atMost: 1_000_000)
+    }
+
+    func applyRemote(_ engine: RegistryEngine, _ operations: [LoggedOperation]) async throws {
+        for start in stride(from: 0, to: operations.count, by: 1_000) {
+            let batch = Array(operations[start..<min(start + 1_000, operations.count)])
+            let result = await withCheckedContinuation { continuation in engine.submitRemote(batch) { continuation.resume(returning: $0) } }
+            _ = try result.get()
+        }
+    }
+
+    /// Registers on A until its journal is trimmed and snapshots cover it, returning A's operations.
+    func trimmedSource(_ a: RegistryEngine) async throws -> [LoggedOperation] {
+        let own = a.peerIdentity.ownLog
+        var operations = [LoggedOperation]()
+        for batches in [0..<200, 200..<210, 210..<220] {
+            await register(a, batches: batches)
+            operations += try a.logReader(for: own, from: UInt64(operations.count) + 1).next(atMost: 1_000_000)
+            try await snapshot(a)
+        }
+        #expect(throws: JournalReadError.self) { _ = try a.logReader(for: own, from: 1) }
+        return operations
+    }
+
+    /// Copies A's newest snapshot file to where B receives one, as the chunks would.
+    func send(_ a: RegistryEngine, to b: RegistryEngine) throws {
+        let newest = try #require(try a.openNewestSnapshot())
+        defer { a.fs.close(newest.handle) }
+        let bytes = try a.fs.read(newest.handle, at: 0, count: newest.bytes)
+        try Data(bytes).write(to: URL(fileURLWithPath: b.incomingSnapshotPath))
+    }
+
+    @Test func aNodeWithItsOwnWritesInstallsAPeersSnapshotAndKeepsItAcrossARestart() async throws {
+        let (dirA, dirB, dirC) = (try TemporaryDirectory(), try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB, dirC].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        let fromA = try await trimmedSource(a)
+        #expect(fromA.count == 4_400)
+
+        var b = try open(dirB.path, node: "node-b")
+        await register(b, batches: 1_000..<1_010)
+        let fromB = try ownOperations(b)
+        try send(a, to: b)
+        let held = try b.installIncomingSnapshot().get()
+        #expect(held[a.peerIdentity.ownLog] == 4_400 && held[b.peerIdentity.ownLog] == 200)
+        #expect(b.durableVector == held)
+        #expect(!FileManager.default.fileExists(atPath: b.incomingSnapshotPath), "renamed into place")
+        // A's log is not in B's journal: a reader must be refused, as on A.
+        #expect(throws: JournalReadError.self) { _ = try b.logReader(for: a.peerIdentity.ownLog, from: 1) }
+
+        // The oracle: C got every operation through replication.
+        let c = try open(dirC.path, node: "node-c")
+        defer { c.close() }
+        try await applyRemote(c, fromA)
+        try await applyRemote(c, fromB)
+        #expect(b.snapshotState() == c.snapshotState())
+
+        // B goes on writing, restarts, and still holds it all.
+        await register(b, batches: 2_000..<2_005)
+        let before = b.snapshotState()
+        b.close()
+        b = try open(dirB.path, node: "node-b")
+        defer { b.close() }
+        #expect(b.snapshotState() == before)
+        #expect(b.durableVector[a.peerIdentity.ownLog] == 4_400 && b.durableVector[b.peerIdentity.ownLog] == 300)
+        #expect(throws: JournalReadError.self) { _ = try b.logReader(for: a.peerIdentity.ownLog, from: 4_400) }
+        #expect(try b.logReader(for: b.peerIdentity.ownLog, from: 1).next(atMost: 1_000).count == 300)
+    }
+
+    @Test func aDamagedSnapshotIsRefusedAndChangesNothing() async throws {
+        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        let b = try open(dirB.path, node: "node-b")
+        defer { b.close() }
+        await register(b, batches: 1_000..<1_002)
+        let before = b.snapshotState()
+        try send(a, to: b)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: b.incomingSnapshotPath))
+        bytes[bytes.count / 2] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: b.incomingSnapshotPath))
+        #expect {
+            _ = try b.installIncomingSnapshot().get()
+        } throws: { error in
+            (error as? WireError)?.code == .snapshotRefused && (error as? WireError)?.message.contains("damaged") == true
+        }
+        #expect(b.snapshotState() == before)
+        #expect(b.durableVector[a.peerIdentity.ownLog] == 0)
+    }
+
+    /// A node that trimmed its own journal past what the peer's snapshot covers cannot combine
+    /// the two: refused, typed, and nothing changes.
+    @Test func aNodeWhoseJournalNoLongerHoldsWhatTheSnapshotLacksRefusesIt() async throws {
+        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        let b = try open(dirB.path, node: "node-b")
+        defer { b.close() }
+        _ = try await trimmedSource(b)
+        let before = b.snapshotState()
+        try send(a, to: b)
+        #expect {
+            _ = try b.installIncomingSnapshot().get()
+        } throws: { error in
+            (error as? WireError)?.code == .snapshotRefused && (error as? WireError)?.message.contains("no longer holds") == true
+        }
+        #expect(b.snapshotState() == before)
+    }
+}
