@@ -389,6 +389,20 @@ public final class RegistryEngine: Sendable {
         }
     }
 
+    /// Takes a snapshot through what is durable now, on the caller's thread and priority, commits
+    /// waiting meanwhile (a stopping node; the simulation, whose steps must not depend on a
+    /// background thread's scheduling).
+    func snapshotInForeground() -> Result<Snapshotter.Taken, StorageError> {
+        writer.queue.sync {
+            let clock = core.withLockedValue { $0.node.clock.last }
+            let outcome = snapshots.takeNow(through: writer.durableThrough, clock: clock, currentFile: writer.currentFile)
+            if case .success(let taken) = outcome {
+                core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: DispatchTime.now().uptimeNanoseconds) }
+            }
+            return outcome
+        }
+    }
+
     /// Takes a snapshot now (`registryctl snapshot`); `completion` gets its outcome, or nil when
     /// one was being taken already.
     func snapshotNow(completion: @escaping @Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void) {
@@ -570,11 +584,8 @@ public final class RegistryEngine: Sendable {
         core.withLockedValue { $0.commits.close(with: WireError(code: .unavailable, message: "the node is shutting down", retryable: true)) }
         writer.close()
         // A clean stop snapshots what is new, so that the next start-up replays little.
-        let (clock, durable, covered) = core.withLockedValue { ($0.node.clock.last, $0.durableOperations, $0.snapshotPolicy.coveredOperations) }
-        if durable > covered {
-            let target = writer.queue.sync { writer.durableThrough }
-            _ = snapshots.takeNow(through: target, clock: clock, currentFile: .max)
-        }
+        let (durable, covered) = core.withLockedValue { ($0.durableOperations, $0.snapshotPolicy.coveredOperations) }
+        if durable > covered { _ = snapshotInForeground() }
         lock.withLock { $0 = nil }
         logger.info("storage closed")
     }

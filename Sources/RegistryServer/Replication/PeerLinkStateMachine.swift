@@ -48,6 +48,8 @@ struct PeerLinkStateMachine {
     /// How long a receiver may take to check and install a whole snapshot (loading millions of
     /// devices takes seconds) before the link gives up on it.
     let installTimeoutMillis: UInt64
+    /// Bytes of snapshot per chunk: well under a receiver's smallest frame limit worth running.
+    let snapshotChunkBytes: Int
     private var backoff: Backoff
     let ownNodeID: NodeID
     let ownInstanceID: UInt64
@@ -67,8 +69,9 @@ struct PeerLinkStateMachine {
 
     init(
         ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, answerTimeoutMillis: UInt64 = 10_000,
-        installTimeoutMillis: UInt64 = 600_000, backoff: Backoff = Backoff()
+        installTimeoutMillis: UInt64 = 600_000, snapshotChunkBytes: Int = 256 << 10, backoff: Backoff = Backoff()
     ) {
+        self.snapshotChunkBytes = snapshotChunkBytes
         self.answerTimeoutMillis = answerTimeoutMillis
         self.installTimeoutMillis = installTimeoutMillis
         self.ownNodeID = ownNodeID
@@ -188,7 +191,7 @@ struct PeerLinkStateMachine {
     mutating func startSnapshot(totalBytes: UInt64, nowMillis: UInt64) -> UInt64? {
         guard case .streaming = state, transfer == nil, totalBytes > 0 else { return nil }
         transfers += 1
-        transfer = SnapshotSending(transferID: transfers, totalBytes: totalBytes)
+        transfer = SnapshotSending(transferID: transfers, totalBytes: totalBytes, chunkBytes: snapshotChunkBytes)
         transferProgressMillis = nowMillis
         return transfers
     }

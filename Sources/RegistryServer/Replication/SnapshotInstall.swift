@@ -90,7 +90,7 @@ extension RegistryEngine {
                 core.node.install(replayer.registry, holding: replayer.vector, clock: max(loaded.metadata.clock, replayer.newest))
                 for (log, sequence) in held.logs where sequence > core.durable[log] { core.durable.recordAll(through: sequence, in: log) }
                 core.durableOperations = label
-                core.snapshotPolicy.installed(covering: label, nowNanos: DispatchTime.now().uptimeNanoseconds)
+                core.snapshotPolicy.covers(label, nowNanos: DispatchTime.now().uptimeNanoseconds)
                 return core.node.registry.deviceCount
             }
             logger.info(

@@ -83,10 +83,10 @@ final class LogWriter: @unchecked Sendable {
         durableOperations = durableThrough.values.reduce(0, +)
     }
 
-    /// The number of the journal file being appended to.
+    /// The number of the journal file being appended to; `.max` once closed (none is).
     var currentFile: UInt64 {
         dispatchPrecondition(condition: .onQueue(queue))
-        return journal?.fileNumber ?? 0
+        return journal?.fileNumber ?? .max
     }
 
     /// Closes the journal after queued writes finish.

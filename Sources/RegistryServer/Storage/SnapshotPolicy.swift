@@ -44,8 +44,10 @@ struct SnapshotPolicy: Sendable, Equatable {
         return true
     }
 
-    /// A snapshot from a peer, installed, covers `operations`.
-    mutating func installed(covering operations: UInt64, nowNanos: UInt64) {
+    /// A snapshot taken outside ``shouldStart(durableOperations:nowNanos:)`` and
+    /// ``finished(covering:nowNanos:)`` (a peer's, installed; one in the foreground) covers
+    /// `operations`.
+    mutating func covers(_ operations: UInt64, nowNanos: UInt64) {
         coveredOperations = max(coveredOperations, operations)
         lastNanos = nowNanos
     }

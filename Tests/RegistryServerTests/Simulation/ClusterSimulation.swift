@@ -32,6 +32,11 @@ final class ClusterSimulation {
         var machine: PeerLinkStateMachine
         var incarnation = 0
         var retryAt: UInt64?
+        /// What the receiver held when last heard from, kept while it is unreachable (the
+        /// retention floor, as ``PeerLink`` keeps it).
+        var knownHolds = VersionVector()
+        /// The snapshot file being sent.
+        var snapshot: FileHandle?
     }
 
     /// An acknowledged registration: what it presented and the device it was told.
@@ -44,7 +49,7 @@ final class ClusterSimulation {
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts {
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
-        var batchesApplied = 0, refusals = 0, dropped = 0
+        var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
     }
 
     static let maxClockSkewMillis: UInt64 = 5_000
@@ -53,6 +58,11 @@ final class ClusterSimulation {
     private var links: [[Link?]]
     /// The receiver's session of each link, with the incarnation it belongs to.
     private var sessions: [[(incarnation: Int, machine: PeerSessionStateMachine)?]]
+    /// The snapshot each receiver is taking in from each sender.
+    private var intakes: [[IncomingSnapshot?]]
+    /// Every operation read from a journal before a snapshot could trim it, by "log/sequence":
+    /// the oracle needs them all.
+    private var archive: [String: LoggedOperation] = [:]
     private(set) var network = SimulatedNetwork()
     private var random: SplitMix64
     private(set) var now: UInt64 = 1_000_000
@@ -74,6 +84,7 @@ final class ClusterSimulation {
         }
         links = Array(repeating: Array(repeating: nil, count: nodeCount), count: nodeCount)
         sessions = Array(repeating: Array(repeating: nil, count: nodeCount), count: nodeCount)
+        intakes = Array(repeating: Array(repeating: nil, count: nodeCount), count: nodeCount)
         for index in nodes.indices { try open(index) }
     }
 
@@ -89,8 +100,9 @@ final class ClusterSimulation {
         configuration.snapshotEverySeconds = 0
         configuration.maxClockSkewMillis = Self.maxClockSkewMillis
         configuration.commitPacing = CommitPacing(delayMicros: 0, worthOperations: 1)
-        // Small journal files: the simulated disk copies a whole file when a synced one changes.
-        configuration.journalFileBytes = 1 << 16
+        // Small journal files: the simulated disk copies a whole file when a synced one changes,
+        // and snapshots trim whole files.
+        configuration.journalFileBytes = 1 << 10
         let clock = nodes[index].clock
         // Errors only: the refusals the seeds provoke (clock skew, above all) would fill the log.
         var logger = Logger.quiet()
@@ -104,7 +116,8 @@ final class ClusterSimulation {
             links[index][other] = Link(
                 machine: PeerLinkStateMachine(
                     ownNodeID: nodes[index].name, ownInstanceID: nodes[index].instance, window: 3, forwardDelayMillis: 300,
-                    answerTimeoutMillis: 2_000, backoff: Backoff(initialMillis: 50, maxMillis: 1_000)))
+                    answerTimeoutMillis: 2_000, installTimeoutMillis: 2_000, snapshotChunkBytes: 1 << 10,
+                    backoff: Backoff(initialMillis: 50, maxMillis: 1_000)))
             carryOut(index, other, links[index][other]!.machine.start())
         }
     }
@@ -156,12 +169,50 @@ final class ClusterSimulation {
 
     private func resetConnections(of index: Int) {
         for other in nodes.indices where other != index {
-            sessions[index][other] = nil
-            sessions[other][index] = nil
+            endSession(receiver: index, sender: other)
+            endSession(receiver: other, sender: index)
+            if let file = links[index][other]?.snapshot { nodes[index].fs.close(file) }
             links[index][other] = nil
             if links[other][index] != nil {
                 carryOut(other, index, links[other][index]!.machine.connectionLost("reset", random: &random))
             }
+        }
+    }
+
+    /// The receiver's side of a connection is gone: so is the snapshot it was taking in.
+    private func endSession(receiver: Int, sender: Int) {
+        sessions[receiver][sender] = nil
+        intakes[receiver][sender]?.abandon()
+        intakes[receiver][sender] = nil
+    }
+
+    /// `index` takes a snapshot, which trims its journal below what every peer is known to hold;
+    /// what it held is archived first, for the oracle.
+    func snapshot(_ index: Int) throws {
+        guard let engine = engine(index) else { return }
+        archiveOperations(of: engine)
+        _ = try engine.snapshotInForeground().get()
+        counts.snapshotsTaken += 1
+    }
+
+    private func archiveOperations(of engine: RegistryEngine) {
+        for (log, sequence) in engine.durableVector.logs where sequence > 0 {
+            let from = engine.index.trimmedThrough(LogKey(log)) + 1
+            guard from <= sequence, let reader = try? engine.logReader(for: log, from: from) else { continue }
+            while reader.nextSequence <= sequence {
+                guard let batch = try? reader.next(atMost: 1_000), !batch.isEmpty else { break }
+                for operation in batch { archive["\(log)/\(operation.sequence)"] = operation }
+            }
+        }
+    }
+
+    /// Sets each node's retention floor to what every other member is known to hold, as
+    /// ``Replication`` does.
+    private func setRetentionFloors() {
+        for index in members {
+            guard let engine = engine(index) else { continue }
+            let holds = members.filter { $0 != index }.map { links[index][$0]?.knownHolds ?? VersionVector() }
+            engine.setRetentionFloor(VersionVector.floor(of: holds))
         }
     }
 
@@ -258,6 +309,7 @@ final class ClusterSimulation {
             }
         }
         for message in network.due(by: now) { deliver(message) }
+        setRetentionFloors()
     }
 
     /// Whether every live node holds the same, and nothing is in flight.
@@ -299,7 +351,9 @@ final class ClusterSimulation {
             if refusal != nil { counts.refusals += 1 }
             links[sender][receiver]!.incarnation += 1
             links[sender][receiver]!.retryAt = now + delay
-            sessions[receiver][sender] = nil
+            if let file = links[sender][receiver]!.snapshot { nodes[sender].fs.close(file) }
+            links[sender][receiver]!.snapshot = nil
+            endSession(receiver: receiver, sender: sender)
         case .stop, .none:
             break
         }
@@ -307,14 +361,36 @@ final class ClusterSimulation {
 
     private func pump(_ sender: Int, _ receiver: Int) {
         guard let engine = engine(sender), var link = links[sender][receiver], case .streaming = link.machine.state else { return }
+        defer {
+            if let holds = links[sender][receiver]?.machine.cursor?.receiverHolds { links[sender][receiver]?.knownHolds = holds }
+        }
         let local = engine.durableVector
         let wall = nodes[sender].clock.now
+        if link.machine.transfer != nil { return sendSnapshotChunks(sender, receiver) }
+        if let file = link.snapshot {
+            nodes[sender].fs.close(file)
+            link.snapshot = nil
+            links[sender][receiver] = link
+        }
         if let probe = link.machine.probeIfDue(nowMillis: wall) {
             links[sender][receiver] = link
             send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: probe, operations: [])))
         }
         while let run = link.machine.nextRun(local: local, nowMillis: wall) {
-            let records = (try? engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)) ?? []
+            let records: [LogRecord]
+            do {
+                records = try engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)
+            } catch .trimmed {
+                // The receiver lacks what the journal trimmed: the newest snapshot goes instead.
+                guard let newest = try? engine.openNewestSnapshot(),
+                    link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: wall) != nil
+                else { break }
+                link.snapshot = newest.handle
+                links[sender][receiver] = link
+                return sendSnapshotChunks(sender, receiver)
+            } catch {
+                break
+            }
             let batch = Array(records.prefix(40))
             guard let last = batch.last,
                 let batchID = link.machine.sending(
@@ -329,6 +405,20 @@ final class ClusterSimulation {
                         operations: batch.map {
                             PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
                         })))
+            link = links[sender][receiver]!
+        }
+        links[sender][receiver] = link
+    }
+
+    private func sendSnapshotChunks(_ sender: Int, _ receiver: Int) {
+        guard var link = links[sender][receiver], let file = link.snapshot, let total = link.machine.transfer?.totalBytes else { return }
+        while let next = link.machine.nextSnapshotChunk(nowMillis: nodes[sender].clock.now) {
+            guard let data = try? nodes[sender].fs.read(file, at: Int(next.offset), count: next.count), data.count == next.count else {
+                links[sender][receiver] = link
+                return carryOut(sender, receiver, links[sender][receiver]!.machine.failed("cannot read the snapshot", random: &random))
+            }
+            links[sender][receiver] = link
+            send(sender, receiver, .toReceiver, .snapshotChunk(SnapshotChunk(transferID: next.transferID, offset: next.offset, totalBytes: total, data: data)))
             link = links[sender][receiver]!
         }
         links[sender][receiver] = link
@@ -371,9 +461,8 @@ final class ClusterSimulation {
                     sessions[receiver][sender] = nil
                     send(sender, receiver, .toSender, .refusal(error))
                 }
-            case .storeChunk:
-                // The simulated senders never trim their journals, so they never send snapshots.
-                preconditionFailure("a simulated sender sent a snapshot chunk")
+            case .storeChunk(let chunk, let starts, let last):
+                storeChunk(chunk, starts: starts, last: last, sender: sender, receiver: receiver, engine: engine)
             case .refuse(let error):
                 sessions[receiver][sender] = nil
                 send(sender, receiver, .toSender, .refusal(error))
@@ -384,6 +473,42 @@ final class ClusterSimulation {
             guard engine(sender) != nil, links[sender][receiver] != nil else { return }
             carryOut(
                 sender, receiver, links[sender][receiver]!.machine.received(message.frame, nowMillis: nodes[sender].clock.now, random: &random))
+        }
+    }
+
+    /// The receiving side of a snapshot transfer, through the real intake (``IncomingSnapshot``).
+    private func storeChunk(_ chunk: SnapshotChunk, starts: Bool, last: Bool, sender: Int, receiver: Int, engine: RegistryEngine) {
+        if starts {
+            intakes[receiver][sender]?.abandon()
+            intakes[receiver][sender] = IncomingSnapshot.begin(engine: engine)
+        }
+        guard let intake = intakes[receiver][sender] else {
+            let busy = RegistryEngine.snapshotRefused("another peer's snapshot is being installed", retryable: true)
+            endSession(receiver: receiver, sender: sender)
+            return send(sender, receiver, .toSender, .refusal(busy))
+        }
+        let received = chunk.offset + UInt64(chunk.data.count)
+        var outcome: Result<SnapshotAck, WireError>
+        if let failure = Self.wait({ done in intake.write(chunk) { done($0) } }) {
+            outcome = .failure(failure)
+        } else {
+            outcome = .success(SnapshotAck(transferID: chunk.transferID, receivedBytes: received))
+        }
+        if case .success(let ack) = outcome {
+            send(sender, receiver, .toSender, .snapshotAck(ack))
+            guard last else { return }
+            intakes[receiver][sender] = nil
+            outcome = Self.wait { done in intake.finish { done($0) } }.map {
+                SnapshotAck(transferID: chunk.transferID, receivedBytes: received, installed: true, held: $0.positions)
+            }
+        }
+        switch outcome {
+        case .success(let ack):
+            counts.snapshotsInstalled += 1
+            send(sender, receiver, .toSender, .snapshotAck(ack))
+        case .failure(let error):
+            endSession(receiver: receiver, sender: sender)
+            send(sender, receiver, .toSender, .refusal(error))
         }
     }
 
@@ -405,22 +530,13 @@ final class ClusterSimulation {
         return lines.joined(separator: "; ") + " now \(now)"
     }
 
-    /// Every operation any node holds, read back through the log API.
+    /// Every operation any node holds, read back through the log API, with those archived before
+    /// snapshots trimmed them.
     func allOperations() throws -> [LoggedOperation] {
-        var seen = Set<String>()
-        var operations = [LoggedOperation]()
         for node in nodes {
-            guard let engine = node.engine else { continue }
-            for (log, sequence) in engine.durableVector.logs where sequence > 0 {
-                let reader = try engine.logReader(for: log, from: 1)
-                while reader.nextSequence <= sequence {
-                    let batch = try reader.next(atMost: 1_000)
-                    if batch.isEmpty { break }
-                    for operation in batch where seen.insert("\(log)/\(operation.sequence)").inserted { operations.append(operation) }
-                }
-            }
+            if let engine = node.engine { archiveOperations(of: engine) }
         }
-        return operations
+        return Array(archive.values)
     }
 
     /// Runs `body`, which calls back once, and waits for it.
