@@ -10,8 +10,11 @@
 #   registrations, over the two remote applications of each);
 # - replication lag, from an acknowledgement until the registration resolves on a peer
 #   (bench/lag_probe.py), while an open loop runs at half the cluster's maximum;
+# - the floor of applying a replicated operation: a node killed and started again replays its
+#   journal (decode and apply, one thread, no network and no journal write), CPU per operation;
 # - catch-up: a node stopped, its data deleted, and started again, until it holds what the others
-#   hold, with the cluster at CLUSTER_CATCHUP_DEVICES devices.
+#   hold, with the cluster at CLUSTER_CATCHUP_DEVICES devices: first from the peers' journals, then,
+#   once every node has snapshotted twice and trimmed its journal, from a peer's snapshot.
 #
 # Writes the section between the "cluster" markers of BENCHMARKS.md, with the commands.
 # Environment: CLUSTER_REQUESTS (default 2000000), CLUSTER_CATCHUP_DEVICES (default 10000000),
@@ -91,6 +94,17 @@ replicated_seconds=$(python3 -c "print($(date +%s.%N) - $started)")
 cluster_cpu=0
 for i in 1 2 3; do cluster_cpu=$(python3 -c "print($cluster_cpu + $(cpu "${pids[node-$i]}") - ${before[$i]})"); done
 
+echo "== the floor of applying an operation: node-3 killed and started again replays its journal" >&2
+kill -KILL "${pids[node-3]}"; wait "${pids[node-3]}" || true; unset "pids[node-3]"
+lines=$(wc -l < "$out/node-3.log")
+"$bin/registryd" --data-dir "$out/data-node-3" --node-id node-3 --cluster-id bench --cluster-secret bench-secret --port 7493 \
+  --snapshot-every-operations 0 --snapshot-every-seconds 0 --peers "$peers" >> "$out/node-3.log" 2>&1 &
+pids[node-3]=$!
+for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/7493) 2>/dev/null && break; sleep 0.1; done
+replay_cpu=$(cpu "${pids[node-3]}")
+replayed=$(tail -n +"$((lines + 1))" "$out/node-3.log" | grep -o 'replayed=[0-9]*' | head -1 | cut -d= -f2)
+converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
+
 # The cluster's maximum is what it replicates, not what it acknowledges ahead of replication.
 half=$(python3 -c "import json; n=json.load(open('$out/cluster.json'))['throughput']['acknowledged']; print(int(n / $replicated_seconds / 2))")
 echo "== replication lag at half the cluster's maximum ($half/s)" >&2
@@ -116,11 +130,28 @@ rm -rf "$out/data-node-3"
 started=$(date +%s.%N)
 start node-3 7493 --peers "$peers"
 catchup_seconds=$(converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
-echo "raw: solo_cpu=$solo_cpu cluster_cpu=$cluster_cpu replicated=${replicated_seconds}s devices=$devices catchup=${catchup_seconds}s (reports in $out)" >&2
 
-python3 - "$out" "$requests" "$solo_cpu" "$cluster_cpu" "$replicated_seconds" "$devices" "$catchup_seconds" "$half" "$seconds" <<'PY'
+echo "== catch-up from a snapshot: every node snapshots twice, trimming its journal; node-3 is wiped again" >&2
+sleep 2  # every node learns that its peers hold everything (the retention floor), within a second
+for _ in 1 2; do
+  for port in 7491 7492 7493; do "$bin/registryctl" snapshot --timeout 600 --endpoint "127.0.0.1:$port" > /dev/null; done
+done
+first_file=$(find "$out/data-node-1" -name 'journal-*.log' | sort | head -1)
+stop node-3
+rm -rf "$out/data-node-3"
+lines=$(wc -l < "$out/node-3.log")
+started=$(date +%s.%N)
+start node-3 7493 --peers "$peers"
+snapshot_seconds=$(converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
+installed=$(tail -n +"$((lines + 1))" "$out/node-3.log" | grep -c "installed a snapshot from a peer" || true)
+echo "raw: solo_cpu=$solo_cpu cluster_cpu=$cluster_cpu replicated=${replicated_seconds}s replay_cpu=$replay_cpu replayed=$replayed devices=$devices catchup=${catchup_seconds}s snapshot_catchup=${snapshot_seconds}s installed=$installed node-1's oldest journal file: $first_file (reports in $out)" >&2
+[ "$installed" -ge 1 ] || { echo "node-3 did not install a snapshot" >&2; exit 1; }
+
+python3 - "$out" "$requests" "$solo_cpu" "$cluster_cpu" "$replicated_seconds" "$devices" "$catchup_seconds" "$half" "$seconds" \
+  "$replay_cpu" "$replayed" "$snapshot_seconds" <<'PY'
 import datetime, json, re, subprocess, sys
-out, requests, solo_cpu, cluster_cpu, replicated_s, devices, catchup_s, half, seconds = sys.argv[1:]
+out, requests, solo_cpu, cluster_cpu, replicated_s, devices, catchup_s, half, seconds, replay_cpu, replayed, snapshot_s = sys.argv[1:]
+replay_us = float(replay_cpu) / int(replayed) * 1e6
 single, cluster, opened = (json.load(open(f"{out}/{n}.json")) for n in ("single", "cluster", "open"))
 lag, idle = json.load(open(f"{out}/lag.json")), json.load(open(f"{out}/lag-idle.json"))
 n = cluster["throughput"]["acknowledged"]
@@ -139,9 +170,11 @@ lines = ["<!-- cluster:begin -->", "## Cluster: 3 nodes on this machine (issue 3
   f"| 3-node cluster, registrations/s until every node holds every one | {sustained:,.0f} ({sustained / solo_rate:.2f} of the single node) | |",
   f"| server CPU per client registration (single node) | {client_us:.2f} µs | |",
   f"| server CPU per replicated operation (each applied on 2 peers) | {remote_us:.2f} µs ({remote_us / client_us:.2f} of a client registration) | at most 1/4 for 1/2 |",
+  f"| floor: decoding and applying one operation, as start-up replays {int(replayed):,} from the journal (one thread; no network, no journal write) | {replay_us:.2f} µs ({replay_us / client_us:.2f} of a client registration) | |",
   f"| replication lag, acknowledgement to resolving on a peer, open loop at {int(half):,}/s (half the replicated maximum) | p50 {lag['p50_ms']:.1f} ms, p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms ({lag['samples']} samples) | p99 at most 100 ms |",
   f"| the same with no other load | p50 {idle['p50_ms']:.1f} ms, p99 {idle['p99_ms']:.1f} ms ({idle['samples']} samples) | |",
-  f"| catch-up: a node wiped and started again, until it holds the other nodes' {int(devices):,} devices | {float(catchup_s):.1f} s | |",
+  f"| catch-up: a node wiped and started again, until it holds the other nodes' {int(devices):,} devices, from their journals | {float(catchup_s):.1f} s | |",
+  f"| the same once every journal is trimmed: from a peer's snapshot in chunks, then the tail | {float(snapshot_s):.1f} s | |",
   "", "The open loop's own latency at half the maximum: "
   f"p50 {opened['latency']['p50_ns'] / 1e6:.2f} ms, p99 {opened['latency']['p99_ns'] / 1e6:.2f} ms over {seconds} s.", "",
   "```", "make bench-cluster   # bench/cluster.sh; CLUSTER_REQUESTS, CLUSTER_CATCHUP_DEVICES, CLUSTER_SECONDS, CLUSTER_LAG_SAMPLES", "```", "",
