@@ -90,25 +90,26 @@ struct Replayer {
     /// same rules as a record.
     mutating func apply(_ operation: LoggedOperation) -> Outcome {
         let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
-        switch vector.admission(of: operation.sequence, in: log) {
-        case .duplicate:
-            skipped += 1
-            return .skipped
-        case .gap(let missing):
-            return .gap(log: log, missing: missing)
-        case .next:
-            break
-        }
-        registry.apply(operation.operation)
-        vector.record(operation.sequence, in: log)
-        newest = max(newest, operation.timestamp)
-        applied += 1
-        return .applied
+        return admit(operation.sequence, in: log, at: operation.timestamp) { operation.operation }
     }
 
     private mutating func apply(_ record: LogRecord, log: VersionVector.Log, limit: UInt64) throws(StorageError) -> Outcome {
         if record.sequence > limit { return .beyondLimit }
-        switch vector.admission(of: record.sequence, in: log) {
+        return try admit(record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc)) { () throws(StorageError) in
+            do {
+                return try OperationCodec.decode(record.payload)
+            } catch {
+                // Its checksum held, so it was written so: the node refuses to serve without it.
+                throw .corrupt("operation \(log)/\(record.sequence) does not decode: \(error)")
+            }
+        }
+    }
+
+    /// Skips `sequence` when held, stops at a gap, and otherwise applies what `operation` gives.
+    private mutating func admit<Failure: Error>(
+        _ sequence: UInt64, in log: VersionVector.Log, at timestamp: HLCTimestamp, _ operation: () throws(Failure) -> Operation
+    ) throws(Failure) -> Outcome {
+        switch vector.admission(of: sequence, in: log) {
         case .duplicate:
             skipped += 1
             return .skipped
@@ -117,16 +118,9 @@ struct Replayer {
         case .next:
             break
         }
-        let operation: Operation
-        do {
-            operation = try OperationCodec.decode(record.payload)
-        } catch {
-            // Its checksum held, so it was written so: the node refuses to serve without it.
-            throw .corrupt("operation \(log)/\(record.sequence) does not decode: \(error)")
-        }
-        registry.apply(operation)
-        vector.record(record.sequence, in: log)
-        newest = max(newest, HLCTimestamp(rawValue: record.hlc))
+        registry.apply(try operation())
+        vector.record(sequence, in: log)
+        newest = max(newest, timestamp)
         applied += 1
         return .applied
     }

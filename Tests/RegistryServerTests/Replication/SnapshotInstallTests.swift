@@ -122,12 +122,7 @@ import Testing
         var bytes = try Data(contentsOf: URL(fileURLWithPath: b.incomingSnapshotPath))
         bytes[bytes.count / 2] ^= 0x40
         try bytes.write(to: URL(fileURLWithPath: b.incomingSnapshotPath))
-        #expect {
-            _ = try b.installIncomingSnapshot().get()
-        } throws: { error in
-            (error as? WireError)?.code == .snapshotRefused && (error as? WireError)?.message.contains("damaged") == true
-        }
-        #expect(b.snapshotState() == before)
+        expectRefused(b, saying: "damaged", before: before)
         #expect(b.durableVector[a.peerIdentity.ownLog] == 0)
     }
 
@@ -144,10 +139,15 @@ import Testing
         _ = try await trimmedSource(b)
         let before = b.snapshotState()
         try send(a, to: b)
+        expectRefused(b, saying: "no longer holds", before: before)
+    }
+
+    /// `b` refuses the snapshot it was sent, typed and saying `reason`, and keeps the state `before`.
+    func expectRefused(_ b: RegistryEngine, saying reason: String, before: RegistryState.Snapshot) {
         #expect {
             _ = try b.installIncomingSnapshot().get()
         } throws: { error in
-            (error as? WireError)?.code == .snapshotRefused && (error as? WireError)?.message.contains("no longer holds") == true
+            (error as? WireError)?.code == .snapshotRefused && (error as? WireError)?.message.contains(reason) == true
         }
         #expect(b.snapshotState() == before)
     }
