@@ -174,22 +174,32 @@ import Testing
             }
         }
         let writers = (0..<3).map(writer)
-        try await Task.sleep(for: .milliseconds(700))
+        /// Lets the writers run for `millis`, and on until `more` writes were acknowledged in all
+        /// (a busy machine's disk makes each one slow), for at most 20 s.
+        func run(_ millis: Int, more: Int) async throws -> Int {
+            let start = acknowledged.all.count
+            try await Task.sleep(for: .milliseconds(millis))
+            let deadline = Date().addingTimeInterval(20)
+            while acknowledged.all.count < start + more, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            return acknowledged.all.count
+        }
+        var counts = [try await run(700, more: 100)]
         // Kill -9 node b mid-load, and restart it.
         #expect(cluster.nodes[1].stop(signal: SIGKILL) == SIGKILL)
         try await Task.sleep(for: .milliseconds(300))
         cluster.nodes[1] = try cluster.start(1)
         phase.value = 1
-        try await Task.sleep(for: .milliseconds(500))
+        counts.append(try await run(500, more: 100))
         // Cut node c off from both others while all three keep taking writes, then heal.
         toA.cut()
         toB.cut()
         toC.cut()
         phase.value = 2
-        try await Task.sleep(for: .milliseconds(1_000))
+        counts.append(try await run(1_000, more: 100))
         for proxy in [toA, toB, toC] { proxy.heal() }
-        try await Task.sleep(for: .milliseconds(500))
+        counts.append(try await run(500, more: 50))
         phase.value = 3
+        print("faults across 3 nodes: acknowledged by the end of each phase: \(counts)")
         for task in writers { await task.value }
 
         let stats = try await cluster.converged(within: 30)
