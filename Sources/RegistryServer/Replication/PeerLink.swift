@@ -164,6 +164,13 @@ final class PeerLink: @unchecked Sendable {
             if let refusal {
                 logger.warning("peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)"])
                 engine.counters.record(error: refusal.code)
+                if refusal.code == .snapshotRefused && !refusal.retryable {
+                    // The peer cannot combine what it holds with the snapshot sent (or it was
+                    // damaged): a newer one covers everything this node holds, which includes
+                    // whatever the peer trimmed (it trims only what its peers hold).
+                    logger.info("taking a newer snapshot for a peer that refused the last one")
+                    engine.snapshotNow { _ in }
+                }
             } else {
                 logger.info("peer link down; reconnecting", metadata: ["reason": "\(reason)", "retry_ms": "\(delay)"])
             }

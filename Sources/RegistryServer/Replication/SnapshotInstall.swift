@@ -63,7 +63,7 @@ extension RegistryEngine {
                 if trimmed > covered[log] {
                     return .failure(
                         Self.snapshotRefused(
-                            "this node holds \(log) through \(sequence), but its journal no longer holds \(covered[log] + 1)...\(trimmed); start it on an empty data directory to take the cluster's state"
+                            "this node holds \(log) through \(sequence), but its journal no longer holds \(covered[log] + 1)...\(trimmed), and the snapshot does not cover them; send a newer snapshot"
                         ))
                 }
             }

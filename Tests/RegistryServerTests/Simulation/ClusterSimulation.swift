@@ -349,6 +349,8 @@ final class ClusterSimulation {
             pump(sender, receiver)
         case .closeAndRetry(let delay, _, let refusal):
             if refusal != nil { counts.refusals += 1 }
+            // As PeerLink does: a snapshot refused for good is followed by a newer one.
+            if let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
             links[sender][receiver]!.incarnation += 1
             links[sender][receiver]!.retryAt = now + delay
             if let file = links[sender][receiver]!.snapshot { nodes[sender].fs.close(file) }
