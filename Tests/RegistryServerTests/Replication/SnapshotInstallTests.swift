@@ -126,20 +126,31 @@ import Testing
         #expect(b.durableVector[a.peerIdentity.ownLog] == 0)
     }
 
-    /// A node that trimmed its own journal past what the peer's snapshot covers cannot combine
-    /// the two: refused, typed, and nothing changes.
-    @Test func aNodeWhoseJournalNoLongerHoldsWhatTheSnapshotLacksRefusesIt() async throws {
-        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
-        defer { [dirA, dirB].forEach { $0.remove() } }
+    /// The case the simulation found: B trimmed operations of its own log that A holds, but A's
+    /// newest snapshot predates them. B cannot combine the two: it refuses, typed, and keeps its
+    /// state; a newer snapshot of A covers them, and B installs that one.
+    @Test func aSnapshotRefusedAsTooOldIsTakenAgainAndThenInstalled() async throws {
+        let (dirA, dirB, dirC) = (try TemporaryDirectory(), try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB, dirC].forEach { $0.remove() } }
         let a = try open(dirA.path, node: "node-a")
         defer { a.close() }
-        _ = try await trimmedSource(a)
+        let fromA = try await trimmedSource(a)
         let b = try open(dirB.path, node: "node-b")
         defer { b.close() }
-        _ = try await trimmedSource(b)
-        let before = b.snapshotState()
+        let fromB = try await trimmedSource(b)
+        // A holds all of B's log, after its own newest snapshot.
+        try await applyRemote(a, fromB)
         try send(a, to: b)
-        expectRefused(b, saying: "no longer holds", before: before)
+        expectRefused(b, saying: "no longer holds", before: b.snapshotState())
+        try await snapshot(a)
+        try send(a, to: b)
+        let held = try b.installIncomingSnapshot().get()
+        #expect(held[a.peerIdentity.ownLog] == 4_400 && held[b.peerIdentity.ownLog] == 4_400)
+        let c = try open(dirC.path, node: "node-c")
+        defer { c.close() }
+        try await applyRemote(c, fromA)
+        try await applyRemote(c, fromB)
+        #expect(b.snapshotState() == c.snapshotState())
     }
 
     /// `b` refuses the snapshot it was sent, typed and saying `reason`, and keeps the state `before`.
