@@ -267,6 +267,23 @@ def main():
     remote = conn.receive(envelope_pb2)
     check(remote.device.device_id == str(remote_id) and remote.device.origin_node_id == "python-peer", f"replicated device: {remote}")
 
+    # A snapshot sent in chunks (SnapshotChunk / SnapshotAck): each chunk is acknowledged with
+    # the bytes received; these 8 bytes are no snapshot, so the node refuses it, typed.
+    for offset in (0, 4):
+        chunk = peer_pb2.PeerFrame()
+        chunk.snapshot_chunk.transfer_id = 3
+        chunk.snapshot_chunk.offset = offset
+        chunk.snapshot_chunk.total_bytes = 8
+        chunk.snapshot_chunk.data = b"junk" if offset == 0 else b"data"
+        peer.send(chunk)
+    for received in (4, 8):
+        ack = peer_receive()
+        check(ack.WhichOneof("body") == "snapshot_ack" and ack.snapshot_ack.transfer_id == 3
+              and ack.snapshot_ack.received_bytes == received and not ack.snapshot_ack.installed, f"snapshot ack: {ack}")
+    refusal = peer_receive()
+    check(refusal.WhichOneof("body") == "refusal" and refusal.refusal.code == common_pb2.ERROR_CODE_SNAPSHOT_REFUSED,
+          f"damaged snapshot: {refusal}")
+
     # A wrong cluster is refused with its typed code, and the connection closes.
     wrong = Connection(host, int(port))
     wrong.send(hello)
