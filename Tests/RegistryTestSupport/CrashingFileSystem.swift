@@ -7,7 +7,8 @@ public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
     // @unchecked Sendable: used from one test thread (and a queue it waits on) at a time.
     public let inner: SimulatedFileSystem
     public var failingAfter: Int
-    private var calls = 0
+    /// Calls that would change the disk, so far.
+    public private(set) var calls = 0
 
     public init(_ inner: SimulatedFileSystem, failingAfter calls: Int) {
         self.inner = inner

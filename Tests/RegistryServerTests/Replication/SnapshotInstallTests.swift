@@ -153,6 +153,71 @@ import Testing
         #expect(b.snapshotState() == c.snapshotState())
     }
 
+    /// A node that dies at any step of an install (each call that would change its disk, in turn)
+    /// restarts to its old state or to the installed one, never to anything between.
+    @Test func aCrashAtAnyStepOfAnInstallRestartsToTheOldStateOrTheNew() async throws {
+        let dirA = try TemporaryDirectory()
+        defer { dirA.remove() }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        let newest = try #require(try a.openNewestSnapshot())
+        let snapshotBytes = try a.fs.read(newest.handle, at: 0, count: newest.bytes)
+        a.fs.close(newest.handle)
+
+        /// B on a simulated disk, with its own writes and A's snapshot received, its clock fixed
+        /// so that every run decides alike; the install fails after `steps` more disk changes.
+        func nodeB(crashingAfter steps: Int?) async throws -> (RegistryEngine, CrashingFileSystem) {
+            let disk = CrashingFileSystem(SimulatedFileSystem(), failingAfter: .max)
+            var configuration = NodeConfiguration()
+            configuration.dataDirectory = "/data"
+            configuration.nodeID = try NodeID("node-b")
+            configuration.journalFileBytes = 32 << 10
+            configuration.snapshotEveryOperations = 0
+            configuration.snapshotEverySeconds = 0
+            let b = try RegistryEngine(configuration: configuration, logger: .quiet(), wallClock: { 1_800_000_000_000 }, fs: disk)
+            await register(b, batches: 1_000..<1_010)
+            let file = try disk.inner.open(b.incomingSnapshotPath, create: true)
+            try disk.inner.write(file, snapshotBytes, at: 0)
+            try disk.inner.sync(file)
+            disk.inner.close(file)
+            if let steps { disk.failingAfter = disk.calls + steps }
+            return (b, disk)
+        }
+        func reopened(_ disk: CrashingFileSystem, seed: UInt64) throws -> RegistryState.Snapshot {
+            var tearing: SplitMix64? = SplitMix64(seed: seed)
+            disk.inner.crash(tearing: &tearing)
+            var configuration = NodeConfiguration()
+            configuration.dataDirectory = "/data"
+            let engine = try RegistryEngine(configuration: configuration, logger: .quiet(), fs: disk.inner)
+            defer { engine.close() }
+            return engine.snapshotState()
+        }
+
+        let (whole, wholeDisk) = try await nodeB(crashingAfter: nil)
+        let before = whole.snapshotState()
+        _ = try whole.installIncomingSnapshot().get()
+        let after = whole.snapshotState()
+        #expect(after != before)
+        #expect(try reopened(wholeDisk, seed: 0) == after, "a crash after the install keeps it")
+        var steps = 0
+        var sawOld = false
+        var sawNew = false
+        while true {
+            let (b, disk) = try await nodeB(crashingAfter: steps)
+            let outcome = b.installIncomingSnapshot()
+            let state = try reopened(disk, seed: UInt64(steps))
+            #expect(state == before || state == after, "a crash after \(steps) disk changes of the install")
+            sawOld = sawOld || state == before
+            sawNew = sawNew || state == after
+            if case .success = outcome { break }
+            steps += 1
+            try #require(steps < 100)
+        }
+        print("install crash points: \(steps) disk changes; old state seen \(sawOld), new state seen \(sawNew)")
+        #expect(sawOld && sawNew && steps > 3, "the install changed the disk \(steps) times")
+    }
+
     /// `b` refuses the snapshot it was sent, typed and saying `reason`, and keeps the state `before`.
     func expectRefused(_ b: RegistryEngine, saying reason: String, before: RegistryState.Snapshot) {
         #expect {
