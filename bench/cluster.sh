@@ -100,7 +100,7 @@ lines=$(wc -l < "$out/node-3.log")
 "$bin/registryd" --data-dir "$out/data-node-3" --node-id node-3 --cluster-id bench --cluster-secret bench-secret --port 7493 \
   --snapshot-every-operations 0 --snapshot-every-seconds 0 --peers "$peers" >> "$out/node-3.log" 2>&1 &
 pids[node-3]=$!
-for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/7493) 2>/dev/null && break; sleep 0.1; done
+wait_for_port 7493 120 || { echo "node-3 did not replay its journal within 120 s" >&2; exit 1; }
 replay_cpu=$(cpu "${pids[node-3]}")
 replayed=$(tail -n +"$((lines + 1))" "$out/node-3.log" | grep -o 'replayed=[0-9]*' | head -1 | cut -d= -f2)
 converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null

@@ -251,7 +251,7 @@ final class PeerLink: @unchecked Sendable {
             wrote = sendSnapshotChunks(on: channel, nowMillis: now)
             return
         }
-        if snapshotFile != nil { closeSnapshotFile() }
+        closeSnapshotFile()  // a transfer that ended
         if let probe = machine.probeIfDue(nowMillis: now) {
             send { buffer throws(CodecError) in try PeerFrame.batch(OperationBatch(batchID: probe, operations: [])).encodeFrame(into: &buffer) }
         }

@@ -198,8 +198,11 @@ struct PeerLinkStateMachine {
 
     /// The next bytes of the snapshot to send, recorded as sent; nil when none may go now.
     mutating func nextSnapshotChunk(nowMillis: UInt64) -> (transferID: UInt64, offset: UInt64, count: Int)? {
-        guard var sending = transfer, let next = sending.nextChunk() else { return nil }
-        if sending.acknowledgedBytes == sending.sentBytes - UInt64(next.count) { transferProgressMillis = nowMillis }
+        guard var sending = transfer else { return nil }
+        // A chunk sent with nothing outstanding starts the wait for an acknowledgement afresh.
+        let idle = sending.sentBytes == sending.acknowledgedBytes
+        guard let next = sending.nextChunk() else { return nil }
+        if idle { transferProgressMillis = nowMillis }
         transfer = sending
         return (sending.transferID, next.offset, next.count)
     }

@@ -106,9 +106,3 @@ extension RegistryEngine {
         WireError(code: .snapshotRefused, message: message, retryable: retryable)
     }
 }
-
-extension LogKey {
-    init(_ log: VersionVector.Log) {
-        self.init(origin: log.origin.value, epoch: log.epoch)
-    }
-}
