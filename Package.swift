@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // C library from the system (Debian: libprotobuf-c-dev).
@@ -60,17 +61,24 @@ let package = Package(
             dependencies: ["CLinuxFile", "Platform"],
             swiftSettings: swiftSettings
         ),
+        // Client tokens: what they grant, and signing and verifying them (HMAC through swift-crypto).
+        .target(
+            name: "RegistryAuth",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // The node: engine (state + durable log), SwiftNIO server, configuration.
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "CLinuxFile", "Platform",
+                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "RegistryAuth", "CLinuxFile", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -98,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "registryctl",
             dependencies: [
-                "RegistryClient", "RegistryVersion",
+                "RegistryClient", "RegistryVersion", "RegistryAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -128,6 +136,7 @@ let package = Package(
             path: "Tests/RegistryTestSupport",
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "RegistryAuthTests", dependencies: ["RegistryAuth"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),

@@ -47,6 +47,19 @@ public struct Registration: Hashable, Sendable {
         self.rejected = rejected
     }
 
+    /// The same registration with each identifier replaced by `transform`'s answer, which must
+    /// keep its kind (the node's keyed hashing of identifiers at rest).
+    public func replacingIdentifiers(_ transform: (Identifier) -> Identifier) -> Registration {
+        Registration(bundle: bundle, vendor: vendor, identifiers: identifiers.map(transform), rejected: rejected)
+    }
+
+    private init(bundle: BundleID, vendor: Vendor, identifiers: [Identifier], rejected: [PresentedIdentifier]) {
+        self.bundle = bundle
+        self.vendor = vendor
+        self.identifiers = identifiers
+        self.rejected = rejected
+    }
+
     /// At most one identifier per kind. A handful are compared pairwise (no allocation);
     /// many, which only a broken or hostile client sends, go through a set.
     private static func refuseRepeatedKinds(_ presented: [PresentedIdentifier]) throws(IdentityError) {

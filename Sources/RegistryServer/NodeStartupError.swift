@@ -11,6 +11,10 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
     /// The data directory was written by an earlier version (an SQLite log); nothing has been
     /// released, so there is no migration.
     case olderDataDirectory(String)
+    /// The data directory was written by a version that kept identifiers raw.
+    case identifiersNotHashed(String)
+    /// The data directory's identifiers are hashed under another key (another cluster secret).
+    case identifierKeyMismatch(String)
 
     public var description: String {
         switch self {
@@ -22,6 +26,12 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
         case .olderDataDirectory(let path):
             return
                 "data directory \(path) was written by an earlier version (it holds registry.sqlite3); this version keeps its log in journal files and snapshots and does not read it. Move it aside and start on an empty directory"
+        case .identifiersNotHashed(let path):
+            return
+                "data directory \(path) was written by an earlier version that kept device identifiers raw; this version keeps only keyed hashes and does not read it. Move it aside and start on an empty directory (a cluster member then catches up from its peers)"
+        case .identifierKeyMismatch(let path):
+            return
+                "data directory \(path) holds identifiers hashed under another key: this node's --cluster-secret differs from the one it was started with. Start it with that secret, or move the directory aside (docs/security.md: rotating the secret)"
         }
     }
 }

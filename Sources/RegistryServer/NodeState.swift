@@ -5,8 +5,8 @@ import RegistryWire
 /// position, and the rules. A request goes through three pure steps so that only the middle
 /// one needs the engine's lock:
 ///
-/// 1. ``prepare(_:resolver:limits:)`` validates what needs no state (bundle, identifiers,
-///    batch size);
+/// 1. ``prepare(_:resolver:limits:identifierKey:)`` validates what needs no state (bundle,
+///    identifiers, batch size) and replaces each identifier by its keyed hash;
 /// 2. ``decide(_:requestID:wallMillis:generator:operations:)`` changes the state and says what
 ///    happened, appending the operations to log;
 /// 3. ``Decision/body`` turns that into the wire answer (UUID text and all).
@@ -26,12 +26,16 @@ struct NodeState {
     let limits: Limits
     /// Names the devices that first installs presenting an IDFV create, the same on every node.
     let mintingKey: MintingKey
+    /// Hashes identifiers before the state sees them (lookups here; registrations in ``prepare(_:resolver:limits:identifierKey:)``).
+    let identifierKey: IdentifierKey
 
     init(
         registry: RegistryState = RegistryState(), clock: HybridLogicalClock, nodeID: NodeID, epoch: UInt64, nextSequence: UInt64,
-        versionVector: VersionVector = VersionVector(), rules: VendorRules, limits: Limits, mintingKey: MintingKey = MintingKey(secret: "")
+        versionVector: VersionVector = VersionVector(), rules: VendorRules, limits: Limits, mintingKey: MintingKey = MintingKey(secret: ""),
+        identifierKey: IdentifierKey = IdentifierKey(secret: "")
     ) {
         self.mintingKey = mintingKey
+        self.identifierKey = identifierKey
         self.registry = registry
         self.clock = clock
         self.nodeID = nodeID
@@ -204,10 +208,10 @@ struct NodeState {
         }
     }
 
-    static func prepare(_ body: ClientBody, resolver: inout BundleResolver, limits: Limits) -> Prepared {
+    static func prepare(_ body: ClientBody, resolver: inout BundleResolver, limits: Limits, identifierKey: IdentifierKey) -> Prepared {
         switch body {
         case .register(let request):
-            return .register(validate(request, resolver: &resolver))
+            return .register(validate(request, resolver: &resolver, identifierKey: identifierKey))
         case .registerBatch(let requests):
             guard requests.count <= Int(limits.maxBatchSize) else {
                 return .refused(
@@ -219,7 +223,7 @@ struct NodeState {
             batch.registrations.reserveCapacity(requests.count)
             batch.items.reserveCapacity(requests.count)
             for request in requests {
-                switch validate(request, resolver: &resolver) {
+                switch validate(request, resolver: &resolver, identifierKey: identifierKey) {
                 case .success(let registration):
                     batch.items.append(.success(batch.registrations.count))
                     batch.registrations.append(registration)
@@ -233,9 +237,12 @@ struct NodeState {
         }
     }
 
-    private static func validate(_ request: RegisterRequest, resolver: inout BundleResolver) -> Result<Registration, WireError> {
+    private static func validate(
+        _ request: RegisterRequest, resolver: inout BundleResolver, identifierKey: IdentifierKey
+    ) -> Result<Registration, WireError> {
         do {
-            return .success(try Registration(bundle: request.bundleID, identifiers: request.identifiers, resolver: &resolver))
+            let registration = try Registration(bundle: request.bundleID, identifiers: request.identifiers, resolver: &resolver)
+            return .success(identifierKey.seal(registration))
         } catch {
             return .failure(WireError(error))
         }
@@ -248,7 +255,7 @@ struct NodeState {
         operations: inout [LoggedOperation]
     ) -> ServerBody {
         var resolver = BundleResolver(rules: rules, capacity: 0)
-        let prepared = Self.prepare(frame.body, resolver: &resolver, limits: limits)
+        let prepared = Self.prepare(frame.body, resolver: &resolver, limits: limits, identifierKey: identifierKey)
         return decide(prepared, requestID: frame.requestID, wallMillis: wallMillis, generator: &generator, operations: &operations)
             .body
     }
@@ -351,7 +358,7 @@ struct NodeState {
             }
             guard let presented = request.identifier else { throw IdentityError.missingIdentifier }
             let identifier = try Identifier(presented)
-            guard let record = registry.lookup(vendor: vendor, identifier: identifier) else {
+            guard let record = registry.lookup(vendor: vendor, identifier: identifierKey.seal(identifier)) else {
                 return .error(WireError(code: .notFound, message: "no device claims \(identifier) in vendor \(vendor)"))
             }
             return .device(DeviceRecordMessage(record))

@@ -102,6 +102,8 @@ public final class RegistryEngine: Sendable {
     /// swift-metrics' view of ``Core/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
     let logger: Logger
+    /// Hashes presented identifiers (see ``IdentifierKey``); validation runs off the lock.
+    let identifierKey: IdentifierKey
     let wallClock: @Sendable () -> UInt64
     private let startedAt: UInt64
     /// Called once, off the lock, when the log fails; registryd shuts down on it.
@@ -124,11 +126,14 @@ public final class RegistryEngine: Sendable {
         } else {
             lock = Mutex(nil)
         }
+        let secret = configuration.clusterSecret ?? configuration.clusterID
+        let mintingKey = MintingKey(secret: secret)
+        let identifierKey = IdentifierKey(secret: secret)
         let recovered = try StorageStartup.open(
-            fs: fs, directory: path, configuredNodeID: configuration.nodeID, expectedDevices: configuration.expectedDevices,
+            fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
+            expectedDevices: configuration.expectedDevices,
             tables: HugePageTableAllocator(), wallClock: wallClock, logger: logger)
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
-        let mintingKey = MintingKey(secret: configuration.clusterSecret ?? configuration.clusterID)
         self.peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: recovered.metadata.epoch,
             mintingKeyFingerprint: mintingKey.fingerprint)
@@ -139,7 +144,8 @@ public final class RegistryEngine: Sendable {
             clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,
             epoch: epoch,
             nextSequence: recovered.versionVector[ownLog] + 1, versionVector: recovered.versionVector, rules: configuration.vendorRules,
-            limits: configuration.limits, mintingKey: mintingKey)
+            limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
+        self.identifierKey = identifierKey
         var durable = [LogKey: UInt64]()
         for (log, sequence) in recovered.versionVector.logs { durable[LogKey(log)] = sequence }
         let operations = durable.values.reduce(0, +)
@@ -196,7 +202,7 @@ public final class RegistryEngine: Sendable {
     /// (pending, or in a running commit) is answered only after a later commit pass, and it
     /// starts that commit itself when none is running.
     public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
-        var prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits) }
+        var prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey) }
         let replicas = replicasWanted(by: frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
         let wall = wallClock()

@@ -1,11 +1,16 @@
-/// Who a data directory belongs to: the node's ID and its epoch (the start of its current log).
+/// Who a data directory belongs to: the node's ID, its epoch (the start of its current log), and
+/// the fingerprint of the key its identifiers are hashed under.
 public struct NodeMetadata: Equatable, Sendable {
     public var nodeID: String
     public var epoch: UInt64
+    /// The identifier key's fingerprint; nil in a directory written before identifiers were
+    /// hashed, which therefore holds them raw.
+    public var identifierKey: UInt64?
 
-    public init(nodeID: String, epoch: UInt64) {
+    public init(nodeID: String, epoch: UInt64, identifierKey: UInt64?) {
         self.nodeID = nodeID
         self.epoch = epoch
+        self.identifierKey = identifierKey
     }
 }
 
@@ -31,12 +36,18 @@ public enum NodeMetadataFile {
         guard let nodeID = fields["node"], !nodeID.isEmpty, let epochText = fields["epoch"], let epoch = UInt64(epochText) else {
             throw .corrupt("\(path) lacks its node or epoch")
         }
-        return NodeMetadata(nodeID: nodeID, epoch: epoch)
+        var identifierKey: UInt64?
+        if let keyText = fields["identifier-key"] {
+            guard let key = UInt64(keyText, radix: 16) else { throw .corrupt("\(path): identifier-key \(keyText) is not hexadecimal") }
+            identifierKey = key
+        }
+        return NodeMetadata(nodeID: nodeID, epoch: epoch, identifierKey: identifierKey)
     }
 
     /// Replaces the directory's metadata with `metadata`, durably.
     public static func write(_ metadata: NodeMetadata, to directory: String, on fs: some FileSystem) throws(StorageError) {
-        let text = "\(format)\nnode=\(metadata.nodeID)\nepoch=\(metadata.epoch)\n"
+        var text = "\(format)\nnode=\(metadata.nodeID)\nepoch=\(metadata.epoch)\n"
+        if let key = metadata.identifierKey { text += "identifier-key=\(String(key, radix: 16))\n" }
         try fs.replace(directory + "/" + name, with: Array(text.utf8), inDirectory: directory)
     }
 }

@@ -8,9 +8,10 @@ import RegistryWire
 protocol EngineTesting {}
 
 extension EngineTesting {
-    func open(_ path: String, nodeID: String? = "node-a") throws -> RegistryEngine {
+    func open(_ path: String, nodeID: String? = "node-a", journalFileBytes: Int? = nil) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path
+        if let journalFileBytes { configuration.journalFileBytes = journalFileBytes }
         configuration.nodeID = try nodeID.map { try NodeID($0) }
         return try RegistryEngine(configuration: configuration, logger: .quiet())
     }

@@ -11,6 +11,8 @@ import Testing
 /// message, for each kind of damage, never a crash or a silently smaller state.
 @Suite struct StorageStartupTests {
     static let node = NodeID(trusted: "node-a")
+    /// The identifier key fingerprint these directories are written with.
+    static let identifierKey: UInt64 = 0x5eed
     static let epoch: UInt64 = 7
 
     /// `count` seeded operations of node-a's log: devices return, gain apps and merge.
@@ -36,7 +38,7 @@ import Testing
     /// `perCommit`, in files of `fileBytes`.
     func journal(_ operations: [LoggedOperation], on fs: SimulatedFileSystem, perCommit: Int = 50, fileBytes: Int = 64 << 10) throws {
         if try NodeMetadataFile.read(from: "/data", on: fs) == nil {
-            try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch), to: "/data", on: fs)
+            try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch, identifierKey: Self.identifierKey), to: "/data", on: fs)
         }
         let next = (try CommitJournal.files(in: "/data", on: fs).last ?? 0) + 1
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: next, fileBytes: fileBytes, index: JournalIndex(), durableThrough: [:])
@@ -51,7 +53,7 @@ import Testing
     func start(_ fs: SimulatedFileSystem) throws(NodeStartupError) -> RecoveredStorage {
         var logger = Logger(label: "startup-test")
         logger.logLevel = .critical
-        return try StorageStartup.open(fs: fs, directory: "/data", configuredNodeID: nil, expectedDevices: 0, wallClock: { 5_000 }, logger: logger)
+        return try StorageStartup.open(fs: fs, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0, wallClock: { 5_000 }, logger: logger)
     }
 
     func applied(_ operations: [LoggedOperation]) -> RegistryState {
@@ -77,7 +79,7 @@ import Testing
         #expect(recovered.registry.snapshot() == applied(ops).snapshot())
         #expect(recovered.versionVector.logs.map { "\($0.log)=\($0.sequence)" } == ["node-a/7=3000"])
         #expect(recovered.clock == ops.last!.timestamp)
-        #expect(recovered.metadata == NodeMetadata(nodeID: "node-a", epoch: 7))
+        #expect(recovered.metadata == NodeMetadata(nodeID: "node-a", epoch: 7, identifierKey: Self.identifierKey))
         #expect(recovered.replayedOperations == 3_000 && recovered.snapshotLabel == nil)
         #expect(recovered.nextJournalFile == UInt64(recovered.index.files.count) + 1)
     }
@@ -191,7 +193,7 @@ import Testing
     func aCrashLosesNoAcknowledgedCommit(seed: UInt64) throws {
         let fs = SimulatedFileSystem()
         let ops = try operations(count: 400, seed: seed)
-        try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch), to: "/data", on: fs)
+        try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch, identifierKey: Self.identifierKey), to: "/data", on: fs)
         var random = SplitMix64(seed: seed)
         let crashAt = Int(random.next() % 8)
         let crashing = CrashingFileSystem(fs, failingAfter: 6 + Int(random.next() % 40))

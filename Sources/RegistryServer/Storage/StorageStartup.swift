@@ -28,7 +28,7 @@ struct RecoveredStorage {
 /// an earlier version. The rebuilt registry's index tables come from `tables`.
 enum StorageStartup {
     static func open(
-        fs: any FileSystem, directory: String, configuredNodeID: NodeID?, expectedDevices: Int,
+        fs: any FileSystem, directory: String, configuredNodeID: NodeID?, identifierKey: UInt64, expectedDevices: Int,
         tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64, logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -36,7 +36,8 @@ enum StorageStartup {
             let names = try fs.list(directory)
             if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
             let metadata = try identity(
-                fs: fs, directory: directory, names: names, configured: configuredNodeID, wallClock: wallClock, logger: logger)
+                fs: fs, directory: directory, names: names, configured: configuredNodeID, identifierKey: identifierKey,
+                wallClock: wallClock, logger: logger)
 
             let (snapshot, problems) = try SnapshotStore.loadNewest(
                 in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, logger: logger)
@@ -97,15 +98,19 @@ enum StorageStartup {
         }
     }
 
-    /// The directory's node metadata, checked against the configured node ID, or a new identity
-    /// (the configured ID or a generated one, and an epoch from the wall clock) for an empty one.
+    /// The directory's node metadata, checked against the configured node ID and identifier key,
+    /// or a new identity (the configured ID or a generated one, and an epoch from the wall clock)
+    /// for an empty directory.
     private static func identity(
-        fs: any FileSystem, directory: String, names: [String], configured: NodeID?, wallClock: () -> UInt64, logger: Logger
+        fs: any FileSystem, directory: String, names: [String], configured: NodeID?, identifierKey: UInt64, wallClock: () -> UInt64,
+        logger: Logger
     ) throws -> NodeMetadata {
         if let stored = try NodeMetadataFile.read(from: directory, on: fs) {
             if let configured, configured.value != stored.nodeID {
                 throw NodeStartupError.nodeIDMismatch(stored: stored.nodeID, configured: configured.value)
             }
+            guard let storedKey = stored.identifierKey else { throw NodeStartupError.identifiersNotHashed(directory) }
+            guard storedKey == identifierKey else { throw NodeStartupError.identifierKeyMismatch(directory) }
             return stored
         }
         if names.contains(where: { $0.hasPrefix("journal-") || $0.hasPrefix("snapshot-") }) {
@@ -114,7 +119,7 @@ enum StorageStartup {
         }
         var generator = SystemRandomNumberGenerator()
         let nodeID = configured?.value ?? "node-\(String(generator.next() & 0xFFFF_FFFF, radix: 16))"
-        let metadata = NodeMetadata(nodeID: nodeID, epoch: wallClock())
+        let metadata = NodeMetadata(nodeID: nodeID, epoch: wallClock(), identifierKey: identifierKey)
         try NodeMetadataFile.write(metadata, to: directory, on: fs)
         logger.info("initialised a new data directory", metadata: ["node": "\(nodeID)", "epoch": "\(metadata.epoch)"])
         return metadata

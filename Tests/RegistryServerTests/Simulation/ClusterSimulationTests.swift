@@ -161,7 +161,9 @@ import Testing
                     guard state.canonical(of: canonical) == canonical else {
                         return "\(acknowledged.device) is more than one hop from its canonical device"
                     }
-                    let found = state.lookup(vendor: acknowledged.vendor, identifier: acknowledged.identifier)?.device.id
+                    // The state holds identifiers as the node's keyed hashes.
+                    let sealed = engine.identifierKey.seal(acknowledged.identifier)
+                    let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id
                     guard found == canonical else {
                         return "\(acknowledged.identifier) leads to \(String(describing: found)), its acknowledged device to \(canonical)"
                     }
