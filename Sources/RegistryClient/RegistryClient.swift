@@ -36,8 +36,11 @@ public final class RegistryClient: Sendable {
     /// - Parameter ackReplicas: how many peers must hold each registration durably before the node
     ///   answers it (its write concern); nil leaves it to the node's `--ack-replicas`. Past the
     ///   node's `--replica-timeout` the answer is a retryable `replication_timeout` error.
+    /// - Parameter token: the token the node requires when it runs with `--token-secret`
+    ///   (`registryctl token issue`); without one such a node refuses the hello with
+    ///   `unauthenticated`.
     public static func connect(
-        to endpoint: Endpoint, role: Role = .client, clientName: String,
+        to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
         maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil
     ) async throws(RegistryClientError) -> RegistryClient {
@@ -66,7 +69,7 @@ public final class RegistryClient: Sendable {
         }
         let answer: ServerBody
         do {
-            answer = try await send(.hello(Hello(role: role, clientName: clientName)), on: channel)
+            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), on: channel)
         } catch {
             try? await channel.close()
             throw error

@@ -39,7 +39,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     init(engine: RegistryEngine, logger: Logger) {
         self.engine = engine
         self.logger = logger
-        self.machine = ConnectionStateMachine(maxInFlight: Int(engine.limits.maxInFlight))
+        self.machine = ConnectionStateMachine(maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens)
         self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
         self.unread = ByteBuffer()
         self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
@@ -119,19 +119,20 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } catch {
             return failConnection(context: context, requestID: 0, WireError(code: .malformedFrame, message: error.description))
         }
-        let action = machine.frameReceived(frame)
+        let action = machine.frameReceived(frame, nowSeconds: engine.wallClock() / 1_000)
         switch action {
         case .acceptHello, .acceptPeer:
             if case .hello(let hello) = frame.body {
                 logger.debug("hello", metadata: ["client": "\(hello.clientName)", "role": "\(hello.role)"])
             }
+            if case .token(let token) = machine.access { logger[metadataKey: "subject"] = "\(token.subject)" }
             let accepted = HelloAccepted(
                 version: .current, nodeID: engine.nodeID.value, clusterID: engine.clusterID,
                 serverVersion: RegistryEngine.serverVersion, limits: engine.limits, instanceID: engine.instanceID)
             write(context: context, [ServerFrame(requestID: frame.requestID, body: .helloAccepted(accepted))])
             if action == .acceptPeer { handOverToPeerProtocol(context: context) }
         case .dispatch:
-            if case .snapshot = frame.body {
+            if case .snapshot = frame.body, machine.access.allows(.admin) {
                 // Answered once the snapshot is written, seconds later; the rest go on meanwhile.
                 engine.submitSnapshot(requestID: frame.requestID, deliver: delivery(context: context))
             } else {
@@ -182,7 +183,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func submitBatch(context: ChannelHandlerContext) {
         let frames = batch
         batch = []
-        engine.submit(frames, resolver: &resolver, deliver: delivery(context: context))
+        engine.submit(frames, resolver: &resolver, access: machine.access, deliver: delivery(context: context))
     }
 
     /// Hands the engine's answers to this handler on its event loop.

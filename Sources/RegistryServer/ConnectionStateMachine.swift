@@ -1,7 +1,8 @@
+import RegistryAuth
 import RegistryWire
 
-/// One connection's protocol state as a plain value: handshake, backpressure (through
-/// ``RequestFlowControl``), and draining. Every event returns the action the handler must carry
+/// One connection's protocol state as a plain value: handshake and its token, backpressure
+/// (through ``RequestFlowControl``), and draining. Every event returns the action the handler must carry
 /// out.
 struct ConnectionStateMachine {
     enum State: Equatable {
@@ -28,9 +29,14 @@ struct ConnectionStateMachine {
     private(set) var state = State.awaitingHello
     /// When the next request may be taken and reads may go on.
     private(set) var flow: RequestFlowControl
+    /// Verifies the hello's token; nil: the node takes no tokens and every client may do all.
+    private let tokens: TokenKey?
+    /// What the client may do, once its hello is accepted.
+    private(set) var access = ConnectionAccess.unrestricted
 
-    init(maxInFlight: Int) {
+    init(maxInFlight: Int, tokens: TokenKey? = nil) {
         self.flow = RequestFlowControl(maxInFlight: maxInFlight)
+        self.tokens = tokens
     }
 
     var inFlight: Int { flow.inFlight }
@@ -44,7 +50,9 @@ struct ConnectionStateMachine {
         }
     }
 
-    mutating func frameReceived(_ frame: ClientFrame) -> FrameAction {
+    /// `nowSeconds` is the wall clock (seconds since the Unix epoch), against which a token's
+    /// expiry is checked at the hello and at every request.
+    mutating func frameReceived(_ frame: ClientFrame, nowSeconds: UInt64) -> FrameAction {
         switch state {
         case .closed, .draining:
             return .ignore
@@ -59,6 +67,13 @@ struct ConnectionStateMachine {
             }
             switch hello.role {
             case .client, .admin:
+                if let tokens {
+                    do {
+                        access = .token(try tokens.verify(hello.token, now: nowSeconds))
+                    } catch {
+                        return fail(.unauthenticated, error.description)
+                    }
+                }
                 state = .ready
                 return .acceptHello
             case .peer:
@@ -70,6 +85,9 @@ struct ConnectionStateMachine {
             }
         case .ready:
             if case .hello = frame.body { return fail(.handshakeRequired, "the handshake is already done") }
+            if case .token(let token) = access, nowSeconds >= token.expiresAt {
+                return fail(.unauthenticated, TokenError.expired(at: token.expiresAt).description)
+            }
             flow.took()
             return .dispatch
         }

@@ -263,7 +263,7 @@ struct NodeState {
     /// Applies a prepared request to the state.
     mutating func decide(
         _ prepared: Prepared, requestID: UInt64, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
-        operations: inout [LoggedOperation]
+        operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
         switch prepared {
         case .register(let registration):
@@ -286,9 +286,11 @@ struct NodeState {
         case .refused(let error):
             return .answer(.error(error))
         case .read(.resolve(let text)):
+            guard access.allows(.read) else { return .answer(.error(ConnectionAccess.denied(.read))) }
             do {
                 let id = try DeviceID(parsing: text)
-                guard let record = registry.resolve(id) else {
+                // Another vendor's device is not found: its existence is not revealed.
+                guard let record = registry.resolve(id), access.allows(.read, vendor: record.device.vendor.name) else {
                     return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
                 }
                 return .answer(.device(DeviceRecordMessage(record)))
@@ -296,7 +298,7 @@ struct NodeState {
                 return .answer(.error(WireError(error)))
             }
         case .read(.lookup(let request)):
-            return .answer(lookup(request))
+            return .answer(lookup(request, access: access))
         case .read(.removeMember(let text)):
             guard let node = try? NodeID(text) else {
                 return .answer(.error(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")))
@@ -347,7 +349,7 @@ struct NodeState {
         nextSequence += 1
     }
 
-    private func lookup(_ request: LookupRequest) -> ServerBody {
+    private func lookup(_ request: LookupRequest, access: ConnectionAccess) -> ServerBody {
         do throws(IdentityError) {
             let vendor: Vendor
             switch request.scope {
@@ -356,6 +358,7 @@ struct NodeState {
             case .unspecified:
                 return .error(WireError(code: .invalidArgument, message: "a lookup needs a bundle_id or a vendor"))
             }
+            guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
             guard let presented = request.identifier else { throw IdentityError.missingIdentifier }
             let identifier = try Identifier(presented)
             guard let record = registry.lookup(vendor: vendor, identifier: identifierKey.seal(identifier)) else {

@@ -1,6 +1,7 @@
 import Platform
 import Dispatch
 import Logging
+import RegistryAuth
 import Metrics
 import RegistryCore
 import RegistryStorage
@@ -104,6 +105,8 @@ public final class RegistryEngine: Sendable {
     let logger: Logger
     /// Hashes presented identifiers (see ``IdentifierKey``); validation runs off the lock.
     let identifierKey: IdentifierKey
+    /// Verifies client tokens (``NodeConfiguration/tokenSecret``); nil: none are required.
+    let tokens: TokenKey?
     let wallClock: @Sendable () -> UInt64
     private let startedAt: UInt64
     /// Called once, off the lock, when the log fails; registryd shuts down on it.
@@ -146,6 +149,7 @@ public final class RegistryEngine: Sendable {
             nextSequence: recovered.versionVector[ownLog] + 1, versionVector: recovered.versionVector, rules: configuration.vendorRules,
             limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
         self.identifierKey = identifierKey
+        self.tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
         var durable = [LogKey: UInt64]()
         for (log, sequence) in recovered.versionVector.logs { durable[LogKey(log)] = sequence }
         let operations = durable.values.reduce(0, +)
@@ -191,7 +195,7 @@ public final class RegistryEngine: Sendable {
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
         var resolver = BundleResolver(rules: vendorRules, capacity: 0)
-        submit(frames, resolver: &resolver, deliver: deliver)
+        submit(frames, resolver: &resolver, access: .unrestricted, deliver: deliver)
     }
 
     /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
@@ -201,8 +205,11 @@ public final class RegistryEngine: Sendable {
     /// group. Ordering stays safe: a group that changed or observed anything not yet durable
     /// (pending, or in a running commit) is answered only after a later commit pass, and it
     /// starts that commit itself when none is running.
-    public func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, deliver: @escaping Delivery) {
-        var prepared = frames.map { NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey) }
+    /// `access` is what the connection's token allows (``ConnectionAccess``).
+    func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping Delivery) {
+        var prepared = frames.map {
+            access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
+        }
         let replicas = replicasWanted(by: frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
         let wall = wallClock()
@@ -215,11 +222,12 @@ public final class RegistryEngine: Sendable {
                 if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
-                if case .stats = frame.body { return (.answer(.stats(stats(core))), undurable, 0) }
+                if case .read(.stats) = request { return (.answer(.stats(stats(core))), undurable, 0) }
                 let before = core.commits.pendingOperations.count
                 let decision = core.commits.recordOperations { operations in
                     core.node.decide(
-                        request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations)
+                        request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations,
+                        access: access)
                 }
                 let wrote = core.commits.pendingOperations.count > before
                 return (decision, undurable || wrote, wrote ? core.node.nextSequence - 1 : 0)

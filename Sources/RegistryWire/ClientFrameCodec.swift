@@ -21,7 +21,7 @@ extension ClientFrame {
             return .hello(
                 Hello(
                     version: CRead.version(hello.version), role: Role(rawValue: Int32(truncatingIfNeeded: hello.role.rawValue)),
-                    clientName: CRead.string(hello.client_name)))
+                    clientName: CRead.string(hello.client_name), token: CRead.string(hello.token)))
         case REGISTRY__V1__CLIENT_FRAME__BODY_REGISTER_DEVICE:
             guard let request = frame.register_device?.pointee else { return .unknown }
             return .register(registerRequest(request))
@@ -76,6 +76,7 @@ extension ClientFrame {
             message.version = arena.version(hello.version)
             message.role = Registry__V1__Role(rawValue: .init(truncatingIfNeeded: hello.role.rawValue))
             message.client_name = arena.string(hello.clientName)
+            message.token = arena.string(hello.token)
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_HELLO
             frame.hello = arena.new(message)
         case .register(let request):

@@ -20,6 +20,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let unavailable = ErrorCode(rawValue: 9)
     public static let internalError = ErrorCode(rawValue: 10)
     public static let replicationTimeout = ErrorCode(rawValue: 11)
+    public static let permissionDenied = ErrorCode(rawValue: 12)
     public static let handshakeRequired = ErrorCode(rawValue: 100)
     public static let unsupportedVersion = ErrorCode(rawValue: 101)
     public static let malformedFrame = ErrorCode(rawValue: 102)
@@ -33,14 +34,15 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let unexpectedPeerFrame = ErrorCode(rawValue: 110)
     public static let nodeRemoved = ErrorCode(rawValue: 111)
     public static let snapshotRefused = ErrorCode(rawValue: 112)
+    public static let unauthenticated = ErrorCode(rawValue: 113)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
-        .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .handshakeRequired,
+        .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .permissionDenied, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
-        .snapshotRefused,
+        .snapshotRefused, .unauthenticated,
     ]
 
     /// Codes from 100 end the connection.
@@ -73,6 +75,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .unexpectedPeerFrame: return "unexpected_peer_frame"
         case .nodeRemoved: return "node_removed"
         case .snapshotRefused: return "snapshot_refused"
+        case .permissionDenied: return "permission_denied"
+        case .unauthenticated: return "unauthenticated"
         default: return "code_\(rawValue)"
         }
     }

@@ -57,11 +57,14 @@ public struct Hello: Hashable, Sendable {
     public var version: ProtocolVersion
     public var role: Role
     public var clientName: String
+    /// The client token (docs/security.md); empty: none.
+    public var token: String
 
-    public init(version: ProtocolVersion = .current, role: Role, clientName: String) {
+    public init(version: ProtocolVersion = .current, role: Role, clientName: String, token: String = "") {
         self.version = version
         self.role = role
         self.clientName = clientName
+        self.token = token
     }
 }
 

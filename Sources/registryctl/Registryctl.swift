@@ -14,11 +14,15 @@ struct Registryctl: AsyncParsableCommand {
             Output is a table on a terminal and JSON otherwise; -o forces either. JSON keys are \
             stable and sorted.
 
+            A node started with --token-secret needs a token: registryctl sends the one in \
+            $REGISTRY_TOKEN, or in the file --token-file (or $REGISTRY_TOKEN_FILE) names. Stats, \
+            snapshots and cluster changes need the admin role.
+
             Exit status: 0 ok; 1 the server refused the request or failed; 3 not found; \
             64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
-        subcommands: [Status.self, Device.self, Register.self, Snapshot.self, Cluster.self])
+        subcommands: [Status.self, Device.self, Register.self, Snapshot.self, Cluster.self, Token.self])
 }
 
 /// Options every subcommand takes.
@@ -31,6 +35,17 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(help: "Seconds to wait for the node, connecting and answering included. [env: REGISTRY_TIMEOUT] [default: 5]")
     var timeout: Double?
+
+    @Option(name: .customLong("token-file"), help: "File holding the token to present. [env: REGISTRY_TOKEN_FILE] [default: $REGISTRY_TOKEN, else none]")
+    var tokenFile: String?
+
+    /// The token from --token-file, else `$REGISTRY_TOKEN_FILE`'s file, else `$REGISTRY_TOKEN`.
+    func token() throws -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let path = tokenFile ?? environment["REGISTRY_TOKEN_FILE"] else { return environment["REGISTRY_TOKEN"] }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the token file \(path)") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     func validate() throws {
         guard (try? seconds()) != nil else {
@@ -71,9 +86,16 @@ struct GlobalOptions: ParsableArguments {
             Foundation.exit(ExitStatus.timedOut)
         }
         defer { watchdog.cancel() }
+        let token: String?
+        do {
+            token = try self.token()
+        } catch {
+            FileHandle.standardError.write(Data("registryctl: \(error)\n".utf8))
+            Foundation.exit(ExitStatus.usage)
+        }
         do throws(RegistryClientError) {
             let client = try await RegistryClient.connect(
-                to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", ackReplicas: ackReplicas)
+                to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", token: token, ackReplicas: ackReplicas)
             let value: Value
             do {
                 value = try await body(client)

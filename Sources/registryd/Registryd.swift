@@ -96,6 +96,15 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("advertise"), help: Self.help("advertise"))
     var advertise: String?
 
+    @Option(name: .customLong("token-secret"), help: Self.help("token-secret"))
+    var tokenSecret: String?
+
+    @Flag(name: .customLong("insecure"), help: ArgumentHelp(NodeSetting.named("insecure").helpLine))
+    var insecure = false
+
+    @Option(name: .customLong("log-format"), help: Self.help("log-format"))
+    var logFormat: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -128,6 +137,9 @@ struct Registryd: AsyncParsableCommand {
             "ack-replicas": ackReplicas,
             "replica-timeout": replicaTimeout,
             "advertise": advertise,
+            "token-secret": tokenSecret,
+            "insecure": insecure ? "true" : nil,
+            "log-format": logFormat,
         ]
         return given.compactMapValues { $0 }
     }
@@ -141,12 +153,22 @@ struct Registryd: AsyncParsableCommand {
             Self.fail("\(error)", status: 78)
         }
         let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        switch configuration.logFormat {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level) }
         }
         let logger = Logger(label: "registryd")
+        if configuration.insecure && !NodeConfiguration.isLoopback(configuration.host) {
+            logger.warning(
+                "--insecure: listening beyond loopback in the clear",
+                metadata: ["host": "\(configuration.host)", "tokens": "\(configuration.tokenSecret == nil ? "off" : "on")"])
+        }
 
         let fatal = FatalSignal()
         let engine: RegistryEngine

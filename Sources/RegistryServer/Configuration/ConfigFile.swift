@@ -144,6 +144,7 @@ enum JSONValue: Decodable {
         case (.string(let text), .string): return text
         case (.wholeNumber(let value), .wholeNumber), (.wholeNumber(let value), .number): return String(value)
         case (.number(let value), .number): return String(value)
+        case (.bool(let value), .boolean): return String(value)
         default: return nil
         }
     }

@@ -19,6 +19,13 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var advertise: String?
     /// Derives the minting key (``NodeSetting/clusterSecret``); nil: the cluster ID.
     public var clusterSecret: String?
+    /// Signs and verifies client tokens (``NodeSetting/tokenSecret``); nil: no tokens, every
+    /// connection may do everything.
+    public var tokenSecret: String?
+    /// Listen beyond loopback without TLS and tokens (``NodeSetting/insecure``).
+    public var insecure = false
+    /// Log lines as text for people or as one JSON object a line (``NodeSetting/logFormat``).
+    public var logFormat = LogFormat.text
     /// How far ahead of this node's clock a peer's timestamp may be.
     public var maxClockSkewMillis: UInt64 = 60_000
     /// Peers a write must reach before its answer (``NodeSetting/ackReplicas``).
@@ -86,7 +93,27 @@ public struct NodeConfiguration: Equatable, Sendable {
                 throw .invalidValue(source: given.source, reason: error.reason)
             }
         }
+        try configuration.refuseUnsafeExposure()
         return configuration
+    }
+
+    /// Whether `host` names this machine's loopback interface only.
+    public static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// A node reachable beyond this machine must not let anyone who reaches its port register and
+    /// read every vendor's devices: without tokens, listening beyond loopback takes `--insecure`.
+    /// (This build has no TLS, so tokens and identifiers cross the network in the clear; that too
+    /// takes `--insecure`.)
+    func refuseUnsafeExposure() throws(ConfigurationError) {
+        guard !Self.isLoopback(host), !insecure else { return }
+        throw .unsafeExposure(
+            "listening on \(host) would serve anyone who reaches it, in the clear (this build has no TLS"
+                + (tokenSecret == nil ? ", and no --token-secret is set" : "")
+                + "); listen on 127.0.0.1, or pass --insecure to accept that")
     }
 
     /// Applies a config file on top of `self` (its settings and vendor rules only).
@@ -112,6 +139,8 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
     case unknownKey(path: String, key: String, nearest: String?)
     /// A value that breaks its setting's rule; `source` is the flag, variable or file key.
     case invalidValue(source: String, reason: String)
+    /// Settings that together would expose the node (``NodeConfiguration/refuseUnsafeExposure()``).
+    case unsafeExposure(String)
 
     public var description: String {
         switch self {
@@ -121,6 +150,16 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
             let hint = nearest.map { "; did you mean \"\($0)\"?" } ?? "; deploy/registryd.json lists every key"
             return "config file \(path) is invalid: unknown key \"\(key)\"\(hint)"
         case .invalidValue(let source, let reason): return "\(source): \(reason)"
+        case .unsafeExposure(let reason): return reason
         }
     }
+}
+
+/// How a node writes its log lines.
+public enum LogFormat: String, CaseIterable, Equatable, Sendable {
+    /// `timestamp level label: message key=value`, for people.
+    case text
+    /// One JSON object a line (`ts`, `level`, `label`, `message`, then the metadata), for log
+    /// collectors.
+    case json
 }

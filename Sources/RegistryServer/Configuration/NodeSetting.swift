@@ -8,9 +8,12 @@ public struct NodeSetting: Sendable {
         case string
         case wholeNumber
         case number
+        /// JSON true or false; as a flag, present or absent.
+        case boolean
 
         public var description: String {
             switch self {
+            case .boolean: return "true or false"
             case .string: return "a string"
             case .wholeNumber: return "a whole number"
             case .number: return "a number"

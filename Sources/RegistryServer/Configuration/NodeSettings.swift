@@ -6,8 +6,38 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
-        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise, tokenSecret, insecure, logFormat,
     ]
+
+    static let tokenSecret = NodeSetting(
+        flag: "token-secret", environment: "REGISTRY_TOKEN_SECRET", fileKey: "tokenSecret", fileType: .string,
+        defaultText: "none, no tokens: every connection may do everything",
+        help: "Secret that client tokens are signed with; with it set, every client must present a token.",
+        discussion: """
+            `registryctl token issue` signs a token with the same secret. A token names the vendors it covers and its \
+            roles (register, read, admin), and expires; the node checks its signature when a connection says hello, \
+            with no lookup (docs/security.md).
+            """
+    ) { text, configuration throws(SettingValueError) in
+        guard text.utf8.count >= 16 else { throw SettingValueError("the token secret must be at least 16 bytes") }
+        configuration.tokenSecret = text
+    }
+
+    static let insecure = NodeSetting(
+        flag: "insecure", environment: "REGISTRY_INSECURE", fileKey: "insecure", fileType: .boolean,
+        defaultText: "false", help: "Allow listening beyond loopback without TLS and tokens (logged as a warning)."
+    ) { text, configuration throws(SettingValueError) in
+        guard let value = Bool(text) else { throw SettingValueError("insecure \(text.debugDescription) is not true or false") }
+        configuration.insecure = value
+    }
+
+    static let logFormat = NodeSetting(
+        flag: "log-format", environment: "REGISTRY_LOG_FORMAT", fileKey: "logFormat", fileType: .string, defaultText: "text",
+        help: "text, or json: one JSON object a line."
+    ) { text, configuration throws(SettingValueError) in
+        guard let format = LogFormat(rawValue: text) else { throw SettingValueError("log format \(text.debugDescription) is not text or json") }
+        configuration.logFormat = format
+    }
 
     static let advertise = NodeSetting(
         flag: "advertise", environment: "REGISTRY_ADVERTISE", fileKey: "advertise", fileType: .string,

@@ -242,7 +242,7 @@ const ProtobufCEnumDescriptor registry__v1__identifier_kind__descriptor =
   registry__v1__identifier_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[25] =
+static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[27] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID", 1 },
@@ -256,6 +256,7 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_UNAVAILABLE", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAVAILABLE", 9 },
   { "ERROR_CODE_INTERNAL", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INTERNAL", 10 },
   { "ERROR_CODE_REPLICATION_TIMEOUT", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_REPLICATION_TIMEOUT", 11 },
+  { "ERROR_CODE_PERMISSION_DENIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_PERMISSION_DENIED", 12 },
   { "ERROR_CODE_HANDSHAKE_REQUIRED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED", 100 },
   { "ERROR_CODE_UNSUPPORTED_VERSION", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSUPPORTED_VERSION", 101 },
   { "ERROR_CODE_MALFORMED_FRAME", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_MALFORMED_FRAME", 102 },
@@ -269,37 +270,40 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_UNEXPECTED_PEER_FRAME", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNEXPECTED_PEER_FRAME", 110 },
   { "ERROR_CODE_NODE_REMOVED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED", 111 },
   { "ERROR_CODE_SNAPSHOT_REFUSED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED", 112 },
+  { "ERROR_CODE_UNAUTHENTICATED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED", 113 },
 };
 static const ProtobufCIntRange registry__v1__error_code__value_ranges[] = {
-{0, 0},{100, 12},{0, 25}
+{0, 0},{100, 13},{0, 27}
 };
-static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[25] =
+static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[27] =
 {
   { "ERROR_CODE_BATCH_TOO_LARGE", 6 },
-  { "ERROR_CODE_CLOCK_SKEW", 20 },
-  { "ERROR_CODE_DUPLICATE_NODE_ID", 18 },
-  { "ERROR_CODE_FRAME_TOO_LARGE", 15 },
-  { "ERROR_CODE_HANDSHAKE_REQUIRED", 12 },
+  { "ERROR_CODE_CLOCK_SKEW", 21 },
+  { "ERROR_CODE_DUPLICATE_NODE_ID", 19 },
+  { "ERROR_CODE_FRAME_TOO_LARGE", 16 },
+  { "ERROR_CODE_HANDSHAKE_REQUIRED", 13 },
   { "ERROR_CODE_INTERNAL", 10 },
   { "ERROR_CODE_INVALID_ARGUMENT", 8 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", 1 },
   { "ERROR_CODE_INVALID_DEVICE_ID", 4 },
   { "ERROR_CODE_INVALID_IDENTIFIER", 2 },
-  { "ERROR_CODE_INVALID_OPERATION", 21 },
-  { "ERROR_CODE_MALFORMED_FRAME", 14 },
-  { "ERROR_CODE_MINTING_KEY_MISMATCH", 19 },
+  { "ERROR_CODE_INVALID_OPERATION", 22 },
+  { "ERROR_CODE_MALFORMED_FRAME", 15 },
+  { "ERROR_CODE_MINTING_KEY_MISMATCH", 20 },
   { "ERROR_CODE_MISSING_IDENTIFIER", 3 },
-  { "ERROR_CODE_NODE_REMOVED", 23 },
+  { "ERROR_CODE_NODE_REMOVED", 24 },
   { "ERROR_CODE_NOT_FOUND", 5 },
+  { "ERROR_CODE_PERMISSION_DENIED", 12 },
   { "ERROR_CODE_REPLICATION_TIMEOUT", 11 },
-  { "ERROR_CODE_SNAPSHOT_REFUSED", 24 },
+  { "ERROR_CODE_SNAPSHOT_REFUSED", 25 },
+  { "ERROR_CODE_UNAUTHENTICATED", 26 },
   { "ERROR_CODE_UNAVAILABLE", 9 },
-  { "ERROR_CODE_UNEXPECTED_PEER_FRAME", 22 },
+  { "ERROR_CODE_UNEXPECTED_PEER_FRAME", 23 },
   { "ERROR_CODE_UNKNOWN_MESSAGE", 7 },
   { "ERROR_CODE_UNSPECIFIED", 0 },
-  { "ERROR_CODE_UNSUPPORTED_ROLE", 16 },
-  { "ERROR_CODE_UNSUPPORTED_VERSION", 13 },
-  { "ERROR_CODE_WRONG_CLUSTER", 17 },
+  { "ERROR_CODE_UNSUPPORTED_ROLE", 17 },
+  { "ERROR_CODE_UNSUPPORTED_VERSION", 14 },
+  { "ERROR_CODE_WRONG_CLUSTER", 18 },
 };
 const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
 {
@@ -308,9 +312,9 @@ const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
   "ErrorCode",
   "Registry__V1__ErrorCode",
   "registry.v1",
-  25,
+  27,
   registry__v1__error_code__enum_values_by_number,
-  25,
+  27,
   registry__v1__error_code__enum_values_by_name,
   2,
   registry__v1__error_code__value_ranges,

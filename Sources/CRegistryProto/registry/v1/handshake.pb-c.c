@@ -238,7 +238,7 @@ const ProtobufCMessageDescriptor registry__v1__protocol_version__descriptor =
   (ProtobufCMessageInit) registry__v1__protocol_version__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__hello__field_descriptors[3] =
+static const ProtobufCFieldDescriptor registry__v1__hello__field_descriptors[4] =
 {
   {
     "version",
@@ -276,16 +276,29 @@ static const ProtobufCFieldDescriptor registry__v1__hello__field_descriptors[3] 
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Hello, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__hello__field_indices_by_name[] = {
   2,   /* field[2] = client_name */
   1,   /* field[1] = role */
+  3,   /* field[3] = token */
   0,   /* field[0] = version */
 };
 static const ProtobufCIntRange registry__v1__hello__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor registry__v1__hello__descriptor =
 {
@@ -295,7 +308,7 @@ const ProtobufCMessageDescriptor registry__v1__hello__descriptor =
   "Registry__V1__Hello",
   "registry.v1",
   sizeof(Registry__V1__Hello),
-  3,
+  4,
   registry__v1__hello__field_descriptors,
   registry__v1__hello__field_indices_by_name,
   1,  registry__v1__hello__number_ranges,

@@ -102,6 +102,13 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_REPLICATION_TIMEOUT = 11,
   /*
+   * The connection's token does not allow this request: another vendor's
+   * bundle or vendor, or a role it lacks (register, read, admin). Resolving
+   * another vendor's device ID answers NOT_FOUND instead, so IDs cannot be
+   * probed.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_PERMISSION_DENIED = 12,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,
@@ -160,7 +167,13 @@ typedef enum _Registry__V1__ErrorCode {
    * installed, or this node holds operations that neither the snapshot nor
    * its own journal covers. The sender retries later.
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED = 112
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED = 112,
+  /*
+   * The node requires a token (--token-secret) and Hello.token is missing,
+   * malformed, not signed with the node's secret, or expired. Sent in answer
+   * to the Hello, or to a request once the token expires.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED = 113
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 

@@ -70,10 +70,17 @@ struct  Registry__V1__Hello
    * Free text naming the client, for the server's logs ("billing-api/3.2").
    */
   char *client_name;
+  /*
+   * A token from `registryctl token issue`, when the node requires one
+   * (docs/security.md). It grants vendors and roles until it expires; a
+   * missing or invalid one is refused with UNAUTHENTICATED. Peers leave it
+   * empty: they prove the cluster secret in PeerHello instead.
+   */
+  char *token;
 };
 #define REGISTRY__V1__HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__hello__descriptor) \
-    , NULL, REGISTRY__V1__ROLE__ROLE_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , NULL, REGISTRY__V1__ROLE__ROLE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*

@@ -1,0 +1,54 @@
+import RegistryAuth
+import RegistryWire
+
+/// What one client connection may do: everything, on a node without a token secret, or what
+/// its verified token grants. Requests it does not allow are answered PERMISSION_DENIED, except
+/// resolving another vendor's device ID, which is answered NOT_FOUND so that IDs cannot be probed.
+enum ConnectionAccess: Sendable, Equatable {
+    case unrestricted
+    case token(AccessToken)
+
+    func allows(_ role: TokenRole, vendor: String) -> Bool {
+        switch self {
+        case .unrestricted: return true
+        case .token(let token): return token.allows(role, vendor: vendor)
+        }
+    }
+
+    func allows(_ role: TokenRole) -> Bool {
+        switch self {
+        case .unrestricted: return true
+        case .token(let token): return token.roles.contains(role)
+        }
+    }
+
+    /// The refusal of `role` on `vendor`, as the client reads it.
+    static func denied(_ role: TokenRole, vendor: String? = nil) -> WireError {
+        WireError(
+            code: .permissionDenied,
+            message: vendor.map { "the token does not grant \(role) on vendor \($0)" } ?? "the token does not grant \(role)")
+    }
+
+    /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each
+    /// registration whose vendor it does not cover for `register`, and operator requests
+    /// (stats, snapshot, member removal) without `admin`. Resolves and lookups are checked
+    /// where the state tells their vendor (``NodeState``).
+    func authorize(_ prepared: NodeState.Prepared) -> NodeState.Prepared {
+        guard case .token = self else { return prepared }
+        switch prepared {
+        case .register(.success(let registration)) where !allows(.register, vendor: registration.vendor.name):
+            return .register(.failure(Self.denied(.register, vendor: registration.vendor.name)))
+        case .registerBatch(var batch):
+            for (position, item) in batch.items.enumerated() {
+                guard case .success(let index) = item else { continue }
+                let vendor = batch.registrations[index].vendor.name
+                if !allows(.register, vendor: vendor) { batch.items[position] = .failure(Self.denied(.register, vendor: vendor)) }
+            }
+            return .registerBatch(batch)
+        case .read(.stats), .read(.snapshot), .read(.removeMember):
+            return allows(.admin) ? prepared : .refused(Self.denied(.admin))
+        default:
+            return prepared
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import RegistryAuth
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// What a vendor-scoped token lets a connection do, decided by the node's pure state: another
+/// vendor's registrations and lookups are PERMISSION_DENIED, another vendor's device IDs are
+/// NOT_FOUND, and operator requests need admin.
+@Suite struct VendorScopeTests {
+    let acme = ConnectionAccess.token(
+        AccessToken(subject: "billing", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))
+    let readOnly = ConnectionAccess.token(AccessToken(subject: "ro", vendors: .only(["com.acme"]), roles: [.read], expiresAt: .max))
+
+    func node() -> NodeState {
+        NodeState(
+            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try! VendorRules(),
+            limits: .default)
+    }
+
+    func answer(_ node: inout NodeState, _ body: ClientBody, _ access: ConnectionAccess) -> ServerBody {
+        var resolver = BundleResolver(rules: node.rules, capacity: 0)
+        let prepared = access.authorize(NodeState.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey))
+        var generator = SplitMix64(seed: 7)
+        var operations = [LoggedOperation]()
+        return node.decide(prepared, requestID: 1, wallMillis: 1_000, generator: &generator, operations: &operations, access: access).body
+    }
+
+    func errorCode(_ body: ServerBody) -> ErrorCode? {
+        if case .error(let error) = body { return error.code }
+        return nil
+    }
+
+    let idfv = "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b90"
+
+    @Test func registrationsOfAnotherVendorAreDeniedItemByItem() {
+        var state = node()
+        #expect(errorCode(answer(&state, .register(RegisterRequest(bundleID: "com.acme.app", idfv: idfv)), acme)) == nil)
+        #expect(errorCode(answer(&state, .register(RegisterRequest(bundleID: "com.other.app", idfv: idfv)), acme)) == .permissionDenied)
+        #expect(errorCode(answer(&state, .register(RegisterRequest(bundleID: "com.acme.app", idfv: idfv)), readOnly)) == .permissionDenied)
+        let batch = answer(
+            &state,
+            .registerBatch([RegisterRequest(bundleID: "com.other.x", idfv: idfv), RegisterRequest(bundleID: "com.acme.y", idfv: idfv)]), acme)
+        guard case .registerBatchResult(let items) = batch else { return #expect(Bool(false), "\(batch)") }
+        guard case .error(let denied) = items[0], case .result = items[1] else { return #expect(Bool(false), "\(items)") }
+        #expect(denied.code == .permissionDenied)
+        // Nothing of the denied registrations reached the state.
+        #expect(state.registry.snapshot().canonical.count == 1)
+    }
+
+    @Test func anotherVendorsDeviceIsNotFoundAndItsLookupsDenied() {
+        var state = node()
+        guard case .registerResult(let other) = answer(&state, .register(RegisterRequest(bundleID: "com.other.app", idfv: idfv)), .unrestricted)
+        else { return #expect(Bool(false)) }
+        #expect(errorCode(answer(&state, .resolve(deviceID: other.deviceID), .unrestricted)) == nil)
+        // The same answer as for an ID that does not exist.
+        #expect(errorCode(answer(&state, .resolve(deviceID: other.deviceID), acme)) == .notFound)
+        #expect(errorCode(answer(&state, .resolve(deviceID: "01890000-0000-7000-8000-000000000000"), acme)) == .notFound)
+        let lookup = LookupRequest(scope: .vendor("com.other"), identifier: PresentedIdentifier(rawKind: 2, text: idfv))
+        #expect(errorCode(answer(&state, .lookup(lookup), acme)) == .permissionDenied)
+        #expect(errorCode(answer(&state, .lookup(lookup), .unrestricted)) == nil)
+    }
+
+    @Test func operatorRequestsNeedAdmin() {
+        var state = node()
+        for body in [ClientBody.stats, .snapshot, .removeMember(nodeID: "node-b")] {
+            #expect(errorCode(answer(&state, body, acme)) == .permissionDenied, "\(body)")
+        }
+        let admin = ConnectionAccess.token(AccessToken(subject: "ops", vendors: .all, roles: [.admin], expiresAt: .max))
+        #expect(errorCode(answer(&state, .removeMember(nodeID: "node-b"), admin)) == .notFound)
+    }
+}
