@@ -21,11 +21,13 @@ enum Binaries {
         .deletingLastPathComponent()
 }
 
-/// The port in a server's "listening on 127.0.0.1:PORT" log line (registryd's, or the bench's
-/// floor server's), once it is there.
+/// The port in a server's "listening on HOST:PORT" log line (registryd's, or the bench's floor
+/// server's), once it is there.
 func listeningPort(in log: String) -> Int? {
-    guard let range = log.range(of: "listening on 127.0.0.1:") else { return nil }
-    return Int(log[range.upperBound...].prefix { $0.isNumber })
+    guard let range = log.range(of: "listening on ") else { return nil }
+    let address = log[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
+    guard let colon = address.lastIndex(of: ":") else { return nil }
+    return Int(address[address.index(after: colon)...].prefix { $0.isNumber })
 }
 
 /// The outcome of a finished command.

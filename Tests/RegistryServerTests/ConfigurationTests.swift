@@ -58,6 +58,7 @@ import Testing
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "journal-file-bytes": ("70000", "80000"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "advertise": ("h1:1", "h2:2"),
+            "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
         ]
         #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
         func json(_ setting: NodeSetting, _ text: String) -> String {
@@ -87,6 +88,9 @@ import Testing
             case "ack-replicas": return "\(configuration.ackReplicas)"
             case "advertise": return configuration.advertise ?? "none"
             case "replica-timeout": return "\(Double(configuration.replicaTimeoutMillis) / 1_000)"
+            case "token-secret": return configuration.tokenSecret ?? "none"
+            case "insecure": return "\(configuration.insecure)"
+            case "log-format": return configuration.logFormat.rawValue
             default: return "unknown setting \(flag)"
             }
         }
@@ -160,6 +164,9 @@ import Testing
         ("{\"comitDelayMicros\": 100}", "unknown key \"comitDelayMicros\"; did you mean \"commitDelayMicros\"?"),
         ("{\"PORT\": 1}", "unknown key \"PORT\"; did you mean \"port\"?"),
         ("{\"frobnicate\": true}", "unknown key \"frobnicate\"; deploy/registryd.json lists every key"),
+        ("{\"insecure\": \"yes\"}", "insecure should be true or false"),
+        ("{\"tokenSecret\": \"short\"}", "tokenSecret: the token secret must be at least 16 bytes"),
+        ("{\"logFormat\": \"xml\"}", "logFormat: log format \"xml\" is not text or json"),
     ])
     func badConfigFilesAreTypedErrors(_ text: String, _ fragment: String) throws {
         try withConfig(text) { path in
