@@ -35,9 +35,11 @@ deps:
 proto-tools:
 	@command -v protoc-c >/dev/null || $(APT) protobuf-c-compiler
 
-# protoc and Python's protobuf run the interop test.
+# protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
+# a node in the metrics test.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
 
 build: deps

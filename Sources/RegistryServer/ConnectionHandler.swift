@@ -35,6 +35,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The connection is a peer's, served by a ``PeerConnectionHandler`` from now on.
     private var handedOver = false
+    /// The role this connection said hello as (client or admin), once accepted.
+    private var helloRole: String?
 
     init(engine: RegistryEngine, logger: Logger) {
         self.engine = engine
@@ -55,6 +57,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = nil
         machine.closed()
         engine.counters.connectionClosed()
+        if let role = helloRole { engine.counters.connection(role: role, by: -1) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -126,6 +129,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 logger.debug("hello", metadata: ["client": "\(hello.clientName)", "role": "\(hello.role)"])
             }
             if case .token(let token) = machine.access { logger[metadataKey: "subject"] = "\(token.subject)" }
+            // A peer's connection is counted by the peer handler it is handed to.
+            if action == .acceptHello, case .hello(let hello) = frame.body {
+                helloRole = "\(hello.role)"
+                engine.counters.connection(role: "\(hello.role)", by: 1)
+            }
             let accepted = HelloAccepted(
                 version: .current, nodeID: engine.nodeID.value, clusterID: engine.clusterID,
                 serverVersion: RegistryEngine.serverVersion, limits: engine.limits, instanceID: engine.instanceID)

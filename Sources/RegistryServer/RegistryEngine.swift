@@ -40,6 +40,9 @@ public final class RegistryEngine: Sendable {
         /// sequence of this node's own log that the write made; 0 and 0 for most.
         var replicas = 0
         var ownThrough: UInt64 = 0
+        /// When the requests were submitted, in uptime nanoseconds, for the request latency
+        /// metric; 0 for answers that are not a client's.
+        var submittedNanos: UInt64 = 0
     }
 
     struct Core {
@@ -101,7 +104,9 @@ public final class RegistryEngine: Sendable {
     /// Called after every commit (see ``observeCommits(_:)``).
     private let durableObservers = Mutex<[@Sendable () -> Void]>([])
     /// swift-metrics' view of ``Core/commitLatency``.
-    private let commitLatencyMetric = Metrics.Timer(label: "registry_commit_duration")
+    private let commitLatencyMetric = Metrics.Timer(label: MetricCatalog.commitDuration.name)
+    /// Operations per group commit.
+    private let commitOperationsMetric = Recorder(label: MetricCatalog.commitOperations.name)
     let logger: Logger
     /// Hashes presented identifiers (see ``IdentifierKey``); validation runs off the lock.
     let identifierKey: IdentifierKey
@@ -212,6 +217,7 @@ public final class RegistryEngine: Sendable {
         }
         let replicas = replicasWanted(by: frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
+        let submittedNanos = DispatchTime.now().uptimeNanoseconds
         let wall = wallClock()
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
@@ -238,7 +244,7 @@ public final class RegistryEngine: Sendable {
         }
         let waiter = Waiter(
             answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver, replicas: ownThrough > 0 ? replicas : 0,
-            ownThrough: ownThrough)
+            ownThrough: ownThrough, submittedNanos: submittedNanos)
         enqueue(waiter, waits: mustWait)
     }
 
@@ -255,7 +261,7 @@ public final class RegistryEngine: Sendable {
 
     private func deliverCounted(_ waiter: Waiter) {
         if waiter.replicas > 0 { return awaitReplicas(waiter) }
-        counters.record(waiter.answers.decisions)
+        counters.record(waiter.answers.decisions, submittedNanos: waiter.submittedNanos)
         waiter.deliver(waiter.answers)
     }
 
@@ -320,7 +326,7 @@ public final class RegistryEngine: Sendable {
                 retryable: true)
             answers = Answers(requestIDs: answers.requestIDs, decisions: answers.requestIDs.map { _ in .answer(.error(error)) })
         }
-        counters.record(answers.decisions)
+        counters.record(answers.decisions, submittedNanos: waiter.submittedNanos)
         waiter.deliver(answers)
     }
 
@@ -369,6 +375,7 @@ public final class RegistryEngine: Sendable {
                 }
                 if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
+                commitOperationsMetric.record(operations.count)
                 for waiter in waiters { deliverCounted(waiter) }
                 notifyDurable()
             case .failure(let error):
@@ -470,6 +477,7 @@ public final class RegistryEngine: Sendable {
         }
         if case .answer(.error(let error)) = decision, error.code == .clockSkew {
             counters.record(error: .clockSkew)
+            counters.hlcRefusals.increment()
             logger.warning("refused a peer's batch: clock skew", metadata: ["error": "\(error.message)"])
         }
         let waiter = Waiter(answers: Answers(requestIDs: [0], decisions: [decision])) { answers in

@@ -2,7 +2,9 @@ import ArgumentParser
 import RegistryVersion
 import Foundation
 import Logging
+import Metrics
 import NIOPosix
+import Prometheus
 import RegistryServer
 import ServiceLifecycle
 
@@ -105,6 +107,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("log-format"), help: Self.help("log-format"))
     var logFormat: String?
 
+    @Option(name: .customLong("metrics-port"), help: Self.help("metrics-port"))
+    var metricsPort: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -140,6 +145,7 @@ struct Registryd: AsyncParsableCommand {
             "token-secret": tokenSecret,
             "insecure": insecure ? "true" : nil,
             "log-format": logFormat,
+            "metrics-port": metricsPort,
         ]
         return given.compactMapValues { $0 }
     }
@@ -170,6 +176,27 @@ struct Registryd: AsyncParsableCommand {
                 metadata: ["host": "\(configuration.host)", "tokens": "\(configuration.tokenSecret == nil ? "off" : "on")"])
         }
 
+        let loops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+        // The metrics port answers before storage opens: /readyz says why it is not ready yet.
+        var metrics: (endpoint: MetricsEndpoint, server: MetricsServer)?
+        if let port = configuration.metricsPort {
+            let registry = PrometheusCollectorRegistry()
+            var factory = PrometheusMetricsFactory(registry: registry)
+            factory.defaultDurationHistogramBuckets = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000]
+                .map { Duration.microseconds($0) }
+            factory.defaultValueHistogramBuckets = [1, 10, 100, 1_000, 10_000, 100_000]
+            MetricsSystem.bootstrap(factory)
+            let endpoint = MetricsEndpoint(registry: registry)
+            let server = MetricsServer(
+                endpoint: endpoint, host: configuration.host, port: port, group: loops ?? MultiThreadedEventLoopGroup.singleton, logger: logger)
+            do {
+                try await server.start()
+            } catch {
+                Self.fail("cannot listen for metrics on \(configuration.host):\(port): \(error)", status: 74)
+            }
+            metrics = (endpoint, server)
+        }
+
         let fatal = FatalSignal()
         let engine: RegistryEngine
         do {
@@ -179,11 +206,13 @@ struct Registryd: AsyncParsableCommand {
         } catch {
             Self.fail("\(error)", status: 74)
         }
-        let loops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
+        metrics?.endpoint.attach(engine)
         let server = RegistryServer(
             engine: engine, configuration: configuration, logger: logger, group: loops ?? MultiThreadedEventLoopGroup.singleton)
         let group = ServiceGroup(
-            configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(
+                services: [server as any Service] + (metrics.map { [$0.server as any Service] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         fatal.onTrigger { Task { await group.triggerGracefulShutdown() } }
         do {
             try await group.run()

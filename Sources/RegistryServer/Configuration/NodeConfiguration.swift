@@ -24,6 +24,9 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var tokenSecret: String?
     /// Listen beyond loopback without TLS and tokens (``NodeSetting/insecure``).
     public var insecure = false
+    /// The HTTP port of `/metrics`, `/healthz` and `/readyz` (``NodeSetting/metricsPort``); nil:
+    /// none.
+    public var metricsPort: Int?
     /// Log lines as text for people or as one JSON object a line (``NodeSetting/logFormat``).
     public var logFormat = LogFormat.text
     /// How far ahead of this node's clock a peer's timestamp may be.

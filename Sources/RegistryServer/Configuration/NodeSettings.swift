@@ -7,7 +7,21 @@ extension NodeSetting {
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise, tokenSecret, insecure, logFormat,
+        metricsPort,
     ]
+
+    static let metricsPort = NodeSetting(
+        flag: "metrics-port", environment: "REGISTRY_METRICS_PORT", fileKey: "metricsPort", fileType: .wholeNumber,
+        defaultText: "none: no HTTP listener",
+        help: "HTTP port, on --host, for /metrics (Prometheus text format), /healthz and /readyz; 0 picks a free one.",
+        discussion: """
+            /healthz answers 200 while the process serves. /readyz answers 200 once storage is open and the journal \
+            replayed and, in a cluster, once the node is within 10000 operations of every peer it has heard from; \
+            otherwise 503 with the reason. docs/operations.md lists the metrics.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.metricsPort = try SettingValueError.wholeNumber(text, in: 0...65_535, "metrics port")
+    }
 
     static let tokenSecret = NodeSetting(
         flag: "token-secret", environment: "REGISTRY_TOKEN_SECRET", fileKey: "tokenSecret", fileType: .string,

@@ -41,6 +41,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         engine.counters.connectionOpened()
+        engine.counters.connection(role: "peer", by: 1)
         takeFrames(context: context)
         context.flush()
         // The client handler may have held the read that would have brought the next bytes.
@@ -52,6 +53,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         intake?.abandon()
         intake = nil
         engine.counters.connectionClosed()
+        engine.counters.connection(role: "peer", by: -1)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
