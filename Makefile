@@ -36,10 +36,15 @@ proto-tools:
 	@command -v protoc-c >/dev/null || $(APT) protobuf-c-compiler
 
 # protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
-# a node in the metrics test.
+# a node in the metrics test; openssl makes the TLS tests' certificates; systemd-analyze and
+# kubernetes-validate check deploy/.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
+	@command -v systemd-analyze >/dev/null || $(APT) systemd
+	@command -v openssl >/dev/null || $(APT) openssl
+	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
+	@command -v kubernetes-validate >/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
 
 build: deps

@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // C library from the system (Debian: libprotobuf-c-dev).
@@ -82,6 +83,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -92,6 +94,7 @@ let package = Package(
                 "RegistryWire", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -133,6 +136,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+
+        // What each fuzz target does with one input (FuzzBodies), and the libFuzzer targets
+        // themselves: `make fuzz` builds them with --sanitize=fuzzer (scripts/fuzz.sh).
+        .target(
+            name: "RegistryFuzzing",
+            dependencies: ["RegistryWire", "RegistryStorage", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "FuzzFrameDecoder", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzFrameDecoder", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzClientFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzClientFrames", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzPeerFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzPeerFrames", swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzSnapshot", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzSnapshot", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOSSL
 import RegistryWire
 
 /// Where a request's answer goes: an async caller's promise, or a callback that runs on the
@@ -157,7 +158,11 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(.connectionClosed("\(error)"))
+        if error is NIOSSLError || error is BoringSSLError {
+            failAll(.tls("\(error)"))
+        } else {
+            failAll(.connectionClosed("\(error)"))
+        }
         context.close(promise: nil)
     }
 

@@ -39,8 +39,9 @@ public final class RegistryClient: Sendable {
     /// - Parameter token: the token the node requires when it runs with `--token-secret`
     ///   (`registryctl token issue`); without one such a node refuses the hello with
     ///   `unauthenticated`.
+    /// - Parameter tls: connect with TLS, trusting what it names (a node run with `--tls-cert`).
     public static func connect(
-        to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil,
+        to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil, tls: ClientTLS? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
         maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil
     ) async throws(RegistryClientError) -> RegistryClient {
@@ -51,6 +52,7 @@ public final class RegistryClient: Sendable {
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }
                         try channel.pipeline.syncOperations.addHandlers(
                             ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)),
                             ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas))

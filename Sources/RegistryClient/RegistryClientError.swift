@@ -12,6 +12,9 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
     case connectionClosed(String)
     /// The server sent something this client cannot use.
     case unexpectedResponse(String)
+    /// TLS could not be set up, or its handshake failed (an untrusted or misnamed certificate,
+    /// or a node that does not speak TLS).
+    case tls(String)
 
     public var description: String {
         switch self {
@@ -20,6 +23,7 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
         case .server(let error): return "server error \(error.code.name): \(error.message)"
         case .connectionClosed(let reason): return "connection closed: \(reason)"
         case .unexpectedResponse(let what): return "unexpected response: \(what)"
+        case .tls(let reason): return "TLS failed: \(reason)"
         }
     }
 }

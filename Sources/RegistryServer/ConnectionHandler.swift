@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOSSL
 import RegistryCore
 import RegistryWire
 
@@ -38,10 +39,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The role this connection said hello as (client or admin), once accepted.
     private var helloRole: String?
 
-    init(engine: RegistryEngine, logger: Logger) {
+    /// `peersNeedCertificate`: the connection is TLS, and a peer's hello needs a verified client
+    /// certificate (``NodeTLS``).
+    init(engine: RegistryEngine, peersNeedCertificate: Bool = false, logger: Logger) {
         self.engine = engine
         self.logger = logger
-        self.machine = ConnectionStateMachine(maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens)
+        self.machine = ConnectionStateMachine(
+            maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: peersNeedCertificate)
         self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
         self.unread = ByteBuffer()
         self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
@@ -122,7 +126,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } catch {
             return failConnection(context: context, requestID: 0, WireError(code: .malformedFrame, message: error.description))
         }
-        let action = machine.frameReceived(frame, nowSeconds: engine.wallClock() / 1_000)
+        // Whether TLS verified a client certificate matters only to a peer's hello.
+        let certified = machine.state == .awaitingHello && (try? context.pipeline.syncOperations.nioSSL_peerCertificate()) != nil
+        let action = machine.frameReceived(frame, nowSeconds: engine.wallClock() / 1_000, certified: certified)
         switch action {
         case .acceptHello, .acceptPeer:
             if case .hello(let hello) = frame.body {
@@ -240,6 +246,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .handshakeFailed = error as? NIOSSLError {
+            // Plaintext on the TLS port, an untrusted certificate, or no common protocol.
+            engine.counters.tlsHandshakeFailed()
+            logger.info("TLS handshake failed", metadata: ["error": "\(error)"])
+        }
         logger.debug("connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }

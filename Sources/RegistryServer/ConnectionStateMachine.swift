@@ -34,9 +34,13 @@ struct ConnectionStateMachine {
     /// What the client may do, once its hello is accepted.
     private(set) var access = ConnectionAccess.unrestricted
 
-    init(maxInFlight: Int, tokens: TokenKey? = nil) {
+    /// A peer's hello needs a TLS client certificate that the cluster's CA signed.
+    private let peersNeedCertificate: Bool
+
+    init(maxInFlight: Int, tokens: TokenKey? = nil, peersNeedCertificate: Bool = false) {
         self.flow = RequestFlowControl(maxInFlight: maxInFlight)
         self.tokens = tokens
+        self.peersNeedCertificate = peersNeedCertificate
     }
 
     var inFlight: Int { flow.inFlight }
@@ -51,8 +55,9 @@ struct ConnectionStateMachine {
     }
 
     /// `nowSeconds` is the wall clock (seconds since the Unix epoch), against which a token's
-    /// expiry is checked at the hello and at every request.
-    mutating func frameReceived(_ frame: ClientFrame, nowSeconds: UInt64) -> FrameAction {
+    /// expiry is checked at the hello and at every request; `certified` says whether TLS verified
+    /// a client certificate on this connection.
+    mutating func frameReceived(_ frame: ClientFrame, nowSeconds: UInt64, certified: Bool) -> FrameAction {
         switch state {
         case .closed, .draining:
             return .ignore
@@ -77,6 +82,9 @@ struct ConnectionStateMachine {
                 state = .ready
                 return .acceptHello
             case .peer:
+                if peersNeedCertificate && !certified {
+                    return fail(.unauthenticated, "a peer must present a TLS client certificate that the cluster's CA signed (--tls-cert)")
+                }
                 // From here the peer protocol's own state machine has the connection.
                 state = .closed
                 return .acceptPeer

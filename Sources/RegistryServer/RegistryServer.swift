@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import RegistryWire
 import ServiceLifecycle
 import Synchronization
@@ -22,18 +23,22 @@ public final class RegistryServer: Service, Sendable {
     private let advertise: String?
     private let hasPeers: Bool
     private let boundAddress = Mutex<SocketAddress?>(nil)
+    /// TLS for every connection (``NodeTLS``); nil: plain TCP.
+    private let tls: NodeTLS?
 
+    /// `tls` comes from ``NodeTLS/load(_:)`` of the same configuration.
     public init(
-        engine: RegistryEngine, configuration: NodeConfiguration, logger: Logger,
+        engine: RegistryEngine, configuration: NodeConfiguration, tls: NodeTLS? = nil, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.tls = tls
         self.engine = engine
         self.host = configuration.host
         self.port = configuration.port
         self.drainTimeout = .milliseconds(Int64(configuration.drainTimeoutSeconds * 1_000))
         self.logger = logger
         self.group = group
-        self.replication = Replication(engine: engine, peers: configuration.peers, group: group, logger: logger)
+        self.replication = Replication(engine: engine, peers: configuration.peers, group: group, tls: tls?.peerClient, logger: logger)
         self.advertise = configuration.advertise
         self.hasPeers = !configuration.peers.isEmpty
     }
@@ -54,10 +59,12 @@ public final class RegistryServer: Service, Sendable {
             // Above the high mark a connection takes no more requests until its answers drain
             // below the low one (see RequestFlowControl).
             .childChannelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
-            .childChannelInitializer { [engine, logger] channel in
+            .childChannelInitializer { [engine, logger, tls] channel in
                 self.track(channel)
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(engine: engine, logger: logger))
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
+                    try channel.pipeline.syncOperations.addHandler(
+                        ConnectionHandler(engine: engine, peersNeedCertificate: tls?.peersNeedCertificate ?? false, logger: logger))
                 }
             }
             .bind(host: host, port: port).get()

@@ -27,11 +27,20 @@ struct ClusterStatus: AsyncParsableCommand {
         var seen = Set<String>()
         var nodes = [ClusterStatusView.Node]()
         let seconds = (try? global.seconds()) ?? 5
+        let token: String?
+        let tls: ClientTLS?
+        do {
+            token = try global.token()
+            tls = try global.tls()
+        } catch {
+            FileHandle.standardError.write(Data("registryctl: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.usage)
+        }
         while let endpoint = queue.first {
             queue.removeFirst()
             guard seen.insert(endpoint).inserted else { continue }
             do throws(RegistryClientError) {
-                let stats = try await Self.stats(of: endpoint, seconds: seconds)
+                let stats = try await Self.stats(of: endpoint, seconds: seconds, token: token, tls: tls)
                 // Its own address, as its peers name it, needs no second visit.
                 for link in stats.peers where link.state == "own-address" { seen.insert(link.address) }
                 nodes.append(ClusterStatusView.Node(endpoint: endpoint, stats: stats))
@@ -46,9 +55,10 @@ struct ClusterStatus: AsyncParsableCommand {
     }
 
     /// The stats of the node at `endpoint`, within `seconds`.
-    static func stats(of endpoint: String, seconds: Double) async throws(RegistryClientError) -> StatsMessage {
+    static func stats(of endpoint: String, seconds: Double, token: String?, tls: ClientTLS?) async throws(RegistryClientError) -> StatsMessage {
         let client = try await RegistryClient.connect(
-            to: try Endpoint(parsing: endpoint), role: .admin, clientName: "registryctl", connectTimeout: .milliseconds(Int64(seconds * 1_000)))
+            to: try Endpoint(parsing: endpoint), role: .admin, clientName: "registryctl", token: token, tls: tls,
+            connectTimeout: .milliseconds(Int64(seconds * 1_000)))
         let stats: StatsMessage
         do {
             stats = try await client.stats()

@@ -36,6 +36,19 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the node, connecting and answering included. [env: REGISTRY_TIMEOUT] [default: 5]")
     var timeout: Double?
 
+    @Option(name: .customLong("tls-ca"), help: "Connect with TLS, trusting the CA certificates in this PEM file. [env: REGISTRY_TLS_CA]")
+    var tlsCA: String?
+
+    @Flag(name: .customLong("tls"), help: "Connect with TLS, trusting the system's roots (implied by --tls-ca).")
+    var useTLS = false
+
+    /// TLS when --tls or --tls-ca (or `$REGISTRY_TLS_CA`) asks for it.
+    func tls() throws(RegistryClientError) -> ClientTLS? {
+        let ca = tlsCA ?? ProcessInfo.processInfo.environment["REGISTRY_TLS_CA"]
+        guard useTLS || ca != nil else { return nil }
+        return try ClientTLS(caFile: ca)
+    }
+
     @Option(name: .customLong("token-file"), help: "File holding the token to present. [env: REGISTRY_TOKEN_FILE] [default: $REGISTRY_TOKEN, else none]")
     var tokenFile: String?
 
@@ -95,7 +108,8 @@ struct GlobalOptions: ParsableArguments {
         }
         do throws(RegistryClientError) {
             let client = try await RegistryClient.connect(
-                to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", token: token, ackReplicas: ackReplicas)
+                to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", token: token, tls: try tls(),
+                ackReplicas: ackReplicas)
             let value: Value
             do {
                 value = try await body(client)
@@ -129,7 +143,7 @@ func exitWith(_ error: RegistryClientError) -> Never {
     let status: Int32
     switch error {
     case .invalidEndpoint: status = ExitStatus.usage
-    case .unreachable, .connectionClosed: status = ExitStatus.unreachable
+    case .unreachable, .connectionClosed, .tls: status = ExitStatus.unreachable
     case .server(let wire) where wire.code == .notFound: status = ExitStatus.notFound
     case .server, .unexpectedResponse: status = ExitStatus.serverError
     }

@@ -110,6 +110,15 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("metrics-port"), help: Self.help("metrics-port"))
     var metricsPort: String?
 
+    @Option(name: .customLong("tls-cert"), help: Self.help("tls-cert"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: Self.help("tls-key"))
+    var tlsKey: String?
+
+    @Option(name: .customLong("tls-ca"), help: Self.help("tls-ca"))
+    var tlsCA: String?
+
     /// A setting's help, from its one description in `NodeSetting.all`.
     private static func help(_ flag: String) -> ArgumentHelp {
         let setting = NodeSetting.named(flag)
@@ -146,6 +155,9 @@ struct Registryd: AsyncParsableCommand {
             "insecure": insecure ? "true" : nil,
             "log-format": logFormat,
             "metrics-port": metricsPort,
+            "tls-cert": tlsCert,
+            "tls-key": tlsKey,
+            "tls-ca": tlsCA,
         ]
         return given.compactMapValues { $0 }
     }
@@ -155,6 +167,12 @@ struct Registryd: AsyncParsableCommand {
         let configuration: NodeConfiguration
         do {
             configuration = try NodeConfiguration.resolve(flags: flags, environment: environment)
+        } catch {
+            Self.fail("\(error)", status: 78)
+        }
+        let tls: NodeTLS?
+        do {
+            tls = try NodeTLS.load(configuration)
         } catch {
             Self.fail("\(error)", status: 78)
         }
@@ -208,7 +226,7 @@ struct Registryd: AsyncParsableCommand {
         }
         metrics?.endpoint.attach(engine)
         let server = RegistryServer(
-            engine: engine, configuration: configuration, logger: logger, group: loops ?? MultiThreadedEventLoopGroup.singleton)
+            engine: engine, configuration: configuration, tls: tls, logger: logger, group: loops ?? MultiThreadedEventLoopGroup.singleton)
         let group = ServiceGroup(
             configuration: .init(
                 services: [server as any Service] + (metrics.map { [$0.server as any Service] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],

@@ -23,6 +23,10 @@ struct LoadPlan: Sendable {
     var objectives: [ServiceLevelObjective]
     /// The write concern of every registration; nil leaves it to the nodes.
     var ackReplicas: UInt32? = nil
+    /// The token every connection presents (`--token-file` or `$REGISTRY_TOKEN`).
+    var token: String? = nil
+    /// Connect with TLS trusting this CA file (`--tls-ca`); nil: plain TCP.
+    var tlsCA: String? = nil
 
     var mode: String { rate == nil ? "closed-loop" : "open-loop" }
 

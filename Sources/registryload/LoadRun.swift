@@ -124,6 +124,7 @@ struct LoadRun {
     /// s, s + threads, ..., and its k-th connection goes to endpoint k mod endpoints.
     private func connectShards(group: MultiThreadedEventLoopGroup) async throws(RegistryClientError) -> [LoadShard] {
         let loops = Array(group.makeIterator())
+        let tls = try plan.tlsCA.map { path throws(RegistryClientError) in try ClientTLS(caFile: path) }
         var shards = [LoadShard]()
         for shardIndex in 0..<plan.threads {
             let loop = loops[shardIndex % loops.count]
@@ -132,7 +133,8 @@ struct LoadRun {
             for k in 0..<laneCount {
                 let endpoint = k % plan.endpoints.count
                 let client = try await RegistryClient.connect(
-                    to: plan.endpoints[endpoint], clientName: "registryload", group: loop, maxCoalesced: plan.coalesce,
+                    to: plan.endpoints[endpoint], clientName: "registryload", token: plan.token, tls: tls, group: loop,
+                    maxCoalesced: plan.coalesce,
                     ackReplicas: plan.ackReplicas)
                 let limits = client.server.limits
                 if plan.batch > Int(limits.maxBatchSize) || plan.inFlight > Int(limits.maxInFlight) {

@@ -109,8 +109,21 @@ struct Registryload: AsyncParsableCommand {
     @Option(name: .customLong("json"), help: ArgumentHelp("Write the versioned JSON report to this file.", valueName: "file"))
     var jsonPath: String?
 
+    @Option(name: .customLong("token-file"), help: ArgumentHelp("File holding the token to present. [default: $REGISTRY_TOKEN]", valueName: "file"))
+    var tokenFile: String?
+
+    @Option(name: .customLong("tls-ca"), help: ArgumentHelp("Connect with TLS, trusting the CA certificates in this PEM file.", valueName: "file"))
+    var tlsCA: String?
+
     func validate() throws {
         _ = try makePlan()
+    }
+
+    /// The token from --token-file, else `$REGISTRY_TOKEN`.
+    private func token() throws -> String? {
+        guard let tokenFile else { return ProcessInfo.processInfo.environment["REGISTRY_TOKEN"] }
+        guard let data = FileManager.default.contents(atPath: tokenFile) else { throw ValidationError("cannot read the token file \(tokenFile)") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func makePlan() throws -> LoadPlan {
@@ -139,7 +152,7 @@ struct Registryload: AsyncParsableCommand {
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
-                ackReplicas: ackReplicas)
+                ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA)
         } catch let error as LoadConfigurationError {
             throw ValidationError(error.description)
         } catch let error as RegistryClientError {

@@ -59,6 +59,7 @@ import Testing
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "advertise": ("h1:1", "h2:2"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
+            "metrics-port": ("9400", "9401"), "tls-cert": ("/c1.pem", "/c2.pem"), "tls-key": ("/k1.pem", "/k2.pem"), "tls-ca": ("/a1.pem", "/a2.pem"),
         ]
         #expect(Set(samples.keys) == Set(NodeSetting.all.map(\.flag)), "every setting has samples")
         func json(_ setting: NodeSetting, _ text: String) -> String {
@@ -91,6 +92,10 @@ import Testing
             case "token-secret": return configuration.tokenSecret ?? "none"
             case "insecure": return "\(configuration.insecure)"
             case "log-format": return configuration.logFormat.rawValue
+            case "metrics-port": return configuration.metricsPort.map { "\($0)" } ?? "none"
+            case "tls-cert": return configuration.tlsCertificate ?? "none"
+            case "tls-key": return configuration.tlsKey ?? "none"
+            case "tls-ca": return configuration.tlsCA ?? "none"
             default: return "unknown setting \(flag)"
             }
         }

@@ -13,16 +13,16 @@ import Testing
 
     @Test func helloThenRequests() {
         var machine = ConnectionStateMachine(maxInFlight: 4)
-        #expect(machine.frameReceived(hello, nowSeconds: 0) == .acceptHello)
-        #expect(machine.frameReceived(stats, nowSeconds: 0) == .dispatch)
+        #expect(machine.frameReceived(hello, nowSeconds: 0, certified: false) == .acceptHello)
+        #expect(machine.frameReceived(stats, nowSeconds: 0, certified: false) == .dispatch)
         #expect(machine.inFlight == 1)
     }
 
     @Test func aRequestBeforeHelloFailsTheConnection() {
         var machine = ConnectionStateMachine(maxInFlight: 4)
-        #expect(code(machine.frameReceived(stats, nowSeconds: 0)) == .handshakeRequired)
+        #expect(code(machine.frameReceived(stats, nowSeconds: 0, certified: false)) == .handshakeRequired)
         #expect(machine.state == .closed)
-        #expect(machine.frameReceived(hello, nowSeconds: 0) == .ignore)
+        #expect(machine.frameReceived(hello, nowSeconds: 0, certified: false) == .ignore)
     }
 
     @Test func wrongVersionsAndRolesAreRefused() {
@@ -33,25 +33,25 @@ import Testing
         ] {
             var machine = ConnectionStateMachine(maxInFlight: 4)
             let frame = ClientFrame(requestID: 3, body: .hello(Hello(version: version, role: role, clientName: "")))
-            #expect(code(machine.frameReceived(frame, nowSeconds: 0)) == expected)
+            #expect(code(machine.frameReceived(frame, nowSeconds: 0, certified: false)) == expected)
         }
         // A peer's hello hands the connection to the peer protocol.
         var peer = ConnectionStateMachine(maxInFlight: 4)
-        #expect(peer.frameReceived(ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: ""))), nowSeconds: 0) == .acceptPeer)
+        #expect(peer.frameReceived(ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: ""))), nowSeconds: 0, certified: false) == .acceptPeer)
         #expect(peer.state == .closed && !peer.takesFrames)
         var machine = ConnectionStateMachine(maxInFlight: 4)
         let newerMinor = ClientFrame(requestID: 0, body: .hello(Hello(version: ProtocolVersion(major: 1, minor: 9), role: .admin, clientName: "")))
-        #expect(machine.frameReceived(newerMinor, nowSeconds: 0) == .acceptHello)
-        #expect(code(machine.frameReceived(hello, nowSeconds: 0)) == .handshakeRequired)
+        #expect(machine.frameReceived(newerMinor, nowSeconds: 0, certified: false) == .acceptHello)
+        #expect(code(machine.frameReceived(hello, nowSeconds: 0, certified: false)) == .handshakeRequired)
     }
 
     @Test func framesAndReadsPauseAtTheInFlightLimitAndResumeWhenAnswered() {
         var machine = ConnectionStateMachine(maxInFlight: 2)
-        _ = machine.frameReceived(hello, nowSeconds: 0)
+        _ = machine.frameReceived(hello, nowSeconds: 0, certified: false)
         #expect(machine.readRequested() == true)
-        _ = machine.frameReceived(stats, nowSeconds: 0)
+        _ = machine.frameReceived(stats, nowSeconds: 0, certified: false)
         #expect(machine.takesFrames)
-        _ = machine.frameReceived(stats, nowSeconds: 0)
+        _ = machine.frameReceived(stats, nowSeconds: 0, certified: false)
         #expect(!machine.takesFrames, "at the limit no further frame is cut from what was read")
         #expect(machine.readRequested() == false)
         #expect(machine.takeHeldRead() == false)
@@ -64,8 +64,8 @@ import Testing
 
     @Test func anUnwritableChannelStopsFramesAndReadsUntilItDrains() {
         var machine = ConnectionStateMachine(maxInFlight: 100)
-        _ = machine.frameReceived(hello, nowSeconds: 0)
-        _ = machine.frameReceived(stats, nowSeconds: 0)
+        _ = machine.frameReceived(hello, nowSeconds: 0, certified: false)
+        _ = machine.frameReceived(stats, nowSeconds: 0, certified: false)
         #expect(machine.answered(1) == false)
         machine.writabilityChanged(writable: false)
         #expect(machine.inFlight == 0)
@@ -79,10 +79,10 @@ import Testing
 
     @Test func drainingClosesOnceIdle() {
         var machine = ConnectionStateMachine(maxInFlight: 8)
-        _ = machine.frameReceived(hello, nowSeconds: 0)
-        _ = machine.frameReceived(stats, nowSeconds: 0)
+        _ = machine.frameReceived(hello, nowSeconds: 0, certified: false)
+        _ = machine.frameReceived(stats, nowSeconds: 0, certified: false)
         #expect(machine.drain() == false)
-        #expect(machine.frameReceived(stats, nowSeconds: 0) == .ignore)
+        #expect(machine.frameReceived(stats, nowSeconds: 0, certified: false) == .ignore)
         #expect(!machine.takesFrames)
         #expect(machine.readRequested() == false)
         #expect(machine.answered(1) == true)

@@ -24,6 +24,11 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var tokenSecret: String?
     /// Listen beyond loopback without TLS and tokens (``NodeSetting/insecure``).
     public var insecure = false
+    /// PEM files of TLS (``NodeSetting/tlsCert``, ``NodeSetting/tlsKey``, ``NodeSetting/tlsCA``);
+    /// nil certificate: TLS off.
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    public var tlsCA: String?
     /// The HTTP port of `/metrics`, `/healthz` and `/readyz` (``NodeSetting/metricsPort``); nil:
     /// none.
     public var metricsPort: Int?
@@ -108,15 +113,17 @@ public struct NodeConfiguration: Equatable, Sendable {
     }
 
     /// A node reachable beyond this machine must not let anyone who reaches its port register and
-    /// read every vendor's devices: without tokens, listening beyond loopback takes `--insecure`.
-    /// (This build has no TLS, so tokens and identifiers cross the network in the clear; that too
-    /// takes `--insecure`.)
+    /// read every vendor's devices, nor send tokens and identifiers in the clear: listening beyond
+    /// loopback takes TLS and tokens, or `--insecure`.
     func refuseUnsafeExposure() throws(ConfigurationError) {
         guard !Self.isLoopback(host), !insecure else { return }
+        var missing = [String]()
+        if tlsCertificate == nil { missing.append("no TLS (--tls-cert, --tls-key, --tls-ca)") }
+        if tokenSecret == nil { missing.append("no tokens (--token-secret)") }
+        guard !missing.isEmpty else { return }
         throw .unsafeExposure(
-            "listening on \(host) would serve anyone who reaches it, in the clear (this build has no TLS"
-                + (tokenSecret == nil ? ", and no --token-secret is set" : "")
-                + "); listen on 127.0.0.1, or pass --insecure to accept that")
+            "listening on \(host) with \(missing.joined(separator: " and ")) would serve anyone who reaches it"
+                + (tlsCertificate == nil ? ", in the clear" : "") + "; listen on 127.0.0.1, or pass --insecure to accept that")
     }
 
     /// Applies a config file on top of `self` (its settings and vendor rules only).

@@ -7,8 +7,27 @@ extension NodeSetting {
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise, tokenSecret, insecure, logFormat,
-        metricsPort,
+        metricsPort, tlsCert, tlsKey, tlsCA,
     ]
+
+    static let tlsCert = NodeSetting(
+        flag: "tls-cert", environment: "REGISTRY_TLS_CERT", fileKey: "tlsCert", fileType: .string, defaultText: "none: TLS off",
+        help: "PEM certificate (chain) the node serves, and presents to peers; turns TLS on for clients and peers.",
+        discussion: """
+            Needs --tls-key and --tls-ca. Peers prove membership with mutual TLS: each presents its certificate, and \
+            each checks that the other's chains to --tls-ca. Clients need no certificate; they verify the node's.
+            """
+    ) { text, configuration in configuration.tlsCertificate = text }
+
+    static let tlsKey = NodeSetting(
+        flag: "tls-key", environment: "REGISTRY_TLS_KEY", fileKey: "tlsKey", fileType: .string, defaultText: "none",
+        help: "PEM private key of --tls-cert."
+    ) { text, configuration in configuration.tlsKey = text }
+
+    static let tlsCA = NodeSetting(
+        flag: "tls-ca", environment: "REGISTRY_TLS_CA", fileKey: "tlsCa", fileType: .string, defaultText: "none",
+        help: "PEM certificates of the CA that signs the cluster's node certificates; peers must chain to it."
+    ) { text, configuration in configuration.tlsCA = text }
 
     static let metricsPort = NodeSetting(
         flag: "metrics-port", environment: "REGISTRY_METRICS_PORT", fileKey: "metricsPort", fileType: .wholeNumber,

@@ -32,12 +32,14 @@ public struct MetricCatalog: Sendable {
     static let peerLinks = MetricCatalog(name: "registry_peer_links", help: "Links to peers, by state.")
     static let httpRejections = MetricCatalog(
         name: "registry_http_rejections_total", help: "Metrics-port requests refused, by reason: not_found, method_not_allowed, bad_request.")
+    static let tlsHandshakeFailures = MetricCatalog(
+        name: "registry_tls_handshake_failures_total", help: "TLS handshakes on the node's port that failed: plaintext, untrusted certificates.")
     static let ready = MetricCatalog(name: "registry_ready", help: "1 when /readyz answers 200, else 0.")
 
     static let all: [MetricCatalog] = [
         requests, requestDuration, registrations, errors, connections, connectionsByRole, commitDuration, commitOperations,
         hlcRefusals, logBytes, logOperations, snapshotAge, devices, replicationBacklog, replicationLag, peerLinks,
-        httpRejections, ready,
+        httpRejections, tlsHandshakeFailures, ready,
     ]
 
     /// `exposition` (Prometheus text format) with a `# HELP` line before each family's

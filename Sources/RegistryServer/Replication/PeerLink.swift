@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import RegistryCore
 import RegistryStorage
 import RegistryWire
@@ -24,6 +25,8 @@ final class PeerLink: @unchecked Sendable {
     static let window = 4
 
     let address: PeerAddress
+    /// TLS for the connection to the peer; nil: plain TCP.
+    private let tls: NIOSSLContext?
     private let engine: RegistryEngine
     private let group: any EventLoopGroup
     private let queue: DispatchQueue
@@ -51,7 +54,8 @@ final class PeerLink: @unchecked Sendable {
     /// file outlives its deletion by a newer snapshot.
     private var snapshotFile: (handle: FileHandle, name: String)?
 
-    init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, logger: Logger) {
+    init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: NIOSSLContext? = nil, logger: Logger) {
+        self.tls = tls
         self.address = address
         self.engine = engine
         self.group = group
@@ -201,8 +205,10 @@ final class PeerLink: @unchecked Sendable {
         ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(3))
-            .channelInitializer { channel in
+            .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // Peers verify each other's certificates against the cluster's CA, not a host name.
+                    if let tls { try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: nil)) }
                     try channel.pipeline.syncOperations.addHandler(PeerLinkHandler(link: link))
                 }
             }

@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import NIOCore
+import NIOSSL
 import RegistryCore
 import Synchronization
 
@@ -26,8 +27,12 @@ public final class Replication: Sendable {
     /// link may be the one to that member, reached at another address (a proxy, a service name).
     static let identifyingSeconds: UInt64 = 10
 
-    public init(engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, logger: Logger) {
-        let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, logger: logger) })
+    /// TLS for dialling peers (``NodeTLS/peerClient``); nil: plain TCP.
+    private let tls: NIOSSLContext?
+
+    public init(engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, tls: NIOSSLContext? = nil, logger: Logger) {
+        self.tls = tls
+        let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, tls: tls, logger: logger) })
         self.links = links
         self.engine = engine
         self.group = group
@@ -84,7 +89,7 @@ public final class Replication: Sendable {
             for (node, member) in members where node != engine.nodeID && !member.removed && !member.address.isEmpty {
                 let known = links.contains { $0.address.description == member.address || $0.status.nodeID == node.value }
                 guard !known, let address = try? PeerAddress(parsing: member.address) else { continue }
-                let link = PeerLink(address: address, engine: engine, group: group, logger: logger)
+                let link = PeerLink(address: address, engine: engine, group: group, tls: tls, logger: logger)
                 links.append(link)
                 added.append(link)
             }

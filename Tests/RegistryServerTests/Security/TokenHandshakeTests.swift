@@ -21,9 +21,9 @@ import Testing
 
     @Test func aValidTokenIsAcceptedAndGrantsItsClaims() throws {
         var machine = ConnectionStateMachine(maxInFlight: 4, tokens: key)
-        #expect(machine.frameReceived(hello(try key.issue(acme)), nowSeconds: 999) == .acceptHello)
+        #expect(machine.frameReceived(hello(try key.issue(acme)), nowSeconds: 999, certified: false) == .acceptHello)
         #expect(machine.access == .token(acme))
-        #expect(machine.frameReceived(stats, nowSeconds: 999) == .dispatch)
+        #expect(machine.frameReceived(stats, nowSeconds: 999, certified: false) == .dispatch)
     }
 
     @Test func aMissingForgedMalformedOrExpiredTokenIsUnauthenticated() throws {
@@ -33,7 +33,7 @@ import Testing
             (try key.issue(acme), 1_000, "expired"),
         ] {
             var machine = ConnectionStateMachine(maxInFlight: 4, tokens: key)
-            let error = refusal(machine.frameReceived(hello(token), nowSeconds: now))
+            let error = refusal(machine.frameReceived(hello(token), nowSeconds: now, certified: false))
             #expect(error?.code == .unauthenticated && error?.message.contains(words) == true, "\(String(describing: error))")
             #expect(machine.state == .closed)
         }
@@ -41,14 +41,32 @@ import Testing
 
     @Test func aTokenThatExpiresDuringTheConnectionEndsIt() throws {
         var machine = ConnectionStateMachine(maxInFlight: 4, tokens: key)
-        #expect(machine.frameReceived(hello(try key.issue(acme)), nowSeconds: 10) == .acceptHello)
-        #expect(machine.frameReceived(stats, nowSeconds: 999) == .dispatch)
-        #expect(refusal(machine.frameReceived(stats, nowSeconds: 1_000))?.code == .unauthenticated)
+        #expect(machine.frameReceived(hello(try key.issue(acme)), nowSeconds: 10, certified: false) == .acceptHello)
+        #expect(machine.frameReceived(stats, nowSeconds: 999, certified: false) == .dispatch)
+        #expect(refusal(machine.frameReceived(stats, nowSeconds: 1_000, certified: false))?.code == .unauthenticated)
     }
 
     @Test func withoutATokenSecretEveryHelloIsUnrestricted() {
         var machine = ConnectionStateMachine(maxInFlight: 4)
-        #expect(machine.frameReceived(hello("rgt1.anything"), nowSeconds: 0) == .acceptHello)
+        #expect(machine.frameReceived(hello("rgt1.anything"), nowSeconds: 0, certified: false) == .acceptHello)
         #expect(machine.access == .unrestricted)
+    }
+}
+
+/// With TLS on, a peer's hello needs a client certificate the cluster's CA signed.
+@Suite struct PeerCertificateTests {
+    let peerHello = ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: "node-b")))
+
+    @Test func aPeerWithoutACertificateIsUnauthenticatedAndOneWithItIsHandedOver() {
+        var uncertified = ConnectionStateMachine(maxInFlight: 4, peersNeedCertificate: true)
+        guard case .failConnection(let error) = uncertified.frameReceived(peerHello, nowSeconds: 0, certified: false) else {
+            return #expect(Bool(false))
+        }
+        #expect(error.code == .unauthenticated && error.message.contains("certificate"))
+        var certified = ConnectionStateMachine(maxInFlight: 4, peersNeedCertificate: true)
+        #expect(certified.frameReceived(peerHello, nowSeconds: 0, certified: true) == .acceptPeer)
+        // Without TLS, peers prove the cluster secret in the peer handshake instead.
+        var plain = ConnectionStateMachine(maxInFlight: 4)
+        #expect(plain.frameReceived(peerHello, nowSeconds: 0, certified: false) == .acceptPeer)
     }
 }

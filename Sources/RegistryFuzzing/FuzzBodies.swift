@@ -1,0 +1,67 @@
+import NIOCore
+import RegistryStorage
+import RegistryWire
+
+/// What each libFuzzer target (`Fuzz/`, `make fuzz`) does with one input, kept here so that the
+/// test suite can run the same bodies over its seed inputs. Each must return without crashing
+/// whatever the bytes: a malformed input is a typed error, never a trap. Anything that decodes
+/// must encode again.
+public enum FuzzBodies {
+    /// The length-prefixed frame decoder, cutting frames from the bytes as they arrive.
+    public static func frameDecoder(_ bytes: UnsafeRawBufferPointer) {
+        var buffer = ByteBuffer(bytes: bytes)
+        let decoder = FrameDecoder(maxFrameBytes: 1 << 16)
+        while true {
+            do {
+                guard let frame = try decoder.nextFrame(&buffer) else { return }
+                _ = frame.readableBytes
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// The client-frame codec (requests), and the server-frame codec (answers), both ways.
+    public static func clientFrames(_ bytes: UnsafeRawBufferPointer) {
+        let payload = ByteBuffer(bytes: bytes)
+        if let frame = try? ClientFrame(decoding: payload) {
+            var out = ByteBuffer()
+            try! frame.encode(into: &out)
+        }
+        if let frame = try? ServerFrame(decoding: payload) {
+            var out = ByteBuffer()
+            try! frame.encode(into: &out)
+        }
+    }
+
+    /// The peer-frame codec, and the operations a batch carries.
+    public static func peerFrames(_ bytes: UnsafeRawBufferPointer) {
+        guard let frame = try? PeerFrame(decoding: ByteBuffer(bytes: bytes)) else { return }
+        if case .batch(let batch) = frame {
+            for operation in batch.operations { _ = try? operation.decoded() }
+        }
+        var out = ByteBuffer()
+        try! frame.encode(into: &out)
+    }
+
+    /// The snapshot reader: the first byte chooses between the file format (header, blocks,
+    /// checksums, trailer, on a simulated disk) and the codecs of what a checked file holds
+    /// (its metadata and its records).
+    public static func snapshot(_ bytes: UnsafeRawBufferPointer) {
+        guard let mode = bytes.first else { return }
+        let rest = UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
+        switch mode % 3 {
+        case 0:
+            let fs = SimulatedFileSystem()
+            guard let file = try? fs.open("/snapshot", create: true), (try? fs.write(file, rest, at: 0)) != nil else { return }
+            fs.close(file)
+            try? SnapshotFile.read(
+                "/snapshot", on: fs, metadata: { meta throws(StorageError) in _ = try? SnapshotCodec.decodeMetadata(meta) },
+                record: { record throws(StorageError) in _ = try? SnapshotCodec.decodeRecord(record) })
+        case 1:
+            _ = try? SnapshotCodec.decodeMetadata(Array(rest))
+        default:
+            _ = try? SnapshotCodec.decodeRecord(rest)
+        }
+    }
+}
