@@ -11,6 +11,7 @@
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
+#   make fuzz    libFuzzer targets, 10M executions each; into docs/fuzzing.md
 #   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
 #   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
 #   make clean   remove build output
@@ -24,7 +25,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -101,6 +102,8 @@ test: deps test-tools check-protos
 	$(SWIFT) build --build-tests
 	@echo "== running every test (Swift Testing; the suites start real registryd processes on 127.0.0.1)"
 	$(SWIFT) test --skip-build --disable-xctest
+	@echo "== a short run of each libFuzzer target (make fuzz runs 10M executions each)"
+	SWIFT=$(SWIFT) bash scripts/fuzz.sh short
 
 # Release builds, real PostgreSQL and Redis servers on loopback, a few minutes.
 bench: deps
@@ -120,5 +123,10 @@ bench-storage: deps
 bench-cluster: deps test-tools
 	bash bench/cluster.sh
 
+# libFuzzer targets over the frame decoder, the client and peer codecs and the snapshot reader:
+# FUZZ_RUNS (default 10M) executions each, figures into docs/fuzzing.md.
+fuzz: deps
+	SWIFT=$(SWIFT) bash scripts/fuzz.sh full
+
 clean:
-	rm -rf .build .build-compare
+	rm -rf .build .build-compare .build-fuzz

@@ -141,9 +141,13 @@ let package = Package(
         // themselves: `make fuzz` builds them with --sanitize=fuzzer (scripts/fuzz.sh).
         .target(
             name: "RegistryFuzzing",
-            dependencies: ["RegistryWire", "RegistryStorage", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RegistryWire", "RegistryStorage", "RegistryCore", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
+        // Writes the fuzz targets' seed inputs: one of every message, frame and snapshot part.
+        .executableTarget(
+            name: "FuzzSeeds", dependencies: ["RegistryFuzzing", "RegistryWire", "RegistryStorage", "RegistryCore", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Fuzz/FuzzSeeds", swiftSettings: swiftSettings),
         .executableTarget(name: "FuzzFrameDecoder", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzFrameDecoder", swiftSettings: swiftSettings),
         .executableTarget(name: "FuzzClientFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzClientFrames", swiftSettings: swiftSettings),
         .executableTarget(name: "FuzzPeerFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzPeerFrames", swiftSettings: swiftSettings),
@@ -163,7 +167,7 @@ let package = Package(
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [
-                "RegistryWire", "CRegistryProto", "Platform",
+                "RegistryWire", "CRegistryProto", "Platform", "RegistryFuzzing", "RegistryCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ],

@@ -106,6 +106,9 @@ final class CArena {
 
     /// A NUL-terminated C copy of `value`'s text, written straight from the UUID when it is one.
     func string(_ value: UUIDText) -> UnsafeMutablePointer<CChar> {
+        // Text that is not a UUID may hold a NUL, which packing would cut short (the fuzzer found
+        // an identifier that changed on its way through the client's encoder).
+        if textWithNUL == nil, value.containsNUL { textWithNUL = value.text }
         let count = value.utf8Count
         let bytes = allocate(bytes: count + 1).bindMemory(to: UInt8.self, capacity: count + 1)
         value.writeUTF8(to: bytes)
