@@ -140,11 +140,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 helloRole = "\(hello.role)"
                 engine.counters.connection(role: "\(hello.role)", by: 1)
             }
+            // A peer proves the cluster secret by signing this connection's challenge.
+            let challenge = action == .acceptPeer ? UInt64.random(in: 1...UInt64.max) : 0
             let accepted = HelloAccepted(
                 version: .current, nodeID: engine.nodeID.value, clusterID: engine.clusterID,
-                serverVersion: RegistryEngine.serverVersion, limits: engine.limits, instanceID: engine.instanceID)
+                serverVersion: RegistryEngine.serverVersion, limits: engine.limits, instanceID: engine.instanceID, challenge: challenge)
             write(context: context, [ServerFrame(requestID: frame.requestID, body: .helloAccepted(accepted))])
-            if action == .acceptPeer { handOverToPeerProtocol(context: context) }
+            if action == .acceptPeer { handOverToPeerProtocol(context: context, challenge: challenge) }
         case .dispatch:
             if case .snapshot = frame.body, machine.access.allows(.admin) {
                 // Answered once the snapshot is written, seconds later; the rest go on meanwhile.
@@ -161,13 +163,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The hello named the peer role: a ``PeerConnectionHandler`` takes the connection over, with
     /// the bytes already read after the hello.
-    private func handOverToPeerProtocol(context: ChannelHandlerContext) {
+    private func handOverToPeerProtocol(context: ChannelHandlerContext, challenge: UInt64) {
         handedOver = true
         context.flush()
         let rest = unread
         unread = ByteBuffer()
         do {
-            let peer = PeerConnectionHandler(engine: engine, logger: logger, alreadyRead: rest)
+            let peer = PeerConnectionHandler(engine: engine, logger: logger, alreadyRead: rest, challenge: challenge)
             try context.pipeline.syncOperations.addHandler(peer, position: .after(self))
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         } catch {

@@ -93,10 +93,14 @@ public struct HelloAccepted: Hashable, Sendable {
     public var limits: Limits
     /// Drawn at random when the node starts: a node that dials its own address recognises itself.
     public var instanceID: UInt64
+    /// Drawn for this connection; a peer signs it to prove the cluster secret.
+    public var challenge: UInt64
 
     public init(
-        version: ProtocolVersion, nodeID: String, clusterID: String, serverVersion: String, limits: Limits, instanceID: UInt64 = 0
+        version: ProtocolVersion, nodeID: String, clusterID: String, serverVersion: String, limits: Limits, instanceID: UInt64 = 0,
+        challenge: UInt64 = 0
     ) {
+        self.challenge = challenge
         self.version = version
         self.nodeID = nodeID
         self.clusterID = clusterID

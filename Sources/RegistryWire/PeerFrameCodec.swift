@@ -21,14 +21,14 @@ extension PeerFrame {
                     clusterID: CRead.string(hello.cluster_id), nodeID: CRead.string(hello.node_id), epoch: hello.epoch,
                     version: CRead.version(hello.version),
                     versionVector: try CRead.positions(hello.n_version_vector, hello.version_vector),
-                    mintingKeyFingerprint: hello.minting_key_fingerprint))
+                    mintingKeyFingerprint: hello.minting_key_fingerprint, proof: CRead.bytes(hello.proof), challenge: hello.challenge))
         case REGISTRY__V1__PEER_FRAME__BODY_WELCOME:
             guard let welcome = frame.welcome?.pointee else { return .unknown }
             return .welcome(
                 PeerWelcome(
                     nodeID: CRead.string(welcome.node_id), epoch: welcome.epoch,
                     versionVector: try CRead.positions(welcome.n_version_vector, welcome.version_vector),
-                    maxBatchOperations: welcome.max_batch_operations))
+                    maxBatchOperations: welcome.max_batch_operations, proof: CRead.bytes(welcome.proof)))
         case REGISTRY__V1__PEER_FRAME__BODY_BATCH:
             guard let batch = frame.batch?.pointee else { return .unknown }
             return .batch(
@@ -75,6 +75,8 @@ extension PeerFrame {
             message.version = arena.version(hello.version)
             (message.n_version_vector, message.version_vector) = arena.positions(hello.versionVector)
             message.minting_key_fingerprint = hello.mintingKeyFingerprint
+            message.proof = arena.bytes(hello.proof)
+            message.challenge = hello.challenge
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_HELLO
             frame.hello = arena.new(message)
         case .welcome(let welcome):
@@ -84,6 +86,7 @@ extension PeerFrame {
             message.epoch = welcome.epoch
             (message.n_version_vector, message.version_vector) = arena.positions(welcome.versionVector)
             message.max_batch_operations = welcome.maxBatchOperations
+            message.proof = arena.bytes(welcome.proof)
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_WELCOME
             frame.welcome = arena.new(message)
         case .batch(let batch):

@@ -22,11 +22,17 @@ public struct PeerHello: Equatable, Sendable {
     public var version: ProtocolVersion
     public var versionVector: [LogPosition]
     public var mintingKeyFingerprint: UInt64
+    /// Proves the sender holds the cluster secret, over the receiver's challenge (peer.proto).
+    public var proof: [UInt8]
+    /// What the receiver signs in its welcome.
+    public var challenge: UInt64
 
     public init(
         clusterID: String, nodeID: String, epoch: UInt64, version: ProtocolVersion = .current, versionVector: [LogPosition],
-        mintingKeyFingerprint: UInt64
+        mintingKeyFingerprint: UInt64, proof: [UInt8] = [], challenge: UInt64 = 0
     ) {
+        self.proof = proof
+        self.challenge = challenge
         self.clusterID = clusterID
         self.nodeID = nodeID
         self.epoch = epoch
@@ -42,8 +48,11 @@ public struct PeerWelcome: Equatable, Sendable {
     public var epoch: UInt64
     public var versionVector: [LogPosition]
     public var maxBatchOperations: UInt32
+    /// Proves the receiver holds the cluster secret, over the sender's challenge.
+    public var proof: [UInt8]
 
-    public init(nodeID: String, epoch: UInt64, versionVector: [LogPosition], maxBatchOperations: UInt32) {
+    public init(nodeID: String, epoch: UInt64, versionVector: [LogPosition], maxBatchOperations: UInt32, proof: [UInt8] = []) {
+        self.proof = proof
         self.nodeID = nodeID
         self.epoch = epoch
         self.versionVector = versionVector

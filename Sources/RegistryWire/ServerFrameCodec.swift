@@ -23,7 +23,7 @@ extension ServerFrame {
                     clusterID: CRead.string(hello.cluster_id), serverVersion: CRead.string(hello.server_version),
                     limits: Limits(
                         maxFrameBytes: limits?.max_frame_bytes ?? 0, maxBatchSize: limits?.max_batch_size ?? 0,
-                        maxInFlight: limits?.max_in_flight ?? 0), instanceID: hello.instance_id))
+                        maxInFlight: limits?.max_in_flight ?? 0), instanceID: hello.instance_id, challenge: hello.challenge))
         case REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_RESULT:
             guard let result = frame.register_result?.pointee else { return .unknown }
             return .registerResult(try registerResult(result))
@@ -66,8 +66,11 @@ extension ServerFrame {
             message.aliasCount = stats.alias_count
             message.claimCount = stats.claim_count
             message.requestsServed = stats.requests_served
-            for (code, count) in try CRead.messages(stats.n_errors, stats.errors, { (Int32(truncatingIfNeeded: $0.code.rawValue), $0.count) }) {
-                message.errors[ErrorCode(rawValue: code), default: 0] += count
+            // A zero count says nothing (the encoder leaves them out, and so a decoded answer
+            // encodes back to itself).
+            for (code, count) in try CRead.messages(stats.n_errors, stats.errors, { (Int32(truncatingIfNeeded: $0.code.rawValue), $0.count) })
+            where count > 0 {
+                message.errors[ErrorCode(rawValue: code), default: 0] &+= count
             }
             message.logOperations = stats.log_operations
             message.logEpoch = stats.log_epoch
@@ -145,6 +148,7 @@ extension ServerFrame {
             message.server_version = arena.string(hello.serverVersion)
             message.limits = arena.new(limits)
             message.instance_id = hello.instanceID
+            message.challenge = hello.challenge
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_HELLO_ACCEPTED
             frame.hello_accepted = arena.new(message)
         case .registerResult(let result):

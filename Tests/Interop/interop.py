@@ -103,6 +103,13 @@ def minted_device_id(key, vendor, sealed_idfv):
     return str(uuid.UUID(int=(high << 64) | low))
 
 
+def peer_proof(secret, side, challenge, node_id):
+    """HMAC-SHA256 under the peer key of side, 0, the challenge (8 bytes big-endian), node ID."""
+    peer_key = hmac.new(secret.encode(), b"registry peer key v1", hashlib.sha256).digest()
+    message = side.encode() + b"\x00" + challenge.to_bytes(8, "big") + node_id.encode()
+    return hmac.new(peer_key, message, hashlib.sha256).digest()
+
+
 def fingerprint(key):
     return siphash128(key[0], key[1], b"fingerprint")[0]
 
@@ -240,7 +247,8 @@ def main():
     hello.hello.version.major = 1
     hello.hello.role = handshake_pb2.ROLE_PEER
     peer.send(hello)
-    check(peer.receive(envelope_pb2).WhichOneof("body") == "hello_accepted", "peer hello")
+    peer_accepted = peer.receive(envelope_pb2)
+    check(peer_accepted.WhichOneof("body") == "hello_accepted" and peer_accepted.hello_accepted.challenge != 0, "peer hello")
 
     def peer_receive():
         return peer.receive(envelope_pb2, peer_pb2.PeerFrame)
@@ -251,9 +259,14 @@ def main():
     peer_hello.hello.epoch = 1
     peer_hello.hello.version.major = 1
     peer_hello.hello.minting_key_fingerprint = fingerprint(key)
+    # The proof of the cluster secret over this connection's challenge (peer.proto), computed here
+    # with Python's hmac from the specification; the node signs this script's challenge back.
+    peer_hello.hello.proof = peer_proof(secret, "hello", peer_accepted.hello_accepted.challenge, "python-peer")
+    peer_hello.hello.challenge = 0x5EED5EED
     peer.send(peer_hello)
     welcome = peer_receive()
     check(welcome.WhichOneof("body") == "welcome" and welcome.welcome.node_id == accepted.hello_accepted.node_id, f"welcome: {welcome}")
+    check(welcome.welcome.proof == peer_proof(secret, "welcome", 0x5EED5EED, welcome.welcome.node_id), "the welcome's proof does not verify")
 
     operation = oplog_pb2.Operation()
     registration = operation.registration

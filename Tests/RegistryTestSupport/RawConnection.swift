@@ -78,10 +78,14 @@ public struct RawConnection: Sendable {
 
     /// Says hello as a peer: the client Hello with role peer, then `hello`; returns the node's
     /// answer to the client Hello.
-    public func sendPeerHello(_ hello: PeerHello) throws -> ServerFrame? {
+    /// Says hello as a peer, then sends `hello` with the proof `sign` makes of the node's
+    /// challenge (from its HelloAccepted).
+    public func sendPeerHello(_ hello: PeerHello, sign: (UInt64) -> [UInt8] = { _ in [] }) throws -> ServerFrame? {
         try send(ClientFrame(requestID: 0, body: .hello(Hello(role: .peer, clientName: "raw-peer"))))
         let accepted = readFrames().first
-        try send(.hello(hello))
+        var signed = hello
+        if case .helloAccepted(let answer) = accepted?.body { signed.proof = sign(answer.challenge) }
+        try send(.hello(signed))
         return accepted
     }
 

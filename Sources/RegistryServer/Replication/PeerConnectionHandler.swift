@@ -28,13 +28,14 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// The node is stopping: close once nothing waits for the engine.
     private var draining = false
 
-    init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer) {
+    /// `challenge` is the one this node's HelloAccepted sent, which the peer's hello must sign.
+    init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer, challenge: UInt64) {
         self.engine = engine
         self.logger = logger
         self.unread = alreadyRead
         self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
         self.machine = PeerSessionStateMachine(
-            identity: engine.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations,
+            identity: engine.peerIdentity, challenge: challenge, maxBatchOperations: PeerLink.maxBatchOperations,
             removed: Set(engine.members.filter(\.value.removed).keys))
     }
 
@@ -118,14 +119,15 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     private func handle(_ action: PeerSessionStateMachine.Action, context: ChannelHandlerContext) {
         switch action {
-        case .welcome(let peer):
+        case .welcome(let peer, let peerChallenge):
             logger[metadataKey: "peer_node"] = "\(peer)"
             logger.info("peer connected")
             // A node started alone becomes a member once a peer joins through it.
             engine.joinCluster()
             let welcome = PeerWelcome(
                 nodeID: engine.nodeID.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
-                maxBatchOperations: UInt32(PeerLink.maxBatchOperations))
+                maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
+                proof: engine.peerIdentity.proof.sign(.welcome, challenge: peerChallenge, nodeID: engine.nodeID.value))
             write(.welcome(welcome), context: context)
         case .apply(let batchID, let operations):
             batchesInFlight += 1

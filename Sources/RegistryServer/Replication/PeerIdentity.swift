@@ -2,18 +2,21 @@ import RegistryCore
 import RegistryWire
 
 /// What a node tells its peers about itself, and checks in what they tell it: the cluster, the
-/// node, its epoch, and its minting key's fingerprint.
-struct PeerIdentity: Equatable, Sendable {
+/// node, its epoch, its minting key's fingerprint, and proof of the cluster secret.
+struct PeerIdentity: Sendable {
     let clusterID: String
     let nodeID: NodeID
     let epoch: UInt64
     let mintingKeyFingerprint: UInt64
+    /// Signs and checks the challenges of the peer handshake.
+    let proof: PeerProof
 
     /// This node's own current log.
     var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
 
-    /// Why a peer's hello is refused, as the peer will read it; nil to welcome it.
-    func refusal(of hello: PeerHello) -> WireError? {
+    /// Why a peer's hello is refused, as the peer will read it; nil to welcome it. `challenge`
+    /// is the one this node sent in its HelloAccepted.
+    func refusal(of hello: PeerHello, challenge: UInt64) -> WireError? {
         guard hello.version.major == ProtocolVersion.current.major else {
             return WireError(
                 code: .unsupportedVersion,
@@ -35,14 +38,20 @@ struct PeerIdentity: Equatable, Sendable {
                 code: .mintingKeyMismatch,
                 message: "peer \(hello.nodeID) mints device IDs with another key: give every node the same --cluster-secret")
         }
+        guard proof.verify(hello.proof, .hello, challenge: challenge, nodeID: hello.nodeID) else {
+            return WireError(
+                code: .unauthenticated, message: "peer \(hello.nodeID) did not prove the cluster secret over this connection's challenge")
+        }
         return nil
     }
 
-    /// This node's hello, with what it holds.
-    func hello(holding vector: VersionVector) -> PeerHello {
+    /// This node's hello, with what it holds, signing the `challenge` of the peer's
+    /// HelloAccepted and asking the peer to sign `ownChallenge`.
+    func hello(holding vector: VersionVector, challenge: UInt64, ownChallenge: UInt64) -> PeerHello {
         PeerHello(
             clusterID: clusterID, nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions,
-            mintingKeyFingerprint: mintingKeyFingerprint)
+            mintingKeyFingerprint: mintingKeyFingerprint, proof: proof.sign(.hello, challenge: challenge, nodeID: nodeID.value),
+            challenge: ownChallenge)
     }
 }
 

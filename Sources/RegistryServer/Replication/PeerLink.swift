@@ -63,7 +63,8 @@ final class PeerLink: @unchecked Sendable {
         var logger = logger
         logger[metadataKey: "peer_address"] = "\(address)"
         self.logger = logger
-        self.machine = PeerLinkStateMachine(ownNodeID: engine.nodeID, ownInstanceID: engine.instanceID, window: Self.window)
+        self.machine = PeerLinkStateMachine(
+            ownNodeID: engine.nodeID, ownInstanceID: engine.instanceID, proof: engine.peerIdentity.proof, window: Self.window)
         self.published = Mutex(PeerLinkStatus(address: address.description))
     }
 
@@ -114,7 +115,7 @@ final class PeerLink: @unchecked Sendable {
     fileprivate func received(_ frame: ServerFrame, on source: any Channel) {
         queue.async {
             guard self.channel === source else { return }
-            self.carryOut(self.machine.received(frame, random: &self.random))
+            self.carryOut(self.machine.received(frame, challenge: UInt64.random(in: 1...UInt64.max), random: &self.random))
         }
     }
 
@@ -155,8 +156,8 @@ final class PeerLink: @unchecked Sendable {
         case .sendClientHello:
             let hello = Hello(version: .current, role: .peer, clientName: "registryd \(engine.nodeID)")
             send { buffer throws(CodecError) in try ClientFrame(requestID: 0, body: .hello(hello)).encodeFrame(into: &buffer) }
-        case .sendPeerHello:
-            let hello = engine.peerIdentity.hello(holding: engine.durableVector)
+        case .sendPeerHello(let challenge, let ownChallenge):
+            let hello = engine.peerIdentity.hello(holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge)
             send { buffer throws(CodecError) in try PeerFrame.hello(hello).encodeFrame(into: &buffer) }
         case .stream:
             if case .streaming(let peer) = machine.state, logger[metadataKey: "peer_node"] == nil {

@@ -24,8 +24,9 @@ struct PeerLinkStateMachine {
         case connect
         /// Send the client Hello with role peer.
         case sendClientHello
-        /// Send this node's PeerHello.
-        case sendPeerHello
+        /// Send this node's PeerHello, signing the receiver's `challenge` and asking it to sign
+        /// `ownChallenge`.
+        case sendPeerHello(challenge: UInt64, ownChallenge: UInt64)
         /// Send what ``cursor`` says the receiver lacks, while it allows.
         case stream
         /// Close the connection (if open); call ``retryDue()`` after `retryInMillis`. `reason`
@@ -53,6 +54,10 @@ struct PeerLinkStateMachine {
     private var backoff: Backoff
     let ownNodeID: NodeID
     let ownInstanceID: UInt64
+    /// Checks that the receiver's welcome signs ``ownChallenge`` with the cluster secret.
+    let proof: PeerProof
+    /// The challenge of the PeerHello in flight.
+    private(set) var ownChallenge: UInt64 = 0
     let window: Int
     /// See ``ReplicationCursor/forwardDelayMillis``.
     let forwardDelayMillis: UInt64
@@ -68,7 +73,8 @@ struct PeerLinkStateMachine {
     private(set) var lastFailure: String?
 
     init(
-        ownNodeID: NodeID, ownInstanceID: UInt64, window: Int, forwardDelayMillis: UInt64 = 500, answerTimeoutMillis: UInt64 = 10_000,
+        ownNodeID: NodeID, ownInstanceID: UInt64, proof: PeerProof, window: Int, forwardDelayMillis: UInt64 = 500,
+        answerTimeoutMillis: UInt64 = 10_000,
         installTimeoutMillis: UInt64 = 600_000, snapshotChunkBytes: Int = 256 << 10, backoff: Backoff = Backoff()
     ) {
         self.snapshotChunkBytes = snapshotChunkBytes
@@ -76,6 +82,7 @@ struct PeerLinkStateMachine {
         self.installTimeoutMillis = installTimeoutMillis
         self.ownNodeID = ownNodeID
         self.ownInstanceID = ownInstanceID
+        self.proof = proof
         self.window = window
         self.forwardDelayMillis = forwardDelayMillis
         self.backoff = backoff
@@ -111,8 +118,10 @@ struct PeerLinkStateMachine {
         return fail("the peer did not answer within \(timeout) ms", random: &random)
     }
 
-    /// The peer answered the client Hello.
-    mutating func received(_ frame: ServerFrame, random: inout some RandomNumberGenerator) -> Action {
+    /// The peer answered the client Hello. `challenge` is a fresh random number for the peer to
+    /// sign in its welcome (drawn by the shell, so that the backoff's seeded jitter is not
+    /// disturbed).
+    mutating func received(_ frame: ServerFrame, challenge: UInt64, random: inout some RandomNumberGenerator) -> Action {
         guard state == .awaitingAccept else { return fail("a server frame arrived after the handshake", random: &random) }
         switch frame.body {
         case .helloAccepted(let accepted):
@@ -124,7 +133,8 @@ struct PeerLinkStateMachine {
                 return fail("the peer names no valid node ID (\(accepted.nodeID.debugDescription))", random: &random)
             }
             state = .awaitingWelcome(peer: peer)
-            return .sendPeerHello
+            ownChallenge = challenge
+            return .sendPeerHello(challenge: accepted.challenge, ownChallenge: ownChallenge)
         case .error(let error):
             return fail("the peer refused the hello", refusal: error, random: &random)
         default:
@@ -137,6 +147,9 @@ struct PeerLinkStateMachine {
         case (.awaitingWelcome(let peer), .welcome(let welcome)):
             guard welcome.nodeID == peer.value, let holds = try? VersionVector(positions: welcome.versionVector) else {
                 return fail("the peer's welcome names another node or an invalid log", random: &random)
+            }
+            guard proof.verify(welcome.proof, .welcome, challenge: ownChallenge, nodeID: welcome.nodeID) else {
+                return fail("the peer did not prove the cluster secret over this connection's challenge", random: &random)
             }
             state = .streaming(peer: peer)
             cursor = ReplicationCursor(

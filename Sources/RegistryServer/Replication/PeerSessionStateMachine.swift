@@ -13,8 +13,8 @@ struct PeerSessionStateMachine {
     }
 
     enum Action: Equatable {
-        /// Send a ``PeerWelcome`` (with what this node holds) to `peer`.
-        case welcome(peer: NodeID)
+        /// Send a ``PeerWelcome`` (with what this node holds) to `peer`, signing its `challenge`.
+        case welcome(peer: NodeID, challenge: UInt64)
         /// Make these operations durable and applied, then acknowledge `batchID`.
         case apply(batchID: UInt64, operations: [LoggedOperation])
         /// Write this chunk of a snapshot transfer (the first one `starts` it, truncating what an
@@ -36,8 +36,12 @@ struct PeerSessionStateMachine {
     /// The snapshot transfer under way, if any.
     private(set) var reception: SnapshotReception?
 
-    init(identity: PeerIdentity, maxBatchOperations: Int, removed: Set<NodeID> = []) {
+    /// The challenge this node sent in its HelloAccepted, which the peer's hello must sign.
+    let challenge: UInt64
+
+    init(identity: PeerIdentity, challenge: UInt64, maxBatchOperations: Int, removed: Set<NodeID> = []) {
         self.identity = identity
+        self.challenge = challenge
         self.maxBatchOperations = maxBatchOperations
         self.removed = removed
     }
@@ -47,13 +51,13 @@ struct PeerSessionStateMachine {
         case (.closed, _):
             return .ignore
         case (.awaitingHello, .hello(let hello)):
-            if let refusal = identity.refusal(of: hello) { return refuse(refusal) }
+            if let refusal = identity.refusal(of: hello, challenge: challenge) { return refuse(refusal) }
             let peer = NodeID(trusted: hello.nodeID)
             guard !removed.contains(peer) else {
                 return refuse(WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"))
             }
             state = .streaming(peer: peer)
-            return .welcome(peer: peer)
+            return .welcome(peer: peer, challenge: hello.challenge)
         case (.streaming, .batch(let batch)):
             guard batch.operations.count <= maxBatchOperations else {
                 return refuse(

@@ -32,10 +32,15 @@ import Testing
         let acknowledged = try await bystander.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))
 
         /// Says hello as node-x, sends `frames`, and returns what came back and whether the node closed.
-        func peer(_ frames: [PeerFrame], hello: PeerHello? = nil) throws -> (answers: [PeerFrame], closed: Bool) {
+        func peer(_ frames: [PeerFrame], hello: PeerHello? = nil, proof: PeerProof = PeerProof(secret: "default")) throws -> (
+            answers: [PeerFrame], closed: Bool
+        ) {
             let raw = try RawConnection(port: node.port)
             defer { raw.close() }
-            guard case .helloAccepted = try raw.sendPeerHello(hello ?? self.hello())?.body else { return ([], false) }
+            let sent = hello ?? self.hello()
+            guard case .helloAccepted = try raw.sendPeerHello(sent, sign: { proof.sign(.hello, challenge: $0, nodeID: sent.nodeID) })?.body else {
+                return ([], false)
+            }
             for frame in frames { try raw.send(frame) }
             let (frames, closed) = raw.readPeerFramesAndClose()
             return (frames, closed)
@@ -47,6 +52,8 @@ import Testing
 
         #expect(refusal(try peer([], hello: hello(cluster: "other"))) == .wrongCluster)
         #expect(refusal(try peer([], hello: hello(node: "node-test"))) == .duplicateNodeID)
+        // A peer without the cluster secret: its proof of this connection's challenge fails.
+        #expect(refusal(try peer([], proof: PeerProof(secret: "not the cluster secret"))) == .unauthenticated)
         // A malformed operation after a good one: the batch is refused whole.
         #expect(refusal(try peer([.batch(OperationBatch(batchID: 1, operations: [try operation(1), try operation(2, bytes: [0xFF, 0x00])]))])) == .invalidOperation)
         // An operation numbered in epoch 0.

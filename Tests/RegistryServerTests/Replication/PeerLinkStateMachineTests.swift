@@ -19,9 +19,11 @@ import Testing
         var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
         #expect(machine.start() == .connect)
         #expect(machine.connected() == .sendClientHello)
-        #expect(machine.received(accepted(node: "node-b", instance: 9), random: &random) == .sendPeerHello)
+        guard case .sendPeerHello = machine.received(accepted(node: "node-b", instance: 9), random: &random) else {
+            return #expect(Bool(false), "expected the peer hello")
+        }
         let welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: 5)], maxBatchOperations: 10)
-        #expect(machine.received(.welcome(welcome), nowMillis: 1_000, random: &random) == .stream)
+        #expect(machine.received(machine.signed(welcome), nowMillis: 1_000, random: &random) == .stream)
         #expect(machine.cursor?.receiverHolds[VersionVector.Log(origin: own, epoch: 1)] == 5)
         let action = machine.connectionLost("reset", random: &random)
         guard case .closeAndRetry(let delay, _, nil) = action else {
@@ -58,7 +60,7 @@ import Testing
         _ = machine.start()
         _ = machine.connected()
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
-        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 1_000, random: &random)
+        _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 1_000, random: &random)
         guard case .closeAndRetry = machine.received(.ack(BatchAck(batchID: 5, held: [])), nowMillis: 1_000, random: &random) else {
             Issue.record("an acknowledgement of a batch never sent must end the connection")
             return
@@ -91,7 +93,7 @@ import Testing
         _ = machine.start()
         _ = machine.connected(nowMillis: 2_000)
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
-        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 2_000, random: &random)
+        _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 2_000, random: &random)
         #expect(machine.tick(nowMillis: 9_000, random: &random) == .none, "nothing in flight, nothing to wait for")
         _ = machine.sending(log: VersionVector.Log(origin: own, epoch: 1), through: 1, operations: 1, oldestMillis: 1, nowMillis: 9_000)
         #expect(machine.tick(nowMillis: 9_900, random: &random) == .none)

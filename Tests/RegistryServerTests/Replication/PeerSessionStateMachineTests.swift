@@ -11,7 +11,8 @@ import Testing
         .hello(
             PeerHello(
                 clusterID: cluster, nodeID: node, epoch: 1, version: ProtocolVersion(major: major, minor: 0), versionVector: [],
-                mintingKeyFingerprint: fingerprint))
+                mintingKeyFingerprint: fingerprint,
+                proof: PeerProof.test.sign(.hello, challenge: PeerSessionStateMachine.testChallenge, nodeID: node), challenge: 5))
     }
 
     func operation(sequence: UInt64, bytes: [UInt8]? = nil) throws -> PeerOperation {
@@ -32,7 +33,7 @@ import Testing
 
     @Test func aHelloFromTheClusterIsWelcomedAndItsBatchesDecoded() throws {
         var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
-        #expect(machine.received(hello()) == .welcome(peer: NodeID(trusted: "node-b")))
+        #expect(machine.received(hello()) == .welcome(peer: NodeID(trusted: "node-b"), challenge: 5))
         let action = machine.received(.batch(OperationBatch(batchID: 7, operations: [try operation(sequence: 1), try operation(sequence: 2)])))
         guard case .apply(let batchID, let operations) = action else {
             Issue.record("expected apply, got \(action)")

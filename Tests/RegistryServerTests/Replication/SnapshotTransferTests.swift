@@ -80,7 +80,7 @@ import Testing
                 body: .helloAccepted(
                     HelloAccepted(version: .current, nodeID: "node-b", clusterID: "c", serverVersion: "t", limits: .default, instanceID: 9))),
             random: &random)
-        _ = machine.received(.welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 0, random: &random)
+        _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 0, random: &random)
         return machine
     }
 
@@ -123,9 +123,4 @@ import Testing
 }
 
 extension PeerHello {
-    func withNode(_ node: String) -> PeerHello {
-        var hello = self
-        hello.nodeID = node
-        return hello
-    }
 }

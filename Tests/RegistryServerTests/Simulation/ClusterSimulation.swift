@@ -65,6 +65,9 @@ final class ClusterSimulation {
     private var archive: [String: LoggedOperation] = [:]
     private(set) var network = SimulatedNetwork()
     private var random: SplitMix64
+    /// The handshake's challenges, from a stream of their own so that they leave the faults'
+    /// schedule as it was.
+    private var challenges: SplitMix64
     private(set) var now: UInt64 = 1_000_000
     private(set) var acknowledged: [Acknowledged] = []
     /// Nodes removed from the cluster: down for good.
@@ -77,6 +80,7 @@ final class ClusterSimulation {
     init(seed: UInt64, nodeCount: Int = 3) throws {
         self.seed = seed
         random = SplitMix64(seed: seed)
+        challenges = SplitMix64(seed: seed ^ 0xC4A1_1E46E)
         var pool = SplitMix64(seed: seed ^ 0x5EED)
         keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
         nodes = (0..<nodeCount).map { index in
@@ -115,7 +119,8 @@ final class ClusterSimulation {
         for other in nodes.indices where other != index {
             links[index][other] = Link(
                 machine: PeerLinkStateMachine(
-                    ownNodeID: nodes[index].name, ownInstanceID: nodes[index].instance, window: 3, forwardDelayMillis: 300,
+                    ownNodeID: nodes[index].name, ownInstanceID: nodes[index].instance, proof: engine.peerIdentity.proof, window: 3,
+                    forwardDelayMillis: 300,
                     answerTimeoutMillis: 2_000, installTimeoutMillis: 2_000, snapshotChunkBytes: 1 << 10,
                     backoff: Backoff(initialMillis: 50, maxMillis: 1_000)))
             carryOut(index, other, links[index][other]!.machine.start())
@@ -334,17 +339,22 @@ final class ClusterSimulation {
             sessions[receiver][sender] = (
                 incarnation,
                 PeerSessionStateMachine(
-                    identity: receiverEngine.peerIdentity, maxBatchOperations: PeerLink.maxBatchOperations,
+                    identity: receiverEngine.peerIdentity, challenge: challenges.next() | 1, maxBatchOperations: PeerLink.maxBatchOperations,
                     removed: Set(receiverEngine.members.filter(\.value.removed).keys))
             )
             carryOut(sender, receiver, links[sender][receiver]!.machine.connected(nowMillis: nodes[sender].clock.now))
         case .sendClientHello:
             let accepted = HelloAccepted(
                 version: .current, nodeID: nodes[receiver].name.value, clusterID: "sim", serverVersion: "sim", limits: .default,
-                instanceID: nodes[receiver].instance)
-            carryOut(sender, receiver, links[sender][receiver]!.machine.received(ServerFrame(requestID: 0, body: .helloAccepted(accepted)), random: &random))
-        case .sendPeerHello:
-            send(sender, receiver, .toReceiver, .hello(engine.peerIdentity.hello(holding: engine.durableVector)))
+                instanceID: nodes[receiver].instance, challenge: sessions[receiver][sender]?.1.challenge ?? 0)
+            carryOut(
+                sender, receiver,
+                links[sender][receiver]!.machine.received(
+                    ServerFrame(requestID: 0, body: .helloAccepted(accepted)), challenge: challenges.next() | 1, random: &random))
+        case .sendPeerHello(let challenge, let ownChallenge):
+            send(
+                sender, receiver, .toReceiver,
+                .hello(engine.peerIdentity.hello(holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge)))
         case .stream:
             pump(sender, receiver)
         case .closeAndRetry(let delay, _, let refusal):
@@ -445,13 +455,14 @@ final class ClusterSimulation {
             let action = session.machine.received(message.frame)
             sessions[receiver][sender] = session
             switch action {
-            case .welcome:
+            case .welcome(_, let challenge):
                 send(
                     sender, receiver, .toSender,
                     .welcome(
                         PeerWelcome(
                             nodeID: nodes[receiver].name.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
-                            maxBatchOperations: UInt32(PeerLink.maxBatchOperations))))
+                            maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
+                            proof: engine.peerIdentity.proof.sign(.welcome, challenge: challenge, nodeID: nodes[receiver].name.value))))
             case .apply(let batchID, let operations):
                 let result = Self.wait { done in engine.submitRemote(operations) { done($0) } }
                 switch result {

@@ -379,7 +379,7 @@ const ProtobufCMessageDescriptor registry__v1__limits__descriptor =
   (ProtobufCMessageInit) registry__v1__limits__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descriptors[6] =
+static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descriptors[7] =
 {
   {
     "version",
@@ -453,8 +453,21 @@ static const ProtobufCFieldDescriptor registry__v1__hello_accepted__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "challenge",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__HelloAccepted, challenge),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__hello_accepted__field_indices_by_name[] = {
+  6,   /* field[6] = challenge */
   2,   /* field[2] = cluster_id */
   5,   /* field[5] = instance_id */
   4,   /* field[4] = limits */
@@ -465,7 +478,7 @@ static const unsigned registry__v1__hello_accepted__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__hello_accepted__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor registry__v1__hello_accepted__descriptor =
 {
@@ -475,7 +488,7 @@ const ProtobufCMessageDescriptor registry__v1__hello_accepted__descriptor =
   "Registry__V1__HelloAccepted",
   "registry.v1",
   sizeof(Registry__V1__HelloAccepted),
-  6,
+  7,
   registry__v1__hello_accepted__field_descriptors,
   registry__v1__hello_accepted__field_indices_by_name,
   1,  registry__v1__hello_accepted__number_ranges,

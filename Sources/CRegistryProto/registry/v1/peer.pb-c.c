@@ -484,7 +484,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_frame__descriptor =
   (ProtobufCMessageInit) registry__v1__peer_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[6] =
+static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[8] =
 {
   {
     "cluster_id",
@@ -558,19 +558,45 @@ static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "proof",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerHello, proof),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "challenge",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerHello, challenge),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__peer_hello__field_indices_by_name[] = {
+  7,   /* field[7] = challenge */
   0,   /* field[0] = cluster_id */
   2,   /* field[2] = epoch */
   5,   /* field[5] = minting_key_fingerprint */
   1,   /* field[1] = node_id */
+  6,   /* field[6] = proof */
   3,   /* field[3] = version */
   4,   /* field[4] = version_vector */
 };
 static const ProtobufCIntRange registry__v1__peer_hello__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
 {
@@ -580,14 +606,14 @@ const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
   "Registry__V1__PeerHello",
   "registry.v1",
   sizeof(Registry__V1__PeerHello),
-  6,
+  8,
   registry__v1__peer_hello__field_descriptors,
   registry__v1__peer_hello__field_indices_by_name,
   1,  registry__v1__peer_hello__number_ranges,
   (ProtobufCMessageInit) registry__v1__peer_hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descriptors[4] =
+static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descriptors[5] =
 {
   {
     "node_id",
@@ -637,17 +663,30 @@ static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "proof",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerWelcome, proof),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__peer_welcome__field_indices_by_name[] = {
   1,   /* field[1] = epoch */
   3,   /* field[3] = max_batch_operations */
   0,   /* field[0] = node_id */
+  4,   /* field[4] = proof */
   2,   /* field[2] = version_vector */
 };
 static const ProtobufCIntRange registry__v1__peer_welcome__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_welcome__descriptor =
 {
@@ -657,7 +696,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_welcome__descriptor =
   "Registry__V1__PeerWelcome",
   "registry.v1",
   sizeof(Registry__V1__PeerWelcome),
-  4,
+  5,
   registry__v1__peer_welcome__field_descriptors,
   registry__v1__peer_welcome__field_indices_by_name,
   1,  registry__v1__peer_welcome__number_ranges,

@@ -134,10 +134,15 @@ struct  Registry__V1__HelloAccepted
    * address (a peer list naming every member) recognises itself by it.
    */
   uint64_t instance_id;
+  /*
+   * A random number drawn for this connection. A peer proves that it holds
+   * the cluster secret by signing it (PeerHello.proof, peer.proto).
+   */
+  uint64_t challenge;
 };
 #define REGISTRY__V1__HELLO_ACCEPTED__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__hello_accepted__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0 }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0 }
 
 
 /* Registry__V1__ProtocolVersion methods */

@@ -95,10 +95,21 @@ struct  Registry__V1__PeerHello
    * Names the sender's minting key (MINTING_KEY_MISMATCH when it differs).
    */
   uint64_t minting_key_fingerprint;
+  /*
+   * Proves the sender holds the cluster secret, fresh for this connection:
+   * HMAC-SHA256 under the peer key (HMAC-SHA256 of "registry peer key v1"
+   * under the cluster secret) of "hello", 0, the HelloAccepted.challenge as 8
+   * bytes big-endian, and node_id. UNAUTHENTICATED when it does not verify.
+   */
+  ProtobufCBinaryData proof;
+  /*
+   * A random number the receiver signs in PeerWelcome.proof.
+   */
+  uint64_t challenge;
 };
 #define REGISTRY__V1__PEER_HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_hello__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0, {0,NULL}, 0 }
 
 
 /*
@@ -118,10 +129,15 @@ struct  Registry__V1__PeerWelcome
    * The most operations the receiver takes in one batch.
    */
   uint32_t max_batch_operations;
+  /*
+   * Proves the receiver holds the cluster secret too: as PeerHello.proof, over
+   * "welcome", 0, PeerHello.challenge and this node_id.
+   */
+  ProtobufCBinaryData proof;
 };
 #define REGISTRY__V1__PEER_WELCOME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_welcome__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, {0,NULL} }
 
 
 /*
