@@ -4,13 +4,15 @@
 #   make run     build (release), then start a node on 127.0.0.1:7400 with its data in ./data
 #   make test    build, check the generated protobuf-c code is current, run every test
 #   make build   build everything (debug)
-#   make release build registryd, registryctl and registryload optimised, in .build/release
+#   make release build registryd, registryctl and registryload optimised, the Swift runtime linked in, in .build/release
 #   make install install those three into $(PREFIX)/bin (PREFIX=/usr/local by default)
 #   make protos  regenerate Sources/CRegistryProto from Protos/ with protoc-c
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
+#   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
+#   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
 #   make fuzz    libFuzzer targets, 10M executions each; into docs/fuzzing.md
 #   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
 #   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
@@ -25,7 +27,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: bench-security image image-smoke fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -53,7 +55,7 @@ build: deps
 
 release: deps
 	@echo "building $(PROGRAMS) optimised (release; the first build takes a few minutes)"
-	@for program in $(PROGRAMS); do $(SWIFT) build -c release --product $$program || exit 1; done
+	@for program in $(PROGRAMS); do $(SWIFT) build -c release --static-swift-stdlib --product $$program || exit 1; done
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -108,12 +110,17 @@ test: deps test-tools check-protos
 # Release builds, real PostgreSQL and Redis servers on loopback, a few minutes.
 bench: deps
 	bash bench/run.sh
+	bash bench/security.sh
 	bash bench/cluster.sh
 
 # This revision's registryd against the one at BASE (default: the previous commit), a few minutes.
 BASE ?= HEAD~1
 bench-compare: deps
 	bash bench/compare.sh $(BASE)
+
+# Plain against tokens against TLS, and the keyed hashing of identifiers, same run (also in make bench).
+bench-security: deps test-tools
+	bash bench/security.sh
 
 # Snapshots and restart at 10M devices on one release node, a few minutes.
 bench-storage: deps
@@ -122,6 +129,13 @@ bench-storage: deps
 # A 3-node cluster against a single node, measured in the same run (also part of make bench).
 bench-cluster: deps test-tools
 	bash bench/cluster.sh
+
+# The container image (deploy/container/Containerfile) with podman; image-smoke also runs it.
+image:
+	bash scripts/image.sh
+
+image-smoke: build
+	bash scripts/image.sh --smoke
 
 # libFuzzer targets over the frame decoder, the client and peer codecs and the snapshot reader:
 # FUZZ_RUNS (default 10M) executions each, figures into docs/fuzzing.md.

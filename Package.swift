@@ -153,6 +153,10 @@ let package = Package(
         .executableTarget(name: "FuzzPeerFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzPeerFrames", swiftSettings: swiftSettings),
         .executableTarget(name: "FuzzSnapshot", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzSnapshot", swiftSettings: swiftSettings),
 
+        // The keyed-hashing cost per identifier against SipHash in the same run (bench/security.sh).
+        .executableTarget(
+            name: "HashBench", dependencies: ["RegistryServer", "RegistryCore"], path: "bench/HashBench", swiftSettings: swiftSettings),
+
         // Helpers the test targets share.
         .target(
             name: "RegistryTestSupport",
