@@ -36,7 +36,9 @@ for target in "${targets[@]}"; do
   name=${target#Fuzz}
   corpus="$scratch/corpus/$name"
   crashes="$scratch/crashes/$target"
-  mkdir -p "$corpus" "$crashes"
+  # Crashes of this run only; inputs that once crashed are kept in Fuzz/Regressions and replayed
+  # by the test suite.
+  rm -rf "$crashes" && mkdir -p "$corpus" "$crashes"
   cp -n "$seeds/$name"/* "$corpus"/ 2>/dev/null || true
   log="$scratch/$target.log"
   start=$(date +%s)
