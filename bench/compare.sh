@@ -61,12 +61,7 @@ run() {
   "$head_bin/registryload" --endpoints 127.0.0.1:7460 --duration "${seconds}s" --warmup 2s $arguments --seed "$round" \
     --json "$out/$name-$row-$round.json" > /dev/null 2>&1 || true
   kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
-  python3 - "$out/$name-$row-$round.json" "$name" "$row" "$round" >> "$out/results.tsv" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput']['achieved_per_second']:.0f}",
-                 f"{report['latency']['p99_ns'] / 1000:.0f}"]))
-PY
+  record_run "$out/$name-$row-$round.json" "$name" "$row" "$round" >> "$out/results.tsv"
   echo "$name $row round $round: $(tail -1 "$out/results.tsv" | cut -f4) registrations/s" >&2
 }
 

@@ -9,3 +9,14 @@ wait_for_port() {
   done
   return 1
 }
+
+# record_run REPORT.json NAME ROW ROUND >> results.tsv: one tab-separated line of a registryload
+# report, NAME ROW ROUND registrations/s p99-microseconds (bench/compare.sh, bench/security.sh).
+record_run() {
+  python3 - "$@" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput']['achieved_per_second']:.0f}",
+                 f"{report['latency']['p99_ns'] / 1000:.0f}"]))
+PY
+}

@@ -52,12 +52,7 @@ run() {
   "$bin/registryload" --endpoints 127.0.0.1:7470 --duration "${seconds}s" --warmup 2s $arguments $client --seed "$round" \
     --json "$out/$config-$row-$round.json" > "$out/load.log" 2>&1 || { tail -5 "$out/load.log" >&2; }
   kill -TERM "$registryd_pid"; wait "$registryd_pid" || true; registryd_pid=""
-  python3 - "$out/$config-$row-$round.json" "$config" "$row" "$round" >> "$out/results.tsv" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput']['achieved_per_second']:.0f}",
-                 f"{report['latency']['p99_ns'] / 1000:.0f}"]))
-PY
+  record_run "$out/$config-$row-$round.json" "$config" "$row" "$round" >> "$out/results.tsv"
   echo "$config $row round $round: $(tail -1 "$out/results.tsv" | cut -f4) registrations/s" >&2
 }
 

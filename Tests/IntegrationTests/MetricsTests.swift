@@ -7,10 +7,9 @@ import Platform
 /// `prometheus` server scrapes it and answers a query, junk requests are refused and counted,
 /// and the probes answer.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct MetricsTests {
+    /// The port of registryd's "metrics on HOST:PORT" log line.
     static func metricsPort(in log: String) -> Int? {
-        guard let range = log.range(of: "metrics on ") else { return nil }
-        let address = log[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
-        return address.lastIndex(of: ":").flatMap { Int(address[address.index(after: $0)...]) }
+        port(after: "metrics on ", in: log)
     }
 
     func node(_ temp: TemporaryDirectory) throws -> (DaemonProcess, Int) {

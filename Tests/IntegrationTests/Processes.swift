@@ -24,7 +24,12 @@ enum Binaries {
 /// The port in a server's "listening on HOST:PORT" log line (registryd's, or the bench's floor
 /// server's), once it is there.
 func listeningPort(in log: String) -> Int? {
-    guard let range = log.range(of: "listening on ") else { return nil }
+    port(after: "listening on ", in: log)
+}
+
+/// The port of the first "<phrase>HOST:PORT" in `log` (a text or JSON log line).
+func port(after phrase: String, in log: String) -> Int? {
+    guard let range = log.range(of: phrase) else { return nil }
     let address = log[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
     guard let colon = address.lastIndex(of: ":") else { return nil }
     return Int(address[address.index(after: colon)...].prefix { $0.isNumber })
