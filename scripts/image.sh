@@ -10,6 +10,8 @@
 # toolchain's system libraries, to which the build mounts this machine's /opt/swift and
 # /opt/swift-packages read-only.
 #
+# The image is built in Docker format: OCI images cannot carry a HEALTHCHECK.
+#
 # Quirks of this VM, handled here (see docs/operations.md): crun refuses its hybrid cgroups and
 # the default ulimits, so podman runs with runc and no default ulimits; there is no iptables, so
 # containers use the host's network.
@@ -55,7 +57,7 @@ if [ -z "${RUNTIME_IMAGE:-}" ]; then
 fi
 
 echo "== podman build $image (builder $BUILDER_IMAGE, runtime $RUNTIME_IMAGE); the release build takes several minutes"
-podman build --network host "${volumes[@]}" --build-arg BUILDER_IMAGE="$BUILDER_IMAGE" --build-arg RUNTIME_IMAGE="$RUNTIME_IMAGE" \
+podman build --format docker --network host "${volumes[@]}" --build-arg BUILDER_IMAGE="$BUILDER_IMAGE" --build-arg RUNTIME_IMAGE="$RUNTIME_IMAGE" \
   -f deploy/container/Containerfile -t "$image" .
 podman image inspect "$image" --format 'built {{.Id}}: {{.Size}} bytes, user {{.Config.User}}, volumes {{.Config.Volumes}}'
 
