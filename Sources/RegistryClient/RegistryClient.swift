@@ -49,7 +49,7 @@ public final class RegistryClient: Sendable {
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }

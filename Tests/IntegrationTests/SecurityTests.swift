@@ -97,3 +97,23 @@ import Platform
         #expect(warned, "\(node.log)")
     }
 }
+
+/// registryd as an unprivileged user, as the systemd unit (DynamicUser) and the container run
+/// it. A node once set SO_DEBUG where it meant TCP_NODELAY, which only root may set: run as
+/// anyone else, it closed every connection.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct UnprivilegedNodeTests {
+    @Test func aNodeRunAsNobodyServes() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        chmod(temp.path, 0o777)
+        let launcher = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--node-id", "nobody-node"], launcher: launcher)
+        defer { node.stop() }
+        let registered = try run(
+            Binaries.path("registryctl"), ["register", "--bundle", "com.nobody.app", "--idfv", "11111111-1111-4111-8111-111111111111"],
+            environment: ["REGISTRY_ENDPOINT": node.endpoint])
+        #expect(registered.status == 0, "\(registered.stderr)")
+        let status = try String(contentsOfFile: "/proc/\(node.process.processIdentifier)/status", encoding: .utf8)
+        #expect(status.contains("Uid:\t65534"), "not running as nobody")
+    }
+}

@@ -204,7 +204,7 @@ final class PeerLink: @unchecked Sendable {
     private func connect() {
         let link = self
         ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(3))
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
