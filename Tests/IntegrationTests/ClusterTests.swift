@@ -385,7 +385,8 @@ import Testing
             // Every node learns within a second that its peers hold everything (the retention floor).
             try await Task.sleep(for: .milliseconds(1_500))
             for node in cluster.nodes {
-                let taken = try run(Binaries.path("registryctl"), ["snapshot", "--endpoint", node.endpoint])
+                // A snapshot is answered once durable: seconds on a loaded machine.
+                let taken = try run(Binaries.path("registryctl"), ["snapshot", "--endpoint", node.endpoint, "--timeout", "60"])
                 #expect(taken.status == 0, "\(taken.stdout)\(taken.stderr)")
             }
         }
