@@ -21,7 +21,7 @@ trap cleanup EXIT
 
 for product in registryd registryload registryctl HashBench; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)
-secret="bench token secret 0123456789abcdef"
+secret="bench-token-secret-0123456789abcdef"  # no spaces: it goes through word splitting
 vendors=$(for v in $(seq 0 99); do printf -- '--vendor com.load%s ' "$v"; done)
 # shellcheck disable=SC2086 # the vendor flags are words
 REGISTRY_TOKEN_SECRET=$secret "$bin/registryctl" token issue $vendors --role register --role read --expires-in 1d > "$out/token"
