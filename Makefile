@@ -47,7 +47,7 @@ test-tools: proto-tools
 	@command -v systemd-analyze >/dev/null || $(APT) systemd
 	@command -v openssl >/dev/null || $(APT) openssl
 	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
-	@command -v kubernetes-validate >/dev/null || $(PIP) kubernetes-validate
+	@python3 -c 'import kubernetes_validate' 2>/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
 
 build: deps

@@ -40,7 +40,7 @@ import Testing
         let manifests = try FileManager.default.contentsOfDirectory(atPath: deploy + "/kubernetes").filter { $0.hasSuffix(".yaml") }.sorted()
         #expect(manifests == ["configmap.yaml", "namespace.yaml", "poddisruptionbudget.yaml", "secret.yaml", "services.yaml", "statefulset.yaml"])
         let paths = manifests.map { deploy + "/kubernetes/" + $0 }
-        let result = try run("/bin/sh", ["-c", "kubernetes-validate --strict " + paths.joined(separator: " ")])
+        let result = try run("/bin/sh", ["-c", "python3 -m kubernetes_validate --strict " + paths.joined(separator: " ")])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let statefulSet = try String(contentsOfFile: deploy + "/kubernetes/statefulset.yaml", encoding: .utf8)
         for required in ["replicas: 3", "readinessProbe:", "livenessProbe:", "volumeClaimTemplates:", "terminationGracePeriodSeconds: 60", "requests:"] {
@@ -51,7 +51,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: broken) }
         try statefulSet.replacingOccurrences(of: "terminationGracePeriodSeconds", with: "terminationGraceSeconds")
             .write(toFile: broken, atomically: true, encoding: .utf8)
-        #expect(try run("/bin/sh", ["-c", "kubernetes-validate --strict \(broken)"]).status != 0)
+        #expect(try run("/bin/sh", ["-c", "python3 -m kubernetes_validate --strict \(broken)"]).status != 0)
     }
 
     @Test func theComposeFileRunsThreeNodesEachWithItsVolume() throws {
