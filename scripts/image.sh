@@ -12,19 +12,22 @@
 #
 # The image is built in Docker format: OCI images cannot carry a HEALTHCHECK.
 #
-# Quirks of this VM, handled here (see docs/operations.md): crun refuses its hybrid cgroups and
-# the default ulimits, so podman runs with runc and no default ulimits; there is no iptables, so
-# containers use the host's network.
+# Where the host's cgroups are hybrid (this VM's are), crun refuses them, so podman runs with runc
+# and the host's limits. The smoke test's container uses the host's network, which needs no
+# iptables (this VM has none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 APT=scripts/apt-install.sh
 command -v podman >/dev/null || $APT podman
-command -v runc >/dev/null || $APT runc
 command -v debootstrap >/dev/null || $APT debootstrap
 conf=$(mktemp)
 trap 'rm -f "$conf"' EXIT
-printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' > "$conf"
-export CONTAINERS_CONF="$conf"
+if [ -d /sys/fs/cgroup/unified ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+  # Hybrid cgroups (v1 controllers plus a v2 mount), which crun refuses: use runc, and leave the
+  # limits as the host sets them (runc may not raise them here).
+    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' > "$conf"
+  export CONTAINERS_CONF="$conf"
+fi
 image=localhost/device-registry:latest
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${IMAGE_CACHE:-/var/tmp/registry-image}

@@ -64,7 +64,7 @@ public final class RegistryServer: Service, Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(engine: engine, peersNeedCertificate: tls?.peersNeedCertificate ?? false, logger: logger))
+                        ConnectionHandler(engine: engine, peersNeedCertificate: tls != nil, logger: logger))
                 }
             }
             .bind(host: host, port: port).get()

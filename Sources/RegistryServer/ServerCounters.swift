@@ -21,8 +21,6 @@ final class ServerCounters: Sendable {
     /// Peer batches refused because their clock ran too far ahead.
     let hlcRefusals = Counter(label: MetricCatalog.hlcRefusals.name)
     private let byRole = Mutex<[String: Int]>([:])
-    private let tlsFailures = Atomic<UInt64>(0)
-    var tlsHandshakeFailures: UInt64 { tlsFailures.load(ordering: .relaxed) }
 
     /// Counts `answers` (client requests; peers' batches are not requests), their errors and
     /// registration outcomes, and, when `submittedNanos` is set, each request's latency.
@@ -61,7 +59,6 @@ final class ServerCounters: Sendable {
     /// A TLS handshake on the node's port failed (plaintext, an untrusted certificate, ...).
     func tlsHandshakeFailed() {
         Counter(label: MetricCatalog.tlsHandshakeFailures.name).increment()
-        tlsFailures.add(1, ordering: .relaxed)
     }
 
     /// Counts an error sent outside a request/response pair (connection-level).

@@ -12,8 +12,6 @@ import NIOSSL
 public struct NodeTLS: Sendable {
     let server: NIOSSLContext
     let peerClient: NIOSSLContext
-    /// Peers must present a certificate the CA signed (always true: the CA is required).
-    let peersNeedCertificate: Bool
 
     /// Nil when TLS is off (no `--tls-cert`).
     public static func load(_ configuration: NodeConfiguration) throws(ConfigurationError) -> NodeTLS? {
@@ -56,7 +54,7 @@ public struct NodeTLS: Sendable {
         client.trustRoots = .certificates(roots)
         client.certificateVerification = .noHostnameVerification
         do {
-            return NodeTLS(server: try NIOSSLContext(configuration: server), peerClient: try NIOSSLContext(configuration: client), peersNeedCertificate: true)
+            return NodeTLS(server: try NIOSSLContext(configuration: server), peerClient: try NIOSSLContext(configuration: client))
         } catch {
             throw .invalidValue(source: "--tls-key", reason: "the key does not fit the certificate, or TLS cannot start: \(error)")
         }

@@ -43,15 +43,7 @@ import Testing
     @Test func theLinkRefusesAWelcomeThatDoesNotSignItsChallenge() {
         var random = SplitMix64(seed: 4)
         for signer in [PeerProof(secret: "another secret"), nil] {
-            var machine = PeerLinkStateMachine(ownNodeID: NodeID(trusted: "node-a"), ownInstanceID: 1, window: 2)
-            _ = machine.start()
-            _ = machine.connected()
-            _ = machine.received(
-                ServerFrame(
-                    requestID: 0,
-                    body: .helloAccepted(
-                        HelloAccepted(version: .current, nodeID: "node-b", clusterID: "c", serverVersion: "t", limits: .default, challenge: 8))),
-                random: &random)
+            var machine = PeerLinkStateMachine.awaitingWelcome(random: &random)
             var welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)
             welcome.proof = signer?.sign(.welcome, challenge: machine.ownChallenge, nodeID: "node-b") ?? []
             guard case .closeAndRetry(_, let reason, _) = machine.received(.welcome(welcome), nowMillis: 0, random: &random) else {

@@ -71,15 +71,7 @@ import Testing
 
     func streamingLink() -> PeerLinkStateMachine {
         var random = SplitMix64(seed: 1)
-        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2, answerTimeoutMillis: 1_000, installTimeoutMillis: 60_000)
-        _ = machine.start()
-        _ = machine.connected()
-        _ = machine.received(
-            ServerFrame(
-                requestID: 0,
-                body: .helloAccepted(
-                    HelloAccepted(version: .current, nodeID: "node-b", clusterID: "c", serverVersion: "t", limits: .default, instanceID: 9))),
-            random: &random)
+        var machine = PeerLinkStateMachine.awaitingWelcome(answerTimeoutMillis: 1_000, installTimeoutMillis: 60_000, random: &random)
         _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 0, random: &random)
         return machine
     }
