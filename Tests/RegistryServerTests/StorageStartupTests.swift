@@ -79,9 +79,27 @@ import Testing
         #expect(recovered.registry.snapshot() == applied(ops).snapshot())
         #expect(recovered.versionVector.logs.map { "\($0.log)=\($0.sequence)" } == ["node-a/7=3000"])
         #expect(recovered.clock == ops.last!.timestamp)
-        #expect(recovered.metadata == NodeMetadata(nodeID: "node-a", epoch: 7, identifierKey: Self.identifierKey))
+        // The journal's log was epoch 7; this start writes in a new one, recorded before it serves.
+        #expect(recovered.metadata == NodeMetadata(nodeID: "node-a", epoch: 5_000, identifierKey: Self.identifierKey))
+        #expect(try NodeMetadataFile.read(from: "/data", on: fs) == recovered.metadata)
         #expect(recovered.replayedOperations == 3_000 && recovered.snapshotLabel == nil)
         #expect(recovered.nextJournalFile == UInt64(recovered.index.files.count) + 1)
+    }
+
+    /// A directory cannot tell a clean stop from a restored backup, so every start opens a new
+    /// epoch: past the stored one even when the wall clock reads earlier (a clock set back).
+    @Test func everyStartOpensANewEpoch() throws {
+        let fs = SimulatedFileSystem()
+        var logger = Logger(label: "startup-test")
+        logger.logLevel = .critical
+        var epochs = [UInt64]()
+        for wall in [5_000, 5_000, 4_000, 9_000] as [UInt64] {
+            let recovered = try StorageStartup.open(
+                fs: fs, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0,
+                wallClock: { wall }, logger: logger)
+            epochs.append(recovered.metadata.epoch)
+        }
+        #expect(epochs == [5_000, 5_001, 5_002, 9_000])
     }
 
     @Test func anEmptyDirectoryGetsANewIdentityAndAnOlderVersionsDirectoryIsRefused() throws {

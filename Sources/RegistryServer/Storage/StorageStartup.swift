@@ -99,8 +99,9 @@ enum StorageStartup {
     }
 
     /// The directory's node metadata, checked against the configured node ID and identifier key,
-    /// or a new identity (the configured ID or a generated one, and an epoch from the wall clock)
-    /// for an empty directory.
+    /// with a new epoch (see below), or a new identity (the configured ID or a generated one, and
+    /// an epoch from the wall clock) for an empty directory. Either way the epoch is written
+    /// before the node writes anything in it.
     private static func identity(
         fs: any FileSystem, directory: String, names: [String], configured: NodeID?, identifierKey: UInt64, wallClock: () -> UInt64,
         logger: Logger
@@ -111,7 +112,16 @@ enum StorageStartup {
             }
             guard let storedKey = stored.identifierKey else { throw NodeStartupError.identifiersNotHashed(directory) }
             guard storedKey == identifierKey else { throw NodeStartupError.identifierKeyMismatch(directory) }
-            return stored
+            // Every start writes in a new log. A directory cannot tell whether it is the newest
+            // copy of itself (a restored backup, a copied directory or a rolled-back disk looks
+            // exactly like a clean stop), and peers may hold operations of the stored epoch that
+            // this copy never wrote: continuing that log would give their (node, epoch, sequence)
+            // names to other operations. The stored epoch's operations stay readable as they were.
+            var reopened = stored
+            reopened.epoch = max(stored.epoch + 1, wallClock())
+            try NodeMetadataFile.write(reopened, to: directory, on: fs)
+            logger.info("opened a new epoch", metadata: ["node": "\(stored.nodeID)", "epoch": "\(reopened.epoch)", "previous": "\(stored.epoch)"])
+            return reopened
         }
         if names.contains(where: { $0.hasPrefix("journal-") || $0.hasPrefix("snapshot-") }) {
             throw StorageError.corrupt(
