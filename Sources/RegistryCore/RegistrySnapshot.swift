@@ -181,6 +181,7 @@ extension RegistryState {
                 Slot(
                     id: id.uuid, created: created.rawValue, origin: origin, vendor: vendor, canonical: number, app: RegistryState.noApp,
                     firstSeen: 0, lastSeen: 0))
+            state.digest &+= state.deviceFact(number)
         }
 
         private mutating func addClaim(vendor: UInt32, identifier: Identifier, owner: UInt32) throws(SnapshotRestoreError) {
@@ -188,9 +189,11 @@ extension RegistryState {
             guard state.slots[owner].vendor == vendor else {
                 throw SnapshotRestoreError("device \(owner) claims \(identifier) in another vendor than its own")
             }
-            guard state.claims.set(ClaimKey(vendor: vendor, identifier: identifier), owner) == nil else {
+            let key = ClaimKey(vendor: vendor, identifier: identifier)
+            guard state.claims.set(key, owner) == nil else {
                 throw SnapshotRestoreError("\(identifier) in vendor \(vendor) is claimed twice")
             }
+            state.digest &+= state.claimFact(key)
         }
 
         private mutating func apply(_ record: SnapshotRecord) throws(SnapshotRestoreError) {
@@ -214,12 +217,17 @@ extension RegistryState {
                 guard member != root, state.slots[root].canonical == root, state.slots[member].canonical == member else {
                     throw SnapshotRestoreError("alias \(member) of \(root) is not one hop")
                 }
+                state.digest &-= state.deviceFact(member)
                 state.slots[member].canonical = root
+                state.digest &+= state.deviceFact(member)
                 state.members[root, default: []].append(member)
                 state.aliasCount += 1
             case .member(let node, let member):
                 try enter(.names, record)
-                state.clusterMembers[node] = member
+                guard state.clusterMembers.updateValue(member, forKey: node) == nil else {
+                    throw SnapshotRestoreError("member \(node) appears twice")
+                }
+                state.digest &+= StateDigest.member(node, member)
             case .device, .claim:
                 preconditionFailure("devices and claims go through add(_:)")
             case .app(let root, let bundle, let first, let last):

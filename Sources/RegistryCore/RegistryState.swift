@@ -71,6 +71,11 @@ public struct RegistryState: Sendable {
     public internal(set) var aliasCount = 0
     /// The cluster's members: every node that joined, and whether it was removed.
     public internal(set) var clusterMembers: [NodeID: Member] = [:]
+    /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
+    public internal(set) var digest: UInt64 = 0
+    var vendorDigests = NameDigests()
+    var originDigests = NameDigests()
+    var bundleDigests = NameDigests()
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
@@ -199,7 +204,11 @@ public struct RegistryState: Sendable {
 
     /// Joins a membership change in (see ``Member``).
     public mutating func apply(_ op: MembershipOp) {
-        clusterMembers[op.node] = clusterMembers[op.node].map { $0.joined(with: op) } ?? Member(op)
+        let old = clusterMembers[op.node]
+        let new = old.map { $0.joined(with: op) } ?? Member(op)
+        if let old { digest &-= StateDigest.member(op.node, old) }
+        clusterMembers[op.node] = new
+        digest &+= StateDigest.member(op.node, new)
     }
 
     public mutating func apply(_ op: RegistrationOp) {
@@ -213,7 +222,11 @@ public struct RegistryState: Sendable {
         for identifier in op.claims {
             let key = ClaimKey(vendor: vendor, identifier: identifier)
             // One hash for the common case, a claim nobody held.
-            guard let owner = claims.set(key, device), owner != device else { continue }
+            guard let owner = claims.set(key, device) else {
+                digest &+= claimFact(key)
+                continue
+            }
+            guard owner != device else { continue }
             if !wins(device, over: owner) { claims.set(key, owner) }
             union(owner, device)
         }
@@ -243,8 +256,10 @@ public struct RegistryState: Sendable {
         if created == slot.created {
             guard ref.origin != origins[slot.origin], ref.origin < origins[slot.origin] else { return }
         }
+        digest &-= deviceFact(number)
         slots[number].created = created
         slots[number].origin = origins.intern(ref.origin)
+        digest &+= deviceFact(number)
         if slot.canonical != number, wins(number, over: slot.canonical) { reroot(slot.canonical, to: number) }
     }
 
@@ -253,8 +268,10 @@ public struct RegistryState: Sendable {
         var moved = members.removeValue(forKey: root) ?? []
         moved.removeAll { $0 == winner }
         moved.append(root)
+        for member in moved + [winner] { digest &-= deviceFact(member) }
         for member in moved { slots[member].canonical = winner }
         slots[winner].canonical = winner
+        for member in moved + [winner] { digest &+= deviceFact(member) }
         members[winner] = moved
         moveApps(from: root, to: winner)
     }
@@ -263,10 +280,12 @@ public struct RegistryState: Sendable {
     private mutating func moveApps(from: UInt32, to: UInt32) {
         let old = slots[from]
         if old.app != Self.noApp {
+            digest &-= appFact(on: from, bundle: old.app, first: old.firstSeen, last: old.lastSeen)
             slots[from].app = Self.noApp
             see(old.app, first: old.firstSeen, last: old.lastSeen, on: to)
         }
         for app in moreApps.removeValue(forKey: from) ?? [] {
+            digest &-= appFact(on: from, bundle: app.bundle, first: app.firstSeen, last: app.lastSeen)
             see(app.bundle, first: app.firstSeen, last: app.lastSeen, on: to)
         }
     }
@@ -280,6 +299,7 @@ public struct RegistryState: Sendable {
                 id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
                 vendor: vendors.intern(ref.vendor), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
         slotOf.set(ref.id.uuid, number)
+        digest &+= deviceFact(number)
         return number
     }
 
@@ -289,14 +309,26 @@ public struct RegistryState: Sendable {
             slots[root].app = bundle
             slots[root].firstSeen = first
             slots[root].lastSeen = last
+            digest &+= appFact(on: root, bundle: bundle, first: first, last: last)
         } else if slots[root].app == bundle {
-            slots[root].firstSeen = min(slots[root].firstSeen, first)
-            slots[root].lastSeen = max(slots[root].lastSeen, last)
+            let (oldFirst, oldLast) = (slots[root].firstSeen, slots[root].lastSeen)
+            let (newFirst, newLast) = (min(oldFirst, first), max(oldLast, last))
+            guard (newFirst, newLast) != (oldFirst, oldLast) else { return }
+            slots[root].firstSeen = newFirst
+            slots[root].lastSeen = newLast
+            digest &+= appFact(on: root, bundle: bundle, first: newFirst, last: newLast)
+                &- appFact(on: root, bundle: bundle, first: oldFirst, last: oldLast)
         } else if let index = moreApps[root]?.firstIndex(where: { $0.bundle == bundle }) {
-            moreApps[root]![index].firstSeen = min(moreApps[root]![index].firstSeen, first)
-            moreApps[root]![index].lastSeen = max(moreApps[root]![index].lastSeen, last)
+            let old = moreApps[root]![index]
+            let (newFirst, newLast) = (min(old.firstSeen, first), max(old.lastSeen, last))
+            guard (newFirst, newLast) != (old.firstSeen, old.lastSeen) else { return }
+            moreApps[root]![index].firstSeen = newFirst
+            moreApps[root]![index].lastSeen = newLast
+            digest &+= appFact(on: root, bundle: bundle, first: newFirst, last: newLast)
+                &- appFact(on: root, bundle: bundle, first: old.firstSeen, last: old.lastSeen)
         } else {
             moreApps[root, default: []].append(AppSlot(bundle: bundle, firstSeen: first, lastSeen: last))
+            digest &+= appFact(on: root, bundle: bundle, first: first, last: last)
         }
     }
 
@@ -307,7 +339,11 @@ public struct RegistryState: Sendable {
         guard rootA != rootB else { return }
         let (winner, loser) = wins(rootA, over: rootB) ? (rootA, rootB) : (rootB, rootA)
         let moved = [loser] + (members.removeValue(forKey: loser) ?? [])
-        for member in moved { slots[member].canonical = winner }
+        for member in moved {
+            digest &-= deviceFact(member)
+            slots[member].canonical = winner
+            digest &+= deviceFact(member)
+        }
         members[winner, default: []].append(contentsOf: moved)
         moveApps(from: loser, to: winner)
         aliasCount += 1

@@ -134,7 +134,8 @@ public final class RegistryEngine: Sendable {
         } else {
             lock = Mutex(nil)
         }
-        let secret = configuration.clusterSecret ?? configuration.clusterID
+        let secret = try ClusterSecret.resolve(
+            configured: configuration.clusterSecret, clusterID: configuration.clusterID, fs: fs, directory: path, logger: logger)
         let mintingKey = MintingKey(secret: secret)
         let identifierKey = IdentifierKey(secret: secret)
         let recovered = try StorageStartup.open(
@@ -587,6 +588,7 @@ public final class RegistryEngine: Sendable {
         message.snapshotAgeMillis = age / 1_000_000
         message.snapshotBytes = UInt64(last?.bytes ?? 0)
         message.versionVector = core.node.versionVector.positions
+        message.stateDigest = core.node.registry.digest
         message.members = core.node.registry.clusterMembers.sorted { $0.key < $1.key }.map {
             ClusterMemberReport(nodeID: $0.key.value, address: $0.value.address, removed: $0.value.removed)
         }

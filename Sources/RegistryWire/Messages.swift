@@ -295,6 +295,9 @@ public struct StatsMessage: Hashable, Sendable {
     public var peers: [PeerLinkReport] = []
     /// The cluster's members.
     public var members: [ClusterMemberReport] = []
+    /// The order-independent digest of the node's canonical state, taken with ``versionVector``:
+    /// equal vectors with different digests mean two nodes have diverged.
+    public var stateDigest: UInt64 = 0
 
     public init() {}
 

@@ -82,6 +82,7 @@ extension ServerFrame {
             message.snapshotOperations = stats.snapshot_operations
             message.snapshotAgeMillis = stats.snapshot_age_ms
             message.snapshotBytes = stats.snapshot_bytes
+            message.stateDigest = stats.state_digest
             message.versionVector = try CRead.positions(stats.n_version_vector, stats.version_vector)
             message.peers = try CRead.messages(stats.n_peers, stats.peers) { (link) throws(CodecError) -> PeerLinkReport in
                 PeerLinkReport(
@@ -226,6 +227,7 @@ extension ServerFrame {
             message.snapshot_operations = stats.snapshotOperations
             message.snapshot_age_ms = stats.snapshotAgeMillis
             message.snapshot_bytes = stats.snapshotBytes
+            message.state_digest = stats.stateDigest
             (message.n_version_vector, message.version_vector) = arena.positions(stats.versionVector)
             message.n_peers = stats.peers.count
             message.peers = arena.array(count: stats.peers.count) { index in

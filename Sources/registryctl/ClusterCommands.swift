@@ -6,7 +6,7 @@ import RegistryWire
 /// `registryctl cluster ...`: the cluster as a whole.
 struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Inspect the cluster the node belongs to, and remove dead members.", subcommands: [ClusterStatus.self, ClusterRemove.self])
+        abstract: "Inspect the cluster the node belongs to, and remove dead members.", subcommands: [ClusterStatus.self, ClusterVerify.self, ClusterRemove.self])
 }
 
 struct ClusterStatus: AsyncParsableCommand {
@@ -16,12 +16,23 @@ struct ClusterStatus: AsyncParsableCommand {
         discussion: """
             Starts from --endpoint and follows the peer addresses each node reports, so one reachable \
             node shows the whole cluster. A node that does not answer is listed as unreachable; the \
-            exit status is then 69.
+            exit status is then 69. The last line compares the nodes' content: nodes that hold the same \
+            operations (equal version vectors) must hold the same state digest, and are reported as \
+            DIVERGED (exit status 1) when they do not.
             """)
 
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
+        let nodes = try await Self.discover(global)
+        let view = ClusterStatusView(nodes: nodes)
+        Output.print(view, format: global.format)
+        if nodes.contains(where: { $0.unreachable != nil }) { throw ExitCode(ExitStatus.unreachable) }
+        if case .diverged = view.agreement { throw ExitCode(ExitStatus.serverError) }
+    }
+
+    /// Every node reachable from --endpoint, following the peer addresses each reports.
+    static func discover(_ global: GlobalOptions) async throws -> [ClusterStatusView.Node] {
         let start = global.endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
         var queue = start.split(separator: ",").map(String.init)
         var seen = Set<String>()
@@ -49,9 +60,7 @@ struct ClusterStatus: AsyncParsableCommand {
                 nodes.append(ClusterStatusView.Node(endpoint: endpoint, unreachable: "\(error)"))
             }
         }
-        let view = ClusterStatusView(nodes: nodes)
-        Output.print(view, format: global.format)
-        if nodes.contains(where: { $0.unreachable != nil }) { throw ExitCode(ExitStatus.unreachable) }
+        return nodes
     }
 
     /// The stats of the node at `endpoint`, within `seconds`.
@@ -68,6 +77,65 @@ struct ClusterStatus: AsyncParsableCommand {
         }
         await client.close()
         return stats
+    }
+}
+
+struct ClusterVerify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Wait until every node holds the same operations, then check that they hold the same content.",
+        discussion: """
+            Asks every node (found as `cluster status` finds them) for its version vector and state \
+            digest, again and again, until the vectors are equal or --wait runs out. Equal vectors with \
+            equal digests print "converged" (exit status 0); equal vectors with different digests print \
+            DIVERGED (exit status 1): the nodes applied the same operations and hold different state. \
+            Vectors that never meet (writes keep arriving, or a link is down) exit 75; an unreachable \
+            node exits 69.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "Seconds to wait for the nodes' version vectors to meet.") var wait: Double = 30
+
+    func validate() throws {
+        guard wait > 0, wait.isFinite else { throw ValidationError("--wait must be a positive number of seconds") }
+    }
+
+    func run() async throws {
+        let deadline = Date().addingTimeInterval(wait)
+        while true {
+            let nodes = try await ClusterStatus.discover(global)
+            let view = ClusterStatusView(nodes: nodes)
+            let unreachable = nodes.contains { $0.unreachable != nil }
+            let settled = !unreachable && view.agreement != .catchingUp
+            if settled || Date() >= deadline {
+                Output.print(VerifyView(view: view), format: global.format)
+                if unreachable { throw ExitCode(ExitStatus.unreachable) }
+                switch view.agreement {
+                case .converged: return
+                case .diverged: throw ExitCode(ExitStatus.serverError)
+                case .catchingUp: throw ExitCode(ExitStatus.timedOut)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+/// `cluster verify`'s answer: the agreement, and each node's vector and digest.
+struct VerifyView: Printable {
+    let agreement: String
+    let nodes: [ClusterStatusView.Node]
+
+    init(view: ClusterStatusView) {
+        agreement = view.agreement.summary
+        nodes = view.nodes
+    }
+
+    var rows: [(String, String)] {
+        [("agreement", agreement)]
+            + nodes.map { node in
+                (node.unreachable == nil ? node.node : node.endpoint, node.unreachable.map { "UNREACHABLE: \($0)" } ?? "digest \(node.stateDigest), holds \(node.holds)")
+            }
     }
 }
 
@@ -117,7 +185,20 @@ struct ClusterStatusView: Printable {
         var snapshotOperations: UInt64 = 0
         var peers: [PeerLinkReport] = []
         var members: [ClusterMemberReport] = []
+        /// The state digest, in hexadecimal.
+        var stateDigest = ""
         var unreachable: String?
+        /// The stats it came from, for the agreement.
+        let stats: StatsMessage?
+
+        private enum CodingKeys: String, CodingKey {
+            case endpoint, node, epoch, versionVector, devices, logOperations, journalBytes, snapshotAgeMs, snapshotOperations, peers
+            case members, stateDigest, unreachable
+        }
+
+        var holds: String {
+            versionVector.isEmpty ? "nothing yet" : versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")
+        }
 
         init(endpoint: String, stats: StatsMessage) {
             self.endpoint = endpoint
@@ -131,15 +212,28 @@ struct ClusterStatusView: Printable {
             snapshotOperations = stats.snapshotOperations
             peers = stats.peers
             members = stats.members
+            stateDigest = ClusterAgreement.hex(stats.stateDigest)
+            self.stats = stats
         }
 
         init(endpoint: String, unreachable: String) {
             self.endpoint = endpoint
             self.unreachable = unreachable
+            stats = nil
         }
     }
 
     let nodes: [Node]
+    /// Whether the reachable nodes hold the same content.
+    var agreement: ClusterAgreement { ClusterAgreement(nodes.compactMap(\.stats)) }
+
+    private enum CodingKeys: String, CodingKey { case nodes, agreement }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(nodes, forKey: .nodes)
+        try container.encode(agreement.summary, forKey: .agreement)
+    }
 
     var rows: [(String, String)] { [] }
 
@@ -150,9 +244,8 @@ struct ClusterStatusView: Printable {
                 lines.append("\(node.endpoint)  UNREACHABLE: \(unreachable)")
                 continue
             }
-            lines.append("\(node.node) at \(node.endpoint), epoch \(node.epoch), \(node.devices) devices")
-            lines.append(
-                "  holds     " + (node.versionVector.isEmpty ? "nothing yet" : node.versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")))
+            lines.append("\(node.node) at \(node.endpoint), epoch \(node.epoch), \(node.devices) devices, digest \(node.stateDigest)")
+            lines.append("  holds     " + node.holds)
             let snapshot = node.snapshotOperations == 0 ? "no snapshot yet" : "snapshot of \(node.snapshotOperations) operations \(Output.duration(node.snapshotAgeMs)) old"
             lines.append("  log       \(node.logOperations) operations, journal \(Output.bytes(node.journalBytes)), \(snapshot)")
             lines.append(
@@ -166,6 +259,7 @@ struct ClusterStatusView: Printable {
             }
             if node.peers.allSatisfy({ $0.state == "own-address" }) { lines.append("  no peers (a single node)") }
         }
+        lines.append(agreement.summary)
         return lines
     }
 }

@@ -62,13 +62,15 @@ import Testing
             temp.remove()
         }
 
-        /// Waits (up to `seconds`) until every node holds the same version vector and counts.
+        /// Waits (up to `seconds`) until every node holds the same operations and content.
         func converged(within seconds: Double) async throws -> [StatsMessage] {
             try await ClusterTests.converged(nodes.map(\.endpoint), within: seconds)
         }
     }
 
-    /// Waits (up to `seconds`) until every endpoint's node holds the same version vector and counts.
+    /// Waits (up to `seconds`) until every endpoint's node holds the same version vector and the
+    /// same state digest (``ClusterAgreement``); fails at once when equal vectors hold different
+    /// digests, which no amount of waiting mends.
     static func converged(_ endpoints: [String], within seconds: Double) async throws -> [StatsMessage] {
         let deadline = Date().addingTimeInterval(seconds)
         var last = [StatsMessage]()
@@ -79,10 +81,11 @@ import Testing
                 last.append(try await client.stats())
                 await client.close()
             }
-            let vectors = Set(last.map { $0.versionVector.map { "\($0.origin)/\($0.epoch)=\($0.sequence)" }.joined(separator: ",") })
-            let counts = Set(last.map { "\($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })
-            if vectors.count == 1, counts.count == 1 { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            switch ClusterAgreement(last) {
+            case .converged: return last
+            case .diverged: throw ClusterError(ClusterAgreement(last).summary)
+            case .catchingUp: try await Task.sleep(for: .milliseconds(100))
+            }
         }
         throw ClusterError("no convergence in \(seconds) s: \(last.map { "\($0.nodeID) \($0.versionVector) \($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })")
     }

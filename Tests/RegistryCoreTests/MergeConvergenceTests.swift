@@ -119,12 +119,14 @@ import Testing
         for op in ops { reference.apply(op) }
         try oracle.check(reference, seed: seed)
         let expected = reference.snapshot()
+        #expect(reference.digest == reference.recomputedDigest(), "seed \(seed): the kept digest differs from the content's")
         for _ in 0..<3 {
             var shuffled = ops + ops.prefix(Int(generator.next() % 20))  // some delivered twice
             shuffled.shuffle(using: &generator)
             var replica = RegistryState()
             for op in shuffled { replica.apply(op) }
             #expect(replica.snapshot() == expected, "seed \(seed): a delivery order changed the state")
+            #expect(replica.digest == reference.digest, "seed \(seed): a delivery order changed the digest")
         }
     }
 

@@ -24,6 +24,7 @@ import Testing
         let restored = try restore(records(of: state))
         #expect(restored.snapshot() == state.snapshot(), "seed \(seed)")
         #expect(restored.aliasCount == state.aliasCount && restored.claimCount == state.claimCount)
+        #expect(restored.digest == state.digest && restored.digest == restored.recomputedDigest(), "seed \(seed)")
         // The restored state goes on as the original would: the same operations again change
         // nothing, and a new one lands alike.
         var original = state

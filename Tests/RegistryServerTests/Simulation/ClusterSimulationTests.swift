@@ -139,6 +139,16 @@ import Testing
                 throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) does not hold the removal of \(simulation.nodes[index].name)")
             }
         }
+        // Every node holds the same operations and the same content, by the digest each keeps
+        // as it goes; and that digest is the one its content gives when hashed from nothing.
+        let stats = engines.map { $0.stats() }
+        for node in stats.dropFirst() where node.versionVector != stats[0].versionVector || node.stateDigest != stats[0].stateDigest {
+            throw SimulationFailure(
+                seed: seed, reason: "\(node.nodeID) and \(stats[0].nodeID) hold \(node.versionVector) and \(stats[0].versionVector), digests \(node.stateDigest) and \(stats[0].stateDigest)")
+        }
+        for engine in engines where engine.withState({ $0.digest != $0.recomputedDigest() }) {
+            throw SimulationFailure(seed: seed, reason: "\(engine.nodeID)'s kept digest differs from its content's")
+        }
         let states = engines.map { $0.withState { $0.snapshot() } }
         // Every node holds identical canonical state.
         for state in states.dropFirst() where state != states[0] {

@@ -571,7 +571,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[23] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[24] =
 {
   {
     "node_id",
@@ -849,6 +849,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[23]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_digest",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, state_digest),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -872,6 +884,7 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   19,   /* field[19] = snapshot_age_ms */
   20,   /* field[20] = snapshot_bytes */
   18,   /* field[18] = snapshot_operations */
+  23,   /* field[23] = state_digest */
   3,   /* field[3] = uptime_ms */
   17,   /* field[17] = version_vector */
 };
@@ -879,7 +892,7 @@ static const ProtobufCIntRange registry__v1__stats__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 20, 17 },
-  { 0, 23 }
+  { 0, 24 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -889,7 +902,7 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  23,
+  24,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   2,  registry__v1__stats__number_ranges,

@@ -152,10 +152,17 @@ struct  Registry__V1__Stats
    */
   size_t n_members;
   Registry__V1__ClusterMember **members;
+  /*
+   * An order-independent digest of the node's canonical state (devices,
+   * aliases, claims, apps seen, members), taken together with
+   * version_vector. Two nodes with equal version vectors and different
+   * digests have diverged.
+   */
+  uint64_t state_digest;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL, 0,NULL, 0 }
 
 
 /*

@@ -1,0 +1,110 @@
+/// An order-independent fingerprint of a registry's canonical content, kept up to date as the
+/// state changes so that reading it costs nothing.
+///
+/// The state is a set of facts: each device (its ID, its canonical device's ID, its creation HLC
+/// and origin, its vendor), each claim (vendor, identifier kind and value), each app sighting of a canonical device (bundle, first and last seen) and each cluster
+/// member (node, address, when it was set, removed). The digest is the wrapping sum of a hash of
+/// each fact, so it does not depend on the order facts arrived in, and a change costs the hashes
+/// of the facts it replaces and adds. Two replicas with equal version vectors must have equal
+/// digests; different digests mean they hold different content (what equal counts can hide).
+///
+/// A claim is hashed without the device that holds it: which of a merge set's devices holds a
+/// claim can depend on delivery order (a device whose creation moves earlier does not take back
+/// claims it lost), while the set it resolves to does not, and the device facts already say
+/// which set each device is in.
+///
+/// Names are hashed as text, never as the numbers a replica interned them under (those depend
+/// on arrival order). The hash has a fixed, public key: the digest detects divergence, it does not
+/// authenticate anything.
+enum StateDigest {
+    /// A 64-bit hash of `text`'s UTF-8 bytes with a fixed key, the same on every node.
+    static func text(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0x6469_6765_7374_2d31
+        for byte in text.utf8 { hash = foldedMultiply(hash ^ UInt64(byte), 0x9E37_79B9_7F4A_7C15) }
+        return foldedMultiply(hash ^ UInt64(text.utf8.count), 0xA076_1D64_78BD_642F)
+    }
+
+    /// One word into a fact's hash (no array: facts are hashed on the request path).
+    @inline(__always)
+    static func step(_ hash: UInt64, _ word: UInt64) -> UInt64 {
+        foldedMultiply(hash ^ word ^ 0xE703_7ED1_A0B4_28DB, 0x8EBC_6AF0_9C88_C6E3)
+    }
+
+    @inline(__always)
+    static func finish(_ hash: UInt64) -> UInt64 { foldedMultiply(hash, 0x5899_65CC_7537_4CC3) ^ hash }
+
+    static let deviceKind: UInt64 = 0x6465_7669_6365
+    static let claimKind: UInt64 = 0x636C_6169_6D
+    static let appKind: UInt64 = 0x6170_70
+    static let memberKind: UInt64 = 0x6D65_6D62_6572
+
+    static func device(id: UUID128, canonical: UUID128, created: UInt64, origin: UInt64, vendor: UInt64) -> UInt64 {
+        finish(step(step(step(step(step(step(step(deviceKind, id.high), id.low), canonical.high), canonical.low), created), origin), vendor))
+    }
+
+    static func claim(vendor: UInt64, kind: Int32, value: UUID128) -> UInt64 {
+        finish(step(step(step(step(claimKind, vendor), UInt64(UInt32(bitPattern: kind))), value.high), value.low))
+    }
+
+    static func app(device: UUID128, bundle: UInt64, first: UInt64, last: UInt64) -> UInt64 {
+        finish(step(step(step(step(step(appKind, device.high), device.low), bundle), first), last))
+    }
+
+    static func member(_ node: NodeID, _ member: Member) -> UInt64 {
+        finish(step(step(step(step(memberKind, text(node.value)), text(member.address)), member.addressAt.rawValue), member.removed ? 1 : 0))
+    }
+}
+
+/// The digests of interned names, by their numbers: a name is hashed once, when a fact first
+/// needs it.
+struct NameDigests: Sendable {
+    private var digests: [UInt64] = []
+
+    @inline(__always)
+    mutating func of<Name>(_ number: UInt32, in names: Interner<Name>, text: (Name) -> String) -> UInt64 {
+        while digests.count <= Int(number) { digests.append(StateDigest.text(text(names[UInt32(digests.count)]))) }
+        return digests[Int(number)]
+    }
+}
+
+extension RegistryState {
+    /// The hash of device `number`'s fact as the state holds it now.
+    mutating func deviceFact(_ number: UInt32) -> UInt64 {
+        let slot = slots[number]
+        return StateDigest.device(
+            id: slot.id, canonical: slots[slot.canonical].id, created: slot.created,
+            origin: originDigests.of(slot.origin, in: origins) { $0.value }, vendor: vendorDigests.of(slot.vendor, in: vendors) { $0.name })
+    }
+
+    mutating func claimFact(_ key: ClaimKey) -> UInt64 {
+        StateDigest.claim(vendor: vendorDigests.of(key.vendor, in: vendors) { $0.name }, kind: key.kind, value: key.value)
+    }
+
+    mutating func appFact(on root: UInt32, bundle: UInt32, first: UInt64, last: UInt64) -> UInt64 {
+        StateDigest.app(device: slots[root].id, bundle: bundleDigests.of(bundle, in: bundles) { $0.value }, first: first, last: last)
+    }
+
+    /// The digest computed from nothing but the content: every fact hashed again and summed. The
+    /// kept ``digest`` must always equal it; tests and `registryctl cluster verify` compare them.
+    public func recomputedDigest() -> UInt64 {
+        let vendorNames = (0..<UInt32(vendors.count)).map { StateDigest.text(vendors[$0].name) }
+        let originNames = (0..<UInt32(origins.count)).map { StateDigest.text(origins[$0].value) }
+        let bundleNames = (0..<UInt32(bundles.count)).map { StateDigest.text(bundles[$0].value) }
+        var sum: UInt64 = 0
+        for number in 0..<UInt32(slots.count) {
+            let slot = slots[number]
+            sum &+= StateDigest.device(
+                id: slot.id, canonical: slots[slot.canonical].id, created: slot.created, origin: originNames[Int(slot.origin)],
+                vendor: vendorNames[Int(slot.vendor)])
+            if slot.app != Self.noApp {
+                sum &+= StateDigest.app(device: slot.id, bundle: bundleNames[Int(slot.app)], first: slot.firstSeen, last: slot.lastSeen)
+            }
+            for app in moreApps[number] ?? [] {
+                sum &+= StateDigest.app(device: slot.id, bundle: bundleNames[Int(app.bundle)], first: app.firstSeen, last: app.lastSeen)
+            }
+        }
+        claims.forEach { key, _ in sum &+= StateDigest.claim(vendor: vendorNames[Int(key.vendor)], kind: key.kind, value: key.value) }
+        for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
+        return sum
+    }
+}
