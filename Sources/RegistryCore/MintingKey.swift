@@ -35,11 +35,24 @@ extension DeviceID {
     /// device, and a new IDFV (after every app of the vendor was removed) mints a new one. It is
     /// where a device that the registry erases could be given a fresh ID.
     public static func minted(vendor: Vendor, idfv: UUID128, generation: UInt32 = 0, key: MintingKey) -> DeviceID {
+        minted(vendor: vendor, kindByte: 0, value: idfv, generation: generation, key: key)
+    }
+
+    /// As ``minted(vendor:idfv:generation:key:)``, for a first install that presents no IDFV
+    /// (before the first unlock after a reboot, iOS gives none): the same rule with a 1 byte in
+    /// place of the 0 and the keychain UUID's 16 bytes, so sibling apps that present only the
+    /// shared keychain UUID through two nodes at once also get one ID, and no keychain-minted ID
+    /// can equal an IDFV-minted one.
+    public static func minted(vendor: Vendor, keychain: UUID128, generation: UInt32 = 0, key: MintingKey) -> DeviceID {
+        minted(vendor: vendor, kindByte: 1, value: keychain, generation: generation, key: key)
+    }
+
+    private static func minted(vendor: Vendor, kindByte: UInt8, value: UUID128, generation: UInt32, key: MintingKey) -> DeviceID {
         var hasher = SipHash128(k0: key.k0, k1: key.k1)
         hasher.combine(vendor.name.utf8)
-        hasher.combine(UInt8(0))
-        // The IDFV's 16 bytes in UUID order, then the generation's 4 bytes little-endian.
-        for word in [idfv.high, idfv.low] {
+        hasher.combine(kindByte)
+        // The UUID's 16 bytes in UUID order, then the generation's 4 bytes little-endian.
+        for word in [value.high, value.low] {
             for shift in stride(from: UInt64(56), through: 0, by: -8) { hasher.combine(UInt8(truncatingIfNeeded: word >> shift)) }
         }
         for shift in stride(from: UInt32(0), to: 32, by: 8) { hasher.combine(UInt8(truncatingIfNeeded: generation >> shift)) }
@@ -50,12 +63,17 @@ extension DeviceID {
     }
 
     /// The ID for a device that `registration` creates at `timestamp`: ``minted(vendor:idfv:generation:key:)``
-    /// when it presents an IDFV, otherwise a random UUIDv7 from `generator`.
+    /// when it presents an IDFV, else ``minted(vendor:keychain:generation:key:)`` when it presents
+    /// a keychain UUID, otherwise (a kind of identifier added later) a random UUIDv7 from
+    /// `generator`.
     public static func new(
         for registration: Registration, at timestamp: HLCTimestamp, key: MintingKey, using generator: inout some RandomNumberGenerator
     ) -> DeviceID {
         if let idfv = registration.identifiers.first(where: { $0.kind == .idfv }) {
             return minted(vendor: registration.vendor, idfv: idfv.value, key: key)
+        }
+        if let keychain = registration.identifiers.first(where: { $0.kind == .keychain }) {
+            return minted(vendor: registration.vendor, keychain: keychain.value, key: key)
         }
         return mint(at: timestamp, using: &generator)
     }

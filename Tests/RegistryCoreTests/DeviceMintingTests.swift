@@ -39,7 +39,10 @@ import Testing
             DeviceID.minted(vendor: vendor, idfv: idfv, generation: 1, key: key),
             DeviceID.minted(vendor: vendor, idfv: idfv, key: MintingKey(secret: "other")),
         ]
-        #expect(Set(others + [id]).count == 5)
+        // The keychain rule differs from the IDFV rule by one byte: the same UUID mints another ID.
+        let byKeychain = DeviceID.minted(vendor: vendor, keychain: idfv, key: key)
+        #expect(byKeychain == DeviceID.minted(vendor: vendor, keychain: idfv, key: MintingKey(secret: "s3cret")))
+        #expect(Set(others + [id, byKeychain]).count == 6)
         #expect(key.fingerprint == MintingKey(secret: "s3cret").fingerprint)
         #expect(key.fingerprint != MintingKey(secret: "other").fingerprint)
     }
@@ -82,6 +85,35 @@ import Testing
             // The earlier creation is the one both keep.
             #expect(a.resolve(outcomeA.device)?.device.created == atB)
             #expect(a.resolve(outcomeA.device)?.apps.count == 2)
+        }
+    }
+
+    /// Before the first unlock iOS gives no IDFV: two sibling apps that present only the shared
+    /// keychain UUID, through two replicas at once, get one ID (minted from the keychain UUID),
+    /// and the replicas agree without a merge.
+    @Test func keychainOnlySiblingRaceGivesOneIDWithoutAMerge() throws {
+        let rules = try VendorRules()
+        let key = MintingKey(secret: "cluster")
+        var generator = SplitMix64(seed: 11)
+        for _ in 0..<20 {
+            let keychain = PresentedIdentifier(rawKind: 1, text: UUID128(high: generator.next() | 1, low: generator.next()).text)
+            let first = try Registration(bundle: "com.acme.app1", identifiers: [keychain], rules: rules)
+            let second = try Registration(bundle: "com.acme.app2", identifiers: [keychain], rules: rules)
+            var a = RegistryState()
+            var b = RegistryState()
+            let atA = HLCTimestamp(millis: 1_000, counter: 0)
+            let atB = HLCTimestamp(millis: 1_000, counter: 0)
+            let (opA, outcomeA) = a.register(first, at: atA, origin: NodeID(trusted: "node-a")) {
+                DeviceID.new(for: first, at: atA, key: key, using: &generator)
+            }
+            let (opB, outcomeB) = b.register(second, at: atB, origin: NodeID(trusted: "node-b")) {
+                DeviceID.new(for: second, at: atB, key: key, using: &generator)
+            }
+            #expect(outcomeA.device == outcomeB.device && outcomeA.created && outcomeB.created)
+            #expect(outcomeA.device == DeviceID.minted(vendor: first.vendor, keychain: first.identifiers[0].value, key: key))
+            a.apply(opB)
+            b.apply(opA)
+            #expect(a.snapshot() == b.snapshot() && a.aliasCount == 0 && a.deviceCount == 1)
         }
     }
 }
