@@ -15,6 +15,9 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
     case identifiersNotHashed(String)
     /// The data directory's identifiers are hashed under another key (another cluster secret).
     case identifierKeyMismatch(String)
+    /// No --cluster-secret, and the data directory keeps none, yet it has served before: under
+    /// the cluster ID (an earlier version's public default), or under a secret now missing.
+    case clusterSecretMissing(directory: String, keyedByClusterID: Bool)
 
     public var description: String {
         switch self {
@@ -32,6 +35,12 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
         case .identifierKeyMismatch(let path):
             return
                 "data directory \(path) holds identifiers hashed under another key: this node's --cluster-secret differs from the one it was started with. Start it with that secret, or move the directory aside (docs/security.md: rotating the secret)"
+        case .clusterSecretMissing(let path, true):
+            return
+                "data directory \(path) was keyed by the cluster ID, a public value (an earlier version's default when no --cluster-secret was given), and this version no longer derives keys from it. To keep serving it as it is, pass the cluster ID as --cluster-secret; to be safe, move it aside and start on an empty directory, which makes a random secret (docs/security.md)"
+        case .clusterSecretMissing(let path, false):
+            return
+                "data directory \(path) was keyed by a --cluster-secret, and none is given now: start the node with the same --cluster-secret"
         }
     }
 }

@@ -356,7 +356,9 @@ import Platform
         let node = try DaemonProcess(dataDirectory: directory)
         defer { node.stop() }
         let script = Binaries.repository.appendingPathComponent("Tests/Interop/interop.py").path
-        let result = try run("/usr/bin/env", ["python3", script, node.endpoint])
+        // Started without --cluster-secret, the node made a random one and keeps it here.
+        let secret = try String(contentsOfFile: directory + "/cluster.secret", encoding: .utf8).trimmingCharacters(in: .newlines)
+        let result = try run("/usr/bin/env", ["python3", script, node.endpoint, secret])
         #expect(result.status == 0, "interop failed (needs protoc and Python protobuf; `make test` installs both): \(result.stderr)")
         #expect(result.stdout.contains("\"ok\": true"))
     }

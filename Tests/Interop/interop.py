@@ -93,10 +93,11 @@ def sealed_identifier(secret, kind, value):
     return sealed if any(sealed) else bytes(15) + b"\x01"
 
 
-def minted_device_id(key, vendor, sealed_idfv):
-    """The device ID a first install presenting an IDFV gets (docs/cluster.md, DeviceID.minted),
-    from the IDFV as the node keeps it."""
-    data = vendor.encode() + b"\x00" + sealed_idfv + (0).to_bytes(4, "little")
+def minted_device_id(key, vendor, sealed, kind_byte=0):
+    """The device ID a first install gets (docs/identity.md, DeviceID.minted): from its IDFV as
+    the node keeps it (kind byte 0) or, when it presents no IDFV, from its keychain UUID as the
+    node keeps it (kind byte 1)."""
+    data = vendor.encode() + bytes([kind_byte]) + sealed + (0).to_bytes(4, "little")
     first, second = siphash128(key[0], key[1], data)
     high = (first & ~0xF000 & MASK) | 0x8000
     low = (second & 0x3FFFFFFFFFFFFFFF) | 0x8000000000000000
@@ -122,6 +123,9 @@ def check(condition, message):
 
 def main():
     host, port = sys.argv[1].rsplit(":", 1)
+    # The node's cluster secret, which the test read from the node's data directory: a node
+    # given none makes a random one (never the public cluster ID).
+    secret = sys.argv[2]
     generate()
     from registry.v1 import common_pb2, device_pb2, envelope_pb2, handshake_pb2  # noqa: E402
 
@@ -232,12 +236,19 @@ def main():
     vector = [(p.origin, p.epoch, p.sequence) for p in stats.version_vector]
     check(vector == [(stats.node_id, stats.log_epoch, stats.log_sequence)], f"version vector {vector}")
 
-    # The device ID of a first install is the documented keyed hash of (vendor, IDFV): computed
-    # of the IDFV's keyed hash: computed here from the specification with Python's own HMAC, it
-    # matches what the node minted. The node's cluster secret is its cluster ID by default.
-    secret = accepted.hello_accepted.cluster_id
+    # The device ID of a first install is the documented keyed hash of (vendor, IDFV), of the
+    # IDFV's keyed hash: computed here from the specification with Python's own HMAC, it matches
+    # what the node minted. With no IDFV, the keychain UUID takes its place (kind byte 1).
     key = minting_key(secret)
     check(first.device_id == minted_device_id(key, "com.interop", sealed_identifier(secret, 2, idfv)), f"minted {first.device_id}")
+    keychain = str(uuid.uuid4())
+    keychain_only = envelope_pb2.ClientFrame(request_id=32)
+    keychain_only.register_device.bundle_id = "com.interop.app1"
+    keychain_only.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_KEYCHAIN, value=keychain)
+    conn.send(keychain_only)
+    by_keychain = conn.receive(envelope_pb2).register_result
+    check(by_keychain.created and by_keychain.device_id == minted_device_id(key, "com.interop", sealed_identifier(secret, 1, keychain), 1),
+          f"keychain-minted {by_keychain}")
 
     # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
     # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.
@@ -308,6 +319,23 @@ def main():
     refusal = peer_receive()
     check(refusal.WhichOneof("body") == "refusal" and refusal.refusal.code == common_pb2.ERROR_CODE_SNAPSHOT_REFUSED,
           f"damaged snapshot: {refusal}")
+
+    # Whoever knows only public values cannot join: proofs made with the cluster ID as the secret
+    # (what an earlier version's default allowed) are refused, typed.
+    forger = Connection(host, int(port))
+    forger.send(hello)
+    forged_accepted = forger.receive(envelope_pb2)
+    forged = peer_pb2.PeerFrame()
+    forged.CopyFrom(peer_hello)
+    public = accepted.hello_accepted.cluster_id
+    forged.hello.node_id = "forger"
+    forged.hello.minting_key_fingerprint = fingerprint(minting_key(public))
+    forged.hello.proof = peer_proof(public, "hello", forged_accepted.hello_accepted.challenge, "forger")
+    forger.send(forged)
+    peer = forger
+    refusal = peer_receive()
+    check(refusal.WhichOneof("body") == "refusal" and refusal.refusal.code in
+          (common_pb2.ERROR_CODE_UNAUTHENTICATED, common_pb2.ERROR_CODE_MINTING_KEY_MISMATCH), f"forged peer: {refusal}")
 
     # A wrong cluster is refused with its typed code, and the connection closes.
     wrong = Connection(host, int(port))

@@ -103,14 +103,16 @@ import Testing
         for setting in NodeSetting.all {
             let (low, high) = samples[setting.flag]!
             let environment = setting.environment!
+            // Peers are refused without a cluster secret: give them one that this test does not vary.
+            let base = setting.flag == "peers" ? ["REGISTRY_CLUSTER_SECRET": "secret"] : [:]
             try withConfig("{\(json(setting, low))}") { path in
-                let file = try NodeConfiguration.resolve(flags: ["config": path], environment: [:])
-                #expect(value(file, setting.flag) == value(try NodeConfiguration.resolve(flags: [setting.flag: low], environment: [:]), setting.flag))
+                let file = try NodeConfiguration.resolve(flags: ["config": path], environment: base)
+                #expect(value(file, setting.flag) == value(try NodeConfiguration.resolve(flags: [setting.flag: low], environment: base), setting.flag))
                 #expect(value(file, setting.flag) != value(defaults, setting.flag), "\(setting.flag): the file beats the default")
-                let overFile = try NodeConfiguration.resolve(flags: ["config": path], environment: [environment: high])
+                let overFile = try NodeConfiguration.resolve(flags: ["config": path], environment: base.merging([environment: high]) { $1 })
                 #expect(value(overFile, setting.flag) != value(file, setting.flag), "\(setting.flag): the environment beats the file")
                 let overEnvironment = try NodeConfiguration.resolve(
-                    flags: ["config": path, setting.flag: low], environment: [environment: high])
+                    flags: ["config": path, setting.flag: low], environment: base.merging([environment: high]) { $1 })
                 #expect(value(overEnvironment, setting.flag) == value(file, setting.flag), "\(setting.flag): the flag beats the environment")
             }
         }
@@ -122,6 +124,20 @@ import Testing
                 #expect(try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_CONFIG": environmentPath]).port == 7102)
             }
         }
+    }
+
+    /// A node that names peers must be given the cluster's secret: one it made up alone could
+    /// prove nothing to them, and no key may derive from the public cluster ID.
+    @Test func peersWithoutAClusterSecretAreRefused() throws {
+        #expect(throws: ConfigurationError.clusterSecretRequired) {
+            try NodeConfiguration.resolve(flags: ["peers": "127.0.0.1:7401"], environment: [:])
+        }
+        #expect(throws: ConfigurationError.clusterSecretRequired) {
+            try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_PEERS": "127.0.0.1:7401"])
+        }
+        let configuration = try NodeConfiguration.resolve(flags: ["peers": "127.0.0.1:7401", "cluster-secret": "s"], environment: [:])
+        #expect(configuration.clusterSecret == "s")
+        #expect("\(ConfigurationError.clusterSecretRequired)".contains("openssl rand"))
     }
 
     @Test func aBadValueNamesWhereItCameFrom() throws {

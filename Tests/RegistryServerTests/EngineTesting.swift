@@ -10,6 +10,7 @@ protocol EngineTesting {}
 extension EngineTesting {
     func open(_ path: String, nodeID: String? = "node-a", journalFileBytes: Int? = nil) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = path
         if let journalFileBytes { configuration.journalFileBytes = journalFileBytes }
         configuration.nodeID = try nodeID.map { try NodeID($0) }

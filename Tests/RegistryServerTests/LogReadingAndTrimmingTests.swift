@@ -13,6 +13,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct LogReadingAndTrimmingTests: EngineTesting {
     func open(_ path: String, fileBytes: Int = 32 << 10, everyOperations: Int = 0) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = path
         configuration.nodeID = try NodeID("node-a")
         configuration.journalFileBytes = fileBytes

@@ -19,6 +19,7 @@ final class TestNode: Sendable {
 
     static func start(dataDirectory: String, configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> TestNode {
         var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = dataDirectory
         configuration.port = 0
         configuration.nodeID = try NodeID("node-test")

@@ -17,7 +17,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var peers: [PeerAddress] = []
     /// Where peers reach this node (``NodeSetting/advertise``); nil: where it listens.
     public var advertise: String?
-    /// Derives the minting key (``NodeSetting/clusterSecret``); nil: the cluster ID.
+    /// Derives the minting, identifier and peer keys (``NodeSetting/clusterSecret``); nil: a
+    /// single node's own random secret, kept in its data directory (``ClusterSecret``).
     public var clusterSecret: String?
     /// Signs and verifies client tokens (``NodeSetting/tokenSecret``); nil: no tokens, every
     /// connection may do everything.
@@ -102,6 +103,7 @@ public struct NodeConfiguration: Equatable, Sendable {
             }
         }
         try configuration.refuseUnsafeExposure()
+        try configuration.refuseSecretlessCluster()
         return configuration
     }
 
@@ -124,6 +126,14 @@ public struct NodeConfiguration: Equatable, Sendable {
         throw .unsafeExposure(
             "listening on \(host) with \(missing.joined(separator: " and ")) would serve anyone who reaches it"
                 + (tlsCertificate == nil ? ", in the clear" : "") + "; listen on 127.0.0.1, or pass --insecure to accept that")
+    }
+
+    /// Members of a cluster prove one shared secret to each other and key identifiers and device
+    /// IDs by it; a node that names peers must be given it, since a secret it made up alone could
+    /// prove nothing to them.
+    func refuseSecretlessCluster() throws(ConfigurationError) {
+        guard !peers.isEmpty, clusterSecret == nil else { return }
+        throw .clusterSecretRequired
     }
 
     /// Applies a config file on top of `self` (its settings and vendor rules only).
@@ -151,6 +161,8 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
     case invalidValue(source: String, reason: String)
     /// Settings that together would expose the node (``NodeConfiguration/refuseUnsafeExposure()``).
     case unsafeExposure(String)
+    /// Peers named without a cluster secret (``NodeConfiguration/refuseSecretlessCluster()``).
+    case clusterSecretRequired
 
     public var description: String {
         switch self {
@@ -161,6 +173,9 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
             return "config file \(path) is invalid: unknown key \"\(key)\"\(hint)"
         case .invalidValue(let source, let reason): return "\(source): \(reason)"
         case .unsafeExposure(let reason): return reason
+        case .clusterSecretRequired:
+            return
+                "--peers needs --cluster-secret (or REGISTRY_CLUSTER_SECRET): every member of a cluster must hold the same random secret, for example one made with `openssl rand -hex 32`"
         }
     }
 }

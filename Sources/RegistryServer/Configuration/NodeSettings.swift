@@ -117,12 +117,14 @@ extension NodeSetting {
 
     static let clusterSecret = NodeSetting(
         flag: "cluster-secret", environment: "REGISTRY_CLUSTER_SECRET", fileKey: "clusterSecret", fileType: .string,
-        defaultText: "the cluster ID",
-        help: "Secret from which every node derives the key that mints device IDs; the same on every node.",
+        defaultText: "a single node's own random secret (required with --peers)",
+        help: "Secret from which every node derives its keys (minting, identifier hashing, peer proofs); the same on every node.",
         discussion: """
-            A first install that presents an IDFV gets an ID derived from the vendor and the IDFV under this key, so \
-            sibling apps that register at the same moment through two nodes get one ID. Nodes whose keys differ refuse \
-            each other. Set it to a random secret: without one, whoever knows an IDFV can compute its device ID.
+            A first install gets an ID derived from the vendor and its IDFV (or keychain UUID) under this key, so \
+            sibling apps that register at the same moment through two nodes get one ID; identifiers are stored as \
+            keyed hashes under it, and peers prove it to each other. Make one with `openssl rand -hex 32`. A node \
+            with --peers refuses to start without it (exit 78). A single node without it makes a random secret on \
+            its first start and keeps it in its data directory as cluster.secret (mode 0600).
             """
     ) { text, configuration throws(SettingValueError) in
         guard !text.isEmpty else { throw SettingValueError("the cluster secret must not be empty") }

@@ -5,7 +5,7 @@ public struct PosixFileSystem: FileSystem {
     public init() {}
 
     public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
-        let descriptor = Platform.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0o644)
+        let descriptor = Platform.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0o600)
         guard descriptor >= 0 else { throw Self.error(path, "open") }
         return FileHandle(path: path, number: descriptor)
     }

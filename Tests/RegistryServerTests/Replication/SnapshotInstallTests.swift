@@ -12,6 +12,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct SnapshotInstallTests: EngineTesting {
     func open(_ path: String, node: String) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = path
         configuration.nodeID = try NodeID(node)
         configuration.journalFileBytes = 32 << 10
@@ -170,6 +171,7 @@ import Testing
         func nodeB(crashingAfter steps: Int?) async throws -> (RegistryEngine, CrashingFileSystem) {
             let disk = CrashingFileSystem(SimulatedFileSystem(), failingAfter: .max)
             var configuration = NodeConfiguration()
+            configuration.clusterSecret = "test cluster secret"
             configuration.dataDirectory = "/data"
             configuration.nodeID = try NodeID("node-b")
             configuration.journalFileBytes = 32 << 10
@@ -188,6 +190,7 @@ import Testing
             var tearing: SplitMix64? = SplitMix64(seed: seed)
             disk.inner.crash(tearing: &tearing)
             var configuration = NodeConfiguration()
+            configuration.clusterSecret = "test cluster secret"
             configuration.dataDirectory = "/data"
             let engine = try RegistryEngine(configuration: configuration, logger: .quiet(), fs: disk.inner)
             defer { engine.close() }

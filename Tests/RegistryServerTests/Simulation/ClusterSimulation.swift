@@ -97,6 +97,7 @@ final class ClusterSimulation {
     private func open(_ index: Int) throws {
         nodes[index].clock.millis.withLock { $0 = wall(of: index) }
         var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = "/data"
         configuration.nodeID = nodes[index].name
         configuration.clusterID = "sim"
