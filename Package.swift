@@ -193,6 +193,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "RegistryClient", "RegistryWire", "RegistryServer", "RegistryTestSupport", "Platform",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -261,10 +261,30 @@ struct NodeState {
     }
 
     /// Applies a prepared request to the state.
+    /// Why the node refuses writes at `wallMillis`, nil when it takes them: its clock has run
+    /// ahead of its wall clock by more than the bound peers apply (a wall clock that was wrong
+    /// and has been set back, with the clock persisted). Every operation it stamped now would
+    /// carry that future time, and peers would refuse them, and every operation after them in its
+    /// log, until real time caught up: acknowledged writes that do not replicate. So it refuses
+    /// them, retryably, naming the wait; reads go on. docs/operations.md says how to recover.
+    func writeRefusal(wallMillis: UInt64) -> WireError? {
+        guard case .tooFarAhead(_, let ahead, let limit) = clock.refusal(of: clock.last, wallMillis: wallMillis) else { return nil }
+        return WireError(
+            code: .clockSkew,
+            message:
+                "this node's clock is \(ahead) ms ahead of its wall clock, more than the \(limit) ms its peers accept: it refuses writes until real time catches up (or its wall clock is corrected); send them to another node",
+            retryable: true)
+    }
+
     mutating func decide(
         _ prepared: Prepared, requestID: UInt64, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
+        switch prepared {
+        case .register, .registerBatch:
+            if let refusal = writeRefusal(wallMillis: wallMillis) { return .answer(.error(refusal)) }
+        default: break
+        }
         switch prepared {
         case .register(let registration):
             return .registered(

@@ -589,6 +589,7 @@ public final class RegistryEngine: Sendable {
         message.snapshotBytes = UInt64(last?.bytes ?? 0)
         message.versionVector = core.node.versionVector.positions
         message.stateDigest = core.node.registry.digest
+        message.writeRefusal = core.node.writeRefusal(wallMillis: wallClock())?.message ?? ""
         message.members = core.node.registry.clusterMembers.sorted { $0.key < $1.key }.map {
             ClusterMemberReport(nodeID: $0.key.value, address: $0.value.address, removed: $0.value.removed)
         }

@@ -298,6 +298,8 @@ public struct StatsMessage: Hashable, Sendable {
     /// The order-independent digest of the node's canonical state, taken with ``versionVector``:
     /// equal vectors with different digests mean two nodes have diverged.
     public var stateDigest: UInt64 = 0
+    /// Why the node refuses writes now; empty while it takes them.
+    public var writeRefusal = ""
 
     public init() {}
 

@@ -83,6 +83,7 @@ extension ServerFrame {
             message.snapshotAgeMillis = stats.snapshot_age_ms
             message.snapshotBytes = stats.snapshot_bytes
             message.stateDigest = stats.state_digest
+            message.writeRefusal = CRead.string(stats.write_refusal)
             message.versionVector = try CRead.positions(stats.n_version_vector, stats.version_vector)
             message.peers = try CRead.messages(stats.n_peers, stats.peers) { (link) throws(CodecError) -> PeerLinkReport in
                 PeerLinkReport(
@@ -228,6 +229,7 @@ extension ServerFrame {
             message.snapshot_age_ms = stats.snapshotAgeMillis
             message.snapshot_bytes = stats.snapshotBytes
             message.state_digest = stats.stateDigest
+            message.write_refusal = arena.string(stats.writeRefusal)
             (message.n_version_vector, message.version_vector) = arena.positions(stats.versionVector)
             message.n_peers = stats.peers.count
             message.peers = arena.array(count: stats.peers.count) { index in

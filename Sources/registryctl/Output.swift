@@ -1,4 +1,5 @@
 import Foundation
+import RegistryClient
 import RegistryWire
 
 /// Something registryctl prints: stable JSON, or aligned rows for people.
@@ -73,6 +74,10 @@ struct StatusView: Printable {
     let errors: [String: UInt64]
     /// This node's links to its peers.
     let peers: [PeerLinkReport]
+    /// The order-independent digest of its state, in hexadecimal.
+    let stateDigest: String
+    /// Why it refuses writes now; empty while it takes them.
+    let writeRefusal: String
 
     struct Log: Encodable {
         let operations: UInt64
@@ -107,11 +112,14 @@ struct StatusView: Printable {
         versionVector = stats.versionVector
         errors = stats.errorsByName
         peers = stats.peers
+        stateDigest = ClusterAgreement.hex(stats.stateDigest)
+        writeRefusal = stats.writeRefusal
     }
 
     var rows: [(String, String)] {
         [
             ("node", node), ("cluster", cluster), ("version", version), ("uptime", Output.duration(uptimeMs)),
+            ("writes", writeRefusal.isEmpty ? "taken" : "REFUSED: \(writeRefusal)"),
             ("devices", "\(devices)"), ("aliases", "\(aliases)"), ("claims", "\(claims)"),
             ("requests served", "\(requestsServed)"), ("connections", "\(connections)"),
             ("log", "\(log.operations) operations, \(log.commits) commits since start, epoch \(log.epoch), sequence \(log.sequence)"),
@@ -129,6 +137,7 @@ struct StatusView: Printable {
                 versionVector.isEmpty
                     ? "nothing held yet" : versionVector.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")
             ),
+            ("state digest", stateDigest),
             ("errors", errors.isEmpty ? "none" : errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")),
             (
                 "peers",

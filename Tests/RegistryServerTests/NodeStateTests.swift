@@ -60,14 +60,15 @@ import Testing
         guard case .registerBatchResult(let items) = answer else { return #expect(Bool(false), "\(answer)") }
         #expect(batchOperations == singleOperations)
         #expect(items == singleIDs.map { .result(RegisterResult(deviceID: $0, created: true, vendor: "com.v")) })
-        // Each new device's ID is minted from its vendor and IDFV, or without an IDFV carries
-        // its own registration's time (UUIDv7).
+        // Each new device's ID is minted from its vendor and IDFV, or without an IDFV from its
+        // keychain UUID.
         for operation in batchOperations {
             guard case .registration(let op) = operation.operation else { continue }
             if let idfv = op.claims.first(where: { $0.kind == .idfv }) {
                 #expect(op.device.id == DeviceID.minted(vendor: op.device.vendor, idfv: idfv.value, key: MintingKey(secret: "")))
             } else {
-                #expect(op.device.id.uuid.high >> 16 == operation.timestamp.millis)
+                let keychain = try #require(op.claims.first { $0.kind == .keychain })
+                #expect(op.device.id == DeviceID.minted(vendor: op.device.vendor, keychain: keychain.value, key: MintingKey(secret: "")))
             }
         }
     }

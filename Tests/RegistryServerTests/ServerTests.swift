@@ -246,6 +246,7 @@ extension TestNode {
     static func reopen(_ path: String) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = path
+        configuration.clusterSecret = clusterSecret
         return try RegistryEngine(configuration: configuration, logger: .quiet("reopen"))
     }
 

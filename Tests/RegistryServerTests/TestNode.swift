@@ -11,6 +11,9 @@ import ServiceLifecycle
 /// A real node in this process: engine on a temporary data directory, server on an ephemeral
 /// loopback port, stopped by a graceful shutdown.
 final class TestNode: Sendable {
+    /// The cluster secret of every test node, so that they may peer with one another.
+    static let clusterSecret = "test cluster secret"
+
     let engine: RegistryEngine
     let server: RegistryServer
     let group: ServiceGroup
@@ -19,7 +22,7 @@ final class TestNode: Sendable {
 
     static func start(dataDirectory: String, configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> TestNode {
         var configuration = NodeConfiguration()
-        configuration.clusterSecret = "test cluster secret"
+        configuration.clusterSecret = TestNode.clusterSecret
         configuration.dataDirectory = dataDirectory
         configuration.port = 0
         configuration.nodeID = try NodeID("node-test")

@@ -16,6 +16,7 @@ enum Readiness: Equatable, Sendable {
 
     static func evaluate(_ stats: StatsMessage?) -> Readiness {
         guard let stats else { return .notReady("opening storage and replaying the journal") }
+        guard stats.writeRefusal.isEmpty else { return .notReady("refusing writes: \(stats.writeRefusal)") }
         let peers = stats.peers.filter { $0.state != "own-address" }
         guard !peers.isEmpty else { return .ready }
         let own = (try? VersionVector(positions: stats.versionVector)) ?? VersionVector()

@@ -1,4 +1,4 @@
-/// Delays between reconnection attempts: exponential, capped, with full jitter (each delay is
+/// Delays between reconnection attempts: exponential, capped, with equal jitter (each delay is
 /// drawn uniformly between half and all of the exponential step), so that peers that lost each
 /// other at the same moment do not reconnect in lockstep. A plain value; the caller passes the
 /// random source, so it is deterministic under test.

@@ -11,7 +11,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct BadPeerInputTests {
     func hello(cluster: String = "default", node: String = "node-x") -> PeerHello {
         PeerHello(
-            clusterID: cluster, nodeID: node, epoch: 1, versionVector: [], mintingKeyFingerprint: MintingKey(secret: "default").fingerprint)
+            clusterID: cluster, nodeID: node, epoch: 1, versionVector: [], mintingKeyFingerprint: MintingKey(secret: TestNode.clusterSecret).fingerprint)
     }
 
     func operation(_ sequence: UInt64, epoch: UInt64 = 1, bytes: [UInt8]? = nil) throws -> PeerOperation {
@@ -32,7 +32,7 @@ import Testing
         let acknowledged = try await bystander.register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1))
 
         /// Says hello as node-x, sends `frames`, and returns what came back and whether the node closed.
-        func peer(_ frames: [PeerFrame], hello: PeerHello? = nil, proof: PeerProof = PeerProof(secret: "default")) throws -> (
+        func peer(_ frames: [PeerFrame], hello: PeerHello? = nil, proof: PeerProof = PeerProof(secret: TestNode.clusterSecret)) throws -> (
             answers: [PeerFrame], closed: Bool
         ) {
             let raw = try RawConnection(port: node.port)

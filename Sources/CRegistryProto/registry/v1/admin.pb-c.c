@@ -571,7 +571,7 @@ const ProtobufCMessageDescriptor registry__v1__error_count__descriptor =
   (ProtobufCMessageInit) registry__v1__error_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[24] =
+static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[25] =
 {
   {
     "node_id",
@@ -861,6 +861,18 @@ static const ProtobufCFieldDescriptor registry__v1__stats__field_descriptors[24]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "write_refusal",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Stats, write_refusal),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__stats__field_indices_by_name[] = {
   5,   /* field[5] = alias_count */
@@ -887,12 +899,13 @@ static const unsigned registry__v1__stats__field_indices_by_name[] = {
   23,   /* field[23] = state_digest */
   3,   /* field[3] = uptime_ms */
   17,   /* field[17] = version_vector */
+  24,   /* field[24] = write_refusal */
 };
 static const ProtobufCIntRange registry__v1__stats__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 20, 17 },
-  { 0, 24 }
+  { 0, 25 }
 };
 const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
 {
@@ -902,7 +915,7 @@ const ProtobufCMessageDescriptor registry__v1__stats__descriptor =
   "Registry__V1__Stats",
   "registry.v1",
   sizeof(Registry__V1__Stats),
-  24,
+  25,
   registry__v1__stats__field_descriptors,
   registry__v1__stats__field_indices_by_name,
   2,  registry__v1__stats__number_ranges,

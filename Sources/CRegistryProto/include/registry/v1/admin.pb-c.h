@@ -159,10 +159,16 @@ struct  Registry__V1__Stats
    * digests have diverged.
    */
   uint64_t state_digest;
+  /*
+   * Why the node refuses writes now (for example, its clock ran ahead of its
+   * wall clock by more than peers accept); empty while it takes them. A node
+   * that refuses writes is not ready (/readyz).
+   */
+  char *write_refusal;
 };
 #define REGISTRY__V1__STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__stats__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0,NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0,NULL, 0, 0, 0, 0,NULL, 0,NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /*
