@@ -44,3 +44,20 @@ public enum NodeStartupError: Error, Equatable, Sendable, CustomStringConvertibl
         }
     }
 }
+
+extension NodeStartupError {
+    /// Runs a start-up step whose calls throw storage errors or start-up errors, and gives every
+    /// failure as a start-up error: a ``StorageError`` as ``storage(_:)``, anything else as a
+    /// corrupt directory.
+    static func typed<Result>(_ step: () throws -> Result) throws(NodeStartupError) -> Result {
+        do {
+            return try step()
+        } catch let error as NodeStartupError {
+            throw error
+        } catch let error as StorageError {
+            throw .storage(error)
+        } catch {
+            throw .storage(.corrupt("\(error)"))
+        }
+    }
+}

@@ -13,7 +13,7 @@ enum ClusterSecret {
         configured: String?, clusterID: String, fs: any FileSystem, directory: String, logger: Logger
     ) throws(NodeStartupError) -> String {
         if let configured { return configured }
-        do {
+        return try NodeStartupError.typed {
             if let kept = try ClusterSecretFile.read(from: directory, on: fs) { return kept }
             if let metadata = try NodeMetadataFile.read(from: directory, on: fs) {
                 // A directory that has served without a kept secret: an earlier version keyed it
@@ -26,12 +26,6 @@ enum ClusterSecret {
                 "made a random cluster secret for this single node, kept in its data directory (mode 0600); give every node of a cluster one --cluster-secret instead",
                 metadata: ["file": "\(directory)/\(ClusterSecretFile.name)", "fingerprint": "\(fingerprint(of: made))"])
             return made
-        } catch let error as NodeStartupError {
-            throw error
-        } catch let error as StorageError {
-            throw .storage(error)
-        } catch {
-            throw .storage(.corrupt("\(error)"))
         }
     }
 

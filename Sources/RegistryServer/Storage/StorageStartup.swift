@@ -32,7 +32,7 @@ enum StorageStartup {
         tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64, logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
         let started = DispatchTime.now().uptimeNanoseconds
-        do {
+        return try NodeStartupError.typed {
             let names = try fs.list(directory)
             if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
             let metadata = try identity(
@@ -89,12 +89,6 @@ enum StorageStartup {
                     "seconds": "\(Double((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) / 1_000)",
                 ])
             return state
-        } catch let error as NodeStartupError {
-            throw error
-        } catch let error as StorageError {
-            throw .storage(error)
-        } catch {
-            throw .storage(.corrupt("\(error)"))
         }
     }
 
