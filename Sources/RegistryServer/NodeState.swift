@@ -267,7 +267,19 @@ struct NodeState {
     /// carry that future time, and peers would refuse them, and every operation after them in its
     /// log, until real time caught up: acknowledged writes that do not replicate. So it refuses
     /// them, retryably, naming the wait; reads go on. docs/operations.md says how to recover.
+    ///
+    /// A node that was removed from the cluster refuses writes too: its peers refuse it, so
+    /// they could never replicate. The error names the members to send them to.
     func writeRefusal(wallMillis: UInt64) -> WireError? {
+        if let own = registry.clusterMembers[nodeID], own.removed {
+            let others = registry.clusterMembers.filter { !$0.value.removed && $0.key != nodeID && !$0.value.address.isEmpty }
+                .map { "\($0.key) at \($0.value.address)" }.sorted()
+            return WireError(
+                code: .notAMember,
+                message: "this node was removed from the cluster and takes no writes: send them to "
+                    + (others.isEmpty ? "another member" : others.joined(separator: ", ")),
+                retryable: true)
+        }
         guard case .tooFarAhead(_, let ahead, let limit) = clock.refusal(of: clock.last, wallMillis: wallMillis) else { return nil }
         return WireError(
             code: .clockSkew,
@@ -319,7 +331,7 @@ struct NodeState {
             }
         case .read(.lookup(let request)):
             return .answer(lookup(request, access: access))
-        case .read(.removeMember(let text)):
+        case .read(.removeMember(let text, _)):
             guard let node = try? NodeID(text) else {
                 return .answer(.error(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")))
             }

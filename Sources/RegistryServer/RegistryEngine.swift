@@ -217,6 +217,7 @@ public final class RegistryEngine: Sendable {
             access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
         }
         let replicas = replicasWanted(by: frames, prepared: &prepared)
+        refuseLiveRemovals(frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
         let submittedNanos = DispatchTime.now().uptimeNanoseconds
         let wall = wallClock()
@@ -291,6 +292,20 @@ public final class RegistryEngine: Sendable {
             wanted = max(wanted, asked)
         }
         return wanted
+    }
+
+    /// A removal of a node this node streams to now is refused unless it says `force`: the node
+    /// is running, and removed it would go on taking writes until it learned of it.
+    private func refuseLiveRemovals(_ frames: [ClientFrame], prepared: inout [NodeState.Prepared]) {
+        for index in frames.indices {
+            guard case .removeMember(let node, false) = frames[index].body, case .read = prepared[index] else { continue }
+            let links = peerLinks.withLock { $0 }?() ?? []
+            guard links.contains(where: { $0.nodeID == node && $0.state == "streaming" }) else { continue }
+            prepared[index] = .refused(
+                WireError(
+                    code: .memberReachable,
+                    message: "\(node) is running: this node streams to it now. Stop it first (a removed node that runs takes writes that never replicate), or remove it with --force"))
+        }
     }
 
     /// The peers this node streams to (its own address, once recognised, left out).
@@ -507,7 +522,9 @@ public final class RegistryEngine: Sendable {
         let wall = wallClock()
         let waits = core.withLockedValue { core -> Bool in
             let own = core.node.registry.clusterMembers[nodeID]
-            guard own?.address != address || own?.removed == true else { return false }
+            // A removed node never joins again (removal is final): it would only log a join
+            // that no peer accepts.
+            guard own?.removed != true, own?.address != address else { return false }
             core.commits.recordOperations { operations in
                 core.node.changeMembership(nodeID, address: address, removed: false, wallMillis: wall, operations: &operations)
             }
@@ -515,6 +532,23 @@ public final class RegistryEngine: Sendable {
         }
         guard waits else { return done() }
         enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }, waits: true)
+    }
+
+    /// A peer refused this node as removed from the cluster: records that, as the removal
+    /// operation the cluster logged (a join, so applying it again changes nothing), so that the
+    /// node refuses writes from now on, across restarts too.
+    func learnedRemoval() {
+        let wall = wallClock()
+        let waits = core.withLockedValue { core -> Bool in
+            guard core.node.registry.clusterMembers[nodeID]?.removed != true else { return false }
+            core.commits.recordOperations { operations in
+                core.node.changeMembership(nodeID, address: "", removed: true, wallMillis: wall, operations: &operations)
+            }
+            return true
+        }
+        guard waits else { return }
+        logger.error("a peer says this node was removed from the cluster: it refuses writes from now on")
+        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in }, waits: true)
     }
 
     /// The cluster's members, as this node's operations leave them.

@@ -46,7 +46,7 @@ extension ClientFrame {
             return .snapshot
         case REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER:
             guard let request = frame.remove_member?.pointee else { return .unknown }
-            return .removeMember(nodeID: CRead.string(request.node_id))
+            return .removeMember(nodeID: CRead.string(request.node_id), force: request.force != 0)
         default:
             return .unknown
         }
@@ -121,10 +121,11 @@ extension ClientFrame {
             registry__v1__snapshot_request__init(&message)
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT
             frame.snapshot = arena.new(message)
-        case .removeMember(let nodeID):
+        case .removeMember(let nodeID, let force):
             var message = Registry__V1__RemoveMemberRequest()
             registry__v1__remove_member_request__init(&message)
             message.node_id = arena.string(nodeID)
+            message.force = force ? 1 : 0
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER
             frame.remove_member = arena.new(message)
         case .unknown:

@@ -21,6 +21,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let internalError = ErrorCode(rawValue: 10)
     public static let replicationTimeout = ErrorCode(rawValue: 11)
     public static let permissionDenied = ErrorCode(rawValue: 12)
+    public static let notAMember = ErrorCode(rawValue: 13)
+    public static let memberReachable = ErrorCode(rawValue: 14)
     public static let handshakeRequired = ErrorCode(rawValue: 100)
     public static let unsupportedVersion = ErrorCode(rawValue: 101)
     public static let malformedFrame = ErrorCode(rawValue: 102)
@@ -39,7 +41,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
-        .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .permissionDenied, .handshakeRequired,
+        .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .permissionDenied, .notAMember,
+        .memberReachable, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
         .snapshotRefused, .unauthenticated,
@@ -76,6 +79,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .nodeRemoved: return "node_removed"
         case .snapshotRefused: return "snapshot_refused"
         case .permissionDenied: return "permission_denied"
+        case .notAMember: return "not_a_member"
+        case .memberReachable: return "member_reachable"
         case .unauthenticated: return "unauthenticated"
         default: return "code_\(rawValue)"
         }

@@ -326,7 +326,7 @@ public enum ClientBody: Hashable, Sendable {
     /// Take a snapshot now.
     case snapshot
     /// Removes a member for good (admin).
-    case removeMember(nodeID: String)
+    case removeMember(nodeID: String, force: Bool = false)
     /// A body this version does not know (or none at all).
     case unknown
 }

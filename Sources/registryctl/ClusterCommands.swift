@@ -145,17 +145,21 @@ struct ClusterRemove: AsyncParsableCommand {
         abstract: "Remove a dead member for good.",
         discussion: """
             The removal is logged on the node at --endpoint and replicates to every member. Links to the \
-            removed node close, trimming stops waiting for it, and a node with its ID is refused from then on: \
-            a node that comes back after removal needs a new node ID and an empty data directory.
+            removed node close, its open sessions close within a second, trimming stops waiting for it, and a \
+            node with its ID is refused from then on: a node that comes back after removal needs a new node ID \
+            and an empty data directory. A removed node that still runs learns it when a peer refuses it, and \
+            refuses writes from then on (NOT_A_MEMBER). The node at --endpoint refuses to remove a node it \
+            still streams to (MEMBER_REACHABLE): stop that node first, or pass --force.
             """)
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The node ID to remove.") var node: String
+    @Flag(help: "Remove the node even while the node at --endpoint still streams to it.") var force = false
 
     func run() async throws {
         await global.withClient(
             { (client) async throws(RegistryClientError) in
-                switch try await client.send(.removeMember(nodeID: node)) {
+                switch try await client.send(.removeMember(nodeID: node, force: force)) {
                 case .memberRemoved(let removed): return removed
                 case .error(let error): throw .server(error)
                 case let other: throw .unexpectedResponse("\(other) to RemoveMemberRequest")

@@ -27,6 +27,9 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var intake: IncomingSnapshot?
     /// The node is stopping: close once nothing waits for the engine.
     private var draining = false
+    /// Checks, once a second after the welcome, that the peer was not removed since: a removal
+    /// closes the sessions opened before it, as it refuses every hello after it.
+    private var membershipCheck: RepeatedTask?
 
     /// `challenge` is the one this node's HelloAccepted sent, which the peer's hello must sign.
     init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer, challenge: UInt64) {
@@ -51,6 +54,8 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        membershipCheck?.cancel()
+        membershipCheck = nil
         intake?.abandon()
         intake = nil
         engine.counters.connectionClosed()
@@ -129,6 +134,14 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
                 proof: engine.peerIdentity.proof.sign(.welcome, challenge: peerChallenge, nodeID: engine.nodeID.value))
             write(.welcome(welcome), context: context)
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            membershipCheck = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [engine] task in
+                guard engine.members[peer]?.removed == true else { return }
+                task.cancel()
+                guard let context = bound.value.context else { return }
+                bound.value.refuse(
+                    WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"), context: context)
+            }
         case .apply(let batchID, let operations):
             batchesInFlight += 1
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)

@@ -169,6 +169,7 @@ final class PeerLink: @unchecked Sendable {
             if let refusal {
                 logger.warning("peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)"])
                 engine.counters.record(error: refusal.code)
+                if refusal.code == .nodeRemoved { engine.learnedRemoval() }
                 if refusal.code == .snapshotRefused && !refusal.retryable {
                     // The peer cannot combine what it holds with the snapshot sent (or it was
                     // damaged): a newer one covers everything this node holds, which includes

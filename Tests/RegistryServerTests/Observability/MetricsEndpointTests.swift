@@ -50,6 +50,13 @@ import Testing
         #expect(Readiness.evaluate(stats(uptimeSeconds: 99, own: 50, peers: [("streaming", 5)])) == .ready)
     }
 
+    /// A node that refuses writes (its clock ran ahead, or it was removed) takes no traffic.
+    @Test func aNodeThatRefusesWritesIsNotReady() {
+        var refusing = stats(uptimeSeconds: 99, own: 5, peers: [])
+        refusing.writeRefusal = "this node was removed from the cluster"
+        #expect(Readiness.evaluate(refusing) == .notReady("refusing writes: this node was removed from the cluster"))
+    }
+
     @Test func aMemberThatHeardFromNoPeerWaitsOnlyTheGracePeriod() {
         let grace = Readiness.peerGraceSeconds
         guard case .notReady = Readiness.evaluate(stats(uptimeSeconds: grace - 1, own: 0, peers: [("connecting", nil)])) else {

@@ -986,7 +986,7 @@ const ProtobufCMessageDescriptor registry__v1__cluster_member__descriptor =
   (ProtobufCMessageInit) registry__v1__cluster_member__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__remove_member_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor registry__v1__remove_member_request__field_descriptors[2] =
 {
   {
     "node_id",
@@ -1000,14 +1000,27 @@ static const ProtobufCFieldDescriptor registry__v1__remove_member_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "force",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__RemoveMemberRequest, force),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__remove_member_request__field_indices_by_name[] = {
+  1,   /* field[1] = force */
   0,   /* field[0] = node_id */
 };
 static const ProtobufCIntRange registry__v1__remove_member_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor registry__v1__remove_member_request__descriptor =
 {
@@ -1017,7 +1030,7 @@ const ProtobufCMessageDescriptor registry__v1__remove_member_request__descriptor
   "Registry__V1__RemoveMemberRequest",
   "registry.v1",
   sizeof(Registry__V1__RemoveMemberRequest),
-  1,
+  2,
   registry__v1__remove_member_request__field_descriptors,
   registry__v1__remove_member_request__field_indices_by_name,
   1,  registry__v1__remove_member_request__number_ranges,

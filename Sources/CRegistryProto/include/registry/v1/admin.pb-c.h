@@ -196,10 +196,15 @@ struct  Registry__V1__RemoveMemberRequest
 {
   ProtobufCMessage base;
   char *node_id;
+  /*
+   * Remove it even while this node still streams to it (MEMBER_REACHABLE
+   * otherwise).
+   */
+  protobuf_c_boolean force;
 };
 #define REGISTRY__V1__REMOVE_MEMBER_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__remove_member_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Registry__V1__MemberRemoved

@@ -109,6 +109,18 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_PERMISSION_DENIED = 12,
   /*
+   * This node was removed from the cluster (registryctl cluster remove): it
+   * takes no writes, since they could never replicate. Retryable on another
+   * member; the message names them.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_NOT_A_MEMBER = 13,
+  /*
+   * RemoveMemberRequest names a node this node still streams to: removing a
+   * node that runs leaves it taking writes that never replicate. Stop it
+   * first, or set force.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_MEMBER_REACHABLE = 14,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,
