@@ -72,6 +72,15 @@ public struct VendorRules: Equatable, Sendable {
         byPrefix = seen.map { ($0.key, $0.value) }.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
+    /// Names these rules, the same on every node that holds the same rules whatever their order
+    /// in the file: a fixed-key hash of the default depth and every (prefix, vendor), sorted by
+    /// prefix. Never 0 (0 on the wire means "not said").
+    public var fingerprint: UInt64 {
+        var text = "depth=\(defaultDepth)\n"
+        for (prefix, vendor) in byPrefix.sorted(by: { $0.prefix < $1.prefix }) { text += "\(prefix)=\(vendor)\n" }
+        return max(StateDigest.text(text), 1)
+    }
+
     /// The vendor scope of `bundle`.
     public func vendor(of bundle: BundleID) -> Vendor {
         for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {

@@ -145,7 +145,8 @@ public final class RegistryEngine: Sendable {
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
         self.peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: recovered.metadata.epoch,
-            mintingKeyFingerprint: mintingKey.fingerprint, proof: PeerProof(secret: secret))
+            mintingKeyFingerprint: mintingKey.fingerprint, proof: PeerProof(secret: secret),
+            vendorRulesFingerprint: configuration.vendorRules.fingerprint)
         let epoch = recovered.metadata.epoch
         let ownLog = VersionVector.Log(origin: nodeID, epoch: epoch)
         let node = NodeState(

@@ -37,6 +37,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let nodeRemoved = ErrorCode(rawValue: 111)
     public static let snapshotRefused = ErrorCode(rawValue: 112)
     public static let unauthenticated = ErrorCode(rawValue: 113)
+    public static let vendorRulesMismatch = ErrorCode(rawValue: 114)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
@@ -45,7 +46,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         .memberReachable, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
-        .snapshotRefused, .unauthenticated,
+        .snapshotRefused, .unauthenticated, .vendorRulesMismatch,
     ]
 
     /// Codes from 100 end the connection.
@@ -82,6 +83,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .notAMember: return "not_a_member"
         case .memberReachable: return "member_reachable"
         case .unauthenticated: return "unauthenticated"
+        case .vendorRulesMismatch: return "vendor_rules_mismatch"
         default: return "code_\(rawValue)"
         }
     }

@@ -21,7 +21,8 @@ extension PeerFrame {
                     clusterID: CRead.string(hello.cluster_id), nodeID: CRead.string(hello.node_id), epoch: hello.epoch,
                     version: CRead.version(hello.version),
                     versionVector: try CRead.positions(hello.n_version_vector, hello.version_vector),
-                    mintingKeyFingerprint: hello.minting_key_fingerprint, proof: CRead.bytes(hello.proof), challenge: hello.challenge))
+                    mintingKeyFingerprint: hello.minting_key_fingerprint, proof: CRead.bytes(hello.proof), challenge: hello.challenge,
+                    vendorRulesFingerprint: hello.vendor_rules_fingerprint))
         case REGISTRY__V1__PEER_FRAME__BODY_WELCOME:
             guard let welcome = frame.welcome?.pointee else { return .unknown }
             return .welcome(
@@ -77,6 +78,7 @@ extension PeerFrame {
             message.minting_key_fingerprint = hello.mintingKeyFingerprint
             message.proof = arena.bytes(hello.proof)
             message.challenge = hello.challenge
+            message.vendor_rules_fingerprint = hello.vendorRulesFingerprint
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_HELLO
             frame.hello = arena.new(message)
         case .welcome(let welcome):

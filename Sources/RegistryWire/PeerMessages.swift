@@ -26,11 +26,14 @@ public struct PeerHello: Equatable, Sendable {
     public var proof: [UInt8]
     /// What the receiver signs in its welcome.
     public var challenge: UInt64
+    /// Names the sender's vendor rules; 0 says nothing.
+    public var vendorRulesFingerprint: UInt64
 
     public init(
         clusterID: String, nodeID: String, epoch: UInt64, version: ProtocolVersion = .current, versionVector: [LogPosition],
-        mintingKeyFingerprint: UInt64, proof: [UInt8] = [], challenge: UInt64 = 0
+        mintingKeyFingerprint: UInt64, proof: [UInt8] = [], challenge: UInt64 = 0, vendorRulesFingerprint: UInt64 = 0
     ) {
+        self.vendorRulesFingerprint = vendorRulesFingerprint
         self.proof = proof
         self.challenge = challenge
         self.clusterID = clusterID

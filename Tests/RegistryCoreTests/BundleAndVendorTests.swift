@@ -82,3 +82,19 @@ import Testing
         }
     }
 }
+
+/// Vendor rules are named by a fingerprint that peers compare.
+@Suite struct VendorRulesFingerprintTests {
+    @Test func equalRulesInAnyOrderShareAFingerprintAndOtherRulesDoNot() throws {
+        let acme = try VendorRule(name: "acme", prefixes: ["com.acme", "net.acmecdn"])
+        let bbc = try VendorRule(name: nil, prefixes: ["uk.co.bbc"])
+        let one = try VendorRules(rules: [acme, bbc])
+        let same = try VendorRules(rules: [bbc, try VendorRule(name: "acme", prefixes: ["net.acmecdn", "com.acme"])])
+        #expect(one.fingerprint == same.fingerprint && one.fingerprint != 0)
+        let others = [
+            try VendorRules(rules: [acme]), try VendorRules(rules: [acme, bbc], defaultDepth: 3),
+            try VendorRules(rules: [try VendorRule(name: "acme2", prefixes: ["com.acme", "net.acmecdn"]), bbc]), try VendorRules(),
+        ]
+        #expect(Set(others.map(\.fingerprint) + [one.fingerprint]).count == 5)
+    }
+}

@@ -10,6 +10,8 @@ struct PeerIdentity: Sendable {
     let mintingKeyFingerprint: UInt64
     /// Signs and checks the challenges of the peer handshake.
     let proof: PeerProof
+    /// Names this node's vendor rules (``VendorRules/fingerprint``); 0 in tests that leave it.
+    var vendorRulesFingerprint: UInt64 = 0
 
     /// This node's own current log.
     var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
@@ -42,6 +44,12 @@ struct PeerIdentity: Sendable {
             return WireError(
                 code: .unauthenticated, message: "peer \(hello.nodeID) did not prove the cluster secret over this connection's challenge")
         }
+        // Checked after the proof: only a member may learn that the rules differ.
+        guard hello.vendorRulesFingerprint == 0 || hello.vendorRulesFingerprint == vendorRulesFingerprint else {
+            return WireError(
+                code: .vendorRulesMismatch,
+                message: "peer \(hello.nodeID) has other vendor rules (fingerprint \(String(hello.vendorRulesFingerprint, radix: 16)), this node's \(String(vendorRulesFingerprint, radix: 16))): one bundle's devices would be filed under two vendors; give every node the same config file's vendors and default depth")
+        }
         return nil
     }
 
@@ -51,7 +59,7 @@ struct PeerIdentity: Sendable {
         PeerHello(
             clusterID: clusterID, nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions,
             mintingKeyFingerprint: mintingKeyFingerprint, proof: proof.sign(.hello, challenge: challenge, nodeID: nodeID.value),
-            challenge: ownChallenge)
+            challenge: ownChallenge, vendorRulesFingerprint: vendorRulesFingerprint)
     }
 }
 

@@ -5,14 +5,18 @@ import Testing
 
 /// The receiving side of a peer connection, without sockets.
 @Suite struct PeerSessionStateMachineTests {
-    let identity = PeerIdentity(clusterID: "c1", nodeID: NodeID(trusted: "node-a"), epoch: 3, mintingKeyFingerprint: 42)
+    let identity = PeerIdentity(
+        clusterID: "c1", nodeID: NodeID(trusted: "node-a"), epoch: 3, mintingKeyFingerprint: 42, proof: .test, vendorRulesFingerprint: 77)
 
-    func hello(cluster: String = "c1", node: String = "node-b", fingerprint: UInt64 = 42, major: UInt32 = 1) -> PeerFrame {
+    func hello(
+        cluster: String = "c1", node: String = "node-b", fingerprint: UInt64 = 42, major: UInt32 = 1, rules: UInt64 = 77
+    ) -> PeerFrame {
         .hello(
             PeerHello(
                 clusterID: cluster, nodeID: node, epoch: 1, version: ProtocolVersion(major: major, minor: 0), versionVector: [],
                 mintingKeyFingerprint: fingerprint,
-                proof: PeerProof.test.sign(.hello, challenge: PeerSessionStateMachine.testChallenge, nodeID: node), challenge: 5))
+                proof: PeerProof.test.sign(.hello, challenge: PeerSessionStateMachine.testChallenge, nodeID: node), challenge: 5,
+                vendorRulesFingerprint: rules))
     }
 
     func operation(sequence: UInt64, bytes: [UInt8]? = nil) throws -> PeerOperation {
@@ -42,11 +46,18 @@ import Testing
         #expect(batchID == 7 && operations.map(\.sequence) == [1, 2] && operations[0].origin == NodeID(trusted: "node-b"))
     }
 
+    /// A hello that does not name its vendor rules (an earlier version's) is welcomed.
+    @Test func aHelloWithoutVendorRulesIsWelcomed() {
+        var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        #expect(machine.received(hello(rules: 0)) == .welcome(peer: NodeID(trusted: "node-b"), challenge: 5))
+    }
+
     @Test func badHellosAreRefusedWithTheirTypedCodes() {
         let cases: [(PeerFrame, ErrorCode)] = [
             (hello(cluster: "other"), .wrongCluster),
             (hello(node: "node-a"), .duplicateNodeID),
             (hello(fingerprint: 41), .mintingKeyMismatch),
+            (hello(rules: 78), .vendorRulesMismatch),
             (hello(major: 2), .unsupportedVersion),
             (hello(node: "Not A Node"), .invalidArgument),
             (.batch(OperationBatch(batchID: 1, operations: [])), .handshakeRequired),

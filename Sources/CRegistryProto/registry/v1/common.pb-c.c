@@ -242,7 +242,7 @@ const ProtobufCEnumDescriptor registry__v1__identifier_kind__descriptor =
   registry__v1__identifier_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[29] =
+static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[30] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID", 1 },
@@ -273,11 +273,12 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_NODE_REMOVED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_NODE_REMOVED", 111 },
   { "ERROR_CODE_SNAPSHOT_REFUSED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED", 112 },
   { "ERROR_CODE_UNAUTHENTICATED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED", 113 },
+  { "ERROR_CODE_VENDOR_RULES_MISMATCH", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH", 114 },
 };
 static const ProtobufCIntRange registry__v1__error_code__value_ranges[] = {
-{0, 0},{100, 15},{0, 29}
+{0, 0},{100, 15},{0, 30}
 };
-static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[29] =
+static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[30] =
 {
   { "ERROR_CODE_BATCH_TOO_LARGE", 6 },
   { "ERROR_CODE_CLOCK_SKEW", 23 },
@@ -307,6 +308,7 @@ static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_na
   { "ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_UNSUPPORTED_ROLE", 19 },
   { "ERROR_CODE_UNSUPPORTED_VERSION", 16 },
+  { "ERROR_CODE_VENDOR_RULES_MISMATCH", 29 },
   { "ERROR_CODE_WRONG_CLUSTER", 20 },
 };
 const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
@@ -316,9 +318,9 @@ const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
   "ErrorCode",
   "Registry__V1__ErrorCode",
   "registry.v1",
-  29,
+  30,
   registry__v1__error_code__enum_values_by_number,
-  29,
+  30,
   registry__v1__error_code__enum_values_by_name,
   2,
   registry__v1__error_code__value_ranges,

@@ -484,7 +484,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_frame__descriptor =
   (ProtobufCMessageInit) registry__v1__peer_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[8] =
+static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[9] =
 {
   {
     "cluster_id",
@@ -582,6 +582,18 @@ static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "vendor_rules_fingerprint",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerHello, vendor_rules_fingerprint),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__peer_hello__field_indices_by_name[] = {
   7,   /* field[7] = challenge */
@@ -590,13 +602,14 @@ static const unsigned registry__v1__peer_hello__field_indices_by_name[] = {
   5,   /* field[5] = minting_key_fingerprint */
   1,   /* field[1] = node_id */
   6,   /* field[6] = proof */
+  8,   /* field[8] = vendor_rules_fingerprint */
   3,   /* field[3] = version */
   4,   /* field[4] = version_vector */
 };
 static const ProtobufCIntRange registry__v1__peer_hello__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
 {
@@ -606,7 +619,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
   "Registry__V1__PeerHello",
   "registry.v1",
   sizeof(Registry__V1__PeerHello),
-  8,
+  9,
   registry__v1__peer_hello__field_descriptors,
   registry__v1__peer_hello__field_indices_by_name,
   1,  registry__v1__peer_hello__number_ranges,

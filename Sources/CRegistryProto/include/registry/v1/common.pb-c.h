@@ -185,7 +185,12 @@ typedef enum _Registry__V1__ErrorCode {
    * malformed, not signed with the node's secret, or expired. Sent in answer
    * to the Hello, or to a request once the token expires.
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED = 113
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED = 113,
+  /*
+   * PeerHello.vendor_rules_fingerprint differs: the nodes would file one
+   * bundle's devices under two vendors. Give every node the same vendor rules.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH = 114
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 

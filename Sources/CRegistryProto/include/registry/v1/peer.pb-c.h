@@ -106,10 +106,18 @@ struct  Registry__V1__PeerHello
    * A random number the receiver signs in PeerWelcome.proof.
    */
   uint64_t challenge;
+  /*
+   * Names the sender's vendor rules (VendorRules.fingerprint: a fixed-key hash
+   * of the default depth and every prefix with its vendor, sorted). Nodes with
+   * different rules would file one IDFV under two vendors, so the receiver
+   * refuses a different one (VENDOR_RULES_MISMATCH); 0 says nothing (an
+   * earlier version).
+   */
+  uint64_t vendor_rules_fingerprint;
 };
 #define REGISTRY__V1__PEER_HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_hello__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0, {0,NULL}, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0, {0,NULL}, 0, 0 }
 
 
 /*
