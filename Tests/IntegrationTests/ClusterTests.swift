@@ -444,3 +444,26 @@ import Testing
         #expect(Set(stats.map(\.deviceCount)).count == 1)
     }
 }
+
+/// Peers size batches and snapshot chunks to the receiver's frame limit.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SmallFrameClusterTests {
+    /// At the smallest frame limit a node accepts, 3,000 first installs sent in batches of 50
+    /// through one node reach the other two (on f895048 senders built 256 KiB batches, which a
+    /// receiver at this limit refused as too large, for ever).
+    @Test func aClusterReplicatesAtTheSmallestFrameLimit() async throws {
+        let cluster = try ClusterTests.Cluster(extra: ["--max-frame-bytes", "4096"])
+        defer { cluster.stop() }
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[0].endpoint), clientName: "small")
+        for batch in 0..<60 {
+            let requests = (0..<50).map { index in
+                RegisterRequest(bundleID: "com.small.app", idfv: UUID128(high: UInt64(batch + 1) << 32 | UInt64(index), low: 5).text)
+            }
+            let items = try await client.registerBatch(requests)
+            #expect(items.allSatisfy { if case .result = $0 { true } else { false } })
+        }
+        await client.close()
+        let stats = try await cluster.converged(within: 60)
+        #expect(stats.allSatisfy { $0.deviceCount == 3_000 }, "\(stats.map(\.deviceCount))")
+        #expect(stats.allSatisfy { ($0.errors[.frameTooLarge] ?? 0) == 0 }, "\(stats.map(\.errors))")
+    }
+}

@@ -179,7 +179,7 @@ import Testing
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors[0]:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "vendors[0].prefixes is missing"),
         ("{\"vendors\": [{\"prefix\": [\"com.x\"]}]}", "unknown key \"vendors[0].prefix\"; did you mean \"prefixes\"?"),
-        ("{\"maxFrameBytes\": 1}", "maxFrameBytes: max frame bytes 1 is not 64...67108864"),
+        ("{\"maxFrameBytes\": 1}", "maxFrameBytes: max frame bytes 1 is not 4096...67108864"),
         ("{\"maxInFlight\": 0}", "maxInFlight: max in flight 0"),
         ("{\"clusterId\": \"\"}", "the cluster ID must not be empty"),
         ("{\"comitDelayMicros\": 100}", "unknown key \"comitDelayMicros\"; did you mean \"commitDelayMicros\"?"),

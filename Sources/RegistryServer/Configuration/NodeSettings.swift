@@ -190,9 +190,9 @@ extension NodeSetting {
 
     static let maxFrameBytes = NodeSetting(
         flag: "max-frame-bytes", environment: "REGISTRY_MAX_FRAME_BYTES", fileKey: "maxFrameBytes", fileType: .wholeNumber,
-        defaultText: "1048576", help: "Largest frame accepted, in bytes (64...67108864)."
+        defaultText: "1048576", help: "Largest frame accepted, in bytes (4096...67108864); peers size their batches and snapshot chunks to it."
     ) { text, configuration throws(SettingValueError) in
-        configuration.limits.maxFrameBytes = UInt32(try SettingValueError.wholeNumber(text, in: 64...(64 << 20), "max frame bytes"))
+        configuration.limits.maxFrameBytes = UInt32(try SettingValueError.wholeNumber(text, in: 4096...(64 << 20), "max frame bytes"))
     }
 
     static let maxBatchSize = NodeSetting(

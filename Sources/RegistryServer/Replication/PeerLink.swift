@@ -21,6 +21,14 @@ final class PeerLink: @unchecked Sendable {
     static let maxBatchOperations = 1024
     /// Batches stop growing past this many bytes of operations, well under the frame limit.
     static let maxBatchBytes = 256 << 10
+
+    /// The operation bytes one batch to this peer may carry: ``maxBatchBytes``, or less when
+    /// the peer's frames are smaller (a batch always carries at least one operation).
+    private var batchBytes: Int { min(Self.maxBatchBytes, machine.peerFrameBytes - PeerLinkStateMachine.frameOverheadBytes) }
+
+    /// What an operation of `payload` bytes from `origin` takes in a batch frame, at most: its
+    /// bytes, its origin, and the numbers and tags around them.
+    static func encodedBytes(_ payload: Int, origin: String) -> Int { payload + origin.utf8.count + 48 }
     /// Batches in flight before the link waits for an acknowledgement.
     static let window = 4
 
@@ -364,9 +372,10 @@ final class PeerLink: @unchecked Sendable {
             var operations = [PeerOperation]()
             operations.reserveCapacity(recent.count)
             var bytes = 0
-            for logged in recent where bytes < Self.maxBatchBytes {
+            for logged in recent {
                 let operation = PeerOperation(logged)
-                bytes += operation.operation.count
+                bytes += Self.encodedBytes(operation.operation.count, origin: operation.origin)
+                guard operations.isEmpty || bytes <= batchBytes else { break }
                 operations.append(operation)
             }
             return operations
@@ -390,9 +399,10 @@ final class PeerLink: @unchecked Sendable {
         guard var pending = buffered[log], !pending.isEmpty else { return [] }
         var records = [LogRecord]()
         var bytes = 0
-        while let record = pending.first, records.count < Self.maxBatchOperations, bytes < Self.maxBatchBytes {
+        while let record = pending.first, records.count < Self.maxBatchOperations {
+            bytes += Self.encodedBytes(record.payload.count, origin: record.origin)
+            guard records.isEmpty || bytes <= batchBytes else { break }
             records.append(record)
-            bytes += record.payload.count
             pending.removeFirst()
         }
         buffered[log] = pending

@@ -50,7 +50,15 @@ struct PeerLinkStateMachine {
     /// devices takes seconds) before the link gives up on it.
     let installTimeoutMillis: UInt64
     /// Bytes of snapshot per chunk: well under a receiver's smallest frame limit worth running.
-    let snapshotChunkBytes: Int
+    /// The most snapshot bytes one chunk carries: as configured, or less when the peer's frames
+    /// are smaller (``peerFrameBytes``).
+    private let configuredChunkBytes: Int
+    var snapshotChunkBytes: Int { max(1, min(configuredChunkBytes, peerFrameBytes - Self.frameOverheadBytes)) }
+    /// The largest frame the peer accepts (its HelloAccepted's limits), once it answered. A
+    /// batch or chunk built larger would be refused (FRAME_TOO_LARGE) every time it was sent.
+    private(set) var peerFrameBytes = Int.max
+    /// What a peer frame carries besides its operations' or chunk's bytes, with room to spare.
+    static let frameOverheadBytes = 256
     private var backoff: Backoff
     let ownNodeID: NodeID
     let ownInstanceID: UInt64
@@ -77,7 +85,7 @@ struct PeerLinkStateMachine {
         answerTimeoutMillis: UInt64 = 10_000,
         installTimeoutMillis: UInt64 = 600_000, snapshotChunkBytes: Int = 256 << 10, backoff: Backoff = Backoff()
     ) {
-        self.snapshotChunkBytes = snapshotChunkBytes
+        self.configuredChunkBytes = snapshotChunkBytes
         self.answerTimeoutMillis = answerTimeoutMillis
         self.installTimeoutMillis = installTimeoutMillis
         self.ownNodeID = ownNodeID
@@ -133,6 +141,7 @@ struct PeerLinkStateMachine {
                 return fail("the peer names no valid node ID (\(accepted.nodeID.debugDescription))", random: &random)
             }
             state = .awaitingWelcome(peer: peer)
+            peerFrameBytes = Int(accepted.limits.maxFrameBytes)
             ownChallenge = challenge
             return .sendPeerHello(challenge: accepted.challenge, ownChallenge: ownChallenge)
         case .error(let error):

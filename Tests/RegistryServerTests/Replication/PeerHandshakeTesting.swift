@@ -53,14 +53,15 @@ extension PeerLinkStateMachine {
 
     /// A link of node-a that connected and had its hello accepted by node-b: it awaits the welcome.
     static func awaitingWelcome(
-        window: Int = 2, answerTimeoutMillis: UInt64 = 10_000, installTimeoutMillis: UInt64 = 600_000, random: inout some RandomNumberGenerator
+        window: Int = 2, answerTimeoutMillis: UInt64 = 10_000, installTimeoutMillis: UInt64 = 600_000, limits: Limits = .default,
+        random: inout some RandomNumberGenerator
     ) -> PeerLinkStateMachine {
         var machine = PeerLinkStateMachine(
             ownNodeID: NodeID(trusted: "node-a"), ownInstanceID: 7, window: window, answerTimeoutMillis: answerTimeoutMillis,
             installTimeoutMillis: installTimeoutMillis)
         _ = machine.start()
         _ = machine.connected()
-        let accepted = HelloAccepted(version: .current, nodeID: "node-b", clusterID: "c", serverVersion: "t", limits: .default, instanceID: 9)
+        let accepted = HelloAccepted(version: .current, nodeID: "node-b", clusterID: "c", serverVersion: "t", limits: limits, instanceID: 9)
         _ = machine.received(ServerFrame(requestID: 0, body: .helloAccepted(accepted)), random: &random)
         return machine
     }

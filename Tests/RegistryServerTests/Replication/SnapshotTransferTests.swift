@@ -76,6 +76,21 @@ import Testing
         return machine
     }
 
+    /// A peer whose frames are small gets chunks that fit them: a chunk built for the default
+    /// size would be refused as too large every time it was sent.
+    @Test func chunksFitThePeersFrameLimit() throws {
+        var random = SplitMix64(seed: 1)
+        var machine = PeerLinkStateMachine.awaitingWelcome(
+            limits: Limits(maxFrameBytes: 4_096, maxBatchSize: 10, maxInFlight: 10), random: &random)
+        _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 0, random: &random)
+        #expect(machine.peerFrameBytes == 4_096)
+        let started = machine.startSnapshot(totalBytes: 10_000, nowMillis: 0)
+        let transfer = try #require(started)
+        let chunk = 4_096 - PeerLinkStateMachine.frameOverheadBytes
+        #expect(machine.nextSnapshotChunk(nowMillis: 0)! == (transfer, 0, chunk))
+        #expect(machine.nextSnapshotChunk(nowMillis: 0)! == (transfer, UInt64(chunk), chunk))
+    }
+
     @Test func theLinkSendsNoBatchDuringATransferAndLearnsWhatTheReceiverHoldsAfterIt() throws {
         var random = SplitMix64(seed: 1)
         var machine = streamingLink()
