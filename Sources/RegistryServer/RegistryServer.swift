@@ -72,8 +72,12 @@ public final class RegistryServer: Service, Sendable {
         let shown = channel.localAddress.map { "\($0.ipAddress ?? host):\($0.port ?? port)" } ?? "\(host):\(port)"
         logger.notice("listening on \(shown)", metadata: ["node": "\(engine.nodeID)", "cluster": "\(engine.clusterID)"])
         // In a cluster (peers configured, or a peer connects later), this node is a member,
-        // reached where it says (--advertise, or where it listens).
-        engine.advertisedAddress.withLock { $0 = advertise ?? "\(host):\(channel.localAddress?.port ?? port)" }
+        // reached where it says (--advertise, or where it listens). A wildcard host names no
+        // address a peer can reach (a peer dialling 0.0.0.0 reaches itself): no join is logged
+        // for it, and with --peers the configuration refuses it (`refuseUnreachableAdvertise`).
+        engine.advertisedAddress.withLock {
+            $0 = advertise ?? (NodeConfiguration.isWildcard(host) ? nil : "\(host):\(channel.localAddress?.port ?? port)")
+        }
         if hasPeers { engine.joinCluster() }
         replication.start()
 

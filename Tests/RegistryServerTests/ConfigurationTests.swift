@@ -140,6 +140,16 @@ import Testing
         #expect("\(ConfigurationError.clusterSecretRequired)".contains("openssl rand"))
     }
 
+    /// Listening on every interface names no address peers can reach: with peers, --advertise
+    /// must say where.
+    @Test func peersOnAWildcardHostNeedAnAdvertisedAddress() throws {
+        let flags = ["peers": "10.0.0.2:7400", "cluster-secret": "s", "host": "0.0.0.0", "insecure": "true"]
+        #expect(throws: ConfigurationError.advertiseRequired("0.0.0.0")) { try NodeConfiguration.resolve(flags: flags, environment: [:]) }
+        let advertised = try NodeConfiguration.resolve(flags: flags.merging(["advertise": "10.0.0.1:7400"]) { $1 }, environment: [:])
+        #expect(advertised.advertise == "10.0.0.1:7400")
+        #expect(try NodeConfiguration.resolve(flags: ["host": "0.0.0.0", "insecure": "true"], environment: [:]).peers.isEmpty)
+    }
+
     @Test func aBadValueNamesWhereItCameFrom() throws {
         #expect(throws: ConfigurationError.invalidValue(source: "--port", reason: "port \"http\" is not a whole number")) {
             try NodeConfiguration.resolve(flags: ["port": "http"], environment: [:])

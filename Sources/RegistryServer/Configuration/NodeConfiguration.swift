@@ -104,6 +104,7 @@ public struct NodeConfiguration: Equatable, Sendable {
         }
         try configuration.refuseUnsafeExposure()
         try configuration.refuseSecretlessCluster()
+        try configuration.refuseUnreachableAdvertise()
         return configuration
     }
 
@@ -136,6 +137,18 @@ public struct NodeConfiguration: Equatable, Sendable {
         throw .clusterSecretRequired
     }
 
+    /// Whether `host` listens on every interface, which names no address to reach the node at.
+    public static func isWildcard(_ host: String) -> Bool {
+        ["0.0.0.0", "::", "[::]", "*", ""].contains(host)
+    }
+
+    /// A node with peers records in the membership where they reach it: by default where it
+    /// listens, which for a wildcard host is no address (peers would dial themselves).
+    func refuseUnreachableAdvertise() throws(ConfigurationError) {
+        guard !peers.isEmpty, advertise == nil, Self.isWildcard(host) else { return }
+        throw .advertiseRequired(host)
+    }
+
     /// Applies a config file on top of `self` (its settings and vendor rules only).
     public mutating func apply(configFile path: String) throws(ConfigurationError) {
         let file = try ConfigFile(path: path)
@@ -163,6 +176,8 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
     case unsafeExposure(String)
     /// Peers named without a cluster secret (``NodeConfiguration/refuseSecretlessCluster()``).
     case clusterSecretRequired
+    /// Peers named while listening on a wildcard host with no --advertise.
+    case advertiseRequired(String)
 
     public var description: String {
         switch self {
@@ -173,6 +188,9 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
             return "config file \(path) is invalid: unknown key \"\(key)\"\(hint)"
         case .invalidValue(let source, let reason): return "\(source): \(reason)"
         case .unsafeExposure(let reason): return reason
+        case .advertiseRequired(let host):
+            return
+                "--peers with --host \(host) needs --advertise host:port (or REGISTRY_ADVERTISE): \(host) is no address the other nodes can reach this one at, and a peer that dialled it would reach itself"
         case .clusterSecretRequired:
             return
                 "--peers needs --cluster-secret (or REGISTRY_CLUSTER_SECRET): every member of a cluster must hold the same random secret, for example one made with `openssl rand -hex 32`"

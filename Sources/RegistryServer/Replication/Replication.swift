@@ -65,10 +65,8 @@ public final class Replication: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.floorIntervalSeconds)) { [weak self] in
             guard let self, !self.stopped.withLock({ $0 }) else { return }
             self.updateLinks()
-            let peers = self.current.map(\.status).filter { $0.state != "own-address" }
-            let holds = peers.map { (try? VersionVector(positions: $0.peerHolds)) ?? VersionVector() }
-            // Nil when there is no peer: a single node keeps no journal for anyone.
-            self.engine.setRetentionFloor(VersionVector.floor(of: holds))
+            self.engine.setRetentionFloor(
+                ClusterPeers.retentionFloor(links: self.current.map(\.status), members: self.engine.members, own: self.engine.nodeID))
             self.followMembers()
         }
     }
