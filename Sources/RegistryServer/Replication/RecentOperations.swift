@@ -1,61 +1,128 @@
 import RegistryCore
 import Synchronization
 
-/// The operations most recently made durable, per log, kept in memory so that peer links send
-/// them without reading the journal back. A link that is further behind than what is kept (a
-/// peer back from a long absence) reads the journal instead (``LogReader``).
+/// The operations most recently made durable, kept in memory so that peer links send them
+/// without reading the journal back. A link that is further behind than what is kept (a peer back
+/// from a long absence) reads the journal instead (``LogReader``).
 ///
 /// Reading the journal back cost the sending side more than the operations' own registration:
 /// every link read and checked every journal entry, its own log's and the others' (`BENCHMARKS.md`,
 /// "Cluster").
+///
+/// Memory is bounded for the whole node, whatever the number of logs (each start of each node
+/// opens one): at most about ``capacity`` operations in all, the oldest commits dropped first, and
+/// nothing that every member already holds (``keepOnly(unheldBy:)``). With no peer at all it
+/// keeps nothing.
 final class RecentOperations: Sendable {
-    /// Operations kept per log: at least this many of the newest (whole commits, so up to a
-    /// commit more); a few seconds of a busy node's writes.
-    let capacityPerLog: Int
+    /// Operations kept in all: at least this many of the newest not yet held by every member
+    /// (whole commits, so up to a commit more).
+    let capacity: Int
+
+    private struct Chunk {
+        let id: UInt64
+        let operations: [LoggedOperation]
+    }
 
     private struct Tail {
         /// Contiguous operations of one log, oldest first, in chunks as they were committed.
-        var chunks: [[LoggedOperation]] = []
-        var count = 0
-        var first: UInt64 { chunks.first?.first?.sequence ?? 0 }
+        var chunks: [Chunk] = []
+        var first: UInt64 { chunks.first?.operations.first?.sequence ?? 0 }
     }
 
-    private let tails = Mutex<[VersionVector.Log: Tail]>([:])
+    private struct State {
+        var tails: [VersionVector.Log: Tail] = [:]
+        /// Every kept chunk, oldest first: (log, chunk ID); entries whose chunk went already are
+        /// skipped when met.
+        var order: [(log: VersionVector.Log, id: UInt64)] = []
+        var orderStart = 0
+        var count = 0
+        var nextID: UInt64 = 0
+        /// False while the node has no peer: nothing is kept.
+        var keeping = true
 
-    init(capacityPerLog: Int = 262_144) {
-        self.capacityPerLog = capacityPerLog
+        mutating func removeFirstChunk(of log: VersionVector.Log) {
+            guard let removed = tails[log]?.chunks.first else { return }
+            tails[log]!.chunks.removeFirst()
+            count -= removed.operations.count
+            if tails[log]!.chunks.isEmpty { tails[log] = nil }
+        }
+
+        /// Drops the oldest chunks while at least `capacity` operations would remain.
+        mutating func trim(to capacity: Int) {
+            while orderStart < order.count {
+                let (log, id) = order[orderStart]
+                if let oldest = tails[log]?.chunks.first, oldest.id == id {
+                    guard count - oldest.operations.count >= capacity else { break }
+                    removeFirstChunk(of: log)
+                }
+                orderStart += 1
+            }
+            if orderStart > 1_024, orderStart * 2 > order.count {
+                order.removeFirst(orderStart)
+                orderStart = 0
+            }
+        }
+    }
+
+    private let state = Mutex(State())
+
+    init(capacity: Int = 262_144) {
+        self.capacity = capacity
     }
 
     /// Records operations just made durable (a commit's, in log order within each log).
     func append(_ operations: [LoggedOperation]) {
         guard !operations.isEmpty else { return }
-        let runs = operations.runsByLog.map { ($0.log, Array(operations[$0.range])) }
-        tails.withLock { tails in
-            for (log, run) in runs {
-                var tail = tails[log] ?? Tail()
+        state.withLock { state in
+            guard state.keeping else { return }
+            for run in operations.runsByLog {
+                let chunk = Array(operations[run.range])
                 // A run that does not follow what is kept (a restart, or remote operations that
-                // arrived out of order across batches) starts the tail over.
-                if let last = tail.chunks.last?.last, last.sequence + 1 != run[0].sequence { tail = Tail() }
-                tail.chunks.append(run)
-                tail.count += run.count
-                while tail.count - (tail.chunks.first?.count ?? 0) >= capacityPerLog {
-                    tail.count -= tail.chunks.removeFirst().count
+                // arrived out of order across batches) starts the log's tail over.
+                if let last = state.tails[run.log]?.chunks.last?.operations.last, last.sequence + 1 != chunk[0].sequence {
+                    while state.tails[run.log] != nil { state.removeFirstChunk(of: run.log) }
                 }
-                tails[log] = tail
+                state.nextID += 1
+                state.tails[run.log, default: Tail()].chunks.append(Chunk(id: state.nextID, operations: chunk))
+                state.order.append((run.log, state.nextID))
+                state.count += chunk.count
+            }
+            state.trim(to: capacity)
+        }
+    }
+
+    /// Keeps only what some member may still need: drops, for each log, the chunks every member
+    /// holds (`floor`, as the retention floor says; a log it does not name is held by nobody).
+    /// Nil (no peer): keeps nothing, and keeps nothing more until peers appear.
+    func keepOnly(unheldBy floor: [VersionVector.Log: UInt64]?) {
+        state.withLock { state in
+            guard let floor else {
+                state = State()
+                state.keeping = false
+                return
+            }
+            state.keeping = true
+            for (log, held) in floor {
+                while let first = state.tails[log]?.chunks.first, let last = first.operations.last, last.sequence <= held {
+                    state.removeFirstChunk(of: log)
+                }
             }
         }
     }
 
+    /// Operations kept now, in all logs.
+    var count: Int { state.withLock { $0.count } }
+
     /// Up to `limit` operations of `log` from sequence `from`, in order; nil when `from` is not
     /// kept (older than the tail, or past it).
     func read(_ log: VersionVector.Log, from: UInt64, atMost limit: Int) -> [LoggedOperation]? {
-        tails.withLock { tails -> [LoggedOperation]? in
-            guard let tail = tails[log], tail.first > 0, from >= tail.first else { return nil }
+        state.withLock { state -> [LoggedOperation]? in
+            guard let tail = state.tails[log], tail.first > 0, from >= tail.first else { return nil }
             var result = [LoggedOperation]()
             var next = from
             for chunk in tail.chunks where result.count < limit {
-                guard let first = chunk.first, let last = chunk.last, last.sequence >= next else { continue }
-                let taken = chunk[Int(next - first.sequence)...].prefix(limit - result.count)
+                guard let first = chunk.operations.first, let last = chunk.operations.last, last.sequence >= next else { continue }
+                let taken = chunk.operations[Int(next - first.sequence)...].prefix(limit - result.count)
                 result.append(contentsOf: taken)
                 next = taken.last!.sequence + 1
             }

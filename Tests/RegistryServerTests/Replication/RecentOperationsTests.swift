@@ -17,19 +17,45 @@ import Testing
     }
 
     @Test func keepsTheNewestOperationsOfEachLogAndReadsThemInOrder() throws {
-        let recent = RecentOperations(capacityPerLog: 10)
+        let recent = RecentOperations(capacity: 12)
         let logA = VersionVector.Log(origin: a, epoch: 1)
         recent.append(try ops(a, 1...4) + ops(b, 1...2) + ops(a, 5...6))
         recent.append(try ops(a, 7...12))
         recent.append(try ops(a, 13...20))
-        // At least 10 kept, in whole commits: 7...20.
+        // At least 12 kept in all, in whole commits: b's 1...2 and a's 1...6 went first.
         #expect(recent.read(logA, from: 5, atMost: 100) == nil, "no longer kept: read the journal")
         #expect(recent.read(logA, from: 7, atMost: 100)?.map(\.sequence) == Array(7...20))
         #expect(recent.read(logA, from: 12, atMost: 3)?.map(\.sequence) == [12, 13, 14])
         #expect(recent.read(logA, from: 21, atMost: 3) == nil, "not made durable yet")
-        #expect(recent.read(VersionVector.Log(origin: b, epoch: 1), from: 2, atMost: 9)?.map(\.sequence) == [2])
+        #expect(recent.read(VersionVector.Log(origin: b, epoch: 1), from: 2, atMost: 9) == nil)
         // A run that does not follow the tail starts it over.
         recent.append(try ops(a, 30...31))
         #expect(recent.read(logA, from: 20, atMost: 9) == nil && recent.read(logA, from: 30, atMost: 9)?.count == 2)
+    }
+
+    /// However many logs there are (a node's every start opens one), the node keeps a bounded
+    /// number of operations; what every member holds goes; with no peer, nothing is kept.
+    @Test func theBoundIsForTheWholeNodeAndWhatEveryMemberHoldsGoes() throws {
+        let recent = RecentOperations(capacity: 100)
+        for epoch in 1...50 as ClosedRange<UInt64> {
+            let node = NodeID(trusted: "node-\(epoch % 3)")
+            recent.append(try ops(node, 1...10).map {
+                LoggedOperation(origin: $0.origin, epoch: epoch, sequence: $0.sequence, timestamp: $0.timestamp, operation: $0.operation)
+            })
+        }
+        #expect(recent.count >= 100 && recent.count <= 110, "\(recent.count)")
+        let newest = VersionVector.Log(origin: NodeID(trusted: "node-2"), epoch: 50)
+        #expect(recent.read(newest, from: 1, atMost: 20)?.count == 10)
+        #expect(recent.read(VersionVector.Log(origin: NodeID(trusted: "node-1"), epoch: 1), from: 1, atMost: 20) == nil)
+        // Every member holds the newest log's first 10: it goes.
+        recent.keepOnly(unheldBy: [newest: 10])
+        #expect(recent.read(newest, from: 1, atMost: 20) == nil && recent.count >= 90)
+        recent.keepOnly(unheldBy: nil)
+        #expect(recent.count == 0)
+        recent.append(try ops(a, 1...5))
+        #expect(recent.count == 0, "a node with no peer keeps nothing")
+        recent.keepOnly(unheldBy: [:])
+        recent.append(try ops(a, 1...5))
+        #expect(recent.count == 5)
     }
 }
