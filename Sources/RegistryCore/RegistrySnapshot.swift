@@ -228,6 +228,7 @@ extension RegistryState {
                     throw SnapshotRestoreError("member \(node) appears twice")
                 }
                 state.digest &+= StateDigest.member(node, member)
+                state.membershipChanges &+= 1
             case .device, .claim:
                 preconditionFailure("devices and claims go through add(_:)")
             case .app(let root, let bundle, let first, let last):

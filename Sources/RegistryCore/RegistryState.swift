@@ -71,6 +71,9 @@ public struct RegistryState: Sendable {
     public internal(set) var aliasCount = 0
     /// The cluster's members: every node that joined, and whether it was removed.
     public internal(set) var clusterMembers: [NodeID: Member] = [:]
+    /// Counts membership changes applied, so that a reader can tell cheaply whether the members
+    /// may have changed since it last looked.
+    public internal(set) var membershipChanges = 0
     /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
     public internal(set) var digest: UInt64 = 0
     var vendorDigests = NameDigests()
@@ -204,6 +207,7 @@ public struct RegistryState: Sendable {
 
     /// Joins a membership change in (see ``Member``).
     public mutating func apply(_ op: MembershipOp) {
+        membershipChanges &+= 1
         let old = clusterMembers[op.node]
         let new = old.map { $0.joined(with: op) } ?? Member(op)
         if let old { digest &-= StateDigest.member(op.node, old) }

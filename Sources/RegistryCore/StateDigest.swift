@@ -56,32 +56,55 @@ enum StateDigest {
 }
 
 /// The digests of interned names, by their numbers: a name is hashed once, when a fact first
-/// needs it.
+/// needs it (``fill(through:in:text:)``); after that a digest is one array read.
 struct NameDigests: Sendable {
-    private var digests: [UInt64] = []
+    private(set) var digests: [UInt64] = []
+
+    /// Hashes the names up to `number` that are not hashed yet.
+    mutating func fill<Name>(through number: UInt32, in names: Interner<Name>, text: (Name) -> String) {
+        while digests.count <= Int(number) { digests.append(StateDigest.text(text(names[UInt32(digests.count)]))) }
+    }
 
     @inline(__always)
-    mutating func of<Name>(_ number: UInt32, in names: Interner<Name>, text: (Name) -> String) -> UInt64 {
-        while digests.count <= Int(number) { digests.append(StateDigest.text(text(names[UInt32(digests.count)]))) }
-        return digests[Int(number)]
-    }
+    func has(_ number: UInt32) -> Bool { Int(number) < digests.count }
+
+    @inline(__always)
+    subscript(number: UInt32) -> UInt64 { digests[Int(number)] }
 }
 
 extension RegistryState {
+    @inline(__always)
+    mutating func vendorDigest(_ number: UInt32) -> UInt64 {
+        if !vendorDigests.has(number) { vendorDigests.fill(through: number, in: vendors) { $0.name } }
+        return vendorDigests[number]
+    }
+
+    @inline(__always)
+    mutating func originDigest(_ number: UInt32) -> UInt64 {
+        if !originDigests.has(number) { originDigests.fill(through: number, in: origins) { $0.value } }
+        return originDigests[number]
+    }
+
+    @inline(__always)
+    mutating func bundleDigest(_ number: UInt32) -> UInt64 {
+        if !bundleDigests.has(number) { bundleDigests.fill(through: number, in: bundles) { $0.value } }
+        return bundleDigests[number]
+    }
+
     /// The hash of device `number`'s fact as the state holds it now.
     mutating func deviceFact(_ number: UInt32) -> UInt64 {
         let slot = slots[number]
         return StateDigest.device(
-            id: slot.id, canonical: slots[slot.canonical].id, created: slot.created,
-            origin: originDigests.of(slot.origin, in: origins) { $0.value }, vendor: vendorDigests.of(slot.vendor, in: vendors) { $0.name })
+            id: slot.id, canonical: slots[slot.canonical].id, created: slot.created, origin: originDigest(slot.origin),
+            vendor: vendorDigest(slot.vendor))
     }
 
     mutating func claimFact(_ key: ClaimKey) -> UInt64 {
-        StateDigest.claim(vendor: vendorDigests.of(key.vendor, in: vendors) { $0.name }, kind: key.kind, value: key.value)
+        StateDigest.claim(vendor: vendorDigest(key.vendor), kind: key.kind, value: key.value)
     }
 
     mutating func appFact(on root: UInt32, bundle: UInt32, first: UInt64, last: UInt64) -> UInt64 {
-        StateDigest.app(device: slots[root].id, bundle: bundleDigests.of(bundle, in: bundles) { $0.value }, first: first, last: last)
+        StateDigest.app(device: slots[root].id, bundle: bundleDigest(bundle), first: first, last: last)
     }
 
     /// The digest computed from nothing but the content: every fact hashed again and summed. The

@@ -14,6 +14,9 @@ import RegistryWire
 /// ``handle(_:wallMillis:generator:operations:)`` runs the three in a row.
 struct NodeState {
     var registry = RegistryState()
+    /// Whether the members say this node was removed, as of ``RegistryState/membershipChanges``
+    /// changes: read on every write, so it is not looked up again until the members change.
+    private var removal: (changes: Int, removed: Bool) = (-1, false)
     var clock: HybridLogicalClock
     let nodeID: NodeID
     let epoch: UInt64
@@ -271,7 +274,9 @@ struct NodeState {
     /// A node that was removed from the cluster refuses writes too: its peers refuse it, so
     /// they could never replicate. The error names the members to send them to.
     func writeRefusal(wallMillis: UInt64) -> WireError? {
-        if let own = registry.clusterMembers[nodeID], own.removed {
+        let removed =
+            removal.changes == registry.membershipChanges ? removal.removed : registry.clusterMembers[nodeID]?.removed == true
+        if removed {
             let others = registry.clusterMembers.filter { !$0.value.removed && $0.key != nodeID && !$0.value.address.isEmpty }
                 .map { "\($0.key) at \($0.value.address)" }.sorted()
             return WireError(
@@ -294,6 +299,9 @@ struct NodeState {
     ) -> Decision {
         switch prepared {
         case .register, .registerBatch:
+            if removal.changes != registry.membershipChanges {
+                removal = (registry.membershipChanges, registry.clusterMembers[nodeID]?.removed == true)
+            }
             if let refusal = writeRefusal(wallMillis: wallMillis) { return .answer(.error(refusal)) }
         default: break
         }

@@ -311,7 +311,7 @@ public final class RegistryEngine: Sendable {
 
     /// The peers this node streams to (its own address, once recognised, left out).
     private func peerCount() -> Int {
-        (peerLinks.withLock { $0 }?() ?? []).count { $0.state != "own-address" }
+        ClusterPeers.count(links: peerLinks.withLock { $0 }?() ?? [], members: members, own: nodeID)
     }
 
     /// Holds a durable write's answer until enough peers hold it, or its replica timeout passes.
@@ -583,6 +583,8 @@ public final class RegistryEngine: Sendable {
     /// Journal files holding operations of a log past `floor[log]` stay, even once a snapshot
     /// covers them (the cluster sets it to what every member holds); nil lifts it.
     public func setRetentionFloor(_ floor: [VersionVector.Log: UInt64]?) {
+        // What every member holds no link needs from memory either.
+        recent.keepOnly(unheldBy: floor)
         snapshots.setRetentionFloor(
             floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey($0.key), $0.value) }) })
     }

@@ -90,6 +90,26 @@ import Testing
         throw ClusterError("no convergence in \(seconds) s: \(last.map { "\($0.nodeID) \($0.versionVector) \($0.deviceCount)/\($0.aliasCount)/\($0.claimCount)" })")
     }
 
+    /// Waits (up to `seconds`) until `condition` holds for the stats of the node at `endpoint`;
+    /// returns the last stats read, whether it holds or not.
+    static func stats(
+        _ endpoint: String, within seconds: Double, until condition: (StatsMessage) -> Bool
+    ) async throws -> StatsMessage {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let current = try await Self.stats(endpoint)
+            if condition(current) || Date() >= deadline { return current }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Waits (up to 15 s) until the node at `endpoint` streams to `peers` peers.
+    static func waitUntilStreaming(_ endpoint: String, to peers: Int) async throws {
+        let linked = try await stats(endpoint, within: 15) { node in node.peers.filter { $0.state == "streaming" }.count >= peers }
+        let streaming = linked.peers.filter { $0.state == "streaming" }.count
+        guard streaming >= peers else { throw ClusterError("\(endpoint) streams to \(streaming) peers, not \(peers)") }
+    }
+
     static func stats(_ endpoint: String) async throws -> StatsMessage {
         let client = try await RegistryClient.connect(to: Endpoint(parsing: endpoint), role: .admin, clientName: "test")
         let stats = try await client.stats()
@@ -328,7 +348,8 @@ import Testing
         let cluster = try Cluster(extra: ["--replica-timeout", "0.5"])
         defer { cluster.stop() }
         let a = cluster.nodes[0].endpoint
-        try await Task.sleep(for: .milliseconds(500))
+        // Wait for the links, not for a time: a write asks for replicas once both stream.
+        try await Self.waitUntilStreaming(a, to: 2)
         let both = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "t", ackReplicas: 2)
         let first = try await both.register(RegisterRequest(bundleID: "com.acks.app", idfv: UUID128(high: 1, low: 1).text))
         // Both peers hold it the moment it is answered.

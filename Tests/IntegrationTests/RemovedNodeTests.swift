@@ -12,24 +12,11 @@ import Testing
         try run(Binaries.path("registryctl"), arguments, timeout: 30)
     }
 
-    /// Waits (up to `seconds`) until `condition` holds for the stats of the node at `endpoint`.
-    func wait(
-        _ endpoint: String, seconds: Double, until condition: (StatsMessage) -> Bool
-    ) async throws -> StatsMessage {
-        let deadline = Date().addingTimeInterval(seconds)
-        var stats = try await ClusterTests.stats(endpoint)
-        while !condition(stats), Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            stats = try await ClusterTests.stats(endpoint)
-        }
-        return stats
-    }
-
     @Test func aRemovedNodeThatRunsRefusesWritesAndItsRemovalNeedsForce() async throws {
         let cluster = try ClusterTests.Cluster()
         defer { cluster.stop() }
         let (a, c) = (cluster.nodes[0].endpoint, cluster.nodes[2].endpoint)
-        let linked = try await wait(a, seconds: 15) { $0.peers.contains { $0.nodeID == "node-c" && $0.state == "streaming" } }
+        let linked = try await ClusterTests.stats(a, within: 15) { $0.peers.contains { $0.nodeID == "node-c" && $0.state == "streaming" } }
         #expect(linked.peers.contains { $0.nodeID == "node-c" && $0.state == "streaming" })
 
         let refused = try ctl(["cluster", "remove", "node-c", "--endpoint", a, "-o", "json"])
@@ -40,7 +27,7 @@ import Testing
         #expect(forced.status == 0, "\(forced.stdout)\(forced.stderr)")
 
         // Node c learns it from a peer's refusal within seconds, and says so.
-        let learned = try await wait(c, seconds: 20) { !$0.writeRefusal.isEmpty }
+        let learned = try await ClusterTests.stats(c, within: 20) { !$0.writeRefusal.isEmpty }
         #expect(learned.writeRefusal.contains("removed"), "\(learned.writeRefusal)")
         #expect(learned.members.contains { $0.nodeID == "node-c" && $0.removed })
         let client = try await RegistryClient.connect(to: Endpoint(parsing: c), clientName: "removed")

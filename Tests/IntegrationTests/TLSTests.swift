@@ -72,12 +72,14 @@ import Testing
                     arguments: ["--node-id", name, "--cluster-secret", "s3cret", "--peers", peers, "--token-secret", Self.tokenSecret,
                                 "--metrics-port", "0"] + tlsFlags("cluster", in: certs)))
         }
-        // A node whose certificate another CA signed, naming node-a as its peer.
+        // A node whose certificate another CA signed, naming node-a as its peer. It trusts the
+        // cluster's CA, so it accepts node-a's certificate: what keeps it out is node-a's check
+        // of the certificate it presents.
         try FileManager.default.createDirectory(atPath: "\(temp.path)/node-r", withIntermediateDirectories: true)
         let rogue = try DaemonProcess(
             dataDirectory: "\(temp.path)/node-r", port: ports[2],
             arguments: ["--node-id", "node-r", "--cluster-secret", "s3cret", "--peers", "127.0.0.1:\(ports[0])", "--token-secret", Self.tokenSecret]
-                + tlsFlags("rogue", ca: "rogue", in: certs))
+                + tlsFlags("rogue", ca: "cluster", in: certs))
         defer { rogue.stop() }
 
         let ca = "\(certs)/cluster-ca.pem"

@@ -244,7 +244,8 @@ final class ClusterSimulation {
         return UUID128(high: seed << 32 | nextIdentifier, low: random.next() | 1)
     }
 
-    /// A registration that may meet earlier ones: a pooled keychain UUID, a fresh or pooled IDFV.
+    /// A registration that may meet earlier ones: a pooled keychain UUID, a fresh or pooled IDFV,
+    /// or (before the first unlock, iOS gives no IDFV) a pooled keychain UUID alone.
     func randomRegistration() {
         let alive = nodes.indices.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random) else { return }
@@ -252,20 +253,30 @@ final class ClusterSimulation {
         if Int.random(in: 0..<3, using: &random) > 0 {
             identifiers.append(PresentedIdentifier(rawKind: 1, text: keychains.randomElement(using: &random)!.text))
         }
-        let idfv = Int.random(in: 0..<4, using: &random) == 0 ? keychains.randomElement(using: &random)! : freshUUID()
-        identifiers.append(PresentedIdentifier(rawKind: 2, text: idfv.text))
+        if identifiers.isEmpty || Int.random(in: 0..<5, using: &random) > 0 {
+            let idfv = Int.random(in: 0..<4, using: &random) == 0 ? keychains.randomElement(using: &random)! : freshUUID()
+            identifiers.append(PresentedIdentifier(rawKind: 2, text: idfv.text))
+        }
         register(at: node, bundle: "com.sim.app\(Int.random(in: 0..<3, using: &random))", identifiers: identifiers)
     }
 
     /// Two sibling apps of a new phone register through two nodes before either hears of the
-    /// other: both must be told one ID.
+    /// other: both must be told one ID. They present the IDFV, or (before the first unlock) only
+    /// the shared keychain UUID.
     func siblingRace() {
         let alive = nodes.indices.filter { nodes[$0].engine != nil }.shuffled(using: &random)
         guard alive.count >= 2 else { return }
-        let idfv = freshUUID().text
-        let first = register(at: alive[0], bundle: "com.sim.app1", identifiers: [PresentedIdentifier(rawKind: 2, text: idfv)])
-        var second = [PresentedIdentifier(rawKind: 2, text: idfv)]
-        if Bool.random(using: &random) { second.append(PresentedIdentifier(rawKind: 1, text: freshUUID().text)) }
+        let shared: PresentedIdentifier
+        var second: [PresentedIdentifier]
+        if Int.random(in: 0..<3, using: &random) == 0 {
+            shared = PresentedIdentifier(rawKind: 1, text: freshUUID().text)
+            second = [shared]
+        } else {
+            shared = PresentedIdentifier(rawKind: 2, text: freshUUID().text)
+            second = [shared]
+            if Bool.random(using: &random) { second.append(PresentedIdentifier(rawKind: 1, text: freshUUID().text)) }
+        }
+        let first = register(at: alive[0], bundle: "com.sim.app1", identifiers: [shared])
         let other = register(at: alive[1], bundle: "com.sim.app2", identifiers: second)
         guard let first, let other else { return }
         counts.siblingRaces += 1
