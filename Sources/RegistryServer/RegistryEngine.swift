@@ -520,36 +520,41 @@ public final class RegistryEngine: Sendable {
     /// Records that this node is a member reached at `address`, unless its members already say
     /// so; `done` is called once that is durable (at once when nothing was to change).
     public func join(advertising address: String, done: @escaping @Sendable () -> Void = {}) {
-        let wall = wallClock()
-        let waits = core.withLockedValue { core -> Bool in
-            let own = core.node.registry.clusterMembers[nodeID]
-            // A removed node never joins again (removal is final): it would only log a join
-            // that no peer accepts.
-            guard own?.removed != true, own?.address != address else { return false }
-            core.commits.recordOperations { operations in
-                core.node.changeMembership(nodeID, address: address, removed: false, wallMillis: wall, operations: &operations)
-            }
-            return true
-        }
-        guard waits else { return done() }
-        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }, waits: true)
+        // A removed node never joins again (removal is final): it would only log a join that no
+        // peer accepts.
+        changeOwnMembership(address: address, removed: false, done: done) { own in own?.removed != true && own?.address != address }
     }
 
     /// A peer refused this node as removed from the cluster: records that, as the removal
     /// operation the cluster logged (a join, so applying it again changes nothing), so that the
     /// node refuses writes from now on, across restarts too.
     func learnedRemoval() {
+        if changeOwnMembership(address: "", removed: true, needed: { own in own?.removed != true }) {
+            logger.error("a peer says this node was removed from the cluster: it refuses writes from now on")
+        }
+    }
+
+    /// Logs a change of this node's own membership when `needed` says the members as they are
+    /// lack it; `done` is called once it is durable (at once when nothing was to change).
+    /// Returns whether it logged one.
+    @discardableResult
+    private func changeOwnMembership(
+        address: String, removed: Bool, done: @escaping @Sendable () -> Void = {}, needed: (Member?) -> Bool
+    ) -> Bool {
         let wall = wallClock()
         let waits = core.withLockedValue { core -> Bool in
-            guard core.node.registry.clusterMembers[nodeID]?.removed != true else { return false }
+            guard needed(core.node.registry.clusterMembers[nodeID]) else { return false }
             core.commits.recordOperations { operations in
-                core.node.changeMembership(nodeID, address: "", removed: true, wallMillis: wall, operations: &operations)
+                core.node.changeMembership(nodeID, address: address, removed: removed, wallMillis: wall, operations: &operations)
             }
             return true
         }
-        guard waits else { return }
-        logger.error("a peer says this node was removed from the cluster: it refuses writes from now on")
-        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in }, waits: true)
+        guard waits else {
+            done()
+            return false
+        }
+        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }, waits: true)
+        return true
     }
 
     /// The cluster's members, as this node's operations leave them.

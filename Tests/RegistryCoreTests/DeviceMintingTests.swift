@@ -48,17 +48,21 @@ import Testing
     }
 
     /// Two sibling apps of a new phone register at the same moment on two replicas that have
-    /// not heard of each other: with the IDFV alone, with one keychain UUID, or each with its own
-    /// fresh keychain UUID. Both answers name one device, and once the replicas exchange their
+    /// not heard of each other: with the IDFV alone, with one keychain UUID, each with its own
+    /// fresh keychain UUID, or with the keychain UUID alone. Both answers name one device, and once the replicas exchange their
     /// operations neither holds an alias.
     @Test func siblingRaceGivesOneIDWithoutAMerge() throws {
         let rules = try VendorRules()
         let key = MintingKey(secret: "cluster")
         var generator = SplitMix64(seed: 7)
-        for keychains in [(nil, nil), ("k1", "k1"), ("k1", "k2")] as [(String?, String?)] {
+        // The last case is keychain-only (before the first unlock iOS gives no IDFV): the ID is
+        // minted from the keychain UUID.
+        let cases: [(idfv: Bool, String?, String?)] = [(true, nil, nil), (true, "k1", "k1"), (true, "k1", "k2"), (false, "k1", "k1")]
+        for (withIDFV, keychainA, keychainB) in cases {
+            let keychains = (keychainA, keychainB)
             let idfv = UUID128(high: generator.next() | 1, low: generator.next()).text
             func presented(_ keychain: String?) -> [PresentedIdentifier] {
-                var list = [PresentedIdentifier(rawKind: 2, text: idfv)]
+                var list = withIDFV ? [PresentedIdentifier(rawKind: 2, text: idfv)] : []
                 if let keychain {
                     list.append(PresentedIdentifier(rawKind: 1, text: UUID128(high: UInt64(keychain.utf8.last!), low: 1).text))
                 }
@@ -77,6 +81,12 @@ import Testing
                 DeviceID.new(for: second, at: atB, key: key, using: &generator)
             }
             #expect(outcomeA.device == outcomeB.device && outcomeA.created && outcomeB.created)
+            let mintedFrom = first.identifiers.first { $0.kind == (withIDFV ? .idfv : .keychain) }!.value
+            #expect(
+                outcomeA.device
+                    == (withIDFV
+                        ? DeviceID.minted(vendor: first.vendor, idfv: mintedFrom, key: key)
+                        : DeviceID.minted(vendor: first.vendor, keychain: mintedFrom, key: key)))
             #expect(outcomeA.replaced.isEmpty && outcomeB.replaced.isEmpty)
             a.apply(opB)
             b.apply(opA)
@@ -85,35 +95,6 @@ import Testing
             // The earlier creation is the one both keep.
             #expect(a.resolve(outcomeA.device)?.device.created == atB)
             #expect(a.resolve(outcomeA.device)?.apps.count == 2)
-        }
-    }
-
-    /// Before the first unlock iOS gives no IDFV: two sibling apps that present only the shared
-    /// keychain UUID, through two replicas at once, get one ID (minted from the keychain UUID),
-    /// and the replicas agree without a merge.
-    @Test func keychainOnlySiblingRaceGivesOneIDWithoutAMerge() throws {
-        let rules = try VendorRules()
-        let key = MintingKey(secret: "cluster")
-        var generator = SplitMix64(seed: 11)
-        for _ in 0..<20 {
-            let keychain = PresentedIdentifier(rawKind: 1, text: UUID128(high: generator.next() | 1, low: generator.next()).text)
-            let first = try Registration(bundle: "com.acme.app1", identifiers: [keychain], rules: rules)
-            let second = try Registration(bundle: "com.acme.app2", identifiers: [keychain], rules: rules)
-            var a = RegistryState()
-            var b = RegistryState()
-            let atA = HLCTimestamp(millis: 1_000, counter: 0)
-            let atB = HLCTimestamp(millis: 1_000, counter: 0)
-            let (opA, outcomeA) = a.register(first, at: atA, origin: NodeID(trusted: "node-a")) {
-                DeviceID.new(for: first, at: atA, key: key, using: &generator)
-            }
-            let (opB, outcomeB) = b.register(second, at: atB, origin: NodeID(trusted: "node-b")) {
-                DeviceID.new(for: second, at: atB, key: key, using: &generator)
-            }
-            #expect(outcomeA.device == outcomeB.device && outcomeA.created && outcomeB.created)
-            #expect(outcomeA.device == DeviceID.minted(vendor: first.vendor, keychain: first.identifiers[0].value, key: key))
-            a.apply(opB)
-            b.apply(opA)
-            #expect(a.snapshot() == b.snapshot() && a.aliasCount == 0 && a.deviceCount == 1)
         }
     }
 }
