@@ -145,6 +145,21 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// Another disk holding what this one holds durably now: a copy taken as a backup (or a VM
+    /// snapshot) would be, to be put back later.
+    public func durableCopy() -> SimulatedFileSystem {
+        let copy = SimulatedFileSystem()
+        state.withLock { state in
+            copy.state.withLock { target in
+                target.names = state.durableNames
+                target.durableNames = state.durableNames
+                for (key, node) in state.nodes { target.nodes[key] = Node(durable: node.durable, pending: [], current: node.durable) }
+                target.nextNode = state.nextNode
+            }
+        }
+        return copy
+    }
+
     /// A power cut that keeps nothing that was not durable.
     public func crash() {
         var none: SystemRandomNumberGenerator? = nil

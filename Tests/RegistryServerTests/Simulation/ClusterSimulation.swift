@@ -49,6 +49,7 @@ final class ClusterSimulation {
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts {
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
+        var restores = 0
         var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
     }
 
@@ -72,6 +73,8 @@ final class ClusterSimulation {
     private(set) var acknowledged: [Acknowledged] = []
     /// Nodes removed from the cluster: down for good.
     private(set) var removed: Set<Int> = []
+    /// Copies of nodes' disks (``backUp(_:)``), by node.
+    private var backups: [Int: SimulatedFileSystem] = [:]
     private(set) var counts = Counts()
     /// Identifiers reused across registrations, so that claims meet and devices merge.
     private let keychains: [UUID128]
@@ -147,6 +150,22 @@ final class ClusterSimulation {
 
     func restart(_ index: Int) throws {
         guard nodes[index].engine == nil, !removed.contains(index) else { return }
+        try open(index)
+    }
+
+    /// Copies what `index`'s disk holds durably, as a backup taken while it runs.
+    func backUp(_ index: Int) {
+        backups[index] = nodes[index].fs.durableCopy()
+    }
+
+    /// `index` dies and comes back on the copy ``backUp(_:)`` took: it has lost what it wrote
+    /// since, which its peers hold, and must not reuse those operations' names.
+    func restoreBackup(_ index: Int) throws {
+        guard let backup = backups.removeValue(forKey: index), !removed.contains(index) else { return }
+        counts.restores += 1
+        crash(index)
+        nodes[index].fs = backup.durableCopy()
+        now += 10
         try open(index)
     }
 
