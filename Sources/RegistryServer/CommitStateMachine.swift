@@ -27,6 +27,14 @@ struct CommitStateMachine<Waiter> {
         body(&pendingOperations)
     }
 
+    /// A snapshot was installed that covers `held`: the pending operations it holds are durable
+    /// in it, and are not written again (written after the journal moved on to a new file, below
+    /// what that file follows on from, they would read as a hole). Their answers still wait for
+    /// the next pass, which finds the rest durable.
+    mutating func dropPending(heldBy held: VersionVector) {
+        pendingOperations.removeAll { $0.sequence <= held[$0.log] }
+    }
+
     /// What to do with a group's answers.
     enum AnswerAction: Equatable {
         /// Send them now: they saw only durable state.

@@ -86,6 +86,7 @@ extension RegistryEngine {
             for (log, sequence) in covered.logs where sequence > durable[log] { index.markTrimmed(LogKey(log), through: sequence) }
             let held = replayer.vector
             let devices = core.withLockedValue { core -> Int in
+                core.commits.dropPending(heldBy: replayer.vector)
                 for operation in core.commits.pendingOperations { _ = replayer.apply(operation) }
                 core.node.install(replayer.registry, holding: replayer.vector, clock: max(loaded.metadata.clock, replayer.newest))
                 for (log, sequence) in held.logs where sequence > core.durable[log] { core.durable.recordAll(through: sequence, in: log) }

@@ -66,7 +66,10 @@ final class LogWriter: @unchecked Sendable {
             try journal.append(entry)
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
             durableOperations += UInt64(operations.count)
-            for segment in segments { durableThrough[LogKey(origin: segment.origin, epoch: segment.epoch)] = segment.lastSequence }
+            for segment in segments {
+                let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+                durableThrough[key] = max(durableThrough[key] ?? 0, segment.lastSequence)
+            }
             return .success(Committed(durable: durableOperations, syncMicros: syncMicros))
         } catch {
             return .failure(error)

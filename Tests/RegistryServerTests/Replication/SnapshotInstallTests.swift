@@ -10,7 +10,7 @@ import Testing
 /// real engines and data directories. The oracle is a third node that received the same
 /// operations one by one through replication's usual path.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct SnapshotInstallTests: EngineTesting {
-    func open(_ path: String, node: String) throws -> RegistryEngine {
+    func open(_ path: String, node: String, fs: any FileSystem = PosixFileSystem()) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = path
@@ -18,7 +18,7 @@ import Testing
         configuration.journalFileBytes = 32 << 10
         configuration.snapshotEveryOperations = 0
         configuration.snapshotEverySeconds = 0
-        return try RegistryEngine(configuration: configuration, logger: .quiet())
+        return try RegistryEngine(configuration: configuration, logger: .quiet(), fs: fs)
     }
 
     func register(_ engine: RegistryEngine, batches: Range<Int>) async {
@@ -69,6 +69,54 @@ import Testing
         defer { a.fs.close(newest.handle) }
         let bytes = try a.fs.read(newest.handle, at: 0, count: newest.bytes)
         try Data(bytes).write(to: URL(fileURLWithPath: b.incomingSnapshotPath))
+    }
+
+    /// A peer's operations that arrive while a snapshot covering them is being installed wait to
+    /// be committed until the install is done, and the journal goes on in a new file by then.
+    /// Written there, below what the snapshot covers, they made the log writer's durable
+    /// position go backwards and left a hole a reader met after a restart. The install is held
+    /// at its rename (``GatedFileSystem``), so the race happens every time.
+    @Test func operationsArrivingDuringAnInstallNeitherMoveTheLogBackNorLeaveAHole() async throws {
+        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        let fromA = try await trimmedSource(a)
+        let logA = a.peerIdentity.ownLog
+
+        let gated = GatedFileSystem(holdingRenamesTo: "snapshot-")
+        var b = try open(dirB.path, node: "node-b", fs: gated)
+        try await applyRemote(b, Array(fromA[0..<20]))
+        try send(a, to: b)
+        let installing = b
+        let install = Task.detached { installing.installIncomingSnapshot() }
+        await Task.detached { gated.reached.wait() }.value
+        // The install is inside the writer's queue: A's next operations arrive meanwhile.
+        let next = Array(fromA[20..<60])
+        let arriving = Task.detached {
+            await withCheckedContinuation { continuation in installing.submitRemote(next) { continuation.resume(returning: $0) } }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        gated.open()
+        let held = try await install.value.get()
+        _ = try await arriving.value.get()
+        #expect(held[logA] == 4_400)
+        #expect(b.durableVector[logA] == 4_400, "the durable position must not go back: \(b.durableVector)")
+        let written = b.writer.queue.sync { b.writer.durableThrough[LogKey(logA)] }
+        #expect(written == 4_400, "the log writer's durable position went back to \(String(describing: written))")
+        // What the snapshot covers is not read from the journal: a peer that lacks it gets the
+        // snapshot, where a reader would meet 21...60 and then a hole.
+        #expect(throws: JournalReadError.self) { _ = try b.logReader(for: logA, from: 21) }
+        await register(b, batches: 3_000..<3_005)
+        let before = b.snapshotState()
+        b.close()
+        b = try open(dirB.path, node: "node-b")
+        defer { b.close() }
+        #expect(b.snapshotState() == before)
+        #expect(b.durableVector[logA] == 4_400)
+        // A's log past the snapshot reads on from the journal once A sends more (nothing of it
+        // is held here below 4,401 but the snapshot).
+        #expect(throws: JournalReadError.self) { _ = try b.logReader(for: logA, from: 21) }
     }
 
     @Test func aNodeWithItsOwnWritesInstallsAPeersSnapshotAndKeepsItAcrossARestart() async throws {

@@ -1,0 +1,50 @@
+import Dispatch
+import RegistryStorage
+import Synchronization
+
+/// The real disk, with one call held: the first rename whose destination's name starts with
+/// `prefix` signals ``reached`` and then waits for ``open()``. A test uses it to act while the
+/// code that renames is stopped at that point (a snapshot install, inside the log writer's queue),
+/// so that a race that depends on timing happens every time.
+public final class GatedFileSystem: FileSystem, Sendable {
+    private let inner = PosixFileSystem()
+    private let prefix: String
+    /// Signalled once the held rename is reached.
+    public let reached = DispatchSemaphore(value: 0)
+    private let gate = DispatchSemaphore(value: 0)
+    private let armed = Mutex(true)
+
+    public init(holdingRenamesTo prefix: String) {
+        self.prefix = prefix
+    }
+
+    /// Lets the held rename go on.
+    public func open() { gate.signal() }
+
+    public func rename(_ source: String, to destination: String) throws(StorageError) {
+        let name = destination.split(separator: "/").last.map(String.init) ?? destination
+        let hold = name.hasPrefix(prefix) && armed.withLock { armed in
+            defer { armed = false }
+            return armed
+        }
+        if hold {
+            reached.signal()
+            gate.wait()
+        }
+        try inner.rename(source, to: destination)
+    }
+
+    public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle { try inner.open(path, create: create) }
+    public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
+        try inner.write(file, bytes, at: offset)
+    }
+    public func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
+        try inner.read(file, at: offset, count: count)
+    }
+    public func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
+    public func sync(_ file: FileHandle) throws(StorageError) { try inner.sync(file) }
+    public func close(_ file: FileHandle) { inner.close(file) }
+    public func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
+    public func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
+    public func syncDirectory(_ directory: String) throws(StorageError) { try inner.syncDirectory(directory) }
+}
