@@ -30,6 +30,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pumping = false
     private var pumpAgain = false
     private let engine: RegistryEngine
+    /// This node's TLS certificate (DER); nil without TLS.
+    private let ownCertificate: [UInt8]?
     /// Remembers this connection's bundles, so each is validated once.
     private var resolver: BundleResolver
     private var logger: Logger
@@ -39,13 +41,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The role this connection said hello as (client or admin), once accepted.
     private var helloRole: String?
 
-    /// `peersNeedCertificate`: the connection is TLS, and a peer's hello needs a verified client
-    /// certificate (``NodeTLS``).
-    init(engine: RegistryEngine, peersNeedCertificate: Bool = false, logger: Logger) {
+    /// `ownCertificate`: the connection is TLS with this certificate (DER), and a peer's hello
+    /// needs a verified client certificate (``NodeTLS``); its proof covers both certificates.
+    init(engine: RegistryEngine, ownCertificate: [UInt8]? = nil, logger: Logger) {
         self.engine = engine
         self.logger = logger
+        self.ownCertificate = ownCertificate
         self.machine = ConnectionStateMachine(
-            maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: peersNeedCertificate)
+            maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: ownCertificate != nil)
         self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
         self.unread = ByteBuffer()
         self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
@@ -169,7 +172,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let rest = unread
         unread = ByteBuffer()
         do {
-            let peer = PeerConnectionHandler(engine: engine, logger: logger, alreadyRead: rest, challenge: challenge)
+            // The dialer's certificate, as TLS verified it, and this node's: the peer's proof covers both.
+            let dialer = try? context.pipeline.syncOperations.nioSSL_peerCertificate()?.toDERBytes()
+            let peer = PeerConnectionHandler(
+                engine: engine, logger: logger, alreadyRead: rest, challenge: challenge,
+                binding: ChannelBinding.of(dialer: dialer, receiver: ownCertificate))
             try context.pipeline.syncOperations.addHandler(peer, position: .after(self))
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         } catch {

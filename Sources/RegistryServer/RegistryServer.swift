@@ -38,7 +38,8 @@ public final class RegistryServer: Service, Sendable {
         self.drainTimeout = .milliseconds(Int64(configuration.drainTimeoutSeconds * 1_000))
         self.logger = logger
         self.group = group
-        self.replication = Replication(engine: engine, peers: configuration.peers, group: group, tls: tls?.peerClient, logger: logger)
+        self.replication = Replication(
+            engine: engine, peers: configuration.peers, group: group, tls: tls.map { ($0.peerClient, $0.certificate) }, logger: logger)
         self.advertise = configuration.advertise
         self.hasPeers = !configuration.peers.isEmpty
     }
@@ -64,7 +65,7 @@ public final class RegistryServer: Service, Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(engine: engine, peersNeedCertificate: tls != nil, logger: logger))
+                        ConnectionHandler(engine: engine, ownCertificate: tls?.certificate, logger: logger))
                 }
             }
             .bind(host: host, port: port).get()

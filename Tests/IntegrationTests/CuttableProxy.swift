@@ -1,16 +1,19 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A TCP relay on loopback between two nodes, which a test can cut (every connection through it
 /// closed, new ones closed as they arrive) and heal: a network partition without touching the
-/// node. Peers name the relay's port instead of the node's.
+/// node. Peers name the relay's port instead of the node's. With `terminatingTLS`, it is a relay
+/// in the middle that holds a certificate the nodes trust: it ends each side's TLS and relays
+/// the plaintext.
 final class CuttableProxy: Sendable {
     private let server: any Channel
     private let links = Links()
     var port: Int { server.localAddress?.port ?? 0 }
 
-    init(toPort target: Int) throws {
+    init(toPort target: Int, terminatingTLS tls: (server: NIOSSLContext, client: NIOSSLContext)? = nil) throws {
         let links = self.links
         server = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -19,6 +22,7 @@ final class CuttableProxy: Sendable {
                 let outbound = ClientBootstrap(group: inbound.eventLoop)
                     .channelInitializer { outbound in
                         outbound.eventLoop.makeCompletedFuture {
+                            if let tls { try outbound.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls.client, serverHostname: nil)) }
                             try outbound.pipeline.syncOperations.addHandler(Relay(to: outbound.eventLoop.makeSucceededFuture(inbound)))
                         }
                     }
@@ -26,6 +30,7 @@ final class CuttableProxy: Sendable {
                 outbound.whenSuccess { outbound in links.state.withLock { $0.open += [inbound, outbound] } }
                 outbound.whenFailure { _ in inbound.close(promise: nil) }
                 return inbound.eventLoop.makeCompletedFuture {
+                    if let tls { try inbound.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
                     try inbound.pipeline.syncOperations.addHandler(Relay(to: outbound))
                 }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOSSL
 import Platform
 import RegistryTestSupport
 import Testing
@@ -22,6 +23,60 @@ import Testing
             """
         let result = try run("/bin/bash", ["-c", script])
         guard result.status == 0 else { throw TLSTestError("openssl failed: \(result.stderr)") }
+    }
+
+    /// Another certificate that `ca`'s CA signed, as `<name>.pem` and `<name>.key`.
+    static func makeCertificate(_ name: String, signedBy ca: String, in directory: String) throws {
+        let script = """
+            set -e
+            cd '\(directory)'
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout \(name).key -out \(name).csr -subj /CN=\(name)
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth,clientAuth\\n' > \(name).ext
+            openssl x509 -req -in \(name).csr -CA \(ca)-ca.pem -CAkey \(ca)-ca.key -CAcreateserial -out \(name).pem -days 2 -extfile \(name).ext
+            """
+        let result = try run("/bin/bash", ["-c", script])
+        guard result.status == 0 else { throw TLSTestError("openssl failed: \(result.stderr)") }
+    }
+
+    /// A relay that holds a certificate the cluster's CA signed, ending TLS on both sides and
+    /// passing on what it reads, cannot carry a peer's handshake: the proofs cover the
+    /// certificates each end saw, and each end saw the relay's. (Without that binding, on
+    /// f895048, the relayed link streamed.)
+    @Test func aRelayInTheMiddleCannotCarryAPeersHandshake() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let certs = temp.path
+        try Self.makeCertificates("cluster", in: certs)
+        try Self.makeCertificate("relay", signedBy: "cluster", in: certs)
+        func context(server: Bool) throws -> NIOSSLContext {
+            let chain = try NIOSSLCertificate.fromPEMFile("\(certs)/relay.pem").map { NIOSSLCertificateSource.certificate($0) }
+            let key = NIOSSLPrivateKeySource.privateKey(try NIOSSLPrivateKey(file: "\(certs)/relay.key", format: .pem))
+            var configuration = server
+                ? TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: key) : TLSConfiguration.makeClientConfiguration()
+            configuration.certificateChain = chain
+            configuration.privateKey = key
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile("\(certs)/cluster-ca.pem"))
+            configuration.certificateVerification = server ? .optionalVerification : .noHostnameVerification
+            return try NIOSSLContext(configuration: configuration)
+        }
+        let ports = [try freePort(), try freePort()]
+        let relay = try CuttableProxy(toPort: ports[0], terminatingTLS: (try context(server: true), try context(server: false)))
+        defer { relay.close() }
+        var nodes = [DaemonProcess]()
+        defer { for node in nodes { node.stop() } }
+        for (index, name) in ["node-a", "node-b"].enumerated() {
+            try FileManager.default.createDirectory(atPath: "\(temp.path)/\(name)", withIntermediateDirectories: true)
+            // node-b reaches node-a only through the relay; node-a names nobody.
+            let peers = index == 1 ? ["--peers", "127.0.0.1:\(relay.port)"] : []
+            nodes.append(
+                try DaemonProcess(
+                    dataDirectory: "\(temp.path)/\(name)", port: ports[index],
+                    arguments: ["--node-id", name, "--cluster-secret", "s3cret"] + peers + tlsFlags("cluster", in: certs)))
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !nodes[0].log.contains("did not prove the cluster secret") { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(nodes[0].log.contains("did not prove the cluster secret over this connection's challenge and certificates"), "\(nodes[0].log)")
+        #expect(!nodes[0].log.contains("peer connected"), "the relayed handshake was accepted")
     }
 
     struct TLSTestError: Error, CustomStringConvertible {
@@ -97,6 +152,9 @@ import Testing
             if !replicated { Thread.sleep(forTimeInterval: 0.2) }
         }
         #expect(replicated, "node-b never held \(device)")
+        // The peers' proofs covered the certificates both ends saw (ChannelBinding).
+        #expect(nodes[1].log.contains("peer connected") && nodes[1].log.contains("bound_to_tls=true"), "\(nodes[1].log)")
+        #expect(!nodes[1].log.contains("bound_to_tls=false"))
 
         // Plaintext to the TLS port, and a client that trusts another CA, are refused.
         let plaintext = try ctl(["status"], endpoint: nodes[0].endpoint, token: token, ca: nil)

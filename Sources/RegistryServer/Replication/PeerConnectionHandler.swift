@@ -32,7 +32,8 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var membershipCheck: RepeatedTask?
 
     /// `challenge` is the one this node's HelloAccepted sent, which the peer's hello must sign.
-    init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer, challenge: UInt64) {
+    /// `binding` is the connection's ``ChannelBinding``, empty without TLS.
+    init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer, challenge: UInt64, binding: [UInt8] = []) {
         self.engine = engine
         self.logger = logger
         self.unread = alreadyRead
@@ -40,6 +41,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.machine = PeerSessionStateMachine(
             identity: engine.peerIdentity, challenge: challenge, maxBatchOperations: PeerLink.maxBatchOperations,
             removed: Set(engine.members.filter(\.value.removed).keys))
+        self.machine.binding = binding
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -126,13 +128,13 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         switch action {
         case .welcome(let peer, let peerChallenge):
             logger[metadataKey: "peer_node"] = "\(peer)"
-            logger.info("peer connected")
+            logger.info("peer connected", metadata: ["bound_to_tls": "\(!machine.binding.isEmpty)"])
             // A node started alone becomes a member once a peer joins through it.
             engine.joinCluster()
             let welcome = PeerWelcome(
                 nodeID: engine.nodeID.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
                 maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
-                proof: engine.peerIdentity.proof.sign(.welcome, challenge: peerChallenge, nodeID: engine.nodeID.value))
+                proof: engine.peerIdentity.proof.sign(.welcome, challenge: peerChallenge, nodeID: engine.nodeID.value, binding: machine.binding))
             write(.welcome(welcome), context: context)
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             membershipCheck = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [engine] task in

@@ -18,7 +18,7 @@ struct PeerIdentity: Sendable {
 
     /// Why a peer's hello is refused, as the peer will read it; nil to welcome it. `challenge`
     /// is the one this node sent in its HelloAccepted.
-    func refusal(of hello: PeerHello, challenge: UInt64) -> WireError? {
+    func refusal(of hello: PeerHello, challenge: UInt64, binding: [UInt8] = []) -> WireError? {
         guard hello.version.major == ProtocolVersion.current.major else {
             return WireError(
                 code: .unsupportedVersion,
@@ -40,9 +40,11 @@ struct PeerIdentity: Sendable {
                 code: .mintingKeyMismatch,
                 message: "peer \(hello.nodeID) mints device IDs with another key: give every node the same --cluster-secret")
         }
-        guard proof.verify(hello.proof, .hello, challenge: challenge, nodeID: hello.nodeID) else {
+        guard proof.verify(hello.proof, .hello, challenge: challenge, nodeID: hello.nodeID, binding: binding) else {
             return WireError(
-                code: .unauthenticated, message: "peer \(hello.nodeID) did not prove the cluster secret over this connection's challenge")
+                code: .unauthenticated,
+                message: "peer \(hello.nodeID) did not prove the cluster secret over this connection's challenge"
+                    + (binding.isEmpty ? "" : " and certificates (a relay in between is refused too)"))
         }
         // Checked after the proof: only a member may learn that the rules differ.
         guard hello.vendorRulesFingerprint == 0 || hello.vendorRulesFingerprint == vendorRulesFingerprint else {
@@ -55,10 +57,10 @@ struct PeerIdentity: Sendable {
 
     /// This node's hello, with what it holds, signing the `challenge` of the peer's
     /// HelloAccepted and asking the peer to sign `ownChallenge`.
-    func hello(holding vector: VersionVector, challenge: UInt64, ownChallenge: UInt64) -> PeerHello {
+    func hello(holding vector: VersionVector, challenge: UInt64, ownChallenge: UInt64, binding: [UInt8] = []) -> PeerHello {
         PeerHello(
             clusterID: clusterID, nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions,
-            mintingKeyFingerprint: mintingKeyFingerprint, proof: proof.sign(.hello, challenge: challenge, nodeID: nodeID.value),
+            mintingKeyFingerprint: mintingKeyFingerprint, proof: proof.sign(.hello, challenge: challenge, nodeID: nodeID.value, binding: binding),
             challenge: ownChallenge, vendorRulesFingerprint: vendorRulesFingerprint)
     }
 }

@@ -33,8 +33,8 @@ final class PeerLink: @unchecked Sendable {
     static let window = 4
 
     let address: PeerAddress
-    /// TLS for the connection to the peer; nil: plain TCP.
-    private let tls: NIOSSLContext?
+    /// TLS for the connection to the peer, and this node's certificate (DER); nil: plain TCP.
+    private let tls: (context: NIOSSLContext, certificate: [UInt8])?
     private let engine: RegistryEngine
     private let group: any EventLoopGroup
     private let queue: DispatchQueue
@@ -62,7 +62,10 @@ final class PeerLink: @unchecked Sendable {
     /// file outlives its deletion by a newer snapshot.
     private var snapshotFile: (handle: FileHandle, name: String)?
 
-    init(address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: NIOSSLContext? = nil, logger: Logger) {
+    init(
+        address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
+        logger: Logger
+    ) {
         self.tls = tls
         self.address = address
         self.engine = engine
@@ -120,9 +123,12 @@ final class PeerLink: @unchecked Sendable {
 
     // MARK: - Events from the connection (any thread)
 
-    fileprivate func received(_ frame: ServerFrame, on source: any Channel) {
+    /// The answer to the client hello; `peerCertificate` is the one TLS verified (DER), nil
+    /// without TLS.
+    fileprivate func received(_ frame: ServerFrame, on source: any Channel, peerCertificate: [UInt8]?) {
         queue.async {
             guard self.channel === source else { return }
+            self.machine.binding = ChannelBinding.of(dialer: self.tls?.certificate, receiver: peerCertificate)
             self.carryOut(self.machine.received(frame, challenge: UInt64.random(in: 1...UInt64.max), random: &self.random))
         }
     }
@@ -165,7 +171,8 @@ final class PeerLink: @unchecked Sendable {
             let hello = Hello(version: .current, role: .peer, clientName: "registryd \(engine.nodeID)")
             send { buffer throws(CodecError) in try ClientFrame(requestID: 0, body: .hello(hello)).encodeFrame(into: &buffer) }
         case .sendPeerHello(let challenge, let ownChallenge):
-            let hello = engine.peerIdentity.hello(holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge)
+            let hello = engine.peerIdentity.hello(
+                holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge, binding: machine.binding)
             send { buffer throws(CodecError) in try PeerFrame.hello(hello).encodeFrame(into: &buffer) }
         case .stream:
             if case .streaming(let peer) = machine.state, logger[metadataKey: "peer_node"] == nil {
@@ -218,7 +225,9 @@ final class PeerLink: @unchecked Sendable {
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
                     // Peers verify each other's certificates against the cluster's CA, not a host name.
-                    if let tls { try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: nil)) }
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls.context, serverHostname: nil))
+                    }
                     try channel.pipeline.syncOperations.addHandler(PeerLinkHandler(link: link))
                 }
             }
@@ -463,7 +472,8 @@ private final class PeerLinkHandler: ChannelInboundHandler {
                     link.received(try PeerFrame(decoding: payload), on: context.channel)
                 } else {
                     accepted = true
-                    link.received(try ServerFrame(decoding: payload), on: context.channel)
+                    let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate()?.toDERBytes()
+                    link.received(try ServerFrame(decoding: payload), on: context.channel, peerCertificate: certificate)
                 }
             }
         } catch {

@@ -64,6 +64,9 @@ struct PeerLinkStateMachine {
     let ownInstanceID: UInt64
     /// Checks that the receiver's welcome signs ``ownChallenge`` with the cluster secret.
     let proof: PeerProof
+    /// The connection's ``ChannelBinding``, set by the shell once the peer answered (empty
+    /// without TLS): the welcome's proof must cover it, and this node's hello signs it.
+    var binding: [UInt8] = []
     /// The challenge of the PeerHello in flight.
     private(set) var ownChallenge: UInt64 = 0
     let window: Int
@@ -157,7 +160,7 @@ struct PeerLinkStateMachine {
             guard welcome.nodeID == peer.value, let holds = try? VersionVector(positions: welcome.versionVector) else {
                 return fail("the peer's welcome names another node or an invalid log", random: &random)
             }
-            guard proof.verify(welcome.proof, .welcome, challenge: ownChallenge, nodeID: welcome.nodeID) else {
+            guard proof.verify(welcome.proof, .welcome, challenge: ownChallenge, nodeID: welcome.nodeID, binding: binding) else {
                 return fail("the peer did not prove the cluster secret over this connection's challenge", random: &random)
             }
             state = .streaming(peer: peer)

@@ -31,6 +31,8 @@ struct PeerSessionStateMachine {
     let identity: PeerIdentity
     /// The most operations one batch may hold.
     let maxBatchOperations: Int
+    /// The connection's ``ChannelBinding``, which the peer's proof must cover (empty without TLS).
+    var binding: [UInt8] = []
     /// Nodes removed from the cluster, refused for good.
     let removed: Set<NodeID>
     /// The snapshot transfer under way, if any.
@@ -51,7 +53,7 @@ struct PeerSessionStateMachine {
         case (.closed, _):
             return .ignore
         case (.awaitingHello, .hello(let hello)):
-            if let refusal = identity.refusal(of: hello, challenge: challenge) { return refuse(refusal) }
+            if let refusal = identity.refusal(of: hello, challenge: challenge, binding: binding) { return refuse(refusal) }
             let peer = NodeID(trusted: hello.nodeID)
             guard !removed.contains(peer) else {
                 return refuse(WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"))

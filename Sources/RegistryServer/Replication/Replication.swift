@@ -27,10 +27,14 @@ public final class Replication: Sendable {
     /// link may be the one to that member, reached at another address (a proxy, a service name).
     static let identifyingSeconds: UInt64 = 10
 
-    /// TLS for dialling peers (``NodeTLS/peerClient``); nil: plain TCP.
-    private let tls: NIOSSLContext?
+    /// TLS for dialling peers (``NodeTLS/peerClient``) and this node's certificate (DER); nil:
+    /// plain TCP.
+    private let tls: (context: NIOSSLContext, certificate: [UInt8])?
 
-    public init(engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, tls: NIOSSLContext? = nil, logger: Logger) {
+    public init(
+        engine: RegistryEngine, peers: [PeerAddress], group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
+        logger: Logger
+    ) {
         self.tls = tls
         let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, tls: tls, logger: logger) })
         self.links = links

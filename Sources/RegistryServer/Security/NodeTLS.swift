@@ -12,6 +12,8 @@ import NIOSSL
 public struct NodeTLS: Sendable {
     let server: NIOSSLContext
     let peerClient: NIOSSLContext
+    /// This node's own certificate (DER), for the peers' ``ChannelBinding``.
+    let certificate: [UInt8]
 
     /// Nil when TLS is off (no `--tls-cert`).
     public static func load(_ configuration: NodeConfiguration) throws(ConfigurationError) -> NodeTLS? {
@@ -54,7 +56,9 @@ public struct NodeTLS: Sendable {
         client.trustRoots = .certificates(roots)
         client.certificateVerification = .noHostnameVerification
         do {
-            return NodeTLS(server: try NIOSSLContext(configuration: server), peerClient: try NIOSSLContext(configuration: client))
+            return NodeTLS(
+                server: try NIOSSLContext(configuration: server), peerClient: try NIOSSLContext(configuration: client),
+                certificate: try chain[0].toDERBytes())
         } catch {
             throw .invalidValue(source: "--tls-key", reason: "the key does not fit the certificate, or TLS cannot start: \(error)")
         }

@@ -18,18 +18,20 @@ struct PeerProof: Sendable {
         key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array("registry peer key v1".utf8), using: SymmetricKey(data: Array(secret.utf8)))))
     }
 
-    /// HMAC-SHA256 of the side's name, a 0 byte, the challenge as 8 bytes big-endian, and the
-    /// signing node's ID.
-    func sign(_ side: Side, challenge: UInt64, nodeID: String) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Self.message(side, challenge: challenge, nodeID: nodeID), using: key))
+    /// HMAC-SHA256 of the side's name, a 0 byte, the challenge as 8 bytes big-endian, the
+    /// signing node's ID, and the connection's ``ChannelBinding`` (nothing without TLS).
+    func sign(_ side: Side, challenge: UInt64, nodeID: String, binding: [UInt8] = []) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Self.message(side, challenge: challenge, nodeID: nodeID, binding: binding), using: key))
     }
 
-    /// Whether `proof` is the signature of (side, challenge, nodeID), compared in constant time.
-    func verify(_ proof: [UInt8], _ side: Side, challenge: UInt64, nodeID: String) -> Bool {
-        HMAC<SHA256>.isValidAuthenticationCode(proof, authenticating: Self.message(side, challenge: challenge, nodeID: nodeID), using: key)
+    /// Whether `proof` is the signature of (side, challenge, nodeID, binding), compared in
+    /// constant time.
+    func verify(_ proof: [UInt8], _ side: Side, challenge: UInt64, nodeID: String, binding: [UInt8] = []) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(
+            proof, authenticating: Self.message(side, challenge: challenge, nodeID: nodeID, binding: binding), using: key)
     }
 
-    private static func message(_ side: Side, challenge: UInt64, nodeID: String) -> [UInt8] {
-        Array(side.rawValue.utf8) + [0] + withUnsafeBytes(of: challenge.bigEndian) { Array($0) } + Array(nodeID.utf8)
+    private static func message(_ side: Side, challenge: UInt64, nodeID: String, binding: [UInt8]) -> [UInt8] {
+        Array(side.rawValue.utf8) + [0] + withUnsafeBytes(of: challenge.bigEndian) { Array($0) } + Array(nodeID.utf8) + binding
     }
 }

@@ -20,6 +20,34 @@ import Testing
         return nil
     }
 
+    /// Over TLS the proofs cover both certificates as each end saw them: a relay that terminates
+    /// TLS shows each end a certificate of its own, so a hello it forwards is refused, even
+    /// signed with the right secret over the right challenge.
+    @Test func overTLSAHelloMustCoverTheCertificatesThisConnectionSaw() {
+        let direct = ChannelBinding.of(dialer: [1, 2, 3], receiver: [4, 5, 6])
+        let relayed = ChannelBinding.of(dialer: [1, 2, 3], receiver: [7, 8, 9])
+        #expect(direct.count == 64 && direct != relayed && ChannelBinding.of(dialer: nil, receiver: [4]).isEmpty)
+        func hello(binding: [UInt8]) -> PeerFrame {
+            .hello(
+                PeerHello(
+                    clusterID: "c", nodeID: "node-b", epoch: 1, versionVector: [], mintingKeyFingerprint: 9,
+                    proof: PeerProof.test.sign(.hello, challenge: 1_234, nodeID: "node-b", binding: binding), challenge: 3))
+        }
+        var session = PeerSessionStateMachine(identity: identity, challenge: 1_234, maxBatchOperations: 4)
+        session.binding = direct
+        #expect(session.received(hello(binding: direct)) == .welcome(peer: NodeID(trusted: "node-b"), challenge: 3))
+        for binding in [relayed, []] {
+            var forwarded = PeerSessionStateMachine(identity: identity, challenge: 1_234, maxBatchOperations: 4)
+            forwarded.binding = direct
+            #expect(refusal(forwarded.received(hello(binding: binding))) == .unauthenticated)
+        }
+        // The welcome's proof likewise.
+        #expect(PeerProof.test.verify(
+            PeerProof.test.sign(.welcome, challenge: 5, nodeID: "node-a", binding: direct), .welcome, challenge: 5, nodeID: "node-a", binding: direct))
+        #expect(!PeerProof.test.verify(
+            PeerProof.test.sign(.welcome, challenge: 5, nodeID: "node-a", binding: relayed), .welcome, challenge: 5, nodeID: "node-a", binding: direct))
+    }
+
     @Test func aHelloMustSignThisConnectionsChallengeWithTheClusterSecret() {
         var good = PeerSessionStateMachine(identity: identity, challenge: 1_234, maxBatchOperations: 4)
         #expect(good.received(hello(signedBy: .test, challenge: 1_234)) == .welcome(peer: NodeID(trusted: "node-b"), challenge: 3))
