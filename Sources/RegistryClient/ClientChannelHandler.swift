@@ -5,13 +5,13 @@ import RegistryWire
 /// Where a request's answer goes: an async caller's promise, or a callback that runs on the
 /// connection's event loop (for callers that must not pay for a task per request).
 enum AnswerSink: Sendable {
-    case promise(EventLoopPromise<ServerBody>)
-    case callback(@Sendable (Result<ServerBody, RegistryClientError>) -> Void)
+    case promise(EventLoopPromise<ServerReply>)
+    case callback(@Sendable (Result<ServerReply, RegistryClientError>) -> Void)
 
-    func succeed(_ body: ServerBody) {
+    func succeed(_ reply: ServerReply) {
         switch self {
-        case .promise(let promise): promise.succeed(body)
-        case .callback(let callback): callback(.success(body))
+        case .promise(let promise): promise.succeed(reply)
+        case .callback(let callback): callback(.success(reply))
         }
     }
 
@@ -26,6 +26,8 @@ enum AnswerSink: Sendable {
 /// A request waiting to be written, with where its answer goes.
 struct PendingRequest: Sendable {
     let body: ClientBody
+    /// The request's own causal token (the session's is added when it is written).
+    var after: CausalToken = .empty
     let answer: AnswerSink
 }
 
@@ -61,12 +63,18 @@ final class ClientChannelHandler: ChannelDuplexHandler {
 
     /// The write concern every registration frame carries; nil leaves it to the node.
     private let ackReplicas: UInt32?
+    /// Merged into every request's `after`, and fed every answer's token; nil: none.
+    private let session: CausalSession?
+    /// The held registrations' own tokens, merged: the coalesced frame carries them all.
+    private var heldAfter = CausalToken.empty
 
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
     /// - Parameter ackReplicas: peers that must hold each registration before its answer.
-    init(maxCoalesced: Int, ackReplicas: UInt32? = nil) {
+    /// - Parameter session: the causal session requests carry and answers feed.
+    init(maxCoalesced: Int, ackReplicas: UInt32? = nil, session: CausalSession? = nil) {
         coalescer = RegistrationCoalescer(limit: maxCoalesced)
         self.ackReplicas = ackReplicas
+        self.session = session
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -82,12 +90,13 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             return
         }
         if case .register(let registration) = request.body, coalescer.accepts(registration) {
+            heldAfter.merge(request.after)
             if coalescer.hold(registration, answeringTo: request.answer) { writeHeld(context: context) }
             return
         }
         // Anything else goes after the registrations written before it.
         writeHeld(context: context)
-        send(request.body, to: .single(request.answer), context: context)
+        send(request.body, after: request.after, to: .single(request.answer), context: context)
     }
 
     func flush(context: ChannelHandlerContext) {
@@ -104,10 +113,12 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     /// Writes the held registrations as one frame.
     private func writeHeld(context: ChannelHandlerContext) {
         guard let (body, sinks) = coalescer.take() else { return }
-        send(body, to: sinks.count == 1 ? .single(sinks[0]) : .coalesced(sinks), context: context)
+        let after = heldAfter
+        heldAfter = .empty
+        send(body, after: after, to: sinks.count == 1 ? .single(sinks[0]) : .coalesced(sinks), context: context)
     }
 
-    private func send(_ body: ClientBody, to waiter: Waiting, context: ChannelHandlerContext) {
+    private func send(_ body: ClientBody, after: CausalToken, to waiter: Waiting, context: ChannelHandlerContext) {
         let id = nextRequestID
         nextRequestID += 1
         var buffer = context.channel.allocator.buffer(capacity: 128)
@@ -117,7 +128,9 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             case .register, .registerBatch: concern = ackReplicas
             default: concern = nil
             }
-            try ClientFrame(requestID: id, body: body, ackReplicas: concern).encodeFrame(into: &buffer)
+            let sessionAfter: CausalToken
+            if case .hello = body { sessionAfter = .empty } else { sessionAfter = session?.token ?? .empty }
+            try ClientFrame(requestID: id, body: body, ackReplicas: concern, after: after.merging(sessionAfter)).encodeFrame(into: &buffer)
         } catch {
             for sink in waiter.sinks { sink.fail(.unexpectedResponse("cannot encode request: \(error)")) }
             return
@@ -136,14 +149,15 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
+        session?.observe(frame.token)
         switch waiting.removeValue(forKey: frame.requestID) {
         case .single(let answer):
             if case .helloAccepted(let accepted) = frame.body { coalescer.adopt(accepted.limits) }
-            answer.succeed(frame.body)
+            answer.succeed(ServerReply(body: frame.body, token: frame.token))
         case .coalesced(let answers):
             for (answer, outcome) in zip(answers, RegistrationCoalescer<AnswerSink>.split(frame.body, count: answers.count)) {
                 switch outcome {
-                case .success(let body): answer.succeed(body)
+                case .success(let body): answer.succeed(ServerReply(body: body, token: frame.token))
                 case .failure(let error): answer.fail(error)
                 }
             }
@@ -171,6 +185,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private func failAll(_ error: RegistryClientError) {
         closedReason = closedReason ?? error
         let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
+        heldAfter = .empty
         waiting.removeAll()
         for answer in answers { answer.fail(error) }
     }

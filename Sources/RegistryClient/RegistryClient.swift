@@ -15,11 +15,14 @@ public final class RegistryClient: Sendable {
     /// What the server said in the handshake.
     public let server: HelloAccepted
     public let endpoint: Endpoint
+    /// The causal session every request carries and every answer feeds; nil: none.
+    public let session: CausalSession?
     private let channel: any Channel
 
-    private init(server: HelloAccepted, endpoint: Endpoint, channel: any Channel) {
+    private init(server: HelloAccepted, endpoint: Endpoint, session: CausalSession?, channel: any Channel) {
         self.server = server
         self.endpoint = endpoint
+        self.session = session
         self.channel = channel
     }
 
@@ -29,7 +32,7 @@ public final class RegistryClient: Sendable {
     /// Connects and performs the handshake.
     ///
     /// - Parameter maxCoalesced: single registrations (``register(_:)``, or `.register` bodies
-    ///   through ``send(_:)`` and ``enqueue(_:onAnswer:)``) written to the connection before it
+    ///   through ``send(_:)`` and ``enqueue(_:after:onAnswer:)``) written to the connection before it
     ///   flushes travel together as one batch frame of at most this many, and never more than
     ///   the server's batch limit. Each keeps its own answer or error, in the order written; the
     ///   server does less work per registration. 1 sends every registration in a frame of its own.
@@ -40,10 +43,14 @@ public final class RegistryClient: Sendable {
     ///   (`registryctl token issue`); without one such a node refuses the hello with
     ///   `unauthenticated`.
     /// - Parameter tls: connect with TLS, trusting what it names (a node run with `--tls-cert`).
+    /// - Parameter session: read your writes: every request carries the session's causal token,
+    ///   and every answer's token joins it (``CausalSession``). By default each client has its
+    ///   own; pass one session to the clients of several nodes for a guarantee across them, or
+    ///   nil for none (each request then carries only the token given with it).
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil, tls: ClientTLS? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
-        maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil
+        maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         do {
@@ -55,7 +62,7 @@ public final class RegistryClient: Sendable {
                         if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }
                         try channel.pipeline.syncOperations.addHandlers(
                             ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)),
-                            ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas))
+                            ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas, session: session))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port).get()
@@ -71,14 +78,14 @@ public final class RegistryClient: Sendable {
         }
         let answer: ServerBody
         do {
-            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), on: channel)
+            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel).body
         } catch {
             try? await channel.close()
             throw error
         }
         switch answer {
         case .helloAccepted(let accepted):
-            return RegistryClient(server: accepted, endpoint: endpoint, channel: channel)
+            return RegistryClient(server: accepted, endpoint: endpoint, session: session, channel: channel)
         case .error(let error):
             try? await channel.close()
             throw .server(error)
@@ -88,11 +95,11 @@ public final class RegistryClient: Sendable {
         }
     }
 
-    private static func send(_ body: ClientBody, on channel: any Channel) async throws(RegistryClientError) -> ServerBody {
-        let promise = channel.eventLoop.makePromise(of: ServerBody.self)
+    private static func send(_ body: ClientBody, after: CausalToken, on channel: any Channel) async throws(RegistryClientError) -> ServerReply {
+        let promise = channel.eventLoop.makePromise(of: ServerReply.self)
         // A write that never reaches the handler (the channel already closed) must still
         // complete the request.
-        channel.writeAndFlush(PendingRequest(body: body, answer: .promise(promise))).whenFailure { error in
+        channel.writeAndFlush(PendingRequest(body: body, after: after, answer: .promise(promise))).whenFailure { error in
             promise.fail(RegistryClientError.connectionClosed("\(error)"))
         }
         do {
@@ -106,7 +113,13 @@ public final class RegistryClient: Sendable {
 
     /// Sends any request and returns the server's answer as is (errors included).
     public func send(_ body: ClientBody) async throws(RegistryClientError) -> ServerBody {
-        try await Self.send(body, on: channel)
+        try await Self.send(body, after: .empty, on: channel).body
+    }
+
+    /// Sends any request, to be answered only by a node that holds what `after` names (with the
+    /// session's token), and returns the answer as is with its own causal token.
+    public func reply(_ body: ClientBody, after: CausalToken = .empty) async throws(RegistryClientError) -> ServerReply {
+        try await Self.send(body, after: after, on: channel)
     }
 
     /// The event loop this connection's callbacks run on.
@@ -119,24 +132,37 @@ public final class RegistryClient: Sendable {
     ///
     /// `onAnswer` runs exactly once, and never before `enqueue` returns, even on a connection
     /// that is already closed: a caller may enqueue again from its callback.
+    ///
+    /// `after`: answer only from a node that holds what it names (merged with the session's).
     public func enqueue(
-        _ body: ClientBody, onAnswer: @escaping @Sendable (Result<ServerBody, RegistryClientError>) -> Void
+        _ body: ClientBody, after: CausalToken = .empty, onAnswer: @escaping @Sendable (Result<ServerReply, RegistryClientError>) -> Void
     ) {
         let eventLoop = channel.eventLoop
-        channel.write(PendingRequest(body: body, answer: .callback(onAnswer))).whenFailure { error in
+        channel.write(PendingRequest(body: body, after: after, answer: .callback(onAnswer))).whenFailure { error in
             // Only for writes the handler never saw (the channel had already closed).
             eventLoop.execute { onAnswer(.failure(.connectionClosed("\(error)"))) }
         }
     }
 
-    /// Sends everything ``enqueue(_:onAnswer:)`` queued.
+    /// Sends everything ``enqueue(_:after:onAnswer:)`` queued.
     public func flush() {
         channel.flush()
     }
 
     public func register(_ request: RegisterRequest) async throws(RegistryClientError) -> RegisterResult {
-        switch try await send(.register(request)) {
-        case .registerResult(let result): return result
+        try await register(request, after: .empty).result
+    }
+
+    /// Registers as a node that holds what `after` names sees the device: an app that keeps the
+    /// returned token beside its keychain UUID (in the vendor's shared keychain) and sends it
+    /// with its next registration, from any of the vendor's apps, is never told of a second
+    /// device because that registration reached a node that had not yet heard of the first.
+    public func register(
+        _ request: RegisterRequest, after: CausalToken
+    ) async throws(RegistryClientError) -> (result: RegisterResult, token: CausalToken) {
+        let reply = try await Self.send(.register(request), after: after, on: channel)
+        switch reply.body {
+        case .registerResult(let result): return (result, reply.token)
         case .error(let error): throw .server(error)
         case let other: throw .unexpectedResponse("\(other) to RegisterRequest")
         }

@@ -1,4 +1,5 @@
 import RegistryCore
+import RegistryWire
 
 /// What the generator believes about one device the registry acknowledged: its identifiers,
 /// the ID it was given, and every identifier it ever presented (for `--verify`).
@@ -14,6 +15,10 @@ public struct ModelDevice: Sendable {
     public let otherID: UUID128?
     /// Identifiers presented earlier and since replaced (old IDFVs, lost keychain UUIDs).
     public internal(set) var replaced: [Identifier] = []
+    /// The causal token of the device's latest acknowledged registration: what an app keeps
+    /// beside its keychain UUID and sends with its next registration, from any of the vendor's
+    /// apps, to any node.
+    public internal(set) var token: CausalToken = .empty
 
     /// Every identifier the device has claimed, current ones first.
     public var claims: [Identifier] {

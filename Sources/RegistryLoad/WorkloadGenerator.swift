@@ -1,4 +1,5 @@
 import RegistryCore
+import RegistryWire
 
 /// Produces the seeded stream of ``LoadUnit``s for a mix, and keeps the model of acknowledged
 /// devices that the known-device kinds and `--verify` need. A plain value: the same seed and the
@@ -71,8 +72,9 @@ public struct WorkloadGenerator: Sendable {
         }
     }
 
-    /// Records the registry's answer to a unit. `partnerID` is the second answer of a pair.
-    public mutating func acknowledge(_ unit: LoadUnit, deviceID: UUID128, partnerID: UUID128? = nil) {
+    /// Records the registry's answer to a unit. `partnerID` is the second answer of a pair;
+    /// `token` the causal token of the answer (of both answers, merged, for a pair).
+    public mutating func acknowledge(_ unit: LoadUnit, deviceID: UUID128, partnerID: UUID128? = nil, token: CausalToken = .empty) {
         if let partnerID {
             pairs += 1
             if partnerID != deviceID { divergentPairs += 1 }
@@ -84,7 +86,7 @@ public struct WorkloadGenerator: Sendable {
             devices.append(
                 ModelDevice(
                     vendor: unit.vendor, homeApp: unit.app, keychain: unit.keychain, idfv: unit.idfv, deviceID: deviceID,
-                    otherID: partnerID.flatMap { $0 == deviceID ? nil : $0 }))
+                    otherID: partnerID.flatMap { $0 == deviceID ? nil : $0 }, token: token))
         case .reinstall:
             let index = unit.known!
             if devices[index].idfv != unit.idfv {
@@ -100,5 +102,7 @@ public struct WorkloadGenerator: Sendable {
         case .returning, .sibling:
             break
         }
+        // The answer reflects at least what the device's token named: it replaces it.
+        if let known = unit.known { devices[known].token = token }
     }
 }

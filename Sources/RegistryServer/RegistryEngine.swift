@@ -24,12 +24,21 @@ public final class RegistryEngine: Sendable {
     public struct Answers: Sendable {
         let requestIDs: [UInt64]
         let decisions: [NodeState.Decision]
+        /// What the answers reflect (one token for the group: see ``submit(_:resolver:access:deliver:)``).
+        var token: CausalToken = .empty
 
         public var count: Int { requestIDs.count }
 
         public var frames: [ServerFrame] {
-            zip(requestIDs, decisions).map { ServerFrame(requestID: $0, body: $1.body) }
+            zip(requestIDs, decisions).map { ServerFrame(requestID: $0, body: $1.body, token: token) }
         }
+    }
+
+    /// A group of requests held until the node holds what their causal tokens name.
+    struct CausalWaiter: Sendable {
+        let frames: [ClientFrame]
+        let access: ConnectionAccess
+        let deliver: Delivery
     }
 
     /// Answers decided under the lock, waiting for their operations to become durable.
@@ -58,6 +67,11 @@ public final class RegistryEngine: Sendable {
         var snapshotPolicy: SnapshotPolicy
         /// What is durable of every log: what peers may be sent.
         var durable: VersionVector
+        /// What every member holds (``setRetentionFloor(_:)``), left out of answers' tokens; nil
+        /// when the node has no peers. Until the cluster sets it: nothing, so tokens name every log.
+        var causalFloor: [VersionVector.Log: UInt64]? = [:]
+        /// Requests whose causal tokens name operations not held yet.
+        var causalWaits = CausalWaits<CausalWaiter>()
     }
 
     public let nodeID: NodeID
@@ -97,6 +111,8 @@ public final class RegistryEngine: Sendable {
     let defaultAckReplicas: Int
     /// How long a write waits for its replicas before a retryable error (`--replica-timeout`).
     let replicaTimeoutMillis: UInt64
+    /// How long a request waits for what its causal token names (`--causal-timeout`).
+    let causalTimeoutMillis: UInt64
     /// The operations most recently made durable, for the peer links.
     let recent = RecentOperations()
     /// The links to peers, for the stats (set by ``Replication``).
@@ -185,6 +201,7 @@ public final class RegistryEngine: Sendable {
         self.pacing = configuration.commitPacing
         self.defaultAckReplicas = configuration.ackReplicas
         self.replicaTimeoutMillis = configuration.replicaTimeoutMillis
+        self.causalTimeoutMillis = configuration.causalTimeoutMillis
         self.vendorRules = configuration.vendorRules
         self.logger = logger
         self.wallClock = wallClock
@@ -213,9 +230,21 @@ public final class RegistryEngine: Sendable {
     /// (pending, or in a running commit) is answered only after a later commit pass, and it
     /// starts that commit itself when none is running.
     /// `access` is what the connection's token allows (``ConnectionAccess``).
-    func submit(_ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping Delivery) {
+    ///
+    /// A group in which a request carries a causal token naming operations the node does not
+    /// hold yet waits whole (``holdForTokens``); every answer of a group carries one token, taken
+    /// as the last request is decided, which covers what each of them saw.
+    func submit(
+        _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping Delivery,
+        causalDeadline: UInt64? = nil
+    ) {
         var prepared = frames.map {
             access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
+        }
+        if frames.contains(where: { !$0.after.isEmpty }),
+            holdForTokens(frames, prepared: &prepared, access: access, deliver: deliver, deadline: causalDeadline)
+        {
+            return
         }
         let replicas = replicasWanted(by: frames, prepared: &prepared)
         refuseLiveRemovals(frames, prepared: &prepared)
@@ -226,7 +255,9 @@ public final class RegistryEngine: Sendable {
         decisions.reserveCapacity(frames.count)
         var mustWait = false
         var ownThrough: UInt64 = 0
-        for (frame, request) in zip(frames, prepared) {
+        var token = CausalToken.empty
+        for (index, (frame, request)) in zip(frames, prepared).enumerated() {
+            let last = index == frames.count - 1
             let (decision, waits, through) = core.withLockedValue { core -> (NodeState.Decision, Bool, UInt64) in
                 if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
@@ -239,6 +270,10 @@ public final class RegistryEngine: Sendable {
                         access: access)
                 }
                 let wrote = core.commits.pendingOperations.count > before
+                // Everything the vector holds now is durable, or will be before this group's
+                // answers go (they wait for the pass that holds it), so the token never names an
+                // operation that a crash could take back.
+                if last { token = core.node.versionVector.causalToken(above: core.causalFloor) }
                 return (decision, undurable || wrote, wrote ? core.node.nextSequence - 1 : 0)
             }
             decisions.append(decision)
@@ -246,9 +281,107 @@ public final class RegistryEngine: Sendable {
             ownThrough = max(ownThrough, through)
         }
         let waiter = Waiter(
-            answers: Answers(requestIDs: requestIDs, decisions: decisions), deliver: deliver, replicas: ownThrough > 0 ? replicas : 0,
-            ownThrough: ownThrough, submittedNanos: submittedNanos)
+            answers: Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
+            replicas: ownThrough > 0 ? replicas : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
         enqueue(waiter, waits: mustWait)
+    }
+
+    // MARK: - Causal tokens (read your writes across nodes)
+
+    /// Holds the group when a request's token names operations this node does not hold yet, and
+    /// returns true; the group is submitted again once they arrive (``wakeCausalWaiters(_:)``),
+    /// or when `deadline` (`--causal-timeout` after it first arrived) passes. Past the deadline,
+    /// or with a timeout of 0, such a request is answered NOT_CAUGHT_UP instead, naming the nodes
+    /// that hold what it needs, and the rest of the group goes on. A token that names no valid
+    /// log is refused as the request's error.
+    private func holdForTokens(
+        _ frames: [ClientFrame], prepared: inout [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping Delivery,
+        deadline: UInt64?
+    ) -> Bool {
+        var required = [VersionVector?](repeating: nil, count: frames.count)
+        for index in frames.indices where !frames[index].after.isEmpty {
+            if case .refused = prepared[index] { continue }
+            let after = frames[index].after
+            guard after.positions.count <= CausalToken.maxPositions else {
+                prepared[index] = .refused(
+                    WireError(
+                        code: .invalidArgument,
+                        message: "the causal token names \(after.positions.count) logs, more than \(CausalToken.maxPositions)"))
+                continue
+            }
+            do {
+                required[index] = try VersionVector(positions: after.positions)
+            } catch {
+                prepared[index] = .refused(WireError(code: .invalidArgument, message: "the causal token: \(error.message)"))
+            }
+        }
+        let now = wallClock()
+        let deadline = deadline ?? now + causalTimeoutMillis
+        var refusals = [(Int, WireError)]()
+        let parked = core.withLockedValue { core -> Bool in
+            let held = core.node.versionVector
+            var unmet = [Int]()
+            var needed = VersionVector()
+            for index in frames.indices {
+                guard let required = required[index] else { continue }
+                let shortfall = held.shortfall(against: required)
+                guard !shortfall.isEmpty else { continue }
+                unmet.append(index)
+                for entry in shortfall { needed.recordAll(through: max(entry.needed, needed[entry.log]), in: entry.log) }
+            }
+            if unmet.isEmpty { return false }
+            if now < deadline {
+                core.causalWaits.park(CausalWaiter(frames: frames, access: access, deliver: deliver), until: needed, deadlineMillis: deadline)
+                return true
+            }
+            let members = core.node.registry.clusterMembers
+            for index in unmet {
+                refusals.append((index, Self.notCaughtUp(held.shortfall(against: required[index]!), members: members, waited: causalTimeoutMillis)))
+            }
+            return false
+        }
+        if parked {
+            counters.causalWaits.increment()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(deadline - now) + 1)) { self.expireCausalWaiters() }
+            return true
+        }
+        for (index, error) in refusals { prepared[index] = .refused(error) }
+        return false
+    }
+
+    /// NOT_CAUGHT_UP for what `shortfall` lacks: each log's origin, where it is reached, and how
+    /// far this node is behind in it.
+    static func notCaughtUp(
+        _ shortfall: [(log: VersionVector.Log, needed: UInt64, held: UInt64)], members: [NodeID: Member], waited: UInt64
+    ) -> WireError {
+        let logs = shortfall.map { entry -> String in
+            let address = members[entry.log.origin].map { $0.address.isEmpty ? "" : " at \($0.address)" } ?? ""
+            return "\(entry.log.origin)\(address) holds its log \(entry.log.epoch) through \(entry.needed), this node through \(entry.held)"
+        }
+        return WireError(
+            code: .notCaughtUp,
+            message: "this node does not hold what the causal token names after \(waited) ms: \(logs.joined(separator: "; ")); retry later, or on that node",
+            retryable: true)
+    }
+
+    /// Submits again held groups (taken out under the lock, and submitted after it): those a peer's
+    /// batch or a snapshot let through, and those whose deadline passed.
+    func wakeCausalWaiters(_ woken: [(payload: CausalWaiter, deadlineMillis: UInt64)]) {
+        for (waiter, deadline) in woken {
+            var resolver = BundleResolver(rules: vendorRules, capacity: 0)
+            submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline)
+        }
+    }
+
+    /// Answers the held groups whose deadline passed: their unmet requests get NOT_CAUGHT_UP.
+    private func expireCausalWaiters() {
+        let expired = core.withLockedValue { $0.causalWaits.expired(nowMillis: wallClock()) }
+        wakeCausalWaiters(expired)
+    }
+
+    /// Takes the held groups that the node's vector now covers (under the lock).
+    static func coveredCausalWaiters(_ core: inout Core) -> [(payload: CausalWaiter, deadlineMillis: UInt64)] {
+        core.causalWaits.isEmpty ? [] : core.causalWaits.covered(by: core.node.versionVector)
     }
 
     /// Delivers `waiter` now when it `waits` for nothing, otherwise after the commit pass that
@@ -479,6 +612,7 @@ public final class RegistryEngine: Sendable {
         _ operations: [LoggedOperation], deliver: @escaping @Sendable (Result<[LogPosition], WireError>) -> Void
     ) {
         let wall = wallClock()
+        var woken = [(payload: CausalWaiter, deadlineMillis: UInt64)]()
         let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
             if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
             let undurable = core.commits.holdsUndurable
@@ -489,9 +623,11 @@ public final class RegistryEngine: Sendable {
             // A refusal waits for what is being made durable too, so that the peer hears of its
             // earlier batches (acknowledged) before it hears of this one (refused).
             if let refusal { return (.answer(.error(refusal.wireError)), undurable) }
+            woken = Self.coveredCausalWaiters(&core)
             // What the node holds of every log, all of it durable by the time the answer goes.
             return (.replicated(held: core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
         }
+        wakeCausalWaiters(woken)
         if case .answer(.error(let error)) = decision, error.code == .clockSkew {
             counters.record(error: .clockSkew)
             counters.hlcRefusals.increment()
@@ -588,6 +724,7 @@ public final class RegistryEngine: Sendable {
     /// Journal files holding operations of a log past `floor[log]` stay, even once a snapshot
     /// covers them (the cluster sets it to what every member holds); nil lifts it.
     public func setRetentionFloor(_ floor: [VersionVector.Log: UInt64]?) {
+        core.withLockedValue { $0.causalFloor = floor }
         // What every member holds no link needs from memory either.
         recent.keepOnly(unheldBy: floor)
         snapshots.setRetentionFloor(

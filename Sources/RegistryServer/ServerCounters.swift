@@ -20,6 +20,8 @@ final class ServerCounters: Sendable {
     private let merged = Counter(label: MetricCatalog.registrations.name, dimensions: [("outcome", "merged")])
     /// Peer batches refused because their clock ran too far ahead.
     let hlcRefusals = Counter(label: MetricCatalog.hlcRefusals.name)
+    /// Request groups held until this node held what their causal tokens name.
+    let causalWaits = Counter(label: MetricCatalog.causalWaits.name)
     private let byRole = Mutex<[String: Int]>([:])
 
     /// Counts `answers` (client requests; peers' batches are not requests), their errors and

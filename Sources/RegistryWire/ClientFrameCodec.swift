@@ -10,7 +10,8 @@ extension ClientFrame {
         self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ClientFrame", unpack: registry__v1__client_frame__unpack) {
             (frame: Registry__V1__ClientFrame) throws(CodecError) -> ClientFrame in
             ClientFrame(
-                requestID: frame.request_id, body: try Self.body(of: frame), ackReplicas: frame.write_concern?.pointee.ack_replicas)
+                requestID: frame.request_id, body: try Self.body(of: frame), ackReplicas: frame.write_concern?.pointee.ack_replicas,
+                after: try CRead.causalToken(frame.after))
         }
     }
 
@@ -69,6 +70,7 @@ extension ClientFrame {
             concern.ack_replicas = ackReplicas
             frame.write_concern = arena.new(concern)
         }
+        frame.after = arena.causalToken(after)
         switch body {
         case .hello(let hello):
             var message = Registry__V1__Hello()

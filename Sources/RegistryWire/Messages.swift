@@ -338,11 +338,14 @@ public struct ClientFrame: Hashable, Sendable {
     /// For registrations: how many peers must hold the write before the answer; nil is the
     /// node's default (`--ack-replicas`).
     public var ackReplicas: UInt32?
+    /// Answer only once the node holds what this token names (read your writes across nodes).
+    public var after: CausalToken
 
-    public init(requestID: UInt64, body: ClientBody, ackReplicas: UInt32? = nil) {
+    public init(requestID: UInt64, body: ClientBody, ackReplicas: UInt32? = nil, after: CausalToken = .empty) {
         self.requestID = requestID
         self.body = body
         self.ackReplicas = ackReplicas
+        self.after = after
     }
 }
 
@@ -363,10 +366,13 @@ public enum ServerBody: Hashable, Sendable {
 public struct ServerFrame: Hashable, Sendable {
     public var requestID: UInt64
     public var body: ServerBody
+    /// What the answer reflects; empty for answers that are not about the registry's content.
+    public var token: CausalToken
 
-    public init(requestID: UInt64, body: ServerBody) {
+    public init(requestID: UInt64, body: ServerBody, token: CausalToken = .empty) {
         self.requestID = requestID
         self.body = body
+        self.token = token
     }
 }
 

@@ -8,7 +8,7 @@ extension ServerFrame {
     public init(decoding payload: ByteBuffer) throws(CodecError) {
         self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ServerFrame", unpack: registry__v1__server_frame__unpack) {
             (frame: Registry__V1__ServerFrame) throws(CodecError) -> ServerFrame in
-            ServerFrame(requestID: frame.request_id, body: try Self.body(of: frame))
+            ServerFrame(requestID: frame.request_id, body: try Self.body(of: frame), token: try CRead.causalToken(frame.token))
         }
     }
 
@@ -135,6 +135,7 @@ extension ServerFrame {
         var frame = Registry__V1__ServerFrame()
         registry__v1__server_frame__init(&frame)
         frame.request_id = requestID
+        frame.token = arena.causalToken(token)
         switch body {
         case .helloAccepted(let hello):
             var limits = Registry__V1__Limits()

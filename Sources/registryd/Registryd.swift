@@ -95,6 +95,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("replica-timeout"), help: Self.help("replica-timeout"))
     var replicaTimeout: String?
 
+    @Option(name: .customLong("causal-timeout"), help: Self.help("causal-timeout"))
+    var causalTimeout: String?
+
     @Option(name: .customLong("advertise"), help: Self.help("advertise"))
     var advertise: String?
 
@@ -150,6 +153,7 @@ struct Registryd: AsyncParsableCommand {
             "max-clock-skew": maxClockSkew,
             "ack-replicas": ackReplicas,
             "replica-timeout": replicaTimeout,
+            "causal-timeout": causalTimeout,
             "advertise": advertise,
             "token-secret": tokenSecret,
             "insecure": insecure ? "true" : nil,

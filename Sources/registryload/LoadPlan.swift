@@ -27,6 +27,8 @@ struct LoadPlan: Sendable {
     var token: String? = nil
     /// Connect with TLS trusting this CA file (`--tls-ca`); nil: plain TCP.
     var tlsCA: String? = nil
+    /// Keep each device's causal token and send it with the device's next registration.
+    var causalTokens = true
 
     var mode: String { rate == nil ? "closed-loop" : "open-loop" }
 

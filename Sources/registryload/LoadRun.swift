@@ -135,7 +135,7 @@ struct LoadRun {
                 let client = try await RegistryClient.connect(
                     to: plan.endpoints[endpoint], clientName: "registryload", token: plan.token, tls: tls, group: loop,
                     maxCoalesced: plan.coalesce,
-                    ackReplicas: plan.ackReplicas)
+                    ackReplicas: plan.ackReplicas, session: nil)
                 let limits = client.server.limits
                 if plan.batch > Int(limits.maxBatchSize) || plan.inFlight > Int(limits.maxInFlight) {
                     await client.close()

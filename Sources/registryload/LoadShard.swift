@@ -187,35 +187,56 @@ final class LoadShard: @unchecked Sendable {
         let primaryRequests = step.units.map { plan.catalogue.request(for: $0) }
         let partnerRequests = step.units.compactMap { plan.catalogue.partnerRequest(for: $0) }
         let tracker = StepTracker(step: step, sent: sent, framesLeft: partnerRequests.isEmpty ? 1 : 2)
-        send(primaryRequests, on: primary) { answers in
+        send(primaryRequests, on: primary, after: causalToken(of: step)) { answers, token in
             tracker.primary = answers
+            tracker.token.merge(token)
             self.frameAnswered(tracker, registrations: primaryRequests.count, answers: answers)
         }
         if !partnerRequests.isEmpty {
-            send(partnerRequests, on: nextLane(avoiding: primary)) { answers in
+            // Pairs are new devices: nothing to read first.
+            send(partnerRequests, on: nextLane(avoiding: primary), after: .empty) { answers, token in
                 tracker.partner = answers
+                tracker.token.merge(token)
                 self.frameAnswered(tracker, registrations: partnerRequests.count, answers: answers)
             }
         }
     }
 
+    /// The tokens of the known devices a step registers again, merged, as an app on each would
+    /// send them (`--causal-tokens`); one frame carries one token.
+    private func causalToken(of step: PlannedStep) -> CausalToken {
+        guard plan.causalTokens else { return .empty }
+        var token = CausalToken.empty
+        for unit in step.units {
+            if let known = unit.known { token.merge(workload.devices[known].token) }
+        }
+        return token
+    }
+
     /// Sends registrations as one frame (a single RegisterRequest when there is one) and
-    /// calls back on the loop with one answer per registration.
-    private func send(_ requests: [RegisterRequest], on lane: Int, answered: @escaping (ItemAnswers) -> Void) {
+    /// calls back on the loop with one answer per registration, and the answer's causal token.
+    private func send(
+        _ requests: [RegisterRequest], on lane: Int, after: CausalToken, answered: @escaping (ItemAnswers, CausalToken) -> Void
+    ) {
         let body: ClientBody = requests.count == 1 && plan.batch == 1 ? .register(requests[0]) : .registerBatch(requests)
         let count = requests.count
-        send(body, on: lane) { answered(Self.itemAnswers($0, count: count)) }
+        send(body, on: lane, after: after) { result in
+            answered(Self.itemAnswers(result.map(\.body), count: count), (try? result.get().token) ?? .empty)
+        }
     }
 
     /// Queues `body` on a lane (flushed once per loop turn) and calls back on the loop. A closed
     /// connection marks the lane lost before the callback runs.
-    func send(_ body: ClientBody, on lane: Int, answered: @escaping (Result<ServerBody, RegistryClientError>) -> Void) {
+    func send(
+        _ body: ClientBody, on lane: Int, after: CausalToken = .empty,
+        answered: @escaping (Result<ServerReply, RegistryClientError>) -> Void
+    ) {
         let callback = NIOLoopBound(
-            { (result: Result<ServerBody, RegistryClientError>) in
+            { (result: Result<ServerReply, RegistryClientError>) in
                 if case .failure(.connectionClosed(let reason)) = result { self.laneLost(lane, reason: reason) }
                 answered(result)
             }, eventLoop: loop)
-        lanes[lane].client.enqueue(body) { result in callback.value(result) }
+        lanes[lane].client.enqueue(body, after: after) { result in callback.value(result) }
         markDirty(lane)
     }
 
@@ -324,7 +345,7 @@ final class LoadShard: @unchecked Sendable {
                 partnerIndex += 1
             }
             guard case .success(let id)? = tracker.primary?[index], partnerOK else { continue }
-            workload.acknowledge(unit, deviceID: id, partnerID: partnerID)
+            workload.acknowledge(unit, deviceID: id, partnerID: partnerID, token: plan.causalTokens ? tracker.token : .empty)
         }
     }
 
@@ -374,6 +395,8 @@ final class StepTracker {
     var framesLeft: Int
     var primary: ItemAnswers?
     var partner: ItemAnswers?
+    /// The causal tokens of the step's answers, merged.
+    var token = CausalToken.empty
 
     init(step: PlannedStep, sent: UInt64, framesLeft: Int) {
         self.step = step

@@ -98,6 +98,14 @@ struct Registryload: AsyncParsableCommand {
         help: "Peers that must hold each registration before the node answers it (the write concern); default: the nodes' --ack-replicas.")
     var ackReplicas: UInt32?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: """
+            Keep each device's causal token and send it with the device's later registrations, as an app keeping it beside \
+            its keychain UUID would: a node answers only once it holds what the device's last answer reflected.
+            """)
+    var causalTokens = true
+
     @Option(name: .customLong("verify-wait"), help: "How long --verify keeps re-checking failures while a cluster converges.")
     var verifyWait = "10s"
 
@@ -152,7 +160,7 @@ struct Registryload: AsyncParsableCommand {
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
-                ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA)
+                ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA, causalTokens: causalTokens)
         } catch let error as LoadConfigurationError {
             throw ValidationError(error.description)
         } catch let error as RegistryClientError {

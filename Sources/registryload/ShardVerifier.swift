@@ -79,7 +79,7 @@ final class ShardVerifier {
                 outcome.lookups += 1
                 let request = LookupRequest(
                     scope: .vendor(vendor), identifier: PresentedIdentifier(rawKind: claim.kind.rawValue, text: claim.value.text))
-                shard.send(.lookup(request), on: lane) { result in self.answered(index, device: device, result: result) }
+                shard.send(.lookup(request), on: lane) { result in self.answered(index, device: device, result: result.map(\.body)) }
             }
         }
         finishDeviceIfDone(index)

@@ -30,7 +30,7 @@ import Testing
         let promises = bodies.map { _ in loop.makePromise(of: ServerBody.self) }
         try await loop.submit {
             for (body, promise) in zip(bodies, promises) {
-                client.enqueue(body) { promise.completeWith($0.mapError { $0 as any Error }) }
+                client.enqueue(body) { promise.completeWith($0.map(\.body).mapError { $0 as any Error }) }
             }
             client.flush()
         }.get()
@@ -128,7 +128,7 @@ import Testing
         try await loop.submit {
             for (n, promise) in promises.enumerated() {
                 let request = RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: 0x3333, low: UInt64(n)).text)
-                client.enqueue(.register(request)) { promise.completeWith($0.mapError { $0 as any Error }) }
+                client.enqueue(.register(request)) { promise.completeWith($0.map(\.body).mapError { $0 as any Error }) }
             }
         }.get()
         // Never flushed: they are still held when the client closes the connection.

@@ -57,7 +57,7 @@ import Testing
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "journal-file-bytes": ("70000", "80000"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
-            "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "advertise": ("h1:1", "h2:2"),
+            "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
             "metrics-port": ("9400", "9401"), "tls-cert": ("/c1.pem", "/c2.pem"), "tls-key": ("/k1.pem", "/k2.pem"), "tls-ca": ("/a1.pem", "/a2.pem"),
         ]
@@ -89,6 +89,7 @@ import Testing
             case "ack-replicas": return "\(configuration.ackReplicas)"
             case "advertise": return configuration.advertise ?? "none"
             case "replica-timeout": return "\(Double(configuration.replicaTimeoutMillis) / 1_000)"
+            case "causal-timeout": return "\(Double(configuration.causalTimeoutMillis) / 1_000)"
             case "token-secret": return configuration.tokenSecret ?? "none"
             case "insecure": return "\(configuration.insecure)"
             case "log-format": return configuration.logFormat.rawValue

@@ -41,6 +41,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var ackReplicas = 0
     /// How long a write waits for them (``NodeSetting/replicaTimeout``).
     public var replicaTimeoutMillis: UInt64 = 5_000
+    /// How long a request waits for what its causal token names (``NodeSetting/causalTimeout``).
+    public var causalTimeoutMillis: UInt64 = 2_000
     public var limits = Limits.default
     public var vendorRules: VendorRules
     /// How long a graceful shutdown waits for in-flight requests before closing connections.

@@ -6,7 +6,7 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
-        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, advertise, tokenSecret, insecure, logFormat,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
 
@@ -101,6 +101,22 @@ extension NodeSetting {
             throw SettingValueError("replica timeout \(text.debugDescription) is not 0.001...3600 seconds")
         }
         configuration.replicaTimeoutMillis = UInt64(seconds * 1_000)
+    }
+
+    static let causalTimeout = NodeSetting(
+        flag: "causal-timeout", environment: "REGISTRY_CAUSAL_TIMEOUT", fileKey: "causalTimeout", fileType: .number,
+        defaultText: "2",
+        help: "Seconds a request carrying a causal token waits for operations this node lacks, before a retryable error (0...3600).",
+        discussion: """
+            A client sends the token of an earlier answer (ClientFrame.after) to read its own writes on any node. A \
+            node that does not hold what the token names yet holds the request until its peers' operations arrive; \
+            after this long it answers NOT_CAUGHT_UP, naming the nodes that hold them. 0 answers that at once.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        guard let seconds = Double(text), (0...3_600).contains(seconds) else {
+            throw SettingValueError("causal timeout \(text.debugDescription) is not 0...3600 seconds")
+        }
+        configuration.causalTimeoutMillis = UInt64(seconds * 1_000)
     }
 
     static let peers = NodeSetting(

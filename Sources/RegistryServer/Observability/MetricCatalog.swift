@@ -20,6 +20,9 @@ public struct MetricCatalog: Sendable {
     static let commitOperations = MetricCatalog(name: "registry_commit_operations", help: "Operations per group commit.")
     static let hlcRefusals = MetricCatalog(
         name: "registry_hlc_refusals_total", help: "Peer batches refused because their hybrid logical clock ran too far ahead.")
+    static let causalWaits = MetricCatalog(
+        name: "registry_causal_waits_total",
+        help: "Request groups held because a causal token named operations this node did not hold yet (NOT_CAUGHT_UP counts those that timed out).")
     static let logBytes = MetricCatalog(name: "registry_log_bytes", help: "Bytes of journal files kept on disk.")
     static let logOperations = MetricCatalog(name: "registry_log_operations", help: "Operations this node holds, over every log.")
     static let snapshotAge = MetricCatalog(
@@ -38,7 +41,7 @@ public struct MetricCatalog: Sendable {
 
     static let all: [MetricCatalog] = [
         requests, requestDuration, registrations, errors, connections, connectionsByRole, commitDuration, commitOperations,
-        hlcRefusals, logBytes, logOperations, snapshotAge, devices, replicationBacklog, replicationLag, peerLinks,
+        hlcRefusals, causalWaits, logBytes, logOperations, snapshotAge, devices, replicationBacklog, replicationLag, peerLinks,
         httpRejections, tlsHandshakeFailures, ready,
     ]
 

@@ -47,6 +47,7 @@ extension RegistryEngine {
             try? fs.remove(path)
             return .failure(Self.snapshotRefused("the snapshot is damaged: \(error)"))
         }
+        var woken = [(payload: CausalWaiter, deadlineMillis: UInt64)]()
         let outcome = writer.queue.sync { () -> Result<VersionVector, WireError> in
             if snapshots.isRunning {
                 return .failure(Self.snapshotRefused("this node is taking a snapshot of its own; send it again later", retryable: true))
@@ -92,6 +93,7 @@ extension RegistryEngine {
                 for (log, sequence) in held.logs where sequence > core.durable[log] { core.durable.recordAll(through: sequence, in: log) }
                 core.durableOperations = label
                 core.snapshotPolicy.covers(label, nowNanos: DispatchTime.now().uptimeNanoseconds)
+                woken = Self.coveredCausalWaiters(&core)
                 return core.node.registry.deviceCount
             }
             logger.info(
@@ -99,7 +101,10 @@ extension RegistryEngine {
                 metadata: ["snapshot": "\(SnapshotFile.name(label: label))", "devices": "\(devices)", "holds": "\(held)"])
             return .success(held)
         }
-        if case .success = outcome { notifyDurable() }
+        if case .success = outcome {
+            wakeCausalWaiters(woken)
+            notifyDurable()
+        }
         return outcome
     }
 

@@ -52,6 +52,51 @@ void   registry__v1__client_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__client_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__causal_token__init
+                     (Registry__V1__CausalToken         *message)
+{
+  static const Registry__V1__CausalToken init_value = REGISTRY__V1__CAUSAL_TOKEN__INIT;
+  *message = init_value;
+}
+size_t registry__v1__causal_token__get_packed_size
+                     (const Registry__V1__CausalToken *message)
+{
+  assert(message->base.descriptor == &registry__v1__causal_token__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__causal_token__pack
+                     (const Registry__V1__CausalToken *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__causal_token__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__causal_token__pack_to_buffer
+                     (const Registry__V1__CausalToken *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__causal_token__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__CausalToken *
+       registry__v1__causal_token__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__CausalToken *)
+     protobuf_c_message_unpack (&registry__v1__causal_token__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__causal_token__free_unpacked
+                     (Registry__V1__CausalToken *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__causal_token__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__write_concern__init
                      (Registry__V1__WriteConcern         *message)
 {
@@ -142,7 +187,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[10] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[11] =
 {
   {
     "request_id",
@@ -264,8 +309,21 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "after",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClientFrame, after),
+    &registry__v1__causal_token__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
+  10,   /* field[10] = after */
   1,   /* field[1] = hello */
   5,   /* field[5] = lookup_device */
   3,   /* field[3] = register_batch */
@@ -280,7 +338,7 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -290,11 +348,49 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  10,
+  11,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
   (ProtobufCMessageInit) registry__v1__client_frame__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__causal_token__field_descriptors[1] =
+{
+  {
+    "positions",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__CausalToken, n_positions),
+    offsetof(Registry__V1__CausalToken, positions),
+    &registry__v1__log_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__causal_token__field_indices_by_name[] = {
+  0,   /* field[0] = positions */
+};
+static const ProtobufCIntRange registry__v1__causal_token__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__causal_token__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.CausalToken",
+  "CausalToken",
+  "Registry__V1__CausalToken",
+  "registry.v1",
+  sizeof(Registry__V1__CausalToken),
+  1,
+  registry__v1__causal_token__field_descriptors,
+  registry__v1__causal_token__field_indices_by_name,
+  1,  registry__v1__causal_token__number_ranges,
+  (ProtobufCMessageInit) registry__v1__causal_token__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__write_concern__field_descriptors[1] =
@@ -335,7 +431,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[9] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[10] =
 {
   {
     "request_id",
@@ -445,6 +541,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ServerFrame, token),
+    &registry__v1__causal_token__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   4,   /* field[4] = device */
@@ -456,12 +564,13 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   0,   /* field[0] = request_id */
   6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
+  9,   /* field[9] = token */
 };
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 15, 8 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -471,7 +580,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  9,
+  10,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

@@ -121,6 +121,13 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_MEMBER_REACHABLE = 14,
   /*
+   * ClientFrame.after names operations this node does not hold yet, and they
+   * did not arrive within its --causal-timeout: a link is cut or slow. The
+   * message names the nodes that hold them. Retryable, here later or on a
+   * node the message names.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_NOT_CAUGHT_UP = 15,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,

@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "registry/v1/admin.pb-c.h"
 
 typedef struct Registry__V1__ClientFrame Registry__V1__ClientFrame;
+typedef struct Registry__V1__CausalToken Registry__V1__CausalToken;
 typedef struct Registry__V1__WriteConcern Registry__V1__WriteConcern;
 typedef struct Registry__V1__ServerFrame Registry__V1__ServerFrame;
 
@@ -50,6 +51,14 @@ struct  Registry__V1__ClientFrame
    * For register_device and register_batch; unset: the node's defaults.
    */
   Registry__V1__WriteConcern *write_concern;
+  /*
+   * Read your writes across nodes: answer only once this node holds every
+   * operation the token names (a ServerFrame.token from any node of the
+   * cluster, or several merged). A node that does not hold them yet waits, up
+   * to its --causal-timeout, then answers NOT_CAUGHT_UP (retryable), naming
+   * the nodes that hold them. Unset or empty: answer from what the node holds.
+   */
+  Registry__V1__CausalToken *after;
   Registry__V1__ClientFrame__BodyCase body_case;
   union {
     Registry__V1__Hello *hello;
@@ -64,7 +73,30 @@ struct  Registry__V1__ClientFrame
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__client_frame__descriptor) \
-    , 0, NULL, REGISTRY__V1__CLIENT_FRAME__BODY__NOT_SET, {0} }
+    , 0, NULL, NULL, REGISTRY__V1__CLIENT_FRAME__BODY__NOT_SET, {0} }
+
+
+/*
+ * The operations an answer reflects: for each log of the cluster, a position
+ * the answering node held when it decided. Opaque to apps: keep the bytes
+ * (for example beside the keychain UUID, in the vendor's shared keychain) and
+ * send them back in ClientFrame.after. Merge two tokens by keeping, for each
+ * (origin, epoch), the higher sequence. Logs that every member of the cluster
+ * held when the answer was made are left out, so a token stays short; one from
+ * a node without peers is empty.
+ */
+struct  Registry__V1__CausalToken
+{
+  ProtobufCMessage base;
+  /*
+   * At most one per (origin, epoch); at most 256 in all.
+   */
+  size_t n_positions;
+  Registry__V1__LogPosition **positions;
+};
+#define REGISTRY__V1__CAUSAL_TOKEN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__causal_token__descriptor) \
+    , 0,NULL }
 
 
 /*
@@ -103,6 +135,11 @@ struct  Registry__V1__ServerFrame
 {
   ProtobufCMessage base;
   uint64_t request_id;
+  /*
+   * What the answer reflects (see CausalToken); set on answers to requests a
+   * client sends (register, resolve, lookup), empty on the others.
+   */
+  Registry__V1__CausalToken *token;
   Registry__V1__ServerFrame__BodyCase body_case;
   union {
     Registry__V1__HelloAccepted *hello_accepted;
@@ -120,7 +157,7 @@ struct  Registry__V1__ServerFrame
 };
 #define REGISTRY__V1__SERVER_FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__server_frame__descriptor) \
-    , 0, REGISTRY__V1__SERVER_FRAME__BODY__NOT_SET, {0} }
+    , 0, NULL, REGISTRY__V1__SERVER_FRAME__BODY__NOT_SET, {0} }
 
 
 /* Registry__V1__ClientFrame methods */
@@ -141,6 +178,25 @@ Registry__V1__ClientFrame *
                       const uint8_t       *data);
 void   registry__v1__client_frame__free_unpacked
                      (Registry__V1__ClientFrame *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__CausalToken methods */
+void   registry__v1__causal_token__init
+                     (Registry__V1__CausalToken         *message);
+size_t registry__v1__causal_token__get_packed_size
+                     (const Registry__V1__CausalToken   *message);
+size_t registry__v1__causal_token__pack
+                     (const Registry__V1__CausalToken   *message,
+                      uint8_t             *out);
+size_t registry__v1__causal_token__pack_to_buffer
+                     (const Registry__V1__CausalToken   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__CausalToken *
+       registry__v1__causal_token__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__causal_token__free_unpacked
+                     (Registry__V1__CausalToken *message,
                       ProtobufCAllocator *allocator);
 /* Registry__V1__WriteConcern methods */
 void   registry__v1__write_concern__init
@@ -185,6 +241,9 @@ void   registry__v1__server_frame__free_unpacked
 typedef void (*Registry__V1__ClientFrame_Closure)
                  (const Registry__V1__ClientFrame *message,
                   void *closure_data);
+typedef void (*Registry__V1__CausalToken_Closure)
+                 (const Registry__V1__CausalToken *message,
+                  void *closure_data);
 typedef void (*Registry__V1__WriteConcern_Closure)
                  (const Registry__V1__WriteConcern *message,
                   void *closure_data);
@@ -198,6 +257,7 @@ typedef void (*Registry__V1__ServerFrame_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__causal_token__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor;
 
