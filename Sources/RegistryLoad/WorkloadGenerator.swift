@@ -102,7 +102,8 @@ public struct WorkloadGenerator: Sendable {
         case .returning, .sibling:
             break
         }
-        // The answer reflects at least what the device's token named: it replaces it.
-        if let known = unit.known { devices[known].token = token }
+        // Merged, not replaced: two registrations of one device may be in flight at once, each
+        // answered by a node that had not yet seen the other's write.
+        if let known = unit.known { devices[known].token.merge(token) }
     }
 }

@@ -262,12 +262,16 @@ public final class RegistryEngine: Sendable {
                 if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
-                if case .read(.stats) = request { return (.answer(.stats(stats(core))), undurable, 0) }
                 let before = core.commits.pendingOperations.count
-                let decision = core.commits.recordOperations { operations in
-                    core.node.decide(
-                        request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations,
-                        access: access)
+                let decision: NodeState.Decision
+                if case .read(.stats) = request {
+                    decision = .answer(.stats(stats(core)))
+                } else {
+                    decision = core.commits.recordOperations { operations in
+                        core.node.decide(
+                            request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations,
+                            access: access)
+                    }
                 }
                 let wrote = core.commits.pendingOperations.count > before
                 // Everything the vector holds now is durable, or will be before this group's

@@ -1,5 +1,6 @@
 import RegistryCore
 import RegistryLoad
+import RegistryWire
 import Testing
 
 @Suite("Workload generator")
@@ -23,6 +24,22 @@ struct WorkloadGeneratorTests {
             generator.acknowledge(unit, deviceID: id, partnerID: unit.partnerApp == nil ? nil : id)
         }
         return produced
+    }
+
+    /// A device keeps the causal token of its creation, and a later answer's token joins it
+    /// (two registrations of one device may be answered by nodes that had not seen each other's).
+    @Test func aDeviceKeepsItsAnswersTokensMerged() throws {
+        var generator = WorkloadGenerator(mix: try WorkloadMix(parsing: "returning"), catalogue: catalogue, seed: 1, trackDevices: true)
+        let created = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 1, sequence: 4)])
+        let first = generator.next()
+        generator.acknowledge(first, deviceID: UUID128(high: 1, low: 1), token: created)
+        #expect(generator.devices[0].token == created)
+        let (second, third) = (generator.next(), generator.next())
+        let fromB = CausalToken(positions: [LogPosition(origin: "node-b", epoch: 1, sequence: 9)])
+        let fromA = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 1, sequence: 6)])
+        generator.acknowledge(second, deviceID: UUID128(high: 1, low: 1), token: fromB)
+        generator.acknowledge(third, deviceID: UUID128(high: 1, low: 1), token: fromA)
+        #expect(generator.devices[0].token == fromA.merging(fromB) && generator.unexpectedAnswers == 0)
     }
 
     @Test func theSameSeedGivesTheSameUnits() throws {

@@ -125,6 +125,18 @@ import Testing
         #expect(b.counters.errorCounts[.notCaughtUp] == 1)
     }
 
+    /// One token answers a whole group, taken as its last request is decided: a group that ends
+    /// with a stats request still names the registration before it.
+    @Test func aGroupEndingInStatsStillCarriesItsToken() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let a = try open(temp.path + "/a", node: "node-a")
+        defer { a.close() }
+        let frames = try await answer(
+            a, [register(keychain: UUID128(high: 7, low: 1), idfv: UUID128(high: 8, low: 1)), ClientFrame(requestID: 2, body: .stats)])
+        #expect(frames.allSatisfy { $0.token.positions.map(\.origin) == ["node-a"] }, "\(frames.map(\.token))")
+    }
+
     /// A token leaves out the logs every member holds, and a node without peers gives none.
     @Test func tokensLeaveOutWhatEveryMemberHolds() async throws {
         let temp = try TemporaryDirectory()
