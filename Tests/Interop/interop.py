@@ -302,6 +302,23 @@ def main():
     conn.send(resolve)
     remote = conn.receive(envelope_pb2)
     check(remote.device.device_id == str(remote_id) and remote.device.origin_node_id == "python-peer", f"replicated device: {remote}")
+    # Causal tokens: a node without peers answers with none (every member, itself, holds all).
+    # A request whose ClientFrame.after names what the node holds is answered at once; one that
+    # names more of python-peer's log than it sent waits --causal-timeout, then NOT_CAUGHT_UP.
+    check(not remote.HasField("token"), f"a single node's token: {remote.token}")
+    held_token = envelope_pb2.ClientFrame(request_id=51)
+    held_token.resolve_device.device_id = str(remote_id)
+    held_token.after.positions.add(origin="python-peer", epoch=1, sequence=1)
+    conn.send(held_token)
+    answer = conn.receive(envelope_pb2)
+    check(answer.request_id == 51 and answer.device.device_id == str(remote_id), f"after a held token: {answer}")
+    ahead = envelope_pb2.ClientFrame(request_id=52)
+    ahead.resolve_device.device_id = str(remote_id)
+    ahead.after.positions.add(origin="python-peer", epoch=1, sequence=5)
+    conn.send(ahead)
+    answer = conn.receive(envelope_pb2)
+    check(answer.request_id == 52 and answer.WhichOneof("body") == "error" and answer.error.code == common_pb2.ERROR_CODE_NOT_CAUGHT_UP
+          and answer.error.retryable and "python-peer" in answer.error.message, f"after a token ahead: {answer}")
 
     # A snapshot sent in chunks (SnapshotChunk / SnapshotAck): each chunk is acknowledged with
     # the bytes received; these 8 bytes are no snapshot, so the node refuses it, typed.
