@@ -277,7 +277,8 @@ public final class RegistryEngine: Sendable {
                 // Everything the vector holds now is durable, or will be before this group's
                 // answers go (they wait for the pass that holds it), so the token never names an
                 // operation that a crash could take back.
-                if last { token = core.node.versionVector.causalToken(above: core.causalFloor) }
+                // (A node without peers answers none, without building its vector.)
+                if last, core.causalFloor != nil { token = core.node.versionVector.causalToken(above: core.causalFloor) }
                 return (decision, undurable || wrote, wrote ? core.node.nextSequence - 1 : 0)
             }
             decisions.append(decision)
