@@ -1,7 +1,9 @@
 import Dispatch
+import Foundation
 import Logging
 import RegistryCore
 import RegistryStorage
+import RegistryTestSupport
 import RegistryWire
 import Synchronization
 @testable import RegistryServer
@@ -21,6 +23,9 @@ final class ClusterSimulation {
     struct Node {
         let name: NodeID
         var fs = SimulatedFileSystem()
+        /// The disk as the engine sees it: ``fs``, which can be made to fail at a chosen change
+        /// (``armDiskFailure(_:after:)``), as a process that dies in the middle of a write.
+        var disk: CrashingFileSystem?
         var engine: RegistryEngine?
         let clock = Clock()
         /// Milliseconds ahead of (or behind) simulated time.
@@ -36,7 +41,7 @@ final class ClusterSimulation {
         /// retention floor, as ``PeerLink`` keeps it).
         var knownHolds = VersionVector()
         /// The snapshot file being sent.
-        var snapshot: FileHandle?
+        var snapshot: RegistryStorage.FileHandle?
     }
 
     /// An acknowledged registration: what it presented and the device it was told.
@@ -50,6 +55,9 @@ final class ClusterSimulation {
     struct Counts {
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
+        /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
+        /// the install of a peer's snapshot.
+        var diskCrashes = 0, installCrashes = 0
         var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
     }
 
@@ -73,6 +81,8 @@ final class ClusterSimulation {
     private(set) var acknowledged: [Acknowledged] = []
     /// Nodes removed from the cluster: down for good.
     private(set) var removed: Set<Int> = []
+    /// Nodes whose next install of a peer's snapshot dies at one of its disk changes.
+    private var crashInstall: Set<Int> = []
     /// Copies of nodes' disks (``backUp(_:)``), by node.
     private var backups: [Int: SimulatedFileSystem] = [:]
     private(set) var counts = Counts()
@@ -112,10 +122,13 @@ final class ClusterSimulation {
         // and snapshots trim whole files.
         configuration.journalFileBytes = 1 << 10
         let clock = nodes[index].clock
-        // Errors only: the refusals the seeds provoke (clock skew, above all) would fill the log.
-        var logger = Logger.quiet()
+        // Errors only, and only with SIM_LOG set: the refusals the seeds provoke (clock skew, above
+        // all) and the disks made to fail would fill the log.
+        var logger = ProcessInfo.processInfo.environment["SIM_LOG"] == nil ? Logger(label: "sim", factory: { _ in SwiftLogNoOpLogHandler() }) : Logger.quiet()
         logger.logLevel = .error
-        let engine = try RegistryEngine(configuration: configuration, logger: logger, wallClock: { clock.now }, fs: nodes[index].fs)
+        let disk = CrashingFileSystem(nodes[index].fs, failingAfter: .max)
+        nodes[index].disk = disk
+        let engine = try RegistryEngine(configuration: configuration, logger: logger, wallClock: { clock.now }, fs: disk)
         nodes[index].engine = engine
         // A node of a cluster records that it is a member, as registryd does when it has peers.
         let address = "\(nodes[index].name):7400"
@@ -146,6 +159,37 @@ final class ClusterSimulation {
         var tearing: SplitMix64? = SplitMix64(seed: random.next())
         nodes[index].fs.crash(tearing: &tearing)
         resetConnections(of: index)
+    }
+
+    /// Makes `index`'s disk refuse its `calls`-th next change, and every one after: the process
+    /// dies there, and the simulation crashes the node once the engine met the failure
+    /// (``crashNodesWhoseDiskFailed()``), tearing what was not synced.
+    func armDiskFailure(_ index: Int, after calls: Int) {
+        guard let disk = nodes[index].disk, nodes[index].engine != nil else { return }
+        disk.failingAfter = disk.calls + calls
+    }
+
+    /// Lets `index`'s disk take every change again (an armed failure that no write reached).
+    func disarmDiskFailure(_ index: Int) {
+        nodes[index].disk?.failingAfter = .max
+    }
+
+    /// `index` dies at one of the disk changes of its next install of a peer's snapshot.
+    func crashDuringNextInstall(_ index: Int) {
+        crashInstall.insert(index)
+    }
+
+    /// Crashes every node whose disk refused a change; returns whether one did.
+    @discardableResult
+    private func crashNodesWhoseDiskFailed() -> Bool {
+        var crashed = false
+        for index in nodes.indices {
+            guard let disk = nodes[index].disk, nodes[index].engine != nil, disk.calls > disk.failingAfter else { continue }
+            counts.diskCrashes += 1
+            crash(index)
+            crashed = true
+        }
+        return crashed
     }
 
     func restart(_ index: Int) throws {
@@ -216,7 +260,10 @@ final class ClusterSimulation {
     func snapshot(_ index: Int) throws {
         guard let engine = engine(index) else { return }
         archiveOperations(of: engine)
-        _ = try engine.snapshotInForeground().get()
+        let outcome = engine.snapshotInForeground()
+        // A disk armed to fail may stop the snapshot: the node died taking it.
+        if crashNodesWhoseDiskFailed() { return }
+        _ = try outcome.get()
         counts.snapshotsTaken += 1
     }
 
@@ -249,6 +296,7 @@ final class ClusterSimulation {
         guard let engine = engine(index) else { return nil }
         let frame = ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: bundle, identifiers: identifiers)))
         let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        crashNodesWhoseDiskFailed()
         guard case .registerResult(let result) = answer, let device = try? DeviceID(parsing: result.deviceIDText.description) else { return nil }
         counts.registrations += 1
         let vendor = Vendor(trusted: result.vendor)
@@ -265,9 +313,9 @@ final class ClusterSimulation {
 
     /// A registration that may meet earlier ones: a pooled keychain UUID, a fresh or pooled IDFV,
     /// or (before the first unlock, iOS gives no IDFV) a pooled keychain UUID alone.
-    func randomRegistration() {
+    func randomRegistration(at chosen: Int? = nil) {
         let alive = nodes.indices.filter { nodes[$0].engine != nil }
-        guard let node = alive.randomElement(using: &random) else { return }
+        guard let node = chosen ?? alive.randomElement(using: &random), nodes[node].engine != nil else { return }
         var identifiers = [PresentedIdentifier]()
         if Int.random(in: 0..<3, using: &random) > 0 {
             identifiers.append(PresentedIdentifier(rawKind: 1, text: keychains.randomElement(using: &random)!.text))
@@ -344,7 +392,10 @@ final class ClusterSimulation {
                 pump(sender, receiver)
             }
         }
-        for message in network.due(by: now) { deliver(message) }
+        for message in network.due(by: now) {
+            deliver(message)
+            crashNodesWhoseDiskFailed()
+        }
         setRetentionFloors()
     }
 
@@ -542,8 +593,19 @@ final class ClusterSimulation {
             send(sender, receiver, .toSender, .snapshotAck(ack))
             guard last else { return }
             intakes[receiver][sender] = nil
+            // Chosen to die inside this install: at one of its disk changes (the renames, the
+            // new journal file, the syncs).
+            let dies = crashInstall.remove(receiver) != nil
+            if dies { armDiskFailure(receiver, after: Int.random(in: 0..<4, using: &random)) }
             outcome = Self.wait { done in intake.finish { done($0) } }.map {
                 SnapshotAck(transferID: chunk.transferID, receivedBytes: received, installed: true, held: $0.positions)
+            }
+            if dies {
+                if let disk = nodes[receiver].disk, disk.calls > disk.failingAfter {
+                    counts.installCrashes += 1
+                    return
+                }
+                disarmDiskFailure(receiver)
             }
         }
         switch outcome {

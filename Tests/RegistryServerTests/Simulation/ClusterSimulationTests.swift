@@ -31,7 +31,8 @@ import Testing
         print(
             "simulated seeds \(seeds.first!)...\(seeds.last!): \(total.registrations) registrations, \(total.siblingRaces) sibling races "
                 + "(\(total.splitRaces) split), \(total.crashes) crashes, \(total.partitions) partitions, \(total.wipes) wipes, "
-                + "\(total.skews) clock changes, \(total.removals) members removed, \(total.restores) backups restored, \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
+                + "\(total.skews) clock changes, \(total.removals) members removed, \(total.restores) backups restored, "
+                + "\(total.diskCrashes) deaths at a disk change (\(total.installCrashes) inside an install), \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
                 + "\(total.snapshotsTaken) snapshots taken, \(total.snapshotsInstalled) installed from a peer, "
                 + "\(total.dropped) messages of closed connections dropped")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
@@ -39,6 +40,7 @@ import Testing
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
             #expect(total.siblingRaces > 0 && total.dropped > 0 && total.removals > 0)
             #expect(total.snapshotsTaken > 0 && total.snapshotsInstalled > 0)
+            #expect(total.diskCrashes > 0 && total.installCrashes > 0)
         }
     }
 
@@ -61,6 +63,12 @@ import Testing
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
                 crashed = node
+            case 68..<70 where crashed == nil:
+                // The process dies inside a commit: at one of the disk changes of a registration's
+                // write (the journal write, its sync), or, when the write needs fewer, later.
+                simulation.armDiskFailure(node, after: Int.random(in: 0..<3, using: &random))
+                simulation.randomRegistration(at: node)
+                simulation.disarmDiskFailure(node)
             case 48..<52 where crashed != nil:
                 // Sometimes the clock comes back from the restart far behind the one it ran on
                 // (a clock that ran ahead, then was set right): the node's persisted clock leads.
@@ -88,6 +96,8 @@ import Testing
                 }
                 try simulation.wipe(node)
                 wiped = true
+                // The wiped node dies inside installing the snapshot it catches up from, when it needs one.
+                if seed % 2 == 0 { simulation.crashDuringNextInstall(node) }
             case 61 where simulation.removed.isEmpty && crashed == nil && seed % 7 == 0:
                 // Only what reached a peer survives the node: let everything replicate first.
                 try quiesce(simulation, faults: faults)
@@ -110,8 +120,10 @@ import Testing
                 break
             }
             simulation.advance(by: UInt64.random(in: 1...25, using: &random))
+            // A node that died at a disk change is the one down, to be restarted.
+            if crashed == nil { crashed = simulation.members.first { simulation.nodes[$0].engine == nil } }
         }
-        if let crashed { try simulation.restart(crashed) }
+        for node in simulation.members where simulation.nodes[node].engine == nil { try simulation.restart(node) }
         try quiesce(simulation, faults: .none)
         try check(simulation)
         return simulation.counts
@@ -124,6 +136,9 @@ import Testing
         for index in simulation.nodes.indices where simulation.nodes[index].skew != 0 { simulation.setSkew(index, 0) }
         var steps = 0
         while !simulation.isQuiet {
+            // A node that died at a disk change meanwhile (inside an install, say) is restarted,
+            // as its supervisor would.
+            for index in simulation.members where simulation.nodes[index].engine == nil { try simulation.restart(index) }
             simulation.advance(by: 20)
             steps += 1
             guard steps < 5_000 else {
@@ -211,6 +226,8 @@ extension ClusterSimulation.Counts {
         skews += other.skews
         removals += other.removals
         restores += other.restores
+        diskCrashes += other.diskCrashes
+        installCrashes += other.installCrashes
         snapshotsTaken += other.snapshotsTaken
         snapshotsInstalled += other.snapshotsInstalled
         batchesApplied += other.batchesApplied
