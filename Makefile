@@ -13,6 +13,7 @@
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
+#   make compose-test   deploy/compose.yaml's three nodes on that image: register, resolve, stop and restart one
 #   make fuzz    libFuzzer targets, 10M executions each; into docs/fuzzing.md
 #   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
 #   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
@@ -27,7 +28,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: bench-security image image-smoke fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -136,6 +137,10 @@ image:
 
 image-smoke: build
 	bash scripts/image.sh --smoke
+
+# deploy/compose.yaml run as an operator would, on the image (built first when missing).
+compose-test:
+	bash scripts/compose-test.sh
 
 # libFuzzer targets over the frame decoder, the client and peer codecs and the snapshot reader:
 # FUZZ_RUNS (default 10M) executions each, figures into docs/fuzzing.md.

@@ -18,16 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 APT=scripts/apt-install.sh
-command -v podman >/dev/null || $APT podman
+# shellcheck source=scripts/podman-env.sh
+source scripts/podman-env.sh
 command -v debootstrap >/dev/null || $APT debootstrap
-conf=$(mktemp)
-trap 'rm -f "$conf"' EXIT
-if [ -d /sys/fs/cgroup/unified ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
-  # Hybrid cgroups (v1 controllers plus a v2 mount), which crun refuses: use runc, and leave the
-  # limits as the host sets them (runc may not raise them here).
-    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' > "$conf"
-  export CONTAINERS_CONF="$conf"
-fi
 image=localhost/device-registry:latest
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${IMAGE_CACHE:-/var/tmp/registry-image}
@@ -70,7 +63,7 @@ name=registry-smoke-$$
 volume=registry-smoke-$$
 port=${SMOKE_PORT:-17400}
 metrics=$((port + 1))
-cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; podman volume rm -f "$volume" >/dev/null 2>&1 || true; rm -f "$conf"; }
+cleanup() { podman rm -f "$name" >/dev/null 2>&1 || true; podman volume rm -f "$volume" >/dev/null 2>&1 || true; rm -f "${podman_conf:-}"; }
 trap cleanup EXIT
 run() {
   podman run -d --name "$name" --network host -v "$volume:/data" -e REGISTRY_PORT="$port" -e REGISTRY_METRICS_PORT="$metrics" \

@@ -135,10 +135,12 @@ public final class RegistryEngine: Sendable {
 
     /// Opens the data directory, loads the newest snapshot and replays the journal after it into
     /// memory, and restores the clock and sequence. `fs` is the disk (a simulated one in tests);
-    /// the real one's data directory is locked for this process.
+    /// the real one's data directory is locked for this process. `epochEntropy` gives the new
+    /// epoch its random bits (``EpochRule``; a seeded simulation passes its own).
     public init(
         configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = wallClockMillis,
-        fs: any FileSystem = PosixFileSystem(), onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
+        fs: any FileSystem = PosixFileSystem(), epochEntropy: UInt64 = UInt64.random(in: .min ... .max),
+        onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
         let path = configuration.dataDirectory
         if fs is PosixFileSystem {
@@ -157,7 +159,7 @@ public final class RegistryEngine: Sendable {
         let recovered = try StorageStartup.open(
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
             expectedDevices: configuration.expectedDevices,
-            tables: HugePageTableAllocator(), wallClock: wallClock, logger: logger)
+            tables: HugePageTableAllocator(), wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
         self.peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: recovered.metadata.epoch,

@@ -29,7 +29,8 @@ struct RecoveredStorage {
 enum StorageStartup {
     static func open(
         fs: any FileSystem, directory: String, configuredNodeID: NodeID?, identifierKey: UInt64, expectedDevices: Int,
-        tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64, logger: Logger
+        tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
+        epochEntropy: UInt64 = UInt64.random(in: .min ... .max), logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
         let started = DispatchTime.now().uptimeNanoseconds
         return try NodeStartupError.typed {
@@ -37,7 +38,7 @@ enum StorageStartup {
             if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
             let metadata = try identity(
                 fs: fs, directory: directory, names: names, configured: configuredNodeID, identifierKey: identifierKey,
-                wallClock: wallClock, logger: logger)
+                wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
 
             let (snapshot, problems) = try SnapshotStore.loadNewest(
                 in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, logger: logger)
@@ -94,11 +95,11 @@ enum StorageStartup {
 
     /// The directory's node metadata, checked against the configured node ID and identifier key,
     /// with a new epoch (see below), or a new identity (the configured ID or a generated one, and
-    /// an epoch from the wall clock) for an empty directory. Either way the epoch is written
+    /// a first epoch) for an empty directory. Either way the epoch (``EpochRule``) is written
     /// before the node writes anything in it.
     private static func identity(
         fs: any FileSystem, directory: String, names: [String], configured: NodeID?, identifierKey: UInt64, wallClock: () -> UInt64,
-        logger: Logger
+        epochEntropy: UInt64, logger: Logger
     ) throws -> NodeMetadata {
         if let stored = try NodeMetadataFile.read(from: directory, on: fs) {
             if let configured, configured.value != stored.nodeID {
@@ -112,7 +113,7 @@ enum StorageStartup {
             // this copy never wrote: continuing that log would give their (node, epoch, sequence)
             // names to other operations. The stored epoch's operations stay readable as they were.
             var reopened = stored
-            reopened.epoch = max(stored.epoch + 1, wallClock())
+            reopened.epoch = EpochRule.next(after: stored.epoch, wallMillis: wallClock(), entropy: epochEntropy)
             try NodeMetadataFile.write(reopened, to: directory, on: fs)
             logger.info("opened a new epoch", metadata: ["node": "\(stored.nodeID)", "epoch": "\(reopened.epoch)", "previous": "\(stored.epoch)"])
             return reopened
@@ -123,7 +124,8 @@ enum StorageStartup {
         }
         var generator = SystemRandomNumberGenerator()
         let nodeID = configured?.value ?? "node-\(String(generator.next() & 0xFFFF_FFFF, radix: 16))"
-        let metadata = NodeMetadata(nodeID: nodeID, epoch: wallClock(), identifierKey: identifierKey)
+        let metadata = NodeMetadata(
+            nodeID: nodeID, epoch: EpochRule.next(after: nil, wallMillis: wallClock(), entropy: epochEntropy), identifierKey: identifierKey)
         try NodeMetadataFile.write(metadata, to: directory, on: fs)
         logger.info("initialised a new data directory", metadata: ["node": "\(nodeID)", "epoch": "\(metadata.epoch)"])
         return metadata
