@@ -155,7 +155,6 @@ final class ClusterSimulation {
     /// connections reset.
     func crash(_ index: Int) {
         guard nodes[index].engine != nil else { return }
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) crash node \(index) holding \(nodes[index].engine!.durableVector) devices \(nodes[index].engine!.stats().deviceCount)") }
         counts.crashes += 1
         nodes[index].engine = nil
         var tearing: SplitMix64? = SplitMix64(seed: random.next())
@@ -188,7 +187,6 @@ final class ClusterSimulation {
         for index in nodes.indices {
             guard let disk = nodes[index].disk, nodes[index].engine != nil, disk.calls > disk.failingAfter else { continue }
             counts.diskCrashes += 1
-            if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) node \(index) died at disk call \(disk.calls) (armed after \(disk.failingAfter)); vector \(nodes[index].engine!.durableVector)") }
             crash(index)
             crashed = true
         }
@@ -198,7 +196,6 @@ final class ClusterSimulation {
     func restart(_ index: Int) throws {
         guard nodes[index].engine == nil, !removed.contains(index) else { return }
         try open(index)
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) node \(index) restarted holding \(nodes[index].engine!.durableVector) devices \(nodes[index].engine!.stats().deviceCount)") }
     }
 
     /// Copies what `index`'s disk holds durably, as a backup taken while it runs.
@@ -211,7 +208,6 @@ final class ClusterSimulation {
     func restoreBackup(_ index: Int) throws {
         guard let backup = backups.removeValue(forKey: index), !removed.contains(index) else { return }
         counts.restores += 1
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) restore backup node \(index)") }
         crash(index)
         nodes[index].fs = backup.durableCopy()
         now += 10
@@ -220,7 +216,6 @@ final class ClusterSimulation {
 
     /// A node loses its disk for good and comes back empty, with a new epoch.
     func wipe(_ index: Int) throws {
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) wipe node \(index)") }
         counts.wipes += 1
         crash(index)
         nodes[index].fs = SimulatedFileSystem()
@@ -401,12 +396,6 @@ final class ClusterSimulation {
         for message in network.due(by: now) {
             deliver(message)
             crashNodesWhoseDiskFailed()
-        }
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil {
-            let live = nodes.indices.compactMap { i in nodes[i].engine.map { (i, $0.stats()) } }
-            for (i, a) in live { for (j, b) in live where i < j && a.versionVector == b.versionVector && a.stateDigest != b.stateDigest {
-                print("DEBUG t=\(now) DIVERGED \(i) \(j) devices \(a.deviceCount) \(b.deviceCount) at \(a.versionVector.map { "\($0.origin)/\($0.epoch):\($0.sequence)" })")
-            } }
         }
         setRetentionFloors()
     }
@@ -613,7 +602,6 @@ final class ClusterSimulation {
                 SnapshotAck(transferID: chunk.transferID, receivedBytes: received, installed: true, held: $0.positions)
             }
             if dies {
-                if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) node \(receiver) install armed: outcome \(outcome)") }
                 if let disk = nodes[receiver].disk, disk.calls > disk.failingAfter {
                     counts.installCrashes += 1
                     return
@@ -624,7 +612,6 @@ final class ClusterSimulation {
         switch outcome {
         case .success(let ack):
             counts.snapshotsInstalled += 1
-            if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil { print("DEBUG t=\(now) node \(receiver) installed a snapshot from \(sender): holds \(engine.durableVector) devices \(engine.stats().deviceCount)") }
             send(sender, receiver, .toSender, .snapshotAck(ack))
         case .failure(let error):
             endSession(receiver: receiver, sender: sender)

@@ -169,18 +169,6 @@ import Testing
         // Every node holds the same operations and the same content, by the digest each keeps
         // as it goes; and that digest is the one its content gives when hashed from nothing.
         let stats = engines.map { $0.stats() }
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil {
-            for op in try simulation.allOperations() { print("DEBUG op \(op.origin)/\(op.epoch)/\(op.sequence) \(op)".prefix(300)) }
-        }
-        if ProcessInfo.processInfo.environment["SIM_DEBUG"] != nil {
-            for engine in engines {
-                engine.withState { state in
-                    print("DEBUG \(engine.nodeID): digest \(state.digest) recomputed \(state.recomputedDigest()) devices \(state.deviceCount) aliases \(state.aliasCount) claims \(state.claimCount)")
-                    let snap = state.snapshot()
-                    print("DEBUG \(engine.nodeID) ids \(snap.canonical.keys.map(\.description).sorted())")
-                }
-            }
-        }
         for node in stats.dropFirst() where node.versionVector != stats[0].versionVector || node.stateDigest != stats[0].stateDigest {
             throw SimulationFailure(
                 seed: seed, reason: "\(node.nodeID) and \(stats[0].nodeID) hold \(node.versionVector) and \(stats[0].versionVector), digests \(node.stateDigest) and \(stats[0].stateDigest)")
