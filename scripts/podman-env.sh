@@ -4,6 +4,7 @@
 # is removed on exit.
 command -v podman >/dev/null || scripts/apt-install.sh podman
 if [ -d /sys/fs/cgroup/unified ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+  command -v runc >/dev/null || scripts/apt-install.sh runc
   podman_conf=$(mktemp)
   printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' > "$podman_conf"
   export CONTAINERS_CONF="$podman_conf"

@@ -9,19 +9,14 @@ import Testing
     let a2 = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 2)
     let b1 = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 1)
 
-    func vector(_ entries: [(VersionVector.Log, UInt64)]) -> VersionVector {
-        var vector = VersionVector()
-        for (log, sequence) in entries { vector.recordAll(through: sequence, in: log) }
-        return vector
-    }
 
     @Test func aParkedRequestLeavesOnceCoveredOrOnceItsDeadlinePasses() {
         var waits = CausalWaits<String>()
-        waits.park("needs a1:5", until: vector([(a1, 5)]), deadlineMillis: 1_000)
-        waits.park("needs a1:3 b1:2", until: vector([(a1, 3), (b1, 2)]), deadlineMillis: 2_000)
-        waits.park("needs a2:1", until: vector([(a2, 1)]), deadlineMillis: 500)
-        #expect(waits.covered(by: vector([(a1, 4), (b1, 1)])).isEmpty)
-        #expect(waits.covered(by: vector([(a1, 4), (b1, 2)])).map(\.payload) == ["needs a1:3 b1:2"])
+        waits.park("needs a1:5", until: VersionVector.holding([(a1, 5)]), deadlineMillis: 1_000)
+        waits.park("needs a1:3 b1:2", until: VersionVector.holding([(a1, 3), (b1, 2)]), deadlineMillis: 2_000)
+        waits.park("needs a2:1", until: VersionVector.holding([(a2, 1)]), deadlineMillis: 500)
+        #expect(waits.covered(by: VersionVector.holding([(a1, 4), (b1, 1)])).isEmpty)
+        #expect(waits.covered(by: VersionVector.holding([(a1, 4), (b1, 2)])).map(\.payload) == ["needs a1:3 b1:2"])
         #expect(waits.expired(nowMillis: 499).isEmpty)
         let expired = waits.expired(nowMillis: 1_000)
         #expect(expired.map(\.payload) == ["needs a1:5", "needs a2:1"] && expired.map(\.deadlineMillis) == [1_000, 500])
@@ -29,14 +24,14 @@ import Testing
     }
 
     @Test func theShortfallNamesEachLogHeldTooLittle() {
-        let held = vector([(a1, 4), (b1, 9)])
-        let shortfall = held.shortfall(against: vector([(a1, 6), (a2, 1), (b1, 9)]))
+        let held = VersionVector.holding([(a1, 4), (b1, 9)])
+        let shortfall = held.shortfall(against: VersionVector.holding([(a1, 6), (a2, 1), (b1, 9)]))
         #expect(shortfall.map(\.log) == [a1, a2] && shortfall.map(\.needed) == [6, 1] && shortfall.map(\.held) == [4, 0])
-        #expect(held.shortfall(against: vector([(a1, 4)])).isEmpty)
+        #expect(held.shortfall(against: VersionVector.holding([(a1, 4)])).isEmpty)
     }
 
     @Test func theTokenLeavesOutWhatEveryMemberHolds() {
-        let held = vector([(a1, 4), (a2, 7), (b1, 9)])
+        let held = VersionVector.holding([(a1, 4), (a2, 7), (b1, 9)])
         #expect(held.causalToken(above: [:]).positions.map(\.sequence) == [4, 7, 9])
         #expect(held.causalToken(above: [a1: 4, a2: 6]).positions == [
             LogPosition(origin: "node-a", epoch: 2, sequence: 7), LogPosition(origin: "node-b", epoch: 1, sequence: 9),

@@ -7,19 +7,14 @@ import Testing
     let a = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 1)
     let c = VersionVector.Log(origin: NodeID(trusted: "node-c"), epoch: 2)
 
-    func vector(_ entries: [(VersionVector.Log, UInt64)]) -> VersionVector {
-        var vector = VersionVector()
-        for (log, sequence) in entries { vector.recordAll(through: sequence, in: log) }
-        return vector
-    }
 
     func cursor(holding holds: VersionVector, window: Int = 8) -> ReplicationCursor {
         ReplicationCursor(receiverHolds: holds, window: window, ownOrigin: a.origin, forwardDelayMillis: 500, nowMillis: 1_000)
     }
 
     @Test func sendsItsOwnLogAtOnceAndForwardsOthersOnlyOnceTheReceiverLacksThemForAWhile() throws {
-        var cursor = cursor(holding: vector([(a, 3)]))
-        let local = vector([(a, 10), (c, 4)])
+        var cursor = cursor(holding: VersionVector.holding([(a, 3)]))
+        let local = VersionVector.holding([(a, 10), (c, 4)])
         #expect(cursor.backlog(local: local) == 11)
         let firstRun = cursor.nextRun(local: local, nowMillis: 1_000)
         let first = try #require(firstRun)
@@ -28,7 +23,7 @@ import Testing
         // Node c's log: its origin normally delivers it, so not yet.
         #expect(cursor.nextRun(local: local, nowMillis: 1_200) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_300), "a batch is in flight; its acknowledgement will tell")
-        try cursor.acknowledged(1, held: vector([(a, 10), (c, 1)]), nowMillis: 1_300)
+        try cursor.acknowledged(1, held: VersionVector.holding([(a, 10), (c, 1)]), nowMillis: 1_300)
         #expect(cursor.nextRun(local: local, nowMillis: 1_400) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_400) && cursor.probeDue(nowMillis: 1_550))
         // Still lacking c's operations 2...4 half a second on: forwarded.
@@ -42,24 +37,24 @@ import Testing
 
     @Test func aReceiverThatGotTheOperationsFromTheirOriginIsNotSentThemAgain() throws {
         var cursor = cursor(holding: VersionVector())
-        let local = vector([(c, 4)])
+        let local = VersionVector.holding([(c, 4)])
         #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
         #expect(cursor.probeDue(nowMillis: 1_250))
         let probe = cursor.probing(nowMillis: 1_250)
-        try cursor.acknowledged(probe, held: vector([(c, 4)]), nowMillis: 1_260)
+        try cursor.acknowledged(probe, held: VersionVector.holding([(c, 4)]), nowMillis: 1_260)
         #expect(cursor.nextRun(local: local, nowMillis: 5_000) == nil && !cursor.probeDue(nowMillis: 5_000))
         #expect(cursor.backlog(local: local) == 0)
     }
 
     @Test func theWindowBoundsBatchesInFlightAndAcknowledgementsOpenIt() throws {
         var cursor = cursor(holding: VersionVector(), window: 2)
-        var local = vector([(a, 1)])
+        var local = VersionVector.holding([(a, 1)])
         let one = cursor.sending(log: a, through: 1, operations: 1, oldestMillis: 1)
-        local = vector([(a, 2)])
+        local = VersionVector.holding([(a, 2)])
         let two = cursor.sending(log: a, through: 2, operations: 1, oldestMillis: 2)
-        local = vector([(a, 3)])
+        local = VersionVector.holding([(a, 3)])
         #expect(!cursor.canSend && cursor.nextRun(local: local, nowMillis: 1_000) == nil)
-        try cursor.acknowledged(two, held: vector([(a, 2)]), nowMillis: 1_000)
+        try cursor.acknowledged(two, held: VersionVector.holding([(a, 2)]), nowMillis: 1_000)
         #expect(cursor.receiverHolds[a] == 2 && cursor.inFlight.map(\.batchID) == [one])
         #expect(cursor.nextRun(local: local, nowMillis: 1_000)?.from == 3)
         #expect(throws: ReplicationCursor.UnknownBatch(batchID: 99)) { try cursor.acknowledged(99, held: VersionVector(), nowMillis: 1_000) }
@@ -67,7 +62,7 @@ import Testing
     }
 
     @Test func theRetentionFloorIsWhatEveryPeerHolds() {
-        let floor = VersionVector.floor(of: [vector([(a, 10), (c, 4)]), vector([(a, 7)]), vector([(a, 12), (c, 9)])])
+        let floor = VersionVector.floor(of: [VersionVector.holding([(a, 10), (c, 4)]), VersionVector.holding([(a, 7)]), VersionVector.holding([(a, 12), (c, 9)])])
         #expect(floor == [a: 7, c: 0], "a peer that holds none of c's log keeps all of it")
         #expect(VersionVector.floor(of: []) == nil)
     }
