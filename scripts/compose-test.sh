@@ -25,7 +25,7 @@ down
 
 fail() {
   echo "compose test FAILED: $*" >&2
-  for node in a b c; do echo "== node-$node" >&2; podman logs --tail 20 "${project}_node-${node}_1" >&2 || true; done
+  for node in a b c; do echo "== node-$node" >&2; podman logs --tail 30 "${project}_node-${node}_1" 2>&1 | grep -v '"level":"info"' >&2 || true; done
   exit 1
 }
 
@@ -51,20 +51,20 @@ token=$(podman exec "${project}_node-a_1" registryctl token issue --all-vendors 
 ctl() {
   local node=$1
   shift
-  podman exec -e REGISTRY_TOKEN="$token" "${project}_node-${node}_1" registryctl --endpoint 127.0.0.1:7400 -o json "$@" 2>&1
+  podman exec -e REGISTRY_TOKEN="$token" "${project}_node-${node}_1" registryctl "$@" --endpoint 127.0.0.1:7400 -o json
 }
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 idfv=$(cat /proc/sys/kernel/random/uuid)
 keychain=$(cat /proc/sys/kernel/random/uuid)
-device=$(ctl a register --bundle com.compose.app1 --idfv "$idfv" --keychain "$keychain" | field "['device_id']") \
+device=$(ctl a register --bundle com.compose.app1 --idfv "$idfv" --keychain "$keychain" | field "['deviceId']") \
   || fail "registration through node-a"
 echo "registered through node-a: $device"
 
 # node-b holds it once replicated: resolve it there (bounded retries).
 resolved=""
 for _ in $(seq 1 40); do
-  resolved=$(ctl b device get "$device" | field "['device_id']" 2>/dev/null) && break
+  resolved=$(ctl b device get "$device" | field "['deviceId']" 2>/dev/null) && break
   sleep 0.25
 done
 [ "$resolved" = "$device" ] || fail "node-b resolved '$resolved', not $device"
@@ -72,11 +72,12 @@ echo "resolved through node-b: $resolved"
 
 echo "== stop node-c, register through node-a meanwhile, start node-c again"
 compose stop node-c >/dev/null
-sibling=$(ctl a register --bundle com.compose.app2 --idfv "$idfv" | field "['device_id']") || fail "registration while node-c was down"
+sibling=$(ctl a register --bundle com.compose.app2 --idfv "$idfv" | field "['deviceId']") || fail "registration while node-c was down"
 [ "$sibling" = "$device" ] || fail "the sibling app got $sibling, not $device"
 compose start node-c >/dev/null
 ready 3
-ctl a cluster verify --wait 30 >/dev/null || fail "cluster verify after node-c came back: $(ctl a cluster verify --wait 1)"
+started=$(date +%s)
+verdict=$(ctl a cluster verify --wait 30) || fail "cluster verify after node-c came back exited $? after $(( $(date +%s) - started )) s: $verdict"
 apps=$(ctl c device get "$device" | field "['apps'].__len__()")
 [ "$apps" = 2 ] || fail "node-c holds $apps apps of $device after catching up, not 2"
 echo "node-c caught up: the device and both its apps, and the cluster verifies as converged"
