@@ -25,6 +25,8 @@ down
 
 fail() {
   echo "compose test FAILED: $*" >&2
+  # COMPOSE_KEEP=1 leaves the set up to look into, instead of taking it down.
+  if [ -n "${COMPOSE_KEEP:-}" ]; then trap 'rm -f "${podman_conf:-}"' EXIT; fi
   for node in a b c; do echo "== node-$node" >&2; podman logs --tail 30 "${project}_node-${node}_1" 2>&1 | grep -v '"level":"info"' >&2 || true; done
   exit 1
 }
