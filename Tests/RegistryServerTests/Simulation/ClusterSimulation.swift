@@ -58,6 +58,8 @@ final class ClusterSimulation {
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
         /// the install of a peer's snapshot.
         var diskCrashes = 0, installCrashes = 0
+        /// Members removed while they ran (with force), and their writes refused once they knew.
+        var liveRemovals = 0, refusedAsRemoved = 0
         var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
     }
 
@@ -234,6 +236,28 @@ final class ClusterSimulation {
         if case .memberRemoved = answer { counts.removals += 1 }
     }
 
+    /// An operator removes `index` while it runs (`force`: it is reachable), through node `via`.
+    /// It goes on running: it takes writes that never replicate until a peer refuses it as
+    /// removed, and refuses every write from then on.
+    func removeLive(_ index: Int, via: Int) {
+        guard let engine = nodes[via].engine, via != index, nodes[index].engine != nil else { return }
+        let frame = ClientFrame(requestID: 1, body: .removeMember(nodeID: nodes[index].name.value, force: true))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        guard case .memberRemoved = answer else { return }
+        removed.insert(index)
+        counts.removals += 1
+        counts.liveRemovals += 1
+    }
+
+    /// Writes a removed node acknowledged after it knew it was removed: none may be.
+    private(set) var acknowledgedAsRemoved: [String] = []
+
+    /// Whether `index` holds its own removal.
+    func knowsItWasRemoved(_ index: Int) -> Bool {
+        guard let engine = nodes[index].engine else { return false }
+        return engine.members[nodes[index].name]?.removed == true
+    }
+
     /// The nodes that were not removed.
     var members: [Int] { nodes.indices.filter { !removed.contains($0) } }
 
@@ -295,9 +319,22 @@ final class ClusterSimulation {
     @discardableResult
     func register(at index: Int, bundle: String, identifiers: [PresentedIdentifier]) -> DeviceID? {
         guard let engine = engine(index) else { return nil }
+        let knewRemoval = removed.contains(index) && knowsItWasRemoved(index)
         let frame = ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: bundle, identifiers: identifiers)))
         let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
         crashNodesWhoseDiskFailed()
+        if removed.contains(index) {
+            // A removed node's writes never replicate: not acknowledged to the cluster. Once it
+            // knows, it refuses them.
+            if knewRemoval {
+                if case .error(let error) = answer, error.code == .notAMember {
+                    counts.refusedAsRemoved += 1
+                } else {
+                    acknowledgedAsRemoved.append("\(nodes[index].name) answered \(answer) after it knew it was removed")
+                }
+            }
+            return nil
+        }
         guard case .registerResult(let result) = answer, let device = try? DeviceID(parsing: result.deviceIDText.description) else { return nil }
         counts.registrations += 1
         let vendor = Vendor(trusted: result.vendor)
@@ -381,6 +418,7 @@ final class ClusterSimulation {
     func advance(by millis: UInt64) {
         now += millis
         for index in nodes.indices { nodes[index].clock.millis.withLock { $0 = wall(of: index) } }
+        closeConnectionsOfRemovedNodes()
         for sender in nodes.indices where nodes[sender].engine != nil {
             for receiver in nodes.indices where receiver != sender {
                 guard let link = links[sender][receiver] else { continue }
@@ -400,10 +438,34 @@ final class ClusterSimulation {
         setRetentionFloors()
     }
 
+    /// As ``Replication`` and ``PeerConnectionHandler`` do once a member holds a removal: it drops
+    /// its link to the removed node, and closes the sessions that node opened to it (which then
+    /// dials again, and is refused as removed).
+    private func closeConnectionsOfRemovedNodes() {
+        for member in members {
+            guard let engine = nodes[member].engine else { continue }
+            for gone in removed where engine.members[nodes[gone].name]?.removed == true {
+                if links[member][gone] != nil {
+                    if let file = links[member][gone]?.snapshot { nodes[member].fs.close(file) }
+                    links[member][gone] = nil
+                }
+                // A session opened since refuses the node's hello itself.
+                if let session = sessions[member][gone], !session.machine.removed.contains(nodes[gone].name) {
+                    endSession(receiver: member, sender: gone)
+                    if links[gone][member] != nil {
+                        carryOut(gone, member, links[gone][member]!.machine.connectionLost("closed: removed", random: &random))
+                    }
+                }
+            }
+        }
+    }
+
     /// Whether every live node holds the same, and nothing is in flight.
     var isQuiet: Bool {
         let vectors = members.compactMap { nodes[$0].engine?.durableVector }
-        return network.isEmpty && vectors.count == members.count && Set(vectors.map(\.description)).count == 1
+        // A removed node that still runs has been told.
+        let told = removed.allSatisfy { nodes[$0].engine == nil || knowsItWasRemoved($0) }
+        return told && network.isEmpty(among: Set(members)) && vectors.count == members.count && Set(vectors.map(\.description)).count == 1
     }
 
     // MARK: - The protocol shells
@@ -442,6 +504,8 @@ final class ClusterSimulation {
             pump(sender, receiver)
         case .closeAndRetry(let delay, _, let refusal):
             if refusal != nil { counts.refusals += 1 }
+            // As ``PeerLink`` does: a peer that refuses this node as removed tells it so.
+            if refusal?.code == .nodeRemoved { engine.learnedRemoval() }
             // As PeerLink does: a snapshot refused for good is followed by a newer one.
             if let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
             links[sender][receiver]!.incarnation += 1
@@ -637,13 +701,15 @@ final class ClusterSimulation {
         return lines.joined(separator: "; ") + " now \(now)"
     }
 
-    /// Every operation any node holds, read back through the log API, with those archived before
-    /// snapshots trimmed them.
+    /// Every operation the members hold, read back through the log API, with those archived
+    /// before snapshots trimmed them; not what a member removed while it ran wrote afterwards,
+    /// which never reached them.
     func allOperations() throws -> [LoggedOperation] {
         for node in nodes {
             if let engine = node.engine { archiveOperations(of: engine) }
         }
-        return Array(archive.values)
+        guard let held = members.lazy.compactMap({ self.nodes[$0].engine?.durableVector }).first else { return Array(archive.values) }
+        return archive.values.filter { held[VersionVector.Log(origin: $0.origin, epoch: $0.epoch)] >= $0.sequence }
     }
 
     /// Runs `body`, which calls back once, and waits for it.

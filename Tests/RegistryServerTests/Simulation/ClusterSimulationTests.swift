@@ -32,6 +32,7 @@ import Testing
             "simulated seeds \(seeds.first!)...\(seeds.last!): \(total.registrations) registrations, \(total.siblingRaces) sibling races "
                 + "(\(total.splitRaces) split), \(total.crashes) crashes, \(total.partitions) partitions, \(total.wipes) wipes, "
                 + "\(total.skews) clock changes, \(total.removals) members removed, \(total.restores) backups restored, "
+                + "\(total.liveRemovals) removed while running (\(total.refusedAsRemoved) writes they refused), "
                 + "\(total.diskCrashes) deaths at a disk change (\(total.installCrashes) inside an install), \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
                 + "\(total.snapshotsTaken) snapshots taken, \(total.snapshotsInstalled) installed from a peer, "
                 + "\(total.dropped) messages of closed connections dropped")
@@ -40,7 +41,7 @@ import Testing
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
             #expect(total.siblingRaces > 0 && total.dropped > 0 && total.removals > 0)
             #expect(total.snapshotsTaken > 0 && total.snapshotsInstalled > 0)
-            #expect(total.diskCrashes > 0 && total.installCrashes > 0)
+            #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
         }
     }
 
@@ -103,6 +104,12 @@ import Testing
                 try quiesce(simulation, faults: faults)
                 isolated = false
                 simulation.remove(node, via: simulation.members.first { $0 != node }!)
+            case 70..<72 where simulation.removed.isEmpty && crashed == nil && seed % 7 == 3:
+                // A member removed while it runs (with force): what it acknowledged before must
+                // reach a peer first, as when it is down; it keeps running meanwhile.
+                try quiesce(simulation, faults: faults)
+                isolated = false
+                simulation.removeLive(node, via: simulation.members.first { $0 != node }!)
             case 62..<66:
                 try simulation.snapshot(node)
             case 66 where crashed == nil:
@@ -160,6 +167,8 @@ import Testing
     static func check(_ simulation: ClusterSimulation) throws {
         let seed = simulation.seed
         let engines = simulation.members.compactMap { simulation.nodes[$0].engine }
+        // A member removed while it ran refused every write once it knew.
+        if let first = simulation.acknowledgedAsRemoved.first { throw SimulationFailure(seed: seed, reason: first) }
         // Every remaining node holds the removal.
         for index in simulation.removed {
             for engine in engines where engine.members[simulation.nodes[index].name]?.removed != true {
@@ -227,6 +236,8 @@ extension ClusterSimulation.Counts {
         removals += other.removals
         restores += other.restores
         diskCrashes += other.diskCrashes
+        liveRemovals += other.liveRemovals
+        refusedAsRemoved += other.refusedAsRemoved
         installCrashes += other.installCrashes
         snapshotsTaken += other.snapshotsTaken
         snapshotsInstalled += other.snapshotsInstalled

@@ -64,4 +64,10 @@ struct SimulatedNetwork {
     }
 
     var isEmpty: Bool { queue.isEmpty }
+
+    /// Whether no message between two of `nodes` is in flight (a removed node that still runs
+    /// keeps knocking, and is refused).
+    func isEmpty(among nodes: Set<Int>) -> Bool {
+        !queue.contains { nodes.contains($0.sender) && nodes.contains($0.receiver) }
+    }
 }
