@@ -6,7 +6,7 @@
 # volumes. Every wait is bounded; the set is taken down on every exit.
 #
 # Not part of `make test`: building the image takes a release build inside a container and
-# Debian packages from the network (scripts/image.sh), about 15 minutes here.
+# Debian packages from the network (scripts/image.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/podman-env.sh

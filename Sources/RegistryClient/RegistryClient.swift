@@ -113,7 +113,7 @@ public final class RegistryClient: Sendable {
 
     /// Sends any request and returns the server's answer as is (errors included).
     public func send(_ body: ClientBody) async throws(RegistryClientError) -> ServerBody {
-        try await Self.send(body, after: .empty, on: channel).body
+        try await reply(body).body
     }
 
     /// Sends any request, to be answered only by a node that holds what `after` names (with the

@@ -15,7 +15,7 @@ public struct ModelDevice: Sendable {
     public let otherID: UUID128?
     /// Identifiers presented earlier and since replaced (old IDFVs, lost keychain UUIDs).
     public internal(set) var replaced: [Identifier] = []
-    /// The causal token of the device's latest acknowledged registration: what an app keeps
+    /// The causal tokens of the device's acknowledged registrations, merged: what an app keeps
     /// beside its keychain UUID and sends with its next registration, from any of the vendor's
     /// apps, to any node.
     public internal(set) var token: CausalToken = .empty

@@ -13,10 +13,12 @@ struct CausalWaits<Payload> {
         let payload: Payload
     }
 
+    /// A request let go, with the deadline it was parked with (a request submitted again keeps it).
+    typealias Released = (payload: Payload, deadlineMillis: UInt64)
+
     private var parked: [Parked] = []
 
     var isEmpty: Bool { parked.isEmpty }
-    var count: Int { parked.count }
 
     /// Holds `payload` until a vector covers `required`, or until `deadlineMillis`.
     mutating func park(_ payload: Payload, until required: VersionVector, deadlineMillis: UInt64) {
@@ -24,18 +26,18 @@ struct CausalWaits<Payload> {
     }
 
     /// Takes out, in the order they were parked, every request whose requirement `held` covers.
-    mutating func covered(by held: VersionVector) -> [(payload: Payload, deadlineMillis: UInt64)] {
+    mutating func covered(by held: VersionVector) -> [Released] {
         take { held.shortfall(against: $0.required).isEmpty }
     }
 
     /// Takes out, in the order they were parked, every request whose deadline is at or before
     /// `nowMillis`.
-    mutating func expired(nowMillis: UInt64) -> [(payload: Payload, deadlineMillis: UInt64)] {
+    mutating func expired(nowMillis: UInt64) -> [Released] {
         take { $0.deadlineMillis <= nowMillis }
     }
 
-    private mutating func take(where chosen: (Parked) -> Bool) -> [(payload: Payload, deadlineMillis: UInt64)] {
-        var taken = [(payload: Payload, deadlineMillis: UInt64)]()
+    private mutating func take(where chosen: (Parked) -> Bool) -> [Released] {
+        var taken = [Released]()
         var kept = [Parked]()
         for entry in parked {
             if chosen(entry) { taken.append((entry.payload, entry.deadlineMillis)) } else { kept.append(entry) }
@@ -46,9 +48,12 @@ struct CausalWaits<Payload> {
 }
 
 extension VersionVector {
+    /// A log of which a requirement names more than a vector holds.
+    typealias Shortage = (log: Log, needed: UInt64, held: UInt64)
+
     /// The logs of which `required` names more than this vector holds, in log order: what a
     /// node must still receive before it may answer a request carrying `required`.
-    func shortfall(against required: VersionVector) -> [(log: Log, needed: UInt64, held: UInt64)] {
+    func shortfall(against required: VersionVector) -> [Shortage] {
         required.logs.compactMap { entry in
             self[entry.log] >= entry.sequence ? nil : (entry.log, entry.sequence, self[entry.log])
         }

@@ -327,13 +327,13 @@ public final class RegistryEngine: Sendable {
         var refusals = [(Int, WireError)]()
         let parked = core.withLockedValue { core -> Bool in
             let held = core.node.versionVector
-            var unmet = [Int]()
+            var unmet = [(index: Int, shortfall: [VersionVector.Shortage])]()
             var needed = VersionVector()
             for index in frames.indices {
                 guard let required = required[index] else { continue }
                 let shortfall = held.shortfall(against: required)
                 guard !shortfall.isEmpty else { continue }
-                unmet.append(index)
+                unmet.append((index, shortfall))
                 for entry in shortfall { needed.recordAll(through: max(entry.needed, needed[entry.log]), in: entry.log) }
             }
             if unmet.isEmpty { return false }
@@ -342,8 +342,8 @@ public final class RegistryEngine: Sendable {
                 return true
             }
             let members = core.node.registry.clusterMembers
-            for index in unmet {
-                refusals.append((index, Self.notCaughtUp(held.shortfall(against: required[index]!), members: members, waited: causalTimeoutMillis)))
+            for (index, shortfall) in unmet {
+                refusals.append((index, Self.notCaughtUp(shortfall, members: members, waited: causalTimeoutMillis)))
             }
             return false
         }
@@ -359,7 +359,7 @@ public final class RegistryEngine: Sendable {
     /// NOT_CAUGHT_UP for what `shortfall` lacks: each log's origin, where it is reached, and how
     /// far this node is behind in it.
     static func notCaughtUp(
-        _ shortfall: [(log: VersionVector.Log, needed: UInt64, held: UInt64)], members: [NodeID: Member], waited: UInt64
+        _ shortfall: [VersionVector.Shortage], members: [NodeID: Member], waited: UInt64
     ) -> WireError {
         let logs = shortfall.map { entry -> String in
             let address = members[entry.log.origin].map { $0.address.isEmpty ? "" : " at \($0.address)" } ?? ""
@@ -373,7 +373,7 @@ public final class RegistryEngine: Sendable {
 
     /// Submits again held groups (taken out under the lock, and submitted after it): those a peer's
     /// batch or a snapshot let through, and those whose deadline passed.
-    func wakeCausalWaiters(_ woken: [(payload: CausalWaiter, deadlineMillis: UInt64)]) {
+    func wakeCausalWaiters(_ woken: [CausalWaits<CausalWaiter>.Released]) {
         for (waiter, deadline) in woken {
             var resolver = BundleResolver(rules: vendorRules, capacity: 0)
             submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline)
@@ -387,7 +387,7 @@ public final class RegistryEngine: Sendable {
     }
 
     /// Takes the held groups that the node's vector now covers (under the lock).
-    static func coveredCausalWaiters(_ core: inout Core) -> [(payload: CausalWaiter, deadlineMillis: UInt64)] {
+    static func coveredCausalWaiters(_ core: inout Core) -> [CausalWaits<CausalWaiter>.Released] {
         core.causalWaits.isEmpty ? [] : core.causalWaits.covered(by: core.node.versionVector)
     }
 
@@ -619,7 +619,7 @@ public final class RegistryEngine: Sendable {
         _ operations: [LoggedOperation], deliver: @escaping @Sendable (Result<[LogPosition], WireError>) -> Void
     ) {
         let wall = wallClock()
-        var woken = [(payload: CausalWaiter, deadlineMillis: UInt64)]()
+        var woken = [CausalWaits<CausalWaiter>.Released]()
         let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
             if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
             let undurable = core.commits.holdsUndurable

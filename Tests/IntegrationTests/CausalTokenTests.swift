@@ -47,26 +47,15 @@ import Testing
     }
 
     @Test func aTokenCarriesAReinstallAcrossACutLink() async throws {
-        let ports = try (0..<3).map { _ in try ClusterTests.freePort() }
-        let toA = try CuttableProxy(toPort: ports[0])
-        let toB = try CuttableProxy(toPort: ports[1])
-        let toC = try CuttableProxy(toPort: ports[2])
-        defer { for proxy in [toA, toB, toC] { proxy.close() } }
-        let cluster = try ClusterTests.Cluster(
-            peerLists: { ports in
-                [
-                    "127.0.0.1:\(toB.port),127.0.0.1:\(ports[2])",
-                    "127.0.0.1:\(toA.port),127.0.0.1:\(toC.port)",
-                    "127.0.0.1:\(ports[0]),127.0.0.1:\(toB.port)",
-                ]
-            }, ports: ports, extra: ["--causal-timeout", "\(Self.timeoutSeconds)"])
+        let (cluster, relays) = try ClusterTests.relayedCluster(isolating: 1, extra: ["--causal-timeout", "\(Self.timeoutSeconds)"])
+        defer { for relay in relays { relay.close() } }
         defer { cluster.stop() }
         for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
         let a = try await connect(cluster.nodes[0].endpoint)
         let b = try await connect(cluster.nodes[1].endpoint)
         defer { Task { await a.close(); await b.close() } }
-        func cut() { for proxy in [toA, toB, toC] { proxy.cut() } }
-        func heal() { for proxy in [toA, toB, toC] { proxy.heal() } }
+        func cut() { for relay in relays { relay.cut() } }
+        func heal() { for relay in relays { relay.heal() } }
 
         // Cut off, node-b does not know a device registered through node-a.
         cut()
@@ -96,7 +85,7 @@ import Testing
         let refused = await Self.register(b, registration(keychain: later, idfv: UUID128(high: 0xB, low: 6)), after: laterToken, done: Done())
         let error = try #require(Self.serverError(refused), "node-b answered a token it could not hold: \(refused)")
         #expect(error.code == .notCaughtUp && error.retryable)
-        #expect(error.message.contains("node-a at 127.0.0.1:\(ports[0])"), "\(error.message)")
+        #expect(error.message.contains("node-a at 127.0.0.1:\(cluster.ports[0])"), "\(error.message)")
         #expect(Date().timeIntervalSince(started) >= Self.timeoutSeconds - 0.1)
         // Healed, the retry is answered with the device's own ID.
         heal()
@@ -113,8 +102,8 @@ import Testing
 
     /// registryload against three healthy nodes, every request to any node, with reinstalls in
     /// the mix, keeping each device's token as an app would: no known device is ever answered
-    /// with another device's ID (without tokens, a run like this one counted 74 in 10 s), and
-    /// every acknowledged registration resolves to its ID on every node.
+    /// with another device's ID (which happens without tokens: docs/cluster.md), and every
+    /// acknowledged registration resolves to its ID on every node.
     @Test func registryloadWithTokensIsNeverToldOfASecondDevice() async throws {
         let cluster = try ClusterTests.Cluster()
         defer { cluster.stop() }

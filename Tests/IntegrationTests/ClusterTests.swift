@@ -68,6 +68,28 @@ import Testing
         }
     }
 
+    /// Three nodes of which node `isolated` is reached, and reaches the others, only through
+    /// relays (one to each node, in node order) that a test can cut and heal; the others reach each
+    /// other directly. Close the relays after stopping the cluster.
+    static func relayedCluster(isolating isolated: Int, extra: [String] = []) throws -> (Cluster, [CuttableProxy]) {
+        let ports = try (0..<3).map { _ in try freePort() }
+        let relays = try ports.map { try CuttableProxy(toPort: $0) }
+        do {
+            let cluster = try Cluster(
+                peerLists: { ports in
+                    (0..<3).map { node in
+                        (0..<3).filter { $0 != node }.map { other in
+                            "127.0.0.1:\(node == isolated || other == isolated ? relays[other].port : ports[other])"
+                        }.joined(separator: ",")
+                    }
+                }, ports: ports, extra: extra)
+            return (cluster, relays)
+        } catch {
+            for relay in relays { relay.close() }
+            throw error
+        }
+    }
+
     /// Waits (up to `seconds`) until every endpoint's node holds the same version vector and the
     /// same state digest (``ClusterAgreement``); fails at once when equal vectors hold different
     /// digests, which no amount of waiting mends.
@@ -160,20 +182,10 @@ import Testing
     /// registration resolves to its ID on every node, and the nodes hold the same state.
     @Test func acknowledgedWritesSurviveAKilledNodeAndAPartition() async throws {
         // Node c is reached, and reaches the others, only through relays the test can cut.
-        let ports = try (0..<3).map { _ in try ClusterTests.freePort() }
-        let toA = try CuttableProxy(toPort: ports[0])
-        let toB = try CuttableProxy(toPort: ports[1])
-        let toC = try CuttableProxy(toPort: ports[2])
-        defer { for proxy in [toA, toB, toC] { proxy.close() } }
-        let cluster = try Cluster(
-            peerLists: { ports in
-                [
-                    "127.0.0.1:\(ports[1]),127.0.0.1:\(toC.port)",
-                    "127.0.0.1:\(ports[0]),127.0.0.1:\(toC.port)",
-                    "127.0.0.1:\(toA.port),127.0.0.1:\(toB.port)",
-                ]
-            }, ports: ports)
+        let (cluster, relays) = try Self.relayedCluster(isolating: 2)
+        defer { for relay in relays { relay.close() } }
         defer { cluster.stop() }
+        let ports = cluster.ports
         let acknowledged = ManagedAcknowledgements()
         let phase = Phase()
 
@@ -214,12 +226,10 @@ import Testing
         phase.value = 1
         counts.append(try await run(500, more: 100))
         // Cut node c off from both others while all three keep taking writes, then heal.
-        toA.cut()
-        toB.cut()
-        toC.cut()
+        for relay in relays { relay.cut() }
         phase.value = 2
         counts.append(try await run(1_000, more: 100))
-        for proxy in [toA, toB, toC] { proxy.heal() }
+        for relay in relays { relay.heal() }
         counts.append(try await run(500, more: 50))
         phase.value = 3
         print("faults across 3 nodes: acknowledged by the end of each phase: \(counts)")

@@ -106,8 +106,8 @@ import Testing
     /// A copy of the directory put back while the clock reads earlier than the epochs written since
     /// (a clock that ran ahead was set right): the start on the copy gets the same time part as the
     /// start after the copy was taken, and the random bits make it another epoch. The time part
-    /// alone named both logs alike, and the cluster held two contents under one name (found by the
-    /// simulation, seed 1687 of a 5,000-seed run).
+    /// alone named both logs alike, and the cluster held two contents under one name
+    /// (docs/cluster.md, "Epochs").
     @Test func aCopyPutBackWhileTheClockIsBehindOpensAnotherEpoch() throws {
         let fs = SimulatedFileSystem()
         var logger = Logger(label: "startup-test")

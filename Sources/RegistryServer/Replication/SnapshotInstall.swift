@@ -47,7 +47,7 @@ extension RegistryEngine {
             try? fs.remove(path)
             return .failure(Self.snapshotRefused("the snapshot is damaged: \(error)"))
         }
-        var woken = [(payload: CausalWaiter, deadlineMillis: UInt64)]()
+        var woken = [CausalWaits<CausalWaiter>.Released]()
         let outcome = writer.queue.sync { () -> Result<VersionVector, WireError> in
             if snapshots.isRunning {
                 return .failure(Self.snapshotRefused("this node is taking a snapshot of its own; send it again later", retryable: true))

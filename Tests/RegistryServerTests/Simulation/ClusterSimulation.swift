@@ -228,25 +228,29 @@ final class ClusterSimulation {
 
     /// An operator removes `index`, which is down for good, through node `via`.
     func remove(_ index: Int, via: Int) {
-        guard let engine = nodes[via].engine, via != index else { return }
+        guard nodes[via].engine != nil, via != index else { return }
         crash(index)
         removed.insert(index)
-        let frame = ClientFrame(requestID: 1, body: .removeMember(nodeID: nodes[index].name.value))
-        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
-        if case .memberRemoved = answer { counts.removals += 1 }
+        if askRemoval(of: index, via: via, force: false) { counts.removals += 1 }
     }
 
     /// An operator removes `index` while it runs (`force`: it is reachable), through node `via`.
     /// It goes on running: it takes writes that never replicate until a peer refuses it as
     /// removed, and refuses every write from then on.
     func removeLive(_ index: Int, via: Int) {
-        guard let engine = nodes[via].engine, via != index, nodes[index].engine != nil else { return }
-        let frame = ClientFrame(requestID: 1, body: .removeMember(nodeID: nodes[index].name.value, force: true))
-        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
-        guard case .memberRemoved = answer else { return }
+        guard nodes[via].engine != nil, via != index, nodes[index].engine != nil, askRemoval(of: index, via: via, force: true) else { return }
         removed.insert(index)
         counts.removals += 1
         counts.liveRemovals += 1
+    }
+
+    /// Sends `registryctl cluster remove` for `index` to node `via`; whether it was removed.
+    private func askRemoval(of index: Int, via: Int, force: Bool) -> Bool {
+        guard let engine = nodes[via].engine else { return false }
+        let frame = ClientFrame(requestID: 1, body: .removeMember(nodeID: nodes[index].name.value, force: force))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        if case .memberRemoved = answer { return true }
+        return false
     }
 
     /// Writes a removed node acknowledged after it knew it was removed: none may be.
