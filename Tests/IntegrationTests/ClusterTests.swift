@@ -71,23 +71,32 @@ import Testing
     /// Three nodes of which node `isolated` is reached, and reaches the others, only through
     /// relays (one to each node, in node order) that a test can cut and heal; the others reach each
     /// other directly. Close the relays after stopping the cluster.
+    ///
+    /// The nodes' ports are chosen free before the relays take ports of their own, and tests
+    /// running beside this one take ports too: when a node finds its port taken, the whole set
+    /// starts again on new ports (three tries).
     static func relayedCluster(isolating isolated: Int, extra: [String] = []) throws -> (Cluster, [CuttableProxy]) {
-        let ports = try (0..<3).map { _ in try freePort() }
-        let relays = try ports.map { try CuttableProxy(toPort: $0) }
-        do {
-            let cluster = try Cluster(
-                peerLists: { ports in
-                    (0..<3).map { node in
-                        (0..<3).filter { $0 != node }.map { other in
-                            "127.0.0.1:\(node == isolated || other == isolated ? relays[other].port : ports[other])"
-                        }.joined(separator: ",")
-                    }
-                }, ports: ports, extra: extra)
-            return (cluster, relays)
-        } catch {
-            for relay in relays { relay.close() }
-            throw error
+        for attempt in 1...3 {
+            let ports = try (0..<3).map { _ in try freePort() }
+            let relays = try ports.map { try CuttableProxy(toPort: $0) }
+            do {
+                let cluster = try Cluster(
+                    peerLists: { ports in
+                        (0..<3).map { node in
+                            (0..<3).filter { $0 != node }.map { other in
+                                "127.0.0.1:\(node == isolated || other == isolated ? relays[other].port : ports[other])"
+                            }.joined(separator: ",")
+                        }
+                    }, ports: ports, extra: extra)
+                return (cluster, relays)
+            } catch DaemonProcess.DaemonError.exited(_, let log) where log.contains("Address already in use") && attempt < 3 {
+                for relay in relays { relay.close() }
+            } catch {
+                for relay in relays { relay.close() }
+                throw error
+            }
         }
+        throw ClusterError("unreachable: every attempt returns or throws")
     }
 
     /// Waits (up to `seconds`) until every endpoint's node holds the same version vector and the
