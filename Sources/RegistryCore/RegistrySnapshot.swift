@@ -193,7 +193,7 @@ extension RegistryState {
             guard state.claims.set(key, owner) == nil else {
                 throw SnapshotRestoreError("\(identifier) in vendor \(vendor) is claimed twice")
             }
-            state.digest &+= state.claimFact(key)
+            state.digest &+= state.claimFact(key, owner: owner)
         }
 
         private mutating func apply(_ record: SnapshotRecord) throws(SnapshotRestoreError) {

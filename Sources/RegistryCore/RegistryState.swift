@@ -59,7 +59,13 @@ public struct RegistryState: Sendable {
 
     var slots = PagedArray<Slot>()
     var slotOf: HashIndex<UUID128>
-    /// (vendor, identifier) to the slot that claimed it (the merge-rule minimum when several did).
+    /// (vendor, identifier) to the slot that owns the claim. When several devices claimed it
+    /// (only replicas that could not hear each other let that happen), the owner is the one with
+    /// the lowest device ID. The rule reads only what never changes: a rule on the merge order
+    /// would depend on delivery order, because a device created on several nodes moves earlier
+    /// in that order as its earlier creations arrive, after it may have lost a claim. Lookups go
+    /// through the owner to its canonical device, so which claimant owns a claim changes no
+    /// answer but a registration's `replaced` list.
     var claims: HashIndex<ClaimKey>
     /// Canonical slot to its apps after the first.
     var moreApps: [UInt32: [AppSlot]] = [:]
@@ -185,10 +191,11 @@ public struct RegistryState: Sendable {
     }
 
     /// What a registration tells the app it no longer should use: every device, other than the
-    /// winner, that the presented identifiers led to before it. That is the device that claimed
-    /// each identifier first (listed again on every later registration that presents it, so an
-    /// app that missed an answer still learns), and the canonical device each one resolved to
-    /// (the winner of an earlier merge, listed by the registration that merges it away). Sorted.
+    /// winner, that the presented identifiers led to before it. That is the device that owns
+    /// each identifier's claim (see ``claims``; listed again on every later registration that
+    /// presents it, so an app that missed an answer still learns), and the canonical device each
+    /// one resolved to (the winner of an earlier merge, listed by the registration that merges it
+    /// away). Sorted.
     private func replaced(owners: [UInt32], roots: [UInt32], winner: UInt32) -> [DeviceID] {
         if owners.count <= 1 && roots.count <= 1 && owners.first == winner { return [] }
         var slots = owners
@@ -227,11 +234,15 @@ public struct RegistryState: Sendable {
             let key = ClaimKey(vendor: vendor, identifier: identifier)
             // One hash for the common case, a claim nobody held.
             guard let owner = claims.set(key, device) else {
-                digest &+= claimFact(key)
+                digest &+= claimFact(key, owner: device)
                 continue
             }
             guard owner != device else { continue }
-            if !wins(device, over: owner) { claims.set(key, owner) }
+            if slots[owner].id < slots[device].id {
+                claims.set(key, owner)
+            } else {
+                digest &+= claimFact(key, owner: device) &- claimFact(key, owner: owner)
+            }
             union(owner, device)
         }
         for other in op.merged where other.vendor == op.device.vendor {
@@ -411,32 +422,53 @@ public struct RegistryState: Sendable {
     // MARK: - Comparing replicas
 
     /// A normalised view of the whole state, equal on two replicas exactly when they hold the
-    /// same canonical state. For tests and convergence checks; it walks everything.
+    /// same content: every device's own creation and canonical device (aliases included), every
+    /// canonical record, every claim's owner, and the members. For tests and convergence checks;
+    /// it walks everything.
     public func snapshot() -> Snapshot {
-        var canonical = [DeviceID: DeviceID]()
+        var devices = [DeviceID: Snapshot.Device]()
         var records = [DeviceID: DeviceRecord]()
         for number in 0..<UInt32(slots.count) {
             let slot = slots[number]
-            canonical[DeviceID(slot.id)] = DeviceID(slots[slot.canonical].id)
+            devices[DeviceID(slot.id)] = Snapshot.Device(ref: ref(number), canonical: DeviceID(slots[slot.canonical].id))
             if slot.canonical == number { records[DeviceID(slot.id)] = record(of: number) }
         }
-        var claimed = [String: DeviceID]()
+        var claimed = [Snapshot.Claim: DeviceID]()
         claims.forEach { key, owner in
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
-            claimed["\(vendors[key.vendor])/\(identifier)"] = DeviceID(slots[slots[owner].canonical].id)
+            claimed[Snapshot.Claim(vendor: vendors[key.vendor], identifier: identifier)] = DeviceID(slots[owner].id)
         }
-        return Snapshot(canonical: canonical, records: records, claims: claimed, members: clusterMembers)
+        return Snapshot(devices: devices, records: records, claims: claimed, members: clusterMembers)
     }
 
     /// See ``snapshot()``.
     public struct Snapshot: Equatable, Sendable {
-        /// Every known device to its canonical device.
-        public let canonical: [DeviceID: DeviceID]
+        /// A device as a replica holds it, canonical or not.
+        public struct Device: Equatable, Sendable {
+            /// Its ID, its earliest creation known (HLC and origin) and its vendor.
+            public let ref: DeviceRef
+            /// The winner of its merge set (itself when canonical).
+            public let canonical: DeviceID
+        }
+
+        /// A (vendor, identifier) pair.
+        public struct Claim: Hashable, Sendable, CustomStringConvertible {
+            public let vendor: Vendor
+            public let identifier: Identifier
+            public var description: String { "\(vendor)/\(identifier)" }
+        }
+
+        /// Every known device.
+        public let devices: [DeviceID: Device]
         /// Every canonical device's record.
         public let records: [DeviceID: DeviceRecord]
-        /// "vendor/kind=uuid" to the canonical device it resolves to.
-        public let claims: [String: DeviceID]
+        /// Every claim to the device that owns it (which may be an alias; ``devices`` names its
+        /// canonical device).
+        public let claims: [Claim: DeviceID]
         /// The cluster's members.
         public let members: [NodeID: Member]
+
+        /// Every known device to its canonical device.
+        public var canonical: [DeviceID: DeviceID] { devices.mapValues(\.canonical) }
     }
 }

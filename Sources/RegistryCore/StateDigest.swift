@@ -2,16 +2,16 @@
 /// state changes so that reading it costs nothing.
 ///
 /// The state is a set of facts: each device (its ID, its canonical device's ID, its creation HLC
-/// and origin, its vendor), each claim (vendor, identifier kind and value), each app sighting of a canonical device (bundle, first and last seen) and each cluster
+/// and origin, its vendor), each claim (vendor, identifier kind and value, the device that owns
+/// it), each app sighting of a canonical device (bundle, first and last seen) and each cluster
 /// member (node, address, when it was set, removed). The digest is the wrapping sum of a hash of
 /// each fact, so it does not depend on the order facts arrived in, and a change costs the hashes
 /// of the facts it replaces and adds. Two replicas with equal version vectors must have equal
 /// digests; different digests mean they hold different content (what equal counts can hide).
 ///
-/// A claim is hashed without the device that holds it: which of a merge set's devices holds a
-/// claim can depend on delivery order (a device whose creation moves earlier does not take back
-/// claims it lost), while the set it resolves to does not, and the device facts already say
-/// which set each device is in.
+/// A claim's owner is part of its fact: every replica picks it by the same rule on what never
+/// changes (see ``RegistryState``'s `claims`), so two replicas that hold the same operations
+/// hold the same owners.
 ///
 /// Names are hashed as text, never as the numbers a replica interned them under (those depend
 /// on arrival order). The hash has a fixed, public key: the digest detects divergence, it does not
@@ -42,8 +42,8 @@ enum StateDigest {
         finish(step(step(step(step(step(step(step(deviceKind, id.high), id.low), canonical.high), canonical.low), created), origin), vendor))
     }
 
-    static func claim(vendor: UInt64, kind: Int32, value: UUID128) -> UInt64 {
-        finish(step(step(step(step(claimKind, vendor), UInt64(UInt32(bitPattern: kind))), value.high), value.low))
+    static func claim(vendor: UInt64, kind: Int32, value: UUID128, owner: UUID128) -> UInt64 {
+        finish(step(step(step(step(step(step(claimKind, vendor), UInt64(UInt32(bitPattern: kind))), value.high), value.low), owner.high), owner.low))
     }
 
     static func app(device: UUID128, bundle: UInt64, first: UInt64, last: UInt64) -> UInt64 {
@@ -99,8 +99,9 @@ extension RegistryState {
             vendor: vendorDigest(slot.vendor))
     }
 
-    mutating func claimFact(_ key: ClaimKey) -> UInt64 {
-        StateDigest.claim(vendor: vendorDigest(key.vendor), kind: key.kind, value: key.value)
+    /// The hash of the fact "`key` is claimed by device `owner`".
+    mutating func claimFact(_ key: ClaimKey, owner: UInt32) -> UInt64 {
+        StateDigest.claim(vendor: vendorDigest(key.vendor), kind: key.kind, value: key.value, owner: slots[owner].id)
     }
 
     mutating func appFact(on root: UInt32, bundle: UInt32, first: UInt64, last: UInt64) -> UInt64 {
@@ -126,7 +127,9 @@ extension RegistryState {
                 sum &+= StateDigest.app(device: slot.id, bundle: bundleNames[Int(app.bundle)], first: app.firstSeen, last: app.lastSeen)
             }
         }
-        claims.forEach { key, _ in sum &+= StateDigest.claim(vendor: vendorNames[Int(key.vendor)], kind: key.kind, value: key.value) }
+        claims.forEach { key, owner in
+            sum &+= StateDigest.claim(vendor: vendorNames[Int(key.vendor)], kind: key.kind, value: key.value, owner: slots[owner].id)
+        }
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
         return sum
     }

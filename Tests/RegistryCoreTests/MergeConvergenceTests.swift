@@ -130,6 +130,34 @@ import Testing
         }
     }
 
+    /// The case that made claim owners depend on delivery order: device M, created on two nodes,
+    /// claims K in its later creation; B, created between M's two creations, claims K too. A
+    /// replica that hears M's later creation, then B, then M's earlier creation gave K to B (B
+    /// won against M as M stood then); one that heard M's earlier creation first kept K for M.
+    @Test func aClaimKeepsItsOwnerWhenADeviceMovesEarlierAfterLosingIt() {
+        let vendor = Vendor(trusted: "com.v")
+        let bundle = try! BundleID(parsing: "com.v.app")
+        let k = Identifier(kind: .keychain, value: UUID128(high: 7, low: 7))
+        let idfv = Identifier(kind: .idfv, value: UUID128(high: 8, low: 8))
+        let m = DeviceID(UUID128(high: 1, low: 0))
+        let b = DeviceID(UUID128(high: 2, low: 0))
+        func op(_ id: DeviceID, created: UInt64, origin: String, claims: [Identifier]) -> RegistrationOp {
+            let ref = DeviceRef(id: id, created: HLCTimestamp(millis: created, counter: 0), origin: NodeID(trusted: origin), vendor: vendor)
+            return RegistrationOp(device: ref, bundle: bundle, claims: claims, merged: [], seen: HLCTimestamp(millis: 100 + created, counter: 0))
+        }
+        let mLate = op(m, created: 5, origin: "node-a", claims: [idfv, k])
+        let bMiddle = op(b, created: 3, origin: "node-b", claims: [k])
+        let mEarly = op(m, created: 1, origin: "node-c", claims: [idfv])
+        var first = RegistryState()
+        for op in [mLate, bMiddle, mEarly] { first.apply(op) }
+        var second = RegistryState()
+        for op in [mEarly, mLate, bMiddle] { second.apply(op) }
+        #expect(first.snapshot() == second.snapshot())
+        #expect(first.digest == second.digest)
+        #expect(first.snapshot().claims[RegistryState.Snapshot.Claim(vendor: vendor, identifier: k)] == m, "the claimant with the lower ID")
+        #expect(first.canonical(of: b) == m && second.canonical(of: b) == m)
+    }
+
     @Test func mergeWinnerBreaksTiesByOriginThenID() {
         let vendor = Vendor(trusted: "com.v")
         let t = HLCTimestamp(millis: 5, counter: 0)
@@ -149,8 +177,13 @@ import Testing
 struct ExpectedState {
     /// Every device named, to the winner of its merge set.
     private(set) var winner: [DeviceID: DeviceRef] = [:]
-    /// "vendor/kind/uuid" to the winner of the set that claimed it.
-    private(set) var claims: [String: DeviceID] = [:]
+    /// Every claim to the winner of the set that claimed it.
+    private(set) var claims: [RegistryState.Snapshot.Claim: DeviceID] = [:]
+    /// Every claim to its owner: of the devices that claimed it, the one whose ID's bytes come
+    /// first.
+    private(set) var owners: [RegistryState.Snapshot.Claim: DeviceID] = [:]
+    /// Every device to its earliest creation.
+    private(set) var creations: [DeviceID: DeviceRef] = [:]
     private(set) var aliasCount = 0
     /// Merge sets whose two best devices tied on created HLC (origin decided), and on
     /// created HLC and origin (the ID bytes decided).
@@ -160,7 +193,7 @@ struct ExpectedState {
     init(_ ops: [RegistrationOp]) {
         var devices = [DeviceID: DeviceRef]()
         var edges = [DeviceID: Set<DeviceID>]()
-        var claimants = [String: [DeviceID]]()
+        var claimants = [RegistryState.Snapshot.Claim: [DeviceID]]()
         func connect(_ a: DeviceID, _ b: DeviceID) {
             edges[a, default: []].insert(b)
             edges[b, default: []].insert(a)
@@ -174,7 +207,7 @@ struct ExpectedState {
             note(op.device)
             edges[op.device.id, default: []].insert(op.device.id)
             for identifier in op.claims {
-                claimants["\(op.device.vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)", default: []].append(op.device.id)
+                claimants[RegistryState.Snapshot.Claim(vendor: op.device.vendor, identifier: identifier), default: []].append(op.device.id)
             }
             for other in op.merged where other.vendor == op.device.vendor {
                 note(other)
@@ -204,7 +237,11 @@ struct ExpectedState {
                 }
             }
         }
-        for (key, ids) in claimants { claims[key] = winner[ids[0]]!.id }
+        for (key, ids) in claimants {
+            claims[key] = winner[ids[0]]!.id
+            owners[key] = ids.min { Self.bytes($0).lexicographicallyPrecedes(Self.bytes($1)) }
+        }
+        creations = devices
     }
 
     /// The rule's order: created HLC, then the origin node ID's bytes, then the device ID's
@@ -222,9 +259,13 @@ struct ExpectedState {
     }
 
     static func rank(_ ref: DeviceRef) -> Rank {
-        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: ref.id.uuid.high >> (56 - 8 * $0)) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: ref.id.uuid.low >> (56 - 8 * $0)) }
-        return Rank(created: ref.created.rawValue, origin: Array(ref.origin.value.utf8), id: bytes)
+        Rank(created: ref.created.rawValue, origin: Array(ref.origin.value.utf8), id: bytes(ref.id))
+    }
+
+    /// A device ID's 16 big-endian bytes.
+    static func bytes(_ id: DeviceID) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: id.uuid.high >> (56 - 8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: id.uuid.low >> (56 - 8 * $0)) }
     }
 
     /// Checks every invariant of the design brief's section 3 that one replica can show.
@@ -244,10 +285,11 @@ struct ExpectedState {
             #expect(Set(snapshot.records[root]?.aliases ?? []) == aliases, "seed \(seed): aliases of \(root)")
         }
         for (key, expected) in claims {
-            let parts = key.split(separator: "/")
-            let identifier = Identifier(kind: IdentifierKind(rawValue: Int32(parts[1])!)!, value: UUID128(text: String(parts[2]))!)
-            let record = state.lookup(vendor: Vendor(trusted: String(parts[0])), identifier: identifier)
+            let record = state.lookup(vendor: key.vendor, identifier: key.identifier)
             #expect(record?.device.id == expected, "seed \(seed): \(key) resolves to \(String(describing: record?.device.id))")
         }
+        // Full state: every claim's owner, and every device's own creation, aliases included.
+        #expect(snapshot.claims == owners, "seed \(seed): claim owners")
+        #expect(snapshot.devices.mapValues(\.ref) == creations, "seed \(seed): devices' creations")
     }
 }

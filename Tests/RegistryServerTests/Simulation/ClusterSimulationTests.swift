@@ -196,6 +196,26 @@ import Testing
             throw SimulationFailure(
                 seed: seed, reason: "\(id) resolves to \(canonical); the rule names \(String(describing: expected.canonical[id.uuid]))")
         }
+        // Full state, from the operations alone: each device's own creation (aliases included)
+        // and each claim's owner.
+        guard states[0].devices.count == expected.canonical.count else {
+            throw SimulationFailure(seed: seed, reason: "the nodes hold \(states[0].devices.count) devices; the operations name \(expected.canonical.count)")
+        }
+        for (id, device) in states[0].devices {
+            guard let creation = expected.creation[id.uuid], creation.created == device.ref.created.rawValue, creation.origin == device.ref.origin.value else {
+                throw SimulationFailure(
+                    seed: seed, reason: "\(id) was created at \(device.ref.created) by \(device.ref.origin); the operations say \(String(describing: expected.creation[id.uuid]))")
+            }
+        }
+        guard states[0].claims.count == expected.owner.count else {
+            throw SimulationFailure(seed: seed, reason: "the nodes hold \(states[0].claims.count) claims; the operations make \(expected.owner.count)")
+        }
+        for (claim, owner) in states[0].claims {
+            let key = ExpectedCanonical.key(vendor: claim.vendor, identifier: claim.identifier)
+            guard expected.owner[key] == owner.uuid else {
+                throw SimulationFailure(seed: seed, reason: "\(claim) is owned by \(owner); the rule names \(String(describing: expected.owner[key]))")
+            }
+        }
         for engine in engines {
             let failure = engine.withState { state -> String? in
                 for acknowledged in simulation.acknowledged {

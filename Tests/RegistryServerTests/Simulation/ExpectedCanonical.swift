@@ -4,9 +4,14 @@ import RegistryCore
 /// operations alone, apart from `RegistryState`: devices are merged when they claimed the same
 /// identifier in one vendor or one operation names them merged, and each merge set's canonical
 /// device is its minimum by (earliest created HLC, origin node bytes, device ID bytes), compared as
-/// plain tuples.
+/// plain tuples. Each claim is owned by the claimant whose ID's bytes come first, and each device
+/// keeps its earliest creation.
 struct ExpectedCanonical {
     private(set) var canonical: [UUID128: UUID128] = [:]
+    /// Every device to its earliest creation: (HLC, origin).
+    private(set) var creation: [UUID128: (created: UInt64, origin: String)] = [:]
+    /// Every claim ("vendor/kind/uuid") to the device that owns it.
+    private(set) var owner: [String: UUID128] = [:]
 
     init(_ operations: [LoggedOperation]) {
         var rank = [UUID128: (UInt64, [UInt8], UUID128)]()
@@ -31,8 +36,11 @@ struct ExpectedCanonical {
             guard case .registration(let op) = logged.operation else { continue }
             note(op.device)
             for identifier in op.claims {
-                let key = "\(op.device.vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)"
+                let key = Self.key(vendor: op.device.vendor, identifier: identifier)
                 if let first = claimants[key] { connect(first, op.device.id.uuid) } else { claimants[key] = op.device.id.uuid }
+                let id = op.device.id.uuid
+                if let known = owner[key], !Self.bytes(id).lexicographicallyPrecedes(Self.bytes(known)) { continue }
+                owner[key] = id
             }
             for other in op.merged where other.vendor == op.device.vendor {
                 note(other)
@@ -46,6 +54,16 @@ struct ExpectedCanonical {
             best[root] = id
         }
         for id in parent.keys { canonical[id] = best[find(id)]! }
+        for (id, (created, origin, _)) in rank { creation[id] = (created, String(decoding: origin, as: UTF8.self)) }
+    }
+
+    /// The key ``owner`` names a claim by.
+    static func key(vendor: Vendor, identifier: Identifier) -> String {
+        "\(vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)"
+    }
+
+    private static func bytes(_ id: UUID128) -> [UInt8] {
+        (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? id.high : id.low) >> (56 - 8 * ($0 % 8))) }
     }
 
     private static func less(_ a: (UInt64, [UInt8], UUID128), _ b: (UInt64, [UInt8], UUID128)) -> Bool {
