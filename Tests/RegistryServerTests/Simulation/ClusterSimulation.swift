@@ -61,6 +61,8 @@ final class ClusterSimulation {
         /// Members removed while they ran (with force), and their writes refused once they knew.
         var liveRemovals = 0, refusedAsRemoved = 0
         var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
+        /// Batches sent from the engine's memory (`RecentOperations`) and from its journal.
+        var batchesFromMemory = 0, batchesFromJournal = 0
     }
 
     static let maxClockSkewMillis: UInt64 = 5_000
@@ -540,34 +542,38 @@ final class ClusterSimulation {
             send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: probe, operations: [])))
         }
         while let run = link.machine.nextRun(local: local, nowMillis: wall) {
-            let records: [LogRecord]
-            do {
-                records = try engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)
-            } catch .trimmed {
-                // The receiver lacks what the journal trimmed: the newest snapshot goes instead.
-                guard let newest = try? engine.openNewestSnapshot(),
-                    link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: wall) != nil
-                else { break }
-                link.snapshot = newest.handle
-                links[sender][receiver] = link
-                return sendSnapshotChunks(sender, receiver)
-            } catch {
-                break
+            // From the engine's memory while it keeps the run (the real `RecentOperations`, as
+            // `PeerLink` reads it), otherwise from the journal.
+            let batch: [PeerOperation]
+            if let kept = engine.recent.read(run.log, from: run.from, atMost: 40) {
+                batch = kept.map(PeerOperation.init)
+                counts.batchesFromMemory += 1
+            } else {
+                let records: [LogRecord]
+                do {
+                    records = try engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)
+                } catch .trimmed {
+                    // The receiver lacks what the journal trimmed: the newest snapshot goes instead.
+                    guard let newest = try? engine.openNewestSnapshot(),
+                        link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: wall) != nil
+                    else { break }
+                    link.snapshot = newest.handle
+                    links[sender][receiver] = link
+                    return sendSnapshotChunks(sender, receiver)
+                } catch {
+                    break
+                }
+                batch = records.prefix(40).map {
+                    PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
+                }
+                if !batch.isEmpty { counts.batchesFromJournal += 1 }
             }
-            let batch = Array(records.prefix(40))
             guard let last = batch.last,
                 let batchID = link.machine.sending(
                     log: run.log, through: last.sequence, operations: batch.count, oldestMillis: batch[0].hlc >> 16, nowMillis: wall)
             else { break }
             links[sender][receiver] = link
-            send(
-                sender, receiver, .toReceiver,
-                .batch(
-                    OperationBatch(
-                        batchID: batchID,
-                        operations: batch.map {
-                            PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
-                        })))
+            send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: batchID, operations: batch)))
             link = links[sender][receiver]!
         }
         links[sender][receiver] = link

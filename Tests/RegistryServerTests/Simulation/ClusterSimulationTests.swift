@@ -35,6 +35,7 @@ import Testing
                 + "\(total.liveRemovals) removed while running (\(total.refusedAsRemoved) writes they refused), "
                 + "\(total.diskCrashes) deaths at a disk change (\(total.installCrashes) inside an install), \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
                 + "\(total.snapshotsTaken) snapshots taken, \(total.snapshotsInstalled) installed from a peer, "
+                + "\(total.batchesFromMemory) batches sent from memory and \(total.batchesFromJournal) from journals, "
                 + "\(total.dropped) messages of closed connections dropped")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
@@ -42,6 +43,7 @@ import Testing
             #expect(total.siblingRaces > 0 && total.dropped > 0 && total.removals > 0)
             #expect(total.snapshotsTaken > 0 && total.snapshotsInstalled > 0)
             #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
+            #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
         }
     }
 
@@ -264,5 +266,7 @@ extension ClusterSimulation.Counts {
         batchesApplied += other.batchesApplied
         refusals += other.refusals
         dropped += other.dropped
+        batchesFromMemory += other.batchesFromMemory
+        batchesFromJournal += other.batchesFromJournal
     }
 }
