@@ -9,8 +9,8 @@ import Testing
 /// with drops, duplicates, reordering and delays, partitions and heals, crashes that tear what
 /// was not synced, a wiped node, a backup put back, keychain-only registrations and races, and
 /// clocks that are skewed and jump backwards, across restarts too. After healing and
-/// going quiet, every invariant of DESIGN §3 is checked, the winners against an oracle computed
-/// from the operations alone.
+/// going quiet, every invariant of DESIGN §3 is checked, and the whole state (winners, each
+/// device's creation, claim owners, apps) against an oracle computed from the operations alone.
 ///
 /// `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=S` replays seed S alone. A failure names
 /// its seed.
@@ -207,6 +207,14 @@ import Testing
             guard let creation = expected.creation[id.uuid], creation.created == device.ref.created.rawValue, creation.origin == device.ref.origin.value else {
                 throw SimulationFailure(
                     seed: seed, reason: "\(id) was created at \(device.ref.created) by \(device.ref.origin); the operations say \(String(describing: expected.creation[id.uuid]))")
+            }
+        }
+        // Each canonical device's apps: the earliest and latest sighting of each bundle.
+        for (root, record) in states[0].records {
+            let held = Dictionary(uniqueKeysWithValues: record.apps.map { ($0.bundle.value, "\($0.firstSeen.rawValue)-\($0.lastSeen.rawValue)") })
+            let wanted = (expected.apps[root.uuid] ?? [:]).mapValues { "\($0.first)-\($0.last)" }
+            guard held == wanted else {
+                throw SimulationFailure(seed: seed, reason: "\(root) holds apps \(held); the operations say \(wanted)")
             }
         }
         guard states[0].claims.count == expected.owner.count else {

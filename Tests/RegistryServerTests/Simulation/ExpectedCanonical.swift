@@ -4,14 +4,18 @@ import RegistryCore
 /// operations alone, apart from `RegistryState`: devices are merged when they claimed the same
 /// identifier in one vendor or one operation names them merged, and each merge set's canonical
 /// device is its minimum by (earliest created HLC, origin node bytes, device ID bytes), compared as
-/// plain tuples. Each claim is owned by the claimant whose ID's bytes come first, and each device
-/// keeps its earliest creation.
+/// plain tuples. Each claim is owned by the claimant whose ID's bytes come first, each device
+/// keeps its earliest creation, and each merge set's apps span their earliest and latest
+/// sightings.
 struct ExpectedCanonical {
     private(set) var canonical: [UUID128: UUID128] = [:]
     /// Every device to its earliest creation: (HLC, origin).
     private(set) var creation: [UUID128: (created: UInt64, origin: String)] = [:]
     /// Every claim ("vendor/kind/uuid") to the device that owns it.
     private(set) var owner: [String: UUID128] = [:]
+    /// Every canonical device to its apps: bundle text to the earliest and latest sightings
+    /// (HLCs) among the operations of its whole merge set.
+    private(set) var apps: [UUID128: [String: (first: UInt64, last: UInt64)]] = [:]
 
     init(_ operations: [LoggedOperation]) {
         var rank = [UUID128: (UInt64, [UInt8], UUID128)]()
@@ -32,9 +36,11 @@ struct ExpectedCanonical {
             if rootA != rootB { parent[rootA] = rootB }
         }
         var claimants = [String: UUID128]()
+        var sightings = [(device: UUID128, bundle: String, seen: UInt64)]()
         for logged in operations {
             guard case .registration(let op) = logged.operation else { continue }
             note(op.device)
+            sightings.append((op.device.id.uuid, op.bundle.value, op.seen.rawValue))
             for identifier in op.claims {
                 let key = Self.key(vendor: op.device.vendor, identifier: identifier)
                 if let first = claimants[key] { connect(first, op.device.id.uuid) } else { claimants[key] = op.device.id.uuid }
@@ -55,6 +61,11 @@ struct ExpectedCanonical {
         }
         for id in parent.keys { canonical[id] = best[find(id)]! }
         for (id, (created, origin, _)) in rank { creation[id] = (created, String(decoding: origin, as: UTF8.self)) }
+        for sighting in sightings {
+            let root = canonical[sighting.device]!
+            let known = apps[root]?[sighting.bundle]
+            apps[root, default: [:]][sighting.bundle] = (min(known?.first ?? .max, sighting.seen), max(known?.last ?? 0, sighting.seen))
+        }
     }
 
     /// The key ``owner`` names a claim by.
