@@ -12,13 +12,13 @@ struct Token: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a signed token granting vendors and roles until it expires.",
             discussion: """
-                The token is signed with the secret the nodes run with (--token-secret on registryd); \\
-                no node is contacted. A service presents it in its hello (RegistryClient.connect(token:)). \\
-                It cannot be revoked before it expires except by changing the secret on every node, which \\
+                The token is signed with the secret the nodes run with (--token-secret on registryd); \
+                no node is contacted. A service presents it in its hello (RegistryClient.connect(token:)). \
+                It cannot be revoked before it expires except by changing the secret on every node, which \
                 voids every token: keep lifetimes short (docs/security.md).
 
-                Example: registryctl token issue --secret-file /etc/registry/token-secret \\
-                --vendor com.acme --role register --role read --expires-in 30d --subject billing-api
+                Example:
+                  registryctl token issue --secret-file /etc/registry/token-secret --vendor com.acme --role register --role read --expires-in 30d --subject billing-api
                 """)
 
         @Option(name: .customLong("secret-file"), help: "File holding the token secret. [env: REGISTRY_TOKEN_SECRET holds the secret itself]")
