@@ -1,19 +1,13 @@
 /// One app of a vendor that registered a device, with when it was first and last seen.
 public struct AppSeen: Hashable, Sendable {
     public let bundle: BundleID
-    public internal(set) var firstSeen: HLCTimestamp
-    public internal(set) var lastSeen: HLCTimestamp
+    public let firstSeen: HLCTimestamp
+    public let lastSeen: HLCTimestamp
 
     public init(bundle: BundleID, firstSeen: HLCTimestamp, lastSeen: HLCTimestamp) {
         self.bundle = bundle
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
-    }
-
-    /// Joins two sightings of the same app: earliest first, latest last.
-    mutating func absorb(firstSeen other: HLCTimestamp, lastSeen otherLast: HLCTimestamp) {
-        firstSeen = min(firstSeen, other)
-        lastSeen = max(lastSeen, otherLast)
     }
 }
 

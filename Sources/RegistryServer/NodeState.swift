@@ -251,19 +251,6 @@ struct NodeState {
         }
     }
 
-    /// Answers `frame`, appending any state change to `operations`. Per-request errors become
-    /// error responses; nothing here closes a connection.
-    mutating func handle(
-        _ frame: ClientFrame, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
-        operations: inout [LoggedOperation]
-    ) -> ServerBody {
-        var resolver = BundleResolver(rules: rules, capacity: 0)
-        let prepared = Self.prepare(frame.body, resolver: &resolver, limits: limits, identifierKey: identifierKey)
-        return decide(prepared, requestID: frame.requestID, wallMillis: wallMillis, generator: &generator, operations: &operations)
-            .body
-    }
-
-    /// Applies a prepared request to the state.
     /// Why the node refuses writes at `wallMillis`, nil when it takes them: its clock has run
     /// ahead of its wall clock by more than the bound peers apply (a wall clock that was wrong
     /// and has been set back, with the clock persisted). Every operation it stamped now would
@@ -293,6 +280,7 @@ struct NodeState {
             retryable: true)
     }
 
+    /// Applies a prepared request to the state.
     mutating func decide(
         _ prepared: Prepared, requestID: UInt64, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
