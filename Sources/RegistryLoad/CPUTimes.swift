@@ -76,9 +76,8 @@ public struct CPUShares: Codable, Equatable, Sendable {
     /// Busy time is what was neither idle, waiting for I/O, nor stolen. It is not the sum of the
     /// user and system counters: a tickless kernel measures idle time exactly, on entry to and
     /// exit from idle, but charges user and system time to whatever runs when a tick lands, and
-    /// work that wakes on a timer can fall between ticks. On this project's VM, at 10,000
-    /// registrations/s the user and system counters summed to 1% of the CPUs while registryd and
-    /// registryload alone used 16% (by their own precise counters); idle time gave 18%.
+    /// work that wakes on a timer can fall between ticks (docs/performance.md has how far apart
+    /// the two were).
     public init?(from start: CPUTimes, to end: CPUTimes, seconds: Double, ticksPerSecond: Int) {
         guard seconds > 0, ticksPerSecond > 0, start.cpus == end.cpus, end.idle >= start.idle, end.iowait >= start.iowait,
             end.steal >= start.steal
