@@ -121,7 +121,7 @@ let package = Package(
         ),
         // The load harness: workload model, schedule, objectives and report (pure) ...
         .target(
-            name: "RegistryLoad",
+            name: "LoadGeneration",
             dependencies: ["RegistryCore", "RegistryWire", .product(name: "Histogram", package: "hdrhistogram-swift")],
             swiftSettings: swiftSettings
         ),
@@ -129,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "registryload",
             dependencies: [
-                "RegistryLoad", "RegistryClient", "RegistryWire", "RegistryCore", "RegistryVersion",
+                "LoadGeneration", "RegistryClient", "RegistryWire", "RegistryCore", "RegistryVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -166,7 +166,7 @@ let package = Package(
         ),
         .testTarget(name: "RegistryAuthTests", dependencies: ["RegistryAuth"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform"], swiftSettings: swiftSettings),
-        .testTarget(name: "RegistryLoadTests", dependencies: ["RegistryLoad", "RegistryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "LoadGenerationTests", dependencies: ["LoadGeneration", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",

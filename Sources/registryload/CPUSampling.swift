@@ -1,5 +1,5 @@
 import Foundation
-import RegistryLoad
+import LoadGeneration
 
 /// The machine's CPU counters at one moment, from `/proc/stat`, with the monotonic time they were
 /// read at: two samples give the ``CPUShares`` of the time between them.

@@ -1,5 +1,5 @@
 import RegistryClient
-import RegistryLoad
+import LoadGeneration
 
 /// Everything one run needs, validated from the command line.
 struct LoadPlan: Sendable {

@@ -3,7 +3,7 @@ import NIOCore
 import NIOPosix
 import RegistryClient
 import RegistryCore
-import RegistryLoad
+import LoadGeneration
 import RegistryWire
 
 /// One run from connecting to the report: connects the lanes, starts every shard, prints

@@ -1,7 +1,7 @@
 import NIOCore
 import RegistryClient
 import RegistryCore
-import RegistryLoad
+import LoadGeneration
 import RegistryWire
 
 /// Monotonic nanoseconds, the clock every latency is measured with.

@@ -1,5 +1,5 @@
 import Foundation
-import RegistryLoad
+import LoadGeneration
 
 /// The live progress line on standard error: rewritten in place on a terminal, one plain line
 /// per second otherwise.

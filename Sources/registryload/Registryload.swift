@@ -2,7 +2,7 @@ import ArgumentParser
 import RegistryVersion
 import Foundation
 import RegistryClient
-import RegistryLoad
+import LoadGeneration
 
 /// `registryload`: drives registrations at one or more registry nodes and reports throughput
 /// and latency the way a capacity planner needs them.

@@ -1,5 +1,5 @@
 import Foundation
-import RegistryLoad
+import LoadGeneration
 
 /// The human summary printed after a run.
 enum ReportText {

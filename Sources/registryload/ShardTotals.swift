@@ -1,4 +1,4 @@
-import RegistryLoad
+import LoadGeneration
 
 /// What a shard measured, over one progress interval or the whole run.
 struct ShardTotals: Sendable {

@@ -1,5 +1,5 @@
 import RegistryCore
-import RegistryLoad
+import LoadGeneration
 import RegistryWire
 import Testing
 

@@ -1,4 +1,4 @@
-import RegistryLoad
+import LoadGeneration
 import Testing
 
 @Suite("Open-loop schedule and run judgement")

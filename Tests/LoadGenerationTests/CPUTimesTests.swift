@@ -1,5 +1,5 @@
 import Foundation
-import RegistryLoad
+import LoadGeneration
 import Testing
 
 @Suite("Machine CPU accounting")

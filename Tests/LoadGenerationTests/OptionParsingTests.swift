@@ -1,4 +1,4 @@
-import RegistryLoad
+import LoadGeneration
 import Testing
 
 @Suite("registryload option parsing")

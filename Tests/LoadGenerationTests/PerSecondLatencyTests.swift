@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import RegistryLoad
+@testable import LoadGeneration
 
 /// ``PerSecondLatency``: what the seconds' p99s say together.
 @Suite struct PerSecondLatencyTests {
