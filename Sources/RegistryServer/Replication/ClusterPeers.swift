@@ -16,7 +16,7 @@ enum ClusterPeers {
         return peers.count
     }
 
-    /// What every member holds, as far as this node knows (DESIGN §3: the log is trimmed only
+    /// What every member holds, as far as this node knows (docs/cluster.md, "Trimming": the log is trimmed only
     /// after every member has it): the floor over every link's last word, and nothing for a
     /// member no link has heard from. Nil when there is no peer: a single node keeps no journal
     /// for anyone.

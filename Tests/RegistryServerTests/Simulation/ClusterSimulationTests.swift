@@ -9,7 +9,7 @@ import Testing
 /// with drops, duplicates, reordering and delays, partitions and heals, crashes that tear what
 /// was not synced, a wiped node, a backup put back, keychain-only registrations and races, and
 /// clocks that are skewed and jump backwards, across restarts too. After healing and
-/// going quiet, every invariant of DESIGN §3 is checked, and the whole state (winners, each
+/// going quiet, every invariant of the cluster model (docs/cluster.md) is checked, and the whole state (winners, each
 /// device's creation, claim owners, apps) against an oracle computed from the operations alone.
 ///
 /// `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=S` replays seed S alone. A failure names
@@ -165,7 +165,7 @@ import Testing
         var description: String { "seed \(seed): \(reason) (replay with SIM_SEED=\(seed))" }
     }
 
-    /// The invariants of DESIGN §3, on a healed and quiet cluster.
+    /// The invariants of the cluster model (docs/cluster.md), on a healed and quiet cluster.
     static func check(_ simulation: ClusterSimulation) throws {
         let seed = simulation.seed
         let engines = simulation.members.compactMap { simulation.nodes[$0].engine }
