@@ -18,7 +18,7 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
 
     public var description: String {
         switch self {
-        case .invalidEndpoint(let text): return "invalid endpoint \"\(text)\": expected host:port"
+        case .invalidEndpoint(let text): return "invalid endpoint \"\(text)\": expected host:port, or [IPv6]:port"
         case .unreachable(let endpoint, let reason): return "cannot reach \(endpoint): \(reason)"
         case .server(let error): return "server error \(error.code.name): \(error.message)"
         case .connectionClosed(let reason): return "connection closed: \(reason)"
@@ -38,16 +38,16 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Parses `host:port` (`[v6]:port` for IPv6 literals).
+    /// Parses `host:port` (`[v6]:port` for IPv6 literals) by the project's one rule
+    /// (``HostPort``).
     public init(parsing text: String) throws(RegistryClientError) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65_535).contains(port)
-        else { throw .invalidEndpoint(text) }
-        var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw .invalidEndpoint(text) }
-        self.init(host: host, port: port)
+        do {
+            let (host, port) = try HostPort.parse(text)
+            self.init(host: host, port: port)
+        } catch {
+            throw .invalidEndpoint(text)
+        }
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { HostPort.text(host: host, port: port) }
 }

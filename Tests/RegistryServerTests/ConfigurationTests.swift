@@ -151,6 +151,19 @@ import Testing
         #expect(try NodeConfiguration.resolve(flags: ["host": "0.0.0.0", "insecure": "true"], environment: [:]).peers.isEmpty)
     }
 
+    /// Peers and --advertise are read by the one address rule the client uses too (HostPort).
+    @Test func aPeerThatIsNoAddressIsRefusedNamingIt() throws {
+        let base = ["cluster-secret": "s", "insecure": "true"]
+        #expect(throws: ConfigurationError.invalidValue(source: "--peers", reason: "peer \"::1:7400\" names no usable host (an IPv6 address needs brackets: [::1]:7400)")) {
+            try NodeConfiguration.resolve(flags: base.merging(["peers": "10.0.0.2:7400, ::1:7400"]) { $1 }, environment: [:])
+        }
+        #expect(throws: ConfigurationError.invalidValue(source: "--advertise", reason: "peer \"10.0.0.1\" is not host:port (or [IPv6]:port)")) {
+            try NodeConfiguration.resolve(flags: base.merging(["advertise": "10.0.0.1"]) { $1 }, environment: [:])
+        }
+        let peers = try NodeConfiguration.resolve(flags: base.merging(["peers": " [::1]:7401 ,10.0.0.2:7400,"]) { $1 }, environment: [:]).peers
+        #expect(peers.map(\.description) == ["[::1]:7401", "10.0.0.2:7400"])
+    }
+
     @Test func aBadValueNamesWhereItCameFrom() throws {
         #expect(throws: ConfigurationError.invalidValue(source: "--port", reason: "port \"http\" is not a whole number")) {
             try NodeConfiguration.resolve(flags: ["port": "http"], environment: [:])
