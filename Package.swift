@@ -60,7 +60,7 @@ let package = Package(
         // FileSystem interface (the real disk, or a simulated one in tests).
         .target(
             name: "RegistryStorage",
-            dependencies: ["CLinuxFile", "Platform"],
+            dependencies: ["CLinuxFile", "Platform", "RegistryCore"],
             swiftSettings: swiftSettings
         ),
         // Client tokens: what they grant, and signing and verifying them (HMAC through swift-crypto).

@@ -44,20 +44,20 @@ public struct LoggedOperation: Hashable, Sendable {
     }
 
     /// The log it belongs to.
-    public var log: VersionVector.Log { VersionVector.Log(origin: origin, epoch: epoch) }
+    public var log: LogID { LogID(origin: origin, epoch: epoch) }
 }
 
 extension Array where Element == LoggedOperation {
     /// The operations cut into runs of one log each (consecutive operations of one origin and
     /// epoch), in order: what a commit or a peer's batch holds, a few runs long.
-    public var runsByLog: [(log: VersionVector.Log, range: Range<Int>)] {
-        var runs = [(log: VersionVector.Log, range: Range<Int>)]()
+    public var runsByLog: [(log: LogID, range: Range<Int>)] {
+        var runs = [(log: LogID, range: Range<Int>)]()
         var index = startIndex
         while index < endIndex {
             let (origin, epoch) = (self[index].origin, self[index].epoch)
             var end = index + 1
             while end < endIndex, self[end].origin == origin, self[end].epoch == epoch { end += 1 }
-            runs.append((VersionVector.Log(origin: origin, epoch: epoch), index..<end))
+            runs.append((LogID(origin: origin, epoch: epoch), index..<end))
             index = end
         }
         return runs

@@ -7,23 +7,6 @@
 /// applied and recorded with ``record(_:)``, and one beyond the next would leave a gap, so it must
 /// be held back or asked for again, never applied.
 public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
-    /// One log: an origin node and one of its epochs.
-    public struct Log: Hashable, Comparable, Sendable, CustomStringConvertible {
-        public let origin: NodeID
-        public let epoch: UInt64
-
-        public init(origin: NodeID, epoch: UInt64) {
-            self.origin = origin
-            self.epoch = epoch
-        }
-
-        public static func < (a: Log, b: Log) -> Bool {
-            a.origin != b.origin ? a.origin < b.origin : a.epoch < b.epoch
-        }
-
-        public var description: String { "\(origin)/\(epoch)" }
-    }
-
     /// Where an operation stands against what is held.
     public enum Admission: Equatable, Sendable {
         /// The next operation of its log: apply it, then ``record(_:)`` it.
@@ -34,17 +17,17 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
         case gap(missing: ClosedRange<UInt64>)
     }
 
-    private var held: [Log: UInt64] = [:]
+    private var held: [LogID: UInt64] = [:]
 
     public init() {}
 
     /// The highest sequence of `log` up to which every operation is held; 0 when none is.
-    public subscript(log: Log) -> UInt64 {
+    public subscript(log: LogID) -> UInt64 {
         held[log] ?? 0
     }
 
     /// Where operation `sequence` of `log` stands.
-    public func admission(of sequence: UInt64, in log: Log) -> Admission {
+    public func admission(of sequence: UInt64, in log: LogID) -> Admission {
         precondition(sequence >= 1, "operations are numbered from 1")
         let have = self[log]
         if sequence <= have { return .duplicate }
@@ -53,7 +36,7 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Records that operation `sequence` of `log`, the next one, is now held.
-    public mutating func record(_ sequence: UInt64, in log: Log) {
+    public mutating func record(_ sequence: UInt64, in log: LogID) {
         precondition(admission(of: sequence, in: log) == .next, "\(log): recorded \(sequence) after \(self[log])")
         held[log] = sequence
     }
@@ -61,13 +44,13 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
     /// Records that every operation of `log` up to `sequence` is held, at least what was held:
     /// for a log whose operations the caller has checked are all held, such as one replayed in
     /// order, or the node's own, which it numbers itself.
-    public mutating func recordAll(through sequence: UInt64, in log: Log) {
+    public mutating func recordAll(through sequence: UInt64, in log: LogID) {
         precondition(sequence >= self[log], "\(log): recorded through \(sequence) after \(self[log])")
         if sequence > 0 { held[log] = sequence }
     }
 
     /// Every log with something held, in order of origin and epoch.
-    public var logs: [(log: Log, sequence: UInt64)] {
+    public var logs: [(log: LogID, sequence: UInt64)] {
         held.sorted { $0.key < $1.key }.map { (log: $0.key, sequence: $0.value) }
     }
 

@@ -49,7 +49,7 @@ struct CausalWaits<Payload> {
 
 extension VersionVector {
     /// A log of which a requirement names more than a vector holds.
-    typealias Shortage = (log: Log, needed: UInt64, held: UInt64)
+    typealias Shortage = (log: LogID, needed: UInt64, held: UInt64)
 
     /// The logs of which `required` names more than this vector holds, in log order: what a
     /// node must still receive before it may answer a request carrying `required`.
@@ -63,7 +63,7 @@ extension VersionVector {
     /// log): those positions would hold on any node, and a token that named every epoch of every
     /// start would grow without end. A nil floor means the node has no peers, so the token is
     /// empty.
-    func causalToken(above floor: [Log: UInt64]?) -> CausalToken {
+    func causalToken(above floor: [LogID: UInt64]?) -> CausalToken {
         guard let floor else { return .empty }
         var positions = [LogPosition]()
         for (log, sequence) in logs where sequence > floor[log] ?? 0 {

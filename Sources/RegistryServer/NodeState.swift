@@ -58,7 +58,7 @@ struct NodeState {
     }
 
     /// This node's own current log.
-    var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
+    var ownLog: LogID { LogID(origin: nodeID, epoch: epoch) }
 
     /// What the node holds of every (origin, epoch): every operation applied in memory, up to
     /// the sequence given for each.
@@ -85,7 +85,7 @@ struct NodeState {
     /// skipped, what would leave a gap waits, and otherwise the clock observes the operation's
     /// timestamp and the registry applies it (a join, so the order of logs does not matter).
     mutating func applyRemote(_ operation: LoggedOperation, wallMillis: UInt64) -> RemoteOutcome {
-        let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+        let log = LogID(origin: operation.origin, epoch: operation.epoch)
         if log == ownLog {
             // Its own operations come back only as echoes of what it wrote.
             return operation.sequence < nextSequence ? .duplicate : .gap(missing: nextSequence...operation.sequence)
@@ -108,7 +108,7 @@ struct NodeState {
     /// Why a batch of another node's operations was refused whole, nothing of it applied.
     enum BatchRefusal: Error, Equatable, Sendable {
         /// Operations `missing` of `log` come before one of the batch and are not held.
-        case gap(log: VersionVector.Log, missing: ClosedRange<UInt64>)
+        case gap(log: LogID, missing: ClosedRange<UInt64>)
         /// An operation of this node's own current log that it never wrote.
         case unwrittenOwnOperation(sequence: UInt64, next: UInt64)
         /// An operation's timestamp is too far ahead of this node's clock.
@@ -141,7 +141,7 @@ struct NodeState {
     ) -> BatchRefusal? {
         // Checked a run of one log at a time (a batch is normally one run): the vector is read
         // once per run, not once per operation.
-        var trial = [VersionVector.Log: UInt64]()
+        var trial = [LogID: UInt64]()
         for (log, range) in operations.runsByLog {
             if log == ownLog {
                 if let beyond = operations[range].first(where: { $0.sequence >= nextSequence }) {

@@ -69,7 +69,7 @@ public final class RegistryEngine: Sendable {
         var durable: VersionVector
         /// What every member holds (``setRetentionFloor(_:)``), left out of answers' tokens; nil
         /// when the node has no peers. Until the cluster sets it: nothing, so tokens name every log.
-        var causalFloor: [VersionVector.Log: UInt64]? = [:]
+        var causalFloor: [LogID: UInt64]? = [:]
         /// Requests whose causal tokens name operations not held yet.
         var causalWaits = CausalWaits<CausalWaiter>()
     }
@@ -166,7 +166,7 @@ public final class RegistryEngine: Sendable {
             mintingKeyFingerprint: mintingKey.fingerprint, proof: PeerProof(secret: secret),
             vendorRulesFingerprint: configuration.vendorRules.fingerprint)
         let epoch = recovered.metadata.epoch
-        let ownLog = VersionVector.Log(origin: nodeID, epoch: epoch)
+        let ownLog = LogID(origin: nodeID, epoch: epoch)
         let node = NodeState(
             registry: recovered.registry,
             clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,
@@ -175,8 +175,8 @@ public final class RegistryEngine: Sendable {
             limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
         self.identifierKey = identifierKey
         self.tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
-        var durable = [LogKey: UInt64]()
-        for (log, sequence) in recovered.versionVector.logs { durable[LogKey(log)] = sequence }
+        var durable = [LogID: UInt64]()
+        for (log, sequence) in recovered.versionVector.logs { durable[log] = sequence }
         let operations = durable.values.reduce(0, +)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
@@ -722,20 +722,20 @@ public final class RegistryEngine: Sendable {
     }
 
     /// A reader of `log` from sequence `from`, following the journal as the node commits.
-    public func logReader(for log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> LogReader {
+    public func logReader(for log: LogID, from: UInt64) throws(JournalReadError) -> LogReader {
         LogReader(
             try JournalReader(
-                log: LogKey(log), from: from, in: directory, on: fs, index: index))
+                log: log, from: from, in: directory, on: fs, index: index))
     }
 
     /// Journal files holding operations of a log past `floor[log]` stay, even once a snapshot
     /// covers them (the cluster sets it to what every member holds); nil lifts it.
-    public func setRetentionFloor(_ floor: [VersionVector.Log: UInt64]?) {
+    public func setRetentionFloor(_ floor: [LogID: UInt64]?) {
         core.withLockedValue { $0.causalFloor = floor }
         // What every member holds no link needs from memory either.
         recent.keepOnly(unheldBy: floor)
         snapshots.setRetentionFloor(
-            floor.map { Dictionary(uniqueKeysWithValues: $0.map { (LogKey($0.key), $0.value) }) })
+            floor.map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) })
     }
 
     /// Reads the registry state under the engine's lock (for tests and checks; it blocks requests

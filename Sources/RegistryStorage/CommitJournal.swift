@@ -1,3 +1,4 @@
+import RegistryCore
 /// The operation log: numbered journal files of checksummed entries, one entry per group commit,
 /// each made durable with one write and one sync. Files are `journal-<number>.log` in the data
 /// directory, numbered upwards without gaps; once the current one passes ``rotationBytes`` it is
@@ -189,7 +190,7 @@ public final class CommitJournal {
             for entry in entries {
                 try body(number, entry)
                 for segment in entry.segments where segment.count > 0 {
-                    let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+                    let key = segment.log
                     summary.ranges[key] = (summary.ranges[key]?.lowerBound ?? segment.firstSequence)...segment.lastSequence
                 }
             }

@@ -1,3 +1,4 @@
+import RegistryCore
 import Synchronization
 
 /// What each journal file holds, kept in memory: for every log, the first and last sequence the
@@ -13,9 +14,9 @@ public final class JournalIndex: Sendable {
         /// True once the file ends with its rotation marker: nothing more goes into it.
         public var sealed: Bool
         /// For each log in the file, its first and last sequence there.
-        public var ranges: [LogKey: ClosedRange<UInt64>]
+        public var ranges: [LogID: ClosedRange<UInt64>]
 
-        public init(number: UInt64, durableBytes: Int = 0, sealed: Bool = false, ranges: [LogKey: ClosedRange<UInt64>] = [:]) {
+        public init(number: UInt64, durableBytes: Int = 0, sealed: Bool = false, ranges: [LogID: ClosedRange<UInt64>] = [:]) {
             self.number = number
             self.durableBytes = durableBytes
             self.sealed = sealed
@@ -27,13 +28,13 @@ public final class JournalIndex: Sendable {
         var files: [File] = []
         /// For each log, the highest sequence of it that trimming removed, or that lay below the
         /// files found at start-up: a reader asking for it must take a snapshot instead.
-        var trimmedThrough: [LogKey: UInt64] = [:]
+        var trimmedThrough: [LogID: UInt64] = [:]
     }
 
     private let state: Mutex<State>
 
     /// An index of `files`, oldest first, whose logs are known to be trimmed up to `trimmedThrough`.
-    public init(files: [File] = [], trimmedThrough: [LogKey: UInt64] = [:]) {
+    public init(files: [File] = [], trimmedThrough: [LogID: UInt64] = [:]) {
         state = Mutex(State(files: files.sorted { $0.number < $1.number }, trimmedThrough: trimmedThrough))
     }
 
@@ -46,7 +47,7 @@ public final class JournalIndex: Sendable {
     }
 
     /// The highest sequence of `log` that is no longer in the journal (0 when none).
-    public func trimmedThrough(_ log: LogKey) -> UInt64 {
+    public func trimmedThrough(_ log: LogID) -> UInt64 {
         state.withLock { $0.trimmedThrough[log] ?? 0 }
     }
 
@@ -65,7 +66,7 @@ public final class JournalIndex: Sendable {
             state.files[index].durableBytes = durableBytes
             state.files[index].sealed = state.files[index].sealed || sealed
             for segment in segments where segment.count > 0 {
-                let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+                let key = segment.log
                 let old = state.files[index].ranges[key]
                 state.files[index].ranges[key] = (old?.lowerBound ?? segment.firstSequence)...segment.lastSequence
             }
@@ -85,7 +86,7 @@ public final class JournalIndex: Sendable {
 
     /// Records that operations of `log` through `sequence` are not in the journal (a snapshot from
     /// a peer covers them): readers asking for them must take a snapshot.
-    public func markTrimmed(_ log: LogKey, through sequence: UInt64) {
+    public func markTrimmed(_ log: LogID, through sequence: UInt64) {
         state.withLock { $0.trimmedThrough[log] = max($0.trimmedThrough[log] ?? 0, sequence) }
     }
 

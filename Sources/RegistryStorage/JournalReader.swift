@@ -1,8 +1,9 @@
+import RegistryCore
 /// Why a log could not be read from where a reader asked.
 public enum JournalReadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Operations of `log` up to `trimmedThrough` are no longer in the journal (a snapshot covers
     /// them): the reader must start from a snapshot instead.
-    case trimmed(log: LogKey, requested: UInt64, trimmedThrough: UInt64)
+    case trimmed(log: LogID, requested: UInt64, trimmedThrough: UInt64)
     case storage(StorageError)
 
     public var description: String {
@@ -20,7 +21,7 @@ public enum JournalReadError: Error, Equatable, Sendable, CustomStringConvertibl
 /// and holding one journal entry in memory at a time. Files that hold nothing of the log past the
 /// position are skipped without reading them. Not thread-safe: one reader per consumer.
 public final class JournalReader {
-    public let log: LogKey
+    public let log: LogID
     /// The sequence the next record returned has.
     public private(set) var nextSequence: UInt64
     private let fs: any FileSystem
@@ -31,7 +32,7 @@ public final class JournalReader {
 
     /// A reader of `log` from sequence `from` (at least 1). Throws ``JournalReadError/trimmed``
     /// when trimming already removed it.
-    public init(log: LogKey, from: UInt64, in directory: String, on fs: any FileSystem, index: JournalIndex) throws(JournalReadError) {
+    public init(log: LogID, from: UInt64, in directory: String, on fs: any FileSystem, index: JournalIndex) throws(JournalReadError) {
         precondition(from >= 1, "sequences start at 1")
         self.log = log
         self.nextSequence = from
@@ -73,7 +74,7 @@ public final class JournalReader {
                 throw .storage(error)
             }
             cursor = (file.number, next)
-            for segment in entry.segments where segment.origin == log.origin && segment.epoch == log.epoch {
+            for segment in entry.segments where segment.origin == log.origin.value && segment.epoch == log.epoch {
                 guard segment.lastSequence >= nextSequence else { continue }
                 let decoded: [LogRecord]
                 do {

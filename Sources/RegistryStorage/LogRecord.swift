@@ -15,20 +15,3 @@ public struct LogRecord: Hashable, Sendable {
         self.payload = payload
     }
 }
-
-/// One log of the cluster, as storage names it: an origin node and one of its epochs.
-public struct LogKey: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let origin: String
-    public let epoch: UInt64
-
-    public init(origin: String, epoch: UInt64) {
-        self.origin = origin
-        self.epoch = epoch
-    }
-
-    public static func < (a: LogKey, b: LogKey) -> Bool {
-        a.origin != b.origin ? a.origin < b.origin : a.epoch < b.epoch
-    }
-
-    public var description: String { "\(origin)/\(epoch)" }
-}

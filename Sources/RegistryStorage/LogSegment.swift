@@ -1,3 +1,4 @@
+import RegistryCore
 /// A run of consecutive records of one (origin, epoch) in a journal entry. The records blob is,
 /// per record and little-endian:
 /// `sequence u64 | hlc u64 | payload length u32 | payload`.
@@ -12,6 +13,9 @@ public struct LogSegment: Equatable, Sendable {
     public private(set) var bytes: [UInt8] = []
 
     static let headerBytes = 20
+
+    /// The log this segment belongs to.
+    public var log: LogID { LogID(origin: NodeID(trusted: origin), epoch: epoch) }
 
     public init(origin: String, epoch: UInt64, reservingBytes: Int = 0) {
         self.origin = origin

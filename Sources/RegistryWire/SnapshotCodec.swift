@@ -53,7 +53,7 @@ public enum SnapshotCodec {
                 let devices = try input.integer(UInt64.self)
                 var vector = VersionVector()
                 for _ in 0..<(try input.integer(UInt32.self)) {
-                    let log = VersionVector.Log(origin: try input.nodeID(), epoch: try input.integer(UInt64.self))
+                    let log = LogID(origin: try input.nodeID(), epoch: try input.integer(UInt64.self))
                     let sequence = try input.integer(UInt64.self)
                     guard vector[log] == 0 else { throw CodecError.invalidField("snapshot metadata names \(log) twice") }
                     vector.recordAll(through: sequence, in: log)

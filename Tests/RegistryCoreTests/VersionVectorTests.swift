@@ -3,9 +3,9 @@ import Testing
 
 /// The version vector against a model written here: a set of the sequences held per log.
 @Suite struct VersionVectorTests {
-    let a1 = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 1)
-    let a2 = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 2)
-    let b1 = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 1)
+    let a1 = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let a2 = LogID(origin: NodeID(trusted: "node-a"), epoch: 2)
+    let b1 = LogID(origin: NodeID(trusted: "node-b"), epoch: 1)
 
     @Test func admissionSaysNextDuplicateOrGap() {
         var vector = VersionVector()
@@ -31,9 +31,9 @@ import Testing
         var generator = SplitMix64(seed: seed)
         let logs = [a1, a2, b1]
         var vector = VersionVector()
-        var applied = [VersionVector.Log: [UInt64]]()
-        var waiting = [(VersionVector.Log, UInt64)]()
-        func deliver(_ log: VersionVector.Log, _ sequence: UInt64) -> Bool {
+        var applied = [LogID: [UInt64]]()
+        var waiting = [(LogID, UInt64)]()
+        func deliver(_ log: LogID, _ sequence: UInt64) -> Bool {
             switch vector.admission(of: sequence, in: log) {
             case .next:
                 vector.record(sequence, in: log)

@@ -5,9 +5,9 @@ import Testing
 
 /// ``CausalWaits`` and the vector's token rules, as plain values.
 @Suite struct CausalWaitsTests {
-    let a1 = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 1)
-    let a2 = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 2)
-    let b1 = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 1)
+    let a1 = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let a2 = LogID(origin: NodeID(trusted: "node-a"), epoch: 2)
+    let b1 = LogID(origin: NodeID(trusted: "node-b"), epoch: 1)
 
 
     @Test func aParkedRequestLeavesOnceCoveredOrOnceItsDeadlinePasses() {

@@ -81,14 +81,14 @@ import Testing
         machine.recordOperations { $0 += (1...6).map(operation) }
         #expect(machine.answered("batch", waits: true) == .waitAndStartPass)
         var held = VersionVector()
-        held.recordAll(through: 4, in: VersionVector.Log(origin: NodeID(trusted: "n"), epoch: 1))
+        held.recordAll(through: 4, in: LogID(origin: NodeID(trusted: "n"), epoch: 1))
         machine.dropPending(heldBy: held)
         guard case .write(let operations, let waiters) = machine.nextPass() else { return #expect(Bool(false)) }
         #expect(operations.map(\.sequence) == [5, 6] && waiters == ["batch"])
         // All of them held: nothing to write, and the answer still goes.
         machine.recordOperations { $0 += (7...8).map(operation) }
         #expect(machine.answered("next", waits: true) == .wait)
-        held.recordAll(through: 8, in: VersionVector.Log(origin: NodeID(trusted: "n"), epoch: 1))
+        held.recordAll(through: 8, in: LogID(origin: NodeID(trusted: "n"), epoch: 1))
         machine.dropPending(heldBy: held)
         guard case .deliver(let ready) = machine.nextPass() else { return #expect(Bool(false)) }
         #expect(ready == ["next"])

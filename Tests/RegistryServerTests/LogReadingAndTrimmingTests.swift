@@ -49,7 +49,7 @@ import Testing
         defer { temp.remove() }
         let engine = try open(temp.path)
         defer { engine.close() }
-        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        let own = LogID(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
         let reader = try engine.logReader(for: own, from: 1)
         let load = Task { await register(engine, batches: 0..<300) }
         var read = [LoggedOperation]()
@@ -95,7 +95,7 @@ import Testing
             _ = await register(engine, batches: 400..<410)
             let third = try #require(await snapshot(engine))
             #expect(third.operations == 8_200 && third.filesRemoved > 0)
-            let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: epoch)
+            let own = LogID(origin: NodeID(trusted: "node-a"), epoch: epoch)
             #expect {
                 _ = try engine.logReader(for: own, from: 1)
             } throws: { error in
@@ -103,7 +103,7 @@ import Testing
                 return requested == 1 && through > 0
             }
             // What the journal still holds reads on, from past what was trimmed.
-            let through = engine.index.trimmedThrough(LogKey(origin: "node-a", epoch: epoch))
+            let through = engine.index.trimmedThrough(LogID(origin: NodeID(trusted: "node-a"), epoch: epoch))
             let reader = try engine.logReader(for: own, from: through + 1)
             let rest = try reader.next(atMost: 100_000)
             #expect(rest.first?.sequence == through + 1 && rest.last?.sequence == 8_200)
@@ -114,7 +114,7 @@ import Testing
         defer { reopened.close() }
         #expect(reopened.snapshotState() == before)
         // A new epoch: the one written in is held whole.
-        #expect(reopened.stats().logSequence == 0 && reopened.durableVector[VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: epoch)] == 8_200)
+        #expect(reopened.stats().logSequence == 0 && reopened.durableVector[LogID(origin: NodeID(trusted: "node-a"), epoch: epoch)] == 8_200)
     }
 
     /// A retention floor keeps the journal files past it even when snapshots cover them; lifting
@@ -124,7 +124,7 @@ import Testing
         defer { temp.remove() }
         let engine = try open(temp.path)
         defer { engine.close() }
-        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        let own = LogID(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
         engine.setRetentionFloor([own: 1_000])
         _ = await register(engine, batches: 0..<200)
         let held = try #require(await snapshot(engine))
@@ -172,7 +172,7 @@ import Testing
         _ = await register(engine, batches: 200..<220)
         let second = try #require(await snapshot(engine))
         #expect(first.filesRemoved == 0 && second.filesRemoved == 0)
-        let own = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
+        let own = LogID(origin: NodeID(trusted: "node-a"), epoch: engine.stats().logEpoch)
         #expect(try engine.logReader(for: own, from: 1).next(atMost: 1).first?.sequence == 1)
         #expect(engine.stats().peers.first?.state == "disconnected")
     }

@@ -26,7 +26,7 @@ import Testing
 
     @Test func remoteOperationsAreAppliedInOrderDuplicatesSkippedAndGapsHeldBack() throws {
         var state = try makeState()
-        let log = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 4)
+        let log = LogID(origin: NodeID(trusted: "node-b"), epoch: 4)
         #expect(state.applyRemote(try remote(2), wallMillis: 1_000) == .gap(missing: 1...1))
         #expect(state.registry.deviceCount == 0 && state.versionVector[log] == 0, "a gap changes nothing")
         #expect(state.applyRemote(try remote(1), wallMillis: 1_000) == .applied)
@@ -64,7 +64,7 @@ import Testing
 
     @Test func aBatchIsAppliedWholeOrRefusedWithNothingApplied() throws {
         var state = try makeState()
-        let log = VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 4)
+        let log = LogID(origin: NodeID(trusted: "node-b"), epoch: 4)
         var applied = [LoggedOperation]()
         // A gap after an admissible operation: nothing of the batch is applied.
         let gap = state.applyRemoteBatch([try remote(1), try remote(3)], wallMillis: 2_000, applied: &applied)

@@ -60,8 +60,8 @@ import Testing
         let state = try sampleState(seed: seed)
         #expect(state.aliasCount > 0)
         var vector = VersionVector()
-        vector.recordAll(through: 2_000, in: VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 9))
-        vector.recordAll(through: 17, in: VersionVector.Log(origin: NodeID(trusted: "node-b"), epoch: 2))
+        vector.recordAll(through: 2_000, in: LogID(origin: NodeID(trusted: "node-a"), epoch: 9))
+        vector.recordAll(through: 17, in: LogID(origin: NodeID(trusted: "node-b"), epoch: 2))
         let metadata = SnapshotMetadata(
             nodeID: NodeID(trusted: "node-a"), epoch: 9, clock: HLCTimestamp(millis: 3_000, counter: 4), versionVector: vector,
             devices: UInt64(state.deviceCount + state.aliasCount))

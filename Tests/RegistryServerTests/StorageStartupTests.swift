@@ -160,13 +160,13 @@ import Testing
         let snapshotter = Snapshotter(
             fs: fs, directory: "/data", index: try start(fs).index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
             logger: .quiet("t"))
-        let taken = try snapshotter.takeNow(through: [LogKey(origin: "node-a", epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max).get()
+        let taken = try snapshotter.takeNow(through: [LogID(origin: NodeID(trusted: "node-a"), epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max).get()
         #expect(taken.label == 1_200)
         try journal(Array(ops[1_200...]), on: fs)
         let recovered = try start(fs)
         #expect(recovered.snapshotLabel == 1_200 && recovered.replayedOperations == 800)
         #expect(recovered.registry.snapshot() == applied(ops).snapshot())
-        #expect(recovered.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)] == 2_000)
+        #expect(recovered.versionVector[LogID(origin: Self.node, epoch: 7)] == 2_000)
     }
 
     /// A damaged newest snapshot falls back to the one before (and a longer replay); a
@@ -174,7 +174,7 @@ import Testing
     @Test func damagedSnapshotsFallBackAndWithNoneUsableATrimmedJournalIsRefused() throws {
         let fs = SimulatedFileSystem()
         let ops = try operations(count: 1_500, seed: 4)
-        let log = LogKey(origin: "node-a", epoch: 7)
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 7)
         try journal(Array(ops[..<500]), on: fs, fileBytes: 16 << 10)
         var index = try start(fs).index
         let snapshotter = { (index: JournalIndex) in
@@ -233,7 +233,7 @@ import Testing
         JournalEntry(segments: [segment], clock: 1).encode(into: &torn, file: try CommitJournal.files(in: "/data", on: fs).last!)
         try fs.replace(last, with: try fs.readAll(last) + torn.prefix(torn.count / 2), inDirectory: "/data")
         let first = try start(fs)
-        #expect(first.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)] == 150)
+        #expect(first.versionVector[LogID(origin: Self.node, epoch: 7)] == 150)
         // The next run writes a new file after the sealed one; another start sees both, whole.
         try journal(Array(ops[150...]), on: fs)
         let second = try start(fs)
@@ -262,7 +262,7 @@ import Testing
         var tearing: SplitMix64? = SplitMix64(seed: seed &+ UInt64(crashAt))
         fs.crash(tearing: &tearing)
         let recovered = try start(fs)
-        let held = Int(recovered.versionVector[VersionVector.Log(origin: Self.node, epoch: 7)])
+        let held = Int(recovered.versionVector[LogID(origin: Self.node, epoch: 7)])
         #expect(held >= acknowledged, "seed \(seed): \(acknowledged) acknowledged, \(held) recovered")
         #expect(recovered.registry.snapshot() == applied(Array(ops[..<held])).snapshot())
     }

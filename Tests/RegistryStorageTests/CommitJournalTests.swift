@@ -1,4 +1,5 @@
 import Foundation
+import RegistryCore
 import RegistryTestSupport
 import Testing
 @testable import RegistryStorage
@@ -110,7 +111,7 @@ import Testing
             let indexed = index.files
             #expect(indexed.map(\.number) == files.sorted())
             #expect(indexed.dropLast().allSatisfy(\.sealed) && !indexed.last!.sealed)
-            #expect(indexed.first!.ranges[LogKey(origin: "node-a", epoch: 7)]?.lowerBound == 10)
+            #expect(indexed.first!.ranges[LogID(origin: NodeID(trusted: "node-a"), epoch: 7)]?.lowerBound == 10)
             let (recoveredEntries, recovered) = try recoverAll(directory, on: fs)
             #expect(recoveredEntries == written)
             #expect(recovered.entries == written.count)
@@ -207,7 +208,7 @@ import Testing
             for entry in entries(12) { try journal.append(entry) }
         }
         let files = try CommitJournal.files(in: "/data", on: fs)
-        let log = LogKey(origin: "node-a", epoch: 7)
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 7)
         let lastOfSecond = try #require(index.file(files[1])?.ranges[log]?.upperBound)
         try CommitJournal.removeFiles(below: files[2], in: "/data", on: fs, index: index)
         #expect(try CommitJournal.files(in: "/data", on: fs) == Array(files.dropFirst(2)))

@@ -20,7 +20,7 @@ enum ClusterPeers {
     /// after every member has it): the floor over every link's last word, and nothing for a
     /// member no link has heard from. Nil when there is no peer: a single node keeps no journal
     /// for anyone.
-    static func retentionFloor(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> [VersionVector.Log: UInt64]? {
+    static func retentionFloor(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> [LogID: UInt64]? {
         let linked = links.filter { $0.state != "own-address" }
         var holds = linked.map { (try? VersionVector(positions: $0.peerHolds)) ?? VersionVector() }
         let heard = Set(linked.map(\.nodeID))

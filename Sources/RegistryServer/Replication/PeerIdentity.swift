@@ -14,7 +14,7 @@ struct PeerIdentity: Sendable {
     var vendorRulesFingerprint: UInt64 = 0
 
     /// This node's own current log.
-    var ownLog: VersionVector.Log { VersionVector.Log(origin: nodeID, epoch: epoch) }
+    var ownLog: LogID { LogID(origin: nodeID, epoch: epoch) }
 
     /// Why a peer's hello is refused, as the peer will read it; nil to welcome it. `challenge`
     /// is the one this node sent in its HelloAccepted.
@@ -78,7 +78,7 @@ extension VersionVector {
             guard let origin = try? NodeID(position.origin), position.epoch > 0 else {
                 throw WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
             }
-            let log = Log(origin: origin, epoch: position.epoch)
+            let log = LogID(origin: origin, epoch: position.epoch)
             recordAll(through: max(position.sequence, self[log]), in: log)
         }
     }

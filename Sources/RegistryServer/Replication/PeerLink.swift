@@ -41,9 +41,9 @@ final class PeerLink: @unchecked Sendable {
     private var logger: Logger
     private var machine: PeerLinkStateMachine
     private var channel: (any Channel)?
-    private var readers: [VersionVector.Log: LogReader] = [:]
+    private var readers: [LogID: LogReader] = [:]
     /// Records read and not yet sent, per log (a journal entry may hold more than a batch).
-    private var buffered: [VersionVector.Log: ArraySlice<LogRecord>] = [:]
+    private var buffered: [LogID: ArraySlice<LogRecord>] = [:]
     private var random = SystemRandomNumberGenerator()
     private var shutDown = false
     /// Set while a pump is queued, so that commits in a burst queue one.
@@ -375,7 +375,7 @@ final class PeerLink: @unchecked Sendable {
 
     /// The next operations of `log` from `from`, at most a batch's worth, in order: from memory
     /// when the engine still keeps them (``RecentOperations``), otherwise from the journal.
-    private func take(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [PeerOperation] {
+    private func take(_ log: LogID, from: UInt64) throws(JournalReadError) -> [PeerOperation] {
         if let recent = engine.recent.read(log, from: from, atMost: Self.maxBatchOperations) {
             buffered[log] = nil
             var operations = [PeerOperation]()
@@ -395,7 +395,7 @@ final class PeerLink: @unchecked Sendable {
     }
 
     /// The next records of `log` from `from` in the journal: at most a batch's worth, in order.
-    private func takeFromJournal(_ log: VersionVector.Log, from: UInt64) throws(JournalReadError) -> [LogRecord] {
+    private func takeFromJournal(_ log: LogID, from: UInt64) throws(JournalReadError) -> [LogRecord] {
         if let first = buffered[log]?.first, first.sequence != from { buffered[log] = nil }
         if buffered[log]?.isEmpty ?? true {
             var reader = readers[log]

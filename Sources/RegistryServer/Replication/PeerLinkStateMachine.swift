@@ -206,7 +206,7 @@ struct PeerLinkStateMachine {
 
     /// The next run to send (see ``ReplicationCursor/nextRun(local:nowMillis:)``); none while a
     /// snapshot is being sent.
-    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: VersionVector.Log, from: UInt64)? {
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
         guard transfer == nil else { return nil }
         return cursor?.nextRun(local: local, nowMillis: nowMillis)
     }
@@ -240,7 +240,7 @@ struct PeerLinkStateMachine {
     }
 
     /// Records a batch as sent (see ``ReplicationCursor/sending(log:through:operations:oldestMillis:)``).
-    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64? {
+    mutating func sending(log: LogID, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64? {
         cursor?.sending(log: log, through: through, operations: operations, oldestMillis: oldestMillis, nowMillis: nowMillis)
     }
 

@@ -30,17 +30,17 @@ final class RecentOperations: Sendable {
     }
 
     private struct State {
-        var tails: [VersionVector.Log: Tail] = [:]
+        var tails: [LogID: Tail] = [:]
         /// Every kept chunk, oldest first: (log, chunk ID); entries whose chunk went already are
         /// skipped when met.
-        var order: [(log: VersionVector.Log, id: UInt64)] = []
+        var order: [(log: LogID, id: UInt64)] = []
         var orderStart = 0
         var count = 0
         var nextID: UInt64 = 0
         /// False while the node has no peer: nothing is kept.
         var keeping = true
 
-        mutating func removeFirstChunk(of log: VersionVector.Log) {
+        mutating func removeFirstChunk(of log: LogID) {
             guard let removed = tails[log]?.chunks.first else { return }
             tails[log]!.chunks.removeFirst()
             count -= removed.operations.count
@@ -94,7 +94,7 @@ final class RecentOperations: Sendable {
     /// Keeps only what some member may still need: drops, for each log, the chunks every member
     /// holds (`floor`, as the retention floor says; a log it does not name is held by nobody).
     /// Nil (no peer): keeps nothing, and keeps nothing more until peers appear.
-    func keepOnly(unheldBy floor: [VersionVector.Log: UInt64]?) {
+    func keepOnly(unheldBy floor: [LogID: UInt64]?) {
         state.withLock { state in
             guard let floor else {
                 state = State()
@@ -115,7 +115,7 @@ final class RecentOperations: Sendable {
 
     /// Up to `limit` operations of `log` from sequence `from`, in order; nil when `from` is not
     /// kept (older than the tail, or past it).
-    func read(_ log: VersionVector.Log, from: UInt64, atMost limit: Int) -> [LoggedOperation]? {
+    func read(_ log: LogID, from: UInt64, atMost limit: Int) -> [LoggedOperation]? {
         state.withLock { state -> [LoggedOperation]? in
             guard let tail = state.tails[log], tail.first > 0, from >= tail.first else { return nil }
             var result = [LoggedOperation]()

@@ -9,7 +9,7 @@ struct ReplicationCursor: Sendable {
     struct InFlight: Equatable, Sendable {
         let batchID: UInt64
         /// Nil for a probe (an empty batch).
-        let log: VersionVector.Log?
+        let log: LogID?
         let through: UInt64
         let operations: Int
         /// The HLC milliseconds of its first operation, for the replication lag.
@@ -26,13 +26,13 @@ struct ReplicationCursor: Sendable {
     /// What the receiver holds, as far as this sender knows.
     private(set) var receiverHolds: VersionVector
     /// For each log, the last sequence sent.
-    private var sent: [VersionVector.Log: UInt64] = [:]
+    private var sent: [LogID: UInt64] = [:]
     private(set) var inFlight: [InFlight] = []
     /// The most batches in flight at once.
     let window: Int
     private var nextBatchID: UInt64 = 1
     /// The log sent last, so that the next choice starts after it.
-    private var lastLog: VersionVector.Log?
+    private var lastLog: LogID?
 
     /// The node whose own logs go out at once; every other origin's are forwarded only after
     /// the receiver has lacked them for ``forwardDelayMillis``.
@@ -43,7 +43,7 @@ struct ReplicationCursor: Sendable {
     let forwardDelayMillis: UInt64
     /// For each log of another origin, since when (ms) this node has held operations of it that
     /// the receiver lacks, as far as the receiver's acknowledgements tell.
-    private var behindSince: [VersionVector.Log: UInt64] = [:]
+    private var behindSince: [LogID: UInt64] = [:]
     /// When the receiver's holdings were last learned (ms).
     private(set) var lastHeardMillis: UInt64
 
@@ -63,8 +63,8 @@ struct ReplicationCursor: Sendable {
     /// neither held by the receiver nor sent, and the sequence to start from; nil when there is
     /// none, none is due yet, or the window is full. This node's own logs are due at once;
     /// another origin's once the receiver has lacked them for ``forwardDelayMillis``.
-    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: VersionVector.Log, from: UInt64)? {
-        var candidates = [(log: VersionVector.Log, from: UInt64)]()
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
+        var candidates = [(log: LogID, from: UInt64)]()
         for entry in local.logs {
             let from = max(receiverHolds[entry.log], sent[entry.log] ?? 0) + 1
             guard entry.sequence >= from else {
@@ -92,7 +92,7 @@ struct ReplicationCursor: Sendable {
 
     /// Records a batch of `operations` operations of `log`, through sequence `through`, as sent;
     /// returns its batch ID.
-    mutating func sending(log: VersionVector.Log, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64 {
+    mutating func sending(log: LogID, through: UInt64, operations: Int, oldestMillis: UInt64, nowMillis: UInt64 = 0) -> UInt64 {
         let batchID = nextBatchID
         nextBatchID += 1
         sent[log] = through
@@ -147,9 +147,9 @@ extension VersionVector {
     }
 
     /// For each log, the least that every one of `vectors` holds; nil for no vectors.
-    static func floor(of vectors: [VersionVector]) -> [Log: UInt64]? {
+    static func floor(of vectors: [VersionVector]) -> [LogID: UInt64]? {
         guard let first = vectors.first else { return nil }
-        var floor = [Log: UInt64]()
+        var floor = [LogID: UInt64]()
         for (log, sequence) in first.logs { floor[log] = vectors.dropFirst().reduce(sequence) { min($0, $1[log]) } }
         return floor
     }

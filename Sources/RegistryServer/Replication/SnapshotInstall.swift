@@ -60,7 +60,7 @@ extension RegistryEngine {
                     Self.snapshotRefused("it holds \(own) through \(covered[own]), which this node has written only through \(durable[own])"))
             }
             for (log, sequence) in durable.logs where sequence > covered[log] {
-                let trimmed = index.trimmedThrough(LogKey(log))
+                let trimmed = index.trimmedThrough(log)
                 if trimmed > covered[log] {
                     return .failure(
                         Self.snapshotRefused(
@@ -73,7 +73,7 @@ extension RegistryEngine {
             do {
                 try replayer.replay(index.files, in: directory, on: fs)
                 label = replayer.vector.logs.reduce(0) { $0 + $1.sequence }
-                try writer.installed(Dictionary(uniqueKeysWithValues: replayer.vector.logs.map { (LogKey($0.log), $0.sequence) }))
+                try writer.installed(Dictionary(uniqueKeysWithValues: replayer.vector.logs.map { ($0.log, $0.sequence) }))
                 try fs.rename(path, to: directory + "/" + SnapshotFile.name(label: label))
                 try fs.syncDirectory(directory)
                 for old in try SnapshotFile.labels(in: directory, on: fs) where old != label {
@@ -84,7 +84,7 @@ extension RegistryEngine {
                 try? fs.remove(path)
                 return .failure(Self.snapshotRefused("it could not be installed: \(error)", retryable: true))
             }
-            for (log, sequence) in covered.logs where sequence > durable[log] { index.markTrimmed(LogKey(log), through: sequence) }
+            for (log, sequence) in covered.logs where sequence > durable[log] { index.markTrimmed(log, through: sequence) }
             let held = replayer.vector
             let devices = core.withLockedValue { core -> Int in
                 core.commits.dropPending(heldBy: replayer.vector)

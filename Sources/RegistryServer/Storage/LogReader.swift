@@ -26,7 +26,7 @@ public final class LogReader {
 
     public func next(atMost limit: Int) throws(JournalReadError) -> [LoggedOperation] {
         let records = try reader.next(atMost: limit)
-        let origin = NodeID(trusted: reader.log.origin)
+        let origin = reader.log.origin
         var operations = [LoggedOperation]()
         operations.reserveCapacity(records.count)
         for record in records {

@@ -16,12 +16,12 @@ final class LogWriter: @unchecked Sendable {
     /// Operations durable in the journal or covered by the snapshot start-up loaded.
     private var durableOperations: UInt64
     /// For each log, the highest sequence durable (snapshot or journal).
-    private(set) var durableThrough: [LogKey: UInt64]
+    private(set) var durableThrough: [LogID: UInt64]
 
     /// Starts journal file `journalFile` in `directory`.
     init(
         fs: any FileSystem, directory: String, journalFile: UInt64, fileBytes: Int, index: JournalIndex,
-        durableThrough: [LogKey: UInt64]
+        durableThrough: [LogID: UInt64]
     ) throws(StorageError) {
         journal = try CommitJournal(fs: fs, directory: directory, number: journalFile, rotationBytes: fileBytes, index: index)
         self.durableThrough = durableThrough
@@ -67,7 +67,7 @@ final class LogWriter: @unchecked Sendable {
             let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
             durableOperations += UInt64(operations.count)
             for segment in segments {
-                let key = LogKey(origin: segment.origin, epoch: segment.epoch)
+                let key = segment.log
                 durableThrough[key] = max(durableThrough[key] ?? 0, segment.lastSequence)
             }
             return .success(Committed(durable: durableOperations, syncMicros: syncMicros))
@@ -78,7 +78,7 @@ final class LogWriter: @unchecked Sendable {
 
     /// A snapshot from a peer covers `vector`: it counts as durable, and the journal goes on in a
     /// new file, so that no file holds both sides of what the snapshot covers.
-    func installed(_ vector: [LogKey: UInt64]) throws(StorageError) {
+    func installed(_ vector: [LogID: UInt64]) throws(StorageError) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { throw .corrupt("the log is closed") }
         try journal.rotateNow()

@@ -15,12 +15,9 @@ struct Replayer {
     var applied = 0
     var skipped = 0
     /// Operations past these are left alone (the snapshot taker stops at its target); nil: all.
-    var limits: [LogKey: UInt64]?
-    /// The log of the last record, cached: records come in runs of one log.
-    private var lastKey: LogKey?
-    private var lastLog: VersionVector.Log?
+    var limits: [LogID: UInt64]?
 
-    init(registry: RegistryState, vector: VersionVector, limits: [LogKey: UInt64]? = nil) {
+    init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
         self.vector = vector
         self.limits = limits
@@ -28,24 +25,17 @@ struct Replayer {
 
     enum Outcome {
         case applied, skipped, beyondLimit
-        case gap(log: VersionVector.Log, missing: ClosedRange<UInt64>)
+        case gap(log: LogID, missing: ClosedRange<UInt64>)
     }
 
     /// Applies one segment's records; stops at the first gap and returns it.
     mutating func apply(_ segment: LogSegment) throws(StorageError) -> Outcome? {
-        let key = LogKey(origin: segment.origin, epoch: segment.epoch)
-        let log: VersionVector.Log
-        if key == lastKey, let cached = lastLog {
-            log = cached
-        } else {
-            log = VersionVector.Log(origin: NodeID(trusted: segment.origin), epoch: segment.epoch)
-            (lastKey, lastLog) = (key, log)
-        }
+        let log = segment.log
         if segment.lastSequence <= vector[log] {
             skipped += segment.count
             return nil
         }
-        let limit = limits.map { $0[key] ?? 0 } ?? .max
+        let limit = limits.map { $0[log] ?? 0 } ?? .max
         for record in try segment.records() {
             switch try apply(record, log: log, limit: limit) {
             case .gap(let log, let missing): return .gap(log: log, missing: missing)
@@ -61,7 +51,7 @@ struct Replayer {
     mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem) throws(StorageError) {
         for file in files {
             let needed = file.ranges.contains { log, range in
-                range.upperBound > vector[VersionVector.Log(origin: NodeID(trusted: log.origin), epoch: log.epoch)]
+                range.upperBound > vector[log]
                     && range.lowerBound <= limits.map { $0[log] ?? 0 } ?? .max
             }
             guard needed else { continue }
@@ -89,11 +79,11 @@ struct Replayer {
     /// Applies one operation not yet in the journal (one still pending a commit), through the
     /// same rules as a record.
     mutating func apply(_ operation: LoggedOperation) -> Outcome {
-        let log = VersionVector.Log(origin: operation.origin, epoch: operation.epoch)
+        let log = LogID(origin: operation.origin, epoch: operation.epoch)
         return admit(operation.sequence, in: log, at: operation.timestamp) { operation.operation }
     }
 
-    private mutating func apply(_ record: LogRecord, log: VersionVector.Log, limit: UInt64) throws(StorageError) -> Outcome {
+    private mutating func apply(_ record: LogRecord, log: LogID, limit: UInt64) throws(StorageError) -> Outcome {
         if record.sequence > limit { return .beyondLimit }
         return try admit(record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc)) { () throws(StorageError) in
             do {
@@ -107,7 +97,7 @@ struct Replayer {
 
     /// Skips `sequence` when held, stops at a gap, and otherwise applies what `operation` gives.
     private mutating func admit<Failure: Error>(
-        _ sequence: UInt64, in log: VersionVector.Log, at timestamp: HLCTimestamp, _ operation: () throws(Failure) -> Operation
+        _ sequence: UInt64, in log: LogID, at timestamp: HLCTimestamp, _ operation: () throws(Failure) -> Operation
     ) throws(Failure) -> Outcome {
         switch vector.admission(of: sequence, in: log) {
         case .duplicate:

@@ -52,7 +52,7 @@ final class Snapshotter: @unchecked Sendable {
         var lastAt = DispatchTime.now().uptimeNanoseconds
         /// Per log, the highest sequence every member is known to hold; journal files beyond it
         /// stay. Nil: no floor (a single node).
-        var retentionFloor: [LogKey: UInt64]?
+        var retentionFloor: [LogID: UInt64]?
     }
 
     private let bookkeeping = Mutex(Bookkeeping())
@@ -80,13 +80,13 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Sets the retention floor: journal files holding operations past it are kept even when a
     /// snapshot covers them (the cluster sets it to what every member has acknowledged).
-    func setRetentionFloor(_ floor: [LogKey: UInt64]?) {
+    func setRetentionFloor(_ floor: [LogID: UInt64]?) {
         bookkeeping.withLock { $0.retentionFloor = floor }
     }
 
     /// Takes a snapshot through `target` in the background unless one is running; `completion`
     /// (on the snapshot queue) gets the outcome, or nil when one was already running.
-    func start(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64, completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void) {
+    func start(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void) {
         let begin = bookkeeping.withLock { state -> Bool in
             guard !state.running else { return false }
             state.running = true
@@ -125,7 +125,7 @@ final class Snapshotter: @unchecked Sendable {
     }
 
     /// Takes a snapshot through `target` now, on the caller's thread, after any running one.
-    func takeNow(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
+    func takeNow(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
         queue.sync {
             // On the caller's thread and priority: a stopping node has nothing else to do.
             let outcome = Result { () throws(StorageError) in
@@ -159,7 +159,7 @@ final class Snapshotter: @unchecked Sendable {
 
     /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the snapshot's
     /// reading thread then takes too.
-    private func take(through target: [LogKey: UInt64], clock: HLCTimestamp, currentFile: UInt64, inBackground: Bool) throws(StorageError) -> Taken {
+    private func take(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, inBackground: Bool) throws(StorageError) -> Taken {
         let started = DispatchTime.now().uptimeNanoseconds
         let base = try SnapshotStore.loadNewest(
             in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground, logger: logger
@@ -192,12 +192,12 @@ final class Snapshotter: @unchecked Sendable {
     /// floor still needs, or that is being written; returns how many.
     private func trim(currentFile: UInt64) throws(StorageError) -> Int {
         // What every kept snapshot covers: the oldest of them, read from its header.
-        var covered: [LogKey: UInt64]?
+        var covered: [LogID: UInt64]?
         for label in try SnapshotFile.labels(in: directory, on: fs) {
             let bytes = try SnapshotFile.readMetadata(directory + "/" + SnapshotFile.name(label: label), on: fs)
             guard let metadata = try? SnapshotCodec.decodeMetadata(bytes) else { return 0 }
-            var vector = [LogKey: UInt64]()
-            for (log, sequence) in metadata.versionVector.logs { vector[LogKey(log)] = sequence }
+            var vector = [LogID: UInt64]()
+            for (log, sequence) in metadata.versionVector.logs { vector[log] = sequence }
             if let current = covered {
                 covered = Dictionary(uniqueKeysWithValues: current.compactMap { log, sequence in vector[log].map { (log, min(sequence, $0)) } })
             } else {

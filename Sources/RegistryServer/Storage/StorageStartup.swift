@@ -46,7 +46,7 @@ enum StorageStartup {
                 registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables),
                 vector: snapshot?.metadata.versionVector ?? VersionVector())
             var clock = snapshot?.metadata.clock ?? .zero
-            var gap: (log: VersionVector.Log, missing: ClosedRange<UInt64>)?
+            var gap: (log: LogID, missing: ClosedRange<UInt64>)?
             let recovered = try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in
                 guard gap == nil else { return }
                 clock = max(clock, HLCTimestamp(rawValue: entry.clock))
@@ -134,9 +134,9 @@ enum StorageStartup {
     /// For each log, the highest sequence a reader cannot read from the journal: the start of the
     /// log, or a hole between files (where a snapshot from a peer took over), up to the last that
     /// the files do not follow on from; and, when the snapshot covers past the files, all it covers.
-    private static func trimmedThrough(files: [JournalIndex.File], snapshot: SnapshotStore.Loaded?) -> [LogKey: UInt64] {
-        var trimmed = [LogKey: UInt64]()
-        var next = [LogKey: UInt64]()
+    private static func trimmedThrough(files: [JournalIndex.File], snapshot: SnapshotStore.Loaded?) -> [LogID: UInt64] {
+        var trimmed = [LogID: UInt64]()
+        var next = [LogID: UInt64]()
         for file in files {
             for (log, range) in file.ranges {
                 if range.lowerBound > next[log] ?? 1 { trimmed[log] = range.lowerBound - 1 }
@@ -144,7 +144,7 @@ enum StorageStartup {
             }
         }
         for (log, sequence) in snapshot?.metadata.versionVector.logs ?? [] {
-            let key = LogKey(log)
+            let key = log
             if sequence >= next[key] ?? 1 { trimmed[key] = sequence }
         }
         return trimmed

@@ -6,7 +6,7 @@ import Testing
 /// Peers are counted as nodes, and the log is kept for every member.
 @Suite struct ClusterPeersTests {
     let own = NodeID(trusted: "node-a")
-    let log = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
 
     func link(_ address: String, node: String = "", state: String = "streaming", holds: UInt64 = 0) -> PeerLinkStatus {
         var status = PeerLinkStatus(address: address)

@@ -24,7 +24,7 @@ import Testing
         }
         let welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: 5)], maxBatchOperations: 10)
         #expect(machine.received(machine.signed(welcome), nowMillis: 1_000, random: &random) == .stream)
-        #expect(machine.cursor?.receiverHolds[VersionVector.Log(origin: own, epoch: 1)] == 5)
+        #expect(machine.cursor?.receiverHolds[LogID(origin: own, epoch: 1)] == 5)
         let action = machine.connectionLost("reset", random: &random)
         guard case .closeAndRetry(let delay, _, nil) = action else {
             Issue.record("expected a retry, got \(action)")
@@ -95,7 +95,7 @@ import Testing
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
         _ = machine.received(machine.signed(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)), nowMillis: 2_000, random: &random)
         #expect(machine.tick(nowMillis: 9_000, random: &random) == .none, "nothing in flight, nothing to wait for")
-        _ = machine.sending(log: VersionVector.Log(origin: own, epoch: 1), through: 1, operations: 1, oldestMillis: 1, nowMillis: 9_000)
+        _ = machine.sending(log: LogID(origin: own, epoch: 1), through: 1, operations: 1, oldestMillis: 1, nowMillis: 9_000)
         #expect(machine.tick(nowMillis: 9_900, random: &random) == .none)
         guard case .closeAndRetry = machine.tick(nowMillis: 10_000, random: &random) else {
             Issue.record("a batch without an acknowledgement must time out")

@@ -18,7 +18,7 @@ import Testing
 
     @Test func keepsTheNewestOperationsOfEachLogAndReadsThemInOrder() throws {
         let recent = RecentOperations(capacity: 12)
-        let logA = VersionVector.Log(origin: a, epoch: 1)
+        let logA = LogID(origin: a, epoch: 1)
         recent.append(try ops(a, 1...4) + ops(b, 1...2) + ops(a, 5...6))
         recent.append(try ops(a, 7...12))
         recent.append(try ops(a, 13...20))
@@ -27,7 +27,7 @@ import Testing
         #expect(recent.read(logA, from: 7, atMost: 100)?.map(\.sequence) == Array(7...20))
         #expect(recent.read(logA, from: 12, atMost: 3)?.map(\.sequence) == [12, 13, 14])
         #expect(recent.read(logA, from: 21, atMost: 3) == nil, "not made durable yet")
-        #expect(recent.read(VersionVector.Log(origin: b, epoch: 1), from: 2, atMost: 9) == nil)
+        #expect(recent.read(LogID(origin: b, epoch: 1), from: 2, atMost: 9) == nil)
         // A run that does not follow the tail starts it over.
         recent.append(try ops(a, 30...31))
         #expect(recent.read(logA, from: 20, atMost: 9) == nil && recent.read(logA, from: 30, atMost: 9)?.count == 2)
@@ -44,9 +44,9 @@ import Testing
             })
         }
         #expect(recent.count >= 100 && recent.count <= 110, "\(recent.count)")
-        let newest = VersionVector.Log(origin: NodeID(trusted: "node-2"), epoch: 50)
+        let newest = LogID(origin: NodeID(trusted: "node-2"), epoch: 50)
         #expect(recent.read(newest, from: 1, atMost: 20)?.count == 10)
-        #expect(recent.read(VersionVector.Log(origin: NodeID(trusted: "node-1"), epoch: 1), from: 1, atMost: 20) == nil)
+        #expect(recent.read(LogID(origin: NodeID(trusted: "node-1"), epoch: 1), from: 1, atMost: 20) == nil)
         // Every member holds the newest log's first 10: it goes.
         recent.keepOnly(unheldBy: [newest: 10])
         #expect(recent.read(newest, from: 1, atMost: 20) == nil && recent.count >= 90)

@@ -4,8 +4,8 @@ import Testing
 
 /// What a sender sends next, and how acknowledgements and the window bound it.
 @Suite struct ReplicationCursorTests {
-    let a = VersionVector.Log(origin: NodeID(trusted: "node-a"), epoch: 1)
-    let c = VersionVector.Log(origin: NodeID(trusted: "node-c"), epoch: 2)
+    let a = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let c = LogID(origin: NodeID(trusted: "node-c"), epoch: 2)
 
 
     func cursor(holding holds: VersionVector, window: Int = 8) -> ReplicationCursor {

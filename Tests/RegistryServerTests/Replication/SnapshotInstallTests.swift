@@ -102,7 +102,7 @@ import Testing
         _ = try await arriving.value.get()
         #expect(held[logA] == 4_400)
         #expect(b.durableVector[logA] == 4_400, "the durable position must not go back: \(b.durableVector)")
-        let written = b.writer.queue.sync { b.writer.durableThrough[LogKey(logA)] }
+        let written = b.writer.queue.sync { b.writer.durableThrough[logA] }
         #expect(written == 4_400, "the log writer's durable position went back to \(String(describing: written))")
         // What the snapshot covers is not read from the journal: a peer that lacks it gets the
         // snapshot, where a reader would meet 21...60 and then a hole.

@@ -94,7 +94,7 @@ import Testing
     @Test func theLinkSendsNoBatchDuringATransferAndLearnsWhatTheReceiverHoldsAfterIt() throws {
         var random = SplitMix64(seed: 1)
         var machine = streamingLink()
-        let log = VersionVector.Log(origin: own, epoch: 1)
+        let log = LogID(origin: own, epoch: 1)
         var local = VersionVector()
         local.recordAll(through: 100, in: log)
         #expect(machine.nextRun(local: local, nowMillis: 0)! == (log, 1))

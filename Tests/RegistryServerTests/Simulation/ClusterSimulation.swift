@@ -300,7 +300,7 @@ final class ClusterSimulation {
 
     private func archiveOperations(of engine: RegistryEngine) {
         for (log, sequence) in engine.durableVector.logs where sequence > 0 {
-            let from = engine.index.trimmedThrough(LogKey(log)) + 1
+            let from = engine.index.trimmedThrough(log) + 1
             guard from <= sequence, let reader = try? engine.logReader(for: log, from: from) else { continue }
             while reader.nextSequence <= sequence {
                 guard let batch = try? reader.next(atMost: 1_000), !batch.isEmpty else { break }
@@ -719,7 +719,7 @@ final class ClusterSimulation {
             if let engine = node.engine { archiveOperations(of: engine) }
         }
         guard let held = members.lazy.compactMap({ self.nodes[$0].engine?.durableVector }).first else { return Array(archive.values) }
-        return archive.values.filter { held[VersionVector.Log(origin: $0.origin, epoch: $0.epoch)] >= $0.sequence }
+        return archive.values.filter { held[LogID(origin: $0.origin, epoch: $0.epoch)] >= $0.sequence }
     }
 
     /// Runs `body`, which calls back once, and waits for it.
