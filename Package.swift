@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
 
         // The platform's C library (Glibc, Musl or Darwin), chosen in one place.
-        .target(name: "Platform", swiftSettings: swiftSettings),
+        .target(name: "Platform", dependencies: ["CLinuxFile"], swiftSettings: swiftSettings),
         // The release and git revision that --version prints.
         .plugin(name: "GitRevisionPlugin", capability: .buildTool()),
         .target(name: "RegistryVersion", swiftSettings: swiftSettings, plugins: ["GitRevisionPlugin"]),
@@ -114,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "registryctl",
             dependencies: [
-                "RegistryClient", "RegistryVersion", "RegistryAuth",
+                "RegistryClient", "RegistryVersion", "RegistryAuth", "Platform",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

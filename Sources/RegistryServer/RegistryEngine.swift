@@ -138,7 +138,7 @@ public final class RegistryEngine: Sendable {
     /// the real one's data directory is locked for this process. `epochEntropy` gives the new
     /// epoch its random bits (``EpochRule``; a seeded simulation passes its own).
     public init(
-        configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = wallClockMillis,
+        configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = SystemClock.wallMillis,
         fs: any FileSystem = PosixFileSystem(), epochEntropy: UInt64 = UInt64.random(in: .min ... .max),
         onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
@@ -180,7 +180,7 @@ public final class RegistryEngine: Sendable {
         let operations = durable.values.reduce(0, +)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
-            coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: DispatchTime.now().uptimeNanoseconds)
+            coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: SystemClock.monotonicNanos())
         self.core = NIOLockedValueBox(
             Core(node: node, durableOperations: operations, snapshotPolicy: policy, durable: recovered.versionVector))
         do {
@@ -251,7 +251,7 @@ public final class RegistryEngine: Sendable {
         let replicas = replicasWanted(by: frames, prepared: &prepared)
         refuseLiveRemovals(frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
-        let submittedNanos = DispatchTime.now().uptimeNanoseconds
+        let submittedNanos = SystemClock.monotonicNanos()
         let wall = wallClock()
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
@@ -528,7 +528,7 @@ public final class RegistryEngine: Sendable {
                     }
                     core.commitCount += 1
                     core.commitLatency.record(micros: committed.syncMicros)
-                    return core.snapshotPolicy.shouldStart(durableOperations: committed.durable, nowNanos: DispatchTime.now().uptimeNanoseconds)
+                    return core.snapshotPolicy.shouldStart(durableOperations: committed.durable, nowNanos: SystemClock.monotonicNanos())
                 }
                 if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
@@ -561,7 +561,7 @@ public final class RegistryEngine: Sendable {
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
             if outcome != nil {
-                self.core.withLockedValue { $0.snapshotPolicy.finished(covering: covered, nowNanos: DispatchTime.now().uptimeNanoseconds) }
+                self.core.withLockedValue { $0.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos()) }
             }
             completion?(outcome)
         }
@@ -575,7 +575,7 @@ public final class RegistryEngine: Sendable {
             let clock = core.withLockedValue { $0.node.clock.last }
             let outcome = snapshots.takeNow(through: writer.durableThrough, clock: clock, currentFile: writer.currentFile)
             if case .success(let taken) = outcome {
-                core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: DispatchTime.now().uptimeNanoseconds) }
+                core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: SystemClock.monotonicNanos()) }
             }
             return outcome
         }
@@ -800,11 +800,4 @@ public final class RegistryEngine: Sendable {
         lock.withLock { $0 = nil }
         logger.info("storage closed")
     }
-}
-
-/// Milliseconds since the Unix epoch from the system clock.
-@Sendable public func wallClockMillis() -> UInt64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return UInt64(spec.tv_sec) * 1_000 + UInt64(spec.tv_nsec) / 1_000_000
 }

@@ -1,3 +1,4 @@
+import Platform
 import Dispatch
 import Metrics
 import RegistryCore
@@ -53,7 +54,7 @@ final class ServerCounters: Sendable {
         if outcomes.matched > 0 { matched.increment(by: Int64(outcomes.matched)) }
         if outcomes.merged > 0 { merged.increment(by: Int64(outcomes.merged)) }
         if submittedNanos > 0, requests > 0 {
-            let elapsed = Int64(DispatchTime.now().uptimeNanoseconds - submittedNanos)
+            let elapsed = Int64(SystemClock.monotonicNanos() - submittedNanos)
             for _ in 0..<requests { requestLatency.recordNanoseconds(elapsed) }
         }
     }

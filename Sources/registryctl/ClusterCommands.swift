@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Platform
 import RegistryClient
 import RegistryWire
 
@@ -101,13 +102,13 @@ struct ClusterVerify: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let deadline = Date().addingTimeInterval(wait)
+        let deadline = SystemClock.monotonicNanos() + UInt64(wait * 1_000_000_000)
         while true {
             let nodes = try await ClusterStatus.discover(global)
             let view = ClusterStatusView(nodes: nodes)
             let unreachable = nodes.contains { $0.unreachable != nil }
             let settled = !unreachable && view.agreement != .catchingUp
-            if settled || Date() >= deadline {
+            if settled || SystemClock.monotonicNanos() >= deadline {
                 Output.print(VerifyView(view: view), format: global.format)
                 if unreachable { throw ExitCode(ExitStatus.unreachable) }
                 switch view.agreement {

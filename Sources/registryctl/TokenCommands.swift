@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Platform
 import RegistryAuth
 
 /// `registryctl token`: client tokens, made offline from the node's token secret.
@@ -60,7 +61,7 @@ struct Token: ParsableCommand {
             } else {
                 throw ValidationError("give --secret-file, or the secret in REGISTRY_TOKEN_SECRET")
             }
-            let expiry = UInt64(Date().timeIntervalSince1970) + Self.seconds(expiresIn)!
+            let expiry = SystemClock.wallMillis() / 1_000 + Self.seconds(expiresIn)!
             let token = AccessToken(
                 subject: subject, vendors: allVendors ? .all : .only(Set(vendors.map { $0.lowercased() })),
                 roles: Set(roles.compactMap(TokenRole.init(rawValue:))), expiresAt: expiry)

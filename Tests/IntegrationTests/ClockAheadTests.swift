@@ -1,3 +1,4 @@
+import Platform
 import Foundation
 import Logging
 import RegistryClient
@@ -20,7 +21,7 @@ import Testing
         configuration.clusterSecret = "clock secret"
         var logger = Logger(label: "clock-ahead")
         logger.logLevel = .critical
-        let engine = try RegistryEngine(configuration: configuration, logger: logger, wallClock: { wallClockMillis() + aheadMillis })
+        let engine = try RegistryEngine(configuration: configuration, logger: logger, wallClock: { SystemClock.wallMillis() + aheadMillis })
         let frame = ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: "com.clock.app", idfv: UUID128(high: 1, low: 1).text)))
         let answers = await withCheckedContinuation { continuation in
             engine.submit([frame]) { continuation.resume(returning: $0.frames) }

@@ -176,11 +176,7 @@ final class BackgroundPopulation: Sendable {
         if !done { release() }
     }
 
-    private static func threadCPUNanoseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return now.tv_sec * 1_000_000_000 + now.tv_nsec
-    }
+    private static func threadCPUNanoseconds() -> Int { Int(SystemClock.threadCPUNanos()) }
     #endif
 
     /// The owner is waiting for the pages: the thread pauses less between steps.

@@ -89,9 +89,8 @@ public struct JSONLogHandler: LogHandler {
     }
 
     static func wallClock() -> (seconds: Int64, millis: Int) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return (Int64(now.tv_sec), Int(now.tv_nsec / 1_000_000))
+        let millis = SystemClock.wallMillis()
+        return (Int64(millis / 1_000), Int(millis % 1_000))
     }
 
     /// Writes a line to standard error in one call.

@@ -1,3 +1,4 @@
+import Platform
 import Dispatch
 import Logging
 import NIOCore
@@ -50,7 +51,7 @@ public final class Replication: Sendable {
     private var current: [PeerLink] { links.withLock { $0 } }
 
     public func start() {
-        startedAt.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+        startedAt.withLock { $0 = SystemClock.monotonicNanos() }
         for link in current { link.start() }
         engine.setRetentionFloor(current.isEmpty ? nil : [:])
         followMembers()
@@ -78,7 +79,7 @@ public final class Replication: Sendable {
     /// Links to members that have none; no link to removed ones.
     private func updateLinks() {
         let members = engine.members
-        let starting = DispatchTime.now().uptimeNanoseconds - startedAt.withLock { $0 } < Self.identifyingSeconds * 1_000_000_000
+        let starting = SystemClock.monotonicNanos() - startedAt.withLock { $0 } < Self.identifyingSeconds * 1_000_000_000
         let (added, removed) = links.withLock { links -> ([PeerLink], [PeerLink]) in
             let unidentified = links.contains { $0.status.nodeID.isEmpty && $0.status.state != "own-address" }
             let gone = links.filter { link in

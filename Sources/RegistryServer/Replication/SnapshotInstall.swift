@@ -1,3 +1,4 @@
+import Platform
 import Dispatch
 import RegistryCore
 import RegistryStorage
@@ -92,7 +93,7 @@ extension RegistryEngine {
                 core.node.install(replayer.registry, holding: replayer.vector, clock: max(loaded.metadata.clock, replayer.newest))
                 for (log, sequence) in held.logs where sequence > core.durable[log] { core.durable.recordAll(through: sequence, in: log) }
                 core.durableOperations = label
-                core.snapshotPolicy.covers(label, nowNanos: DispatchTime.now().uptimeNanoseconds)
+                core.snapshotPolicy.covers(label, nowNanos: SystemClock.monotonicNanos())
                 woken = Self.coveredCausalWaiters(&core)
                 return core.node.registry.deviceCount
             }

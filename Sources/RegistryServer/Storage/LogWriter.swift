@@ -1,3 +1,4 @@
+import Platform
 import Dispatch
 import RegistryCore
 import RegistryStorage
@@ -62,9 +63,9 @@ final class LogWriter: @unchecked Sendable {
         }
         let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
-            let started = DispatchTime.now().uptimeNanoseconds
+            let started = SystemClock.monotonicNanos()
             try journal.append(entry)
-            let syncMicros = (DispatchTime.now().uptimeNanoseconds - started) / 1_000
+            let syncMicros = (SystemClock.monotonicNanos() - started) / 1_000
             durableOperations += UInt64(operations.count)
             for segment in segments {
                 let key = segment.log

@@ -1,3 +1,4 @@
+import Platform
 import CLinuxFile
 import Dispatch
 import Foundation
@@ -48,10 +49,8 @@ enum SnapshotStore {
     ) throws(StorageError) -> Loaded {
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
         // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
-        let reader = Thread {
-            #if os(Linux)
-            if inBackground { _ = registry_run_when_idle() }
-            #endif
+        let reader: @Sendable () -> Void = {
+            if inBackground { Scheduling.runThisThreadWhenIdle() }
             var chunk = [SnapshotRecord]()
             chunk.reserveCapacity(chunkRecords)
             do throws(StorageError) {
@@ -81,8 +80,9 @@ enum SnapshotStore {
                 handoff.put(.finished(error))
             }
         }
-        reader.name = "snapshot-read"
-        reader.start()
+        guard DetachedThread.start(named: "snapshot-read", reader) else {
+            throw .io(path: path, reason: "no thread could be started to read the snapshot")
+        }
         var metadata: SnapshotMetadata?
         var restorer: RegistryState.Restorer?
         var failure: StorageError?

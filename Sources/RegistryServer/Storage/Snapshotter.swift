@@ -1,3 +1,4 @@
+import Platform
 import CLinuxFile
 import Dispatch
 import Foundation
@@ -49,7 +50,7 @@ final class Snapshotter: @unchecked Sendable {
         var running = false
         var last: Taken?
         /// When the last snapshot finished (uptime nanoseconds), or start-up.
-        var lastAt = DispatchTime.now().uptimeNanoseconds
+        var lastAt = SystemClock.monotonicNanos()
         /// Per log, the highest sequence every member is known to hold; journal files beyond it
         /// stay. Nil: no floor (a single node).
         var retentionFloor: [LogID: UInt64]?
@@ -73,7 +74,7 @@ final class Snapshotter: @unchecked Sendable {
 
     /// The last snapshot this run took, and how long ago it finished (or start-up was).
     var last: (taken: Taken?, ageNanos: UInt64) {
-        bookkeeping.withLock { ($0.last, DispatchTime.now().uptimeNanoseconds - $0.lastAt) }
+        bookkeeping.withLock { ($0.last, SystemClock.monotonicNanos() - $0.lastAt) }
     }
 
     var isRunning: Bool { bookkeeping.withLock { $0.running } }
@@ -110,16 +111,17 @@ final class Snapshotter: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Taken, StorageError>?>(nil)
         let work: @Sendable () -> Void = {
-            #if os(Linux)
-            _ = registry_run_when_idle()
-            #endif
             let result = Result { () throws(StorageError) in try body() }
             outcome.withLock { $0 = result }
             done.signal()
         }
-        let thread = Thread(block: work)
-        thread.name = "snapshot"
-        thread.start()
+        let started = DetachedThread.start(named: "snapshot") {
+            Scheduling.runThisThreadWhenIdle()
+            work()
+        }
+        // No thread to be had: the caller's own, at its priority (a queue's thread must not be
+        // left idle-scheduled), rather than no snapshot.
+        if !started { work() }
         done.wait()
         return outcome.withLock { $0! }
     }
@@ -141,7 +143,7 @@ final class Snapshotter: @unchecked Sendable {
             state.running = false
             if case .success(let taken) = outcome {
                 state.last = taken
-                state.lastAt = DispatchTime.now().uptimeNanoseconds
+                state.lastAt = SystemClock.monotonicNanos()
             }
         }
         switch outcome {
@@ -160,7 +162,7 @@ final class Snapshotter: @unchecked Sendable {
     /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the snapshot's
     /// reading thread then takes too.
     private func take(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, inBackground: Bool) throws(StorageError) -> Taken {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = SystemClock.monotonicNanos()
         let base = try SnapshotStore.loadNewest(
             in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground, logger: logger
         ).loaded
@@ -184,7 +186,7 @@ final class Snapshotter: @unchecked Sendable {
         try SnapshotStore.removeOld(keeping: Self.keeping, in: directory, on: fs)
         let removed = try trim(currentFile: currentFile)
         return Taken(
-            label: label, bytes: bytes, operations: label, millis: (DispatchTime.now().uptimeNanoseconds - started) / 1_000_000,
+            label: label, bytes: bytes, operations: label, millis: (SystemClock.monotonicNanos() - started) / 1_000_000,
             filesRemoved: removed)
     }
 

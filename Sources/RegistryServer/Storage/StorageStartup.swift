@@ -1,3 +1,4 @@
+import Platform
 import Dispatch
 import Logging
 import RegistryCore
@@ -32,7 +33,7 @@ enum StorageStartup {
         tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
         epochEntropy: UInt64 = UInt64.random(in: .min ... .max), logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = SystemClock.monotonicNanos()
         return try NodeStartupError.typed {
             let names = try fs.list(directory)
             if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
@@ -87,7 +88,7 @@ enum StorageStartup {
                     "snapshot": "\(snapshot.map { SnapshotFile.name(label: $0.label) } ?? "none")",
                     "journal_files": "\(files.count)", "replayed": "\(replayer.applied)",
                     "devices": "\(state.registry.deviceCount)",
-                    "seconds": "\(Double((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) / 1_000)",
+                    "seconds": "\(Double((SystemClock.monotonicNanos() - started) / 1_000_000) / 1_000)",
                 ])
             return state
         }

@@ -1,3 +1,4 @@
+import Platform
 import NIOCore
 import RegistryClient
 import RegistryCore
@@ -15,7 +16,7 @@ import Testing
     }
 
     func operation(_ sequence: UInt64, epoch: UInt64 = 1, bytes: [UInt8]? = nil) throws -> PeerOperation {
-        let stamp = HLCTimestamp(millis: wallClockMillis(), counter: 0)
+        let stamp = HLCTimestamp(millis: SystemClock.wallMillis(), counter: 0)
         let op = RegistrationOp(
             device: DeviceRef(
                 id: DeviceID(UUID128(high: 0xAB, low: sequence)), created: stamp, origin: NodeID(trusted: "node-x"), vendor: Vendor(trusted: "com.peer")),

@@ -1,12 +1,18 @@
-import Platform
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Starts a detached POSIX thread with a name of its own, for the background work of big
 /// tables (``BackgroundPopulation``, ``GradualRelease``): each runs once, briefly or slowly, and
 /// nobody waits for it.
-enum DetachedThread {
+public enum DetachedThread {
     /// Runs `body` on a new detached thread named `name` (as `top -H`, `perf` and `/proc` show
     /// it); false, without running `body`, when no thread could be created.
-    static func start(named name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
         let context = Unmanaged.passRetained(DetachedThreadBody(name: name, run: body)).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
