@@ -17,6 +17,7 @@
 #   make fuzz    libFuzzer targets, 10M executions each; into docs/fuzzing.md
 #   make cluster start 3 nodes (release) on 127.0.0.1:7401-7403, data and logs in ./data/cluster
 #   make cluster-stop   stop them (SIGTERM: each drains and snapshots)
+#   make settings-docs   the settings tables of README.md and docs/operations.md, from NodeSetting.all
 #   make clean   remove build output
 
 SHELL := /bin/bash
@@ -28,7 +29,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c.
 deps:
@@ -99,6 +100,10 @@ check-protos: proto-tools
 	    diff -r "$$tmp" Sources/CRegistryProto | head -20; \
 	    echo "Sources/CRegistryProto is stale: run 'make protos' and commit the result." >&2; exit 1; \
 	  else echo "generated protobuf-c code is current"; fi
+
+# Rewrites the settings tables of README.md and docs/operations.md from NodeSetting.all.
+settings-docs: build
+	bash scripts/settings-docs.sh "$$($(SWIFT) build --show-bin-path)/registryd"
 
 test: deps test-tools check-protos
 	@echo "== building the package and its tests (debug)"

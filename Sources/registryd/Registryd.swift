@@ -32,6 +32,11 @@ struct Registryd: AsyncParsableCommand {
     @Option(help: "JSON config file. [env: REGISTRY_CONFIG]")
     var config: String?
 
+    /// For `make settings-docs`: prints the Markdown table of the settings named (comma-separated;
+    /// `all` for every one) and exits.
+    @Option(name: .customLong("settings-markdown"), help: .hidden)
+    var settingsMarkdown: String?
+
     @Option(name: .customLong("host"), help: Self.help("host"))
     var host: String?
 
@@ -167,6 +172,10 @@ struct Registryd: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let names = settingsMarkdown {
+            print(NodeSetting.markdownTable(flags: names == "all" ? nil : names.split(separator: ",").map(String.init)), terminator: "")
+            return
+        }
         let environment = ProcessInfo.processInfo.environment
         let configuration: NodeConfiguration
         do {
