@@ -22,8 +22,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var machine: ConnectionStateMachine
     /// Bytes read and not yet cut into frames.
-    private var unread: ByteBuffer
-    private let frames: FrameDecoder
+    private var frames: FrameReader
     private var batch: [ClientFrame] = []
     /// True while ``pump(context:)`` runs, so that answers delivered from inside it (the engine
     /// may answer on this thread, within `submit`) ask it to go round again instead of recursing.
@@ -49,8 +48,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.ownCertificate = ownCertificate
         self.machine = ConnectionStateMachine(
             maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: ownCertificate != nil)
-        self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
-        self.unread = ByteBuffer()
+        self.frames = FrameReader(maxFrameBytes: Int(engine.limits.maxFrameBytes))
         self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
     }
 
@@ -69,11 +67,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        if unread.readableBytes == 0 {
-            unread = bytes
-        } else {
-            unread.writeBuffer(&bytes)
-        }
+        frames.append(&bytes)
         takeFrames(context: context)
     }
 
@@ -90,36 +84,27 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         // Whole frames left unread are requests the client gave up on; a partial one means the
         // stream ended inside a frame.
-        if machine.state != .closed {
-            while (try? frames.nextFrame(&unread)) != nil {}
-        }
-        if machine.state != .closed, unread.readableBytes > 0 {
-            logger.info(
-                "connection closed mid-frame",
-                metadata: ["error": "\(FrameError.truncated(bufferedBytes: unread.readableBytes))"])
+        let partial = frames.finish()
+        if machine.state != .closed, partial > 0 {
+            logger.info("connection closed mid-frame", metadata: ["error": "\(FrameError.truncated(bufferedBytes: partial))"])
             engine.counters.record(error: .malformedFrame)
         }
-        unread.clear()
         context.fireChannelInactive()
     }
 
-    /// Cuts and handles frames from ``unread`` while the state machine takes them.
+    /// Cuts and handles frames from ``frames`` while the state machine takes them.
     private func takeFrames(context: ChannelHandlerContext) {
         while machine.takesFrames {
             let payload: ByteBuffer?
             do {
-                payload = try frames.nextFrame(&unread)
+                payload = try frames.next()
             } catch {
                 return failConnection(context: context, requestID: 0, WireError(code: .frameTooLarge, message: error.description))
             }
             guard let payload else { break }
             handle(payload, context: context)
         }
-        if unread.readableBytes == 0 {
-            unread.clear()
-        } else if unread.readerIndex > 1 << 16 {
-            unread.discardReadBytes()
-        }
+        frames.compact()
     }
 
     private func handle(_ payload: ByteBuffer, context: ChannelHandlerContext) {
@@ -169,8 +154,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func handOverToPeerProtocol(context: ChannelHandlerContext, challenge: UInt64) {
         handedOver = true
         context.flush()
-        let rest = unread
-        unread = ByteBuffer()
+        let rest = frames.takeRest()
         do {
             // The dialer's certificate, as TLS verified it, and this node's: the peer's proof covers both.
             let dialer = try? context.pipeline.syncOperations.nioSSL_peerCertificate()?.toDERBytes()

@@ -16,8 +16,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     static let maxBatchesInFlight = 4
 
     private var machine: PeerSessionStateMachine
-    private var unread: ByteBuffer
-    private let frames: FrameDecoder
+    private var frames: FrameReader
     private let engine: RegistryEngine
     private var logger: Logger
     private var batchesInFlight = 0
@@ -36,8 +35,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     init(engine: RegistryEngine, logger: Logger, alreadyRead: ByteBuffer, challenge: UInt64, binding: [UInt8] = []) {
         self.engine = engine
         self.logger = logger
-        self.unread = alreadyRead
-        self.frames = FrameDecoder(maxFrameBytes: Int(engine.limits.maxFrameBytes))
+        self.frames = FrameReader(maxFrameBytes: Int(engine.limits.maxFrameBytes), alreadyRead: alreadyRead)
         self.machine = PeerSessionStateMachine(
             identity: engine.peerIdentity, challenge: challenge, maxBatchOperations: PeerLink.maxBatchOperations,
             removed: Set(engine.members.filter(\.value.removed).keys))
@@ -66,7 +64,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        unread.writeBuffer(&bytes)
+        frames.append(&bytes)
         takeFrames(context: context)
     }
 
@@ -108,7 +106,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         while !draining, machine.state != .closed, batchesInFlight < Self.maxBatchesInFlight {
             let payload: ByteBuffer?
             do {
-                payload = try frames.nextFrame(&unread)
+                payload = try frames.next()
             } catch {
                 return refuse(WireError(code: .frameTooLarge, message: error.description), context: context)
             }
@@ -121,7 +119,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             handle(machine.received(frame), context: context)
         }
-        if unread.readableBytes == 0 { unread.clear() } else if unread.readerIndex > 1 << 16 { unread.discardReadBytes() }
+        frames.compact()
     }
 
     private func handle(_ action: PeerSessionStateMachine.Action, context: ChannelHandlerContext) {

@@ -455,8 +455,7 @@ private final class PeerLinkHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let link: PeerLink
-    private var unread = ByteBuffer()
-    private let frames = FrameDecoder(maxFrameBytes: 16 << 20)
+    private var frames = FrameReader(maxFrameBytes: 16 << 20)
     private var accepted = false
 
     init(link: PeerLink) {
@@ -465,9 +464,9 @@ private final class PeerLinkHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        unread.writeBuffer(&bytes)
+        frames.append(&bytes)
         do {
-            while let payload = try frames.nextFrame(&unread) {
+            while let payload = try frames.next() {
                 if accepted {
                     link.received(try PeerFrame(decoding: payload), on: context.channel)
                 } else {
@@ -480,7 +479,7 @@ private final class PeerLinkHandler: ChannelInboundHandler {
             link.closed(context.channel, reason: "the peer sent a bad frame: \(error)")
             context.close(promise: nil)
         }
-        if unread.readableBytes == 0 { unread.clear() }
+        frames.compact()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
