@@ -43,7 +43,7 @@ start() {
   local name=$1 port=$2; shift 2
   mkdir -p "$out/data-$name"
   "$bin/registryd" --data-dir "$out/data-$name" --node-id "$name" --cluster-id bench --cluster-secret bench-secret --port "$port" \
-    --snapshot-every-operations 0 --snapshot-every-seconds 0 "$@" >> "$out/$name.log" 2>&1 &
+    --snapshot-every-operations 0 --snapshot-every-seconds 0 $(this_machine_flags "$bin") "$@" >> "$out/$name.log" 2>&1 &
   pids[$name]=$!
   wait_for_port "$port" || { echo "$name did not start" >&2; cat "$out/$name.log" >&2; return 1; }
 }
@@ -98,7 +98,7 @@ echo "== the floor of applying an operation: node-3 killed and started again rep
 kill -KILL "${pids[node-3]}"; wait "${pids[node-3]}" || true; unset "pids[node-3]"
 lines=$(wc -l < "$out/node-3.log")
 "$bin/registryd" --data-dir "$out/data-node-3" --node-id node-3 --cluster-id bench --cluster-secret bench-secret --port 7493 \
-  --snapshot-every-operations 0 --snapshot-every-seconds 0 --peers "$peers" >> "$out/node-3.log" 2>&1 &
+  --snapshot-every-operations 0 --snapshot-every-seconds 0 --peers "$peers" $(this_machine_flags "$bin") >> "$out/node-3.log" 2>&1 &
 pids[node-3]=$!
 wait_for_port 7493 120 || { echo "node-3 did not replay its journal within 120 s" >&2; exit 1; }
 replay_cpu=$(cpu "${pids[node-3]}")

@@ -47,7 +47,7 @@ run() {
   local name=$1 bin=$2 row=$3 round=$4
   rm -rf "$out/data" && mkdir -p "$out/data"
   local flags=""
-  if [ "$name" = head ]; then flags=${COMPARE_HEAD_FLAGS:-}; else flags=${COMPARE_BASE_FLAGS:-}; fi
+  if [ "$name" = head ]; then flags=${COMPARE_HEAD_FLAGS:-$(this_machine_flags "$bin")}; else flags=${COMPARE_BASE_FLAGS:-$(this_machine_flags "$bin")}; fi
   # shellcheck disable=SC2086 # the flags are words
   "$bin/registryd" --data-dir "$out/data" --port 7460 --log-level warning $flags > "$out/registryd.log" 2>&1 &
   registryd_pid=$!

@@ -20,3 +20,13 @@ print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput'][
                  f"{report['latency']['p99_ns'] / 1000:.0f}"]))
 PY
 }
+
+# this_machine_flags BINARY-DIR: the registryd flags this machine needs, for a build that has
+# them. It reports freed memory to its hypervisor (free page reporting; BENCHMARKS.md, "What this
+# machine allows"), where a grown index's old table freed at once stalls a busy node, so the
+# benchmarks run nodes as an operator of such a machine would: --release-tables-gradually
+# (docs/operations.md). Set BENCH_NODE_FLAGS to choose otherwise.
+this_machine_flags() {
+  if [ -n "${BENCH_NODE_FLAGS+set}" ]; then echo "$BENCH_NODE_FLAGS"; return; fi
+  if "$1/registryd" --help 2>/dev/null | grep -q -- --release-tables-gradually; then echo --release-tables-gradually; fi
+}

@@ -109,7 +109,8 @@ start_node() {
 # As start_node, in an existing empty directory.
 start_node_in() {
   local directory=$1; shift
-  "$bin/registryd" --data-dir "$directory" --port 7450 --log-level warning "$@" > "$out/registryd.log" 2>&1 &
+  # shellcheck disable=SC2046 # the flags are words
+  "$bin/registryd" --data-dir "$directory" --port 7450 --log-level warning $(this_machine_flags "$bin") "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   wait_for_port 7450 && return 0
   echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; exit 1
@@ -304,7 +305,8 @@ timed_restart() {
   stop_node
   local started
   started=$(date +%s.%N)
-  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info "$@" > "$out/registryd.log" 2>&1 &
+  # shellcheck disable=SC2046 # the flags are words
+  "$bin/registryd" --data-dir "$out/data" --port 7450 --log-level info $(this_machine_flags "$bin") "$@" > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   until (exec 3<>/dev/tcp/127.0.0.1/7450) 2>/dev/null; do sleep 0.05; done
   restart=$(python3 -c "print(f'{$(date +%s.%N) - $started:.1f}')")

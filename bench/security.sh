@@ -40,7 +40,7 @@ run() {
   esac
   rm -rf "$out/data" && mkdir -p "$out/data"
   # shellcheck disable=SC2086 # the flags are words
-  "$bin/registryd" --data-dir "$out/data" --port 7470 --log-level warning $server > "$out/registryd.log" 2>&1 &
+  "$bin/registryd" --data-dir "$out/data" --port 7470 --log-level warning $server $(this_machine_flags "$bin") > "$out/registryd.log" 2>&1 &
   registryd_pid=$!
   wait_for_port 7470 || { cat "$out/registryd.log" >&2; exit 1; }
   local arguments

@@ -25,7 +25,7 @@ bin=$(swift build -c release --show-bin-path)
 mkdir -p "$out/data"
 node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices * 11 / 10)) --snapshot-every-operations 0"
 start() { # shellcheck disable=SC2086
-  "$bin/registryd" $node_args > "$out/registryd.log" 2>&1 & pid=$!
+  "$bin/registryd" $node_args $(this_machine_flags "$bin") > "$out/registryd.log" 2>&1 & pid=$!
   for _ in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/7480) 2>/dev/null && return 0; sleep 0.1; done
   echo "registryd did not start" >&2; cat "$out/registryd.log" >&2; return 1; }
 rss() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$pid/status"; }

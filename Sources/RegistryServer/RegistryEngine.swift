@@ -97,6 +97,8 @@ public final class RegistryEngine: Sendable {
     let directory: String
     /// Devices the state is sized for (`--expected-devices`).
     let expectedDevices: Int
+    /// Where the serving state's tables come from, a peer's snapshot's included.
+    let servingTables: HugePageTableAllocator
     /// Set while a peer's snapshot is being received or installed: one at a time.
     let snapshotIntakeBusy = Atomic<Bool>(false)
     /// What each journal file holds (shared with the writer, the snapshots and log readers).
@@ -156,10 +158,11 @@ public final class RegistryEngine: Sendable {
             configured: configuration.clusterSecret, clusterID: configuration.clusterID, fs: fs, directory: path, logger: logger)
         let mintingKey = MintingKey(secret: secret)
         let identifierKey = IdentifierKey(secret: secret)
+        let servingTables = HugePageTableAllocator(releaseGradually: configuration.releaseTablesGradually)
         let recovered = try StorageStartup.open(
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
             expectedDevices: configuration.expectedDevices,
-            tables: HugePageTableAllocator(), wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
+            tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
         let nodeID = NodeID(trusted: recovered.metadata.nodeID)
         self.peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: recovered.metadata.epoch,
@@ -194,6 +197,7 @@ public final class RegistryEngine: Sendable {
         self.fs = fs
         self.directory = path
         self.expectedDevices = configuration.expectedDevices
+        self.servingTables = servingTables
         self.snapshots = Snapshotter(
             fs: fs, directory: path, index: recovered.index, nodeID: nodeID, epoch: epoch, expectedDevices: configuration.expectedDevices,
             tables: HugePageTableAllocator(inBackground: false), logger: logger)

@@ -73,6 +73,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("expected-devices"), help: Self.help("expected-devices"))
     var expectedDevices: String?
 
+    @Flag(name: .customLong("release-tables-gradually"), help: ArgumentHelp(NodeSetting.named("release-tables-gradually").helpLine))
+    var releaseTablesGradually = false
+
     @Option(name: .customLong("commit-delay-us"), help: Self.help("commit-delay-us"))
     var commitDelayMicros: String?
 
@@ -149,6 +152,7 @@ struct Registryd: AsyncParsableCommand {
             "drain-timeout-seconds": drainTimeoutSeconds,
             "event-loop-threads": eventLoopThreads,
             "expected-devices": expectedDevices,
+            "release-tables-gradually": releaseTablesGradually ? "true" : nil,
             "commit-delay-us": commitDelayMicros,
             "snapshot-every-operations": snapshotEveryOperations,
             "snapshot-every-seconds": snapshotEverySeconds,

@@ -149,8 +149,9 @@ import Platform
         #expect(help.status == 0 && help.stdout.contains("Exit status"))
         // Every setting of the table has its flag and its environment variable in the help.
         for setting in NodeSetting.all {
-            let shown = setting.fileType == .boolean ? "--\(setting.flag) " : "--\(setting.flag) <"
-            #expect(help.stdout.contains(shown), "--help lacks --\(setting.flag)")
+            // A flag without a value is followed by its help, on the same line or the next.
+            let shown = setting.fileType == .boolean ? ["--\(setting.flag) ", "--\(setting.flag)\n"] : ["--\(setting.flag) <"]
+            #expect(shown.contains { help.stdout.contains($0) }, "--help lacks --\(setting.flag)")
             #expect(help.stdout.contains(setting.environment ?? "--"), "--help lacks \(setting.environment ?? "")")
         }
 

@@ -54,7 +54,7 @@ import Testing
             "host": ("127.0.0.3", "127.0.0.4"), "port": ("7001", "7002"), "data-dir": ("/a", "/b"), "node-id": ("n-1", "n-2"),
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
-            "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "commit-delay-us": ("10", "20"),
+            "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "release-tables-gradually": ("true", "false"), "commit-delay-us": ("10", "20"),
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "journal-file-bytes": ("70000", "80000"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
@@ -92,6 +92,7 @@ import Testing
             case "causal-timeout": return "\(Double(configuration.causalTimeoutMillis) / 1_000)"
             case "token-secret": return configuration.tokenSecret ?? "none"
             case "insecure": return "\(configuration.insecure)"
+            case "release-tables-gradually": return "\(configuration.releaseTablesGradually)"
             case "log-format": return configuration.logFormat.rawValue
             case "metrics-port": return configuration.metricsPort.map { "\($0)" } ?? "none"
             case "tls-cert": return configuration.tlsCertificate ?? "none"

@@ -55,6 +55,9 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// tail, that a node sized for its devices never pays. The tables take 96 to 192 bytes per
     /// expected device from the start.
     public var expectedDevices = 0
+    /// Whether a grown index gives its old table back to the kernel a piece at a time
+    /// (``NodeSetting/releaseTablesGradually``, ``GradualRelease``) rather than at once.
+    public var releaseTablesGradually = false
     /// How long the log writer, busy back to back, waits for more operations before a commit
     /// that would carry few (see ``CommitPacing``); a delay of 0 commits at once.
     public var commitPacing = CommitPacing.default

@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
+        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
@@ -250,6 +250,16 @@ extension NodeSetting {
         discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 96 to 192 bytes of memory per expected device from the start."
     ) { text, configuration throws(SettingValueError) in
         configuration.expectedDevices = try SettingValueError.wholeNumber(text, in: 0...RegistryState.maxExpectedDevices, "expected devices")
+    }
+
+    static let releaseTablesGradually = NodeSetting(
+        flag: "release-tables-gradually", environment: "REGISTRY_RELEASE_TABLES_GRADUALLY", fileKey: "releaseTablesGradually",
+        fileType: .boolean, defaultText: "false",
+        help: "Give a grown index's old table back to the kernel 16 MiB a second, on a thread of its own, instead of at once.",
+        discussion: "For virtual machines that report freed memory to their hypervisor (free page reporting): there, gigabytes freed at once stalled a busy node for tens of milliseconds. It holds the memory about a minute per GiB longer; a node sized with --expected-devices frees no table."
+    ) { text, configuration throws(SettingValueError) in
+        guard let value = Bool(text) else { throw SettingValueError("release-tables-gradually \(text.debugDescription) is not true or false") }
+        configuration.releaseTablesGradually = value
     }
 
     static let commitDelayUs = NodeSetting(

@@ -8,7 +8,8 @@ import Platform
 /// reports that followed stalled a busy node for tens of milliseconds at a time for as long as
 /// they lasted (docs/architecture.md, "Memory", has the figures). A node sized with
 /// `--expected-devices` frees no table. The price is memory held longer: about a minute per
-/// gigabyte.
+/// gigabyte. The stall was seen on one virtual machine, and no ordinary server has been measured,
+/// so it is a setting (`--release-tables-gradually`), off by default.
 enum GradualRelease {
     /// Bytes unmapped at a time.
     static let pieceBytes = 16 << 20

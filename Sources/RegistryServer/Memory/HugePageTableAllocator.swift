@@ -11,8 +11,13 @@ import RegistryCore
 /// (the snapshotter's), which must give its memory back before the next one is built.
 struct HugePageTableAllocator: TableAllocator {
     var inBackground = true
+    /// Whether a freed table goes back to the kernel a piece at a time (``GradualRelease``)
+    /// rather than at once (`--release-tables-gradually`).
+    var releaseGradually = false
 
-    func zeroedBlock(bytes: Int) -> any TableBlock { ZeroedMemory(bytes: bytes, inBackground: inBackground) }
+    func zeroedBlock(bytes: Int) -> any TableBlock {
+        ZeroedMemory(bytes: bytes, inBackground: inBackground, releaseGradually: releaseGradually)
+    }
 
     func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
 }

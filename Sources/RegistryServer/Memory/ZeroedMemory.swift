@@ -57,7 +57,7 @@ final class ZeroedMemory: TableBlock {
     /// (the serving state's tables). Without, its pages fault in as its owner writes them and it
     /// is unmapped at once when freed: for a state built off the request path (the snapshotter's),
     /// whose tables, released gradually, would pile up over consecutive snapshots.
-    init(bytes: Int, inBackground: Bool = true) {
+    init(bytes: Int, inBackground: Bool = true, releaseGradually: Bool = false) {
         guard bytes >= Self.hugePageBytes, let mapped = Self.mapAligned(bytes: bytes) else {
             guard let memory = calloc(max(bytes, 1), 1) else { fatalError("out of memory allocating \(bytes) bytes") }
             baseAddress = UInt(bitPattern: memory)
@@ -74,7 +74,11 @@ final class ZeroedMemory: TableBlock {
         }
         plainMapping = nil
         population = BackgroundPopulation(start: baseAddress, bytes: bytes) {
-            GradualRelease.unmap(start: start, length: length)
+            if releaseGradually {
+                GradualRelease.unmap(start: start, length: length)
+            } else {
+                _ = munmap(UnsafeMutableRawPointer(bitPattern: start), length)
+            }
         }
     }
 

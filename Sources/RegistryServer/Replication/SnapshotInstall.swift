@@ -43,7 +43,7 @@ extension RegistryEngine {
         let loaded: SnapshotStore.Loaded
         do {
             loaded = try SnapshotStore.load(
-                path: path, label: 0, on: fs, expectedDevices: expectedDevices, tables: HugePageTableAllocator())
+                path: path, label: 0, on: fs, expectedDevices: expectedDevices, tables: servingTables)
         } catch {
             try? fs.remove(path)
             return .failure(Self.snapshotRefused("the snapshot is damaged: \(error)"))
