@@ -107,12 +107,8 @@ public final class RegistryEngine: Sendable {
     let snapshots: Snapshotter
 
     let counters = ServerCounters()
-    /// Durable writes waiting for their replicas.
-    private let replicaWaits = Mutex(ReplicaAcknowledgements<Waiter>())
-    /// Peers a write must reach before its answer, unless the request says (`--ack-replicas`).
-    let defaultAckReplicas: Int
-    /// How long a write waits for its replicas before a retryable error (`--replica-timeout`).
-    let replicaTimeoutMillis: UInt64
+    /// Durable writes waiting for their replicas (`--ack-replicas`).
+    let replicas: ReplicaWaits
     /// How long a request waits for what its causal token names (`--causal-timeout`).
     let causalTimeoutMillis: UInt64
     /// The operations most recently made durable, for the peer links.
@@ -205,8 +201,9 @@ public final class RegistryEngine: Sendable {
         self.clusterID = configuration.clusterID
         self.limits = configuration.limits
         self.pacing = configuration.commitPacing
-        self.defaultAckReplicas = configuration.ackReplicas
-        self.replicaTimeoutMillis = configuration.replicaTimeoutMillis
+        self.replicas = ReplicaWaits(
+            defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters,
+            wallClock: wallClock)
         self.causalTimeoutMillis = configuration.causalTimeoutMillis
         self.vendorRules = configuration.vendorRules
         self.logger = logger
@@ -252,7 +249,7 @@ public final class RegistryEngine: Sendable {
         {
             return
         }
-        let replicas = replicasWanted(by: frames, prepared: &prepared)
+        let replicasWanted = replicas.wanted(by: frames, prepared: &prepared, peers: peerCount)
         refuseLiveRemovals(frames, prepared: &prepared)
         let requestIDs = frames.map(\.requestID)
         let submittedNanos = SystemClock.monotonicNanos()
@@ -293,7 +290,7 @@ public final class RegistryEngine: Sendable {
         }
         let waiter = Waiter(
             answers: Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
-            replicas: ownThrough > 0 ? replicas : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
+            replicas: ownThrough > 0 ? replicasWanted : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
         enqueue(waiter, waits: mustWait)
     }
 
@@ -407,37 +404,12 @@ public final class RegistryEngine: Sendable {
     }
 
     private func deliverCounted(_ waiter: Waiter) {
-        if waiter.replicas > 0 { return awaitReplicas(waiter) }
+        if waiter.replicas > 0 { return replicas.hold(waiter) }
         counters.record(waiter.answers.decisions, submittedNanos: waiter.submittedNanos)
         waiter.deliver(waiter.answers)
     }
 
-    // MARK: - Waiting for replicas (--ack-replicas)
-
-    /// The peers the writes of `frames` must reach before their answers: the most any write
-    /// frame asks for, or the node's default. A write frame that asks for more peers than the
-    /// node streams to is refused (`prepared` is changed), as it could never be satisfied.
-    private func replicasWanted(by frames: [ClientFrame], prepared: inout [NodeState.Prepared]) -> Int {
-        var wanted = 0
-        for index in frames.indices {
-            switch frames[index].body {
-            case .register, .registerBatch: break
-            default: continue
-            }
-            let asked = Int(frames[index].ackReplicas ?? UInt32(defaultAckReplicas))
-            guard asked > 0 else { continue }
-            let peers = peerCount()
-            guard asked <= peers else {
-                prepared[index] = .refused(
-                    WireError(
-                        code: .invalidArgument,
-                        message: "ack_replicas \(asked) exceeds the \(peers) peer\(peers == 1 ? "" : "s") this node streams to"))
-                continue
-            }
-            wanted = max(wanted, asked)
-        }
-        return wanted
-    }
+    // MARK: - Peers (--ack-replicas is ReplicaWaits')
 
     /// A removal of a node this node streams to now is refused unless it says `force`: the node
     /// is running, and removed it would go on taking writes until it learned of it.
@@ -458,37 +430,10 @@ public final class RegistryEngine: Sendable {
         ClusterPeers.count(links: peerLinks.withLock { $0 }?() ?? [], members: members, own: nodeID)
     }
 
-    /// Holds a durable write's answer until enough peers hold it, or its replica timeout passes.
-    private func awaitReplicas(_ waiter: Waiter) {
-        let deadline = wallClock() + replicaTimeoutMillis
-        let ready = replicaWaits.withLock { $0.wait(waiter, through: waiter.ownThrough, needed: waiter.replicas, deadlineMillis: deadline) }
-        if let ready { return finishReplicated(ready) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(replicaTimeoutMillis) + 1)) {
-            let expired = self.replicaWaits.withLock { $0.expired(nowMillis: self.wallClock()) }
-            for waiter in expired { self.finishReplicated(waiter, timedOut: true) }
-        }
-    }
-
     /// `peer` acknowledged holding `held` (or, `restated`, welcomed this node saying so): answers
     /// the writes that now have their replicas.
     func peer(_ peer: NodeID, holds held: VersionVector, restated: Bool = false) {
-        let own = held[peerIdentity.ownLog]
-        guard own > 0 || restated else { return }
-        let ready = replicaWaits.withLock { $0.peer(peer, holdsThrough: own, restated: restated) }
-        for waiter in ready { finishReplicated(waiter) }
-    }
-
-    private func finishReplicated(_ waiter: Waiter, timedOut: Bool = false) {
-        var answers = waiter.answers
-        if timedOut {
-            let error = WireError(
-                code: .replicationTimeout,
-                message: "durable on this node, but fewer than \(waiter.replicas) peers confirmed it within \(replicaTimeoutMillis) ms; it is kept and still replicates",
-                retryable: true)
-            answers = Answers(requestIDs: answers.requestIDs, decisions: answers.requestIDs.map { _ in .answer(.error(error)) })
-        }
-        counters.record(answers.decisions, submittedNanos: waiter.submittedNanos)
-        waiter.deliver(answers)
+        replicas.peer(peer, holdsThrough: held[peerIdentity.ownLog], restated: restated)
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
