@@ -188,9 +188,6 @@ struct NodeState {
         case registered(Result<RegistrationOutcome, WireError>)
         case registeredBatch([Result<RegistrationOutcome, WireError>])
         case answer(ServerBody)
-        /// A peer's batch applied: what this node now holds of its logs. Answered to the peer as
-        /// a ``BatchAck``, never to a client.
-        case replicated(held: [LogPosition])
 
         /// The wire answer.
         var body: ServerBody {
@@ -206,7 +203,6 @@ struct NodeState {
                         }
                     })
             case .answer(let body): return body
-            case .replicated: return .unknown
             }
         }
     }

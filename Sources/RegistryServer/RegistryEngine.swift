@@ -41,7 +41,19 @@ public final class RegistryEngine: Sendable {
         let deliver: Delivery
     }
 
-    /// Answers decided under the lock, waiting for their operations to become durable.
+    /// What waits for the operations it saw to become durable, by who asked. Only a client's
+    /// group is answered with frames and counted as requests.
+    enum Completion: Sendable {
+        /// A client's group of requests.
+        case client(Waiter)
+        /// A peer's batch: what this node then holds of the batch's logs, or why it was refused.
+        case peerBatch(Result<[LogPosition], WireError>, deliver: @Sendable (Result<[LogPosition], WireError>) -> Void)
+        /// A change of this node's own (its membership): `done` runs once it is durable, or once
+        /// the log has failed.
+        case own(done: @Sendable () -> Void)
+    }
+
+    /// A client's answers, decided under the lock, waiting for their operations to become durable.
     struct Waiter: Sendable {
         let answers: Answers
         let deliver: Delivery
@@ -58,7 +70,7 @@ public final class RegistryEngine: Sendable {
         var node: NodeState
         var generator = BufferedRandom()
         /// What is not durable yet, who waits for it, and whether a commit pass runs.
-        var commits = CommitStateMachine<Waiter>()
+        var commits = CommitStateMachine<Completion>()
         var durableOperations: UInt64
         var commitCount: UInt64 = 0
         /// How long each commit's journal write and sync took.
@@ -291,7 +303,7 @@ public final class RegistryEngine: Sendable {
         let waiter = Waiter(
             answers: Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
             replicas: ownThrough > 0 ? replicasWanted : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
-        enqueue(waiter, waits: mustWait)
+        enqueue(.client(waiter), waits: mustWait)
     }
 
     // MARK: - Causal tokens (read your writes across nodes)
@@ -392,14 +404,24 @@ public final class RegistryEngine: Sendable {
         core.causalWaits.isEmpty ? [] : core.causalWaits.covered(by: core.node.versionVector)
     }
 
-    /// Delivers `waiter` now when it `waits` for nothing, otherwise after the commit pass that
-    /// makes what it saw durable, starting one when none runs.
-    private func enqueue(_ waiter: Waiter, waits: Bool) {
-        guard waits else { return deliverCounted(waiter) }
-        switch core.withLockedValue({ $0.commits.answered(waiter, waits: true) }) {
-        case .deliver: deliverCounted(waiter)
+    /// Completes `completion` now when it `waits` for nothing, otherwise after the commit pass
+    /// that makes what it saw durable, starting one when none runs.
+    private func enqueue(_ completion: Completion, waits: Bool) {
+        guard waits else { return complete(completion) }
+        switch core.withLockedValue({ $0.commits.answered(completion, waits: true) }) {
+        case .deliver: complete(completion)
         case .wait: break
         case .waitAndStartPass: writer.queue.async { self.commitLoop() }
+        }
+    }
+
+    /// What it saw is durable: a client's answers go (after their replicas, when they asked for
+    /// some) and count as requests; a peer hears what this node holds; the node's own change is done.
+    private func complete(_ completion: Completion) {
+        switch completion {
+        case .client(let waiter): deliverCounted(waiter)
+        case .peerBatch(let result, let deliver): deliver(result)
+        case .own(let done): done()
         }
     }
 
@@ -451,7 +473,7 @@ public final class RegistryEngine: Sendable {
             // The clock is read with the operations, so that it covers every one of them.
             let (pass, clock) = core.withLockedValue { ($0.commits.nextPass(), $0.node.clock.last) }
             let operations: [LoggedOperation]
-            let waiters: [Waiter]
+            let waiters: [Completion]
             switch pass {
             case .finish:
                 return
@@ -460,7 +482,7 @@ public final class RegistryEngine: Sendable {
                 continue
             case .deliver(let ready):
                 // Read-only answers that waited for the previous pass, which is now durable.
-                for waiter in ready { deliverCounted(waiter) }
+                for completion in ready { complete(completion) }
                 continue
             case .write(let taken, let waiting):
                 (operations, waiters) = (taken, waiting)
@@ -482,7 +504,7 @@ public final class RegistryEngine: Sendable {
                 if snapshotDue { startSnapshot(clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(committed.syncMicros)
                 commitOperationsMetric.record(operations.count)
-                for waiter in waiters { deliverCounted(waiter) }
+                for completion in waiters { complete(completion) }
                 notifyDurable()
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
@@ -494,10 +516,18 @@ public final class RegistryEngine: Sendable {
         }
     }
 
-    private func refuse(_ waiters: [Waiter], with failure: WireError) {
-        for waiter in waiters {
-            let refused = waiter.answers.requestIDs.map { _ in NodeState.Decision.answer(.error(failure)) }
-            deliverCounted(Waiter(answers: Answers(requestIDs: waiter.answers.requestIDs, decisions: refused), deliver: waiter.deliver))
+    /// The log failed before what `completions` saw was durable: clients get `failure` (counted),
+    /// peers hear their batch refused, and the node's own changes are done with.
+    private func refuse(_ completions: [Completion], with failure: WireError) {
+        for completion in completions {
+            switch completion {
+            case .client(let waiter):
+                let refused = waiter.answers.requestIDs.map { _ in NodeState.Decision.answer(.error(failure)) }
+                counters.record(refused, submittedNanos: waiter.submittedNanos)
+                waiter.deliver(Answers(requestIDs: waiter.answers.requestIDs, decisions: refused))
+            case .peerBatch(_, let deliver): deliver(.failure(failure))
+            case .own(let done): done()
+            }
         }
     }
 
@@ -569,8 +599,8 @@ public final class RegistryEngine: Sendable {
     ) {
         let wall = wallClock()
         var woken = [CausalWaits<CausalWaiter>.Released]()
-        let (decision, waits) = core.withLockedValue { core -> (NodeState.Decision, Bool) in
-            if let failure = core.commits.failure { return (.answer(.error(failure)), false) }
+        let (result, waits) = core.withLockedValue { core -> (Result<[LogPosition], WireError>, Bool) in
+            if let failure = core.commits.failure { return (.failure(failure), false) }
             let undurable = core.commits.holdsUndurable
             let before = core.commits.pendingOperations.count
             let refusal = core.commits.recordOperations { pending in
@@ -578,25 +608,18 @@ public final class RegistryEngine: Sendable {
             }
             // A refusal waits for what is being made durable too, so that the peer hears of its
             // earlier batches (acknowledged) before it hears of this one (refused).
-            if let refusal { return (.answer(.error(refusal.wireError)), undurable) }
+            if let refusal { return (.failure(refusal.wireError), undurable) }
             woken = Self.coveredCausalWaiters(&core)
             // What the node holds of every log, all of it durable by the time the answer goes.
-            return (.replicated(held: core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
+            return (.success(core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
         }
         wakeCausalWaiters(woken)
-        if case .answer(.error(let error)) = decision, error.code == .clockSkew {
+        if case .failure(let error) = result, error.code == .clockSkew {
             counters.record(error: .clockSkew)
             counters.hlcRefusals.increment()
             logger.warning("refused a peer's batch: clock skew", metadata: ["error": "\(error.message)"])
         }
-        let waiter = Waiter(answers: Answers(requestIDs: [0], decisions: [decision])) { answers in
-            switch answers.decisions.first {
-            case .replicated(let held): deliver(.success(held))
-            case .answer(.error(let error)): deliver(.failure(error))
-            default: deliver(.failure(WireError(code: .internalError, message: "a peer batch got no outcome")))
-            }
-        }
-        enqueue(waiter, waits: waits)
+        enqueue(.peerBatch(result, deliver: deliver), waits: waits)
     }
 
     /// Where peers reach this node, once it listens (see ``joinCluster()``).
@@ -645,7 +668,7 @@ public final class RegistryEngine: Sendable {
             done()
             return false
         }
-        enqueue(Waiter(answers: Answers(requestIDs: [], decisions: [])) { _ in done() }, waits: true)
+        enqueue(.own(done: done), waits: true)
         return true
     }
 

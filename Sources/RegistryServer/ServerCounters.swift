@@ -40,7 +40,6 @@ final class ServerCounters: Sendable {
         }
         for answer in answers {
             switch answer {
-            case .replicated: continue
             case .registered(let outcome): count(outcome)
             case .registeredBatch(let items): for item in items { count(item) }
             case .answer(.error(let error)): record(error: error.code)
