@@ -168,6 +168,8 @@ struct NodeState {
     enum Prepared: Sendable {
         case register(Result<Registration, WireError>)
         case registerBatch(ValidatedBatch)
+        /// The removal of a member (a write: it logs the removal), its node ID checked.
+        case removeMember(Result<NodeID, WireError>, force: Bool)
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
@@ -231,6 +233,11 @@ struct NodeState {
                 }
             }
             return .registerBatch(batch)
+        case .removeMember(let text, let force):
+            guard let node = try? NodeID(text) else {
+                return .removeMember(.failure(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")), force: force)
+            }
+            return .removeMember(.success(node), force: force)
         default:
             return .read(body)
         }
@@ -282,7 +289,7 @@ struct NodeState {
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
         switch prepared {
-        case .register, .registerBatch:
+        case .register, .registerBatch, .removeMember(.success, _):
             if removal.changes != registry.membershipChanges {
                 removal = (registry.membershipChanges, registry.clusterMembers[nodeID]?.removed == true)
             }
@@ -323,10 +330,9 @@ struct NodeState {
             }
         case .read(.lookup(let request)):
             return .answer(lookup(request, access: access))
-        case .read(.removeMember(let text, _)):
-            guard let node = try? NodeID(text) else {
-                return .answer(.error(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")))
-            }
+        case .removeMember(.failure(let error), _):
+            return .answer(.error(error))
+        case .removeMember(.success(let node), _):
             guard node != nodeID else {
                 return .answer(.error(WireError(code: .invalidArgument, message: "a node cannot remove itself; ask another member")))
             }

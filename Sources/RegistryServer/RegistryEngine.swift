@@ -262,7 +262,7 @@ public final class RegistryEngine: Sendable {
             return
         }
         let replicasWanted = replicas.wanted(by: frames, prepared: &prepared, peers: peerCount)
-        refuseLiveRemovals(frames, prepared: &prepared)
+        refuseLiveRemovals(&prepared)
         let requestIDs = frames.map(\.requestID)
         let submittedNanos = SystemClock.monotonicNanos()
         let wall = wallClock()
@@ -435,11 +435,11 @@ public final class RegistryEngine: Sendable {
 
     /// A removal of a node this node streams to now is refused unless it says `force`: the node
     /// is running, and removed it would go on taking writes until it learned of it.
-    private func refuseLiveRemovals(_ frames: [ClientFrame], prepared: inout [NodeState.Prepared]) {
-        for index in frames.indices {
-            guard case .removeMember(let node, false) = frames[index].body, case .read = prepared[index] else { continue }
+    private func refuseLiveRemovals(_ prepared: inout [NodeState.Prepared]) {
+        for index in prepared.indices {
+            guard case .removeMember(.success(let node), force: false) = prepared[index] else { continue }
             let links = peerLinks.withLock { $0 }?() ?? []
-            guard links.contains(where: { $0.nodeID == node && $0.state == "streaming" }) else { continue }
+            guard links.contains(where: { $0.nodeID == node.value && $0.state == "streaming" }) else { continue }
             prepared[index] = .refused(
                 WireError(
                     code: .memberReachable,

@@ -26,6 +26,36 @@ import Testing
         #expect(state.nextSequence == 3)
     }
 
+    /// Removing a member is a write: a node its peers refuse (removed itself), or whose clock ran
+    /// ahead, would log a removal that never replicates, so it refuses it as it refuses
+    /// registrations.
+    @Test func aNodeThatRefusesWritesRefusesAMembersRemovalToo() throws {
+        func code(_ body: ServerBody) -> ErrorCode? {
+            if case .error(let error) = body { return error.code }
+            return nil
+        }
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        state.changeMembership(NodeID(trusted: "node-b"), address: "b:1", removed: false, wallMillis: 1_000, operations: &operations)
+        state.changeMembership(NodeID(trusted: "node-c"), address: "c:1", removed: false, wallMillis: 1_000, operations: &operations)
+        #expect(code(handle(&state, .removeMember(nodeID: "Not A Node", force: false), operations: &operations)) == .invalidArgument)
+        state.changeMembership(NodeID(trusted: "node-a"), address: "", removed: true, wallMillis: 1_000, operations: &operations)
+        let logged = operations.count
+        #expect(code(handle(&state, .removeMember(nodeID: "node-b", force: false), operations: &operations)) == .notAMember)
+        #expect(code(handle(&state, .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1)), operations: &operations)) == .notAMember)
+        #expect(operations.count == logged, "nothing logged")
+
+        var ahead = try makeState()
+        var aheadOperations = [LoggedOperation]()
+        ahead.changeMembership(NodeID(trusted: "node-b"), address: "b:1", removed: false, wallMillis: 10_000_000, operations: &aheadOperations)
+        var generator = SplitMix64(seed: 5)
+        let body = ahead.handle(
+            ClientFrame(requestID: 2, body: .removeMember(nodeID: "node-b", force: true)), wallMillis: 1_000, generator: &generator,
+            operations: &aheadOperations)
+        #expect(code(body) == .clockSkew)
+        #expect(aheadOperations.count == 1)
+    }
+
     @Test func aBatchOverTheLimitIsRefusedWhole() throws {
         var state = try makeState(maxBatch: 2)
         var operations = [LoggedOperation]()

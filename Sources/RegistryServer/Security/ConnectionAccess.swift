@@ -45,7 +45,7 @@ enum ConnectionAccess: Sendable, Equatable {
                 if !allows(.register, vendor: vendor) { batch.items[position] = .failure(Self.denied(.register, vendor: vendor)) }
             }
             return .registerBatch(batch)
-        case .read(.stats), .read(.snapshot), .read(.removeMember):
+        case .read(.stats), .read(.snapshot), .removeMember:
             return allows(.admin) ? prepared : .refused(Self.denied(.admin))
         default:
             return prepared
