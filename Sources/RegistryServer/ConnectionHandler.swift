@@ -136,12 +136,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             write(context: context, [ServerFrame(requestID: frame.requestID, body: .helloAccepted(accepted))])
             if action == .acceptPeer { handOverToPeerProtocol(context: context, challenge: challenge) }
         case .dispatch:
-            if case .snapshot = frame.body, machine.access.allows(.admin) {
-                // Answered once the snapshot is written, seconds later; the rest go on meanwhile.
-                engine.submitSnapshot(requestID: frame.requestID, deliver: delivery(context: context))
-            } else {
-                batch.append(frame)
-            }
+            batch.append(frame)
         case .failConnection(let error):
             failConnection(context: context, requestID: frame.requestID, error)
         case .ignore:

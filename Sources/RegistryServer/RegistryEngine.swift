@@ -249,13 +249,28 @@ public final class RegistryEngine: Sendable {
     /// A group in which a request carries a causal token naming operations the node does not
     /// hold yet waits whole (``holdForTokens``); every answer of a group carries one token, taken
     /// as the last request is decided, which covers what each of them saw.
+    ///
+    /// Every request a connection reads comes here, and is routed and its access checked here
+    /// (``ConnectionAccess/authorize(_:)``): a snapshot request that its token allows leaves the
+    /// group, to be answered on its own once the snapshot is written, seconds later.
     func submit(
         _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping Delivery,
         causalDeadline: UInt64? = nil
     ) {
+        var frames = frames
         var prepared = frames.map {
             access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
         }
+        var index = 0
+        while index < prepared.count {
+            guard case .read(.snapshot) = prepared[index] else {
+                index += 1
+                continue
+            }
+            submitSnapshot(requestID: frames.remove(at: index).requestID, deliver: deliver)
+            prepared.remove(at: index)
+        }
+        if frames.isEmpty { return }
         if frames.contains(where: { !$0.after.isEmpty }),
             holdForTokens(frames, prepared: &prepared, access: access, deliver: deliver, deadline: causalDeadline)
         {

@@ -70,6 +70,35 @@ import Testing
     }
 
     /// One commit pass larger than a segment row splits into several rows, all replayed.
+    /// A snapshot request in a group leaves it (the engine routes every request a connection
+    /// reads): the rest are answered together as usual, the snapshot on its own once written
+    /// (through what was durable when it started).
+    @Test func aSnapshotRequestIsAnsweredApartFromItsGroup() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        let frames = [
+            ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: "6E5B3A8C-1F2D-4C6B-9A7E-0D1C2B3A4F5E"))),
+            ClientFrame(requestID: 2, body: .snapshot),
+            ClientFrame(requestID: 3, body: .register(RegisterRequest(bundleID: "com.v.b", idfv: "6E5B3A8C-1F2D-4C6B-9A7E-0D1C2B3A4F5E"))),
+        ]
+        let (deliveries, continuation) = AsyncStream.makeStream(of: [ServerFrame].self)
+        engine.submit(frames) { continuation.yield($0.frames) }
+        var received = [[ServerFrame]]()
+        for await frames in deliveries {
+            received.append(frames)
+            if received.count == 2 { break }
+        }
+        let byGroup = received.map { $0.map(\.requestID) }.sorted { $0.count > $1.count }
+        #expect(byGroup == [[1, 3], [2]])
+        let snapshot = try #require(received.first { $0.count == 1 }?.first)
+        guard case .snapshotTaken = snapshot.body else {
+            Issue.record("the snapshot request got \(snapshot.body)")
+            return
+        }
+    }
+
     @Test func aLargeCommitIsSplitIntoSegmentsThatAllReplay() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
