@@ -172,6 +172,11 @@ struct Registryd: AsyncParsableCommand {
             "tls-key": tlsKey,
             "tls-ca": tlsCA,
         ]
+        // The options above and this dictionary list every setting again (ArgumentParser needs a
+        // stored property per option); a setting missing here would be parsed and then ignored.
+        precondition(
+            Set(given.keys) == Set(NodeSetting.all.map(\.flag) + ["config"]),
+            "registryd's flags and NodeSetting.all differ: \(Set(given.keys).symmetricDifference(NodeSetting.all.map(\.flag) + ["config"]))")
         return given.compactMapValues { $0 }
     }
 
