@@ -50,6 +50,9 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Every log with something held, in order of origin and epoch.
+    /// Every log held, to the sequence it is held through.
+    public var sequences: [LogID: UInt64] { held }
+
     public var logs: [(log: LogID, sequence: UInt64)] {
         held.sorted { $0.key < $1.key }.map { (log: $0.key, sequence: $0.value) }
     }

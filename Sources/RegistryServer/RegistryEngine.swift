@@ -186,8 +186,7 @@ public final class RegistryEngine: Sendable {
             limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
         self.identifierKey = identifierKey
         self.tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
-        var durable = [LogID: UInt64]()
-        for (log, sequence) in recovered.versionVector.logs { durable[log] = sequence }
+        let durable = recovered.versionVector.sequences
         let operations = durable.values.reduce(0, +)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
@@ -721,8 +720,7 @@ public final class RegistryEngine: Sendable {
         core.withLockedValue { $0.causalFloor = floor }
         // What every member holds no link needs from memory either.
         recent.keepOnly(unheldBy: floor)
-        snapshots.setRetentionFloor(
-            floor.map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) })
+        snapshots.setRetentionFloor(floor)
     }
 
     /// Reads the registry state under the engine's lock (for tests and checks; it blocks requests

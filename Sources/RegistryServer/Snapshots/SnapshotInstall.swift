@@ -74,7 +74,7 @@ extension RegistryEngine {
             do {
                 try replayer.replay(index.files, in: directory, on: fs)
                 label = replayer.vector.logs.reduce(0) { $0 + $1.sequence }
-                try writer.installed(Dictionary(uniqueKeysWithValues: replayer.vector.logs.map { ($0.log, $0.sequence) }))
+                try writer.installed(replayer.vector.sequences)
                 try fs.rename(path, to: directory + "/" + SnapshotFile.name(label: label))
                 try fs.syncDirectory(directory)
                 for old in try SnapshotFile.labels(in: directory, on: fs) where old != label {

@@ -198,8 +198,7 @@ final class Snapshotter: @unchecked Sendable {
         for label in try SnapshotFile.labels(in: directory, on: fs) {
             let bytes = try SnapshotFile.readMetadata(directory + "/" + SnapshotFile.name(label: label), on: fs)
             guard let metadata = try? SnapshotCodec.decodeMetadata(bytes) else { return 0 }
-            var vector = [LogID: UInt64]()
-            for (log, sequence) in metadata.versionVector.logs { vector[log] = sequence }
+            let vector = metadata.versionVector.sequences
             if let current = covered {
                 covered = Dictionary(uniqueKeysWithValues: current.compactMap { log, sequence in vector[log].map { (log, min(sequence, $0)) } })
             } else {
