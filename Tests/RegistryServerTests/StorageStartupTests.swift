@@ -41,7 +41,7 @@ import Testing
             try NodeMetadataFile.write(NodeMetadata(nodeID: Self.node.value, epoch: Self.epoch, identifierKey: Self.identifierKey), to: "/data", on: fs)
         }
         let next = (try CommitJournal.files(in: "/data", on: fs).last ?? 0) + 1
-        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: next, fileBytes: fileBytes, index: JournalIndex(), durableThrough: [:])
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: next, fileBytes: fileBytes, index: JournalIndex())
         for start in stride(from: 0, to: operations.count, by: perCommit) {
             let chunk = Array(operations[start..<min(start + perCommit, operations.count)])
             let result = writer.queue.sync { writer.write(chunk, clock: chunk.last!.timestamp) }
@@ -251,7 +251,7 @@ import Testing
         let crashAt = Int(random.next() % 8)
         let crashing = CrashingFileSystem(fs, failingAfter: 6 + Int(random.next() % 40))
         var acknowledged = 0
-        if let writer = try? LogWriter(fs: crashing, directory: "/data", journalFile: 1, fileBytes: 8 << 10, index: JournalIndex(), durableThrough: [:]) {
+        if let writer = try? LogWriter(fs: crashing, directory: "/data", journalFile: 1, fileBytes: 8 << 10, index: JournalIndex()) {
             for start in stride(from: 0, to: ops.count, by: 25) {
                 let chunk = Array(ops[start..<(start + 25)])
                 guard case .success = writer.queue.sync(execute: { writer.write(chunk, clock: chunk.last!.timestamp) }) else { break }
