@@ -60,7 +60,7 @@ final class PeerLink: @unchecked Sendable {
     private var knownHolds = VersionVector()
     /// The snapshot file being sent, open while ``PeerLinkStateMachine/transfer`` runs: an open
     /// file outlives its deletion by a newer snapshot.
-    private var snapshotFile: (handle: FileHandle, name: String)?
+    private var snapshotFile: OpenedSnapshot?
 
     init(
         address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
@@ -146,7 +146,7 @@ final class PeerLink: @unchecked Sendable {
             default: positions = nil
             }
             if let positions, case .streaming(let peer) = self.machine.state, let held = try? VersionVector(positions: positions) {
-                self.engine.peer(peer, holds: held, restated: { if case .welcome = frame { true } else { false } }())
+                self.engine.replicas.peer(peer, holdsThrough: held[self.engine.peerIdentity.ownLog], restated: { if case .welcome = frame { true } else { false } }())
             }
         }
     }
@@ -184,13 +184,13 @@ final class PeerLink: @unchecked Sendable {
             if let refusal {
                 logger.warning("peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)"])
                 engine.counters.record(error: refusal.code)
-                if refusal.code == .nodeRemoved { engine.learnedRemoval() }
+                if refusal.code == .nodeRemoved { engine.membership.learnedRemoval() }
                 if refusal.code == .snapshotRefused && !refusal.retryable {
                     // The peer cannot combine what it holds with the snapshot sent (or it was
                     // damaged): a newer one covers everything this node holds, which includes
                     // whatever the peer trimmed (it trims only what its peers hold).
                     logger.info("taking a newer snapshot for a peer that refused the last one")
-                    engine.snapshotNow { _ in }
+                    engine.pipeline.snapshotNow { _ in }
                 }
             } else {
                 logger.info("peer link down; reconnecting", metadata: ["reason": "\(reason)", "retry_ms": "\(delay)"])
@@ -313,9 +313,9 @@ final class PeerLink: @unchecked Sendable {
     /// The receiver lacks operations that the journal no longer holds: starts sending the newest
     /// snapshot (which covers them), then the log tail past it. Returns whether it wrote.
     private func startSnapshot(on channel: any Channel, reason: String, nowMillis: UInt64) -> Bool {
-        let opened: (handle: FileHandle, name: String, bytes: Int)
+        let opened: OpenedSnapshot
         do {
-            guard let newest = try engine.openNewestSnapshot() else {
+            guard let newest = try engine.snapshots.openNewest() else {
                 logger.error("the peer lacks trimmed operations, and there is no snapshot to send", metadata: ["reason": "\(reason)"])
                 carryOut(machine.failed("no snapshot covers what the journal trimmed", random: &random))
                 return false
@@ -327,10 +327,10 @@ final class PeerLink: @unchecked Sendable {
             return false
         }
         guard machine.startSnapshot(totalBytes: UInt64(opened.bytes), nowMillis: nowMillis) != nil else {
-            engine.fs.close(opened.handle)
+            opened.close()
             return false
         }
-        snapshotFile = (opened.handle, opened.name)
+        snapshotFile = opened
         logger.info(
             "sending a snapshot to the peer: it lacks what the journal trimmed",
             metadata: ["snapshot": "\(opened.name)", "bytes": "\(opened.bytes)", "reason": "\(reason)"])
@@ -344,8 +344,7 @@ final class PeerLink: @unchecked Sendable {
         while let next = machine.nextSnapshotChunk(nowMillis: nowMillis) {
             let data: [UInt8]
             do {
-                data = try engine.fs.read(file.handle, at: Int(next.offset), count: next.count)
-                guard data.count == next.count else { throw StorageError.corrupt("\(file.name) ended at \(Int(next.offset) + data.count) bytes") }
+                data = try file.read(at: Int(next.offset), count: next.count)
             } catch {
                 logger.error("cannot read the snapshot being sent", metadata: ["error": "\(error)"])
                 carryOut(machine.failed("cannot read \(file.name): \(error)", random: &random))
@@ -368,7 +367,7 @@ final class PeerLink: @unchecked Sendable {
 
     private func closeSnapshotFile() {
         if let file = snapshotFile {
-            engine.fs.close(file.handle)
+            file.close()
             snapshotFile = nil
         }
     }

@@ -3,42 +3,36 @@ import RegistryCore
 import RegistryStorage
 import RegistryWire
 
-/// Writes a snapshot that a peer sends, chunk by chunk, to
-/// ``RegistryEngine/incomingSnapshotPath``, then has the engine check and install it
+/// Receives a snapshot that a peer sends, chunk by chunk, into the snapshotter's incoming file
+/// (``Snapshotter/createIncoming()``), then has the engine check and install it
 /// (``RegistryEngine/installIncomingSnapshot()``). A node takes one at a time
-/// (``RegistryEngine/snapshotIntakeBusy``). The file work runs on a serial queue of its own, off
-/// the event loop; completions are called there, in the order the calls were made.
+/// (``Snapshotter/claimIntake()``). The file work runs on a serial queue of its own, off the event
+/// loop; completions are called there, in the order the calls were made.
 ///
 /// `@unchecked Sendable`: `handle` and `released` are touched only on `queue`.
 final class IncomingSnapshot: @unchecked Sendable {
     private let engine: RegistryEngine
+    private let files: Snapshotter
     private let queue = DispatchQueue(label: "registry.snapshot-intake")
     private var handle: FileHandle?
     private var released = false
 
     private init(engine: RegistryEngine) {
         self.engine = engine
+        self.files = engine.snapshots
     }
 
     /// Claims the node's intake; nil while another peer's snapshot is being received or installed.
     static func begin(engine: RegistryEngine) -> IncomingSnapshot? {
-        guard engine.snapshotIntakeBusy.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
-            return nil
-        }
-        return IncomingSnapshot(engine: engine)
+        engine.snapshots.claimIntake() ? IncomingSnapshot(engine: engine) : nil
     }
 
     /// Writes `chunk` at its offset (the first one replaces what an unfinished transfer left).
     func write(_ chunk: SnapshotChunk, completion: @escaping @Sendable (WireError?) -> Void) {
         queue.async {
-            let fs = self.engine.fs
-            let path = self.engine.incomingSnapshotPath
             do {
-                if self.handle == nil {
-                    try? fs.remove(path)
-                    self.handle = try fs.open(path, create: true)
-                }
-                try fs.write(self.handle!, chunk.data, at: Int(chunk.offset))
+                if self.handle == nil { self.handle = try self.files.createIncoming() }
+                try self.files.writeIncoming(self.handle!, chunk.data, at: Int(chunk.offset))
                 completion(nil)
             } catch {
                 completion(RegistryEngine.snapshotRefused("cannot write the snapshot: \(error)", retryable: true))
@@ -56,10 +50,8 @@ final class IncomingSnapshot: @unchecked Sendable {
             }
             self.handle = nil
             do {
-                try self.engine.fs.sync(handle)
-                self.engine.fs.close(handle)
+                try self.files.sealIncoming(handle)
             } catch {
-                self.engine.fs.close(handle)
                 return completion(.failure(RegistryEngine.snapshotRefused("cannot sync the snapshot: \(error)", retryable: true)))
             }
             completion(self.engine.installIncomingSnapshot())
@@ -71,9 +63,8 @@ final class IncomingSnapshot: @unchecked Sendable {
     func abandon() {
         queue.async {
             guard !self.released else { return }
-            if let handle = self.handle { self.engine.fs.close(handle) }
+            self.files.discardIncoming(self.handle)
             self.handle = nil
-            try? self.engine.fs.remove(self.engine.incomingSnapshotPath)
             self.release()
         }
     }
@@ -81,6 +72,6 @@ final class IncomingSnapshot: @unchecked Sendable {
     private func release() {
         guard !released else { return }
         released = true
-        engine.snapshotIntakeBusy.store(false, ordering: .releasing)
+        files.releaseIntake()
     }
 }

@@ -8,7 +8,11 @@ import RegistryStorage
 import RegistryWire
 import Synchronization
 
-/// Takes the node's snapshots in the background, without touching the serving state: it loads
+/// The one owner of the node's snapshot files. It takes snapshots (below), opens the newest for a
+/// peer that lacks what the journal trimmed, and receives a peer's snapshot and puts it in place
+/// (``PeerSnapshots.swift``).
+///
+/// It takes the node's snapshots in the background, without touching the serving state: it loads
 /// the newest snapshot into a state of its own, applies the journal after it up to a target (what
 /// was durable when the snapshot was asked for), and writes that. The serving node never waits
 /// for it: its only cost to requests is the CPU and disk it shares, and memory for a second
@@ -32,12 +36,12 @@ final class Snapshotter: @unchecked Sendable {
         let filesRemoved: Int
     }
 
-    private let fs: any FileSystem
-    private let directory: String
+    let fs: any FileSystem
+    let directory: String
     private let index: JournalIndex
     private let nodeID: NodeID
     private let epoch: UInt64
-    private let expectedDevices: Int
+    let expectedDevices: Int
     /// Where the snapshot's own state gets its index tables: huge pages, as the serving state's,
     /// since on small pages faulting gigabytes in contended with the requests; but freed at once
     /// (see ``HugePageTableAllocator``).
@@ -57,6 +61,8 @@ final class Snapshotter: @unchecked Sendable {
     }
 
     private let bookkeeping = Mutex(Bookkeeping())
+    /// Set while a peer's snapshot is being received or installed: one at a time.
+    let intakeBusy = Atomic<Bool>(false)
 
     init(
         fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int,
@@ -222,5 +228,23 @@ final class Snapshotter: @unchecked Sendable {
         guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
         try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
         return Int(firstKept - oldest)
+    }
+}
+
+extension Snapshotter {
+    /// The answer to a snapshot request (`registryctl snapshot`) that ended with `outcome`: nil
+    /// when one was being taken already.
+    static func answer(to outcome: Result<Taken, StorageError>?) -> ServerBody {
+        switch outcome {
+        case .success(let taken):
+            .snapshotTaken(
+                SnapshotTaken(
+                    operations: taken.operations, bytes: UInt64(taken.bytes), durationMillis: taken.millis,
+                    journalFilesRemoved: UInt64(taken.filesRemoved)))
+        case .failure(let error):
+            .error(WireError(code: .unavailable, message: "the snapshot failed: \(error)", retryable: true))
+        case nil:
+            .error(WireError(code: .unavailable, message: "a snapshot is being taken already; ask again once it is done", retryable: true))
+        }
     }
 }

@@ -41,7 +41,7 @@ final class ClusterSimulation {
         /// retention floor, as ``PeerLink`` keeps it).
         var knownHolds = VersionVector()
         /// The snapshot file being sent.
-        var snapshot: RegistryStorage.FileHandle?
+        var snapshot: OpenedSnapshot?
     }
 
     /// An acknowledged registration: what it presented and the device it was told.
@@ -137,7 +137,7 @@ final class ClusterSimulation {
         nodes[index].engine = engine
         // A node of a cluster records that it is a member, as registryd does when it has peers.
         let address = "\(nodes[index].name):7400"
-        _ = Self.wait { done in engine.join(advertising: address) { done(true) } }
+        _ = Self.wait { done in engine.membership.join(advertising: address) { done(true) } }
         for other in nodes.indices where other != index {
             links[index][other] = Link(
                 machine: PeerLinkStateMachine(
@@ -271,7 +271,7 @@ final class ClusterSimulation {
         for other in nodes.indices where other != index {
             endSession(receiver: index, sender: other)
             endSession(receiver: other, sender: index)
-            if let file = links[index][other]?.snapshot { nodes[index].fs.close(file) }
+            links[index][other]?.snapshot?.close()
             links[index][other] = nil
             if links[other][index] != nil {
                 carryOut(other, index, links[other][index]!.machine.connectionLost("reset", random: &random))
@@ -291,7 +291,7 @@ final class ClusterSimulation {
     func snapshot(_ index: Int) throws {
         guard let engine = engine(index) else { return }
         archiveOperations(of: engine)
-        let outcome = engine.snapshotInForeground()
+        let outcome = engine.pipeline.snapshotInForeground()
         // A disk armed to fail may stop the snapshot: the node died taking it.
         if crashNodesWhoseDiskFailed() { return }
         _ = try outcome.get()
@@ -452,7 +452,7 @@ final class ClusterSimulation {
             guard let engine = nodes[member].engine else { continue }
             for gone in removed where engine.members[nodes[gone].name]?.removed == true {
                 if links[member][gone] != nil {
-                    if let file = links[member][gone]?.snapshot { nodes[member].fs.close(file) }
+                    links[member][gone]?.snapshot?.close()
                     links[member][gone] = nil
                 }
                 // A session opened since refuses the node's hello itself.
@@ -511,12 +511,12 @@ final class ClusterSimulation {
         case .closeAndRetry(let delay, _, let refusal):
             if refusal != nil { counts.refusals += 1 }
             // As ``PeerLink`` does: a peer that refuses this node as removed tells it so.
-            if refusal?.code == .nodeRemoved { engine.learnedRemoval() }
+            if refusal?.code == .nodeRemoved { engine.membership.learnedRemoval() }
             // As PeerLink does: a snapshot refused for good is followed by a newer one.
             if let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
             links[sender][receiver]!.incarnation += 1
             links[sender][receiver]!.retryAt = now + delay
-            if let file = links[sender][receiver]!.snapshot { nodes[sender].fs.close(file) }
+            links[sender][receiver]!.snapshot?.close()
             links[sender][receiver]!.snapshot = nil
             endSession(receiver: receiver, sender: sender)
         case .stop, .none:
@@ -533,7 +533,7 @@ final class ClusterSimulation {
         let wall = nodes[sender].clock.now
         if link.machine.transfer != nil { return sendSnapshotChunks(sender, receiver) }
         if let file = link.snapshot {
-            nodes[sender].fs.close(file)
+            file.close()
             link.snapshot = nil
             links[sender][receiver] = link
         }
@@ -554,10 +554,10 @@ final class ClusterSimulation {
                     records = try engine.logReader(for: run.log, from: run.from).nextRecords(atMost: 40)
                 } catch .trimmed {
                     // The receiver lacks what the journal trimmed: the newest snapshot goes instead.
-                    guard let newest = try? engine.openNewestSnapshot(),
+                    guard let newest = try? engine.snapshots.openNewest(),
                         link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: wall) != nil
                     else { break }
-                    link.snapshot = newest.handle
+                    link.snapshot = newest
                     links[sender][receiver] = link
                     return sendSnapshotChunks(sender, receiver)
                 } catch {
@@ -582,7 +582,7 @@ final class ClusterSimulation {
     private func sendSnapshotChunks(_ sender: Int, _ receiver: Int) {
         guard var link = links[sender][receiver], let file = link.snapshot, let total = link.machine.transfer?.totalBytes else { return }
         while let next = link.machine.nextSnapshotChunk(nowMillis: nodes[sender].clock.now) {
-            guard let data = try? nodes[sender].fs.read(file, at: Int(next.offset), count: next.count), data.count == next.count else {
+            guard let data = try? file.read(at: Int(next.offset), count: next.count) else {
                 links[sender][receiver] = link
                 return carryOut(sender, receiver, links[sender][receiver]!.machine.failed("cannot read the snapshot", random: &random))
             }
