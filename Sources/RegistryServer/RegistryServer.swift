@@ -76,10 +76,10 @@ public final class RegistryServer: Service, Sendable {
         // reached where it says (--advertise, or where it listens). A wildcard host names no
         // address a peer can reach (a peer dialling 0.0.0.0 reaches itself): no join is logged
         // for it, and with --peers the configuration refuses it (`refuseUnreachableAdvertise`).
-        engine.advertisedAddress.withLock {
+        engine.membership.advertisedAddress.withLock {
             $0 = advertise ?? (NodeConfiguration.isWildcard(host) ? nil : "\(host):\(channel.localAddress?.port ?? port)")
         }
-        if hasPeers { engine.joinCluster() }
+        if hasPeers { engine.membership.joinCluster() }
         replication.start()
 
         try await withGracefulShutdownHandler {

@@ -1,5 +1,6 @@
 /// When a connection may take its next request off the wire: a plain value, shared by every
-/// kind of connection that answers requests (clients now, peers next).
+/// kind of connection that answers requests (a client's requests, a peer's batches and snapshot
+/// chunks).
 ///
 /// A connection holds at most `maxInFlight` requests that it has taken and not yet answered,
 /// and takes none while its channel is not writable (answers written but not yet taken by the

@@ -42,7 +42,7 @@ import Testing
     /// The error names each log's origin, where it is reached, and how far behind this node is.
     @Test func notCaughtUpNamesTheNodesThatHoldIt() {
         let members = [NodeID(trusted: "node-a"): Member(address: "10.0.0.1:7400", addressAt: .zero, removed: false)]
-        let error = RegistryEngine.notCaughtUp([(a1, 6, 4), (b1, 2, 0)], members: members, waited: 2_000)
+        let error = CausalHolding.notCaughtUp([(a1, 6, 4), (b1, 2, 0)], members: members, waited: 2_000)
         #expect(error.code == .notCaughtUp && error.retryable)
         #expect(error.message.contains("node-a at 10.0.0.1:7400 holds its log 1 through 6, this node through 4"), "\(error.message)")
         #expect(error.message.contains("node-b holds its log 1 through 2, this node through 0"))

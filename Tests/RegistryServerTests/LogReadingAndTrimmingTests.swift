@@ -36,7 +36,7 @@ import Testing
 
     func snapshot(_ engine: RegistryEngine) async -> Snapshotter.Taken? {
         await withCheckedContinuation { continuation in
-            engine.snapshotNow { outcome in
+            engine.pipeline.snapshotNow { outcome in
                 if case .success(let taken) = outcome { continuation.resume(returning: taken) } else { continuation.resume(returning: nil) }
             }
         }

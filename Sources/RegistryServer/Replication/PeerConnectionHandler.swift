@@ -19,8 +19,8 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var frames: FrameReader
     private let engine: RegistryEngine
     private var logger: Logger
-    private var batchesInFlight = 0
-    private var readHeld = false
+    /// Batches and snapshot chunks taken and not yet acknowledged, and the read held meanwhile.
+    private var flow = RequestFlowControl(maxInFlight: maxBatchesInFlight)
     private var context: ChannelHandlerContext?
     /// The snapshot this peer is sending, while it arrives and is installed.
     private var intake: IncomingSnapshot?
@@ -73,11 +73,13 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func read(context: ChannelHandlerContext) {
-        if batchesInFlight >= Self.maxBatchesInFlight {
-            readHeld = true
-        } else {
-            context.read()
-        }
+        if flow.readRequested() { context.read() }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        flow.writabilityChanged(writable: context.channel.isWritable)
+        if context.channel.isWritable { resume(context: context) }
+        context.fireChannelWritabilityChanged()
     }
 
     /// A stopping node closes a peer's connection once the batches it took are acknowledged; the
@@ -92,7 +94,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func closeIfDrained(context: ChannelHandlerContext) {
-        guard draining, batchesInFlight == 0 else { return }
+        guard draining, flow.inFlight == 0 else { return }
         context.flush()
         context.close(promise: nil)
     }
@@ -103,7 +105,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func takeFrames(context: ChannelHandlerContext) {
-        while !draining, machine.state != .closed, batchesInFlight < Self.maxBatchesInFlight {
+        while !draining, machine.state != .closed, flow.admits {
             let payload: ByteBuffer?
             do {
                 payload = try frames.next()
@@ -128,7 +130,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             logger[metadataKey: "peer_node"] = "\(peer)"
             logger.info("peer connected", metadata: ["bound_to_tls": "\(!machine.binding.isEmpty)"])
             // A node started alone becomes a member once a peer joins through it.
-            engine.joinCluster()
+            engine.membership.joinCluster()
             let welcome = PeerWelcome(
                 nodeID: engine.nodeID.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
                 maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
@@ -143,7 +145,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"), context: context)
             }
         case .apply(let batchID, let operations):
-            batchesInFlight += 1
+            flow.took()
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop
             engine.submitRemote(operations) { result in
@@ -175,12 +177,12 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let received = chunk.offset + UInt64(chunk.data.count)
-        batchesInFlight += 1
+        flow.took()
         intake.write(chunk) { failure in
             loop.execute { bound.value.finished(SnapshotAck(transferID: chunk.transferID, receivedBytes: received), failure) }
         }
         guard last else { return }
-        batchesInFlight += 1
+        flow.took()
         intake.finish { outcome in
             loop.execute {
                 switch outcome {
@@ -196,7 +198,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func finished(_ ack: SnapshotAck, _ failure: WireError?) {
-        batchesInFlight -= 1
+        flow.answered(1)
         guard let context else { return }
         if let failure {
             if case .refuse(let refusal) = machine.refused(failure) { refuse(refusal, context: context) }
@@ -208,7 +210,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func finished(_ batchID: UInt64, _ result: Result<[LogPosition], WireError>) {
-        batchesInFlight -= 1
+        flow.answered(1)
         guard let context else { return }
         switch result {
         case .success(let held):
@@ -226,10 +228,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if draining { return closeIfDrained(context: context) }
         takeFrames(context: context)
         context.flush()
-        if readHeld, batchesInFlight < Self.maxBatchesInFlight {
-            readHeld = false
-            context.read()
-        }
+        if flow.takeHeldRead() { context.read() }
     }
 
     private func write(_ frame: PeerFrame, context: ChannelHandlerContext) {

@@ -42,10 +42,10 @@ public final class Replication: Sendable {
         self.engine = engine
         self.group = group
         self.logger = logger
-        engine.observeCommits { [weak self] in
+        engine.pipeline.observeCommits { [weak self] in
             for link in self?.current ?? [] { link.commitHappened() }
         }
-        engine.peerLinks.withLock { $0 = { [weak self] in (self?.current ?? []).map(\.status) } }
+        engine.links.attach { [weak self] in (self?.current ?? []).map(\.status) }
     }
 
     private var current: [PeerLink] { links.withLock { $0 } }

@@ -73,7 +73,7 @@ import Testing
             guard case .registerResult(let result) = answer, result.created else { return #expect(Bool(false), "\(answer)") }
         }
         // A snapshot, then more operations in the journal after it.
-        guard case .success = engine.snapshotInForeground() else { return #expect(Bool(false), "snapshot failed") }
+        guard case .success = engine.pipeline.snapshotInForeground() else { return #expect(Bool(false), "snapshot failed") }
         _ = await submit(engine, Self.identifiers.map { ClientBody.register(RegisterRequest(bundleID: "com.acme.other", idfv: $0.idfv.text)) })
         engine.close()
 

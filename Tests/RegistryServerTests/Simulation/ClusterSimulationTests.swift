@@ -278,3 +278,10 @@ extension ClusterSimulation.Counts {
         batchesFromJournal += other.batchesFromJournal
     }
 }
+
+extension RegistryEngine {
+    /// Reads the registry state under the engine's lock (it blocks requests for as long as `body` runs).
+    func withState<Result>(_ body: (RegistryState) -> Result) -> Result {
+        core.withLockedValue { body($0.node.registry) }
+    }
+}

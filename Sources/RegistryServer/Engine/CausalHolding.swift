@@ -1,0 +1,94 @@
+import Dispatch
+import RegistryCore
+import RegistryWire
+
+/// Holds a group of requests whose causal tokens name operations this node does not hold yet,
+/// until it does (a peer's batch or snapshot brings them) or `--causal-timeout` passes; then the
+/// group is submitted again (``RegistryEngine/wakeCausalWaiters(_:)``). Past the deadline, or with
+/// a timeout of 0, such a request is answered NOT_CAUGHT_UP instead, naming the nodes that hold
+/// what it needs, and the rest of the group goes on. A token that names no valid log is refused
+/// as the request's error.
+struct CausalHolding: Sendable {
+    let core: SharedCore
+    let counters: ServerCounters
+    /// How long a request waits for what its causal token names (`--causal-timeout`).
+    let timeoutMillis: UInt64
+    let wallClock: @Sendable () -> UInt64
+
+    /// Holds the group and returns true when a request's token names what is not held yet;
+    /// `expire` is called once its deadline (`deadline`, or the timeout from now) has passed.
+    /// Otherwise changes the requests whose tokens cannot be met into refusals, and returns false.
+    func hold(
+        _ frames: [ClientFrame], prepared: inout [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery,
+        deadline: UInt64?, expire: @escaping @Sendable () -> Void
+    ) -> Bool {
+        var required = [VersionVector?](repeating: nil, count: frames.count)
+        for index in frames.indices where !frames[index].after.isEmpty {
+            if case .refused = prepared[index] { continue }
+            let after = frames[index].after
+            guard after.positions.count <= CausalToken.maxPositions else {
+                prepared[index] = .refused(
+                    WireError(
+                        code: .invalidArgument,
+                        message: "the causal token names \(after.positions.count) logs, more than \(CausalToken.maxPositions)"))
+                continue
+            }
+            do {
+                required[index] = try VersionVector(positions: after.positions)
+            } catch {
+                prepared[index] = .refused(WireError(code: .invalidArgument, message: "the causal token: \(error.message)"))
+            }
+        }
+        let now = wallClock()
+        let deadline = deadline ?? now + timeoutMillis
+        var refusals = [(Int, WireError)]()
+        let parked = core.withLockedValue { core -> Bool in
+            let held = core.node.versionVector
+            var unmet = [(index: Int, shortfall: [VersionVector.Shortage])]()
+            var needed = VersionVector()
+            for index in frames.indices {
+                guard let required = required[index] else { continue }
+                let shortfall = held.shortfall(against: required)
+                guard !shortfall.isEmpty else { continue }
+                unmet.append((index, shortfall))
+                for entry in shortfall { needed.recordAll(through: max(entry.needed, needed[entry.log]), in: entry.log) }
+            }
+            if unmet.isEmpty { return false }
+            if now < deadline {
+                core.causalWaits.park(
+                    RegistryEngine.CausalWaiter(frames: frames, access: access, deliver: deliver), until: needed, deadlineMillis: deadline)
+                return true
+            }
+            let members = core.node.registry.clusterMembers
+            for (index, shortfall) in unmet {
+                refusals.append((index, Self.notCaughtUp(shortfall, members: members, waited: timeoutMillis)))
+            }
+            return false
+        }
+        if parked {
+            counters.causalWaits.increment()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(deadline - now) + 1), execute: expire)
+            return true
+        }
+        for (index, error) in refusals { prepared[index] = .refused(error) }
+        return false
+    }
+
+    /// The held groups whose deadline passed, taken out to be submitted again.
+    func expired() -> [CausalWaits<RegistryEngine.CausalWaiter>.Released] {
+        core.withLockedValue { $0.causalWaits.expired(nowMillis: wallClock()) }
+    }
+
+    /// NOT_CAUGHT_UP for what `shortfall` lacks: each log's origin, where it is reached, and how
+    /// far this node is behind in it.
+    static func notCaughtUp(_ shortfall: [VersionVector.Shortage], members: [NodeID: Member], waited: UInt64) -> WireError {
+        let logs = shortfall.map { entry -> String in
+            let address = members[entry.log.origin].map { $0.address.isEmpty ? "" : " at \($0.address)" } ?? ""
+            return "\(entry.log.origin)\(address) holds its log \(entry.log.epoch) through \(entry.needed), this node through \(entry.held)"
+        }
+        return WireError(
+            code: .notCaughtUp,
+            message: "this node does not hold what the causal token names after \(waited) ms: \(logs.joined(separator: "; ")); retry later, or on that node",
+            retryable: true)
+    }
+}

@@ -1,0 +1,214 @@
+import Dispatch
+import Logging
+import Metrics
+import Platform
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Synchronization
+
+/// The one owner of the writer's queue and of what happens there: group commits (what
+/// ``CommitStateMachine`` says is pending goes to the ``LogWriter`` as one journal entry, and into
+/// ``DurableState``), each completion sent once what it saw is durable, and whatever must run
+/// between two commits, where the journal and the durable state agree: a snapshot's start, and a
+/// peer's snapshot's install (``betweenCommits(_:)``).
+final class CommitPipeline: Sendable {
+    private let core: SharedCore
+    let writer: LogWriter
+    /// Takes the snapshots this pipeline starts.
+    let snapshots: Snapshotter
+    /// When the writer waits for more operations before a commit.
+    private let pacing: CommitPacing
+    /// The operations most recently made durable, for the peer links.
+    private let recent: RecentOperations
+    private let counters: ServerCounters
+    private let replicas: ReplicaWaits
+    /// Called after every commit (see ``observeCommits(_:)``).
+    private let durableObservers = Mutex<[@Sendable () -> Void]>([])
+    /// swift-metrics' view of ``DurableState/commitLatency``.
+    private let commitLatencyMetric = Metrics.Timer(label: MetricCatalog.commitDuration.name)
+    /// Operations per group commit.
+    private let commitOperationsMetric = Recorder(label: MetricCatalog.commitOperations.name)
+    private let logger: Logger
+    /// Called once, off the lock, when the log fails; registryd shuts down on it.
+    private let onFatalError: @Sendable (StorageError) -> Void
+
+    init(
+        core: SharedCore, writer: LogWriter, snapshots: Snapshotter, pacing: CommitPacing, recent: RecentOperations,
+        counters: ServerCounters, replicas: ReplicaWaits, logger: Logger, onFatalError: @escaping @Sendable (StorageError) -> Void
+    ) {
+        self.core = core
+        self.writer = writer
+        self.snapshots = snapshots
+        self.pacing = pacing
+        self.recent = recent
+        self.counters = counters
+        self.replicas = replicas
+        self.logger = logger
+        self.onFatalError = onFatalError
+    }
+
+    /// Completes `completion` now when it `waits` for nothing, otherwise after the commit pass
+    /// that makes what it saw durable, starting one when none runs.
+    func enqueue(_ completion: RegistryEngine.Completion, waits: Bool) {
+        guard waits else { return complete(completion) }
+        switch core.withLockedValue({ $0.commits.answered(completion, waits: true) }) {
+        case .deliver: complete(completion)
+        case .wait: break
+        case .waitAndStartPass: writer.queue.async { self.commitLoop() }
+        }
+    }
+
+    /// What it saw is durable: a client's answers go (after their replicas, when they asked for
+    /// some) and count as requests; a peer hears what this node holds; the node's own change is done.
+    private func complete(_ completion: RegistryEngine.Completion) {
+        switch completion {
+        case .client(let waiter): deliverCounted(waiter)
+        case .peerBatch(let result, let deliver): deliver(result)
+        case .own(let done): done()
+        }
+    }
+
+    /// Sends a client's answers (after their replicas, when they asked for some), counted.
+    func deliverCounted(_ waiter: RegistryEngine.Waiter) {
+        if waiter.replicas > 0 { return replicas.hold(waiter) }
+        counters.record(waiter.answers.decisions, submittedNanos: waiter.submittedNanos)
+        waiter.deliver(waiter.answers)
+    }
+
+    /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
+    /// so far and makes it durable with one journal entry (group commit). A pass that follows
+    /// another may first wait for more operations to join it (see ``CommitPacing``).
+    private func commitLoop() {
+        var followsAnotherPass = false
+        while true {
+            if pacing.delayMicros > 0 {
+                let pending = core.withLockedValue { $0.commits.pendingOperations.count }
+                let delay = pacing.delay(pendingOperations: pending, followsAnotherPass: followsAnotherPass)
+                if delay > 0 { usleep(delay) }
+            }
+            followsAnotherPass = true
+            // The clock is read with the operations, so that it covers every one of them.
+            let (pass, clock) = core.withLockedValue { ($0.commits.nextPass(), $0.node.clock.last) }
+            let operations: [LoggedOperation]
+            let waiters: [RegistryEngine.Completion]
+            switch pass {
+            case .finish:
+                return
+            case .refuse(let refused, let failure):
+                refuse(refused, with: failure)
+                continue
+            case .deliver(let ready):
+                // Read-only answers that waited for the previous pass, which is now durable.
+                for completion in ready { complete(completion) }
+                continue
+            case .write(let taken, let waiting):
+                (operations, waiters) = (taken, waiting)
+            }
+            switch writer.write(operations, clock: clock) {
+            case .success(let syncMicros):
+                recent.append(operations)
+                let snapshotThrough = core.withLockedValue { core -> [LogID: UInt64]? in
+                    core.durable.committed(operations, syncMicros: syncMicros)
+                    let due = core.snapshotPolicy.shouldStart(
+                        durableOperations: core.durable.operations, nowNanos: SystemClock.monotonicNanos())
+                    return due ? core.durable.vector.sequences : nil
+                }
+                if let snapshotThrough { startSnapshot(through: snapshotThrough, clock: clock, completion: nil) }
+                commitLatencyMetric.recordMicroseconds(syncMicros)
+                commitOperationsMetric.record(operations.count)
+                for completion in waiters { complete(completion) }
+                notifyDurable()
+            case .failure(let error):
+                logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
+                let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)
+                core.withLockedValue { $0.commits.failed(failure) }
+                refuse(waiters, with: failure)
+                onFatalError(error)
+            }
+        }
+    }
+
+    /// The log failed before what `completions` saw was durable: clients get `failure` (counted),
+    /// peers hear their batch refused, and the node's own changes are done with.
+    private func refuse(_ completions: [RegistryEngine.Completion], with failure: WireError) {
+        for completion in completions {
+            switch completion {
+            case .client(let waiter):
+                let refused = waiter.answers.requestIDs.map { _ in NodeState.Decision.answer(.error(failure)) }
+                counters.record(refused, submittedNanos: waiter.submittedNanos)
+                waiter.deliver(RegistryEngine.Answers(requestIDs: waiter.answers.requestIDs, decisions: refused))
+            case .peerBatch(_, let deliver): deliver(.failure(failure))
+            case .own(let done): done()
+            }
+        }
+    }
+
+    /// Calls `observer` after every commit (off the engine's lock, on the writer's queue): the
+    /// replication links send what became durable. It must return quickly.
+    func observeCommits(_ observer: @escaping @Sendable () -> Void) {
+        durableObservers.withLock { $0.append(observer) }
+    }
+
+    /// Tells the observers (``observeCommits(_:)``) that more is durable.
+    func notifyDurable() {
+        for observer in durableObservers.withLock({ $0 }) { observer() }
+    }
+
+    /// Runs `body` on the writer's queue, no commit running meanwhile, and returns what it returns.
+    func betweenCommits<Result>(_ body: () -> Result) -> Result {
+        writer.queue.sync(execute: body)
+    }
+
+    // MARK: - Snapshots start between two commits
+
+    /// Starts a snapshot through `through`, what is durable now; runs on the writer's queue, so
+    /// that nothing commits meanwhile, and the snapshot itself runs on its own thread.
+    /// `completion` gets its outcome, or nil when one was being taken already.
+    private func startSnapshot(
+        through: [LogID: UInt64], clock: HLCTimestamp, completion: (@Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void)?
+    ) {
+        dispatchPrecondition(condition: .onQueue(writer.queue))
+        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile) { outcome in
+            let covered: UInt64?
+            if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
+            if outcome != nil {
+                self.core.withLockedValue { $0.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos()) }
+            }
+            completion?(outcome)
+        }
+    }
+
+    /// Takes a snapshot through what is durable now, on the caller's thread and priority, commits
+    /// waiting meanwhile (a stopping node; the simulation, whose steps must not depend on a
+    /// background thread's scheduling).
+    func snapshotInForeground() -> Result<Snapshotter.Taken, StorageError> {
+        writer.queue.sync {
+            let (clock, through) = core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences) }
+            let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile)
+            if case .success(let taken) = outcome {
+                core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: SystemClock.monotonicNanos()) }
+            }
+            return outcome
+        }
+    }
+
+    /// Takes a snapshot now (`registryctl snapshot`); `completion` gets its outcome, or nil when
+    /// one was being taken already.
+    func snapshotNow(completion: @escaping @Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void) {
+        guard core.withLockedValue({ $0.snapshotPolicy.startByRequest() }) else { return completion(nil) }
+        writer.queue.async {
+            let (clock, through) = self.core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences) }
+            self.startSnapshot(through: through, clock: clock, completion: completion)
+        }
+    }
+
+    /// Refuses new requests with `reason`, waits for queued commits, closes the journal, and, when
+    /// it holds operations no snapshot covers, takes one so that the next start-up replays little.
+    func close(refusing reason: WireError) {
+        core.withLockedValue { $0.commits.close(with: reason) }
+        writer.close()
+        let (durable, covered) = core.withLockedValue { ($0.durable.operations, $0.snapshotPolicy.coveredOperations) }
+        if durable > covered { _ = snapshotInForeground() }
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import Platform
+import RegistryAuth
+import RegistryCore
+import RegistryStorage
+
+/// What a node starts from: the keys its cluster secret gives, and the state storage recovered
+/// (the newest snapshot with the journal after it), made into the engine's first ``EngineCore``.
+struct EngineStartup {
+    let identifierKey: IdentifierKey
+    let recovered: RecoveredStorage
+    let nodeID: NodeID
+    let peerIdentity: PeerIdentity
+    /// Where the serving state's tables come from, a peer's snapshot's included.
+    let servingTables: HugePageTableAllocator
+    let core: EngineCore
+
+    /// Resolves the cluster secret and opens the storage in `configuration.dataDirectory` on `fs`
+    /// (see ``RegistryEngine/init(configuration:logger:wallClock:fs:epochEntropy:onFatalError:)``).
+    init(
+        configuration: NodeConfiguration, fs: any FileSystem, logger: Logger, wallClock: @escaping @Sendable () -> UInt64,
+        epochEntropy: UInt64
+    ) throws(NodeStartupError) {
+        let path = configuration.dataDirectory
+        let secret = try ClusterSecret.resolve(
+            configured: configuration.clusterSecret, clusterID: configuration.clusterID, fs: fs, directory: path, logger: logger)
+        let mintingKey = MintingKey(secret: secret)
+        identifierKey = IdentifierKey(secret: secret)
+        servingTables = HugePageTableAllocator(releaseGradually: configuration.releaseTablesGradually)
+        recovered = try StorageStartup.open(
+            fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
+            expectedDevices: configuration.expectedDevices, tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy,
+            logger: logger)
+        nodeID = NodeID(trusted: recovered.metadata.nodeID)
+        let epoch = recovered.metadata.epoch
+        peerIdentity = PeerIdentity(
+            clusterID: configuration.clusterID, nodeID: nodeID, epoch: epoch, mintingKeyFingerprint: mintingKey.fingerprint,
+            proof: PeerProof(secret: secret), vendorRulesFingerprint: configuration.vendorRules.fingerprint)
+        let node = NodeState(
+            registry: recovered.registry,
+            clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,
+            epoch: epoch, nextSequence: recovered.versionVector[peerIdentity.ownLog] + 1, versionVector: recovered.versionVector,
+            rules: configuration.vendorRules, limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
+        let policy = SnapshotPolicy(
+            everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
+            coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: SystemClock.monotonicNanos())
+        core = EngineCore(node: node, durable: DurableState(recovered: recovered.versionVector), snapshotPolicy: policy)
+    }
+
+    /// The journal's writer, going on in the file after the last one recovered.
+    func logWriter(configuration: NodeConfiguration, fs: any FileSystem) throws(NodeStartupError) -> LogWriter {
+        do {
+            return try LogWriter(
+                fs: fs, directory: configuration.dataDirectory, journalFile: recovered.nextJournalFile,
+                fileBytes: configuration.journalFileBytes, index: recovered.index)
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// The owner of the node's snapshot files. Its own state's tables are huge pages, as the
+    /// serving state's, but freed at once (see ``HugePageTableAllocator``).
+    func snapshotter(configuration: NodeConfiguration, fs: any FileSystem, logger: Logger) -> Snapshotter {
+        Snapshotter(
+            fs: fs, directory: configuration.dataDirectory, index: recovered.index, nodeID: nodeID, epoch: peerIdentity.epoch,
+            expectedDevices: configuration.expectedDevices, tables: HugePageTableAllocator(inBackground: false), logger: logger)
+    }
+
+    /// Logs what storage holds.
+    func logOpened(_ logger: Logger) {
+        logger.info(
+            "storage open",
+            metadata: [
+                "operations": "\(core.durable.operations)", "devices": "\(recovered.registry.deviceCount)",
+                "claims": "\(recovered.registry.claimCount)", "epoch": "\(peerIdentity.epoch)",
+                "next_sequence": "\(core.node.nextSequence)",
+            ])
+    }
+}
