@@ -3,19 +3,28 @@ import RegistryStorage
 import Synchronization
 
 /// The real disk, with one call held: the first rename whose destination's name starts with
-/// `prefix` signals ``reached`` and then waits for ``open()``. A test uses it to act while the
-/// code that renames is stopped at that point (a snapshot install, inside the log writer's queue),
-/// so that a race that depends on timing happens every time.
+/// `prefix`, or the next sync after ``holdNextSync()``, signals ``reached`` and then waits for
+/// ``open()``. A test uses it to act while the code that renames or syncs is stopped at that point
+/// (a snapshot install or a commit, inside the log writer's queue), so that a race that depends
+/// on timing happens every time.
 public final class GatedFileSystem: FileSystem, Sendable {
     private let inner = PosixFileSystem()
     private let prefix: String
     /// Signalled once the held rename is reached.
     public let reached = DispatchSemaphore(value: 0)
     private let gate = DispatchSemaphore(value: 0)
-    private let armed = Mutex(true)
+    private let armed: Mutex<Bool>
+    private let syncArmed = Mutex(false)
 
-    public init(holdingRenamesTo prefix: String) {
-        self.prefix = prefix
+    /// `prefix` nil: no rename is held.
+    public init(holdingRenamesTo prefix: String?) {
+        self.prefix = prefix ?? ""
+        armed = Mutex(prefix != nil)
+    }
+
+    /// Holds the next sync, until ``open()``.
+    public func holdNextSync() {
+        syncArmed.withLock { $0 = true }
     }
 
     /// Lets the held rename go on.
@@ -42,7 +51,17 @@ public final class GatedFileSystem: FileSystem, Sendable {
         try inner.read(file, at: offset, count: count)
     }
     public func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
-    public func sync(_ file: FileHandle) throws(StorageError) { try inner.sync(file) }
+    public func sync(_ file: FileHandle) throws(StorageError) {
+        let hold = syncArmed.withLock { armed in
+            defer { armed = false }
+            return armed
+        }
+        if hold {
+            reached.signal()
+            gate.wait()
+        }
+        try inner.sync(file)
+    }
     public func close(_ file: FileHandle) { inner.close(file) }
     public func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
     public func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }

@@ -7,10 +7,14 @@ import RegistryWire
 /// peer hello: cuts frames, feeds ``PeerSessionStateMachine``, hands batches to the engine
 /// (``RegistryEngine/submitRemote(_:deliver:)``), and acknowledges each once it is durable.
 ///
-/// At most ``maxBatchesInFlight`` batches wait for the engine at once; beyond that it stops
-/// reading, so a fast sender is held back by TCP rather than by this node's memory.
-final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// At most ``maxBatchesInFlight`` batches wait for the engine at once, and none is taken while
+/// its acknowledgements cannot be written; beyond that it stops reading (``RequestFlowControl``,
+/// as a client's connection does), so a fast sender is held back by TCP rather than by this
+/// node's memory. It sees the channel's reads because it is a duplex handler: an inbound-only
+/// one is never asked, and the channel would go on reading.
+final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     static let maxBatchesInFlight = 4
@@ -21,6 +25,10 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var logger: Logger
     /// Batches and snapshot chunks taken and not yet acknowledged, and the read held meanwhile.
     private var flow = RequestFlowControl(maxInFlight: maxBatchesInFlight)
+    /// Set while ``resume(context:)`` runs: a flush inside it can report a change of writability,
+    /// which asks for another pass instead of running one inside it.
+    private var resuming = false
+    private var resumeAgain = false
     private var context: ChannelHandlerContext?
     /// The snapshot this peer is sending, while it arrives and is installed.
     private var intake: IncomingSnapshot?
@@ -46,6 +54,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         self.context = context
         engine.counters.connectionOpened()
         engine.counters.connection(role: "peer", by: 1)
+        flow.writabilityChanged(writable: context.channel.isWritable)
         takeFrames(context: context)
         context.flush()
         // The client handler may have held the read that would have brought the next bytes.
@@ -73,7 +82,7 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func read(context: ChannelHandlerContext) {
-        if flow.readRequested() { context.read() }
+        if flow.readRequested(open: !draining) { context.read() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -222,12 +231,25 @@ final class PeerConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         resume(context: context)
     }
 
-    /// An answer went out: takes the frames that waited, and reads again if reading was held.
+    /// An answer went out, or the channel became writable: takes the frames that waited, and
+    /// reads again if reading was held.
     private func resume(context: ChannelHandlerContext) {
-        context.flush()
-        if draining { return closeIfDrained(context: context) }
-        takeFrames(context: context)
-        context.flush()
+        if resuming {
+            resumeAgain = true
+            return
+        }
+        resuming = true
+        repeat {
+            resumeAgain = false
+            context.flush()
+            if draining {
+                resuming = false
+                return closeIfDrained(context: context)
+            }
+            takeFrames(context: context)
+            context.flush()
+        } while resumeAgain
+        resuming = false
         if flow.takeHeldRead() { context.read() }
     }
 
