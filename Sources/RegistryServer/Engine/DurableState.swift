@@ -3,9 +3,9 @@ import RegistryWire
 
 /// What is durable on this node, kept in one place: every log's highest durable sequence (what
 /// peers may be sent, what a snapshot may cover), how many operations that is, and the commits
-/// that made it so. Only the commit pipeline changes it, on the writer's queue: after a journal
-/// write (``committed(_:syncMicros:)``) and when a peer's snapshot is installed
-/// (``installed(_:)``).
+/// that made it so. It changes only on the writer's queue: after a journal write
+/// (``committed(_:syncMicros:)``, the commit pipeline) and when a peer's snapshot is installed
+/// (``installed(_:)``, ``SnapshotInstall``, between two commits).
 struct DurableState {
     private(set) var vector: VersionVector
     /// Operations durable in the journal or covered by a snapshot.

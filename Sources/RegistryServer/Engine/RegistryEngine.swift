@@ -205,7 +205,7 @@ public final class RegistryEngine: Sendable {
     /// Answers a snapshot request (`requestID`) once the snapshot is taken.
     public func submitSnapshot(requestID: UInt64, deliver: @escaping Delivery) {
         pipeline.snapshotNow { outcome in
-            let answers = Answers(requestIDs: [requestID], decisions: [.answer(Snapshotter.answer(to: outcome))])
+            let answers = Answers(requestIDs: [requestID], decisions: [.answer(ServerBody(snapshotOutcome: outcome))])
             self.pipeline.deliverCounted(Waiter(answers: answers, deliver: deliver))
         }
     }

@@ -10,7 +10,7 @@ import Synchronization
 
 /// The one owner of the node's snapshot files. It takes snapshots (below), opens the newest for a
 /// peer that lacks what the journal trimmed, and receives a peer's snapshot and puts it in place
-/// (``PeerSnapshots.swift``).
+/// (in PeerSnapshots.swift).
 ///
 /// It takes the node's snapshots in the background, without touching the serving state: it loads
 /// the newest snapshot into a state of its own, applies the journal after it up to a target (what
@@ -228,23 +228,5 @@ final class Snapshotter: @unchecked Sendable {
         guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
         try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
         return Int(firstKept - oldest)
-    }
-}
-
-extension Snapshotter {
-    /// The answer to a snapshot request (`registryctl snapshot`) that ended with `outcome`: nil
-    /// when one was being taken already.
-    static func answer(to outcome: Result<Taken, StorageError>?) -> ServerBody {
-        switch outcome {
-        case .success(let taken):
-            .snapshotTaken(
-                SnapshotTaken(
-                    operations: taken.operations, bytes: UInt64(taken.bytes), durationMillis: taken.millis,
-                    journalFilesRemoved: UInt64(taken.filesRemoved)))
-        case .failure(let error):
-            .error(WireError(code: .unavailable, message: "the snapshot failed: \(error)", retryable: true))
-        case nil:
-            .error(WireError(code: .unavailable, message: "a snapshot is being taken already; ask again once it is done", retryable: true))
-        }
     }
 }
