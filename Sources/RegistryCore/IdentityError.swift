@@ -11,6 +11,10 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A vendor name is not one the rules can produce, or a vendor rule is broken; the string
     /// says which.
     case invalidVendor(String)
+    /// An account name is empty, longer than ``AccountName/maxBytes`` or holds NUL.
+    case invalidAccount(String)
+    /// A binding policy's limit or activity window is out of range; the string says which.
+    case invalidBindingPolicy(String)
 
     public var description: String {
         switch self {
@@ -19,6 +23,8 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingIdentifier: return "the request carries no identifier; send a keychain UUID, an IDFV, or both"
         case .invalidDeviceID(let text): return "invalid device ID \(quoted(text)): expected UUID text"
         case .invalidVendor(let reason): return "invalid vendor: \(reason)"
+        case .invalidAccount(let reason): return "invalid account: \(reason)"
+        case .invalidBindingPolicy(let reason): return "invalid binding policy: \(reason)"
         }
     }
 }

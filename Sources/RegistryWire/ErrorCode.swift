@@ -115,6 +115,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .missingIdentifier: code = .missingIdentifier
         case .invalidDeviceID: code = .invalidDeviceID
         case .invalidVendor: code = .invalidArgument
+        case .invalidAccount, .invalidBindingPolicy: code = .invalidArgument
         }
         message = error.description
         retryable = false

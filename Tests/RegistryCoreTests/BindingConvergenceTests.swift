@@ -1,0 +1,155 @@
+import Testing
+@testable import RegistryCore
+
+/// Replicas that receive one account's binding changes in different orders, with repeats, must
+/// agree on its devices, and agree with the rule as written.
+///
+/// The expected devices are computed here, apart from the code under test: the changes sorted
+/// as plain tuples (HLC, origin's text, kind, device's two words), then replayed over a list of
+/// (device, first bind, latest bind) with linear scans, where ``AccountBindings`` keeps a sorted
+/// history with binary insertion and a dictionary.
+@Suite struct BindingConvergenceTests {
+    struct Expected: Equatable {
+        var bound: [DeviceID]
+        var lastActive: [HLCTimestamp]
+        var refused: Set<DeviceID>
+    }
+
+    /// The rule, written out once more.
+    func expected(_ changes: [BindingChange], policy: BindingPolicy, canonical: [DeviceID: DeviceID?]) -> Expected {
+        let ordered = Set(changes).sorted {
+            ($0.time.rawValue, $0.origin.value, $0.kind.rawValue, $0.device.uuid.high, $0.device.uuid.low)
+                < ($1.time.rawValue, $1.origin.value, $1.kind.rawValue, $1.device.uuid.high, $1.device.uuid.low)
+        }
+        var list: [(device: DeviceID, first: UInt64, latest: UInt64)] = []
+        var refused = Set<DeviceID>()
+        for change in ordered {
+            let mapped = canonical[change.device] ?? change.device
+            guard let device = mapped else { continue }
+            let index = list.firstIndex { $0.device == device }
+            if change.kind == .unbind {
+                if let index { list.remove(at: index) }
+                continue
+            }
+            if let index {
+                list[index].latest = max(list[index].latest, change.time.rawValue)
+                continue
+            }
+            var windowStart: UInt64 = 0
+            if let days = policy.activeWithinDays {
+                let span = UInt64(days) * 86_400_000
+                windowStart = change.time.millis > span ? change.time.millis - span : 0
+            }
+            let countedIndices = list.indices.filter { (list[$0].latest >> 16) >= windowStart }
+            if countedIndices.count >= policy.maxDevices {
+                if policy.pastLimit == .reject {
+                    refused.insert(device)
+                    continue
+                }
+                let oldest = countedIndices.min {
+                    (list[$0].latest, list[$0].device.uuid.high, list[$0].device.uuid.low)
+                        < (list[$1].latest, list[$1].device.uuid.high, list[$1].device.uuid.low)
+                }!
+                list.remove(at: oldest)
+            }
+            refused.remove(device)
+            list.append((device, change.time.rawValue, change.time.rawValue))
+        }
+        list.sort { ($0.device.uuid.high, $0.device.uuid.low) < ($1.device.uuid.high, $1.device.uuid.low) }
+        return Expected(
+            bound: list.map(\.device), lastActive: list.map { HLCTimestamp(rawValue: $0.latest) },
+            refused: refused.subtracting(list.map(\.device)))
+    }
+
+    /// One seed: three nodes each accept changes against what they have heard so far (they hear
+    /// each other's changes late), some devices merge into others and one is forgotten; then
+    /// four replicas receive every accepted change in an order of their own, some twice.
+    func run(seed: UInt64, policy: BindingPolicy) {
+        var random = SplitMix64(seed: seed)
+        let vendor = Vendor(trusted: "com.vendor")
+        let account = UUID128(high: 7, low: seed)
+        let nodes = ["node-a", "node-b", "node-c"].map { NodeID(trusted: $0) }
+        let devices = (1...6).map { DeviceID(UUID128(high: UInt64($0) << 60 | random.next() >> 4, low: random.next())) }
+        var canonical = [DeviceID: DeviceID?]()
+        canonical[devices[5]] = devices[0]
+        canonical[devices[4]] = .some(nil)
+        let map: (DeviceID) -> DeviceID? = { canonical[$0] ?? $0 }
+
+        var heard = Array(repeating: AccountBindings(), count: nodes.count)
+        var accepted = [BindingChange]()
+        for step in 0..<60 {
+            let node = Int(random.next() % 3)
+            // Each node hears a random earlier change now and then, late and out of order.
+            if !accepted.isEmpty, random.next() % 2 == 0 {
+                heard[node].insert(accepted[Int(random.next() % UInt64(accepted.count))])
+            }
+            // A clock that stands still for a few steps, so that equal HLCs from two nodes occur.
+            let millis = 1_000 + UInt64(step / 3) * 40_000_000
+            let change = BindingChange(
+                kind: random.next() % 4 == 0 ? .unbind : .bind, vendor: vendor, account: account,
+                device: devices[Int(random.next() % 6)], time: HLCTimestamp(millis: millis, counter: 0), origin: nodes[node])
+            guard !heard[node].changes.contains(where: { !$0.precedes(change) }) else { continue }
+            switch heard[node].decide(change, policy: policy, canonical: map) {
+            case .rejected, .notBound: continue
+            case .bound, .alreadyBound, .unbound:
+                heard[node].insert(change)
+                accepted.append(change)
+            }
+        }
+
+        let want = expected(accepted, policy: policy, canonical: canonical)
+        for _ in 0..<4 {
+            var delivery = accepted + accepted.filter { _ in random.next() % 3 == 0 }
+            delivery.shuffle(using: &random)
+            var replica = AccountBindings()
+            for change in delivery { replica.insert(change) }
+            let resolution = replica.resolve(policy: policy, canonical: map)
+            let got = Expected(
+                bound: resolution.bound.map(\.device), lastActive: resolution.bound.map(\.lastActive),
+                refused: Set(resolution.unbound.filter { $0.reason == .refused }.map(\.device)))
+            #expect(got == want, "seed \(seed)")
+            #expect(replica.changes.count == Set(accepted).count, "seed \(seed)")
+        }
+    }
+
+    @Test(arguments: 0..<200 as Range<UInt64>)
+    func replicasAgreeWithTheWrittenRule(seed: UInt64) throws {
+        let policies = [
+            BindingPolicy.default,
+            try BindingPolicy(maxDevices: 2, pastLimit: .replace),
+            try BindingPolicy(maxDevices: 2, activeWithinDays: 1, pastLimit: .reject),
+            try BindingPolicy(maxDevices: 3, activeWithinDays: 2, pastLimit: .replace),
+        ]
+        run(seed: seed, policy: policies[Int(seed % 4)])
+    }
+
+    /// A change a node decides to keep does what its answer said, once applied.
+    @Test(arguments: 0..<50 as Range<UInt64>)
+    func aDecisionIsWhatApplyingDoes(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed ^ 0xB14D)
+        let policy = try BindingPolicy(maxDevices: 1 + Int(random.next() % 3), pastLimit: random.next() % 2 == 0 ? .reject : .replace)
+        let devices = (1...5).map { DeviceID(UUID128(high: UInt64($0), low: random.next())) }
+        var bindings = AccountBindings()
+        for step in 0..<40 {
+            let device = devices[Int(random.next() % 5)]
+            let change = BindingChange(
+                kind: random.next() % 4 == 0 ? .unbind : .bind, vendor: Vendor(trusted: "com.v"), account: UUID128(high: 1, low: 1),
+                device: device, time: HLCTimestamp(millis: UInt64(step + 1), counter: 0), origin: NodeID(trusted: "n"))
+            let outcome = bindings.decide(change, policy: policy, canonical: { $0 })
+            let before = bindings.resolve(policy: policy, canonical: { $0 }).bound.map(\.device)
+            bindings.insert(change)
+            let after = bindings.resolve(policy: policy, canonical: { $0 }).bound.map(\.device)
+            switch outcome {
+            case .bound(let replaced):
+                #expect(after.contains(device) && !before.contains(device))
+                #expect(Set(before).subtracting(after) == Set([replaced].compactMap { $0 }))
+            case .alreadyBound, .rejected, .notBound:
+                #expect(after == before)
+                if case .rejected(let bound) = outcome { #expect(bound.map(\.device) == before) }
+            case .unbound:
+                #expect(Set(before).subtracting(after) == [device])
+            }
+            #expect(after.count <= policy.maxDevices)
+        }
+    }
+}
