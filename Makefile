@@ -42,12 +42,13 @@ proto-tools:
 
 # protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
 # a node in the metrics test; openssl makes the TLS tests' certificates; systemd-analyze and
-# kubernetes-validate check deploy/.
+# kubernetes-validate check deploy/; publicsuffix is the Public Suffix List a core test reads.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
 	@command -v systemd-analyze >/dev/null || $(APT) systemd
 	@command -v openssl >/dev/null || $(APT) openssl
+	@test -f /usr/share/publicsuffix/public_suffix_list.dat || $(APT) publicsuffix
 	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
 	@python3 -c 'import kubernetes_validate' 2>/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
