@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench/cpu-compare.sh BASE-BIN-DIR HEAD-BIN-DIR ROW PAIRS: the server CPU one registration costs,
+# for two registryd builds, alternating which runs first. Each run starts a fresh node, drives it
+# for 10 s with the same rows as bench/compare.sh (ROW: single or batch) and reads the node's user
+# and system time from /proc around it. On a noisy machine a build's throughput spreads by tens of
+# percent from run to run, while the CPU each registration costs spreads far less: this tells two
+# builds apart where `make bench-compare` cannot. Prints one line a run and the medians.
+# Build the two first, e.g. `swift build -c release --product registryd` in two checkouts.
+# REGISTRYLOAD_DIR names a folder holding a release registryload, to skip building this one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}
+case $row in
+  single) arguments="--connections 4 --in-flight 64 --batch 1" ;;
+  batch) arguments="--connections 8 --in-flight 16 --batch 100" ;;
+  *) echo "ROW is single or batch, not $row" >&2; exit 2 ;;
+esac
+export PATH="/opt/swift/usr/bin:$PATH"
+load_bin=${REGISTRYLOAD_DIR:-}
+if [ -z "$load_bin" ]; then
+  swift build -c release --product registryload >&2
+  load_bin=$(swift build -c release --show-bin-path)
+fi
+out=$(mktemp -d /tmp/registry-cpu.XXXXXX)
+node_pid=""
+cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true; rm -rf "$out"; }
+trap cleanup EXIT
+
+# run NAME BINARY-DIR: prints NAME and the node's CPU µs a registration.
+run() {
+  local name=$1 bin=$2
+  rm -rf "$out/data" && mkdir -p "$out/data"
+  # shellcheck disable=SC2046 # the flags are words
+  "$bin/registryd" --data-dir "$out/data" --port 7462 --log-level warning $(this_machine_flags "$bin") > "$out/node.log" 2>&1 &
+  node_pid=$!
+  wait_for_port 7462 || { cat "$out/node.log" >&2; exit 1; }
+  local ticks_before ticks_after
+  ticks_before=$(awk '{print $14 + $15}' "/proc/$node_pid/stat")
+  # shellcheck disable=SC2086 # the arguments are words
+  "$load_bin/registryload" --endpoints 127.0.0.1:7462 --duration 10s --warmup 0s $arguments --seed 1 \
+    --json "$out/report.json" > /dev/null 2>&1
+  ticks_after=$(awk '{print $14 + $15}' "/proc/$node_pid/stat")
+  kill -TERM "$node_pid"; wait "$node_pid" || true; node_pid=""
+  python3 - "$out/report.json" "$name" "$ticks_before" "$ticks_after" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+report, name, before, after, hz = json.load(open(sys.argv[1])), sys.argv[2], *map(int, sys.argv[3:])
+count = report["latency"]["count"]
+print(f"{name}\t{(after - before) * 1e6 / hz / count:.2f}")
+PY
+}
+
+for pair in $(seq "$pairs"); do
+  if [ $((pair % 2)) = 1 ]; then run base "$base_bin"; run head "$head_bin"; else run head "$head_bin"; run base "$base_bin"; fi
+done | tee "$out/runs.tsv"
+python3 - "$out/runs.tsv" "$row" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, micros = line.split("\t")
+    runs.setdefault(name, []).append(float(micros))
+base, head = statistics.median(runs["base"]), statistics.median(runs["head"])
+print(f"{sys.argv[2]}: base {base:.2f} µs, head {head:.2f} µs a registration (medians of {len(runs['base'])}), ratio {head / base:.3f}")
+PY
