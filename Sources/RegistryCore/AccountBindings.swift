@@ -7,7 +7,8 @@
 /// changes are skipped. An unbind removes the device. A bind of a bound device marks it active
 /// at the bind's time. A bind of another device binds it while fewer than the policy's limit are
 /// counted; past it, `reject` refuses the bind and `replace` first unbinds the least recently
-/// active counted device.
+/// active counted device. A bind of a device bound but outside the policy's window counts it
+/// again, so it takes a place as a new device does.
 ///
 /// The result depends only on the set of changes, the merges and the policy, never on the order
 /// changes arrived in, so replicas that hold the same changes agree. Two nodes that cannot hear
@@ -39,9 +40,12 @@ public struct AccountBindings: Sendable {
     }
 
     /// What applying `candidate`, a change newer than every one held, would do: what a node
-    /// answers the request that asks for it. A change whose outcome is ``Outcome/rejected(bound:)``
-    /// or ``Outcome/notBound`` changes nothing and is not logged.
+    /// answers the request that asks for it (its HLC puts it after everything the node holds). A
+    /// change whose outcome is ``Outcome/rejected(bound:)`` or ``Outcome/notBound`` changes nothing
+    /// and is not logged: an unbind that finds nothing bound is answered as such, and does not
+    /// unbind a bind this node has not heard of yet.
     public func decide(_ candidate: BindingChange, policy: BindingPolicy, canonical: (DeviceID) -> DeviceID?) -> Outcome {
+        precondition(changes.last.map { $0.precedes(candidate) } ?? true, "a decided change must follow every change held")
         var fold = folded(policy: policy, canonical: canonical)
         guard let device = canonical(candidate.device) else { return .notBound }
         return fold.apply(candidate, to: device, policy: policy)
@@ -58,15 +62,18 @@ public struct AccountBindings: Sendable {
 
     /// What one change did to the account.
     public enum Outcome: Hashable, Sendable {
-        /// The device is bound now; `replaced` is the device the `replace` policy unbound for it.
+        /// The device is bound now and counts; `replaced` is the device the `replace` policy
+        /// unbound to make room for it (also when it was bound, but outside the window).
         case bound(replaced: DeviceID?)
         /// The device was bound already; the bind marked it active.
         case alreadyBound
         /// The bind is refused: the account has as many counted devices as its policy allows.
+        /// `bound` lists every bound device, counted or not, so that the user can choose one to
+        /// unbind (a device outside the window takes no place, so unbinding it frees none).
         case rejected(bound: [BoundDevice])
         /// The unbind removed the device.
         case unbound
-        /// The unbind found the device not bound.
+        /// The unbind found the device not bound, or the change names a forgotten device.
         case notBound
     }
 
@@ -91,18 +98,21 @@ public struct AccountBindings: Sendable {
                 unbound[device] = UnboundDevice(device: device, reason: .unbound, time: change.time)
                 return .unbound
             case .bind:
-                if var existing = bound[device] {
-                    existing.lastActive = max(existing.lastActive, change.time)
-                    bound[device] = existing
+                let since = policy.countedSince(change.time)
+                if let existing = bound[device], existing.lastActive.millis >= since {
+                    bound[device]!.lastActive = max(existing.lastActive, change.time)
                     return .alreadyBound
                 }
-                let since = policy.countedSince(change.time)
-                let counted = bound.values.filter { $0.lastActive.millis >= since }
+                // A device not bound, or bound but outside the window (this bind would count it
+                // again): either way it takes a place.
+                let counted = bound.values.filter { $0.device != device && $0.lastActive.millis >= since }
                 var replaced: DeviceID?
                 if counted.count >= policy.maxDevices {
                     switch policy.pastLimit {
                     case .reject:
-                        unbound[device] = UnboundDevice(device: device, reason: .refused, time: change.time)
+                        if bound[device] == nil {
+                            unbound[device] = UnboundDevice(device: device, reason: .refused, time: change.time)
+                        }
                         return .rejected(bound: bound.values.sorted { $0.device < $1.device })
                     case .replace:
                         let oldest = counted.min { ($0.lastActive, $0.device) < ($1.lastActive, $1.device) }!
@@ -111,6 +121,11 @@ public struct AccountBindings: Sendable {
                             device: oldest.device, reason: .replaced(by: device), time: change.time)
                         replaced = oldest.device
                     }
+                }
+                if var existing = bound[device] {
+                    existing.lastActive = max(existing.lastActive, change.time)
+                    bound[device] = existing
+                    return replaced.map { .bound(replaced: $0) } ?? .alreadyBound
                 }
                 bound[device] = BoundDevice(device: device, since: change.time, lastActive: change.time)
                 unbound[device] = nil
@@ -142,8 +157,9 @@ public struct UnboundDevice: Hashable, Sendable {
         case unbound
         /// A bind past the limit took its place under the `replace` policy.
         case replaced(by: DeviceID)
-        /// Its bind came past the limit under the `reject` policy. A node that accepted that bind
-        /// had not yet heard of the earlier binds that filled the account.
+        /// Its bind came past the limit under the `reject` policy: a node that accepted that bind
+        /// had not yet heard of the earlier binds that filled the account, or the vendor has
+        /// lowered its limit since (the policy in force applies to the whole history).
         case refused
     }
 

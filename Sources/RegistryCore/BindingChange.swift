@@ -1,6 +1,6 @@
 /// A bind or an unbind of one account to one device, as it is logged and replicated.
 ///
-/// Changes of one account are applied in ``order``: their HLC, then the origin node, the kind
+/// Changes of one account are applied in ``precedes(_:)`` order: their HLC, then the origin node, the kind
 /// and the device, so that every replica that holds the same changes orders them alike. An
 /// account is named by the keyed hash of its ``AccountName`` within its vendor.
 public struct BindingChange: Hashable, Sendable {

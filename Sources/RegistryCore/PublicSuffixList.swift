@@ -30,9 +30,10 @@ public struct PublicSuffixList: Sendable, Equatable {
     /// compared without regard to ASCII case.
     public init(parsing text: String) throws(Invalid) {
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Character-wise, "\r\n" is one newline: lists with either line ending read alike.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             number += 1
-            let line = rawLine.prefix { $0 != " " && $0 != "\t" && $0 != "\r" }
+            let line = rawLine.prefix { !$0.isWhitespace }
             if line.isEmpty || line.hasPrefix("//") { continue }
             var rule = Substring(line.lowercased())
             let isException = rule.hasPrefix("!")
@@ -43,7 +44,7 @@ public struct PublicSuffixList: Sendable, Equatable {
             }
             let isWildcard = labels.first == "*"
             if isWildcard { labels.removeFirst() }
-            guard !labels.isEmpty, !labels.contains("*") else {
+            guard !labels.isEmpty, !labels.contains(where: { $0.contains("*") }) else {
                 throw Invalid(line: number, reason: "\"\(line)\" may hold a wildcard only as its first label, before another")
             }
             guard !(isException && isWildcard), !isException || labels.count >= 2 else {

@@ -48,9 +48,23 @@ import Testing
         #expect(vendor("com", list) == "com")
     }
 
+    /// An exception is the prevailing rule, even beside a longer plain rule below it.
+    @Test func anExceptionPrevails() throws {
+        let list = try PublicSuffixList(parsing: Self.sample + "\nshop.city.kawasaki.jp")
+        #expect(vendor("jp.kawasaki.city.shop.app", list) == "jp.kawasaki.city")
+    }
+
+    @Test func eitherLineEndingReadsAlike() throws {
+        let crlf = try PublicSuffixList(parsing: "// a comment\r\ncom\r\nco.uk\r\n*.ck\r\n")
+        #expect(crlf == (try PublicSuffixList(parsing: "// a comment\ncom\nco.uk\n*.ck\n")))
+        #expect(crlf.ruleCount == 3)
+        #expect(vendor("uk.co.bbc.iplayer", crlf) == "uk.co.bbc")
+    }
+
     @Test func badRulesSayWhichLine() {
         let cases: [(String, Int)] = [
             ("com\nco..uk", 2), ("com\n*.*.uk", 2), ("com\nuk.*", 2), ("com\n!*.ck", 2), ("!ck", 1), ("// only a comment\n", 2),
+            ("com\r\n*ck", 2), ("com\nuk.c*", 2),
         ]
         for (text, line) in cases {
             #expect(throws: PublicSuffixList.Invalid.self) { try PublicSuffixList(parsing: text) }
@@ -81,5 +95,8 @@ import Testing
         #expect(vendor("uk.co.tesco.app", list) == "uk.co.tesco")
         #expect(vendor("com.acme.mail", list) == "com.acme")
         #expect(vendor("au.com.woolworths.app", list) == "au.com.woolworths")
+        // The real list's wildcard and exception for .ck.
+        #expect(vendor("ck.foo.bar.app", list) == "ck.foo.bar")
+        #expect(vendor("ck.www.app", list) == "ck.www")
     }
 }
