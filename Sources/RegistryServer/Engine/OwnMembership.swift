@@ -39,9 +39,10 @@ final class OwnMembership: Sendable {
 
     /// A peer refused this node as removed from the cluster: records that, as the removal
     /// operation the cluster logged (a join, so applying it again changes nothing), so that the
-    /// node refuses writes from now on, across restarts too.
-    func learnedRemoval() {
-        if change(address: "", removed: true, needed: { own in own?.removed != true }) {
+    /// node refuses writes from now on, across restarts too. `done` runs once that is durable
+    /// (at once when the node knew already); a caller that must not lose it to a crash waits.
+    func learnedRemoval(done: @escaping @Sendable () -> Void = {}) {
+        if change(address: "", removed: true, done: done, needed: { own in own?.removed != true }) {
             logger.error("a peer says this node was removed from the cluster: it refuses writes from now on")
         }
     }

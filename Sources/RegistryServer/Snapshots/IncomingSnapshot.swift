@@ -41,27 +41,32 @@ final class IncomingSnapshot: @unchecked Sendable {
     }
 
     /// Syncs the file, installs it, and frees the intake; `completion` gets what the node then
-    /// holds, or why the snapshot was refused.
+    /// holds, or why the snapshot was refused. The intake is free by the time `completion` runs,
+    /// so a peer told of the outcome can start another transfer at once.
     func finish(completion: @escaping @Sendable (Result<VersionVector, WireError>) -> Void) {
         queue.async {
-            defer { self.release() }
-            guard let handle = self.handle else {
-                return completion(.failure(RegistryEngine.snapshotRefused("no snapshot was written", retryable: true)))
-            }
-            self.handle = nil
-            do {
-                try self.files.sealIncoming(handle)
-            } catch {
-                return completion(.failure(RegistryEngine.snapshotRefused("cannot sync the snapshot: \(error)", retryable: true)))
-            }
-            completion(self.engine.installIncomingSnapshot())
+            let outcome = self.sealAndInstall()
+            self.release()
+            completion(outcome)
         }
     }
 
+    private func sealAndInstall() -> Result<VersionVector, WireError> {
+        guard let handle else { return .failure(RegistryEngine.snapshotRefused("no snapshot was written", retryable: true)) }
+        self.handle = nil
+        do {
+            try files.sealIncoming(handle)
+        } catch {
+            return .failure(RegistryEngine.snapshotRefused("cannot sync the snapshot: \(error)", retryable: true))
+        }
+        return engine.installIncomingSnapshot()
+    }
+
     /// Gives up on the transfer (its connection closed): deletes the partial file and frees the
-    /// intake. Nothing, once it is finished.
-    func abandon() {
+    /// intake, then calls `done`. Nothing, once it is finished.
+    func abandon(done: @escaping @Sendable () -> Void = {}) {
         queue.async {
+            defer { done() }
             guard !self.released else { return }
             self.files.discardIncoming(self.handle)
             self.handle = nil

@@ -52,7 +52,7 @@ final class ClusterSimulation {
     }
 
     /// What happened, for the report and for checking that each fault was exercised.
-    struct Counts {
+    struct Counts: Equatable {
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -282,7 +282,7 @@ final class ClusterSimulation {
     /// The receiver's side of a connection is gone: so is the snapshot it was taking in.
     private func endSession(receiver: Int, sender: Int) {
         sessions[receiver][sender] = nil
-        intakes[receiver][sender]?.abandon()
+        abandonIntake(receiver, sender)
         intakes[receiver][sender] = nil
     }
 
@@ -511,7 +511,9 @@ final class ClusterSimulation {
         case .closeAndRetry(let delay, _, let refusal):
             if refusal != nil { counts.refusals += 1 }
             // As ``PeerLink`` does: a peer that refuses this node as removed tells it so.
-            if refusal?.code == .nodeRemoved { engine.membership.learnedRemoval() }
+            // The simulation waits for it to be durable: a crash at the next step would otherwise
+            // keep or lose it by how far the writer's queue had got, and a seed would not replay.
+            if refusal?.code == .nodeRemoved { _ = Self.wait { done in engine.membership.learnedRemoval { done(true) } } }
             // As PeerLink does: a snapshot refused for good is followed by a newer one.
             if let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
             links[sender][receiver]!.incarnation += 1
@@ -646,10 +648,17 @@ final class ClusterSimulation {
         }
     }
 
+    /// Gives up on the snapshot `receiver` takes in from `sender`, if any, and waits until the
+    /// intake is free: a transfer that starts at the next step must find it so on every run.
+    private func abandonIntake(_ receiver: Int, _ sender: Int) {
+        guard let intake = intakes[receiver][sender] else { return }
+        _ = Self.wait { done in intake.abandon { done(true) } }
+    }
+
     /// The receiving side of a snapshot transfer, through the real intake (``IncomingSnapshot``).
     private func storeChunk(_ chunk: SnapshotChunk, starts: Bool, last: Bool, sender: Int, receiver: Int, engine: RegistryEngine) {
         if starts {
-            intakes[receiver][sender]?.abandon()
+            abandonIntake(receiver, sender)
             intakes[receiver][sender] = IncomingSnapshot.begin(engine: engine)
         }
         guard let intake = intakes[receiver][sender] else {
