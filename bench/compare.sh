@@ -53,10 +53,7 @@ run() {
   registryd_pid=$!
   wait_for_port 7460 || { cat "$out/registryd.log" >&2; exit 1; }
   local arguments
-  case $row in
-    single) arguments="--connections 4 --in-flight 64 --batch 1" ;;
-    batch) arguments="--connections 8 --in-flight 16 --batch 100" ;;
-  esac
+  arguments=$(compare_row_arguments "$row")
   # shellcheck disable=SC2086 # the arguments are words
   "$head_bin/registryload" --endpoints 127.0.0.1:7460 --duration "${seconds}s" --warmup 2s $arguments --seed "$round" \
     --json "$out/$name-$row-$round.json" > /dev/null 2>&1 || true

@@ -12,11 +12,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}
-case $row in
-  single) arguments="--connections 4 --in-flight 64 --batch 1" ;;
-  batch) arguments="--connections 8 --in-flight 16 --batch 100" ;;
-  *) echo "ROW is single or batch, not $row" >&2; exit 2 ;;
-esac
+arguments=$(compare_row_arguments "$row")
 export PATH="/opt/swift/usr/bin:$PATH"
 load_bin=${REGISTRYLOAD_DIR:-}
 if [ -z "$load_bin" ]; then

@@ -30,3 +30,14 @@ this_machine_flags() {
   if [ -n "${BENCH_NODE_FLAGS+set}" ]; then echo "$BENCH_NODE_FLAGS"; return; fi
   if "$1/registryd" --help 2>/dev/null | grep -q -- --release-tables-gradually; then echo --release-tables-gradually; fi
 }
+
+# compare_row_arguments ROW: registryload's arguments for a row of bench/compare.sh and
+# bench/cpu-compare.sh: single (4 connections x 64 in flight, one request a frame) or batch
+# (batches of 100, 8 connections x 16 in flight). Fails for any other row.
+compare_row_arguments() {
+  case $1 in
+    single) echo "--connections 4 --in-flight 64 --batch 1" ;;
+    batch) echo "--connections 8 --in-flight 16 --batch 100" ;;
+    *) echo "a row is single or batch, not $1" >&2; return 2 ;;
+  esac
+}

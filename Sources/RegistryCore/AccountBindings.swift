@@ -99,27 +99,26 @@ public struct AccountBindings: Sendable {
                 return .unbound
             case .bind:
                 let since = policy.countedSince(change.time)
-                if let existing = bound[device], existing.lastActive.millis >= since {
-                    bound[device]!.lastActive = max(existing.lastActive, change.time)
-                    return .alreadyBound
-                }
-                // A device not bound, or bound but outside the window (this bind would count it
-                // again): either way it takes a place.
-                let counted = bound.values.filter { $0.device != device && $0.lastActive.millis >= since }
                 var replaced: DeviceID?
-                if counted.count >= policy.maxDevices {
-                    switch policy.pastLimit {
-                    case .reject:
-                        if bound[device] == nil {
-                            unbound[device] = UnboundDevice(device: device, reason: .refused, time: change.time)
+                // A device not bound, or bound but outside the window (this bind would count it
+                // again), takes a place; a counted one is only marked active.
+                let takesPlace = bound[device].map { $0.lastActive.millis < since } ?? true
+                if takesPlace {
+                    let counted = bound.values.filter { $0.device != device && $0.lastActive.millis >= since }
+                    if counted.count >= policy.maxDevices {
+                        switch policy.pastLimit {
+                        case .reject:
+                            if bound[device] == nil {
+                                unbound[device] = UnboundDevice(device: device, reason: .refused, time: change.time)
+                            }
+                            return .rejected(bound: bound.values.sorted { $0.device < $1.device })
+                        case .replace:
+                            let oldest = counted.min { ($0.lastActive, $0.device) < ($1.lastActive, $1.device) }!
+                            bound[oldest.device] = nil
+                            unbound[oldest.device] = UnboundDevice(
+                                device: oldest.device, reason: .replaced(by: device), time: change.time)
+                            replaced = oldest.device
                         }
-                        return .rejected(bound: bound.values.sorted { $0.device < $1.device })
-                    case .replace:
-                        let oldest = counted.min { ($0.lastActive, $0.device) < ($1.lastActive, $1.device) }!
-                        bound[oldest.device] = nil
-                        unbound[oldest.device] = UnboundDevice(
-                            device: oldest.device, reason: .replaced(by: device), time: change.time)
-                        replaced = oldest.device
                     }
                 }
                 if var existing = bound[device] {

@@ -114,8 +114,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidIdentifier: code = .invalidIdentifier
         case .missingIdentifier: code = .missingIdentifier
         case .invalidDeviceID: code = .invalidDeviceID
-        case .invalidVendor: code = .invalidArgument
-        case .invalidAccount, .invalidBindingPolicy: code = .invalidArgument
+        case .invalidVendor, .invalidAccount, .invalidBindingPolicy: code = .invalidArgument
         }
         message = error.description
         retryable = false

@@ -32,7 +32,13 @@ public final class GatedFileSystem: FileSystem, Sendable {
 
     public func rename(_ source: String, to destination: String) throws(StorageError) {
         let name = destination.split(separator: "/").last.map(String.init) ?? destination
-        let hold = name.hasPrefix(prefix) && armed.withLock { armed in
+        if name.hasPrefix(prefix) { holdOnce(armed) }
+        try inner.rename(source, to: destination)
+    }
+
+    /// When `armed` is set, clears it, signals ``reached`` and waits for ``open()``.
+    private func holdOnce(_ armed: borrowing Mutex<Bool>) {
+        let hold = armed.withLock { armed in
             defer { armed = false }
             return armed
         }
@@ -40,7 +46,6 @@ public final class GatedFileSystem: FileSystem, Sendable {
             reached.signal()
             gate.wait()
         }
-        try inner.rename(source, to: destination)
     }
 
     public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle { try inner.open(path, create: create) }
@@ -52,14 +57,7 @@ public final class GatedFileSystem: FileSystem, Sendable {
     }
     public func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
     public func sync(_ file: FileHandle) throws(StorageError) {
-        let hold = syncArmed.withLock { armed in
-            defer { armed = false }
-            return armed
-        }
-        if hold {
-            reached.signal()
-            gate.wait()
-        }
+        holdOnce(syncArmed)
         try inner.sync(file)
     }
     public func close(_ file: FileHandle) { inner.close(file) }
