@@ -305,8 +305,8 @@ import Testing
         let all = cluster.nodes.map(\.endpoint) + [d.endpoint]
         let stats = try await ClusterTests.converged(all, within: 20)
         #expect(stats.allSatisfy { $0.members.map(\.nodeID) == ["node-a", "node-b", "node-c", "node-d"] })
-        // The others link to node-d once its join reached them (they look every second). 30 s:
-        // a rehearsal of CI with another build beside it took more than 15 s, where 3.5 s is usual.
+        // The others link to node-d once its join reached them (they look every second); the
+        // bound is loose because a loaded machine stretches each look and each dial's retry.
         var linked = [StatsMessage]()
         let linkDeadline = Date().addingTimeInterval(30)
         repeat {
