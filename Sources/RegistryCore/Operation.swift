@@ -3,6 +3,8 @@
 public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     case membership(MembershipOp)
+    /// An account bound to, or unbound from, a device (``AccountBindings`` says what it does).
+    case binding(BindingChange)
 }
 
 /// One registration as it changed the state.

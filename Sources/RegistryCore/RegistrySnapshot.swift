@@ -1,6 +1,6 @@
 /// One piece of a ``RegistryState`` as a snapshot keeps it. A state is written as its names
 /// (every origin node, vendor and bundle, each kind numbered from 0 in the order written), then
-/// every `device`, every `alias`, every `claim` and every `app`; ``RegistryState/Restorer``
+/// every `device`, every `alias`, every `claim`, every `app` and every `binding`; ``RegistryState/Restorer``
 /// builds the same state back from them, in that order. Later pieces name a device by its number
 /// (its position among the `device` pieces, from 0) and a name by its number, so that restoring
 /// costs about one index insert per device and per claim, with no string to parse or hash.
@@ -23,6 +23,10 @@ public enum SnapshotRecord: Hashable, Sendable {
     case app(device: UInt32, bundle: UInt32, first: HLCTimestamp, last: HLCTimestamp)
     /// A member of the cluster (written before everything else).
     case member(NodeID, Member)
+    /// A binding change of `account` in vendor number `vendor`, naming `device` (which need not be
+    /// a device of the snapshot: the change may have arrived before the device's registration),
+    /// accepted at `time` by origin number `origin`.
+    case binding(kind: BindingChange.Kind, vendor: UInt32, account: UUID128, device: DeviceID, time: HLCTimestamp, origin: UInt32)
 }
 
 /// Why snapshot records could not be restored: they contradict each other or come out of order.
@@ -86,6 +90,15 @@ extension RegistryState {
                         last: HLCTimestamp(rawValue: app.lastSeen)))
             }
         }
+        for (key, account) in accountTable.accounts.sorted(by: { $0.key < $1.key }) {
+            let vendor = vendors.number(of: key.vendor)!
+            for change in account.changes {
+                try body(
+                    .binding(
+                        kind: change.kind, vendor: vendor, account: change.account, device: change.device, time: change.time,
+                        origin: origins.number(of: change.origin)!))
+            }
+        }
     }
 
     /// Builds a state back from snapshot records, one at a time, so that a snapshot streams
@@ -93,7 +106,7 @@ extension RegistryState {
     public struct Restorer: Sendable {
         private var state: RegistryState
         private enum Phase: Int, Comparable {
-            case names, devices, aliases, claims, apps
+            case names, devices, aliases, claims, apps, bindings
             static func < (a: Phase, b: Phase) -> Bool { a.rawValue < b.rawValue }
         }
         private var phase = Phase.names
@@ -237,6 +250,15 @@ extension RegistryState {
                 guard bundle < state.bundles.count else { throw SnapshotRestoreError("an app names bundle \(bundle), which the snapshot does not") }
                 guard state.slots[root].canonical == root else { throw SnapshotRestoreError("app of alias \(root)") }
                 state.see(bundle, first: first.rawValue, last: last.rawValue, on: root)
+            case .binding(let kind, let vendor, let account, let device, let time, let origin):
+                try enter(.bindings, record)
+                guard vendor < state.vendors.count, origin < state.origins.count else {
+                    throw SnapshotRestoreError("a binding names a vendor or origin the snapshot does not")
+                }
+                let change = BindingChange(
+                    kind: kind, vendor: state.vendors[vendor], account: account, device: device, time: time, origin: state.origins[origin])
+                guard state.accountTable.insert(change) else { throw SnapshotRestoreError("binding change \(change) appears twice") }
+                state.digest &+= state.bindingFact(change, vendor: vendor, origin: origin)
             }
         }
 

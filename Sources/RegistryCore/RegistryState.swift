@@ -80,6 +80,8 @@ public struct RegistryState: Sendable {
     /// Counts membership changes applied, so that a reader can tell cheaply whether the members
     /// may have changed since it last looked.
     public internal(set) var membershipChanges = 0
+    /// Every account's binding changes.
+    var accountTable = AccountTable()
     /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
     public internal(set) var digest: UInt64 = 0
     var vendorDigests = NameDigests()
@@ -209,7 +211,17 @@ public struct RegistryState: Sendable {
         switch operation {
         case .registration(let op): apply(op)
         case .membership(let op): apply(op)
+        case .binding(let change): apply(change)
         }
+    }
+
+    /// Adds a binding change (see ``AccountBindings``); a change held already changes nothing.
+    public mutating func apply(_ change: BindingChange) {
+        guard accountTable.insert(change) else { return }
+        // Interned so that a snapshot can name them by number.
+        let vendor = vendors.intern(change.vendor)
+        let origin = origins.intern(change.origin)
+        digest &+= bindingFact(change, vendor: vendor, origin: origin)
     }
 
     /// Joins a membership change in (see ``Member``).
@@ -386,6 +398,11 @@ public struct RegistryState: Sendable {
         slotOf.value(for: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
     }
 
+    /// The vendor of device `id`; nil when unknown.
+    public func vendor(of id: DeviceID) -> Vendor? {
+        slotOf.value(for: id.uuid).map { vendors[slots[$0].vendor] }
+    }
+
     /// The canonical record of `id`, which may be an alias.
     public func resolve(_ id: DeviceID) -> DeviceRecord? {
         slotOf.value(for: id.uuid).map { record(of: slots[$0].canonical) }
@@ -398,6 +415,23 @@ public struct RegistryState: Sendable {
         else { return nil }
         return record(of: slots[owner].canonical)
     }
+
+    /// The binding changes of `account` in `vendor`; nil when it has none.
+    public func bindings(of account: AccountKey) -> AccountBindings? {
+        accountTable.bindings(of: account)
+    }
+
+    /// The accounts whose binding changes name `id` or any device merged with it, sorted; empty
+    /// when the device is unknown.
+    public func accounts(of id: DeviceID) -> [AccountKey] {
+        guard let number = slotOf.value(for: id.uuid) else { return [] }
+        let root = slots[number].canonical
+        let merged = [root] + (members[root] ?? [])
+        return accountTable.accounts(naming: merged.map { slots[$0].id })
+    }
+
+    /// Binding changes held, all accounts together.
+    public var bindingChangeCount: Int { accountTable.changeCount }
 
     private func record(of root: UInt32) -> DeviceRecord {
         var apps = [AppSeen]()
@@ -438,7 +472,8 @@ public struct RegistryState: Sendable {
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             claimed[Snapshot.Claim(vendor: vendors[key.vendor], identifier: identifier)] = DeviceID(slots[owner].id)
         }
-        return Snapshot(devices: devices, records: records, claims: claimed, members: clusterMembers)
+        let bindings = Set(accountTable.accounts.values.flatMap(\.changes))
+        return Snapshot(devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings)
     }
 
     /// See ``snapshot()``.
@@ -467,6 +502,8 @@ public struct RegistryState: Sendable {
         public let claims: [Claim: DeviceID]
         /// The cluster's members.
         public let members: [NodeID: Member]
+        /// Every binding change.
+        public let bindings: Set<BindingChange>
 
         /// Every known device to its canonical device.
         public var canonical: [DeviceID: DeviceID] { devices.mapValues(\.canonical) }

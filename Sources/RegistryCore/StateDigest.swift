@@ -3,10 +3,10 @@
 ///
 /// The state is a set of facts: each device (its ID, its canonical device's ID, its creation HLC
 /// and origin, its vendor), each claim (vendor, identifier kind and value, the device that owns
-/// it), each app sighting of a canonical device (bundle, first and last seen) and each cluster
-/// member (node, address, when it was set, removed). The digest is the wrapping sum of a hash of
-/// each fact, so it does not depend on the order facts arrived in, and a change costs the hashes
-/// of the facts it replaces and adds. Two replicas with equal version vectors must have equal
+/// it), each app sighting of a canonical device (bundle, first and last seen), each cluster
+/// member (node, address, when it was set, removed) and each binding change. The digest is the
+/// wrapping sum of a hash of each fact, so it does not depend on the order facts arrived in, and
+/// a change costs the hashes of the facts it replaces and adds. Two replicas with equal version vectors must have equal
 /// digests; different digests mean they hold different content (what equal counts can hide).
 ///
 /// A claim's owner is part of its fact: every replica picks it by the same rule on what never
@@ -37,6 +37,7 @@ enum StateDigest {
     static let claimKind: UInt64 = 0x636C_6169_6D
     static let appKind: UInt64 = 0x6170_70
     static let memberKind: UInt64 = 0x6D65_6D62_6572
+    static let bindingKind: UInt64 = 0x6269_6E64
 
     static func device(id: UUID128, canonical: UUID128, created: UInt64, origin: UInt64, vendor: UInt64) -> UInt64 {
         finish(step(step(step(step(step(step(step(deviceKind, id.high), id.low), canonical.high), canonical.low), created), origin), vendor))
@@ -48,6 +49,11 @@ enum StateDigest {
 
     static func app(device: UUID128, bundle: UInt64, first: UInt64, last: UInt64) -> UInt64 {
         finish(step(step(step(step(step(appKind, device.high), device.low), bundle), first), last))
+    }
+
+    static func binding(kind: UInt8, vendor: UInt64, account: UUID128, device: UUID128, time: UInt64, origin: UInt64) -> UInt64 {
+        let head = step(step(step(step(bindingKind, UInt64(kind)), vendor), account.high), account.low)
+        return finish(step(step(step(step(head, device.high), device.low), time), origin))
     }
 
     static func member(_ node: NodeID, _ member: Member) -> UInt64 {
@@ -108,6 +114,14 @@ extension RegistryState {
         StateDigest.app(device: slots[root].id, bundle: bundleDigest(bundle), first: first, last: last)
     }
 
+    /// The hash of the fact "binding change `change` is held", its vendor and origin interned as
+    /// `vendor` and `origin`.
+    mutating func bindingFact(_ change: BindingChange, vendor: UInt32, origin: UInt32) -> UInt64 {
+        StateDigest.binding(
+            kind: change.kind.rawValue, vendor: vendorDigest(vendor), account: change.account, device: change.device.uuid,
+            time: change.time.rawValue, origin: originDigest(origin))
+    }
+
     /// The digest computed from nothing but the content: every fact hashed again and summed. The
     /// kept ``digest`` must always equal it; tests and `registryctl cluster verify` compare them.
     public func recomputedDigest() -> UInt64 {
@@ -131,6 +145,13 @@ extension RegistryState {
             sum &+= StateDigest.claim(vendor: vendorNames[Int(key.vendor)], kind: key.kind, value: key.value, owner: slots[owner].id)
         }
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
+        for account in accountTable.accounts.values {
+            for change in account.changes {
+                sum &+= StateDigest.binding(
+                    kind: change.kind.rawValue, vendor: StateDigest.text(change.vendor.name), account: change.account,
+                    device: change.device.uuid, time: change.time.rawValue, origin: StateDigest.text(change.origin.value))
+            }
+        }
         return sum
     }
 }

@@ -1,14 +1,16 @@
-/// One configured vendor: a name and the bundle-ID prefixes it owns.
+/// One configured vendor: a name, the bundle-ID prefixes it owns, and its binding policy.
 public struct VendorRule: Equatable, Sendable {
     /// The vendor scope this rule produces.
     public let name: String
     /// Lower-case label prefixes, such as `uk.co.bbc`.
     public let prefixes: [String]
+    /// How many devices one account may be bound to, and what a bind past that does.
+    public let binding: BindingPolicy
 
     /// Validates a rule. `name` defaults to the first prefix. A name must be either free of
     /// dots (so it can never equal a default `label.label` scope) or one of the rule's own
     /// prefixes; otherwise devices of two vendors could meet in one scope.
-    public init(name: String?, prefixes: [String]) throws(IdentityError) {
+    public init(name: String?, prefixes: [String], binding: BindingPolicy = .default) throws(IdentityError) {
         guard !prefixes.isEmpty else { throw .invalidVendor("a vendor rule needs at least one prefix") }
         var normalised = [String]()
         for prefix in prefixes {
@@ -40,6 +42,7 @@ public struct VendorRule: Equatable, Sendable {
         }
         self.name = chosen
         self.prefixes = normalised
+        self.binding = binding
     }
 }
 
@@ -73,11 +76,18 @@ public struct VendorRules: Equatable, Sendable {
     }
 
     /// Names these rules, the same on every node that holds the same rules whatever their order
-    /// in the file: a fixed-key hash of the default depth and every (prefix, vendor), sorted by
-    /// prefix. Never 0 (0 on the wire means "not said").
+    /// in the file: a fixed-key hash of the default depth, every (prefix, vendor), sorted by
+    /// prefix, and every binding policy other than the default. Never 0 (0 on the wire means
+    /// "not said").
     public var fingerprint: UInt64 {
         var text = "depth=\(defaultDepth)\n"
         for (prefix, vendor) in byPrefix.sorted(by: { $0.prefix < $1.prefix }) { text += "\(prefix)=\(vendor)\n" }
+        // A policy other than the default is part of the rules too (the default adds nothing, so
+        // that rules written before policies existed keep their fingerprint).
+        for rule in rules.sorted(by: { $0.name < $1.name }) where rule.binding != .default {
+            let window = rule.binding.activeWithinDays.map(String.init) ?? "-"
+            text += "binding \(rule.name)=\(rule.binding.maxDevices),\(window),\(rule.binding.pastLimit.rawValue)\n"
+        }
         return max(StateDigest.text(text), 1)
     }
 
@@ -88,6 +98,12 @@ public struct VendorRules: Equatable, Sendable {
         }
         let labels = bundle.labels.prefix(defaultDepth)
         return Vendor(trusted: labels.joined(separator: "."))
+    }
+
+    /// The binding policy of `vendor`: its rule's, or ``BindingPolicy/default`` for a vendor
+    /// without a rule.
+    public func bindingPolicy(of vendor: Vendor) -> BindingPolicy {
+        rules.first { $0.name == vendor.name }?.binding ?? .default
     }
 
     /// Checks that `name` is a scope these rules can produce (a rule name, or a plain

@@ -48,6 +48,15 @@ extension ClientFrame {
         case REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER:
             guard let request = frame.remove_member?.pointee else { return .unknown }
             return .removeMember(nodeID: CRead.string(request.node_id), force: request.force != 0)
+        case REGISTRY__V1__CLIENT_FRAME__BODY_BIND:
+            guard let request = frame.bind?.pointee else { return .unknown }
+            return .bind(AccountCodec.bindRequest(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND:
+            guard let request = frame.unbind?.pointee else { return .unknown }
+            return .unbind(AccountCodec.unbindRequest(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT:
+            guard let request = frame.account?.pointee else { return .unknown }
+            return .account(AccountCodec.accountQuery(request))
         default:
             return .unknown
         }
@@ -130,6 +139,15 @@ extension ClientFrame {
             message.force = force ? 1 : 0
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER
             frame.remove_member = arena.new(message)
+        case .bind(let request):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_BIND
+            frame.bind = AccountCodec.bindRequest(request, in: arena)
+        case .unbind(let request):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND
+            frame.unbind = AccountCodec.unbindRequest(request, in: arena)
+        case .account(let query):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT
+            frame.account = AccountCodec.accountRequest(query, in: arena)
         case .unknown:
             break
         }

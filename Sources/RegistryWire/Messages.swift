@@ -327,6 +327,12 @@ public enum ClientBody: Hashable, Sendable {
     case snapshot
     /// Removes a member for good (admin).
     case removeMember(nodeID: String, force: Bool = false)
+    /// Binds an account to a device (a write).
+    case bind(BindingRequest)
+    /// Unbinds an account from a device (a write).
+    case unbind(BindingRequest)
+    /// An account's devices, or a device's accounts.
+    case account(AccountQuery)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -358,6 +364,8 @@ public enum ServerBody: Hashable, Sendable {
     case stats(StatsMessage)
     case snapshotTaken(SnapshotTaken)
     case memberRemoved(nodeID: String)
+    case bindResult(BindResultMessage)
+    case accounts([AccountBindingsMessage])
     case error(WireError)
     case unknown
 }

@@ -32,6 +32,19 @@ public enum OperationCodec {
                 if op.removed { writer.uint64(Field.removed, 1) }
                 writer.uint64(Field.atHLC, op.at.rawValue)
             }
+        case .binding(let change):
+            let length = ProtobufWriter.int32Size(Field.bindingKind, Int32(change.kind.rawValue))
+                + ProtobufWriter.stringSize(Field.bindingVendor, change.vendor.name) + ProtobufWriter.uuidSize(Field.account)
+                + ProtobufWriter.uuidSize(Field.bindingDevice) + ProtobufWriter.uint64Size(Field.bindingAtHLC, change.time.rawValue)
+                + ProtobufWriter.stringSize(Field.bindingOrigin, change.origin.value)
+            append(field: Field.binding, length: length, to: &bytes) { writer in
+                writer.int32(Field.bindingKind, Int32(change.kind.rawValue))
+                writer.string(Field.bindingVendor, change.vendor.name)
+                writer.uuid(Field.account, change.account)
+                writer.uuid(Field.bindingDevice, change.device.uuid)
+                writer.uint64(Field.bindingAtHLC, change.time.rawValue)
+                writer.string(Field.bindingOrigin, change.origin.value)
+            }
         }
     }
 
@@ -50,8 +63,11 @@ public enum OperationCodec {
 
     /// Field numbers, from `Protos/registry/v1/oplog.proto`.
     private enum Field {
-        /// `Operation.registration`, `Operation.membership`.
-        static let registration: UInt64 = 1, membership: UInt64 = 2
+        /// `Operation.registration`, `Operation.membership`, `Operation.binding`.
+        static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3
+        /// `BindingChange`.
+        static let bindingKind: UInt64 = 1, bindingVendor: UInt64 = 2, account: UInt64 = 3, bindingDevice: UInt64 = 4
+        static let bindingAtHLC: UInt64 = 5, bindingOrigin: UInt64 = 6
         /// `MembershipChange`.
         static let nodeID: UInt64 = 1, address: UInt64 = 2, removed: UInt64 = 3, atHLC: UInt64 = 4
         /// `RegistrationOp`.
@@ -113,6 +129,9 @@ public enum OperationCodec {
                 return .membership(
                     MembershipOp(node: node, address: CRead.string(change.address), removed: change.removed != 0, at: HLCTimestamp(rawValue: change.at_hlc)))
             }
+            if message.body_case == REGISTRY__V1__OPERATION__BODY_BINDING, let change = message.binding?.pointee {
+                return .binding(try bindingChange(change))
+            }
             guard message.body_case == REGISTRY__V1__OPERATION__BODY_REGISTRATION, let op = message.registration?.pointee else {
                 throw .invalidOperation("unknown operation kind \(message.body_case.rawValue)")
             }
@@ -141,6 +160,24 @@ public enum OperationCodec {
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
         try decode(ByteBuffer(bytes: bytes))
+    }
+
+    private static func bindingChange(_ change: Registry__V1__BindingChange) throws(CodecError) -> BindingChange {
+        guard (1...2).contains(change.kind.rawValue), let kind = BindingChange.Kind(rawValue: UInt8(change.kind.rawValue)) else { throw .invalidOperation("binding: unknown kind \(change.kind.rawValue)") }
+        let vendor = CRead.string(change.vendor)
+        guard !vendor.isEmpty else { throw .invalidOperation("binding: no vendor") }
+        guard let account = CRead.uuid(change.account), let device = CRead.uuid(change.device_id) else {
+            throw .invalidOperation("binding: the account and the device ID must be 16 bytes each")
+        }
+        let origin: NodeID
+        do {
+            origin = try NodeID(CRead.string(change.origin_node_id))
+        } catch {
+            throw .invalidOperation("binding: \(error)")
+        }
+        return BindingChange(
+            kind: kind, vendor: Vendor(trusted: vendor), account: account, device: DeviceID(device),
+            time: HLCTimestamp(rawValue: change.at_hlc), origin: origin)
     }
 
     private static func deviceRef(_ pointer: UnsafeMutablePointer<Registry__V1__DeviceRef>?) throws(CodecError) -> DeviceRef {

@@ -110,6 +110,12 @@ extension ServerFrame {
         case REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED:
             guard let removed = frame.member_removed?.pointee else { return .unknown }
             return .memberRemoved(nodeID: CRead.string(removed.node_id))
+        case REGISTRY__V1__SERVER_FRAME__BODY_BIND_RESULT:
+            guard let result = frame.bind_result?.pointee else { return .unknown }
+            return .bindResult(try AccountCodec.bindResult(result))
+        case REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS:
+            guard let accounts = frame.accounts?.pointee else { return .unknown }
+            return .accounts(try AccountCodec.accounts(accounts))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -282,6 +288,12 @@ extension ServerFrame {
             message.node_id = arena.string(nodeID)
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED
             frame.member_removed = arena.new(message)
+        case .bindResult(let result):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_BIND_RESULT
+            frame.bind_result = AccountCodec.bindResult(result, in: arena)
+        case .accounts(let accounts):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS
+            frame.accounts = AccountCodec.accounts(accounts, in: arena)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

@@ -24,7 +24,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 /// passed its checksums is refused rather than restored.
 public enum SnapshotCodec {
     enum Tag: UInt8 {
-        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8
+        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -105,6 +105,14 @@ public enum SnapshotCodec {
             out.string(member.address)
             out.integer(member.addressAt.rawValue)
             out.integer(UInt8(member.removed ? 1 : 0))
+        case .binding(let kind, let vendor, let account, let device, let time, let origin):
+            out.integer(Tag.binding.rawValue)
+            out.integer(kind.rawValue)
+            out.integer(vendor)
+            out.uuid(account)
+            out.uuid(device.uuid)
+            out.integer(time.rawValue)
+            out.integer(origin)
         }
         bytes = out.bytes
     }
@@ -148,6 +156,14 @@ public enum SnapshotCodec {
             let address = try input.string()
             let at = HLCTimestamp(rawValue: try input.integer(UInt64.self))
             record = .member(node, Member(address: address, addressAt: at, removed: try input.integer(UInt8.self) != 0))
+        case .binding:
+            let rawKind = try input.integer(UInt8.self)
+            guard let kind = BindingChange.Kind(rawValue: rawKind) else { throw .invalidField("snapshot binding of kind \(rawKind)") }
+            let vendor = try input.integer(UInt32.self)
+            let account = try input.uuid()
+            let device = DeviceID(try input.uuid())
+            let time = HLCTimestamp(rawValue: try input.integer(UInt64.self))
+            record = .binding(kind: kind, vendor: vendor, account: account, device: device, time: time, origin: try input.integer(UInt32.self))
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }

@@ -23,6 +23,13 @@ import Testing
         .lookup(LookupRequest(scope: .unspecified, identifier: keychain)),
         .stats,
         .snapshot,
+        .bind(BindingRequest(scope: .bundle("com.v.a"), account: "user-1@example.com ✓", deviceID: "01a200f1-a937-78a7-859a-016864593c7a")),
+        .unbind(BindingRequest(scope: .vendor("acme"), account: "u", deviceID: "")),
+        .unbind(BindingRequest(scope: .unspecified, account: "", deviceID: "x")),
+        .account(AccountQuery(scope: .vendor("com.v"), subject: .account("user-1"))),
+        .account(AccountQuery(scope: .bundle("com.v.a"), subject: .accountKey("0f000000-0000-4000-8000-000000000001"))),
+        .account(AccountQuery(scope: .unspecified, subject: .device("d"))),
+        .account(AccountQuery(scope: .vendor("v"), subject: .unspecified)),
         .unknown,
     ]
 
@@ -65,6 +72,14 @@ import Testing
         return stats
     }
 
+    static let account = AccountBindingsMessage(
+        vendor: "com.v", accountKey: "0f000000-0000-4000-8000-000000000001",
+        bound: [BoundDeviceMessage(deviceID: "a", sinceMillis: 1, lastActiveMillis: 1_700_000_000_000)],
+        unbound: [
+            UnboundDeviceMessage(deviceID: "b", reason: .replaced, replacedBy: "a", atMillis: 3),
+            UnboundDeviceMessage(deviceID: "c", reason: .refused, atMillis: 4), UnboundDeviceMessage(deviceID: "e", reason: .unbound, atMillis: 5),
+        ])
+
     static let serverBodies: [ServerBody] = [
         .helloAccepted(
             HelloAccepted(
@@ -83,6 +98,11 @@ import Testing
         .device(record),
         .stats(stats),
         .snapshotTaken(SnapshotTaken(operations: 1_000_000, bytes: 104_857_600, durationMillis: 3_500, journalFilesRemoved: 4)),
+        .bindResult(BindResultMessage(outcome: .bound, replacedDeviceID: "old", account: account)),
+        .bindResult(BindResultMessage(outcome: .rejected, account: AccountBindingsMessage(vendor: "v", accountKey: "k", bound: [], unbound: []))),
+        .bindResult(BindResultMessage(outcome: .notBound, account: nil)),
+        .accounts([account, account]),
+        .accounts([]),
         .error(WireError(code: .unavailable, message: "later", retryable: true)),
         .error(WireError(code: ErrorCode(rawValue: 555), message: "from a newer server")),
         .unknown,
@@ -110,6 +130,58 @@ import Testing
                 claims: [Identifier(kind: .idfv, value: UUID128(high: 5, low: 6))], merged: [other],
                 seen: HLCTimestamp(millis: 11, counter: 0)))
         #expect(try OperationCodec.decode(OperationCodec.encode(op)) == op)
+        for kind in [BindingChange.Kind.bind, .unbind] {
+            let change = Operation.binding(
+                BindingChange(
+                    kind: kind, vendor: vendor, account: UUID128(high: 7, low: 8), device: device.id, time: HLCTimestamp(millis: 12, counter: 3),
+                    origin: NodeID(trusted: "n-1")))
+            #expect(try OperationCodec.decode(OperationCodec.encode(change)) == change)
+        }
+    }
+
+    /// The hand-written encoder writes a binding change as protobuf-c packs it.
+    @Test func bindingEncodingMatchesProtobufCsPacking() throws {
+        var random = SplitMix64(seed: 20_261_128)
+        for _ in 0..<200 {
+            let change = BindingChange(
+                kind: random.next() % 2 == 0 ? .bind : .unbind, vendor: Vendor(trusted: "com.v\(random.next() % 1_000)"),
+                account: UUID128(high: random.next(), low: random.next()), device: DeviceID(UUID128(high: random.next(), low: random.next())),
+                time: HLCTimestamp(rawValue: random.next() >> (random.next() % 64)), origin: NodeID(trusted: "node-\(random.next() % 100)"))
+            let arena = CArena()
+            var message = Registry__V1__BindingChange()
+            registry__v1__binding_change__init(&message)
+            message.kind = Registry__V1__BindingKind(rawValue: UInt32(change.kind.rawValue))
+            message.vendor = arena.string(change.vendor.name)
+            message.account = arena.bytes(change.account)
+            message.device_id = arena.bytes(change.device.uuid)
+            message.at_hlc = change.time.rawValue
+            message.origin_node_id = arena.string(change.origin.value)
+            var operation = Registry__V1__Operation()
+            registry__v1__operation__init(&operation)
+            operation.body_case = REGISTRY__V1__OPERATION__BODY_BINDING
+            operation.binding = arena.new(message)
+            var buffer = ByteBuffer()
+            try withExtendedLifetime(arena) { try ProtobufC.pack(&operation, into: &buffer) }
+            #expect(OperationCodec.encode(.binding(change)) == Array(buffer.readableBytesView))
+            #expect(try OperationCodec.decode(Array(buffer.readableBytesView)) == .binding(change))
+        }
+    }
+
+    @Test func invalidBindingChangesAreRefused() throws {
+        let good = BindingChange(
+            kind: .bind, vendor: Vendor(trusted: "com.v"), account: UUID128(high: 1, low: 2), device: DeviceID(UUID128(high: 3, low: 4)),
+            time: HLCTimestamp(millis: 5, counter: 0), origin: NodeID(trusted: "node-a"))
+        var bytes = OperationCodec.encode(.binding(good))
+        // Field 1 of the BindingChange, the kind, is its first byte after the two-byte header.
+        #expect(bytes[2] == 0x08 && bytes[3] == 0x01)
+        bytes[3] = 0x03
+        #expect(throws: CodecError.invalidOperation("binding: unknown kind 3")) { try OperationCodec.decode(bytes) }
+        bytes[3] = 0x00
+        #expect(throws: CodecError.invalidOperation("binding: unknown kind 0")) { try OperationCodec.decode(bytes) }
+        // A binding with no vendor, nor anything else.
+        #expect(throws: CodecError.invalidOperation("binding: unknown kind 0")) { try OperationCodec.decode([0x1A, 0x00]) }
+        let noVendor: [UInt8] = [0x1A, 0x02, 0x08, 0x01]
+        #expect(throws: CodecError.invalidOperation("binding: no vendor")) { try OperationCodec.decode(noVendor) }
     }
 
     /// The hand-written encoder writes exactly what protobuf-c packs for the same operation, over

@@ -187,7 +187,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[11] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[14] =
 {
   {
     "request_id",
@@ -321,9 +321,47 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "bind",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, bind),
+    &registry__v1__bind_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unbind",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, unbind),
+    &registry__v1__unbind_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, account),
+    &registry__v1__account_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
+  13,   /* field[13] = account */
   10,   /* field[10] = after */
+  11,   /* field[11] = bind */
   1,   /* field[1] = hello */
   5,   /* field[5] = lookup_device */
   3,   /* field[3] = register_batch */
@@ -333,12 +371,13 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   4,   /* field[4] = resolve_device */
   7,   /* field[7] = snapshot */
   6,   /* field[6] = stats */
+  12,   /* field[12] = unbind */
   8,   /* field[8] = write_concern */
 };
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -348,7 +387,7 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  11,
+  14,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
@@ -431,7 +470,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[10] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[12] =
 {
   {
     "request_id",
@@ -530,6 +569,30 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "bind_result",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, bind_result),
+    &registry__v1__bind_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "accounts",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, accounts),
+    &registry__v1__accounts__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -555,8 +618,10 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
   },
 };
 static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
+  9,   /* field[9] = accounts */
+  8,   /* field[8] = bind_result */
   4,   /* field[4] = device */
-  8,   /* field[8] = error */
+  10,   /* field[10] = error */
   1,   /* field[1] = hello_accepted */
   7,   /* field[7] = member_removed */
   3,   /* field[3] = register_batch_result */
@@ -564,13 +629,13 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   0,   /* field[0] = request_id */
   6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
-  9,   /* field[9] = token */
+  11,   /* field[11] = token */
 };
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 8 },
-  { 0, 10 }
+  { 15, 10 },
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -580,7 +645,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  10,
+  12,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

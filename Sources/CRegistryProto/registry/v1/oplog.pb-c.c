@@ -187,6 +187,51 @@ void   registry__v1__membership_change__free_unpacked
   assert(message->base.descriptor == &registry__v1__membership_change__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__binding_change__init
+                     (Registry__V1__BindingChange         *message)
+{
+  static const Registry__V1__BindingChange init_value = REGISTRY__V1__BINDING_CHANGE__INIT;
+  *message = init_value;
+}
+size_t registry__v1__binding_change__get_packed_size
+                     (const Registry__V1__BindingChange *message)
+{
+  assert(message->base.descriptor == &registry__v1__binding_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__binding_change__pack
+                     (const Registry__V1__BindingChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__binding_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__binding_change__pack_to_buffer
+                     (const Registry__V1__BindingChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__binding_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__BindingChange *
+       registry__v1__binding_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__BindingChange *)
+     protobuf_c_message_unpack (&registry__v1__binding_change__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__binding_change__free_unpacked
+                     (Registry__V1__BindingChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__binding_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message)
 {
@@ -527,7 +572,110 @@ const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor =
   (ProtobufCMessageInit) registry__v1__membership_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[2] =
+static const ProtobufCFieldDescriptor registry__v1__binding_change__field_descriptors[6] =
+{
+  {
+    "kind",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, kind),
+    &registry__v1__binding_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "vendor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, vendor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "account",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, account),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, device_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_hlc",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, at_hlc),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "origin_node_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__BindingChange, origin_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__binding_change__field_indices_by_name[] = {
+  2,   /* field[2] = account */
+  4,   /* field[4] = at_hlc */
+  3,   /* field[3] = device_id */
+  0,   /* field[0] = kind */
+  5,   /* field[5] = origin_node_id */
+  1,   /* field[1] = vendor */
+};
+static const ProtobufCIntRange registry__v1__binding_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.BindingChange",
+  "BindingChange",
+  "Registry__V1__BindingChange",
+  "registry.v1",
+  sizeof(Registry__V1__BindingChange),
+  6,
+  registry__v1__binding_change__field_descriptors,
+  registry__v1__binding_change__field_indices_by_name,
+  1,  registry__v1__binding_change__number_ranges,
+  (ProtobufCMessageInit) registry__v1__binding_change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[3] =
 {
   {
     "registration",
@@ -553,15 +701,28 @@ static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "binding",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Operation, body_case),
+    offsetof(Registry__V1__Operation, binding),
+    &registry__v1__binding_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__operation__field_indices_by_name[] = {
+  2,   /* field[2] = binding */
   1,   /* field[1] = membership */
   0,   /* field[0] = registration */
 };
 static const ProtobufCIntRange registry__v1__operation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
 {
@@ -571,10 +732,40 @@ const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
   "Registry__V1__Operation",
   "registry.v1",
   sizeof(Registry__V1__Operation),
-  2,
+  3,
   registry__v1__operation__field_descriptors,
   registry__v1__operation__field_indices_by_name,
   1,  registry__v1__operation__number_ranges,
   (ProtobufCMessageInit) registry__v1__operation__init,
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue registry__v1__binding_kind__enum_values_by_number[3] =
+{
+  { "BINDING_KIND_UNSPECIFIED", "REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNSPECIFIED", 0 },
+  { "BINDING_KIND_BIND", "REGISTRY__V1__BINDING_KIND__BINDING_KIND_BIND", 1 },
+  { "BINDING_KIND_UNBIND", "REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNBIND", 2 },
+};
+static const ProtobufCIntRange registry__v1__binding_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex registry__v1__binding_kind__enum_values_by_name[3] =
+{
+  { "BINDING_KIND_BIND", 1 },
+  { "BINDING_KIND_UNBIND", 2 },
+  { "BINDING_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor registry__v1__binding_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "registry.v1.BindingKind",
+  "BindingKind",
+  "Registry__V1__BindingKind",
+  "registry.v1",
+  3,
+  registry__v1__binding_kind__enum_values_by_number,
+  3,
+  registry__v1__binding_kind__enum_values_by_name,
+  1,
+  registry__v1__binding_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "registry/v1/handshake.pb-c.h"
 #include "registry/v1/device.pb-c.h"
 #include "registry/v1/admin.pb-c.h"
+#include "registry/v1/account.pb-c.h"
 
 typedef struct Registry__V1__ClientFrame Registry__V1__ClientFrame;
 typedef struct Registry__V1__CausalToken Registry__V1__CausalToken;
@@ -39,7 +40,10 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_LOOKUP_DEVICE = 6,
   REGISTRY__V1__CLIENT_FRAME__BODY_STATS = 7,
   REGISTRY__V1__CLIENT_FRAME__BODY_SNAPSHOT = 8,
-  REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER = 10
+  REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER = 10,
+  REGISTRY__V1__CLIENT_FRAME__BODY_BIND = 12,
+  REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND = 13,
+  REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -48,7 +52,8 @@ struct  Registry__V1__ClientFrame
   ProtobufCMessage base;
   uint64_t request_id;
   /*
-   * For register_device and register_batch; unset: the node's defaults.
+   * For register_device, register_batch, bind and unbind; unset: the node's
+   * defaults.
    */
   Registry__V1__WriteConcern *write_concern;
   /*
@@ -69,6 +74,9 @@ struct  Registry__V1__ClientFrame
     Registry__V1__StatsRequest *stats;
     Registry__V1__SnapshotRequest *snapshot;
     Registry__V1__RemoveMemberRequest *remove_member;
+    Registry__V1__BindRequest *bind;
+    Registry__V1__UnbindRequest *unbind;
+    Registry__V1__AccountRequest *account;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -127,6 +135,8 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_STATS = 6,
   REGISTRY__V1__SERVER_FRAME__BODY_SNAPSHOT_TAKEN = 7,
   REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED = 8,
+  REGISTRY__V1__SERVER_FRAME__BODY_BIND_RESULT = 9,
+  REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS = 10,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -137,7 +147,8 @@ struct  Registry__V1__ServerFrame
   uint64_t request_id;
   /*
    * What the answer reflects (see CausalToken); set on answers to requests a
-   * client sends (register, resolve, lookup), empty on the others.
+   * client sends (register, resolve, lookup, bind, unbind, account), empty on
+   * the others.
    */
   Registry__V1__CausalToken *token;
   Registry__V1__ServerFrame__BodyCase body_case;
@@ -152,6 +163,14 @@ struct  Registry__V1__ServerFrame
     Registry__V1__Stats *stats;
     Registry__V1__SnapshotTaken *snapshot_taken;
     Registry__V1__MemberRemoved *member_removed;
+    /*
+     * Answer to BindRequest and UnbindRequest.
+     */
+    Registry__V1__BindResult *bind_result;
+    /*
+     * Answer to AccountRequest.
+     */
+    Registry__V1__Accounts *accounts;
     Registry__V1__Error *error;
   };
 };

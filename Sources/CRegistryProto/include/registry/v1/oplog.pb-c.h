@@ -20,11 +20,21 @@ typedef struct Registry__V1__DeviceRef Registry__V1__DeviceRef;
 typedef struct Registry__V1__ClaimedIdentifier Registry__V1__ClaimedIdentifier;
 typedef struct Registry__V1__RegistrationOp Registry__V1__RegistrationOp;
 typedef struct Registry__V1__MembershipChange Registry__V1__MembershipChange;
+typedef struct Registry__V1__BindingChange Registry__V1__BindingChange;
 typedef struct Registry__V1__Operation Registry__V1__Operation;
 
 
 /* --- enums --- */
 
+/*
+ * Whether a binding change binds or unbinds.
+ */
+typedef enum _Registry__V1__BindingKind {
+  REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNSPECIFIED = 0,
+  REGISTRY__V1__BINDING_KIND__BINDING_KIND_BIND = 1,
+  REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNBIND = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__BINDING_KIND)
+} Registry__V1__BindingKind;
 
 /* --- messages --- */
 
@@ -124,10 +134,48 @@ struct  Registry__V1__MembershipChange
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
+/*
+ * An account bound to a device, or unbound from it (BindRequest,
+ * UnbindRequest). Replicas keep every change of an account and apply them in
+ * (at_hlc, origin_node_id, kind, device_id) order under the vendor's binding
+ * policy, so that the same changes give the same bindings on every node
+ * (docs/identity.md, "Accounts").
+ */
+struct  Registry__V1__BindingChange
+{
+  ProtobufCMessage base;
+  Registry__V1__BindingKind kind;
+  /*
+   * Vendor scope of the account and the device.
+   */
+  char *vendor;
+  /*
+   * 16 bytes: the keyed hash of the account's name.
+   */
+  ProtobufCBinaryData account;
+  /*
+   * 16 bytes: the device as the request named it (possibly an alias).
+   */
+  ProtobufCBinaryData device_id;
+  /*
+   * Hybrid logical clock value when the change was accepted.
+   */
+  uint64_t at_hlc;
+  /*
+   * The node that accepted it.
+   */
+  char *origin_node_id;
+};
+#define REGISTRY__V1__BINDING_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__binding_change__descriptor) \
+    , REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL}, 0, (char *)protobuf_c_empty_string }
+
+
 typedef enum {
   REGISTRY__V1__OPERATION__BODY__NOT_SET = 0,
   REGISTRY__V1__OPERATION__BODY_REGISTRATION = 1,
-  REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2
+  REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2,
+  REGISTRY__V1__OPERATION__BODY_BINDING = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__OPERATION__BODY__CASE)
 } Registry__V1__Operation__BodyCase;
 
@@ -138,6 +186,7 @@ struct  Registry__V1__Operation
   union {
     Registry__V1__RegistrationOp *registration;
     Registry__V1__MembershipChange *membership;
+    Registry__V1__BindingChange *binding;
   };
 };
 #define REGISTRY__V1__OPERATION__INIT \
@@ -221,6 +270,25 @@ Registry__V1__MembershipChange *
 void   registry__v1__membership_change__free_unpacked
                      (Registry__V1__MembershipChange *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__BindingChange methods */
+void   registry__v1__binding_change__init
+                     (Registry__V1__BindingChange         *message);
+size_t registry__v1__binding_change__get_packed_size
+                     (const Registry__V1__BindingChange   *message);
+size_t registry__v1__binding_change__pack
+                     (const Registry__V1__BindingChange   *message,
+                      uint8_t             *out);
+size_t registry__v1__binding_change__pack_to_buffer
+                     (const Registry__V1__BindingChange   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__BindingChange *
+       registry__v1__binding_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__binding_change__free_unpacked
+                     (Registry__V1__BindingChange *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__Operation methods */
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message);
@@ -254,6 +322,9 @@ typedef void (*Registry__V1__RegistrationOp_Closure)
 typedef void (*Registry__V1__MembershipChange_Closure)
                  (const Registry__V1__MembershipChange *message,
                   void *closure_data);
+typedef void (*Registry__V1__BindingChange_Closure)
+                 (const Registry__V1__BindingChange *message,
+                  void *closure_data);
 typedef void (*Registry__V1__Operation_Closure)
                  (const Registry__V1__Operation *message,
                   void *closure_data);
@@ -263,10 +334,12 @@ typedef void (*Registry__V1__Operation_Closure)
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    registry__v1__binding_kind__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__device_ref__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__claimed_identifier__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__registration_op__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation__descriptor;
 
 PROTOBUF_C__END_DECLS
