@@ -61,7 +61,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private var coalescer: RegistrationCoalescer<AnswerSink>
     private var flushScheduled = false
 
-    /// The write concern every registration frame carries; nil leaves it to the node.
+    /// The write concern every write frame (registrations, binds and unbinds) carries; nil leaves
+    /// it to the node.
     private let ackReplicas: UInt32?
     /// Merged into every request's `after`, and fed every answer's token; nil: none.
     private let session: CausalSession?
@@ -69,7 +70,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private var heldAfter = CausalToken.empty
 
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
-    /// - Parameter ackReplicas: peers that must hold each registration before its answer.
+    /// - Parameter ackReplicas: peers that must hold each write before its answer.
     /// - Parameter session: the causal session requests carry and answers feed.
     init(maxCoalesced: Int, ackReplicas: UInt32? = nil, session: CausalSession? = nil) {
         coalescer = RegistrationCoalescer(limit: maxCoalesced)
@@ -125,7 +126,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         do {
             let concern: UInt32?
             switch body {
-            case .register, .registerBatch: concern = ackReplicas
+            case .register, .registerBatch, .bind, .unbind: concern = ackReplicas
             default: concern = nil
             }
             let sessionAfter: CausalToken

@@ -36,8 +36,8 @@ public final class RegistryClient: Sendable {
     ///   flushes travel together as one batch frame of at most this many, and never more than
     ///   the server's batch limit. Each keeps its own answer or error, in the order written; the
     ///   server does less work per registration. 1 sends every registration in a frame of its own.
-    /// - Parameter ackReplicas: how many peers must hold each registration durably before the node
-    ///   answers it (its write concern); nil leaves it to the node's `--ack-replicas`. Past the
+    /// - Parameter ackReplicas: how many peers must hold each write (registration, bind, unbind)
+    ///   durably before the node answers it (its write concern); nil leaves it to the node's `--ack-replicas`. Past the
     ///   node's `--replica-timeout` the answer is a retryable `replication_timeout` error.
     /// - Parameter token: the token the node requires when it runs with `--token-secret`
     ///   (`registryctl token issue`); without one such a node refuses the hello with
@@ -192,6 +192,40 @@ public final class RegistryClient: Sendable {
         case .device(let record): return record
         case .error(let error): throw .server(error)
         case let other: throw .unexpectedResponse("\(other)")
+        }
+    }
+
+    /// Binds `account` (the vendor backend's name for it) to a device of the vendor `scope` names.
+    /// A bind past the vendor's limit is not an error: its outcome is ``BindOutcomeCode/rejected``
+    /// (the `reject` policy; the answer lists the bound devices) or ``BindOutcomeCode/bound`` with
+    /// the replaced device (the `replace` policy).
+    public func bind(account: String, deviceID: String, scope: LookupRequest.Scope) async throws(RegistryClientError) -> BindResultMessage {
+        try await binding(.bind(BindingRequest(scope: scope, account: account, deviceID: deviceID)))
+    }
+
+    /// Unbinds `account` from a device; an account not bound to it is answered
+    /// ``BindOutcomeCode/notBound``, changing nothing.
+    public func unbind(account: String, deviceID: String, scope: LookupRequest.Scope) async throws(RegistryClientError) -> BindResultMessage {
+        try await binding(.unbind(BindingRequest(scope: scope, account: account, deviceID: deviceID)))
+    }
+
+    /// The connection's `ackReplicas` applies to binds and unbinds as to registrations.
+    private func binding(_ body: ClientBody) async throws(RegistryClientError) -> BindResultMessage {
+        switch try await send(body) {
+        case .bindResult(let result): return result
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to a bind or an unbind")
+        }
+    }
+
+    /// An account's devices (``AccountQuery/Subject/account(_:)`` or
+    /// ``AccountQuery/Subject/accountKey(_:)``: none when it has no binding), or every account
+    /// whose binds named a device (``AccountQuery/Subject/device(_:)``).
+    public func accounts(_ query: AccountQuery) async throws(RegistryClientError) -> [AccountBindingsMessage] {
+        switch try await send(.account(query)) {
+        case .accounts(let accounts): return accounts
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to AccountRequest")
         }
     }
 

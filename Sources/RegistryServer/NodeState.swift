@@ -170,6 +170,8 @@ struct NodeState {
         case registerBatch(ValidatedBatch)
         /// The removal of a member (a write: it logs the removal), its node ID checked.
         case removeMember(Result<NodeID, WireError>, force: Bool)
+        /// A bind or an unbind (a write), its vendor, account and device checked.
+        case binding(Result<BindingIntent, WireError>)
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
@@ -238,6 +240,10 @@ struct NodeState {
                 return .removeMember(.failure(WireError(code: .invalidArgument, message: "\(text.debugDescription) is not a node ID")), force: force)
             }
             return .removeMember(.success(node), force: force)
+        case .bind(let request):
+            return .binding(prepareBinding(.bind, request, resolver: &resolver, identifierKey: identifierKey))
+        case .unbind(let request):
+            return .binding(prepareBinding(.unbind, request, resolver: &resolver, identifierKey: identifierKey))
         default:
             return .read(body)
         }
@@ -289,7 +295,7 @@ struct NodeState {
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
         switch prepared {
-        case .register, .registerBatch, .removeMember(.success, _):
+        case .register, .registerBatch, .removeMember(.success, _), .binding(.success):
             if removal.changes != registry.membershipChanges {
                 removal = (registry.membershipChanges, registry.clusterMembers[nodeID]?.removed == true)
             }
@@ -330,6 +336,13 @@ struct NodeState {
             }
         case .read(.lookup(let request)):
             return .answer(lookup(request, access: access))
+        case .binding(.success(let intent)):
+            return .answer(decideBinding(intent, wallMillis: wallMillis, operations: &operations))
+        case .binding(.failure(let error)):
+            return .answer(.error(error))
+        case .read(.account(let query)):
+            var resolver = BundleResolver(rules: rules, capacity: 0)
+            return .answer(answerAccount(query, resolver: &resolver, access: access))
         case .removeMember(.failure(let error), _):
             return .answer(.error(error))
         case .removeMember(.success(let node), _):

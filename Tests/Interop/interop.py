@@ -93,6 +93,13 @@ def sealed_identifier(secret, kind, value):
     return sealed if any(sealed) else bytes(15) + b"\x01"
 
 
+def account_key(secret, name):
+    """An account's key (docs/security.md): HMAC-SHA256 under the identifier key of "account:"
+    and the name's UTF-8 bytes, cut to 16 bytes, as UUID text."""
+    key = hmac.new(secret.encode(), b"registry identifier key v1", hashlib.sha256).digest()
+    return str(uuid.UUID(bytes=hmac.new(key, b"account:" + name.encode(), hashlib.sha256).digest()[:16]))
+
+
 def minted_device_id(key, vendor, sealed, kind_byte=0):
     """The device ID a first install gets (docs/identity.md, DeviceID.minted): from its IDFV as
     the node keeps it (kind byte 0) or, when it presents no IDFV, from its keychain UUID as the
@@ -249,6 +256,40 @@ def main():
     by_keychain = conn.receive(envelope_pb2).register_result
     check(by_keychain.created and by_keychain.device_id == minted_device_id(key, "com.interop", sealed_identifier(secret, 1, keychain), 1),
           f"keychain-minted {by_keychain}")
+
+    # Accounts (account.proto): the default policy binds one device; a second bind is rejected,
+    # naming the bound device; the account's key is the documented keyed hash of its name.
+    from registry.v1 import account_pb2  # noqa: E402
+
+    def account_request(request_id, kind, name, device):
+        frame = envelope_pb2.ClientFrame(request_id=request_id)
+        body = getattr(frame, kind)
+        body.vendor = "com.interop"
+        body.account = name
+        body.device_id = device
+        conn.send(frame)
+        return conn.receive(envelope_pb2)
+
+    bound = account_request(50, "bind", "alice@example.com", first.device_id)
+    check(bound.WhichOneof("body") == "bind_result" and bound.bind_result.outcome == account_pb2.BIND_OUTCOME_BOUND, f"bind: {bound}")
+    check(bound.bind_result.account.account_key == account_key(secret, "alice@example.com"), f"account key: {bound.bind_result.account}")
+    rejected = account_request(51, "bind", "alice@example.com", by_keychain.device_id).bind_result
+    check(rejected.outcome == account_pb2.BIND_OUTCOME_REJECTED, f"second bind: {rejected}")
+    check([d.device_id for d in rejected.account.bound] == [first.device_id], f"rejected names: {rejected.account.bound}")
+    query = envelope_pb2.ClientFrame(request_id=52)
+    query.account.bundle_id = "com.interop.app2"
+    query.account.device_id = first.device_id
+    conn.send(query)
+    accounts = conn.receive(envelope_pb2).accounts.accounts
+    check([a.account_key for a in accounts] == [account_key(secret, "alice@example.com")], f"device's accounts: {accounts}")
+    for request_id, name in ((53, "alice\x00evil"), (54, ""), (55, "x" * 257)):
+        refused = account_request(request_id, "bind", name, first.device_id)
+        check(refused.WhichOneof("body") == "error" and refused.error.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT,
+              f"account {name[:10]!r}: {refused}")
+    unbound = account_request(56, "unbind", "alice@example.com", first.device_id).bind_result
+    check(unbound.outcome == account_pb2.BIND_OUTCOME_UNBOUND, f"unbind: {unbound}")
+    again = account_request(57, "unbind", "alice@example.com", first.device_id).bind_result
+    check(again.outcome == account_pb2.BIND_OUTCOME_NOT_BOUND, f"unbind again: {again}")
 
     # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
     # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.

@@ -21,6 +21,25 @@ import Testing
         let bundle = try BundleID(parsing: "uk.co.bbc.iplayer")
         #expect(configuration.vendorRules.vendor(of: bundle).name == "uk.co.bbc")
         #expect(configuration.vendorRules.vendor(of: try BundleID(parsing: "net.acmecdn.player")).name == "acme")
+        #expect(
+            configuration.vendorRules.bindingPolicy(of: Vendor(trusted: "acme"))
+                == (try BindingPolicy(maxDevices: 2, activeWithinDays: 90, pastLimit: .replace)))
+        #expect(configuration.vendorRules.bindingPolicy(of: Vendor(trusted: "uk.co.bbc")) == .default)
+        #expect(configuration.vendorRules.bindingPolicy(of: Vendor(trusted: "com.unruled")) == .default)
+    }
+
+    /// A binding policy is part of the rules: nodes whose policies differ have different
+    /// fingerprints (so they refuse each other), and a default policy leaves the fingerprint as
+    /// it was before policies existed.
+    @Test func aBindingPolicyChangesTheVendorRulesFingerprint() throws {
+        let plain = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"])])
+        let defaulted = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: .default)])
+        let two = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2))])
+        let replace = try VendorRules(
+            rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2, pastLimit: .replace))])
+        #expect(plain.fingerprint == defaulted.fingerprint)
+        #expect(Set([plain.fingerprint, two.fingerprint, replace.fingerprint]).count == 3)
+        #expect(plain != two)
     }
 
     @Test func everyKeyIsApplied() throws {
@@ -204,6 +223,14 @@ import Testing
         ("{\"vendors\": [{\"name\": \"x\", \"prefixes\": [\"com\"]}]}", "vendors[0]:"),
         ("{\"vendors\": [{\"name\": \"x\"}]}", "vendors[0].prefixes is missing"),
         ("{\"vendors\": [{\"prefix\": [\"com.x\"]}]}", "unknown key \"vendors[0].prefix\"; did you mean \"prefixes\"?"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": 2}]}", "vendors[0].binding should be an object"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"maxDevices\": 0}}]}", "vendors[0].binding: invalid binding policy: the most devices per account must be 1 to 1000, not 0"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"maxDevices\": 1001}}]}", "must be 1 to 1000, not 1001"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"maxDevices\": 1.5}}]}", "vendors[0].binding.maxDevices should be a whole number"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"activeWithinDays\": 0}}]}", "the activity window must be 1 to 3650 days, not 0"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"pastLimit\": \"evict\"}}]}", "pastLimit should be \"reject\" or \"replace\""),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"maxDevice\": 2}}]}", "unknown key \"vendors[0].binding.maxDevice\"; did you mean \"maxDevices\"?"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"bindings\": {}}]}", "did you mean \"binding\"?"),
         ("{\"maxFrameBytes\": 1}", "maxFrameBytes: max frame bytes 1 is not 4096...67108864"),
         ("{\"maxInFlight\": 0}", "maxInFlight: max in flight 0"),
         ("{\"clusterId\": \"\"}", "the cluster ID must not be empty"),

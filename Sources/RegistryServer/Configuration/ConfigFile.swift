@@ -55,8 +55,9 @@ struct ConfigFile {
             guard case .array(let items) = vendors else { throw .invalid(path: path, reason: "vendors should be an array") }
             for (index, item) in items.enumerated() {
                 guard case .object(let fields) = item else { throw .invalid(path: path, reason: "vendors[\(index)] should be an object") }
-                for key in fields.keys.sorted() where !["name", "prefixes"].contains(key) {
-                    throw .unknownKey(path: path, key: "vendors[\(index)].\(key)", nearest: NearestName.closest(to: key, among: ["name", "prefixes"]))
+                let known = ["name", "prefixes", "binding"]
+                for key in fields.keys.sorted() where !known.contains(key) {
+                    throw .unknownKey(path: path, key: "vendors[\(index)].\(key)", nearest: NearestName.closest(to: key, among: known))
                 }
                 guard case .array(let prefixValues)? = fields["prefixes"] else {
                     throw .invalid(path: path, reason: "vendors[\(index)].prefixes is missing or not an array of strings")
@@ -73,8 +74,11 @@ struct ConfigFile {
                     guard case .string(let text) = value else { throw .invalid(path: path, reason: "vendors[\(index)].name should be a string") }
                     name = text
                 }
+                let binding = try fields["binding"].map { value throws(ConfigurationError) in
+                    try bindingPolicy(value, at: "vendors[\(index)].binding", path: path)
+                }
                 do {
-                    rules.append(try VendorRule(name: name, prefixes: prefixes))
+                    rules.append(try VendorRule(name: name, prefixes: prefixes, binding: binding ?? .default))
                 } catch {
                     throw .invalid(path: path, reason: "vendors[\(index)]: \(error)")
                 }
@@ -91,6 +95,35 @@ struct ConfigFile {
             return try VendorRules(rules: rules, defaultDepth: defaultDepth)
         } catch {
             throw .invalid(path: path, reason: "vendors: \(error)")
+        }
+    }
+
+    /// A vendor's `binding` object: `maxDevices` (default 1), `activeWithinDays` (default: every
+    /// bound device counts) and `pastLimit` (`reject`, the default, or `replace`).
+    private static func bindingPolicy(_ value: JSONValue, at key: String, path: String) throws(ConfigurationError) -> BindingPolicy {
+        guard case .object(let fields) = value else { throw .invalid(path: path, reason: "\(key) should be an object") }
+        let known = ["maxDevices", "activeWithinDays", "pastLimit"]
+        for name in fields.keys.sorted() where !known.contains(name) {
+            throw .unknownKey(path: path, key: "\(key).\(name)", nearest: NearestName.closest(to: name, among: known))
+        }
+        func whole(_ name: String) throws(ConfigurationError) -> Int? {
+            guard let field = fields[name] else { return nil }
+            guard let text = field.text(as: .wholeNumber), let number = Int(text) else {
+                throw .invalid(path: path, reason: "\(key).\(name) should be a whole number")
+            }
+            return number
+        }
+        var pastLimit = BindingPolicy.PastLimit.reject
+        if let field = fields["pastLimit"] {
+            guard case .string(let text) = field, let parsed = BindingPolicy.PastLimit(rawValue: text) else {
+                throw .invalid(path: path, reason: "\(key).pastLimit should be \"reject\" or \"replace\"")
+            }
+            pastLimit = parsed
+        }
+        do {
+            return try BindingPolicy(maxDevices: try whole("maxDevices") ?? 1, activeWithinDays: try whole("activeWithinDays"), pastLimit: pastLimit)
+        } catch {
+            throw .invalid(path: path, reason: "\(key): \(error)")
         }
     }
 

@@ -30,7 +30,8 @@ enum ConnectionAccess: Sendable, Equatable {
     }
 
     /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each
-    /// registration whose vendor it does not cover for `register`, and operator requests
+    /// registration, bind and unbind whose vendor it does not cover for `register` (a bind or an
+    /// unbind is allowed with `admin` too), and operator requests
     /// (stats, snapshot, member removal) without `admin`. Resolves and lookups are checked
     /// where the state tells their vendor (``NodeState``).
     func authorize(_ prepared: NodeState.Prepared) -> NodeState.Prepared {
@@ -45,6 +46,8 @@ enum ConnectionAccess: Sendable, Equatable {
                 if !allows(.register, vendor: vendor) { batch.items[position] = .failure(Self.denied(.register, vendor: vendor)) }
             }
             return .registerBatch(batch)
+        case .binding(.success(let intent)) where !allows(.register, vendor: intent.vendor.name) && !allows(.admin):
+            return .binding(.failure(Self.denied(.register, vendor: intent.vendor.name)))
         case .read(.stats), .read(.snapshot), .removeMember:
             return allows(.admin) ? prepared : .refused(Self.denied(.admin))
         default:

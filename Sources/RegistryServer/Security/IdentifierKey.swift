@@ -45,6 +45,19 @@ public struct IdentifierKey: Sendable {
         return Identifier(kind: identifier.kind, value: value.isZero ? UUID128(high: 0, low: 1) : value)
     }
 
+    /// The account key of `account`: HMAC-SHA256(key, "account:" ‖ the name's UTF-8 bytes), cut to
+    /// 128 bits. The label keeps it apart from every identifier's hash, whose message is 17 bytes
+    /// starting with a kind byte below 16.
+    public func seal(_ account: AccountName) -> UUID128 {
+        var mac = keyed
+        mac.update(data: Array("account:".utf8))
+        mac.update(data: Array(account.text.utf8))
+        let code = mac.finalize()
+        return code.withUnsafeBytes { bytes in
+            UUID128(high: bytes.loadUnaligned(as: UInt64.self).bigEndian, low: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
+        }
+    }
+
     /// `registration` with every identifier sealed.
     public func seal(_ registration: Registration) -> Registration {
         registration.replacingIdentifiers { seal($0) }

@@ -51,8 +51,17 @@ final class ClusterSimulation {
         let device: DeviceID
     }
 
+    /// An acknowledged bind or unbind: every node must hold a change like it in the end.
+    struct AcknowledgedBinding {
+        let kind: BindingChange.Kind
+        let account: String
+        let device: DeviceID
+    }
+
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts: Equatable {
+        /// Binds and unbinds answered as changing something, and those answered as changing nothing.
+        var binds = 0, unbinds = 0, bindsRejected = 0, unbindsOfNothing = 0
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -83,6 +92,10 @@ final class ClusterSimulation {
     private var challenges: SplitMix64
     private(set) var now: UInt64 = 1_000_000
     private(set) var acknowledged: [Acknowledged] = []
+    private(set) var acknowledgedBindings: [AcknowledgedBinding] = []
+    /// The vendor rules every node runs with: on odd seeds `com.sim` binds two devices an account
+    /// and replaces past that; on even seeds it has the default policy (one device, reject).
+    let vendorRules: VendorRules
     /// Nodes removed from the cluster: down for good.
     private(set) var removed: Set<Int> = []
     /// Nodes whose next install of a peer's snapshot dies at one of its disk changes.
@@ -100,6 +113,10 @@ final class ClusterSimulation {
         challenges = SplitMix64(seed: seed ^ 0xC4A1_1E46E)
         var pool = SplitMix64(seed: seed ^ 0x5EED)
         keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
+        vendorRules =
+            seed % 2 == 1
+            ? try VendorRules(rules: [VendorRule(name: nil, prefixes: ["com.sim"], binding: try BindingPolicy(maxDevices: 2, pastLimit: .replace))])
+            : try VendorRules()
         nodes = (0..<nodeCount).map { index in
             Node(name: NodeID(trusted: "node-\(Character(UnicodeScalar(97 + index)!))"), instance: UInt64(index + 1))
         }
@@ -118,6 +135,7 @@ final class ClusterSimulation {
         configuration.dataDirectory = "/data"
         configuration.nodeID = nodes[index].name
         configuration.clusterID = "sim"
+        configuration.vendorRules = vendorRules
         configuration.snapshotEveryOperations = 0
         configuration.snapshotEverySeconds = 0
         configuration.maxClockSkewMillis = Self.maxClockSkewMillis
@@ -348,6 +366,37 @@ final class ClusterSimulation {
             if let identifier = try? Identifier(presented) { acknowledged.append(Acknowledged(vendor: vendor, identifier: identifier, device: device)) }
         }
         return device
+    }
+
+    /// Binds one of a few accounts to a device a registration was told of, or (one in four)
+    /// unbinds it from one it was bound to, through a live member; records what the answer
+    /// acknowledged.
+    func randomBinding() {
+        let alive = nodes.indices.filter { nodes[$0].engine != nil && !removed.contains($0) }
+        guard let node = alive.randomElement(using: &random), let engine = engine(node),
+            var device = acknowledged.randomElement(using: &random)?.device
+        else { return }
+        let account = "account-\(Int.random(in: 0..<4, using: &random))"
+        let unbind = Int.random(in: 0..<4, using: &random) == 0
+        // An unbind mostly names a device the account was bound to, so that most unbind something.
+        if unbind, let bound = acknowledgedBindings.filter({ $0.account == account && $0.kind == .bind }).randomElement(using: &random) {
+            device = bound.device
+        }
+        let request = BindingRequest(scope: .vendor("com.sim"), account: account, deviceID: device.description)
+        let frame = ClientFrame(requestID: 1, body: unbind ? .unbind(request) : .bind(request))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        crashNodesWhoseDiskFailed()
+        guard case .bindResult(let result) = answer else { return }
+        switch result.outcome {
+        case .bound, .alreadyBound:
+            counts.binds += 1
+            acknowledgedBindings.append(AcknowledgedBinding(kind: .bind, account: account, device: device))
+        case .unbound:
+            counts.unbinds += 1
+            acknowledgedBindings.append(AcknowledgedBinding(kind: .unbind, account: account, device: device))
+        case .rejected: counts.bindsRejected += 1
+        case .notBound, .unspecified: counts.unbindsOfNothing += 1
+        }
     }
 
     private func freshUUID() -> UUID128 {

@@ -52,7 +52,8 @@ import Testing
                 + "\(total.diskCrashes) deaths at a disk change (\(total.installCrashes) inside an install), \(total.batchesApplied) batches applied, \(total.refusals) refusals, "
                 + "\(total.snapshotsTaken) snapshots taken, \(total.snapshotsInstalled) installed from a peer, "
                 + "\(total.batchesFromMemory) batches sent from memory and \(total.batchesFromJournal) from journals, "
-                + "\(total.dropped) messages of closed connections dropped")
+                + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
+                + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing)")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
@@ -60,6 +61,7 @@ import Testing
             #expect(total.snapshotsTaken > 0 && total.snapshotsInstalled > 0)
             #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
+            #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
         }
     }
 
@@ -78,6 +80,7 @@ import Testing
             let node = simulation.members.randomElement(using: &random)!
             switch roll {
             case 0..<40: simulation.randomRegistration()
+            case 72..<80: simulation.randomBinding()
             case 40..<46: simulation.siblingRace()
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
@@ -264,14 +267,51 @@ import Testing
             }
             if let failure { throw SimulationFailure(seed: seed, reason: failure) }
         }
+        try checkBindings(simulation, engines: engines)
         guard simulation.counts.splitRaces == 0 else {
             throw SimulationFailure(seed: seed, reason: "\(simulation.counts.splitRaces) sibling races were told two IDs")
         }
     }
 }
 
+extension ClusterSimulationTests {
+    /// Every acknowledged bind and unbind is held by every node, and every account's devices keep
+    /// within its vendor's limit once the nodes agree (checked against the policy's numbers here,
+    /// not through the rule's own code).
+    static func checkBindings(_ simulation: ClusterSimulation, engines: [RegistryEngine]) throws {
+        let seed = simulation.seed
+        for engine in engines {
+            let failure = engine.withState { state -> String? in
+                for binding in simulation.acknowledgedBindings {
+                    let key = AccountKey(
+                        vendor: Vendor(trusted: "com.sim"), account: engine.identifierKey.seal(try! AccountName(validating: binding.account)))
+                    guard state.bindings(of: key)?.changes.contains(where: { $0.kind == binding.kind && $0.device == binding.device }) == true
+                    else { return "\(engine.nodeID) lost an acknowledged \(binding.kind) of \(binding.account) to \(binding.device)" }
+                }
+                let limit = simulation.vendorRules.bindingPolicy(of: Vendor(trusted: "com.sim")).maxDevices
+                for key in Set(state.snapshot().bindings.map { AccountKey(vendor: $0.vendor, account: $0.account) }) {
+                    let resolution = state.bindings(of: key)!.resolve(policy: simulation.vendorRules.bindingPolicy(of: key.vendor)) {
+                        state.canonical(of: $0)
+                    }
+                    guard resolution.bound.count <= limit else { return "\(key) holds \(resolution.bound.count) devices, past \(limit)" }
+                    // Only canonical devices are bound, each once.
+                    for bound in resolution.bound where state.canonical(of: bound.device) != bound.device {
+                        return "\(key) is bound to \(bound.device), which is not canonical"
+                    }
+                }
+                return nil
+            }
+            if let failure { throw SimulationFailure(seed: seed, reason: failure) }
+        }
+    }
+}
+
 extension ClusterSimulation.Counts {
     mutating func add(_ other: Self) {
+        binds += other.binds
+        unbinds += other.unbinds
+        bindsRejected += other.bindsRejected
+        unbindsOfNothing += other.unbindsOfNothing
         registrations += other.registrations
         siblingRaces += other.siblingRaces
         splitRaces += other.splitRaces

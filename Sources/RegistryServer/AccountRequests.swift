@@ -1,0 +1,127 @@
+import RegistryCore
+import RegistryWire
+
+/// A bind or an unbind after the checks that need no state: its vendor found, its account
+/// hashed, its device ID parsed.
+struct BindingIntent: Sendable, Equatable {
+    let kind: BindingChange.Kind
+    let vendor: Vendor
+    /// The account's keyed hash.
+    let account: UUID128
+    let device: DeviceID
+}
+
+extension NodeState {
+    /// Validates a bind or an unbind (``Prepared/binding(_:)``).
+    static func prepareBinding(
+        _ kind: BindingChange.Kind, _ request: BindingRequest, resolver: inout BundleResolver, identifierKey: IdentifierKey
+    ) -> Result<BindingIntent, WireError> {
+        do throws(IdentityError) {
+            let vendor = try Self.vendor(of: request.scope, resolver: &resolver)
+            let account = try AccountName(validating: request.account)
+            let device = try DeviceID(parsing: request.deviceID)
+            return .success(BindingIntent(kind: kind, vendor: vendor, account: identifierKey.seal(account), device: device))
+        } catch {
+            return .failure(WireError(error))
+        }
+    }
+
+    /// The vendor a request names, by bundle ID or by name.
+    static func vendor(of scope: LookupRequest.Scope, resolver: inout BundleResolver) throws(IdentityError) -> Vendor {
+        switch scope {
+        case .bundle(let text): return try resolver.resolve(text).vendor
+        case .vendor(let name): return try resolver.rules.vendor(named: name)
+        case .unspecified: throw .invalidVendor("the request names neither a bundle_id nor a vendor")
+        }
+    }
+
+    /// Decides a bind or an unbind at `wallMillis` (``AccountBindings/decide(_:policy:canonical:)``):
+    /// logs and applies it when it changes something, and answers what it did with the account
+    /// as it is then.
+    mutating func decideBinding(_ intent: BindingIntent, wallMillis: UInt64, operations: inout [LoggedOperation]) -> ServerBody {
+        // Another vendor's device is not found, as a resolve does not find it.
+        guard registry.vendor(of: intent.device) == intent.vendor else {
+            return .error(WireError(code: .notFound, message: "no device \(intent.device) in vendor \(intent.vendor)"))
+        }
+        let key = AccountKey(vendor: intent.vendor, account: intent.account)
+        let held = registry.bindings(of: key) ?? AccountBindings()
+        var now = clock.tick(wallMillis: wallMillis)
+        if let last = held.changes.last, now <= last.time {
+            // Every change held was observed by the clock (its log entry carries its time), so this
+            // is only a peer's change stamped apart from its entry: move past it.
+            do {
+                _ = try clock.observe(last.time, wallMillis: wallMillis)
+            } catch {
+                return .error(WireError(code: .clockSkew, message: "an earlier change of this account is too far ahead: \(error)", retryable: true))
+            }
+            now = clock.tick(wallMillis: wallMillis)
+        }
+        let change = BindingChange(kind: intent.kind, vendor: intent.vendor, account: intent.account, device: intent.device, time: now, origin: nodeID)
+        let policy = rules.bindingPolicy(of: intent.vendor)
+        let outcome = held.decide(change, policy: policy, canonical: { registry.canonical(of: $0) })
+        let code: BindOutcomeCode
+        var replaced = ""
+        switch outcome {
+        case .bound(let device):
+            code = .bound
+            replaced = device.map { $0.description } ?? ""
+        case .alreadyBound: code = .alreadyBound
+        case .rejected: code = .rejected
+        case .unbound: code = .unbound
+        case .notBound: code = .notBound
+        }
+        if code != .rejected && code != .notBound {
+            registry.apply(change)
+            operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .binding(change)))
+            nextSequence += 1
+        }
+        return .bindResult(BindResultMessage(outcome: code, replacedDeviceID: replaced, account: accountMessage(key)))
+    }
+
+    /// Answers an account request: one account's devices, or a device's accounts.
+    func answerAccount(_ query: AccountQuery, resolver: inout BundleResolver, access: ConnectionAccess) -> ServerBody {
+        do throws(IdentityError) {
+            let vendor = try Self.vendor(of: query.scope, resolver: &resolver)
+            guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
+            switch query.subject {
+            case .account(let text):
+                let key = AccountKey(vendor: vendor, account: identifierKey.seal(try AccountName(validating: text)))
+                return .accounts(registry.bindings(of: key) == nil ? [] : [accountMessage(key)])
+            case .accountKey(let text):
+                guard let account = UUID128(text: text) else { throw .invalidAccount("account key \(text.debugDescription) is not UUID text") }
+                let key = AccountKey(vendor: vendor, account: account)
+                return .accounts(registry.bindings(of: key) == nil ? [] : [accountMessage(key)])
+            case .device(let text):
+                let device = try DeviceID(parsing: text)
+                guard registry.vendor(of: device) == vendor else {
+                    return .error(WireError(code: .notFound, message: "no device \(device) in vendor \(vendor)"))
+                }
+                return .accounts(registry.accounts(of: device).filter { $0.vendor == vendor }.map { accountMessage($0) })
+            case .unspecified:
+                throw .invalidAccount("an account request names an account, an account key or a device ID")
+            }
+        } catch {
+            return .error(WireError(error))
+        }
+    }
+
+    /// `key`'s account as the node holds it now, under its vendor's policy.
+    func accountMessage(_ key: AccountKey) -> AccountBindingsMessage {
+        let resolution = (registry.bindings(of: key) ?? AccountBindings())
+            .resolve(policy: rules.bindingPolicy(of: key.vendor), canonical: { registry.canonical(of: $0) })
+        return AccountBindingsMessage(
+            vendor: key.vendor.name, accountKey: key.account.text,
+            bound: resolution.bound.map {
+                BoundDeviceMessage(deviceID: $0.device.description, sinceMillis: $0.since.millis, lastActiveMillis: $0.lastActive.millis)
+            },
+            unbound: resolution.unbound.map { device in
+                switch device.reason {
+                case .unbound: return UnboundDeviceMessage(deviceID: device.device.description, reason: .unbound, atMillis: device.time.millis)
+                case .refused: return UnboundDeviceMessage(deviceID: device.device.description, reason: .refused, atMillis: device.time.millis)
+                case .replaced(let by):
+                    return UnboundDeviceMessage(
+                        deviceID: device.device.description, reason: .replaced, replacedBy: by.description, atMillis: device.time.millis)
+                }
+            })
+    }
+}
