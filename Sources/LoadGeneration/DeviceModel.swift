@@ -28,3 +28,13 @@ public struct ModelDevice: Sendable {
     /// Whether `id` is an answer consistent with what was acknowledged.
     public func accepts(_ id: UUID128) -> Bool { id == deviceID || id == otherID }
 }
+
+/// An account a run bound, as the run believes the registry holds it.
+public struct ModelAccount: Sendable {
+    /// The account's name, `load-<seed>-<number>`.
+    public let name: String
+    public let vendor: Int
+    /// The model device the account is bound to; nil until its bind is acknowledged, and after a
+    /// bind or a move that failed.
+    public internal(set) var device: Int?
+}

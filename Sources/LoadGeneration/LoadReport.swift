@@ -102,6 +102,9 @@ public struct LoadReport: Codable, Sendable {
 
     public struct Verification: Codable, Sendable {
         public var devices: UInt64
+        /// Accounts checked: each one's devices asked of every endpoint (an account lost
+        /// counts in ``lost``, one bound otherwise than acknowledged in ``mismatched``).
+        public var accounts: UInt64 = 0
         public var lookups: UInt64
         public var lost: UInt64
         public var mismatched: UInt64
@@ -109,7 +112,7 @@ public struct LoadReport: Codable, Sendable {
         public var passed: Bool { lost == 0 && mismatched == 0 && failedLookups == 0 }
 
         enum CodingKeys: String, CodingKey {
-            case devices, lookups, lost, mismatched
+            case devices, accounts, lookups, lost, mismatched
             case failedLookups = "failed_lookups"
         }
 

@@ -13,9 +13,25 @@ public struct LoadUnit: Sendable {
     public let known: Int?
     /// The second app of a concurrent-siblings pair.
     public let partnerApp: Int?
+    /// For ``WorkloadKind/bind`` and ``WorkloadKind/move``: the model account (a new one for a
+    /// bind), bound to the model device ``known``.
+    public let account: Int?
 
-    /// How many registrations the unit sends.
-    public var registrations: Int { partnerApp == nil ? 1 : 2 }
+    public init(
+        kind: WorkloadKind, vendor: Int, app: Int, keychain: UUID128, idfv: UUID128, known: Int?, partnerApp: Int?, account: Int? = nil
+    ) {
+        self.kind = kind
+        self.vendor = vendor
+        self.app = app
+        self.keychain = keychain
+        self.idfv = idfv
+        self.known = known
+        self.partnerApp = partnerApp
+        self.account = account
+    }
+
+    /// How many requests the unit sends: registrations, or a move's unbind and bind.
+    public var registrations: Int { partnerApp == nil && kind != .move ? 1 : 2 }
 }
 
 /// The app names the generator registers: `com.load<v>.app<a>`, so that the default vendor rule

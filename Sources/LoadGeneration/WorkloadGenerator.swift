@@ -11,6 +11,14 @@ public struct WorkloadGenerator: Sendable {
     public let tracksDevices: Bool
     private var random: SplitMix64
     public private(set) var devices: [ModelDevice] = []
+    /// Accounts the binding kinds made, by ``LoadUnit/account``.
+    public private(set) var accounts: [ModelAccount] = []
+    /// Accounts with a bind or a move in flight: not moved again until it is answered.
+    private var busyAccounts = Set<Int>()
+    /// Acknowledged devices by vendor, so that a move stays within the account's vendor.
+    private var devicesByVendor: [[Int]]
+    /// Names accounts `load-<seed>-<number>`, so that runs with other seeds never share one.
+    private let accountPrefix: String
     /// Units generated, by the kind actually generated (a known-device kind falls back to a
     /// first install until some device has been acknowledged); kinds never generated are absent.
     public var generated: [WorkloadKind: UInt64] {
@@ -32,6 +40,18 @@ public struct WorkloadGenerator: Sendable {
         self.catalogue = catalogue
         self.random = SplitMix64(seed: seed)
         self.tracksDevices = trackDevices || mix.needsKnownDevices
+        devicesByVendor = Array(repeating: [], count: catalogue.vendors)
+        accountPrefix = "load-\(seed)-"
+    }
+
+    /// A bound account with nothing in flight, found by a few random tries; nil when none is.
+    private mutating func idleBoundAccount() -> Int? {
+        guard !accounts.isEmpty else { return nil }
+        for _ in 0..<8 {
+            let index = Int.random(in: 0..<accounts.count, using: &random)
+            if accounts[index].device != nil, !busyAccounts.contains(index) { return index }
+        }
+        return nil
     }
 
     /// A random version-4 UUID from the seeded stream.
@@ -44,6 +64,9 @@ public struct WorkloadGenerator: Sendable {
     public mutating func next() -> LoadUnit {
         var kind = mix.pick(using: &random)
         if kind.needsKnownDevice, devices.isEmpty { kind = .firstInstall }
+        // A move needs an account bound and idle; until there is one, it binds a new one.
+        let moved = kind == .move ? idleBoundAccount() : nil
+        if kind == .move, moved == nil { kind = .bind }
         generatedCounts[kind.index] += 1
         switch kind {
         case .firstInstall:
@@ -69,7 +92,45 @@ public struct WorkloadGenerator: Sendable {
                 kind: kind, vendor: device.vendor, app: app,
                 keychain: kind == .lostKeychain ? freshUUID() : device.keychain,
                 idfv: kind == .reinstall ? freshUUID() : device.idfv, known: index, partnerApp: nil)
+        case .bind:
+            let index = Int.random(in: 0..<devices.count, using: &random)
+            let device = devices[index]
+            let account = accounts.count
+            accounts.append(ModelAccount(name: accountPrefix + String(account), vendor: device.vendor))
+            busyAccounts.insert(account)
+            return LoadUnit(
+                kind: kind, vendor: device.vendor, app: device.homeApp, keychain: device.keychain, idfv: device.idfv, known: index,
+                partnerApp: nil, account: account)
+        case .move:
+            let account = moved!
+            let candidates = devicesByVendor[accounts[account].vendor]
+            let index = candidates[Int.random(in: 0..<candidates.count, using: &random)]
+            let device = devices[index]
+            busyAccounts.insert(account)
+            return LoadUnit(
+                kind: kind, vendor: device.vendor, app: device.homeApp, keychain: device.keychain, idfv: device.idfv, known: index,
+                partnerApp: nil, account: account)
         }
+    }
+
+    /// The requests of a ``WorkloadKind/bind`` or ``WorkloadKind/move`` unit, to be sent in order
+    /// on one connection: a bind of its account to its device, or an unbind from the device the
+    /// account is bound to and then that bind.
+    public func bindingRequests(for unit: LoadUnit) -> [ClientBody] {
+        let account = accounts[unit.account!]
+        let scope = LookupRequest.Scope.vendor(catalogue.vendorName(account.vendor))
+        let bind = ClientBody.bind(BindingRequest(scope: scope, account: account.name, deviceID: devices[unit.known!].deviceID.text))
+        guard unit.kind == .move, let from = account.device else { return [bind] }
+        return [.unbind(BindingRequest(scope: scope, account: account.name, deviceID: devices[from].deviceID.text)), bind]
+    }
+
+    /// Records how a bind or a move was answered: its account is bound to the unit's device when
+    /// every request succeeded; otherwise the run no longer knows where it is (a move may have
+    /// unbound it without binding it again), and it is neither moved nor verified again.
+    public mutating func settle(_ unit: LoadUnit, succeeded: Bool) {
+        guard let account = unit.account else { return }
+        busyAccounts.remove(account)
+        accounts[account].device = succeeded ? unit.known : nil
     }
 
     /// Records the registry's answer to a unit. `partnerID` is the second answer of a pair;
@@ -83,6 +144,7 @@ public struct WorkloadGenerator: Sendable {
         if let known = unit.known, !devices[known].accepts(deviceID) { unexpectedAnswers += 1 }
         switch unit.kind {
         case .firstInstall, .concurrentSiblings:
+            devicesByVendor[unit.vendor].append(devices.count)
             devices.append(
                 ModelDevice(
                     vendor: unit.vendor, homeApp: unit.app, keychain: unit.keychain, idfv: unit.idfv, deviceID: deviceID,
@@ -99,7 +161,7 @@ public struct WorkloadGenerator: Sendable {
                 devices[index].replaced.append(Identifier(kind: .keychain, value: devices[index].keychain))
                 devices[index].keychain = unit.keychain
             }
-        case .returning, .sibling:
+        case .returning, .sibling, .bind, .move:
             break
         }
         // Merged, not replaced: two registrations of one device may be in flight at once, each

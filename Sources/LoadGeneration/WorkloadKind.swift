@@ -16,14 +16,24 @@ public enum WorkloadKind: String, CaseIterable, Codable, Sendable, Comparable {
     /// (to two different endpoints when there are several). Counts how often the two callers
     /// were told different device IDs.
     case concurrentSiblings = "concurrent-siblings"
+    /// A user logs in on a known device for the first time: a new account is bound to it
+    /// (BindRequest; the vendor's policy must allow the first device, as every policy does).
+    case bind
+    /// A user with an account moves to another known device of the vendor: the account is
+    /// unbound from its device, then bound to the new one (two requests on one connection, in
+    /// order), so that it works under every policy.
+    case move
 
     /// Whether this kind needs a device the registry has already acknowledged.
     public var needsKnownDevice: Bool {
         switch self {
         case .firstInstall, .concurrentSiblings: return false
-        case .returning, .sibling, .reinstall, .lostKeychain: return true
+        case .returning, .sibling, .reinstall, .lostKeychain, .bind, .move: return true
         }
     }
+
+    /// Whether this kind binds accounts rather than registering devices.
+    public var isBinding: Bool { self == .bind || self == .move }
 
     /// The kind's position in ``allCases``.
     public var index: Int {
@@ -34,6 +44,8 @@ public enum WorkloadKind: String, CaseIterable, Codable, Sendable, Comparable {
         case .reinstall: return 3
         case .lostKeychain: return 4
         case .concurrentSiblings: return 5
+        case .bind: return 6
+        case .move: return 7
         }
     }
 

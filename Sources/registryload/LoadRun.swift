@@ -156,27 +156,36 @@ struct LoadRun {
         return shards
     }
 
-    /// Checks every acknowledged device; re-checks failures until they pass or `--verify-wait` ends.
+    /// Checks every acknowledged device and bound account; re-checks failures until they pass or
+    /// `--verify-wait` ends.
     private func verifyAll(_ shards: [LoadShard]) async -> LoadReport.Verification {
         let deadline = monotonicNanos() + plan.verifyWait.nanoseconds
         var result = LoadReport.Verification()
         var remaining = [[Int]]()
+        var remainingAccounts = [[Int]]()
         for shard in shards {
             let count = (try? await shard.loop.submit { shard.workload.devices.count }.get()) ?? 0
             remaining.append(Array(0..<count))
             result.devices += UInt64(count)
+            // Accounts whose last bind or move was acknowledged (the others' place is unknown).
+            let bound = (try? await shard.loop.submit { shard.workload.accounts.indices.filter { shard.workload.accounts[$0].device != nil } }.get()) ?? []
+            remainingAccounts.append(bound)
+            result.accounts += UInt64(bound.count)
         }
         while true {
             var round = VerificationOutcome()
-            for (index, shard) in shards.enumerated() where !remaining[index].isEmpty {
-                let devices = remaining[index]
-                let outcome = try? await shard.loop.flatSubmit { shard.verify(devices: devices, endpoints: plan.endpoints.count) }.get()
+            for (index, shard) in shards.enumerated() where !remaining[index].isEmpty || !remainingAccounts[index].isEmpty {
+                let (devices, accounts) = (remaining[index], remainingAccounts[index])
+                let outcome = try? await shard.loop.flatSubmit {
+                    shard.verify(devices: devices, accounts: accounts, endpoints: plan.endpoints.count)
+                }.get()
                 guard let outcome else { continue }
                 round.lookups += outcome.lookups
                 round.lost += outcome.lost
                 round.mismatched += outcome.mismatched
                 round.failedLookups += outcome.failedLookups
                 remaining[index] = outcome.failingDevices
+                remainingAccounts[index] = outcome.failingAccounts
             }
             result.lookups += round.lookups
             result.lost = round.lost

@@ -184,13 +184,20 @@ final class LoadShard: @unchecked Sendable {
         inFlightSteps += 1
         let sent = monotonicNanos()
         let primary = nextLane()
-        let primaryRequests = step.units.map { plan.catalogue.request(for: $0) }
-        let partnerRequests = step.units.compactMap { plan.catalogue.partnerRequest(for: $0) }
-        let tracker = StepTracker(step: step, sent: sent, framesLeft: partnerRequests.isEmpty ? 1 : 2)
-        send(primaryRequests, on: primary, after: causalToken(of: step)) { answers, token in
-            tracker.primary = answers
-            tracker.token.merge(token)
-            self.frameAnswered(tracker, registrations: primaryRequests.count, answers: answers)
+        // Most steps hold registrations alone: those are not copied.
+        let bindsAccounts = step.units.contains { $0.kind.isBinding }
+        let registrations = bindsAccounts ? step.units.filter { !$0.kind.isBinding } : step.units
+        let primaryRequests = registrations.map { plan.catalogue.request(for: $0) }
+        let partnerRequests = registrations.compactMap { plan.catalogue.partnerRequest(for: $0) }
+        let bindings = bindsAccounts ? step.units.filter(\.kind.isBinding).map { (unit: $0, requests: workload.bindingRequests(for: $0)) } : []
+        let frames = (primaryRequests.isEmpty ? 0 : 1) + (partnerRequests.isEmpty ? 0 : 1) + bindings.reduce(0) { $0 + $1.requests.count }
+        let tracker = StepTracker(step: step, registrationUnits: registrations, sent: sent, framesLeft: frames)
+        if !primaryRequests.isEmpty {
+            send(primaryRequests, on: primary, after: causalToken(of: step)) { answers, token in
+                tracker.primary = answers
+                tracker.token.merge(token)
+                self.frameAnswered(tracker, registrations: primaryRequests.count, answers: answers)
+            }
         }
         if !partnerRequests.isEmpty {
             // Pairs are new devices: nothing to read first.
@@ -199,6 +206,38 @@ final class LoadShard: @unchecked Sendable {
                 tracker.token.merge(token)
                 self.frameAnswered(tracker, registrations: partnerRequests.count, answers: answers)
             }
+        }
+        // An account's requests all go on one connection, as one backend session would send them:
+        // a node answers a connection in order, so a move's unbind comes before its bind, and
+        // each move finds the account where the last one left it.
+        for (unit, requests) in bindings {
+            tracker.bindingsFailed[unit.account!] = false
+            let connected = lanes.indices.filter { lostLanes[$0] == nil }
+            let lane = connected[unit.account! % connected.count]
+            for body in requests {
+                send(body, on: lane) { result in
+                    let answer = Self.bindingAnswer(result.map(\.body))
+                    if case .failure = answer { tracker.bindingsFailed[unit.account!] = true }
+                    self.frameAnswered(tracker, registrations: 1, answers: [answer])
+                }
+            }
+        }
+    }
+
+    /// A bind's or an unbind's answer as the report counts it: success when it bound or unbound
+    /// (a bind of a device bound already counts too); a bind refused past the vendor's limit, or
+    /// an unbind that found nothing bound, means the run's model was wrong.
+    static func bindingAnswer(_ result: Result<ServerBody, RegistryClientError>) -> Result<UUID128, FailureCode> {
+        switch result {
+        case .success(.bindResult(let result)):
+            switch result.outcome {
+            case .bound, .alreadyBound, .unbound: return .success(.zero)
+            case .rejected: return .failure(FailureCode(name: "BIND_REJECTED"))
+            case .notBound: return .failure(FailureCode(name: "NOT_BOUND"))
+            case .unspecified: return .failure(FailureCode(name: "UNEXPECTED_ANSWER"))
+            }
+        default:
+            return itemAnswers(result, count: 1)[0]
         }
     }
 
@@ -334,10 +373,13 @@ final class LoadShard: @unchecked Sendable {
         finishIfIdle()
     }
 
-    /// Feeds every acknowledged registration back into the workload model.
+    /// Feeds every acknowledged registration, bind and move back into the workload model.
     private func acknowledge(_ tracker: StepTracker) {
+        for unit in tracker.step.units where unit.kind.isBinding {
+            workload.settle(unit, succeeded: tracker.bindingsFailed[unit.account!] == false)
+        }
         var partnerIndex = 0
-        for (index, unit) in tracker.step.units.enumerated() {
+        for (index, unit) in tracker.registrationUnits.enumerated() {
             var partnerID: UUID128?
             var partnerOK = true
             if unit.partnerApp != nil {
@@ -372,12 +414,13 @@ final class LoadShard: @unchecked Sendable {
 
     // MARK: - Verification
 
-    /// Looks up every identifier of every acknowledged device on every endpoint and compares the
-    /// answers with what was acknowledged. `devices` selects which model devices to check.
-    func verify(devices: [Int], endpoints: Int) -> EventLoopFuture<VerificationOutcome> {
+    /// Looks up every identifier of every acknowledged device on every endpoint, and every bound
+    /// account's devices, and compares the answers with what was acknowledged. `devices` and
+    /// `accounts` select which model devices and accounts to check.
+    func verify(devices: [Int], accounts: [Int], endpoints: Int) -> EventLoopFuture<VerificationOutcome> {
         loop.preconditionInEventLoop()
         let promise = loop.makePromise(of: VerificationOutcome.self)
-        let verifier = ShardVerifier(shard: self, devices: devices, endpoints: endpoints, promise: promise)
+        let verifier = ShardVerifier(shard: self, devices: devices, accounts: accounts, endpoints: endpoints, promise: promise)
         verifier.start()
         return promise.futureResult
     }
@@ -391,15 +434,20 @@ final class LoadShard: @unchecked Sendable {
 /// The frames of one step still to be answered.
 final class StepTracker {
     let step: PlannedStep
+    /// The step's registrations, in the order of the primary frame's answers.
+    let registrationUnits: [LoadUnit]
     let sent: UInt64
     var framesLeft: Int
     var primary: ItemAnswers?
     var partner: ItemAnswers?
     /// The causal tokens of the step's answers, merged.
     var token = CausalToken.empty
+    /// By account, whether any request of the step's bind or move of it failed.
+    var bindingsFailed: [Int: Bool] = [:]
 
-    init(step: PlannedStep, sent: UInt64, framesLeft: Int) {
+    init(step: PlannedStep, registrationUnits: [LoadUnit], sent: UInt64, framesLeft: Int) {
         self.step = step
+        self.registrationUnits = registrationUnits
         self.sent = sent
         self.framesLeft = framesLeft
     }

@@ -19,17 +19,19 @@ struct Registryload: AsyncParsableCommand {
             reported beside it.
 
             Workloads: first-install, returning, sibling, reinstall, lost-keychain, \
-            concurrent-siblings. Mix them with weights: --workload first-install=70,returning=20,sibling=10. \
+            concurrent-siblings, and bind and move, which bind accounts: bind binds a new account \
+            to a known device, move unbinds an account from its device and binds it to another of \
+            its vendor. Mix them with weights: --workload first-install=70,returning=20,sibling=10. \
             Known-device workloads act on devices this run has had acknowledged (a first install \
-            until there is one). The same --seed and --threads give the same sequence of \
-            registrations on each thread.
+            until there is one; a move binds a new account until one is bound). The same --seed \
+            and --threads give the same sequence of registrations on each thread.
 
             A run is INVALID when the generator could not keep up: an open-loop run that achieved \
             less than 90% of its intended rate, or whose scheduler lag p99 exceeded both 1ms and a \
             quarter of the latency p99.
 
             Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid; \
-            3 --verify found lost or mismatched registrations; 64 bad usage; 69 an endpoint is \
+            3 --verify found lost or mismatched registrations or accounts; 64 bad usage; 69 an endpoint is \
             unreachable or refused the connection's limits; 74 the --json file cannot be written.
             """,
         version: "registryload \(BuildVersion.description)")

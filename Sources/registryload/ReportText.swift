@@ -48,7 +48,7 @@ enum ReportText {
         }
         if let verification = report.verification {
             lines.append(
-                "verify        \(verification.devices) devices, \(verification.lookups) lookups: \(verification.lost) lost, \(verification.mismatched) mismatched, \(verification.failedLookups) failed lookups")
+                "verify        \(verification.devices) devices, \(verification.accounts) accounts, \(verification.lookups) lookups: \(verification.lost) lost, \(verification.mismatched) mismatched, \(verification.failedLookups) failed lookups")
         }
         for server in report.servers {
             lines.append(

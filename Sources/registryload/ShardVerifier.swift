@@ -16,15 +16,22 @@ struct VerificationOutcome: Sendable {
     var failedLookups: UInt64 = 0
     /// Model devices with any problem, to check again while a cluster converges.
     var failingDevices: [Int] = []
+    /// Model accounts with any problem, likewise.
+    var failingAccounts: [Int] = []
 }
 
 /// Runs the lookups of `--verify` for one shard, pipelined over its lanes: for each device,
-/// each identifier it ever presented, on each endpoint, scoped by vendor.
+/// each identifier it ever presented, on each endpoint, scoped by vendor; then for each account
+/// the run bound, its devices on each endpoint, which must be the one device it was last bound to.
 ///
 /// Lives on the shard's loop only (created and called there), like the shard itself.
 final class ShardVerifier {
     private let shard: LoadShard
     private let devices: [Int]
+    private let accounts: [Int]
+    private var nextAccount = 0
+    /// Per account being checked: answers outstanding, whether anything failed.
+    private var pendingAccounts: [Int: (left: Int, failed: Bool)] = [:]
     private let endpoints: Int
     private let promise: EventLoopPromise<VerificationOutcome>
     private var outcome = VerificationOutcome()
@@ -35,9 +42,10 @@ final class ShardVerifier {
     /// Per device being checked: lookups outstanding, the first ID seen, whether anything failed.
     private var pending: [Int: (left: Int, first: UUID128?, failed: Bool)] = [:]
 
-    init(shard: LoadShard, devices: [Int], endpoints: Int, promise: EventLoopPromise<VerificationOutcome>) {
+    init(shard: LoadShard, devices: [Int], accounts: [Int], endpoints: Int, promise: EventLoopPromise<VerificationOutcome>) {
         self.shard = shard
         self.devices = devices
+        self.accounts = accounts
         self.endpoints = endpoints
         self.promise = promise
         self.endpointLanes = (0..<endpoints).map { shard.lanes(to: $0) }
@@ -46,7 +54,7 @@ final class ShardVerifier {
 
     func start() {
         fill()
-        if inFlight == 0 { promise.succeed(outcome) }
+        if finished { promise.succeed(outcome) }
     }
 
     private func fill() {
@@ -55,6 +63,65 @@ final class ShardVerifier {
             check(devices[nextDevice])
             nextDevice += 1
         }
+        while inFlight < limit, nextDevice == devices.count, nextAccount < accounts.count {
+            checkAccount(accounts[nextAccount])
+            nextAccount += 1
+        }
+    }
+
+    private var finished: Bool { inFlight == 0 && nextDevice == devices.count && nextAccount == accounts.count }
+
+    private func checkAccount(_ index: Int) {
+        let account = shard.workload.accounts[index]
+        guard let bound = account.device else { return }
+        let device = shard.workload.devices[bound]
+        let query = AccountQuery(scope: .vendor(shard.plan.catalogue.vendorName(account.vendor)), subject: .account(account.name))
+        pendingAccounts[index] = (endpoints, false)
+        for endpoint in 0..<endpoints {
+            let lanes = endpointLanes[endpoint]
+            guard !lanes.isEmpty else {
+                outcome.failedLookups += 1
+                pendingAccounts[index]!.left -= 1
+                pendingAccounts[index]!.failed = true
+                continue
+            }
+            let lane = lanes[laneCursor[endpoint] % lanes.count]
+            laneCursor[endpoint] += 1
+            inFlight += 1
+            outcome.lookups += 1
+            shard.send(.account(query), on: lane) { result in self.accountAnswered(index, device: device, result: result.map(\.body)) }
+        }
+        finishAccountIfDone(index)
+    }
+
+    private func accountAnswered(_ index: Int, device: ModelDevice, result: Result<ServerBody, RegistryClientError>) {
+        inFlight -= 1
+        var entry = pendingAccounts[index]!
+        entry.left -= 1
+        switch result {
+        case .success(.accounts(let found)) where found.isEmpty:
+            outcome.lost += 1
+            entry.failed = true
+        case .success(.accounts(let found)):
+            let bound = found.count == 1 ? found[0].bound.compactMap { UUID128(text: $0.deviceID) } : []
+            if bound.count != 1 || !device.accepts(bound[0]) {
+                outcome.mismatched += 1
+                entry.failed = true
+            }
+        default:
+            outcome.failedLookups += 1
+            entry.failed = true
+        }
+        pendingAccounts[index] = entry
+        finishAccountIfDone(index)
+        fill()
+        if finished { promise.succeed(outcome) }
+    }
+
+    private func finishAccountIfDone(_ index: Int) {
+        guard let entry = pendingAccounts[index], entry.left == 0 else { return }
+        pendingAccounts[index] = nil
+        if entry.failed { outcome.failingAccounts.append(index) }
     }
 
     private func check(_ index: Int) {
@@ -107,7 +174,7 @@ final class ShardVerifier {
         pending[index] = entry
         finishDeviceIfDone(index)
         fill()
-        if inFlight == 0, nextDevice == devices.count { promise.succeed(outcome) }
+        if finished { promise.succeed(outcome) }
     }
 
     private func finishDeviceIfDone(_ index: Int) {

@@ -70,6 +70,32 @@ import Testing
         #endif
     }
 
+    /// Accounts bound and moved under load: every bind and move acknowledged, each account found
+    /// on the device it was last moved to, under the default policy (one device an account, a
+    /// bind past it rejected, so a move must unbind first).
+    @Test func bindsAndMovesUnderLoadAreVerified() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let reportPath = temp.path + "/accounts.json"
+        let result = try load([
+            "--endpoints", node.endpoint, "--requests", "3000", "--warmup", "0s", "--connections", "3", "--in-flight", "8",
+            "--workload", "first-install=30,bind=30,move=40", "--seed", "11", "--verify", "--json", reportPath,
+        ])
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        #expect(throughput["failed"] as? Int == 0, "\(throughput)")
+        let verification = try #require(json["verification"] as? [String: Any])
+        #expect((verification["accounts"] as? Int ?? 0) > 100, "\(verification)")
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0)
+        let generated = try #require((json["workload"] as? [String: Any])?["generated"] as? [String: Int])
+        #expect((generated["move"] ?? 0) > 100 && (generated["bind"] ?? 0) > 100, "\(generated)")
+        #expect(result.stdout.contains("accounts"), "\(result.stdout)")
+    }
+
     /// Each generator thread has its own stream of identifiers: none of them repeats another's
     /// devices (which would make the node hold fewer devices than the run created).
     /// With `--coalesce 16` the client library sends single registrations written together as

@@ -14,6 +14,10 @@ struct WorkloadGeneratorTests {
         for _ in 0..<units {
             let unit = generator.next()
             produced.append(unit)
+            if unit.kind.isBinding {
+                generator.settle(unit, succeeded: true)
+                continue
+            }
             let id: UUID128
             if let known = unit.known {
                 id = generator.devices[known].deviceID
@@ -43,7 +47,8 @@ struct WorkloadGeneratorTests {
     }
 
     @Test func theSameSeedGivesTheSameUnits() throws {
-        let mix = try WorkloadMix(parsing: "first-install=40,returning=20,sibling=10,reinstall=10,lost-keychain=10,concurrent-siblings=10")
+        let mix = try WorkloadMix(
+            parsing: "first-install=40,returning=20,sibling=10,reinstall=10,lost-keychain=10,concurrent-siblings=10,bind=5,move=5")
         var first = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 42, trackDevices: false)
         var second = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 42, trackDevices: false)
         var other = WorkloadGenerator(mix: mix, catalogue: catalogue, seed: 43, trackDevices: false)
@@ -144,5 +149,45 @@ struct WorkloadGeneratorTests {
         let rules = try VendorRules()
         let bundle = try BundleID(parsing: catalogue.bundle(vendor: 3, app: 2))
         #expect(rules.vendor(of: bundle).name == catalogue.vendorName(3))
+    }
+
+    /// Binds make accounts on known devices; moves take an idle bound account to another device
+    /// of its vendor, unbinding it from the one it is on first; an account in flight is not
+    /// moved again, and one whose move failed is moved no more.
+    @Test func bindsAndMovesKeepEachAccountWithinItsVendorAndWhereItWasLeft() throws {
+        var generator = WorkloadGenerator(
+            mix: try WorkloadMix(parsing: "first-install=20,bind=40,move=40"), catalogue: catalogue, seed: 3, trackDevices: true)
+        let units = drive(&generator, units: 2_000)
+        let moves = units.filter { $0.kind == .move }
+        #expect(moves.count > 300 && units.filter { $0.kind == .bind }.count > 300)
+        #expect(units.first?.kind == .firstInstall, "binding needs a device first")
+        for account in generator.accounts {
+            let device = try #require(account.device)
+            #expect(generator.devices[device].vendor == account.vendor)
+            #expect(account.name.hasPrefix("load-3-"))
+        }
+        // A move of a bound account: unbind from where it is, then bind where it goes.
+        var fresh = WorkloadGenerator(mix: try WorkloadMix(parsing: "first-install=1,move=1000"), catalogue: catalogue, seed: 4, trackDevices: true)
+        _ = drive(&fresh, units: 40)
+        let move = fresh.next()
+        guard move.kind == .move, let account = move.account, let from = fresh.accounts[account].device else {
+            return #expect(Bool(false), "\(move.kind)")
+        }
+        let vendor = catalogue.vendorName(fresh.accounts[account].vendor)
+        let requests = fresh.bindingRequests(for: move)
+        #expect(
+            requests == [
+                .unbind(BindingRequest(scope: .vendor(vendor), account: fresh.accounts[account].name, deviceID: fresh.devices[from].deviceID.text)),
+                .bind(BindingRequest(scope: .vendor(vendor), account: fresh.accounts[account].name, deviceID: fresh.devices[move.known!].deviceID.text)),
+            ])
+        #expect(move.registrations == 2)
+        // While it is in flight it is not moved again: with every account busy, moves bind new ones.
+        var inFlight = [move]
+        for _ in 0..<200 { inFlight.append(fresh.next()) }
+        let moved = inFlight.filter { $0.kind == .move }.compactMap(\.account)
+        #expect(Set(moved).count == moved.count, "an account moved twice at once")
+        // A failed move leaves the account's place unknown: it is not moved or verified again.
+        fresh.settle(move, succeeded: false)
+        #expect(fresh.accounts[account].device == nil)
     }
 }
