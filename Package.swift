@@ -156,6 +156,8 @@ let package = Package(
         // The keyed-hashing cost per identifier against SipHash in the same run (bench/security.sh).
         .executableTarget(
             name: "HashBench", dependencies: ["RegistryServer", "RegistryCore"], path: "bench/HashBench", swiftSettings: swiftSettings),
+        // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
+        .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

@@ -13,6 +13,7 @@ idle_move = None
 rested = None
 stalls = None
 floors = []
+binding_memory = []
 gaps = None
 fault_in = None
 sized_devices = None
@@ -59,6 +60,8 @@ for line in open(results_path):
         floors.append(dict(mode=mode, work=int(work), frames=int(frames), p50=float(p50), p90=float(p90), p99=float(p99),
                            p999=float(p999), max=float(peak), busy=float(busy), steal=float(stolen),
                            commit_p99=float(commit[0]) if commit and commit[0] else None, command=command))
+    elif fields[0] == "bindingmemory":
+        binding_memory = json.loads(fields[1])
     elif fields[0] == "sweep":
         sweep.append((int(fields[1]), int(fields[2]), fields[3]))
     else:
@@ -270,6 +273,14 @@ settling = [(devices, seconds) for devices, _, seconds in memory if seconds is n
 if settling:
     w("Each point was read once the resident memory had stopped falling: "
       + ", ".join(f"{seconds} s after the load at {devices:,}" for devices, seconds in settling) + ".")
+if binding_memory:
+    w("\nMemory a binding takes in the state (`bench/BindingMemory`: resident memory gained while that many binding changes,")
+    w("each a new account's first bind, are applied to a `RegistryState`), against the floor measured in the same run: the same")
+    w("changes as one flat array of packed records (account, device, time, interned vendor and origin, kind), before any index.\n")
+    w("| Binding changes | Bytes per binding | Floor (packed records) |")
+    w("|---:|---:|---:|")
+    for point in binding_memory:
+        w(f"| {point['bindings']:,} | {point['state_bytes_per_binding']:.0f} | {point['floor_bytes_per_binding']:.0f} |")
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
       + (f", of which {moved:.1f} s loaded the snapshot the clean stop took and replayed the journal past it."
@@ -433,6 +444,10 @@ if batch:
     row("≥ 100,000 registrations/s on one node", f"{batch['rate']:,.0f}/s (batches of 100); {single['rate']:,.0f}/s single requests", batch["rate"] >= 100_000)
     row("≥ 2.5× Redis", f"{batch['rate'] / redis['rate']:.1f}× (batches), {single['rate'] / redis['rate']:.1f}× (single)", batch["rate"] >= 2.5 * redis["rate"])
     row("≥ 10× PostgreSQL", f"{batch['rate'] / postgres['rate']:.1f}× (batches), {single['rate'] / postgres['rate']:.1f}× (single)", batch["rate"] >= 10 * postgres["rate"])
+if binding_memory:
+    largest = binding_memory[-1]
+    row("≤ 64 B a binding at 10M bindings", f"{largest['state_bytes_per_binding']:.0f} B at {largest['bindings']:,} "
+        f"(floor, packed records: {largest['floor_bytes_per_binding']:.0f} B)", largest["state_bytes_per_binding"] <= 64)
 if opened:
     p99 = opened["latency"]["p99_ns"] / 1e6
     rate = opened["throughput"]["intended_per_second"]

@@ -24,7 +24,8 @@
 #
 # Results go to BENCHMARKS.md (rendered by bench/render.py) with the commands that produced them.
 # Environment: BENCH_SECONDS (measured seconds per throughput run, default 15),
-# BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_SWEEP_RATES (single requests, default
+# BENCH_MEMORY_DEVICES (default "1000000 10000000"), BENCH_BINDINGS (binding changes the memory a
+# binding takes is measured at, beside 1M; default 10000000), BENCH_SWEEP_RATES (single requests, default
 # "1000 5000 10000 20000"), BENCH_BATCH_SWEEP_RATES (batches of 20, default "10000 20000 40000 60000"),
 # BENCH_OPEN_REPEATS (runs of the open loop at 70%, default 3; the target is judged on their median),
 # BENCH_SIZED_DEVICES (--expected-devices of the node for step 3; by default 1.25 times what its runs register,
@@ -41,6 +42,7 @@ source bench/lib.sh
 export PATH="/opt/swift/usr/bin:$PATH"
 seconds=${BENCH_SECONDS:-15}
 memory_points=${BENCH_MEMORY_DEVICES:-"1000000 10000000"}
+binding_memory=${BENCH_BINDINGS:-10000000}
 sweep_rates=${BENCH_SWEEP_RATES:-"1000 5000 10000 20000"}
 batch_sweep_rates=${BENCH_BATCH_SWEEP_RATES:-"10000 20000 40000 60000"}
 open_repeats=${BENCH_OPEN_REPEATS:-3}
@@ -67,7 +69,7 @@ trap cleanup EXIT
 
 command -v redis-server >/dev/null || scripts/apt-install.sh redis-server redis-tools
 command -v pgbench >/dev/null || scripts/apt-install.sh postgresql postgresql-contrib
-for product in registryd registryload registryctl; do swift build -c release --product "$product"; done
+for product in registryd registryload registryctl BindingMemory; do swift build -c release --product "$product"; done
 bin=$(swift build -c release --show-bin-path)
 export REGISTRYLOAD_GIT_REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
@@ -212,6 +214,8 @@ load "registryd, 1 node, open loop, batches of 100 at 5,000/s (one batch's own t
 load "registryd, 1 node, mixed workload with --verify (closed loop, single requests)" verify \
   --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 \
   --workload first-install=50,returning=20,sibling=10,reinstall=10,lost-keychain=5,concurrent-siblings=5 --verify --seed 4
+load "registryd, 1 node, accounts: binds and moves (a move is an unbind and a bind; each request counts), 4 connections × 64 in flight" binds \
+  --duration "${seconds}s" --warmup 1s --connections 4 --in-flight 64 --batch 1 --workload first-install=10,bind=45,move=45 --verify --seed 8
 stop_node
 
 echo "== open loop on a node sized for its devices" >&2
@@ -295,6 +299,11 @@ if [ -d /dev/shm ]; then
   stop_node
   rm -rf "$memory_dir"; memory_dir=""
 fi
+
+echo "== memory a binding takes" >&2
+"$bin/BindingMemory" "$binding_memory" > "$out/binding-memory.json"
+printf 'bindingmemory\t%s\n' "$(cat "$out/binding-memory.json")" >> "$results"
+cat "$out/binding-memory.json" >&2
 
 echo "== memory" >&2
 # Stops the node (a clean stop snapshots what is new) and starts it again on the same data directory
