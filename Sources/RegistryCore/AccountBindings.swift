@@ -3,8 +3,8 @@
 ///
 /// The rule (`docs/identity.md`, "Accounts"): start with no device bound and take the changes in
 /// ``BindingChange/precedes(_:)`` order. Each change's device is first taken to its canonical
-/// device, so a merge unions the bindings of the devices it joins, and a forgotten device's
-/// changes are skipped. An unbind removes the device. A bind of a bound device marks it active
+/// device, so a merge unions the bindings of the devices it joins; the changes of a device the
+/// replica does not hold (not yet replicated, or forgotten) are skipped. An unbind removes the device. A bind of a bound device marks it active
 /// at the bind's time. A bind of another device binds it while fewer than the policy's limit are
 /// counted; past it, `reject` refuses the bind and `replace` first unbinds the least recently
 /// active counted device. A bind of a device bound but outside the policy's window counts it
@@ -73,7 +73,8 @@ public struct AccountBindings: Sendable {
         case rejected(bound: [BoundDevice])
         /// The unbind removed the device.
         case unbound
-        /// The unbind found the device not bound, or the change names a forgotten device.
+        /// The unbind found the device not bound, or the change names a device the replica does
+        /// not hold.
         case notBound
     }
 
