@@ -54,6 +54,24 @@ struct Account: AsyncParsableCommand {
         }
     }
 
+    /// The account, the device and the write concern of a bind or an unbind.
+    struct Change: ParsableArguments {
+        @Option(help: "The account's name, as the vendor's backend gives it.") var account: String
+        @Option(help: "The device ID.") var device: String
+        @Option(name: .customLong("ack-replicas"), help: "Peers that must hold the change before the answer. [default: the node's]")
+        var ackReplicas: UInt32?
+
+        /// Sends the bind (or, with `unbind`, the unbind) and prints its answer.
+        func send(unbind: Bool, scope: LookupRequest.Scope, global: GlobalOptions) async {
+            await global.withClient(ackReplicas: ackReplicas,
+                { (client) async throws(RegistryClientError) in
+                    unbind
+                        ? try await client.unbind(account: account, deviceID: device, scope: scope)
+                        : try await client.bind(account: account, deviceID: device, scope: scope)
+                }, print: BindView.init)
+        }
+    }
+
     struct Bind: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bind an account to a device.",
@@ -64,17 +82,9 @@ struct Account: AsyncParsableCommand {
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var scope: Scope
-        @Option(help: "The account's name, as the vendor's backend gives it.") var account: String
-        @Option(help: "The device ID to bind it to.") var device: String
-        @Option(name: .customLong("ack-replicas"), help: "Peers that must hold the change before the answer. [default: the node's]")
-        var ackReplicas: UInt32?
+        @OptionGroup var change: Change
 
-        func run() async throws {
-            await global.withClient(ackReplicas: ackReplicas,
-                { (client) async throws(RegistryClientError) in
-                    try await client.bind(account: account, deviceID: device, scope: scope.scope)
-                }, print: BindView.init)
-        }
+        func run() async throws { await change.send(unbind: false, scope: scope.scope, global: global) }
     }
 
     struct Unbind: AsyncParsableCommand {
@@ -84,17 +94,9 @@ struct Account: AsyncParsableCommand {
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var scope: Scope
-        @Option(help: "The account's name, as the vendor's backend gives it.") var account: String
-        @Option(help: "The device ID to unbind it from.") var device: String
-        @Option(name: .customLong("ack-replicas"), help: "Peers that must hold the change before the answer. [default: the node's]")
-        var ackReplicas: UInt32?
+        @OptionGroup var change: Change
 
-        func run() async throws {
-            await global.withClient(ackReplicas: ackReplicas,
-                { (client) async throws(RegistryClientError) in
-                    try await client.unbind(account: account, deviceID: device, scope: scope.scope)
-                }, print: BindView.init)
-        }
+        func run() async throws { await change.send(unbind: true, scope: scope.scope, global: global) }
     }
 }
 
