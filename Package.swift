@@ -167,7 +167,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "RegistryAuthTests", dependencies: ["RegistryAuth"], swiftSettings: swiftSettings),
-        .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform"], swiftSettings: swiftSettings),
+        .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LoadGenerationTests", dependencies: ["LoadGeneration", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),
         .testTarget(

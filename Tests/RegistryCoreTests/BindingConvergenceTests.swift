@@ -1,78 +1,11 @@
+import RegistryTestSupport
 import Testing
 @testable import RegistryCore
 
 /// Replicas that receive one account's binding changes in different orders, with repeats, must
-/// agree on its devices, and agree with the rule as written.
-///
-/// The expected devices are computed here, apart from the code under test: the changes sorted
-/// as plain tuples (HLC, origin's text, kind, device's two words), then replayed over a list of
-/// (device, first bind, latest bind) with linear scans, where ``AccountBindings`` keeps a sorted
-/// history with binary insertion and a dictionary.
+/// agree on its devices, and agree with the rule as written apart from the code under test
+/// (`BindingOracle`, in RegistryTestSupport).
 @Suite struct BindingConvergenceTests {
-    struct Expected: Equatable {
-        var bound: [BoundDevice]
-        var unbound: [UnboundDevice]
-    }
-
-    /// The rule, written out once more.
-    func expected(_ changes: [BindingChange], policy: BindingPolicy, canonical: [DeviceID: DeviceID?]) -> Expected {
-        let ordered = Set(changes).sorted {
-            ($0.time.rawValue, $0.origin.value, $0.kind.rawValue, $0.device.uuid.high, $0.device.uuid.low)
-                < ($1.time.rawValue, $1.origin.value, $1.kind.rawValue, $1.device.uuid.high, $1.device.uuid.low)
-        }
-        var list: [(device: DeviceID, first: UInt64, latest: UInt64)] = []
-        var lost: [DeviceID: (reason: UnboundDevice.Reason, time: UInt64)] = [:]
-        for change in ordered {
-            let mapped = canonical[change.device] ?? change.device
-            guard let device = mapped else { continue }
-            let time = change.time.rawValue
-            if change.kind == .unbind {
-                if let index = list.firstIndex(where: { $0.device == device }) {
-                    list.remove(at: index)
-                    lost[device] = (.unbound, time)
-                }
-                continue
-            }
-            var windowStart: UInt64 = 0
-            if let days = policy.activeWithinDays {
-                let span = UInt64(days) * 86_400_000
-                windowStart = change.time.millis > span ? change.time.millis - span : 0
-            }
-            let isCounted = { (entry: (device: DeviceID, first: UInt64, latest: UInt64)) in entry.latest >> 16 >= windowStart }
-            if let index = list.firstIndex(where: { $0.device == device }), isCounted(list[index]) {
-                list[index].latest = max(list[index].latest, time)
-                continue
-            }
-            let others = list.indices.filter { list[$0].device != device && isCounted(list[$0]) }
-            if others.count >= policy.maxDevices {
-                if policy.pastLimit == .reject {
-                    if !list.contains(where: { $0.device == device }) { lost[device] = (.refused, time) }
-                    continue
-                }
-                let oldest = others.min {
-                    (list[$0].latest, list[$0].device.uuid.high, list[$0].device.uuid.low)
-                        < (list[$1].latest, list[$1].device.uuid.high, list[$1].device.uuid.low)
-                }!
-                lost[list[oldest].device] = (.replaced(by: device), time)
-                list.remove(at: oldest)
-            }
-            if let index = list.firstIndex(where: { $0.device == device }) {
-                list[index].latest = max(list[index].latest, time)
-            } else {
-                list.append((device, time, time))
-                lost[device] = nil
-            }
-        }
-        let byDevice = { (a: DeviceID, b: DeviceID) in (a.uuid.high, a.uuid.low) < (b.uuid.high, b.uuid.low) }
-        return Expected(
-            bound: list.sorted { byDevice($0.device, $1.device) }.map {
-                BoundDevice(device: $0.device, since: HLCTimestamp(rawValue: $0.first), lastActive: HLCTimestamp(rawValue: $0.latest))
-            },
-            unbound: lost.sorted { byDevice($0.key, $1.key) }.map {
-                UnboundDevice(device: $0.key, reason: $0.value.reason, time: HLCTimestamp(rawValue: $0.value.time))
-            })
-    }
-
     /// One seed: three nodes each accept changes against what they have heard so far (they hear
     /// each other's changes late), some devices merge into others and one is forgotten; then
     /// four replicas receive every accepted change in an order of their own, some twice.
@@ -113,14 +46,14 @@ import Testing
             }
         }
 
-        let want = expected(accepted, policy: policy, canonical: canonical)
+        let want = BindingOracle.expected(accepted, policy: policy, canonical: map)
         for _ in 0..<4 {
             var delivery = accepted + accepted.filter { _ in random.next() % 3 == 0 }
             delivery.shuffle(using: &random)
             var replica = AccountBindings()
             for change in delivery { replica.insert(change) }
             let resolution = replica.resolve(policy: policy, canonical: map)
-            #expect(Expected(bound: resolution.bound, unbound: resolution.unbound) == want, "seed \(seed)")
+            #expect(BindingOracle.observed(resolution) == want, "seed \(seed)")
             #expect(replica.changes.count == Set(accepted).count, "seed \(seed)")
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import RegistryCore
 import RegistryStorage
+import RegistryTestSupport
 import RegistryWire
 import Testing
 @testable import RegistryServer
@@ -267,7 +268,7 @@ import Testing
             }
             if let failure { throw SimulationFailure(seed: seed, reason: failure) }
         }
-        try checkBindings(simulation, engines: engines)
+        try checkBindings(simulation, engines: engines, expected: expected)
         guard simulation.counts.splitRaces == 0 else {
             throw SimulationFailure(seed: seed, reason: "\(simulation.counts.splitRaces) sibling races were told two IDs")
         }
@@ -275,11 +276,18 @@ import Testing
 }
 
 extension ClusterSimulationTests {
-    /// Every acknowledged bind and unbind is held by every node, and every account's devices keep
-    /// within its vendor's limit once the nodes agree (checked against the policy's numbers here,
-    /// not through the rule's own code).
-    static func checkBindings(_ simulation: ClusterSimulation, engines: [RegistryEngine]) throws {
+    /// Every acknowledged bind and unbind is held by every node, and every account's devices on
+    /// every node are what the rule, written apart (`BindingOracle`), makes of every binding
+    /// operation logged, with each device taken to the canonical device `expected` computed from
+    /// the operations alone; and they keep within the vendor's limit.
+    static func checkBindings(_ simulation: ClusterSimulation, engines: [RegistryEngine], expected: ExpectedCanonical) throws {
         let seed = simulation.seed
+        var logged = [AccountKey: [BindingChange]]()
+        for operation in try simulation.allOperations() {
+            guard case .binding(let change) = operation.operation else { continue }
+            logged[AccountKey(vendor: change.vendor, account: change.account), default: []].append(change)
+        }
+        let oracleCanonical = { (device: DeviceID) in expected.canonical[device.uuid].map(DeviceID.init) }
         for engine in engines {
             let failure = engine.withState { state -> String? in
                 for binding in simulation.acknowledgedBindings {
@@ -288,16 +296,16 @@ extension ClusterSimulationTests {
                     guard state.bindings(of: key)?.changes.contains(where: { $0.kind == binding.kind && $0.device == binding.device }) == true
                     else { return "\(engine.nodeID) lost an acknowledged \(binding.kind) of \(binding.account) to \(binding.device)" }
                 }
-                let limit = simulation.vendorRules.bindingPolicy(of: Vendor(trusted: "com.sim")).maxDevices
-                for key in Set(state.snapshot().bindings.map { AccountKey(vendor: $0.vendor, account: $0.account) }) {
-                    let resolution = state.bindings(of: key)!.resolve(policy: simulation.vendorRules.bindingPolicy(of: key.vendor)) {
-                        state.canonical(of: $0)
-                    }
-                    guard resolution.bound.count <= limit else { return "\(key) holds \(resolution.bound.count) devices, past \(limit)" }
-                    // Only canonical devices are bound, each once.
-                    for bound in resolution.bound where state.canonical(of: bound.device) != bound.device {
-                        return "\(key) is bound to \(bound.device), which is not canonical"
-                    }
+                guard state.bindingChangeCount == logged.values.reduce(0, { $0 + Set($1).count }) else {
+                    return "\(engine.nodeID) holds \(state.bindingChangeCount) binding changes; the operations make \(logged.values.reduce(0) { $0 + Set($1).count })"
+                }
+                for (key, changes) in logged {
+                    let policy = simulation.vendorRules.bindingPolicy(of: key.vendor)
+                    let want = BindingOracle.expected(changes, policy: policy, canonical: oracleCanonical)
+                    guard let held = state.bindings(of: key) else { return "\(engine.nodeID) holds no changes of \(key)" }
+                    let got = BindingOracle.observed(held.resolve(policy: policy) { state.canonical(of: $0) })
+                    guard got == want else { return "\(engine.nodeID) resolves \(key) to \(got); the rule, from the operations, to \(want)" }
+                    guard got.bound.count <= policy.maxDevices else { return "\(key) holds \(got.bound.count) devices, past \(policy.maxDevices)" }
                 }
                 return nil
             }
