@@ -124,6 +124,15 @@ public struct WorkloadGenerator: Sendable {
         return [.unbind(BindingRequest(scope: scope, account: account.name, deviceID: devices[from].deviceID.text)), bind]
     }
 
+    /// The causal tokens of the devices a bind or a move names, merged: a node that has not yet
+    /// heard of a device registered through another node waits for it rather than answer
+    /// NOT_FOUND (`--causal-tokens`).
+    public func bindingToken(for unit: LoadUnit) -> CausalToken {
+        var token = devices[unit.known!].token
+        if unit.kind == .move, let from = accounts[unit.account!].device { token.merge(devices[from].token) }
+        return token
+    }
+
     /// Records how a bind or a move was answered: its account is bound to the unit's device when
     /// every request succeeded; otherwise the run no longer knows where it is (a move may have
     /// unbound it without binding it again), and it is neither moved nor verified again.

@@ -214,8 +214,9 @@ final class LoadShard: @unchecked Sendable {
             tracker.bindingsFailed[unit.account!] = false
             let connected = lanes.indices.filter { lostLanes[$0] == nil }
             let lane = connected[unit.account! % connected.count]
+            let after = plan.causalTokens ? workload.bindingToken(for: unit) : .empty
             for body in requests {
-                send(body, on: lane) { result in
+                send(body, on: lane, after: after) { result in
                     let answer = Self.bindingAnswer(result.map(\.body))
                     if case .failure = answer { tracker.bindingsFailed[unit.account!] = true }
                     self.frameAnswered(tracker, registrations: 1, answers: [answer])

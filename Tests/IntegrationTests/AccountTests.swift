@@ -111,4 +111,30 @@ import Testing
         let retried = try await b.bind(account: "alice", deviceID: tablet, scope: .vendor("com.v"))
         #expect(retried.outcome == .rejected && retried.account?.bound.map(\.deviceID) == [phone])
     }
+
+    /// registryload binds and moves accounts through all three nodes of a cluster, each account's
+    /// requests through one of them; `--verify` then asks every node for every account and wants
+    /// the device its last move left it on.
+    @Test func registryloadBindsAndMovesAcrossAClusterAndEveryNodeAgrees() async throws {
+        let cluster = try ClusterTests.Cluster()
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let reportPath = temp.path + "/cluster-accounts.json"
+        let result = try run(
+            Binaries.path("registryload"),
+            [
+                "--endpoints", cluster.endpoints, "--connections", "3", "--in-flight", "8", "--requests", "2000", "--warmup", "0s",
+                "--workload", "first-install=30,bind=30,move=40", "--seed", "12", "--verify", "--verify-wait", "30s", "--json", reportPath,
+            ], timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportPath)))
+        let json = try #require(object as? [String: Any])
+        let verification = try #require(json["verification"] as? [String: Any])
+        #expect((verification["accounts"] as? Int ?? 0) > 50, "\(verification)")
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0 && verification["failed_lookups"] as? Int == 0)
+        #expect((json["throughput"] as? [String: Any])?["failed"] as? Int == 0)
+        _ = try await cluster.converged(within: 20)
+    }
 }
