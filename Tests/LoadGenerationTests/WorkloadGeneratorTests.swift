@@ -190,4 +190,42 @@ struct WorkloadGeneratorTests {
         fresh.settle(move, succeeded: false)
         #expect(fresh.accounts[account].device == nil)
     }
+
+    /// A bind carries its device's causal token, a move both its devices' tokens, so that a node
+    /// that has not heard of either waits for it; a failed account is moved no more.
+    @Test func aMoveCarriesTheTokensOfBothItsDevicesAndAFailedAccountStays() throws {
+        var generator = WorkloadGenerator(
+            mix: try WorkloadMix(parsing: "first-install=1,bind=1,move=2"), catalogue: LoadCatalogue(vendors: 1, appsPerVendor: 1), seed: 9,
+            trackDevices: true)
+        var checkedMoves = 0
+        var failed: Int?
+        for _ in 0..<400 {
+            let unit = generator.next()
+            switch unit.kind {
+            case .firstInstall:
+                let index = UInt64(generator.devices.count)
+                let token = CausalToken(positions: [LogPosition(origin: "node-\(index)", epoch: 1, sequence: index + 1)])
+                generator.acknowledge(unit, deviceID: UUID128(high: 1, low: index), token: token)
+            case .bind:
+                #expect(generator.bindingToken(for: unit) == generator.devices[unit.known!].token)
+                generator.settle(unit, succeeded: true)
+            case .move:
+                #expect(unit.account != failed, "a failed account was moved again")
+                let from = try #require(generator.accounts[unit.account!].device)
+                let expected = generator.devices[unit.known!].token.merging(generator.devices[from].token)
+                #expect(generator.bindingToken(for: unit) == expected)
+                checkedMoves += 1
+                // The first move fails: the account's place is unknown from then on.
+                if failed == nil {
+                    failed = unit.account
+                    generator.settle(unit, succeeded: false)
+                } else {
+                    generator.settle(unit, succeeded: true)
+                }
+            default:
+                Issue.record("unexpected kind \(unit.kind)")
+            }
+        }
+        #expect(checkedMoves > 50)
+    }
 }

@@ -60,16 +60,6 @@ import Testing
         #expect(restored.bindingChangeCount == state.bindingChangeCount)
     }
 
-    @Test func aStateWithoutBindingsKeepsItsDigest() throws {
-        // Binding changes add facts; a state with none has the digest it had before they existed.
-        var state = RegistryState()
-        for op in try MergeConvergenceTests().registeredOperations(seed: 7) { state.apply(op) }
-        #expect(state.digest == state.recomputedDigest())
-        var records = [SnapshotRecord]()
-        state.forEachSnapshotRecord { records.append($0) }
-        #expect(!records.contains { if case .binding = $0 { return true } else { return false } })
-    }
-
     @Test func aDevicesAccountsIncludeThoseOfDevicesMergedWithIt() throws {
         let rules = try VendorRules()
         var state = RegistryState()
@@ -111,12 +101,39 @@ import Testing
         state.forEachSnapshotRecord { records.append($0) }
         let binding = records.last!
         var repeated = RegistryState.Restorer()
-        #expect(throws: SnapshotRestoreError.self) {
-            for record in records + [binding] { try repeated.add(record) }
+        for record in records { try repeated.add(record) }
+        #expect(throws: SnapshotRestoreError("binding change \(change) appears twice")) { try repeated.add(binding) }
+        // The names are those the binding interned: vendor 0 and origin 0.
+        for (vendor, origin) in [(UInt32(1), UInt32(0)), (0, 1)] {
+            var dangling = RegistryState.Restorer()
+            for record in records.dropLast() { try dangling.add(record) }
+            #expect(throws: SnapshotRestoreError("a binding names a vendor or origin the snapshot does not")) {
+                try dangling.add(.binding(kind: .bind, vendor: vendor, account: change.account, device: change.device, time: change.time, origin: origin))
+            }
         }
-        var dangling = RegistryState.Restorer()
-        #expect(throws: SnapshotRestoreError.self) {
-            try dangling.add(.binding(kind: .bind, vendor: 3, account: change.account, device: change.device, time: change.time, origin: 0))
-        }
+    }
+
+    /// A vendor and an origin that only a binding names (no device of theirs is held) are kept by
+    /// the snapshot, and a restored state finds a device's accounts as the original did.
+    @Test func aRestoredStateKeepsNamesOnlyABindingUsesAndFindsADevicesAccounts() throws {
+        var state = RegistryState()
+        for op in try MergeConvergenceTests().registeredOperations(seed: 5) { state.apply(op) }
+        let device = try #require(state.snapshot().records.keys.first)
+        let vendor = try #require(state.vendor(of: device))
+        let onlyHere = BindingChange(
+            kind: .bind, vendor: Vendor(trusted: "org.elsewhere"), account: UUID128(high: 9, low: 9), device: DeviceID(UUID128(high: 8, low: 8)),
+            time: HLCTimestamp(millis: 4_000, counter: 0), origin: NodeID(trusted: "node-far"))
+        let ofDevice = BindingChange(
+            kind: .bind, vendor: vendor, account: UUID128(high: 7, low: 7), device: device, time: HLCTimestamp(millis: 4_001, counter: 0),
+            origin: NodeID(trusted: "node-a"))
+        state.apply(onlyHere)
+        state.apply(ofDevice)
+        var restorer = RegistryState.Restorer()
+        try state.forEachSnapshotRecord { try restorer.add($0) }
+        let restored = try restorer.finish()
+        #expect(restored.snapshot() == state.snapshot())
+        #expect(restored.digest == state.digest && restored.digest == restored.recomputedDigest())
+        #expect(restored.accounts(of: device) == [AccountKey(vendor: vendor, account: ofDevice.account)])
+        #expect(restored.bindings(of: AccountKey(vendor: onlyHere.vendor, account: onlyHere.account))?.changes == [onlyHere])
     }
 }

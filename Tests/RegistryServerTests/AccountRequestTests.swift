@@ -183,7 +183,8 @@ import Testing
         #expect(result(ask(&state, bind("alice", phone), access: register))?.outcome == .bound)
         #expect(result(ask(&state, unbind("alice", phone), access: admin))?.outcome == .unbound)
         let query = ClientBody.account(AccountQuery(scope: .vendor("com.acme"), subject: .account("alice")))
-        #expect(errorCode(ask(&state, query, access: readOnly)) == nil)
+        guard case .accounts(let seen) = ask(&state, query, access: readOnly).body else { return #expect(Bool(false)) }
+        #expect(seen.first?.unbound.map(\.deviceID) == [phone])
         #expect(errorCode(ask(&state, query, access: elsewhere)) == .permissionDenied)
     }
 
@@ -216,5 +217,28 @@ import Testing
         #expect(seenByA.first?.bound.map(\.deviceID) == [phone])
         #expect(seenByA.first?.unbound.map(\.deviceID) == [tablet])
         #expect(seenByA.first?.unbound.first?.reason == .refused)
+    }
+
+    /// A peer's change stamped ahead of what the node's clock has observed (its log entry carried
+    /// an earlier time): a bind moves the clock past it, so that the decided change follows every
+    /// change held; past the drift the clock accepts, the bind is refused, retryably, and logs
+    /// nothing.
+    @Test func aChangeStampedAheadOfTheClockIsPassedOrRefused() throws {
+        var state = try node()
+        let phone = device(&state, "com.acme.mail", idfv: idfvs[0])
+        let account = state.identifierKey.seal(try AccountName(validating: "alice"))
+        func stamped(_ millis: UInt64) throws -> BindingChange {
+            BindingChange(
+                kind: .unbind, vendor: Vendor(trusted: "com.acme"), account: account, device: try DeviceID(parsing: phone),
+                time: HLCTimestamp(millis: millis, counter: 0), origin: NodeID(trusted: "node-b"))
+        }
+        let ahead = try stamped(31_000)
+        state.registry.apply(ahead)
+        let answer = ask(&state, bind("alice", phone), wallMillis: 1_000)
+        #expect(result(answer)?.outcome == .bound)
+        #expect(answer.logged.count == 1 && answer.logged[0].timestamp > ahead.time)
+        state.registry.apply(try stamped(10_000_000))
+        let refused = ask(&state, bind("alice", phone), wallMillis: 1_000)
+        #expect(errorCode(refused) == .clockSkew && refused.logged.isEmpty)
     }
 }

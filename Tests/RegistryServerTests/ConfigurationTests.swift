@@ -37,8 +37,10 @@ import Testing
         let two = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2))])
         let replace = try VendorRules(
             rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2, pastLimit: .replace))])
+        let windowed = try VendorRules(
+            rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2, activeWithinDays: 90))])
         #expect(plain.fingerprint == defaulted.fingerprint)
-        #expect(Set([plain.fingerprint, two.fingerprint, replace.fingerprint]).count == 3)
+        #expect(Set([plain.fingerprint, two.fingerprint, replace.fingerprint, windowed.fingerprint]).count == 4)
         #expect(plain != two)
     }
 

@@ -45,6 +45,23 @@ import Testing
         #expect(decoded == record)
     }
 
+    @Test func bindingSnapshotRecordsRoundTripAndABadKindIsRefused() throws {
+        for kind in [BindingChange.Kind.bind, .unbind] {
+            let record = SnapshotRecord.binding(
+                kind: kind, vendor: 3, account: UUID128(high: 1, low: 2), device: DeviceID(UUID128(high: 3, low: 4)),
+                time: HLCTimestamp(millis: 5, counter: 6), origin: 7)
+            var bytes = [UInt8]()
+            SnapshotCodec.encode(record, into: &bytes)
+            let decoded = try bytes.withUnsafeBytes { (raw) throws(CodecError) in try SnapshotCodec.decodeRecord(raw) }
+            #expect(decoded == record)
+            // The kind is the byte after the tag.
+            bytes[1] = 9
+            #expect(throws: CodecError.invalidField("snapshot binding of kind 9")) {
+                try bytes.withUnsafeBytes { (raw) throws(CodecError) in try SnapshotCodec.decodeRecord(raw) }
+            }
+        }
+    }
+
     @Test func badBytesAreTypedErrors() throws {
         #expect(throws: CodecError.self) { try PeerFrame(decoding: ByteBuffer(bytes: [0x0A, 0xFF, 0xFF])) }
         let bad = PeerOperation(origin: "node-a", epoch: 1, sequence: 1, hlc: 1, operation: [0x0A, 0x02, 0x08])

@@ -51,17 +51,23 @@ final class ClusterSimulation {
         let device: DeviceID
     }
 
-    /// An acknowledged bind or unbind: every node must hold a change like it in the end.
+    /// An acknowledged bind or unbind: every node must hold a change like it in the end, of the
+    /// millisecond its answer gave (the newest activity of a bind's account, the time an unbind
+    /// unbound), so that a lost re-bind is not taken for an earlier bind of the same device.
     struct AcknowledgedBinding {
         let kind: BindingChange.Kind
         let account: String
         let device: DeviceID
+        let millis: UInt64
     }
 
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts: Equatable {
         /// Binds and unbinds answered as changing something, and those answered as changing nothing.
         var binds = 0, unbinds = 0, bindsRejected = 0, unbindsOfNothing = 0
+        /// Binds and unbinds answered with an error, by code: only a device the node has not heard
+        /// of yet, a removed member or a clock ahead may refuse one.
+        var bindingErrors: [String: Int] = [:]
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -96,6 +102,8 @@ final class ClusterSimulation {
     /// The vendor rules every node runs with: on odd seeds `com.sim` binds two devices an account
     /// and replaces past that; on even seeds it has the default policy (one device, reject).
     let vendorRules: VendorRules
+    /// `com.sim`'s policy, as configured (the oracle takes it from here, not from the rules).
+    let bindingPolicy: BindingPolicy
     /// Nodes removed from the cluster: down for good.
     private(set) var removed: Set<Int> = []
     /// Nodes whose next install of a peer's snapshot dies at one of its disk changes.
@@ -113,10 +121,9 @@ final class ClusterSimulation {
         challenges = SplitMix64(seed: seed ^ 0xC4A1_1E46E)
         var pool = SplitMix64(seed: seed ^ 0x5EED)
         keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
+        bindingPolicy = seed % 2 == 1 ? try BindingPolicy(maxDevices: 2, pastLimit: .replace) : .default
         vendorRules =
-            seed % 2 == 1
-            ? try VendorRules(rules: [VendorRule(name: nil, prefixes: ["com.sim"], binding: try BindingPolicy(maxDevices: 2, pastLimit: .replace))])
-            : try VendorRules()
+            seed % 2 == 1 ? try VendorRules(rules: [VendorRule(name: nil, prefixes: ["com.sim"], binding: bindingPolicy)]) : try VendorRules()
         nodes = (0..<nodeCount).map { index in
             Node(name: NodeID(trusted: "node-\(Character(UnicodeScalar(97 + index)!))"), instance: UInt64(index + 1))
         }
@@ -369,10 +376,11 @@ final class ClusterSimulation {
     }
 
     /// Binds one of a few accounts to a device a registration was told of, or (one in four)
-    /// unbinds it from one it was bound to, through a live member; records what the answer
-    /// acknowledged.
+    /// unbinds it from one it was bound to, through any running node (a removed one included);
+    /// records what the answer acknowledged.
     func randomBinding() {
-        let alive = nodes.indices.filter { nodes[$0].engine != nil && !removed.contains($0) }
+        // Removed members that still run are asked too: once they know, they must refuse.
+        let alive = nodes.indices.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random), let engine = engine(node),
             var device = acknowledged.randomElement(using: &random)?.device
         else { return }
@@ -384,16 +392,33 @@ final class ClusterSimulation {
         }
         let request = BindingRequest(scope: .vendor("com.sim"), account: account, deviceID: device.description)
         let frame = ClientFrame(requestID: 1, body: unbind ? .unbind(request) : .bind(request))
+        let knewRemoval = removed.contains(node) && knowsItWasRemoved(node)
         let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
         crashNodesWhoseDiskFailed()
-        guard case .bindResult(let result) = answer else { return }
+        if removed.contains(node) {
+            // As for registrations: never acknowledged to the cluster, and refused once it knows.
+            if knewRemoval {
+                if case .error(let error) = answer, error.code == .notAMember {
+                    counts.refusedAsRemoved += 1
+                } else {
+                    acknowledgedAsRemoved.append("\(nodes[node].name) answered a bind with \(answer) after it knew it was removed")
+                }
+            }
+            return
+        }
+        guard case .bindResult(let result) = answer else {
+            if case .error(let error) = answer { counts.bindingErrors[error.code.name, default: 0] += 1 } else { counts.bindingErrors["\(answer)", default: 0] += 1 }
+            return
+        }
         switch result.outcome {
         case .bound, .alreadyBound:
             counts.binds += 1
-            acknowledgedBindings.append(AcknowledgedBinding(kind: .bind, account: account, device: device))
+            let millis = result.account?.bound.map(\.lastActiveMillis).max() ?? 0
+            acknowledgedBindings.append(AcknowledgedBinding(kind: .bind, account: account, device: device, millis: millis))
         case .unbound:
             counts.unbinds += 1
-            acknowledgedBindings.append(AcknowledgedBinding(kind: .unbind, account: account, device: device))
+            let millis = result.account?.unbound.map(\.atMillis).max() ?? 0
+            acknowledgedBindings.append(AcknowledgedBinding(kind: .unbind, account: account, device: device, millis: millis))
         case .rejected: counts.bindsRejected += 1
         case .notBound, .unspecified: counts.unbindsOfNothing += 1
         }

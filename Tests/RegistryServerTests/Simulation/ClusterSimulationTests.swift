@@ -269,6 +269,12 @@ import Testing
             if let failure { throw SimulationFailure(seed: seed, reason: failure) }
         }
         try checkBindings(simulation, engines: engines, expected: expected)
+        // A bind or an unbind is refused only for a device the node has not heard of yet, by a
+        // removed member, or by a node whose clock ran ahead.
+        let expectedRefusals: Set<String> = ["not_found", "not_a_member", "clock_skew"]
+        if let unexpected = simulation.counts.bindingErrors.keys.first(where: { !expectedRefusals.contains($0) }) {
+            throw SimulationFailure(seed: seed, reason: "a bind or an unbind was refused with \(unexpected)")
+        }
         guard simulation.counts.splitRaces == 0 else {
             throw SimulationFailure(seed: seed, reason: "\(simulation.counts.splitRaces) sibling races were told two IDs")
         }
@@ -293,14 +299,18 @@ extension ClusterSimulationTests {
                 for binding in simulation.acknowledgedBindings {
                     let key = AccountKey(
                         vendor: Vendor(trusted: "com.sim"), account: engine.identifierKey.seal(try! AccountName(validating: binding.account)))
-                    guard state.bindings(of: key)?.changes.contains(where: { $0.kind == binding.kind && $0.device == binding.device }) == true
-                    else { return "\(engine.nodeID) lost an acknowledged \(binding.kind) of \(binding.account) to \(binding.device)" }
+                    let held = state.bindings(of: key)?.changes.contains {
+                        $0.kind == binding.kind && $0.device == binding.device && $0.time.millis == binding.millis
+                    }
+                    guard held == true else {
+                        return "\(engine.nodeID) lost an acknowledged \(binding.kind) of \(binding.account) to \(binding.device) at \(binding.millis)"
+                    }
                 }
                 guard state.bindingChangeCount == logged.values.reduce(0, { $0 + Set($1).count }) else {
                     return "\(engine.nodeID) holds \(state.bindingChangeCount) binding changes; the operations make \(logged.values.reduce(0) { $0 + Set($1).count })"
                 }
                 for (key, changes) in logged {
-                    let policy = simulation.vendorRules.bindingPolicy(of: key.vendor)
+                    let policy = simulation.bindingPolicy
                     let want = BindingOracle.expected(changes, policy: policy, canonical: oracleCanonical)
                     guard let held = state.bindings(of: key) else { return "\(engine.nodeID) holds no changes of \(key)" }
                     let got = BindingOracle.observed(held.resolve(policy: policy) { state.canonical(of: $0) })
@@ -320,6 +330,7 @@ extension ClusterSimulation.Counts {
         unbinds += other.unbinds
         bindsRejected += other.bindsRejected
         unbindsOfNothing += other.unbindsOfNothing
+        bindingErrors.merge(other.bindingErrors, uniquingKeysWith: +)
         registrations += other.registrations
         siblingRaces += other.siblingRaces
         splitRaces += other.splitRaces
