@@ -53,6 +53,11 @@ final class ShardVerifier {
     }
 
     func start() {
+        proceed()
+    }
+
+    /// Sends what the in-flight limit allows next; once nothing is left to send or answer, reports.
+    private func proceed() {
         fill()
         if finished { promise.succeed(outcome) }
     }
@@ -114,8 +119,7 @@ final class ShardVerifier {
         }
         pendingAccounts[index] = entry
         finishAccountIfDone(index)
-        fill()
-        if finished { promise.succeed(outcome) }
+        proceed()
     }
 
     private func finishAccountIfDone(_ index: Int) {
@@ -173,8 +177,7 @@ final class ShardVerifier {
         }
         pending[index] = entry
         finishDeviceIfDone(index)
-        fill()
-        if finished { promise.succeed(outcome) }
+        proceed()
     }
 
     private func finishDeviceIfDone(_ index: Int) {
