@@ -100,24 +100,18 @@ final class ShardVerifier {
     }
 
     private func accountAnswered(_ index: Int, device: ModelDevice, result: Result<ServerBody, RegistryClientError>) {
-        inFlight -= 1
-        var entry = pendingAccounts[index]!
-        entry.left -= 1
+        let verdict: Verdict
         switch result {
         case .success(.accounts(let found)) where found.isEmpty:
-            outcome.lost += 1
-            entry.failed = true
+            verdict = .lost
         case .success(.accounts(let found)):
             let bound = found.count == 1 ? found[0].bound.compactMap { UUID128(text: $0.deviceID) } : []
-            if bound.count != 1 || !device.accepts(bound[0]) {
-                outcome.mismatched += 1
-                entry.failed = true
-            }
+            verdict = bound.count == 1 && device.accepts(bound[0]) ? .held : .mismatched
         default:
-            outcome.failedLookups += 1
-            entry.failed = true
+            verdict = .failed
         }
-        pendingAccounts[index] = entry
+        pendingAccounts[index]!.left -= 1
+        if count(verdict) { pendingAccounts[index]!.failed = true }
         finishAccountIfDone(index)
         proceed()
     }
@@ -157,27 +151,43 @@ final class ShardVerifier {
     }
 
     private func answered(_ index: Int, device: ModelDevice, result: Result<ServerBody, RegistryClientError>) {
-        inFlight -= 1
         var entry = pending[index]!
-        entry.left -= 1
+        let verdict: Verdict
         switch result {
         case .success(.device(let record)):
             if let id = UUID128(text: record.deviceID), device.accepts(id), entry.first == nil || entry.first == id {
                 entry.first = id
+                verdict = .held
             } else {
-                outcome.mismatched += 1
-                entry.failed = true
+                verdict = .mismatched
             }
         case .success(.error(let error)) where error.code == .notFound:
-            outcome.lost += 1
-            entry.failed = true
+            verdict = .lost
         default:
-            outcome.failedLookups += 1
-            entry.failed = true
+            verdict = .failed
         }
+        entry.left -= 1
+        if count(verdict) { entry.failed = true }
         pending[index] = entry
         finishDeviceIfDone(index)
         proceed()
+    }
+
+    /// What one answer says of the device or account it checks.
+    private enum Verdict {
+        case held, lost, mismatched, failed
+    }
+
+    /// Counts an answered lookup in ``outcome``; true when it found a problem.
+    private func count(_ verdict: Verdict) -> Bool {
+        inFlight -= 1
+        switch verdict {
+        case .held: return false
+        case .lost: outcome.lost += 1
+        case .mismatched: outcome.mismatched += 1
+        case .failed: outcome.failedLookups += 1
+        }
+        return true
     }
 
     private func finishDeviceIfDone(_ index: Int) {
