@@ -378,6 +378,8 @@ import Testing
             #expect(try await reader.resolve(deviceID: first.deviceID).deviceID == first.deviceID)
             await reader.close()
         }
+        // A bind waits for the same replicas: both peers hold it the moment it is answered.
+        try await Self.bindHeldByPeers(both, device: first.deviceID, peers: Array(cluster.nodes.dropFirst()))
         // More peers than the node has: refused, nothing written.
         let tooMany = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "t", ackReplicas: 3)
         await #expect(throws: RegistryClientError.server(WireError(code: .invalidArgument, message: "ack_replicas 3 exceeds the 2 peers this node streams to"))) {
@@ -393,6 +395,7 @@ import Testing
         } catch .server(let error) {
             #expect(error.code == .replicationTimeout && error.retryable, "\(error)")
         }
+        await Self.unbindTimesOut(both, device: first.deviceID)
         let local = try await RegistryClient.connect(to: Endpoint(parsing: a), clientName: "r")
         let kept = try await local.lookup(LookupRequest(scope: .vendor("com.acks"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))
         // The peers come back, and the kept write reaches them.
@@ -402,6 +405,31 @@ import Testing
         let reader = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[2].endpoint), clientName: "r")
         #expect(try await reader.resolve(deviceID: kept.deviceID).deviceID == kept.deviceID)
         for client in [both, tooMany, local, reader] { await client.close() }
+    }
+
+    /// Binds an account to `device` through `client` (which asks for every peer) and checks that
+    /// each of `peers` holds the binding as soon as it is answered.
+    static func bindHeldByPeers(_ client: RegistryClient, device: String, peers: [DaemonProcess]) async throws {
+        let result = try await client.bind(account: "acks-user", deviceID: device, scope: .vendor("com.acks"))
+        #expect(result.outcome == .bound)
+        for node in peers {
+            let reader = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "r")
+            let accounts = try await reader.accounts(AccountQuery(scope: .vendor("com.acks"), subject: .account("acks-user")))
+            #expect(accounts.first?.bound.map(\.deviceID) == [device])
+            await reader.close()
+        }
+    }
+
+    /// With no peer up to confirm it, an unbind asking for replicas times out, retryably.
+    static func unbindTimesOut(_ client: RegistryClient, device: String) async {
+        do {
+            _ = try await client.unbind(account: "acks-user", deviceID: device, scope: .vendor("com.acks"))
+            Issue.record("an unbind no peer could confirm was answered as replicated")
+        } catch .server(let error) {
+            #expect(error.code == .replicationTimeout && error.retryable, "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
     }
 
     /// Journal files numbered in a node's data directory, oldest first.
