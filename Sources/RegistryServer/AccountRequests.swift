@@ -14,10 +14,10 @@ struct BindingIntent: Sendable, Equatable {
 extension NodeState {
     /// Validates a bind or an unbind (``Prepared/binding(_:)``).
     static func prepareBinding(
-        _ kind: BindingChange.Kind, _ request: BindingRequest, resolver: inout BundleResolver, identifierKey: IdentifierKey
+        _ kind: BindingChange.Kind, _ request: BindingRequest, rules: VendorRules, identifierKey: IdentifierKey
     ) -> Result<BindingIntent, WireError> {
         do throws(IdentityError) {
-            let vendor = try Self.vendor(of: request.scope, resolver: &resolver)
+            let vendor = try Self.namedVendor(request.scope, rules: rules)
             let account = try AccountName(validating: request.account)
             let device = try DeviceID(parsing: request.deviceID)
             return .success(BindingIntent(kind: kind, vendor: vendor, account: identifierKey.seal(account), device: device))
@@ -26,13 +26,19 @@ extension NodeState {
         }
     }
 
-    /// The vendor a request names, by bundle ID or by name.
-    static func vendor(of scope: LookupRequest.Scope, resolver: inout BundleResolver) throws(IdentityError) -> Vendor {
+    /// The vendor a request names, by bundle ID or by name; nil when it names none.
+    static func vendor(of scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> Vendor? {
         switch scope {
-        case .bundle(let text): return try resolver.resolve(text).vendor
-        case .vendor(let name): return try resolver.rules.vendor(named: name)
-        case .unspecified: throw .invalidVendor("the request names neither a bundle_id nor a vendor")
+        case .bundle(let text): return rules.vendor(of: try BundleID(parsing: text))
+        case .vendor(let name): return try rules.vendor(named: name)
+        case .unspecified: return nil
         }
+    }
+
+    /// The vendor an account request names, which it must.
+    private static func namedVendor(_ scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> Vendor {
+        guard let vendor = try vendor(of: scope, rules: rules) else { throw .invalidVendor("the request names neither a bundle_id nor a vendor") }
+        return vendor
     }
 
     /// Decides a bind or an unbind at `wallMillis` (``AccountBindings/decide(_:policy:canonical:)``):
@@ -79,9 +85,9 @@ extension NodeState {
     }
 
     /// Answers an account request: one account's devices, or a device's accounts.
-    func answerAccount(_ query: AccountQuery, resolver: inout BundleResolver, access: ConnectionAccess) -> ServerBody {
+    func answerAccount(_ query: AccountQuery, access: ConnectionAccess) -> ServerBody {
         do throws(IdentityError) {
-            let vendor = try Self.vendor(of: query.scope, resolver: &resolver)
+            let vendor = try Self.namedVendor(query.scope, rules: rules)
             guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
             switch query.subject {
             case .account(let text):
@@ -115,13 +121,14 @@ extension NodeState {
                 BoundDeviceMessage(deviceID: $0.device.description, sinceMillis: $0.since.millis, lastActiveMillis: $0.lastActive.millis)
             },
             unbound: resolution.unbound.map { device in
+                let (reason, replacedBy): (UnboundDeviceMessage.Reason, DeviceID?)
                 switch device.reason {
-                case .unbound: return UnboundDeviceMessage(deviceID: device.device.description, reason: .unbound, atMillis: device.time.millis)
-                case .refused: return UnboundDeviceMessage(deviceID: device.device.description, reason: .refused, atMillis: device.time.millis)
-                case .replaced(let by):
-                    return UnboundDeviceMessage(
-                        deviceID: device.device.description, reason: .replaced, replacedBy: by.description, atMillis: device.time.millis)
+                case .unbound: (reason, replacedBy) = (.unbound, nil)
+                case .refused: (reason, replacedBy) = (.refused, nil)
+                case .replaced(let by): (reason, replacedBy) = (.replaced, by)
                 }
+                return UnboundDeviceMessage(
+                    deviceID: device.device.description, reason: reason, replacedBy: replacedBy?.description ?? "", atMillis: device.time.millis)
             })
     }
 }

@@ -241,9 +241,9 @@ struct NodeState {
             }
             return .removeMember(.success(node), force: force)
         case .bind(let request):
-            return .binding(prepareBinding(.bind, request, resolver: &resolver, identifierKey: identifierKey))
+            return .binding(prepareBinding(.bind, request, rules: resolver.rules, identifierKey: identifierKey))
         case .unbind(let request):
-            return .binding(prepareBinding(.unbind, request, resolver: &resolver, identifierKey: identifierKey))
+            return .binding(prepareBinding(.unbind, request, rules: resolver.rules, identifierKey: identifierKey))
         default:
             return .read(body)
         }
@@ -341,8 +341,7 @@ struct NodeState {
         case .binding(.failure(let error)):
             return .answer(.error(error))
         case .read(.account(let query)):
-            var resolver = BundleResolver(rules: rules, capacity: 0)
-            return .answer(answerAccount(query, resolver: &resolver, access: access))
+            return .answer(answerAccount(query, access: access))
         case .removeMember(.failure(let error), _):
             return .answer(.error(error))
         case .removeMember(.success(let node), _):
@@ -394,11 +393,7 @@ struct NodeState {
 
     private func lookup(_ request: LookupRequest, access: ConnectionAccess) -> ServerBody {
         do throws(IdentityError) {
-            let vendor: Vendor
-            switch request.scope {
-            case .bundle(let text): vendor = rules.vendor(of: try BundleID(parsing: text))
-            case .vendor(let name): vendor = try rules.vendor(named: name)
-            case .unspecified:
+            guard let vendor = try Self.vendor(of: request.scope, rules: rules) else {
                 return .error(WireError(code: .invalidArgument, message: "a lookup needs a bundle_id or a vendor"))
             }
             guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
