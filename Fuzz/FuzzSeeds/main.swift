@@ -35,7 +35,7 @@ for (index, (keychain, idfv)) in [
         bundle: "com.seed.app\(index)", identifiers: [PresentedIdentifier(rawKind: 1, text: keychain), PresentedIdentifier(rawKind: 2, text: idfv)],
         rules: rules)
     let stamp = HLCTimestamp(millis: 1_700_000_000_000 + UInt64(index), counter: 0)
-    let (op, _) = state.register(registration, at: stamp, origin: node) {
+    let (op, _) = state.register(registration, at: stamp, origin: node) { _ in
         DeviceID(UUID128(high: 0x0189_0000_0000_7000 | UInt64(index), low: 0x8000_0000_0000_0000 | UInt64(index)))
     }
     operations.append(LoggedOperation(origin: node, epoch: 1, sequence: UInt64(index + 1), timestamp: stamp, operation: .registration(op)))

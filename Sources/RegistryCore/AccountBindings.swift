@@ -34,6 +34,13 @@ public struct AccountBindings: Sendable {
         return true
     }
 
+    /// Removes the changes `shouldRemove` picks; returns them.
+    mutating func removeChanges(where shouldRemove: (BindingChange) -> Bool) -> [BindingChange] {
+        let removed = changes.filter(shouldRemove)
+        if !removed.isEmpty { changes.removeAll(where: shouldRemove) }
+        return removed
+    }
+
     /// The account's devices now: the rule applied to every change held.
     public func resolve(policy: BindingPolicy, canonical: (DeviceID) -> DeviceID?) -> Resolution {
         folded(policy: policy, canonical: canonical).resolution

@@ -38,6 +38,21 @@ struct AccountTable: Sendable {
         return true
     }
 
+    /// Removes every change that names one of `devices`; returns them.
+    mutating func remove(naming devices: [UUID128]) -> [BindingChange] {
+        var removed = [BindingChange]()
+        for device in devices {
+            for key in naming.removeValue(forKey: device) ?? [] {
+                guard var account = accounts[key] else { continue }
+                let gone = account.removeChanges { $0.device.uuid == device }
+                removed += gone
+                changeCount -= gone.count
+                accounts[key] = account.changes.isEmpty ? nil : account
+            }
+        }
+        return removed
+    }
+
     /// The changes of `key`'s account; nil when it has none.
     func bindings(of key: AccountKey) -> AccountBindings? { accounts[key] }
 

@@ -31,9 +31,9 @@ extension DeviceID {
     /// section 5.8). Two sibling apps of a new phone that register at the same moment through
     /// two nodes present the same IDFV, so both get this ID and no merge is needed.
     ///
-    /// `generation` is 0: a (vendor, IDFV) claim is never removed, so it mints at most one
-    /// device, and a new IDFV (after every app of the vendor was removed) mints a new one. It is
-    /// where a device that the registry erases could be given a fresh ID.
+    /// `generation` is the claim generation of the IDFV (``Identifier/atGeneration(_:)``): 0
+    /// until a device that claimed it is forgotten, so that a re-registration after a forget
+    /// gets a fresh ID. A new IDFV (after every app of the vendor was removed) mints a new one.
     public static func minted(vendor: Vendor, idfv: UUID128, generation: UInt32 = 0, key: MintingKey) -> DeviceID {
         minted(vendor: vendor, kindByte: 0, value: idfv, generation: generation, key: key)
     }
@@ -65,15 +65,16 @@ extension DeviceID {
     /// The ID for a device that `registration` creates at `timestamp`: ``minted(vendor:idfv:generation:key:)``
     /// when it presents an IDFV, else ``minted(vendor:keychain:generation:key:)`` when it presents
     /// a keychain UUID, otherwise (a kind of identifier added later) a random UUIDv7 from
-    /// `generator`.
+    /// `generator`. `generation` is that identifier's claim generation.
     public static func new(
-        for registration: Registration, at timestamp: HLCTimestamp, key: MintingKey, using generator: inout some RandomNumberGenerator
+        for registration: Registration, at timestamp: HLCTimestamp, generation: UInt32 = 0, key: MintingKey,
+        using generator: inout some RandomNumberGenerator
     ) -> DeviceID {
         if let idfv = registration.identifiers.first(where: { $0.kind == .idfv }) {
-            return minted(vendor: registration.vendor, idfv: idfv.value, key: key)
+            return minted(vendor: registration.vendor, idfv: idfv.value, generation: generation, key: key)
         }
         if let keychain = registration.identifiers.first(where: { $0.kind == .keychain }) {
-            return minted(vendor: registration.vendor, keychain: keychain.value, key: key)
+            return minted(vendor: registration.vendor, keychain: keychain.value, generation: generation, key: key)
         }
         return mint(at: timestamp, using: &generator)
     }

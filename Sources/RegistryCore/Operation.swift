@@ -5,6 +5,8 @@ public enum Operation: Hashable, Sendable {
     case membership(MembershipOp)
     /// An account bound to, or unbound from, a device (``AccountBindings`` says what it does).
     case binding(BindingChange)
+    /// A device erased (``ForgetOp`` says what it does).
+    case forget(ForgetOp)
 }
 
 /// One registration as it changed the state.

@@ -1,6 +1,6 @@
 /// One piece of a ``RegistryState`` as a snapshot keeps it. A state is written as its names
 /// (every origin node, vendor and bundle, each kind numbered from 0 in the order written), then
-/// every `device`, every `alias`, every `claim`, every `app` and every `binding`; ``RegistryState/Restorer``
+/// every `device`, every `alias`, every `claim`, every `app`, every `binding` and every `tombstone`; ``RegistryState/Restorer``
 /// builds the same state back from them, in that order. Later pieces name a device by its number
 /// (its position among the `device` pieces, from 0) and a name by its number, so that restoring
 /// costs about one index insert per device and per claim, with no string to parse or hash.
@@ -27,6 +27,8 @@ public enum SnapshotRecord: Hashable, Sendable {
     /// a device of the snapshot: the change may have arrived before the device's registration),
     /// accepted at `time` by origin number `origin`.
     case binding(kind: BindingChange.Kind, vendor: UInt32, account: UUID128, device: DeviceID, time: HLCTimestamp, origin: UInt32)
+    /// A forget named `device` (written last; the device need not be a device of the snapshot).
+    case tombstone(DeviceID)
 }
 
 /// Why snapshot records could not be restored: they contradict each other or come out of order.
@@ -99,6 +101,7 @@ extension RegistryState {
                         origin: origins.number(of: change.origin)!))
             }
         }
+        for device in tombstones.sorted() { try body(.tombstone(DeviceID(device))) }
     }
 
     /// Builds a state back from snapshot records, one at a time, so that a snapshot streams
@@ -106,7 +109,7 @@ extension RegistryState {
     public struct Restorer: Sendable {
         private var state: RegistryState
         private enum Phase: Int, Comparable {
-            case names, devices, aliases, claims, apps, bindings
+            case names, devices, aliases, claims, apps, bindings, tombstones
             static func < (a: Phase, b: Phase) -> Bool { a.rawValue < b.rawValue }
         }
         private var phase = Phase.names
@@ -259,6 +262,13 @@ extension RegistryState {
                     kind: kind, vendor: state.vendors[vendor], account: account, device: device, time: time, origin: state.origins[origin])
                 guard state.accountTable.insert(change) else { throw SnapshotRestoreError("binding change \(change) appears twice") }
                 state.digest &+= state.bindingFact(change, vendor: vendor, origin: origin)
+            case .tombstone(let device):
+                try enter(.tombstones, record)
+                guard state.tombstones.insert(device.uuid).inserted else { throw SnapshotRestoreError("tombstone \(device) appears twice") }
+                state.digest &+= StateDigest.tombstone(device.uuid)
+                // A snapshot holds no apps or bindings of a gone set; burying checks nothing
+                // more is held, whatever wrote it.
+                if let number = state.slotOf.value(for: device.uuid) { state.bury(state.slots[number].canonical) }
             }
         }
 

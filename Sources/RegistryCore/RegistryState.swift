@@ -82,6 +82,10 @@ public struct RegistryState: Sendable {
     public internal(set) var membershipChanges = 0
     /// Every account's binding changes.
     var accountTable = AccountTable()
+    /// Every device ID a forget named (``ForgetOp``), known to this replica as a device or not.
+    var tombstones = Set<UUID128>()
+    /// The canonical slots of the merge sets that hold a tombstoned device: the gone sets.
+    var goneRoots = Set<UInt32>()
     /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
     public internal(set) var digest: UInt64 = 0
     var vendorDigests = NameDigests()
@@ -151,15 +155,23 @@ public struct RegistryState: Sendable {
     /// Decides what registering `registration` at `now` changes, applies it, and returns the
     /// operation to log with the outcome to answer. `mint` is called only when a device is created.
     public mutating func register(
-        _ registration: Registration, at now: HLCTimestamp, origin: NodeID, mint: () -> DeviceID
+        _ registration: Registration, at now: HLCTimestamp, origin: NodeID, mint: (_ generation: UInt32) -> DeviceID
     ) -> (operation: RegistrationOp, outcome: RegistrationOutcome) {
         let vendor = registration.vendor
         // Arrays stay empty, and unallocated, for a first install.
         var owners = [UInt32]()
         var roots = [UInt32]()
         let vendorNumber = vendors.number(of: vendor)
+        // The claim keys to look up and claim: the identifiers themselves, unless a forget
+        // released one of them (then the generation after the last released one).
+        var keys = registration.identifiers
+        var generations: [UInt32] = []
+        if let vendorNumber, !goneRoots.isEmpty {
+            generations = keys.map { liveGeneration(of: $0, vendor: vendorNumber) }
+            keys = zip(keys, generations).map { $0.atGeneration($1) }
+        }
         if let vendorNumber {
-            for identifier in registration.identifiers {
+            for identifier in keys {
                 guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: identifier)) else { continue }
                 if !owners.contains(owner) { owners.append(owner) }
                 let root = slots[owner].canonical
@@ -169,13 +181,13 @@ public struct RegistryState: Sendable {
 
         let operation: RegistrationOp
         if roots.isEmpty {
-            let ref = DeviceRef(id: mint(), created: now, origin: origin, vendor: vendor)
-            operation = RegistrationOp(
-                device: ref, bundle: registration.bundle, claims: registration.identifiers, merged: [], seen: now)
+            let id = newDeviceID(for: registration, generations: generations, mint: mint)
+            let ref = DeviceRef(id: id, created: now, origin: origin, vendor: vendor)
+            operation = RegistrationOp(device: ref, bundle: registration.bundle, claims: keys, merged: [], seen: now)
         } else {
             var winner = roots[0]
             for root in roots.dropFirst() where wins(root, over: winner) { winner = root }
-            let unclaimed = registration.identifiers.filter {
+            let unclaimed = keys.filter {
                 claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
             }
             operation = RegistrationOp(
@@ -190,6 +202,34 @@ public struct RegistryState: Sendable {
             device: canonicalID, created: roots.isEmpty, vendor: vendor,
             replaced: replaced(owners: owners, roots: roots, winner: canonical), rejected: registration.rejected)
         return (operation, outcome)
+    }
+
+    /// The first claim generation of `identifier` in vendor number `vendor` whose owner is not
+    /// gone, or that nobody claimed (see ``Identifier/atGeneration(_:)``).
+    private func liveGeneration(of identifier: Identifier, vendor: UInt32) -> UInt32 {
+        var generation: UInt32 = 0
+        while let owner = claims.value(for: ClaimKey(vendor: vendor, identifier: identifier.atGeneration(generation))),
+            goneRoots.contains(slots[owner].canonical)
+        {
+            generation += 1
+        }
+        return generation
+    }
+
+    /// The ID of a device that `registration` creates. A minted ID (``DeviceID/minted(vendor:idfv:generation:key:)``)
+    /// takes the claim generation of the identifier it is minted from, the IDFV or else the
+    /// keychain UUID, so that two nodes creating the device at once mint the same ID; and the
+    /// next generation again while the ID is a forgotten one, so that a forgotten ID is never
+    /// handed out again.
+    private func newDeviceID(for registration: Registration, generations: [UInt32], mint: (UInt32) -> DeviceID) -> DeviceID {
+        let source = registration.identifiers.firstIndex { $0.kind == .idfv } ?? registration.identifiers.firstIndex { $0.kind == .keychain }
+        var generation = source.flatMap { generations.isEmpty ? nil : generations[$0] } ?? 0
+        var id = mint(generation)
+        while isGone(id) {
+            generation += 1
+            id = mint(generation)
+        }
+        return id
     }
 
     /// What a registration tells the app it no longer should use: every device, other than the
@@ -212,12 +252,49 @@ public struct RegistryState: Sendable {
         case .registration(let op): apply(op)
         case .membership(let op): apply(op)
         case .binding(let change): apply(change)
+        case .forget(let op): apply(op)
+        }
+    }
+
+    /// Adds a tombstone: the merge set of `op.device` is gone, now or once the device arrives.
+    public mutating func apply(_ op: ForgetOp) {
+        guard tombstones.insert(op.device.uuid).inserted else { return }
+        digest &+= StateDigest.tombstone(op.device.uuid)
+        if let number = slotOf.value(for: op.device.uuid) {
+            bury(slots[number].canonical)
+        } else {
+            purgeBindings(naming: [op.device.uuid])
+        }
+    }
+
+    /// Makes the merge set that canonical slot `root` heads gone, or keeps it so: its apps and
+    /// the binding changes that name its devices go; its devices and claims stay.
+    mutating func bury(_ root: UInt32) {
+        goneRoots.insert(root)
+        let slot = slots[root]
+        if slot.app != Self.noApp {
+            digest &-= appFact(on: root, bundle: slot.app, first: slot.firstSeen, last: slot.lastSeen)
+            slots[root].app = Self.noApp
+            slots[root].firstSeen = 0
+            slots[root].lastSeen = 0
+        }
+        for app in moreApps.removeValue(forKey: root) ?? [] {
+            digest &-= appFact(on: root, bundle: app.bundle, first: app.firstSeen, last: app.lastSeen)
+        }
+        purgeBindings(naming: ([root] + (members[root] ?? [])).map { slots[$0].id })
+    }
+
+    /// Removes the binding changes that name any of `devices`.
+    private mutating func purgeBindings(naming devices: [UUID128]) {
+        for change in accountTable.remove(naming: devices) {
+            digest &-= bindingFact(change, vendor: vendors.number(of: change.vendor)!, origin: origins.number(of: change.origin)!)
         }
     }
 
     /// Adds a binding change (see ``AccountBindings``); a change held already changes nothing.
     public mutating func apply(_ change: BindingChange) {
-        guard accountTable.insert(change) else { return }
+        // The changes of a gone device are not kept (``ForgetOp``).
+        guard !isGone(change.device), accountTable.insert(change) else { return }
         // Interned so that a snapshot can name them by number.
         let vendor = vendors.intern(change.vendor)
         let origin = origins.intern(change.origin)
@@ -300,6 +377,7 @@ public struct RegistryState: Sendable {
         slots[winner].canonical = winner
         for member in moved + [winner] { digest &+= deviceFact(member) }
         members[winner] = moved
+        if goneRoots.remove(root) != nil { goneRoots.insert(winner) }
         moveApps(from: root, to: winner)
     }
 
@@ -327,11 +405,14 @@ public struct RegistryState: Sendable {
                 vendor: vendors.intern(ref.vendor), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
         slotOf.set(ref.id.uuid, number)
         digest &+= deviceFact(number)
+        if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) { bury(number) }
         return number
     }
 
     /// Joins an app sighting into canonical slot `root`: earliest first-seen, latest last-seen.
     mutating func see(_ bundle: UInt32, first: UInt64, last: UInt64, on root: UInt32) {
+        // A gone set keeps no apps.
+        if !goneRoots.isEmpty, goneRoots.contains(root) { return }
         if slots[root].app == Self.noApp {
             slots[root].app = bundle
             slots[root].firstSeen = first
@@ -365,6 +446,7 @@ public struct RegistryState: Sendable {
         let rootB = slots[b].canonical
         guard rootA != rootB else { return }
         let (winner, loser) = wins(rootA, over: rootB) ? (rootA, rootB) : (rootB, rootA)
+        let gone = !goneRoots.isEmpty && (goneRoots.remove(loser) != nil || goneRoots.contains(winner))
         let moved = [loser] + (members.removeValue(forKey: loser) ?? [])
         for member in moved {
             digest &-= deviceFact(member)
@@ -374,6 +456,8 @@ public struct RegistryState: Sendable {
         members[winner, default: []].append(contentsOf: moved)
         moveApps(from: loser, to: winner)
         aliasCount += 1
+        // A set that meets a gone set is gone with it.
+        if gone { bury(winner) }
     }
 
     /// The merge rule on slots (see ``DeviceRef/winsMerge(against:)``).
@@ -393,9 +477,26 @@ public struct RegistryState: Sendable {
 
     // MARK: - Queries
 
+    /// True when `id` was forgotten: a forget named it, or a device merged with it (``ForgetOp``).
+    public func isGone(_ id: DeviceID) -> Bool {
+        if tombstones.isEmpty { return false }
+        if tombstones.contains(id.uuid) { return true }
+        guard let number = slotOf.value(for: id.uuid) else { return false }
+        return goneRoots.contains(slots[number].canonical)
+    }
+
+    /// Devices forgotten: the device IDs the forgets named.
+    public var tombstoneCount: Int { tombstones.count }
+
     /// The canonical device of `id`, which may be an alias; nil when unknown.
     public func canonical(of id: DeviceID) -> DeviceID? {
         slotOf.value(for: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
+    }
+
+    /// The devices merged into `id`'s canonical device, sorted; empty when unknown.
+    public func aliases(of id: DeviceID) -> [DeviceID] {
+        guard let number = slotOf.value(for: id.uuid) else { return [] }
+        return (members[slots[number].canonical] ?? []).map { DeviceID(slots[$0].id) }.sorted()
     }
 
     /// The vendor of device `id`; nil when unknown.
@@ -408,11 +509,12 @@ public struct RegistryState: Sendable {
         slotOf.value(for: id.uuid).map { record(of: slots[$0].canonical) }
     }
 
-    /// The canonical record of the device `identifier` is claimed by within `vendor`.
+    /// The canonical record of the device `identifier` is claimed by within `vendor`; nil when
+    /// nobody claims it, or only forgotten devices did (their claims are released).
     public func lookup(vendor: Vendor, identifier: Identifier) -> DeviceRecord? {
-        guard let vendorNumber = vendors.number(of: vendor),
-            let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: identifier))
-        else { return nil }
+        guard let vendorNumber = vendors.number(of: vendor) else { return nil }
+        let key = goneRoots.isEmpty ? identifier : identifier.atGeneration(liveGeneration(of: identifier, vendor: vendorNumber))
+        guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: key)) else { return nil }
         return record(of: slots[owner].canonical)
     }
 
@@ -473,7 +575,9 @@ public struct RegistryState: Sendable {
             claimed[Snapshot.Claim(vendor: vendors[key.vendor], identifier: identifier)] = DeviceID(slots[owner].id)
         }
         let bindings = Set(accountTable.accounts.values.flatMap(\.changes))
-        return Snapshot(devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings)
+        return Snapshot(
+            devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings,
+            tombstones: Set(tombstones.map(DeviceID.init)), gone: Set(devices.keys.filter(isGone)))
     }
 
     /// See ``snapshot()``.
@@ -504,6 +608,10 @@ public struct RegistryState: Sendable {
         public let members: [NodeID: Member]
         /// Every binding change.
         public let bindings: Set<BindingChange>
+        /// Every device ID a forget named.
+        public let tombstones: Set<DeviceID>
+        /// Every known device that is gone (its merge set holds a tombstoned device).
+        public let gone: Set<DeviceID>
 
         /// Every known device to its canonical device.
         public var canonical: [DeviceID: DeviceID] { devices.mapValues(\.canonical) }

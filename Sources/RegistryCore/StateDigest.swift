@@ -38,6 +38,7 @@ enum StateDigest {
     static let appKind: UInt64 = 0x6170_70
     static let memberKind: UInt64 = 0x6D65_6D62_6572
     static let bindingKind: UInt64 = 0x6269_6E64
+    static let tombstoneKind: UInt64 = 0x746F_6D62
 
     static func device(id: UUID128, canonical: UUID128, created: UInt64, origin: UInt64, vendor: UInt64) -> UInt64 {
         finish(step(step(step(step(step(step(step(deviceKind, id.high), id.low), canonical.high), canonical.low), created), origin), vendor))
@@ -54,6 +55,10 @@ enum StateDigest {
     static func binding(kind: UInt8, vendor: UInt64, account: UUID128, device: UUID128, time: UInt64, origin: UInt64) -> UInt64 {
         let head = step(step(step(step(bindingKind, UInt64(kind)), vendor), account.high), account.low)
         return finish(step(step(step(step(head, device.high), device.low), time), origin))
+    }
+
+    static func tombstone(_ device: UUID128) -> UInt64 {
+        finish(step(step(step(tombstoneKind, device.high), device.low), 0))
     }
 
     static func member(_ node: NodeID, _ member: Member) -> UInt64 {
@@ -145,6 +150,7 @@ extension RegistryState {
             sum &+= StateDigest.claim(vendor: vendorNames[Int(key.vendor)], kind: key.kind, value: key.value, owner: slots[owner].id)
         }
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
+        for device in tombstones { sum &+= StateDigest.tombstone(device) }
         for account in accountTable.accounts.values {
             for change in account.changes {
                 sum &+= StateDigest.binding(

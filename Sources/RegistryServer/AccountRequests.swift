@@ -49,6 +49,7 @@ extension NodeState {
         guard registry.vendor(of: intent.device) == intent.vendor else {
             return .error(WireError(code: .notFound, message: "no device \(intent.device) in vendor \(intent.vendor)"))
         }
+        if registry.isGone(intent.device) { return .error(Self.gone(intent.device)) }
         let key = AccountKey(vendor: intent.vendor, account: intent.account)
         let held = registry.bindings(of: key) ?? AccountBindings()
         var now = clock.tick(wallMillis: wallMillis)
@@ -102,6 +103,7 @@ extension NodeState {
                 guard registry.vendor(of: device) == vendor else {
                     return .error(WireError(code: .notFound, message: "no device \(device) in vendor \(vendor)"))
                 }
+                if registry.isGone(device) { return .error(Self.gone(device)) }
                 return .accounts(registry.accounts(of: device).filter { $0.vendor == vendor }.map { accountMessage($0) })
             case .unspecified:
                 throw .invalidAccount("an account request names an account, an account key or a device ID")

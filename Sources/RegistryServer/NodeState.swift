@@ -172,6 +172,8 @@ struct NodeState {
         case removeMember(Result<NodeID, WireError>, force: Bool)
         /// A bind or an unbind (a write), its vendor, account and device checked.
         case binding(Result<BindingIntent, WireError>)
+        /// A forget (a write), its device ID parsed.
+        case forget(Result<DeviceID, WireError>)
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
@@ -244,6 +246,8 @@ struct NodeState {
             return .binding(prepareBinding(.bind, request, rules: resolver.rules, identifierKey: identifierKey))
         case .unbind(let request):
             return .binding(prepareBinding(.unbind, request, rules: resolver.rules, identifierKey: identifierKey))
+        case .forget(let text):
+            return .forget(prepareForget(text))
         default:
             return .read(body)
         }
@@ -295,7 +299,7 @@ struct NodeState {
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
         switch prepared {
-        case .register, .registerBatch, .removeMember(.success, _), .binding(.success):
+        case .register, .registerBatch, .removeMember(.success, _), .binding(.success), .forget(.success):
             if removal.changes != registry.membershipChanges {
                 removal = (registry.membershipChanges, registry.clusterMembers[nodeID]?.removed == true)
             }
@@ -317,7 +321,15 @@ struct NodeState {
             return .registeredBatch(
                 batch.items.map { item in
                     item.map { index in
-                        register(batch.registrations[index], at: stamps[index], mint: { candidates[index] }, operations: &operations)
+                        let (registration, stamp) = (batch.registrations[index], stamps[index])
+                        // A later generation only after a forget (``RegistryState/register(_:at:origin:mint:)``).
+                        return register(
+                            registration, at: stamp,
+                            mint: { [mintingKey] generation in
+                                generation == 0
+                                    ? candidates[index]
+                                    : DeviceID.new(for: registration, at: stamp, generation: generation, key: mintingKey, using: &generator)
+                            }, operations: &operations)
                     }
                 })
         case .refused(let error):
@@ -327,7 +339,11 @@ struct NodeState {
             do {
                 let id = try DeviceID(parsing: text)
                 // Another vendor's device is not found: its existence is not revealed.
-                guard let record = registry.resolve(id), access.allows(.read, vendor: record.device.vendor.name) else {
+                if let vendor = registry.vendor(of: id), !access.allows(.read, vendor: vendor.name) {
+                    return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
+                }
+                if registry.isGone(id) { return .answer(.error(Self.gone(id))) }
+                guard let record = registry.resolve(id) else {
                     return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
                 }
                 return .answer(.device(DeviceRecordMessage(record)))
@@ -339,6 +355,10 @@ struct NodeState {
         case .binding(.success(let intent)):
             return .answer(decideBinding(intent, wallMillis: wallMillis, operations: &operations))
         case .binding(.failure(let error)):
+            return .answer(.error(error))
+        case .forget(.success(let id)):
+            return .answer(decideForget(id, wallMillis: wallMillis, operations: &operations, access: access))
+        case .forget(.failure(let error)):
             return .answer(.error(error))
         case .read(.account(let query)):
             return .answer(answerAccount(query, access: access))
@@ -364,12 +384,16 @@ struct NodeState {
         operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let now = clock.tick(wallMillis: wallMillis)
-        return register(registration, at: now, mint: { [mintingKey] in DeviceID.new(for: registration, at: now, key: mintingKey, using: &generator) }, operations: &operations)
+        return register(
+            registration, at: now,
+            mint: { [mintingKey] generation in
+                DeviceID.new(for: registration, at: now, generation: generation, key: mintingKey, using: &generator)
+            }, operations: &operations)
     }
 
     /// Registers at `now`, a tick of the clock; `mint` names a new device if there is one.
     private mutating func register(
-        _ registration: Registration, at now: HLCTimestamp, mint: () -> DeviceID, operations: inout [LoggedOperation]
+        _ registration: Registration, at now: HLCTimestamp, mint: (UInt32) -> DeviceID, operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
         operations.append(

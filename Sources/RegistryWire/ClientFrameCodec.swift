@@ -57,6 +57,9 @@ extension ClientFrame {
         case REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT:
             guard let request = frame.account?.pointee else { return .unknown }
             return .account(AccountCodec.accountQuery(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_FORGET:
+            guard let request = frame.forget?.pointee else { return .unknown }
+            return .forget(deviceID: CRead.string(request.device_id))
         default:
             return .unknown
         }
@@ -148,6 +151,9 @@ extension ClientFrame {
         case .account(let query):
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT
             frame.account = AccountCodec.accountRequest(query, in: arena)
+        case .forget(let deviceID):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_FORGET
+            frame.forget = ForgetCodec.forgetRequest(deviceID, in: arena)
         case .unknown:
             break
         }

@@ -24,6 +24,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let notAMember = ErrorCode(rawValue: 13)
     public static let memberReachable = ErrorCode(rawValue: 14)
     public static let notCaughtUp = ErrorCode(rawValue: 15)
+    public static let gone = ErrorCode(rawValue: 16)
     public static let handshakeRequired = ErrorCode(rawValue: 100)
     public static let unsupportedVersion = ErrorCode(rawValue: 101)
     public static let malformedFrame = ErrorCode(rawValue: 102)
@@ -44,7 +45,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
         .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .permissionDenied, .notAMember,
-        .memberReachable, .notCaughtUp, .handshakeRequired,
+        .memberReachable, .notCaughtUp, .gone, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
         .snapshotRefused, .unauthenticated, .vendorRulesMismatch,
@@ -84,6 +85,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .notAMember: return "not_a_member"
         case .memberReachable: return "member_reachable"
         case .notCaughtUp: return "not_caught_up"
+        case .gone: return "gone"
         case .unauthenticated: return "unauthenticated"
         case .vendorRulesMismatch: return "vendor_rules_mismatch"
         default: return "code_\(rawValue)"

@@ -333,6 +333,8 @@ public enum ClientBody: Hashable, Sendable {
     case unbind(BindingRequest)
     /// An account's devices, or a device's accounts.
     case account(AccountQuery)
+    /// Erases a device (a write): the device ID text as sent.
+    case forget(deviceID: String)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -366,6 +368,7 @@ public enum ServerBody: Hashable, Sendable {
     case memberRemoved(nodeID: String)
     case bindResult(BindResultMessage)
     case accounts([AccountBindingsMessage])
+    case forgetResult(ForgetResultMessage)
     case error(WireError)
     case unknown
 }

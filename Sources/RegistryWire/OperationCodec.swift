@@ -45,6 +45,12 @@ public enum OperationCodec {
                 writer.uint64(Field.bindingAtHLC, change.time.rawValue)
                 writer.string(Field.bindingOrigin, change.origin.value)
             }
+        case .forget(let op):
+            let length = ProtobufWriter.uuidSize(Field.forgetDevice) + ProtobufWriter.stringSize(Field.forgetVendor, op.vendor.name)
+            append(field: Field.forget, length: length, to: &bytes) { writer in
+                writer.uuid(Field.forgetDevice, op.device.uuid)
+                writer.string(Field.forgetVendor, op.vendor.name)
+            }
         }
     }
 
@@ -63,8 +69,10 @@ public enum OperationCodec {
 
     /// Field numbers, from `Protos/registry/v1/oplog.proto`.
     private enum Field {
-        /// `Operation.registration`, `Operation.membership`, `Operation.binding`.
-        static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3
+        /// `Operation.registration`, `Operation.membership`, `Operation.binding`, `Operation.forget`.
+        static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3, forget: UInt64 = 4
+        /// `Forget`.
+        static let forgetDevice: UInt64 = 1, forgetVendor: UInt64 = 2
         /// `BindingChange`.
         static let bindingKind: UInt64 = 1, bindingVendor: UInt64 = 2, account: UInt64 = 3, bindingDevice: UInt64 = 4
         static let bindingAtHLC: UInt64 = 5, bindingOrigin: UInt64 = 6
@@ -131,6 +139,12 @@ public enum OperationCodec {
             }
             if message.body_case == REGISTRY__V1__OPERATION__BODY_BINDING, let change = message.binding?.pointee {
                 return .binding(try bindingChange(change))
+            }
+            if message.body_case == REGISTRY__V1__OPERATION__BODY_FORGET, let forget = message.forget?.pointee {
+                guard let device = CRead.uuid(forget.device_id) else { throw .invalidOperation("forget: the device ID must be 16 bytes") }
+                let vendor = CRead.string(forget.vendor)
+                guard !vendor.isEmpty else { throw .invalidOperation("forget: no vendor") }
+                return .forget(ForgetOp(device: DeviceID(device), vendor: Vendor(trusted: vendor)))
             }
             guard message.body_case == REGISTRY__V1__OPERATION__BODY_REGISTRATION, let op = message.registration?.pointee else {
                 throw .invalidOperation("unknown operation kind \(message.body_case.rawValue)")

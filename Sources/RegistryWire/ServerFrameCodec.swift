@@ -116,6 +116,9 @@ extension ServerFrame {
         case REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS:
             guard let accounts = frame.accounts?.pointee else { return .unknown }
             return .accounts(try AccountCodec.accounts(accounts))
+        case REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT:
+            guard let result = frame.forget_result?.pointee else { return .unknown }
+            return .forgetResult(ForgetCodec.forgetResult(result))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -294,6 +297,9 @@ extension ServerFrame {
         case .accounts(let accounts):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS
             frame.accounts = AccountCodec.accounts(accounts, in: arena)
+        case .forgetResult(let result):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT
+            frame.forget_result = ForgetCodec.forgetResult(result, in: arena)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

@@ -24,7 +24,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 /// passed its checksums is refused rather than restored.
 public enum SnapshotCodec {
     enum Tag: UInt8 {
-        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9
+        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9, tombstone = 10
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -113,6 +113,9 @@ public enum SnapshotCodec {
             out.uuid(device.uuid)
             out.integer(time.rawValue)
             out.integer(origin)
+        case .tombstone(let device):
+            out.integer(Tag.tombstone.rawValue)
+            out.uuid(device.uuid)
         }
         bytes = out.bytes
     }
@@ -164,6 +167,8 @@ public enum SnapshotCodec {
             let device = DeviceID(try input.uuid())
             let time = HLCTimestamp(rawValue: try input.integer(UInt64.self))
             record = .binding(kind: kind, vendor: vendor, account: account, device: device, time: time, origin: try input.integer(UInt32.self))
+        case .tombstone:
+            record = .tombstone(DeviceID(try input.uuid()))
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }

@@ -69,7 +69,7 @@ import Testing
         func register(_ identifiers: [PresentedIdentifier]) throws -> DeviceID {
             let registration = try Registration(bundle: "com.v.app", identifiers: identifiers, rules: rules)
             let now = clock.tick(wallMillis: 1_000)
-            return state.register(registration, at: now, origin: node) { DeviceID.mint(at: now, using: &random) }.outcome.device
+            return state.register(registration, at: now, origin: node) { _ in DeviceID.mint(at: now, using: &random) }.outcome.device
         }
         let idfv = PresentedIdentifier(rawKind: 2, text: "11111111-1111-4111-8111-111111111111")
         let keychain = PresentedIdentifier(rawKind: 1, text: "22222222-2222-4222-8222-222222222222")

@@ -74,10 +74,10 @@ import Testing
             var b = RegistryState()
             let atA = HLCTimestamp(millis: 1_000, counter: 0)
             let atB = HLCTimestamp(millis: 999, counter: 3)
-            let (opA, outcomeA) = a.register(first, at: atA, origin: NodeID(trusted: "node-a")) {
+            let (opA, outcomeA) = a.register(first, at: atA, origin: NodeID(trusted: "node-a")) { _ in
                 DeviceID.new(for: first, at: atA, key: key, using: &generator)
             }
-            let (opB, outcomeB) = b.register(second, at: atB, origin: NodeID(trusted: "node-b")) {
+            let (opB, outcomeB) = b.register(second, at: atB, origin: NodeID(trusted: "node-b")) { _ in
                 DeviceID.new(for: second, at: atB, key: key, using: &generator)
             }
             #expect(outcomeA.device == outcomeB.device && outcomeA.created && outcomeB.created)

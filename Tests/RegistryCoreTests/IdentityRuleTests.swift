@@ -23,7 +23,7 @@ struct CoreHarness {
         let now = clock.tick(wallMillis: wall)
         var generator = self.generator
         defer { self.generator = generator }
-        return state.register(registration, at: now, origin: origin) { DeviceID.mint(at: now, using: &generator) }.outcome
+        return state.register(registration, at: now, origin: origin) { _ in DeviceID.mint(at: now, using: &generator) }.outcome
     }
 }
 

@@ -66,8 +66,8 @@ import Testing
             let candidates = stamps.map { DeviceID.mint(at: $0, using: &random) }
             warmed.warm(for: registrations, newDevices: candidates)
             for (index, registration) in registrations.enumerated() {
-                let fromWarmed = warmed.register(registration, at: stamps[index], origin: node) { candidates[index] }
-                let fromPlain = plain.register(registration, at: stamps[index], origin: node) { candidates[index] }
+                let fromWarmed = warmed.register(registration, at: stamps[index], origin: node) { _ in candidates[index] }
+                let fromPlain = plain.register(registration, at: stamps[index], origin: node) { _ in candidates[index] }
                 #expect(fromWarmed.operation == fromPlain.operation)
                 #expect(fromWarmed.outcome == fromPlain.outcome)
             }

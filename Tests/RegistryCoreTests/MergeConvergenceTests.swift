@@ -37,7 +37,7 @@ import Testing
             // A wall clock that stands still for ten steps: nodes mint at equal (millis,
             // counter) timestamps, so created-HLC ties across nodes occur and origin breaks them.
             let now = clocks[node].tick(wallMillis: UInt64(1_000 + step / 10))
-            let op = states[node].register(registration, at: now, origin: nodes[node]) {
+            let op = states[node].register(registration, at: now, origin: nodes[node]) { _ in
                 minted ? DeviceID.new(for: registration, at: now, key: key, using: &generator) : DeviceID.mint(at: now, using: &generator)
             }.operation
             ops.append(op)

@@ -29,7 +29,7 @@ import Testing
             }
             let registration = try Registration(bundle: ["com.v.a", "com.v.b", "org.w.c"][Int(generator.next() % 3)], identifiers: presented, rules: rules)
             let now = clock.tick(wallMillis: UInt64(1_000 + step))
-            let op = state.register(registration, at: now, origin: origin) { DeviceID.mint(at: now, using: &generator) }.operation
+            let op = state.register(registration, at: now, origin: origin) { _ in DeviceID.mint(at: now, using: &generator) }.operation
             return LoggedOperation(origin: origin, epoch: epoch, sequence: UInt64(step + 1), timestamp: now, operation: .registration(op))
         }
     }

@@ -23,7 +23,7 @@ import Testing
             let registration = try Registration(
                 bundle: ["com.v.a", "com.v.b", "org.w.c"][Int(generator.next() % 3)], identifiers: presented, rules: rules)
             let now = clock.tick(wallMillis: UInt64(1_000 + step))
-            _ = state.register(registration, at: now, origin: NodeID(trusted: "node-a")) { DeviceID.mint(at: now, using: &generator) }
+            _ = state.register(registration, at: now, origin: NodeID(trusted: "node-a")) { _ in DeviceID.mint(at: now, using: &generator) }
         }
         return state
     }

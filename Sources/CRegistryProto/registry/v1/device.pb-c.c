@@ -277,6 +277,96 @@ void   registry__v1__resolve_request__free_unpacked
   assert(message->base.descriptor == &registry__v1__resolve_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__forget_request__init
+                     (Registry__V1__ForgetRequest         *message)
+{
+  static const Registry__V1__ForgetRequest init_value = REGISTRY__V1__FORGET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t registry__v1__forget_request__get_packed_size
+                     (const Registry__V1__ForgetRequest *message)
+{
+  assert(message->base.descriptor == &registry__v1__forget_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__forget_request__pack
+                     (const Registry__V1__ForgetRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__forget_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__forget_request__pack_to_buffer
+                     (const Registry__V1__ForgetRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__forget_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__ForgetRequest *
+       registry__v1__forget_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__ForgetRequest *)
+     protobuf_c_message_unpack (&registry__v1__forget_request__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__forget_request__free_unpacked
+                     (Registry__V1__ForgetRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__forget_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__forget_result__init
+                     (Registry__V1__ForgetResult         *message)
+{
+  static const Registry__V1__ForgetResult init_value = REGISTRY__V1__FORGET_RESULT__INIT;
+  *message = init_value;
+}
+size_t registry__v1__forget_result__get_packed_size
+                     (const Registry__V1__ForgetResult *message)
+{
+  assert(message->base.descriptor == &registry__v1__forget_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__forget_result__pack
+                     (const Registry__V1__ForgetResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__forget_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__forget_result__pack_to_buffer
+                     (const Registry__V1__ForgetResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__forget_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__ForgetResult *
+       registry__v1__forget_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__ForgetResult *)
+     protobuf_c_message_unpack (&registry__v1__forget_result__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__forget_result__free_unpacked
+                     (Registry__V1__ForgetResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__forget_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__lookup_request__init
                      (Registry__V1__LookupRequest         *message)
 {
@@ -716,6 +806,121 @@ const ProtobufCMessageDescriptor registry__v1__resolve_request__descriptor =
   registry__v1__resolve_request__field_indices_by_name,
   1,  registry__v1__resolve_request__number_ranges,
   (ProtobufCMessageInit) registry__v1__resolve_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__forget_request__field_descriptors[1] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ForgetRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__forget_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+};
+static const ProtobufCIntRange registry__v1__forget_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__forget_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.ForgetRequest",
+  "ForgetRequest",
+  "Registry__V1__ForgetRequest",
+  "registry.v1",
+  sizeof(Registry__V1__ForgetRequest),
+  1,
+  registry__v1__forget_request__field_descriptors,
+  registry__v1__forget_request__field_indices_by_name,
+  1,  registry__v1__forget_request__number_ranges,
+  (ProtobufCMessageInit) registry__v1__forget_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__forget_result__field_descriptors[4] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ForgetResult, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "vendor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ForgetResult, vendor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "alias_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Registry__V1__ForgetResult, n_alias_ids),
+    offsetof(Registry__V1__ForgetResult, alias_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "already_gone",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ForgetResult, already_gone),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__forget_result__field_indices_by_name[] = {
+  2,   /* field[2] = alias_ids */
+  3,   /* field[3] = already_gone */
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = vendor */
+};
+static const ProtobufCIntRange registry__v1__forget_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor registry__v1__forget_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.ForgetResult",
+  "ForgetResult",
+  "Registry__V1__ForgetResult",
+  "registry.v1",
+  sizeof(Registry__V1__ForgetResult),
+  4,
+  registry__v1__forget_result__field_descriptors,
+  registry__v1__forget_result__field_indices_by_name,
+  1,  registry__v1__forget_result__number_ranges,
+  (ProtobufCMessageInit) registry__v1__forget_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__lookup_request__field_descriptors[3] =

@@ -187,7 +187,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[14] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[15] =
 {
   {
     "request_id",
@@ -357,11 +357,24 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "forget",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, forget),
+    &registry__v1__forget_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   13,   /* field[13] = account */
   10,   /* field[10] = after */
   11,   /* field[11] = bind */
+  14,   /* field[14] = forget */
   1,   /* field[1] = hello */
   5,   /* field[5] = lookup_device */
   3,   /* field[3] = register_batch */
@@ -377,7 +390,7 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -387,7 +400,7 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  14,
+  15,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
@@ -470,7 +483,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[12] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[13] =
 {
   {
     "request_id",
@@ -593,6 +606,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "forget_result",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, forget_result),
+    &registry__v1__forget_result__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -621,7 +646,8 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   9,   /* field[9] = accounts */
   8,   /* field[8] = bind_result */
   4,   /* field[4] = device */
-  10,   /* field[10] = error */
+  11,   /* field[11] = error */
+  10,   /* field[10] = forget_result */
   1,   /* field[1] = hello_accepted */
   7,   /* field[7] = member_removed */
   3,   /* field[3] = register_batch_result */
@@ -629,13 +655,13 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   0,   /* field[0] = request_id */
   6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
-  11,   /* field[11] = token */
+  12,   /* field[12] = token */
 };
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 10 },
-  { 0, 12 }
+  { 15, 11 },
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -645,7 +671,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  12,
+  13,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

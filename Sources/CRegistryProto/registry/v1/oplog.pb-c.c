@@ -232,6 +232,51 @@ void   registry__v1__binding_change__free_unpacked
   assert(message->base.descriptor == &registry__v1__binding_change__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__forget__init
+                     (Registry__V1__Forget         *message)
+{
+  static const Registry__V1__Forget init_value = REGISTRY__V1__FORGET__INIT;
+  *message = init_value;
+}
+size_t registry__v1__forget__get_packed_size
+                     (const Registry__V1__Forget *message)
+{
+  assert(message->base.descriptor == &registry__v1__forget__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__forget__pack
+                     (const Registry__V1__Forget *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__forget__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__forget__pack_to_buffer
+                     (const Registry__V1__Forget *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__forget__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__Forget *
+       registry__v1__forget__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__Forget *)
+     protobuf_c_message_unpack (&registry__v1__forget__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__forget__free_unpacked
+                     (Registry__V1__Forget *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__forget__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message)
 {
@@ -675,7 +720,58 @@ const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor =
   (ProtobufCMessageInit) registry__v1__binding_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[3] =
+static const ProtobufCFieldDescriptor registry__v1__forget__field_descriptors[2] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Forget, device_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "vendor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Forget, vendor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__forget__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = vendor */
+};
+static const ProtobufCIntRange registry__v1__forget__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor registry__v1__forget__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.Forget",
+  "Forget",
+  "Registry__V1__Forget",
+  "registry.v1",
+  sizeof(Registry__V1__Forget),
+  2,
+  registry__v1__forget__field_descriptors,
+  registry__v1__forget__field_indices_by_name,
+  1,  registry__v1__forget__number_ranges,
+  (ProtobufCMessageInit) registry__v1__forget__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[4] =
 {
   {
     "registration",
@@ -713,16 +809,29 @@ static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "forget",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Operation, body_case),
+    offsetof(Registry__V1__Operation, forget),
+    &registry__v1__forget__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__operation__field_indices_by_name[] = {
   2,   /* field[2] = binding */
+  3,   /* field[3] = forget */
   1,   /* field[1] = membership */
   0,   /* field[0] = registration */
 };
 static const ProtobufCIntRange registry__v1__operation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
 {
@@ -732,7 +841,7 @@ const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
   "Registry__V1__Operation",
   "registry.v1",
   sizeof(Registry__V1__Operation),
-  3,
+  4,
   registry__v1__operation__field_descriptors,
   registry__v1__operation__field_indices_by_name,
   1,  registry__v1__operation__number_ranges,

@@ -128,6 +128,13 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_NOT_CAUGHT_UP = 15,
   /*
+   * The device was forgotten (ForgetRequest): its ID and every ID merged with
+   * it answer GONE on every node once the forget has replicated. Not
+   * retryable. Its identifiers were released: registering them again makes a
+   * new device under a new ID.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_GONE = 16,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,

@@ -22,6 +22,8 @@ typedef struct Registry__V1__RegisterBatchRequest Registry__V1__RegisterBatchReq
 typedef struct Registry__V1__RegisterBatchItem Registry__V1__RegisterBatchItem;
 typedef struct Registry__V1__RegisterBatchResult Registry__V1__RegisterBatchResult;
 typedef struct Registry__V1__ResolveRequest Registry__V1__ResolveRequest;
+typedef struct Registry__V1__ForgetRequest Registry__V1__ForgetRequest;
+typedef struct Registry__V1__ForgetResult Registry__V1__ForgetResult;
 typedef struct Registry__V1__LookupRequest Registry__V1__LookupRequest;
 typedef struct Registry__V1__AppSeen Registry__V1__AppSeen;
 typedef struct Registry__V1__DeviceRecord Registry__V1__DeviceRecord;
@@ -175,6 +177,52 @@ struct  Registry__V1__ResolveRequest
 #define REGISTRY__V1__RESOLVE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__resolve_request__descriptor) \
     , (char *)protobuf_c_empty_string }
+
+
+/*
+ * Erase a device (docs/identity.md, "Erasure"): it and every ID merged with it
+ * answer GONE from then on, its identifiers are released, and its account
+ * bindings are removed. Needs the admin role, or the register role on the
+ * device's vendor. Unknown or another vendor's device: NOT_FOUND.
+ */
+struct  Registry__V1__ForgetRequest
+{
+  ProtobufCMessage base;
+  /*
+   * UUID text, case-insensitive: the device or any ID merged with it.
+   */
+  char *device_id;
+};
+#define REGISTRY__V1__FORGET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__forget_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * Answer to ForgetRequest.
+ */
+struct  Registry__V1__ForgetResult
+{
+  ProtobufCMessage base;
+  /*
+   * The canonical device forgotten, lower-case UUID text.
+   */
+  char *device_id;
+  char *vendor;
+  /*
+   * The other IDs that answer GONE with it (merged into it), sorted.
+   */
+  size_t n_alias_ids;
+  char **alias_ids;
+  /*
+   * The device was gone already; nothing was written. Forgetting is
+   * idempotent, so a retried request gets this answer.
+   */
+  protobuf_c_boolean already_gone;
+};
+#define REGISTRY__V1__FORGET_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__forget_result__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0 }
 
 
 typedef enum {
@@ -379,6 +427,44 @@ Registry__V1__ResolveRequest *
 void   registry__v1__resolve_request__free_unpacked
                      (Registry__V1__ResolveRequest *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__ForgetRequest methods */
+void   registry__v1__forget_request__init
+                     (Registry__V1__ForgetRequest         *message);
+size_t registry__v1__forget_request__get_packed_size
+                     (const Registry__V1__ForgetRequest   *message);
+size_t registry__v1__forget_request__pack
+                     (const Registry__V1__ForgetRequest   *message,
+                      uint8_t             *out);
+size_t registry__v1__forget_request__pack_to_buffer
+                     (const Registry__V1__ForgetRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__ForgetRequest *
+       registry__v1__forget_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__forget_request__free_unpacked
+                     (Registry__V1__ForgetRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__ForgetResult methods */
+void   registry__v1__forget_result__init
+                     (Registry__V1__ForgetResult         *message);
+size_t registry__v1__forget_result__get_packed_size
+                     (const Registry__V1__ForgetResult   *message);
+size_t registry__v1__forget_result__pack
+                     (const Registry__V1__ForgetResult   *message,
+                      uint8_t             *out);
+size_t registry__v1__forget_result__pack_to_buffer
+                     (const Registry__V1__ForgetResult   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__ForgetResult *
+       registry__v1__forget_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__forget_result__free_unpacked
+                     (Registry__V1__ForgetResult *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__LookupRequest methods */
 void   registry__v1__lookup_request__init
                      (Registry__V1__LookupRequest         *message);
@@ -456,6 +542,12 @@ typedef void (*Registry__V1__RegisterBatchResult_Closure)
 typedef void (*Registry__V1__ResolveRequest_Closure)
                  (const Registry__V1__ResolveRequest *message,
                   void *closure_data);
+typedef void (*Registry__V1__ForgetRequest_Closure)
+                 (const Registry__V1__ForgetRequest *message,
+                  void *closure_data);
+typedef void (*Registry__V1__ForgetResult_Closure)
+                 (const Registry__V1__ForgetResult *message,
+                  void *closure_data);
 typedef void (*Registry__V1__LookupRequest_Closure)
                  (const Registry__V1__LookupRequest *message,
                   void *closure_data);
@@ -477,6 +569,8 @@ extern const ProtobufCMessageDescriptor registry__v1__register_batch_request__de
 extern const ProtobufCMessageDescriptor registry__v1__register_batch_item__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__register_batch_result__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__resolve_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__forget_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__forget_result__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__lookup_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__app_seen__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__device_record__descriptor;

@@ -43,7 +43,8 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_REMOVE_MEMBER = 10,
   REGISTRY__V1__CLIENT_FRAME__BODY_BIND = 12,
   REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND = 13,
-  REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14
+  REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14,
+  REGISTRY__V1__CLIENT_FRAME__BODY_FORGET = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -52,7 +53,7 @@ struct  Registry__V1__ClientFrame
   ProtobufCMessage base;
   uint64_t request_id;
   /*
-   * For register_device, register_batch, bind and unbind; unset: the node's
+   * For register_device, register_batch, bind, unbind and forget; unset: the node's
    * defaults.
    */
   Registry__V1__WriteConcern *write_concern;
@@ -77,6 +78,7 @@ struct  Registry__V1__ClientFrame
     Registry__V1__BindRequest *bind;
     Registry__V1__UnbindRequest *unbind;
     Registry__V1__AccountRequest *account;
+    Registry__V1__ForgetRequest *forget;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -137,6 +139,7 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_MEMBER_REMOVED = 8,
   REGISTRY__V1__SERVER_FRAME__BODY_BIND_RESULT = 9,
   REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS = 10,
+  REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT = 11,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -147,7 +150,7 @@ struct  Registry__V1__ServerFrame
   uint64_t request_id;
   /*
    * What the answer reflects (see CausalToken); set on answers to requests a
-   * client sends (register, resolve, lookup, bind, unbind, account), empty on
+   * client sends (register, resolve, lookup, bind, unbind, account, forget), empty on
    * the others.
    */
   Registry__V1__CausalToken *token;
@@ -171,6 +174,10 @@ struct  Registry__V1__ServerFrame
      * Answer to AccountRequest.
      */
     Registry__V1__Accounts *accounts;
+    /*
+     * Answer to ForgetRequest.
+     */
+    Registry__V1__ForgetResult *forget_result;
     Registry__V1__Error *error;
   };
 };

@@ -21,6 +21,7 @@ typedef struct Registry__V1__ClaimedIdentifier Registry__V1__ClaimedIdentifier;
 typedef struct Registry__V1__RegistrationOp Registry__V1__RegistrationOp;
 typedef struct Registry__V1__MembershipChange Registry__V1__MembershipChange;
 typedef struct Registry__V1__BindingChange Registry__V1__BindingChange;
+typedef struct Registry__V1__Forget Registry__V1__Forget;
 typedef struct Registry__V1__Operation Registry__V1__Operation;
 
 
@@ -171,11 +172,33 @@ struct  Registry__V1__BindingChange
     , REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, {0,NULL}, {0,NULL}, 0, (char *)protobuf_c_empty_string }
 
 
+/*
+ * A device forgotten: a tombstone on its merge set. A device is gone when its
+ * merge set holds a device a Forget named (docs/identity.md, "Erasure").
+ */
+struct  Registry__V1__Forget
+{
+  ProtobufCMessage base;
+  /*
+   * 16 bytes: the device as the accepting node resolved it.
+   */
+  ProtobufCBinaryData device_id;
+  /*
+   * Vendor scope of the device.
+   */
+  char *vendor;
+};
+#define REGISTRY__V1__FORGET__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__forget__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string }
+
+
 typedef enum {
   REGISTRY__V1__OPERATION__BODY__NOT_SET = 0,
   REGISTRY__V1__OPERATION__BODY_REGISTRATION = 1,
   REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2,
-  REGISTRY__V1__OPERATION__BODY_BINDING = 3
+  REGISTRY__V1__OPERATION__BODY_BINDING = 3,
+  REGISTRY__V1__OPERATION__BODY_FORGET = 4
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__OPERATION__BODY__CASE)
 } Registry__V1__Operation__BodyCase;
 
@@ -187,6 +210,7 @@ struct  Registry__V1__Operation
     Registry__V1__RegistrationOp *registration;
     Registry__V1__MembershipChange *membership;
     Registry__V1__BindingChange *binding;
+    Registry__V1__Forget *forget;
   };
 };
 #define REGISTRY__V1__OPERATION__INIT \
@@ -289,6 +313,25 @@ Registry__V1__BindingChange *
 void   registry__v1__binding_change__free_unpacked
                      (Registry__V1__BindingChange *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__Forget methods */
+void   registry__v1__forget__init
+                     (Registry__V1__Forget         *message);
+size_t registry__v1__forget__get_packed_size
+                     (const Registry__V1__Forget   *message);
+size_t registry__v1__forget__pack
+                     (const Registry__V1__Forget   *message,
+                      uint8_t             *out);
+size_t registry__v1__forget__pack_to_buffer
+                     (const Registry__V1__Forget   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__Forget *
+       registry__v1__forget__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__forget__free_unpacked
+                     (Registry__V1__Forget *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__Operation methods */
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message);
@@ -325,6 +368,9 @@ typedef void (*Registry__V1__MembershipChange_Closure)
 typedef void (*Registry__V1__BindingChange_Closure)
                  (const Registry__V1__BindingChange *message,
                   void *closure_data);
+typedef void (*Registry__V1__Forget_Closure)
+                 (const Registry__V1__Forget *message,
+                  void *closure_data);
 typedef void (*Registry__V1__Operation_Closure)
                  (const Registry__V1__Operation *message,
                   void *closure_data);
@@ -340,6 +386,7 @@ extern const ProtobufCMessageDescriptor registry__v1__claimed_identifier__descri
 extern const ProtobufCMessageDescriptor registry__v1__registration_op__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__forget__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation__descriptor;
 
 PROTOBUF_C__END_DECLS
