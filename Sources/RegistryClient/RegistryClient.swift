@@ -195,6 +195,19 @@ public final class RegistryClient: Sendable {
         }
     }
 
+    /// Forgets a device (`docs/identity.md`, "Erasure"): from the answer on, it and every ID
+    /// merged with it answer ``RegistryWire/ErrorCode/gone``, its identifiers are released (an
+    /// app that registers them again gets a new ID), and its account bindings are removed. A
+    /// device gone already is answered with ``ForgetResultMessage/alreadyGone``, so retrying is
+    /// safe. The connection's `ackReplicas` applies.
+    public func forget(deviceID: String) async throws(RegistryClientError) -> ForgetResultMessage {
+        switch try await send(.forget(deviceID: deviceID)) {
+        case .forgetResult(let result): return result
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to a forget")
+        }
+    }
+
     /// Binds `account` (the vendor backend's name for it) to a device of the vendor `scope` names.
     /// A bind past the vendor's limit is not an error: its outcome is ``BindOutcomeCode/rejected``
     /// (the `reject` policy; the answer lists the bound devices) or ``BindOutcomeCode/bound`` with

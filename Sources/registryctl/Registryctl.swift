@@ -133,6 +133,7 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 enum ExitStatus {
     static let serverError: Int32 = 1
     static let notFound: Int32 = 3
+    static let gone: Int32 = 4
     static let usage: Int32 = 64
     static let unreachable: Int32 = 69
     static let timedOut: Int32 = 75
@@ -145,6 +146,7 @@ func exitWith(_ error: RegistryClientError) -> Never {
     case .invalidEndpoint: status = ExitStatus.usage
     case .unreachable, .connectionClosed, .tls: status = ExitStatus.unreachable
     case .server(let wire) where wire.code == .notFound: status = ExitStatus.notFound
+    case .server(let wire) where wire.code == .gone: status = ExitStatus.gone
     case .server, .unexpectedResponse: status = ExitStatus.serverError
     }
     FileHandle.standardError.write(Data("registryctl: \(error)\n".utf8))
@@ -163,7 +165,7 @@ struct Status: AsyncParsableCommand {
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Read device records.", subcommands: [Get.self, Find.self])
+        abstract: "Read device records, and forget devices.", subcommands: [Get.self, Find.self, Forget.self])
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a device by ID (aliases resolve to the canonical record).")
@@ -201,6 +203,49 @@ struct Device: AsyncParsableCommand {
                     try await client.lookup(LookupRequest(scope: scope, identifier: identifier))
                 }, print: DeviceView.init)
         }
+    }
+}
+
+extension Device {
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget a device: erase it on every node.",
+            discussion: """
+                The device and every ID merged with it answer GONE (exit 4) from then on, on every node \
+                once the forget has replicated. Its identifiers are released: an app that registers them \
+                again gets a new device ID. Its account bindings are removed. Forgetting a device gone \
+                already changes nothing and prints already-gone. docs/security.md says when its bytes \
+                leave the disk.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Device ID, UUID text (the canonical ID or any alias).") var id: String
+        @Option(name: .customLong("ack-replicas"), help: "Peers that must hold the forget before the answer. [default: the node's]")
+        var ackReplicas: UInt32?
+
+        func run() async throws {
+            await global.withClient(ackReplicas: ackReplicas,
+                { (client) async throws(RegistryClientError) in try await client.forget(deviceID: id) }, print: ForgetView.init)
+        }
+    }
+}
+
+/// A forget's answer as registryctl prints it.
+struct ForgetView: Printable {
+    let deviceId: String
+    let vendor: String
+    let aliases: [String]
+    let outcome: String
+
+    init(_ result: ForgetResultMessage) {
+        deviceId = result.deviceID
+        vendor = result.vendor
+        aliases = result.aliasIDs
+        outcome = result.alreadyGone ? "already-gone" : "forgotten"
+    }
+
+    var rows: [(String, String)] {
+        [("outcome", outcome), ("device", deviceId), ("vendor", vendor), ("aliases", aliases.isEmpty ? "none" : aliases.joined(separator: ", "))]
     }
 }
 

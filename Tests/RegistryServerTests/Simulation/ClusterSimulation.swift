@@ -61,6 +61,11 @@ final class ClusterSimulation {
         let millis: UInt64
     }
 
+    /// An acknowledged forget: every node must hold the device gone in the end.
+    struct AcknowledgedForget {
+        let device: DeviceID
+    }
+
     /// What happened, for the report and for checking that each fault was exercised.
     struct Counts: Equatable {
         /// Binds and unbinds answered as changing something, and those answered as changing nothing.
@@ -68,6 +73,9 @@ final class ClusterSimulation {
         /// Binds and unbinds answered with an error, by code: only a device the node has not heard
         /// of yet, a removed member or a clock ahead may refuse one.
         var bindingErrors: [String: Int] = [:]
+        /// Forgets answered as forgetting, and as gone already; and forgets refused, by code.
+        var forgets = 0, forgetsOfGone = 0
+        var forgetErrors: [String: Int] = [:]
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -99,6 +107,7 @@ final class ClusterSimulation {
     private(set) var now: UInt64 = 1_000_000
     private(set) var acknowledged: [Acknowledged] = []
     private(set) var acknowledgedBindings: [AcknowledgedBinding] = []
+    private(set) var acknowledgedForgets: [AcknowledgedForget] = []
     /// The vendor rules every node runs with: on odd seeds `com.sim` binds two devices an account
     /// and replaces past that; on even seeds it has the default policy (one device, reject).
     let vendorRules: VendorRules
@@ -421,6 +430,25 @@ final class ClusterSimulation {
             acknowledgedBindings.append(AcknowledgedBinding(kind: .unbind, account: account, device: device, millis: millis))
         case .rejected: counts.bindsRejected += 1
         case .notBound, .unspecified: counts.unbindsOfNothing += 1
+        }
+    }
+
+    /// Forgets a device a registration was told of, through a running member; records what the
+    /// answer acknowledged.
+    func randomForget() {
+        let alive = members.filter { nodes[$0].engine != nil }
+        guard let node = alive.randomElement(using: &random), let engine = engine(node),
+            let device = acknowledged.randomElement(using: &random)?.device
+        else { return }
+        let frame = ClientFrame(requestID: 1, body: .forget(deviceID: device.description))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        crashNodesWhoseDiskFailed()
+        switch answer {
+        case .forgetResult(let result):
+            if result.alreadyGone { counts.forgetsOfGone += 1 } else { counts.forgets += 1 }
+            acknowledgedForgets.append(AcknowledgedForget(device: device))
+        case .error(let error): counts.forgetErrors[error.code.name, default: 0] += 1
+        default: counts.forgetErrors["\(answer)", default: 0] += 1
         }
     }
 

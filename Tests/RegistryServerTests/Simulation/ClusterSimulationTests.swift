@@ -54,7 +54,8 @@ import Testing
                 + "\(total.snapshotsTaken) snapshots taken, \(total.snapshotsInstalled) installed from a peer, "
                 + "\(total.batchesFromMemory) batches sent from memory and \(total.batchesFromJournal) from journals, "
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
-                + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing)")
+                + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
+                + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors))")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
@@ -63,6 +64,7 @@ import Testing
             #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
             #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
+            #expect(total.forgets > 0)
         }
     }
 
@@ -82,6 +84,7 @@ import Testing
             switch roll {
             case 0..<40: simulation.randomRegistration()
             case 72..<80: simulation.randomBinding()
+            case 80..<82: simulation.randomForget()
             case 40..<46: simulation.siblingRace()
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
@@ -246,9 +249,26 @@ import Testing
                 throw SimulationFailure(seed: seed, reason: "\(claim) is owned by \(owner); the rule names \(String(describing: expected.owner[key]))")
             }
         }
+        // Gone: exactly the merge sets holding a device a forget named, and every acknowledged
+        // forget among them.
+        for (id, _) in states[0].devices where states[0].gone.contains(id) != expected.gone.contains(id.uuid) {
+            throw SimulationFailure(seed: seed, reason: "\(id) is \(states[0].gone.contains(id) ? "" : "not ")gone; the operations say otherwise")
+        }
+        for forget in simulation.acknowledgedForgets where !states[0].gone.contains(forget.device) {
+            throw SimulationFailure(seed: seed, reason: "acknowledged forget of \(forget.device) is not held: the device is not gone")
+        }
         for engine in engines {
             let failure = engine.withState { state -> String? in
                 for acknowledged in simulation.acknowledged {
+                    let sealed = engine.identifierKey.seal(acknowledged.identifier)
+                    if expected.gone.contains(acknowledged.device.uuid) {
+                        // Forgotten: its identifier is released, or claimed again by a device
+                        // that is not gone.
+                        if let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id, state.isGone(found) {
+                            return "\(acknowledged.identifier) leads to gone \(found)"
+                        }
+                        continue
+                    }
                     // Every acknowledged device still resolves, and its identifier leads to the same device.
                     guard let canonical = state.canonical(of: acknowledged.device) else {
                         return "acknowledged \(acknowledged.device) no longer resolves"
@@ -258,7 +278,6 @@ import Testing
                         return "\(acknowledged.device) is more than one hop from its canonical device"
                     }
                     // The state holds identifiers as the node's keyed hashes.
-                    let sealed = engine.identifierKey.seal(acknowledged.identifier)
                     let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id
                     guard found == canonical else {
                         return "\(acknowledged.identifier) leads to \(String(describing: found)), its acknowledged device to \(canonical)"
@@ -269,11 +288,17 @@ import Testing
             if let failure { throw SimulationFailure(seed: seed, reason: failure) }
         }
         try checkBindings(simulation, engines: engines, expected: expected)
-        // A bind or an unbind is refused only for a device the node has not heard of yet, by a
-        // removed member, or by a node whose clock ran ahead.
-        let expectedRefusals: Set<String> = ["not_found", "not_a_member", "clock_skew"]
+        // A bind or an unbind is refused only for a device the node has not heard of yet or has
+        // forgotten, by a removed member, or by a node whose clock ran ahead.
+        let expectedRefusals: Set<String> = ["not_found", "not_a_member", "clock_skew", "gone"]
         if let unexpected = simulation.counts.bindingErrors.keys.first(where: { !expectedRefusals.contains($0) }) {
             throw SimulationFailure(seed: seed, reason: "a bind or an unbind was refused with \(unexpected)")
+        }
+        // A forget is refused only for a device the node has not heard of yet (or heard of only
+        // as forgotten), or by a node whose clock ran ahead.
+        let expectedForgetRefusals: Set<String> = ["not_found", "gone", "clock_skew"]
+        if let unexpected = simulation.counts.forgetErrors.keys.first(where: { !expectedForgetRefusals.contains($0) }) {
+            throw SimulationFailure(seed: seed, reason: "a forget was refused with \(unexpected)")
         }
         guard simulation.counts.splitRaces == 0 else {
             throw SimulationFailure(seed: seed, reason: "\(simulation.counts.splitRaces) sibling races were told two IDs")
@@ -291,12 +316,15 @@ extension ClusterSimulationTests {
         var logged = [AccountKey: [BindingChange]]()
         for operation in try simulation.allOperations() {
             guard case .binding(let change) = operation.operation else { continue }
+            // Changes naming a forgotten device are not kept.
+            if expected.gone.contains(change.device.uuid) || expected.tombstones.contains(change.device.uuid) { continue }
             logged[AccountKey(vendor: change.vendor, account: change.account), default: []].append(change)
         }
         let oracleCanonical = { (device: DeviceID) in expected.canonical[device.uuid].map(DeviceID.init) }
         for engine in engines {
             let failure = engine.withState { state -> String? in
-                for binding in simulation.acknowledgedBindings {
+                // A forgotten device's changes are removed.
+                for binding in simulation.acknowledgedBindings where !expected.gone.contains(binding.device.uuid) && !expected.tombstones.contains(binding.device.uuid) {
                     let key = AccountKey(
                         vendor: Vendor(trusted: "com.sim"), account: engine.identifierKey.seal(try! AccountName(validating: binding.account)))
                     let held = state.bindings(of: key)?.changes.contains {
@@ -331,6 +359,9 @@ extension ClusterSimulation.Counts {
         bindsRejected += other.bindsRejected
         unbindsOfNothing += other.unbindsOfNothing
         bindingErrors.merge(other.bindingErrors, uniquingKeysWith: +)
+        forgets += other.forgets
+        forgetsOfGone += other.forgetsOfGone
+        forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         registrations += other.registrations
         siblingRaces += other.siblingRaces
         splitRaces += other.splitRaces

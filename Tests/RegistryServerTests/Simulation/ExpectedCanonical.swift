@@ -6,7 +6,7 @@ import RegistryCore
 /// device is its minimum by (earliest created HLC, origin node bytes, device ID bytes), compared as
 /// plain tuples. Each claim is owned by the claimant whose ID's bytes come first, each device
 /// keeps its earliest creation, and each merge set's apps span their earliest and latest
-/// sightings.
+/// sightings. A merge set is gone when it holds a device a forget named, and then keeps no apps.
 struct ExpectedCanonical {
     private(set) var canonical: [UUID128: UUID128] = [:]
     /// Every device to its earliest creation: (HLC, origin).
@@ -16,6 +16,10 @@ struct ExpectedCanonical {
     /// Every canonical device to its apps: bundle text to the earliest and latest sightings
     /// (HLCs) among the operations of its whole merge set.
     private(set) var apps: [UUID128: [String: (first: UInt64, last: UInt64)]] = [:]
+    /// Every device ID a forget named.
+    private(set) var tombstones: Set<UUID128> = []
+    /// Every known device whose merge set holds a tombstoned device.
+    private(set) var gone: Set<UUID128> = []
 
     init(_ operations: [LoggedOperation]) {
         var rank = [UUID128: (UInt64, [UInt8], UUID128)]()
@@ -38,6 +42,7 @@ struct ExpectedCanonical {
         var claimants = [String: UUID128]()
         var sightings = [(device: UUID128, bundle: String, seen: UInt64)]()
         for logged in operations {
+            if case .forget(let op) = logged.operation { tombstones.insert(op.device.uuid) }
             guard case .registration(let op) = logged.operation else { continue }
             note(op.device)
             sightings.append((op.device.id.uuid, op.bundle.value, op.seen.rawValue))
@@ -60,8 +65,10 @@ struct ExpectedCanonical {
             best[root] = id
         }
         for id in parent.keys { canonical[id] = best[find(id)]! }
+        let goneRoots = Set(tombstones.filter { parent[$0] != nil }.map(find))
+        gone = Set(parent.keys.filter { goneRoots.contains(find($0)) })
         for (id, (created, origin, _)) in rank { creation[id] = (created, String(decoding: origin, as: UTF8.self)) }
-        for sighting in sightings {
+        for sighting in sightings where !gone.contains(sighting.device) {
             let root = canonical[sighting.device]!
             let known = apps[root]?[sighting.bundle]
             apps[root, default: [:]][sighting.bundle] = (min(known?.first ?? .max, sighting.seen), max(known?.last ?? 0, sighting.seen))
