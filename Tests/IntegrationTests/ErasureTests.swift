@@ -1,0 +1,101 @@
+import Foundation
+import RegistryClient
+import RegistryCore
+import RegistryTestSupport
+import RegistryWire
+import Testing
+
+/// Forgetting devices on real processes: a forget accepted while a member is down reaches it when
+/// it comes back from its journal, and a member wiped after the journals were trimmed catches up
+/// from a snapshot that holds the tombstone; in both, the device stays gone on every node.
+@Suite(.serialized, .timeLimit(.minutes(4))) struct ErasureTests {
+    func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
+        try run(Binaries.path("registryctl"), arguments + ["-o", "json", "--timeout", "30"], environment: ["REGISTRY_ENDPOINT": endpoint])
+    }
+
+    func json(_ result: CommandResult) throws -> [String: Any] {
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        return try #require(object as? [String: Any], "\(result.stdout)")
+    }
+
+    /// Every ID in `ids` answers GONE (exit 4) on every node of `endpoints`.
+    func expectGone(_ ids: [String], on endpoints: [String]) throws {
+        for endpoint in endpoints {
+            for id in ids {
+                let got = try ctl(["device", "get", id], endpoint: endpoint)
+                #expect(got.status == 4 && got.stderr.contains("gone"), "\(id) on \(endpoint): \(got.status) \(got.stdout) \(got.stderr)")
+            }
+        }
+    }
+
+    @Test func aForgetStaysOnEveryNodeThroughAMemberThatWasDownAndOneWipedAfterTheJournalsWereTrimmed() async throws {
+        let cluster = try ClusterTests.Cluster(extra: ["--journal-file-bytes", "65536", "--snapshot-every-operations", "0", "--snapshot-every-seconds", "0"])
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let endpoints = { cluster.nodes.map(\.endpoint) }
+        let idfv = "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"
+        let keychain = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        let a = endpoints()[0]
+        // A device with an alias (a keychain-only registration merged by a later one), bound to alice.
+        let phone = try json(try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv], endpoint: a))["deviceId"] as! String
+        let other = try json(try ctl(["register", "--bundle", "com.v.b", "--keychain", keychain], endpoint: a))["deviceId"] as! String
+        let merged = try json(try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv, "--keychain", keychain], endpoint: a))["deviceId"] as! String
+        #expect(phone != other && [phone, other].contains(merged))
+        #expect(try json(try ctl(["account", "bind", "--vendor", "com.v", "--account", "alice", "--device", phone], endpoint: a))["outcome"] as? String == "bound")
+        _ = try await cluster.converged(within: 30)
+
+        // node-c is down while node-a forgets the device; node-b holds the forget before the answer.
+        #expect(cluster.nodes[2].stop() == 0)
+        let forgotten = try json(try ctl(["device", "forget", other, "--ack-replicas", "1"], endpoint: a))
+        #expect(forgotten["outcome"] as? String == "forgotten" && forgotten["deviceId"] as? String == merged, "\(forgotten)")
+        #expect(forgotten["aliases"] as? [String] == [[phone, other].first { $0 != merged }!])
+        try expectGone([phone, other], on: Array(endpoints().prefix(2)))
+        let again = try json(try ctl(["device", "forget", phone], endpoint: endpoints()[1]))
+        #expect(again["outcome"] as? String == "already-gone")
+
+        // node-c comes back from its journal: it missed the forget, and learns it from its peers.
+        cluster.nodes[2] = try cluster.start(2)
+        _ = try await cluster.converged(within: 30)
+        try expectGone([phone, other], on: endpoints())
+        let alice = try ctl(["account", "show", "--vendor", "com.v", "--account", "alice"], endpoint: endpoints()[2])
+        #expect(alice.status == 3, "alice's binding went with the device: \(alice.stdout)")
+
+        // The app registers again, through node-c: a new device under a new ID, found everywhere.
+        let fresh = try json(try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv, "--keychain", keychain], endpoint: endpoints()[2]))
+        let freshID = try #require(fresh["deviceId"] as? String)
+        #expect(fresh["created"] as? Bool == true && ![phone, other].contains(freshID), "\(fresh)")
+        _ = try await cluster.converged(within: 30)
+        for endpoint in endpoints() {
+            let found = try json(try ctl(["device", "find", "--vendor", "com.v", "--idfv", idfv], endpoint: endpoint))
+            #expect(found["deviceId"] as? String == freshID)
+        }
+
+        // Enough writes to fill several journal files, then snapshots on every node, twice, so
+        // that each trims the journal files holding the forget.
+        let load = try run(
+            Binaries.path("registryload"),
+            ["--endpoints", cluster.endpoints, "--connections", "3", "--threads", "1", "--requests", "3000", "--warmup", "0s", "--seed", "5"],
+            timeout: 120)
+        #expect(load.status == 0, "\(load.stdout)\n\(load.stderr)")
+        for _ in 0..<2 {
+            _ = try await cluster.converged(within: 30)
+            // Every node learns within a second that its peers hold everything (the retention floor).
+            try await Task.sleep(for: .milliseconds(1_500))
+            for endpoint in endpoints() { #expect(try ctl(["snapshot"], endpoint: endpoint).status == 0) }
+        }
+        let first = try #require(try ClusterTests.journalFiles(cluster.directory(0)).first)
+        #expect(first > 1, "node-a trimmed the journal file holding the forget")
+
+        // node-b loses its data directory, and catches up from a peer's snapshot.
+        _ = cluster.nodes[1].stop(signal: SIGKILL)
+        try FileManager.default.removeItem(atPath: cluster.directory(1))
+        try FileManager.default.createDirectory(atPath: cluster.directory(1), withIntermediateDirectories: true)
+        cluster.nodes[1] = try cluster.start(1)
+        let stats = try await cluster.converged(within: 60)
+        #expect(stats[1].snapshotOperations > 0, "node-b installed a snapshot")
+        try expectGone([phone, other], on: endpoints())
+        let found = try json(try ctl(["device", "find", "--vendor", "com.v", "--idfv", idfv], endpoint: endpoints()[1]))
+        #expect(found["deviceId"] as? String == freshID)
+    }
+}
