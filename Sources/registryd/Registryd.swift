@@ -85,6 +85,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("snapshot-every-seconds"), help: Self.help("snapshot-every-seconds"))
     var snapshotEverySeconds: String?
 
+    @Option(name: .customLong("erasure-within"), help: Self.help("erasure-within"))
+    var erasureWithin: String?
+
     @Option(name: .customLong("journal-file-bytes"), help: Self.help("journal-file-bytes"))
     var journalFileBytes: String?
 
@@ -156,6 +159,7 @@ struct Registryd: AsyncParsableCommand {
             "commit-delay-us": commitDelayMicros,
             "snapshot-every-operations": snapshotEveryOperations,
             "snapshot-every-seconds": snapshotEverySeconds,
+            "erasure-within": erasureWithin,
             "journal-file-bytes": journalFileBytes,
             "peers": peers,
             "cluster-secret": clusterSecret,

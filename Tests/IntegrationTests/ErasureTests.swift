@@ -99,3 +99,64 @@ import Testing
         #expect(found["deviceId"] as? String == freshID)
     }
 }
+
+/// `--erasure-within`: a node that is otherwise idle takes the snapshots that take a forgotten
+/// device's bytes off its disk in time.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ErasureDeadlineTests {
+    /// The files of `directory` holding `bytes` anywhere, by name.
+    static func files(in directory: String, holding bytes: [UInt8]) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
+            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { return false }
+            return data.withUnsafeBytes { raw in
+                let haystack = raw.bindMemory(to: UInt8.self)
+                guard haystack.count >= bytes.count else { return false }
+                return (0...(haystack.count - bytes.count)).contains { start in
+                    haystack[start] == bytes[0] && Array(haystack[start..<(start + bytes.count)]) == bytes
+                }
+            }
+        }.sorted()
+    }
+
+    @Test func anIdleNodeErasesAForgottenDevicesBindingFromItsSnapshotsAndJournalOnTime() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(
+            dataDirectory: temp.path, arguments: ["--node-id", "node-e", "--erasure-within", "4", "--snapshot-every-seconds", "0", "--snapshot-every-operations", "0"])
+        defer { node.stop() }
+        let erasure = ErasureTests()
+        let device = try erasure.json(try erasure.ctl(["register", "--bundle", "com.v.a", "--idfv", "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"], endpoint: node.endpoint))["deviceId"] as! String
+        let bound = try erasure.json(try erasure.ctl(["account", "bind", "--vendor", "com.v", "--account", "alice", "--device", device], endpoint: node.endpoint))
+        let key = try #require((bound["account"] as? [String: Any])?["accountKey"] as? String)
+        let uuid = try #require(UUID128(text: key))
+        // The account key's 16 bytes as the journal stores them (protobuf: the UUID's bytes in
+        // order) and as snapshots do (each half little-endian).
+        let inJournal = [uuid.high, uuid.low].flatMap { word in stride(from: 56, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } }
+        let inSnapshot = [uuid.high, uuid.low].flatMap { word in stride(from: 0, through: 56, by: 8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } }
+        func holding() throws -> [String] {
+            Array(Set(try Self.files(in: temp.path, holding: inJournal) + Self.files(in: temp.path, holding: inSnapshot))).sorted()
+        }
+        #expect(try Self.files(in: temp.path, holding: inJournal).contains { $0.hasPrefix("journal") }, "the binding is on disk before the forget")
+
+        // An ordinary snapshot now: it holds the binding, and is kept.
+        #expect(try erasure.ctl(["snapshot"], endpoint: node.endpoint).status == 0)
+        #expect(try Self.files(in: temp.path, holding: inSnapshot).contains { $0.hasPrefix("snapshot") })
+        #expect(try erasure.json(try erasure.ctl(["device", "forget", device], endpoint: node.endpoint))["outcome"] as? String == "forgotten")
+
+        // Nothing else is written; within the deadline (4 s) and the two snapshots' time, no file
+        // holds the binding any more.
+        let deadline = Date().addingTimeInterval(30)
+        var left = try holding()
+        while !left.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            left = try holding()
+        }
+        #expect(left.isEmpty, "still on disk in \(left)")
+        #expect(node.log.contains("snapshot for erasure"))
+        // The device stays gone after a restart from what is left.
+        #expect(node.stop() == 0)
+        let restarted = try DaemonProcess(dataDirectory: temp.path, arguments: ["--node-id", "node-e", "--erasure-within", "4"])
+        defer { restarted.stop() }
+        let got = try erasure.ctl(["device", "get", device], endpoint: restarted.endpoint)
+        #expect(got.status == 4, "\(got.stderr)")
+    }
+}

@@ -76,7 +76,7 @@ import Testing
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "release-tables-gradually": ("true", "false"), "commit-delay-us": ("10", "20"),
-            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "journal-file-bytes": ("70000", "80000"),
+            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "erasure-within": ("0", "60"), "journal-file-bytes": ("70000", "80000"),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
@@ -103,6 +103,7 @@ import Testing
             case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
             case "snapshot-every-operations": return "\(configuration.snapshotEveryOperations)"
             case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
+            case "erasure-within": return "\(configuration.erasureWithinSeconds)"
             case "journal-file-bytes": return "\(configuration.journalFileBytes)"
             case "peers": return configuration.peers.map(\.description).joined(separator: ",")
             case "cluster-secret": return configuration.clusterSecret ?? "none"
@@ -218,6 +219,8 @@ import Testing
         ("{\"snapshotEveryOperations\": -1}", "snapshotEveryOperations: snapshot interval -1 is not 0...10000000000"),
         ("{\"snapshotEveryOperations\": \"often\"}", "snapshotEveryOperations should be a whole number"),
         ("{\"snapshotEverySeconds\": 1000001}", "snapshotEverySeconds: snapshot period 1000001 is not 0...1000000"),
+        ("{\"erasureWithin\": 31536001}", "erasureWithin: erasure deadline 31536001 is not 0...31536000"),
+        ("{\"erasureWithin\": \"daily\"}", "erasureWithin should be a whole number"),
         ("{\"journalSpares\": 4}", "unknown key \"journalSpares\""),
         ("{\"nodeId\": \"Node A\"}", "node ID"),
         ("{\"drainTimeoutSeconds\": -1}", "drain timeout"),

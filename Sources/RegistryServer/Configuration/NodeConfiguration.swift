@@ -65,6 +65,9 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// count), or ``snapshotEverySeconds`` passed with anything logged (0: not by time).
     public var snapshotEveryOperations = 1_000_000
     public var snapshotEverySeconds = 3_600
+    /// Seconds within which a forgotten device's bytes leave this node's snapshots and journal
+    /// files (``ErasureSchedule``); 0: only as ordinary snapshots and trimming take them.
+    public var erasureWithinSeconds = 86_400
     /// Bytes after which a journal file rotates (``CommitJournal/rotationBytes`` by default).
     public var journalFileBytes = CommitJournal.rotationBytes
 

@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, journalFileBytes, peers,
+        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, erasureWithin, journalFileBytes, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
@@ -286,6 +286,15 @@ extension NodeSetting {
         help: "Take a snapshot once this many seconds passed since the last one, when anything was logged (0...10^6; 0: not by time)."
     ) { text, configuration throws(SettingValueError) in
         configuration.snapshotEverySeconds = try SettingValueError.wholeNumber(text, in: 0...1_000_000, "snapshot period")
+    }
+
+    static let erasureWithin = NodeSetting(
+        flag: "erasure-within", environment: "REGISTRY_ERASURE_WITHIN", fileKey: "erasureWithin", fileType: .wholeNumber,
+        defaultText: "86400",
+        help: "Seconds within which a forgotten device's bytes leave this node's snapshots and journal files (0...31536000; 0: only as ordinary snapshots take them).",
+        discussion: "After a forget the node takes two snapshots, the first half this time after it, each in a new journal file, so that the newest kept snapshot holds no forgotten record and the journal files before it can be trimmed. Trimming also waits until every member holds those files: a member that is down holds the deadline up until it is back or removed. docs/security.md says what is gone when."
+    ) { text, configuration throws(SettingValueError) in
+        configuration.erasureWithinSeconds = try SettingValueError.wholeNumber(text, in: 0...31_536_000, "erasure deadline")
     }
 
     static let journalFileBytes = NodeSetting(

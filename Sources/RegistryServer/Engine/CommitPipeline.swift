@@ -165,18 +165,61 @@ final class CommitPipeline: Sendable {
     /// Starts a snapshot through `through`, what is durable now; runs on the writer's queue, so
     /// that nothing commits meanwhile, and the snapshot itself runs on its own thread.
     /// `completion` gets its outcome, or nil when one was being taken already.
+    /// With `erasing`, the snapshot is an erasure snapshot (``ErasureSchedule``): kept alone.
     private func startSnapshot(
-        through: [LogID: UInt64], clock: HLCTimestamp, completion: (@Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void)?
+        through: [LogID: UInt64], clock: HLCTimestamp, erasing: Bool = false,
+        completion: (@Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void)?
     ) {
         dispatchPrecondition(condition: .onQueue(writer.queue))
-        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile) { outcome in
+        let started = SystemClock.monotonicNanos()
+        let keeping = erasing ? 1 : Snapshotter.keeping
+        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, keeping: keeping) { outcome in
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
             if outcome != nil {
-                self.core.withLockedValue { $0.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos()) }
+                self.core.withLockedValue { core in
+                    core.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos())
+                    if erasing && covered != nil { core.erasure.erasureSnapshotTaken(startedNanos: started) }
+                }
             }
             completion?(outcome)
         }
+    }
+
+    // MARK: - Erasure on time
+
+    /// Set when the pipeline closes: the erasure checks stop.
+    private let erasureStopped = Atomic<Bool>(false)
+
+    /// Checks ``ErasureSchedule`` at its interval, on the writer's queue, until the pipeline
+    /// closes: when a snapshot is due for forgotten devices' bytes, the journal goes on in a new
+    /// file (so that the file holding their operations can be trimmed) and a snapshot starts,
+    /// however little is being written. Does nothing when `--erasure-within` is 0.
+    func startErasureChecks() {
+        let interval = core.withLockedValue { $0.erasure.withinNanos > 0 ? $0.erasure.checkIntervalNanos : 0 }
+        guard interval > 0 else { return }
+        writer.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(interval))) { [self] in
+            guard !erasureStopped.load(ordering: .relaxed) else { return }
+            checkErasure()
+            startErasureChecks()
+        }
+    }
+
+    private func checkErasure() {
+        let now = SystemClock.monotonicNanos()
+        let start = core.withLockedValue { core -> (through: [LogID: UInt64], clock: HLCTimestamp)? in
+            core.erasure.observe(tombstones: core.node.registry.tombstoneCount, nowNanos: now)
+            guard core.erasure.isDue(nowNanos: now), core.snapshotPolicy.startByRequest() else { return nil }
+            return (core.durable.vector.sequences, core.node.clock.last)
+        }
+        guard let start else { return }
+        do {
+            try writer.rotateNow()
+        } catch {
+            logger.error("could not start a new journal file for erasure", metadata: ["error": "\(error)"])
+        }
+        logger.info("snapshot for erasure (--erasure-within)")
+        startSnapshot(through: start.through, clock: start.clock, erasing: true, completion: nil)
     }
 
     /// Takes a snapshot through what is durable now, on the caller's thread and priority, commits
@@ -206,6 +249,7 @@ final class CommitPipeline: Sendable {
     /// Refuses new requests with `reason`, waits for queued commits, closes the journal, and, when
     /// it holds operations no snapshot covers, takes one so that the next start-up replays little.
     func close(refusing reason: WireError) {
+        erasureStopped.store(true, ordering: .relaxed)
         core.withLockedValue { $0.commits.close(with: reason) }
         writer.close()
         let (durable, covered) = core.withLockedValue { ($0.durable.operations, $0.snapshotPolicy.coveredOperations) }

@@ -17,6 +17,8 @@ struct EngineCore {
     var durable: DurableState
     /// When the next snapshot is due.
     var snapshotPolicy: SnapshotPolicy
+    /// When snapshots are due so that forgotten devices' bytes leave the disk in time.
+    var erasure: ErasureSchedule
     /// What every member holds (``RegistryEngine/setRetentionFloor(_:)``), left out of answers'
     /// tokens; nil when the node has no peers. Until the cluster sets it: nothing, so tokens name
     /// every log.

@@ -44,7 +44,11 @@ struct EngineStartup {
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
             coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: SystemClock.monotonicNanos())
-        core = EngineCore(node: node, durable: DurableState(recovered: recovered.versionVector), snapshotPolicy: policy)
+        // Tombstones already held count as new: the node does not know whether the snapshots that
+        // erased their devices' bytes were taken before it stopped.
+        core = EngineCore(
+            node: node, durable: DurableState(recovered: recovered.versionVector), snapshotPolicy: policy,
+            erasure: ErasureSchedule(withinSeconds: configuration.erasureWithinSeconds))
     }
 
     /// The journal's writer, going on in the file after the last one recovered.

@@ -95,6 +95,7 @@ public final class RegistryEngine: Sendable {
         self.logger = logger
         self.wallClock = wallClock
         start.logOpened(logger)
+        pipeline.startErasureChecks()
     }
 
     /// Takes snapshots, and receives and installs peers' (the snapshot files' one owner).

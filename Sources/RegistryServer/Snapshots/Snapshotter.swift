@@ -93,7 +93,11 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Takes a snapshot through `target` in the background unless one is running; `completion`
     /// (on the snapshot queue) gets the outcome, or nil when one was already running.
-    func start(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void) {
+    /// It keeps the newest `keeping` snapshots (1 for an erasure snapshot, ``ErasureSchedule``).
+    func start(
+        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int = Snapshotter.keeping,
+        completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void
+    ) {
         let begin = bookkeeping.withLock { state -> Bool in
             guard !state.running else { return false }
             state.running = true
@@ -102,7 +106,7 @@ final class Snapshotter: @unchecked Sendable {
         guard begin else { return completion(nil) }
         queue.async {
             let outcome = self.run { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, inBackground: true)
+                try self.take(through: target, clock: clock, currentFile: currentFile, keeping: keeping, inBackground: true)
             }
             self.finished(outcome)
             completion(outcome)
@@ -137,7 +141,7 @@ final class Snapshotter: @unchecked Sendable {
         queue.sync {
             // On the caller's thread and priority: a stopping node has nothing else to do.
             let outcome = Result { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, inBackground: false)
+                try self.take(through: target, clock: clock, currentFile: currentFile, keeping: Self.keeping, inBackground: false)
             }
             finished(outcome)
             return outcome
@@ -167,7 +171,9 @@ final class Snapshotter: @unchecked Sendable {
 
     /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the snapshot's
     /// reading thread then takes too.
-    private func take(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, inBackground: Bool) throws(StorageError) -> Taken {
+    private func take(
+        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int, inBackground: Bool
+    ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
         let base = try SnapshotStore.loadNewest(
             in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground, logger: logger
@@ -189,7 +195,7 @@ final class Snapshotter: @unchecked Sendable {
         } else {
             bytes = try SnapshotStore.write(registry, metadata: metadata, label: label, in: directory, on: fs)
         }
-        try SnapshotStore.removeOld(keeping: Self.keeping, in: directory, on: fs)
+        try SnapshotStore.removeOld(keeping: keeping, in: directory, on: fs)
         let removed = try trim(currentFile: currentFile)
         return Taken(
             label: label, bytes: bytes, operations: label, millis: (SystemClock.monotonicNanos() - started) / 1_000_000,

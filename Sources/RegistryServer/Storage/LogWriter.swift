@@ -57,6 +57,12 @@ final class LogWriter: @unchecked Sendable {
     /// A snapshot from a peer was installed: the journal goes on in a new file, so that no file
     /// holds both sides of what the snapshot covers.
     func installedSnapshot() throws(StorageError) {
+        try rotateNow()
+    }
+
+    /// Goes on in a new journal file (when the current one holds anything), so that the current
+    /// one can be trimmed once snapshots cover it.
+    func rotateNow() throws(StorageError) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { throw .corrupt("the log is closed") }
         try journal.rotateNow()

@@ -154,6 +154,8 @@ final class ClusterSimulation {
         configuration.vendorRules = vendorRules
         configuration.snapshotEveryOperations = 0
         configuration.snapshotEverySeconds = 0
+        // Snapshots come from the simulation's steps alone, never from a background timer.
+        configuration.erasureWithinSeconds = 0
         configuration.maxClockSkewMillis = Self.maxClockSkewMillis
         configuration.commitPacing = CommitPacing(delayMicros: 0, worthOperations: 1)
         // Small journal files: the simulated disk copies a whole file when a synced one changes,
