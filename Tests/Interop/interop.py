@@ -100,11 +100,12 @@ def account_key(secret, name):
     return str(uuid.UUID(bytes=hmac.new(key, b"account:" + name.encode(), hashlib.sha256).digest()[:16]))
 
 
-def minted_device_id(key, vendor, sealed, kind_byte=0):
+def minted_device_id(key, vendor, sealed, kind_byte=0, generation=0):
     """The device ID a first install gets (docs/identity.md, DeviceID.minted): from its IDFV as
     the node keeps it (kind byte 0) or, when it presents no IDFV, from its keychain UUID as the
-    node keeps it (kind byte 1)."""
-    data = vendor.encode() + bytes([kind_byte]) + sealed + (0).to_bytes(4, "little")
+    node keeps it (kind byte 1); after a forget released the identifier, with its next claim
+    generation."""
+    data = vendor.encode() + bytes([kind_byte]) + sealed + generation.to_bytes(4, "little")
     first, second = siphash128(key[0], key[1], data)
     high = (first & ~0xF000 & MASK) | 0x8000
     low = (second & 0x3FFFFFFFFFFFFFFF) | 0x8000000000000000
@@ -290,6 +291,35 @@ def main():
     check(unbound.outcome == account_pb2.BIND_OUTCOME_UNBOUND, f"unbind: {unbound}")
     again = account_request(57, "unbind", "alice@example.com", first.device_id).bind_result
     check(again.outcome == account_pb2.BIND_OUTCOME_NOT_BOUND, f"unbind again: {again}")
+
+    # Erasure (device.proto ForgetRequest): the device answers GONE, a second forget is answered
+    # as gone already, and the keychain UUID registered again mints the ID of its next claim
+    # generation (docs/identity.md, "Erasure").
+    def forget(request_id, device):
+        frame = envelope_pb2.ClientFrame(request_id=request_id)
+        frame.forget.device_id = device
+        conn.send(frame)
+        return conn.receive(envelope_pb2)
+
+    forgotten = forget(60, by_keychain.device_id)
+    check(forgotten.WhichOneof("body") == "forget_result" and forgotten.forget_result.device_id == by_keychain.device_id
+          and not forgotten.forget_result.already_gone and forgotten.forget_result.vendor == "com.interop", f"forget: {forgotten}")
+    gone = envelope_pb2.ClientFrame(request_id=61)
+    gone.resolve_device.device_id = by_keychain.device_id
+    conn.send(gone)
+    answer = conn.receive(envelope_pb2)
+    check(answer.WhichOneof("body") == "error" and answer.error.code == common_pb2.ERROR_CODE_GONE and not answer.error.retryable,
+          f"resolve after forget: {answer}")
+    check(forget(62, by_keychain.device_id).forget_result.already_gone, "a second forget is answered as gone already")
+    unknown = forget(63, str(uuid.uuid4()))
+    check(unknown.WhichOneof("body") == "error" and unknown.error.code == common_pb2.ERROR_CODE_NOT_FOUND, f"unknown: {unknown}")
+    again = envelope_pb2.ClientFrame(request_id=64)
+    again.register_device.bundle_id = "com.interop.app1"
+    again.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_KEYCHAIN, value=keychain)
+    conn.send(again)
+    reborn = conn.receive(envelope_pb2).register_result
+    check(reborn.created and reborn.device_id == minted_device_id(key, "com.interop", sealed_identifier(secret, 1, keychain), 1, 1),
+          f"registered again after a forget: {reborn}")
 
     # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
     # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.
