@@ -7,6 +7,8 @@ public enum Operation: Hashable, Sendable {
     case binding(BindingChange)
     /// A device erased (``ForgetOp`` says what it does).
     case forget(ForgetOp)
+    /// A change of the cluster's vendor rules (``VendorRuleHistory`` says what it does).
+    case vendorRule(VendorRuleChange)
 }
 
 /// One registration as it changed the state.

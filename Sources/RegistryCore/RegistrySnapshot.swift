@@ -1,6 +1,6 @@
 /// One piece of a ``RegistryState`` as a snapshot keeps it. A state is written as its names
 /// (every origin node, vendor and bundle, each kind numbered from 0 in the order written), then
-/// every `device`, every `alias`, every `claim`, every `app`, every `binding` and every `tombstone`; ``RegistryState/Restorer``
+/// every `device`, every `alias`, every `claim`, every `app`, every `binding`, every `tombstone` and every `vendorRule`; ``RegistryState/Restorer``
 /// builds the same state back from them, in that order. Later pieces name a device by its number
 /// (its position among the `device` pieces, from 0) and a name by its number, so that restoring
 /// costs about one index insert per device and per claim, with no string to parse or hash.
@@ -27,8 +27,10 @@ public enum SnapshotRecord: Hashable, Sendable {
     /// a device of the snapshot: the change may have arrived before the device's registration),
     /// accepted at `time` by origin number `origin`.
     case binding(kind: BindingChange.Kind, vendor: UInt32, account: UUID128, device: DeviceID, time: HLCTimestamp, origin: UInt32)
-    /// A forget named `device` (written last; the device need not be a device of the snapshot).
+    /// A forget named `device` (the device need not be a device of the snapshot).
     case tombstone(DeviceID)
+    /// A change of the cluster's vendor rules (written last).
+    case vendorRule(VendorRuleChange)
 }
 
 /// Why snapshot records could not be restored: they contradict each other or come out of order.
@@ -102,6 +104,8 @@ extension RegistryState {
             }
         }
         for device in tombstones.sorted() { try body(.tombstone(DeviceID(device))) }
+        let changes = vendorRuleHistory.changes.sorted { $0.isEarlier(than: $1) || (!$1.isEarlier(than: $0) && $0.name < $1.name) }
+        for change in changes { try body(.vendorRule(change)) }
     }
 
     /// Builds a state back from snapshot records, one at a time, so that a snapshot streams
@@ -109,7 +113,7 @@ extension RegistryState {
     public struct Restorer: Sendable {
         private var state: RegistryState
         private enum Phase: Int, Comparable {
-            case names, devices, aliases, claims, apps, bindings, tombstones
+            case names, devices, aliases, claims, apps, bindings, tombstones, vendorRules
             static func < (a: Phase, b: Phase) -> Bool { a.rawValue < b.rawValue }
         }
         private var phase = Phase.names
@@ -269,6 +273,11 @@ extension RegistryState {
                 // A snapshot holds no apps or bindings of a gone set; burying checks nothing
                 // more is held, whatever wrote it.
                 if let number = state.slotOf.value(for: device.uuid) { state.bury(state.slots[number].canonical) }
+            case .vendorRule(let change):
+                try enter(.vendorRules, record)
+                let before = state.vendorRuleChanges
+                state.apply(change)
+                guard state.vendorRuleChanges != before else { throw SnapshotRestoreError("vendor rule change \(change) appears twice") }
             }
         }
 

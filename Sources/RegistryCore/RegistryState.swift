@@ -86,6 +86,11 @@ public struct RegistryState: Sendable {
     var tombstones = Set<UUID128>()
     /// The canonical slots of the merge sets that hold a tombstoned device: the gone sets.
     var goneRoots = Set<UInt32>()
+    /// Every change of the cluster's vendor rules, and the rules they make.
+    public private(set) var vendorRuleHistory = VendorRuleHistory()
+    /// Counts vendor rule changes applied, so that a reader can tell cheaply whether the rules
+    /// may have changed since it last looked.
+    public private(set) var vendorRuleChanges = 0
     /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
     public internal(set) var digest: UInt64 = 0
     var vendorDigests = NameDigests()
@@ -253,7 +258,15 @@ public struct RegistryState: Sendable {
         case .membership(let op): apply(op)
         case .binding(let change): apply(change)
         case .forget(let op): apply(op)
+        case .vendorRule(let change): apply(change)
         }
+    }
+
+    /// Adds a change of the vendor rules; a change held already changes nothing.
+    public mutating func apply(_ change: VendorRuleChange) {
+        guard vendorRuleHistory.insert(change) else { return }
+        vendorRuleChanges &+= 1
+        digest &+= StateDigest.vendorRule(change)
     }
 
     /// Adds a tombstone: the merge set of `op.device` is gone, now or once the device arrives.
@@ -577,7 +590,8 @@ public struct RegistryState: Sendable {
         let bindings = Set(accountTable.accounts.values.flatMap(\.changes))
         return Snapshot(
             devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings,
-            tombstones: Set(tombstones.map(DeviceID.init)), gone: Set(devices.keys.filter(isGone)))
+            tombstones: Set(tombstones.map(DeviceID.init)), gone: Set(devices.keys.filter(isGone)),
+            vendorRuleChanges: vendorRuleHistory.changes)
     }
 
     /// See ``snapshot()``.
@@ -612,6 +626,8 @@ public struct RegistryState: Sendable {
         public let tombstones: Set<DeviceID>
         /// Every known device that is gone (its merge set holds a tombstoned device).
         public let gone: Set<DeviceID>
+        /// Every change of the cluster's vendor rules.
+        public let vendorRuleChanges: Set<VendorRuleChange>
 
         /// Every known device to its canonical device.
         public var canonical: [DeviceID: DeviceID] { devices.mapValues(\.canonical) }

@@ -39,6 +39,7 @@ enum StateDigest {
     static let memberKind: UInt64 = 0x6D65_6D62_6572
     static let bindingKind: UInt64 = 0x6269_6E64
     static let tombstoneKind: UInt64 = 0x746F_6D62
+    static let vendorRuleKind: UInt64 = 0x7275_6C65
 
     static func device(id: UUID128, canonical: UUID128, created: UInt64, origin: UInt64, vendor: UInt64) -> UInt64 {
         finish(step(step(step(step(step(step(step(deviceKind, id.high), id.low), canonical.high), canonical.low), created), origin), vendor))
@@ -59,6 +60,14 @@ enum StateDigest {
 
     static func tombstone(_ device: UUID128) -> UInt64 {
         finish(step(step(step(tombstoneKind, device.high), device.low), 0))
+    }
+
+    static func vendorRule(_ change: VendorRuleChange) -> UInt64 {
+        var text = "\(change.kind.rawValue)|\(change.name)|\(change.time.rawValue)|\(change.origin.value)"
+        if let rule = change.rule {
+            text += "|\(rule.prefixes.joined(separator: ","))|\(rule.binding.maxDevices)|\(rule.binding.activeWithinDays ?? 0)|\(rule.binding.pastLimit.rawValue)"
+        }
+        return finish(step(vendorRuleKind, StateDigest.text(text)))
     }
 
     static func member(_ node: NodeID, _ member: Member) -> UInt64 {
@@ -151,6 +160,7 @@ extension RegistryState {
         }
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
         for device in tombstones { sum &+= StateDigest.tombstone(device) }
+        for change in vendorRuleHistory.changes { sum &+= StateDigest.vendorRule(change) }
         for account in accountTable.accounts.values {
             for change in account.changes {
                 sum &+= StateDigest.binding(

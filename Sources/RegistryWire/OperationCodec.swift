@@ -51,6 +51,8 @@ public enum OperationCodec {
                 writer.uuid(Field.forgetDevice, op.device.uuid)
                 writer.string(Field.forgetVendor, op.vendor.name)
             }
+        case .vendorRule(let change):
+            append(field: Field.vendorRule, length: VendorRuleCodec.size(change), to: &bytes) { VendorRuleCodec.write(change, to: &$0) }
         }
     }
 
@@ -69,8 +71,8 @@ public enum OperationCodec {
 
     /// Field numbers, from `Protos/registry/v1/oplog.proto`.
     private enum Field {
-        /// `Operation.registration`, `Operation.membership`, `Operation.binding`, `Operation.forget`.
-        static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3, forget: UInt64 = 4
+        /// `Operation.registration`, `.membership`, `.binding`, `.forget`, `.vendor_rule`.
+        static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3, forget: UInt64 = 4, vendorRule: UInt64 = 5
         /// `Forget`.
         static let forgetDevice: UInt64 = 1, forgetVendor: UInt64 = 2
         /// `BindingChange`.
@@ -145,6 +147,9 @@ public enum OperationCodec {
                 let vendor = CRead.string(forget.vendor)
                 guard !vendor.isEmpty else { throw .invalidOperation("forget: no vendor") }
                 return .forget(ForgetOp(device: DeviceID(device), vendor: Vendor(trusted: vendor)))
+            }
+            if message.body_case == REGISTRY__V1__OPERATION__BODY_VENDOR_RULE, let change = message.vendor_rule?.pointee {
+                return .vendorRule(try VendorRuleCodec.change(change))
             }
             guard message.body_case == REGISTRY__V1__OPERATION__BODY_REGISTRATION, let op = message.registration?.pointee else {
                 throw .invalidOperation("unknown operation kind \(message.body_case.rawValue)")

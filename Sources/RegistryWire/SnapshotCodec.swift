@@ -24,7 +24,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 /// passed its checksums is refused rather than restored.
 public enum SnapshotCodec {
     enum Tag: UInt8 {
-        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9, tombstone = 10
+        case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9, tombstone = 10, vendorRule = 11
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -116,6 +116,18 @@ public enum SnapshotCodec {
         case .tombstone(let device):
             out.integer(Tag.tombstone.rawValue)
             out.uuid(device.uuid)
+        case .vendorRule(let change):
+            out.integer(Tag.vendorRule.rawValue)
+            out.integer(change.kind.rawValue)
+            out.string(change.name)
+            out.integer(change.time.rawValue)
+            out.string(change.origin.value)
+            let prefixes = change.rule?.prefixes ?? []
+            out.integer(UInt16(prefixes.count))
+            for prefix in prefixes { out.string(prefix) }
+            out.integer(UInt32(change.rule?.binding.maxDevices ?? 0))
+            out.integer(UInt32(change.rule?.binding.activeWithinDays ?? 0))
+            out.integer(UInt8(change.rule?.binding.pastLimit == .replace ? 1 : 0))
         }
         bytes = out.bytes
     }
@@ -169,6 +181,27 @@ public enum SnapshotCodec {
             record = .binding(kind: kind, vendor: vendor, account: account, device: device, time: time, origin: try input.integer(UInt32.self))
         case .tombstone:
             record = .tombstone(DeviceID(try input.uuid()))
+        case .vendorRule:
+            let rawKind = try input.integer(UInt8.self)
+            guard let kind = VendorRuleChange.Kind(rawValue: rawKind) else { throw .invalidField("snapshot vendor rule of kind \(rawKind)") }
+            let name = try input.string()
+            let time = HLCTimestamp(rawValue: try input.integer(UInt64.self))
+            let origin = try input.nodeID()
+            var prefixes = [String]()
+            for _ in 0..<Int(try input.integer(UInt16.self)) { prefixes.append(try input.string()) }
+            let (maxDevices, window) = (Int(try input.integer(UInt32.self)), Int(try input.integer(UInt32.self)))
+            let pastLimit: BindingPolicy.PastLimit = try input.integer(UInt8.self) == 1 ? .replace : .reject
+            var rule: VendorRule?
+            if kind != .remove {
+                do throws(IdentityError) {
+                    let policy = try BindingPolicy(maxDevices: maxDevices, activeWithinDays: window == 0 ? nil : window, pastLimit: pastLimit)
+                    rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)
+                } catch {
+                    throw .invalidField("snapshot vendor rule \(name.debugDescription): \(error)")
+                }
+                guard rule?.name == name else { throw .invalidField("snapshot vendor rule \(name.debugDescription) is not a valid name") }
+            }
+            record = .vendorRule(VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin))
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }

@@ -94,7 +94,7 @@ struct GoneOracle {
                 }
             case .forget(let op): named.insert(op.device)
             case .binding(let change): changes.append(change)
-            case .membership: break
+            case .membership, .vendorRule: break
             }
         }
         let goneRoots = Set(named.filter { parent[$0] != nil }.map(find))

@@ -242,6 +242,36 @@ const ProtobufCEnumDescriptor registry__v1__identifier_kind__descriptor =
   registry__v1__identifier_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
+static const ProtobufCEnumValue registry__v1__binding_past_limit__enum_values_by_number[3] =
+{
+  { "BINDING_PAST_LIMIT_UNSPECIFIED", "REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED", 0 },
+  { "BINDING_PAST_LIMIT_REJECT", "REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REJECT", 1 },
+  { "BINDING_PAST_LIMIT_REPLACE", "REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE", 2 },
+};
+static const ProtobufCIntRange registry__v1__binding_past_limit__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex registry__v1__binding_past_limit__enum_values_by_name[3] =
+{
+  { "BINDING_PAST_LIMIT_REJECT", 1 },
+  { "BINDING_PAST_LIMIT_REPLACE", 2 },
+  { "BINDING_PAST_LIMIT_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor registry__v1__binding_past_limit__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "registry.v1.BindingPastLimit",
+  "BindingPastLimit",
+  "Registry__V1__BindingPastLimit",
+  "registry.v1",
+  3,
+  registry__v1__binding_past_limit__enum_values_by_number,
+  3,
+  registry__v1__binding_past_limit__enum_values_by_name,
+  1,
+  registry__v1__binding_past_limit__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
 static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[32] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },

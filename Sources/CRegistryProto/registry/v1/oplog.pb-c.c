@@ -277,6 +277,51 @@ void   registry__v1__forget__free_unpacked
   assert(message->base.descriptor == &registry__v1__forget__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__vendor_rule_change__init
+                     (Registry__V1__VendorRuleChange         *message)
+{
+  static const Registry__V1__VendorRuleChange init_value = REGISTRY__V1__VENDOR_RULE_CHANGE__INIT;
+  *message = init_value;
+}
+size_t registry__v1__vendor_rule_change__get_packed_size
+                     (const Registry__V1__VendorRuleChange *message)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_rule_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__vendor_rule_change__pack
+                     (const Registry__V1__VendorRuleChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_rule_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__vendor_rule_change__pack_to_buffer
+                     (const Registry__V1__VendorRuleChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_rule_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__VendorRuleChange *
+       registry__v1__vendor_rule_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__VendorRuleChange *)
+     protobuf_c_message_unpack (&registry__v1__vendor_rule_change__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__vendor_rule_change__free_unpacked
+                     (Registry__V1__VendorRuleChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__vendor_rule_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message)
 {
@@ -771,7 +816,136 @@ const ProtobufCMessageDescriptor registry__v1__forget__descriptor =
   (ProtobufCMessageInit) registry__v1__forget__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[4] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_descriptors[8] =
+{
+  {
+    "kind",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, kind),
+    &registry__v1__vendor_rule_change_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "prefixes",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Registry__V1__VendorRuleChange, n_prefixes),
+    offsetof(Registry__V1__VendorRuleChange, prefixes),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_devices",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, max_devices),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "active_within_days",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, active_within_days),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "past_limit",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, past_limit),
+    &registry__v1__binding_past_limit__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_hlc",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, at_hlc),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "origin_node_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, origin_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__vendor_rule_change__field_indices_by_name[] = {
+  4,   /* field[4] = active_within_days */
+  6,   /* field[6] = at_hlc */
+  0,   /* field[0] = kind */
+  3,   /* field[3] = max_devices */
+  1,   /* field[1] = name */
+  7,   /* field[7] = origin_node_id */
+  5,   /* field[5] = past_limit */
+  2,   /* field[2] = prefixes */
+};
+static const ProtobufCIntRange registry__v1__vendor_rule_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.VendorRuleChange",
+  "VendorRuleChange",
+  "Registry__V1__VendorRuleChange",
+  "registry.v1",
+  sizeof(Registry__V1__VendorRuleChange),
+  8,
+  registry__v1__vendor_rule_change__field_descriptors,
+  registry__v1__vendor_rule_change__field_indices_by_name,
+  1,  registry__v1__vendor_rule_change__number_ranges,
+  (ProtobufCMessageInit) registry__v1__vendor_rule_change__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[5] =
 {
   {
     "registration",
@@ -821,17 +995,30 @@ static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "vendor_rule",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Operation, body_case),
+    offsetof(Registry__V1__Operation, vendor_rule),
+    &registry__v1__vendor_rule_change__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__operation__field_indices_by_name[] = {
   2,   /* field[2] = binding */
   3,   /* field[3] = forget */
   1,   /* field[1] = membership */
   0,   /* field[0] = registration */
+  4,   /* field[4] = vendor_rule */
 };
 static const ProtobufCIntRange registry__v1__operation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
 {
@@ -841,7 +1028,7 @@ const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
   "Registry__V1__Operation",
   "registry.v1",
   sizeof(Registry__V1__Operation),
-  4,
+  5,
   registry__v1__operation__field_descriptors,
   registry__v1__operation__field_indices_by_name,
   1,  registry__v1__operation__number_ranges,
@@ -876,5 +1063,37 @@ const ProtobufCEnumDescriptor registry__v1__binding_kind__descriptor =
   registry__v1__binding_kind__enum_values_by_name,
   1,
   registry__v1__binding_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue registry__v1__vendor_rule_change_kind__enum_values_by_number[4] =
+{
+  { "VENDOR_RULE_CHANGE_KIND_UNSPECIFIED", "REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED", 0 },
+  { "VENDOR_RULE_CHANGE_KIND_SEED", "REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_SEED", 1 },
+  { "VENDOR_RULE_CHANGE_KIND_SET", "REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_SET", 2 },
+  { "VENDOR_RULE_CHANGE_KIND_REMOVE", "REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_REMOVE", 3 },
+};
+static const ProtobufCIntRange registry__v1__vendor_rule_change_kind__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex registry__v1__vendor_rule_change_kind__enum_values_by_name[4] =
+{
+  { "VENDOR_RULE_CHANGE_KIND_REMOVE", 3 },
+  { "VENDOR_RULE_CHANGE_KIND_SEED", 1 },
+  { "VENDOR_RULE_CHANGE_KIND_SET", 2 },
+  { "VENDOR_RULE_CHANGE_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor registry__v1__vendor_rule_change_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "registry.v1.VendorRuleChangeKind",
+  "VendorRuleChangeKind",
+  "Registry__V1__VendorRuleChangeKind",
+  "registry.v1",
+  4,
+  registry__v1__vendor_rule_change_kind__enum_values_by_number,
+  4,
+  registry__v1__vendor_rule_change_kind__enum_values_by_name,
+  1,
+  registry__v1__vendor_rule_change_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -43,6 +43,22 @@ typedef enum _Registry__V1__IdentifierKind {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__IDENTIFIER_KIND)
 } Registry__V1__IdentifierKind;
 /*
+ * One identifier as an app knows it.
+ * What a bind past a vendor's limit of devices per account does.
+ */
+typedef enum _Registry__V1__BindingPastLimit {
+  REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED = 0,
+  /*
+   * Refused; the answer names the bound devices.
+   */
+  REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REJECT = 1,
+  /*
+   * The least recently active device is unbound, and named.
+   */
+  REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__BINDING_PAST_LIMIT)
+} Registry__V1__BindingPastLimit;
+/*
  * Every error code a server sends. Codes below 100 concern one request: the
  * connection stays open and other requests are unaffected. Codes from 100
  * concern the connection: the server sends the error, then closes it.
@@ -210,9 +226,6 @@ typedef enum _Registry__V1__ErrorCode {
 
 /* --- messages --- */
 
-/*
- * One identifier as an app knows it.
- */
 struct  Registry__V1__Identifier
 {
   ProtobufCMessage base;
@@ -305,6 +318,7 @@ typedef void (*Registry__V1__Error_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    registry__v1__identifier_kind__descriptor;
+extern const ProtobufCEnumDescriptor    registry__v1__binding_past_limit__descriptor;
 extern const ProtobufCEnumDescriptor    registry__v1__error_code__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__identifier__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error__descriptor;

@@ -22,6 +22,7 @@ typedef struct Registry__V1__RegistrationOp Registry__V1__RegistrationOp;
 typedef struct Registry__V1__MembershipChange Registry__V1__MembershipChange;
 typedef struct Registry__V1__BindingChange Registry__V1__BindingChange;
 typedef struct Registry__V1__Forget Registry__V1__Forget;
+typedef struct Registry__V1__VendorRuleChange Registry__V1__VendorRuleChange;
 typedef struct Registry__V1__Operation Registry__V1__Operation;
 
 
@@ -36,6 +37,23 @@ typedef enum _Registry__V1__BindingKind {
   REGISTRY__V1__BINDING_KIND__BINDING_KIND_UNBIND = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__BINDING_KIND)
 } Registry__V1__BindingKind;
+typedef enum _Registry__V1__VendorRuleChangeKind {
+  REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED = 0,
+  /*
+   * From a node's config file at its first start; only the earliest start's
+   * seed counts.
+   */
+  REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_SEED = 1,
+  /*
+   * Added or changed by an operator.
+   */
+  REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_SET = 2,
+  /*
+   * Removed by an operator.
+   */
+  REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_REMOVE = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__VENDOR_RULE_CHANGE_KIND)
+} Registry__V1__VendorRuleChangeKind;
 
 /* --- messages --- */
 
@@ -193,12 +211,52 @@ struct  Registry__V1__Forget
     , {0,NULL}, (char *)protobuf_c_empty_string }
 
 
+/*
+ * A change of the cluster's vendor rules (docs/identity.md, "Vendors kept by
+ * the cluster").
+ */
+struct  Registry__V1__VendorRuleChange
+{
+  ProtobufCMessage base;
+  Registry__V1__VendorRuleChangeKind kind;
+  /*
+   * The vendor's name.
+   */
+  char *name;
+  /*
+   * Its bundle-ID prefixes, lower-case (none for REMOVE).
+   */
+  size_t n_prefixes;
+  char **prefixes;
+  /*
+   * Its binding policy: the most devices per account (1...1000; 0 for
+   * REMOVE), the activity window in days (0: none), and what a bind past the
+   * limit does.
+   */
+  uint32_t max_devices;
+  uint32_t active_within_days;
+  Registry__V1__BindingPastLimit past_limit;
+  /*
+   * Hybrid logical clock value when the change was accepted.
+   */
+  uint64_t at_hlc;
+  /*
+   * The node that accepted it.
+   */
+  char *origin_node_id;
+};
+#define REGISTRY__V1__VENDOR_RULE_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rule_change__descriptor) \
+    , REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
+
+
 typedef enum {
   REGISTRY__V1__OPERATION__BODY__NOT_SET = 0,
   REGISTRY__V1__OPERATION__BODY_REGISTRATION = 1,
   REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2,
   REGISTRY__V1__OPERATION__BODY_BINDING = 3,
-  REGISTRY__V1__OPERATION__BODY_FORGET = 4
+  REGISTRY__V1__OPERATION__BODY_FORGET = 4,
+  REGISTRY__V1__OPERATION__BODY_VENDOR_RULE = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__OPERATION__BODY__CASE)
 } Registry__V1__Operation__BodyCase;
 
@@ -211,6 +269,7 @@ struct  Registry__V1__Operation
     Registry__V1__MembershipChange *membership;
     Registry__V1__BindingChange *binding;
     Registry__V1__Forget *forget;
+    Registry__V1__VendorRuleChange *vendor_rule;
   };
 };
 #define REGISTRY__V1__OPERATION__INIT \
@@ -332,6 +391,25 @@ Registry__V1__Forget *
 void   registry__v1__forget__free_unpacked
                      (Registry__V1__Forget *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__VendorRuleChange methods */
+void   registry__v1__vendor_rule_change__init
+                     (Registry__V1__VendorRuleChange         *message);
+size_t registry__v1__vendor_rule_change__get_packed_size
+                     (const Registry__V1__VendorRuleChange   *message);
+size_t registry__v1__vendor_rule_change__pack
+                     (const Registry__V1__VendorRuleChange   *message,
+                      uint8_t             *out);
+size_t registry__v1__vendor_rule_change__pack_to_buffer
+                     (const Registry__V1__VendorRuleChange   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__VendorRuleChange *
+       registry__v1__vendor_rule_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__vendor_rule_change__free_unpacked
+                     (Registry__V1__VendorRuleChange *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__Operation methods */
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message);
@@ -371,6 +449,9 @@ typedef void (*Registry__V1__BindingChange_Closure)
 typedef void (*Registry__V1__Forget_Closure)
                  (const Registry__V1__Forget *message,
                   void *closure_data);
+typedef void (*Registry__V1__VendorRuleChange_Closure)
+                 (const Registry__V1__VendorRuleChange *message,
+                  void *closure_data);
 typedef void (*Registry__V1__Operation_Closure)
                  (const Registry__V1__Operation *message,
                   void *closure_data);
@@ -381,12 +462,14 @@ typedef void (*Registry__V1__Operation_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    registry__v1__binding_kind__descriptor;
+extern const ProtobufCEnumDescriptor    registry__v1__vendor_rule_change_kind__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__device_ref__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__claimed_identifier__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__registration_op__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__membership_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__forget__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation__descriptor;
 
 PROTOBUF_C__END_DECLS

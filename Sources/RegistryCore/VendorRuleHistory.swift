@@ -1,0 +1,56 @@
+/// Every change of the cluster's vendor rules a replica holds, and the rules they make.
+///
+/// The rule (`docs/identity.md`, "Vendors kept by the cluster"):
+///
+/// 1. The seed is the seed changes of the earliest seeding start, by (HLC, origin) of that start;
+///    the seeds of later starts (a node that joined later with its own config file) are ignored.
+/// 2. A vendor's rule is its latest operator change (``VendorRuleChange/Kind/set`` or
+///    ``VendorRuleChange/Kind/remove``) by (HLC, origin), else its seed's rule, else none.
+/// 3. Two rules that claim one prefix (only changes accepted on nodes that could not hear each
+///    other get there): the rule whose deciding change is earlier keeps it. A rule left without a
+///    valid set of prefixes is dropped.
+///
+/// The rules depend on the set of changes alone, so replicas that hold the same changes apply the
+/// same rules, whatever order the changes arrived in.
+public struct VendorRuleHistory: Sendable {
+    /// Every change held.
+    public private(set) var changes: Set<VendorRuleChange> = []
+    /// The rules in force, sorted by name.
+    public private(set) var rules: [VendorRule] = []
+
+    public init() {}
+
+    /// Adds `change`; false when it was already held.
+    @discardableResult
+    public mutating func insert(_ change: VendorRuleChange) -> Bool {
+        guard changes.insert(change).inserted else { return false }
+        rules = Self.rules(of: changes)
+        return true
+    }
+
+    /// Whether some start seeded the rules (a seed with no rules at all leaves no change).
+    public var isSeeded: Bool { changes.contains { $0.kind == .seed } }
+
+    static func rules(of changes: Set<VendorRuleChange>) -> [VendorRule] {
+        let seeds = changes.filter { $0.kind == .seed }
+        let firstSeed = seeds.min { $0.isEarlier(than: $1) }.map { ($0.time, $0.origin) }
+        var deciding = [String: VendorRuleChange]()
+        for change in seeds where (change.time, change.origin) == firstSeed! { deciding[change.name] = change }
+        var explicit = [String: VendorRuleChange]()
+        for change in changes where change.kind != .seed {
+            if let held = explicit[change.name], !held.isEarlier(than: change) { continue }
+            explicit[change.name] = change
+        }
+        deciding.merge(explicit) { _, byOperator in byOperator }
+        var taken = Set<String>()
+        var rules = [VendorRule]()
+        for change in deciding.values.sorted(by: { $0.isEarlier(than: $1) || (!$1.isEarlier(than: $0) && $0.name < $1.name) }) {
+            guard let rule = change.rule else { continue }
+            let free = rule.prefixes.filter { !taken.contains($0) }
+            guard let kept = try? VendorRule(name: rule.name, prefixes: free, binding: rule.binding) else { continue }
+            taken.formUnion(kept.prefixes)
+            rules.append(kept)
+        }
+        return rules.sorted { $0.name < $1.name }
+    }
+}

@@ -1,0 +1,82 @@
+import CRegistryProto
+import RegistryCore
+
+/// Converts vendor rule changes between their Swift form and `registry.v1.VendorRuleChange`
+/// (the log's and the replication stream's), and policies between their Swift and wire forms.
+enum VendorRuleCodec {
+    /// Field numbers of `VendorRuleChange`, from `Protos/registry/v1/oplog.proto`.
+    enum Field {
+        static let kind: UInt64 = 1, name: UInt64 = 2, prefixes: UInt64 = 3, maxDevices: UInt64 = 4, activeWithinDays: UInt64 = 5
+        static let pastLimit: UInt64 = 6, atHLC: UInt64 = 7, origin: UInt64 = 8
+    }
+
+    /// The encoded size of `change`'s fields.
+    static func size(_ change: VendorRuleChange) -> Int {
+        var total = ProtobufWriter.int32Size(Field.kind, Int32(change.kind.rawValue)) + ProtobufWriter.stringSize(Field.name, change.name)
+        if let rule = change.rule {
+            for prefix in rule.prefixes { total += ProtobufWriter.stringSize(Field.prefixes, prefix) }
+            total += ProtobufWriter.uint64Size(Field.maxDevices, UInt64(rule.binding.maxDevices))
+            total += ProtobufWriter.uint64Size(Field.activeWithinDays, UInt64(rule.binding.activeWithinDays ?? 0))
+            total += ProtobufWriter.int32Size(Field.pastLimit, pastLimit(rule.binding.pastLimit))
+        }
+        return total + ProtobufWriter.uint64Size(Field.atHLC, change.time.rawValue) + ProtobufWriter.stringSize(Field.origin, change.origin.value)
+    }
+
+    static func write(_ change: VendorRuleChange, to writer: inout ProtobufWriter) {
+        writer.int32(Field.kind, Int32(change.kind.rawValue))
+        writer.string(Field.name, change.name)
+        if let rule = change.rule {
+            // Prefixes are never empty, so each is written as protobuf-c packs it.
+            for prefix in rule.prefixes { writer.string(Field.prefixes, prefix) }
+            writer.uint64(Field.maxDevices, UInt64(rule.binding.maxDevices))
+            writer.uint64(Field.activeWithinDays, UInt64(rule.binding.activeWithinDays ?? 0))
+            writer.int32(Field.pastLimit, pastLimit(rule.binding.pastLimit))
+        }
+        writer.uint64(Field.atHLC, change.time.rawValue)
+        writer.string(Field.origin, change.origin.value)
+    }
+
+    static func change(_ message: Registry__V1__VendorRuleChange) throws(CodecError) -> VendorRuleChange {
+        guard let kind = VendorRuleChange.Kind(rawValue: UInt8(clamping: message.kind.rawValue)), message.kind.rawValue > 0 else {
+            throw .invalidOperation("vendor rule: unknown kind \(message.kind.rawValue)")
+        }
+        let name = CRead.string(message.name)
+        let origin: NodeID
+        do {
+            origin = try NodeID(CRead.string(message.origin_node_id))
+        } catch {
+            throw .invalidOperation("vendor rule: \(error)")
+        }
+        var rule: VendorRule?
+        if kind != .remove {
+            do throws(IdentityError) {
+                let window = message.active_within_days == 0 ? nil : Int(message.active_within_days)
+                let policy = try BindingPolicy(
+                    maxDevices: Int(message.max_devices), activeWithinDays: window, pastLimit: try pastLimit(message.past_limit))
+                rule = try VendorRule(name: name, prefixes: CRead.strings(message.n_prefixes, message.prefixes), binding: policy)
+            } catch {
+                throw .invalidOperation("vendor rule \(name.debugDescription): \(error)")
+            }
+            guard rule?.name == name else { throw .invalidOperation("vendor rule \(name.debugDescription) is not a valid name") }
+        } else {
+            guard !name.isEmpty else { throw .invalidOperation("vendor rule: no name") }
+        }
+        return VendorRuleChange(kind: kind, name: name, rule: rule, time: HLCTimestamp(rawValue: message.at_hlc), origin: origin)
+    }
+
+    static func pastLimit(_ value: BindingPolicy.PastLimit) -> Int32 {
+        switch value {
+        case .reject: return Int32(REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REJECT.rawValue)
+        case .replace: return Int32(REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE.rawValue)
+        }
+    }
+
+    static func pastLimit(_ value: Registry__V1__BindingPastLimit) throws(IdentityError) -> BindingPolicy.PastLimit {
+        switch value {
+        case REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REJECT, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED:
+            return .reject
+        case REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE: return .replace
+        default: throw .invalidBindingPolicy("unknown past-limit action \(value.rawValue)")
+        }
+    }
+}
