@@ -126,7 +126,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         do {
             let concern: UInt32?
             switch body {
-            case .register, .registerBatch, .bind, .unbind, .forget: concern = ackReplicas
+            case .register, .registerBatch, .bind, .unbind, .forget, .vendor: concern = ackReplicas
             default: concern = nil
             }
             let sessionAfter: CausalToken

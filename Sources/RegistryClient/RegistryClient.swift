@@ -208,6 +208,17 @@ public final class RegistryClient: Sendable {
         }
     }
 
+    /// Lists the cluster's vendor rules (``VendorRequestMessage/list``), or changes them (admin;
+    /// `docs/identity.md`, "Vendors kept by the cluster"): the answer is the rules in force after
+    /// the change, on this node at once and on every node once it has replicated.
+    public func vendors(_ request: VendorRequestMessage = .list) async throws(RegistryClientError) -> VendorRulesMessage {
+        switch try await send(.vendor(request)) {
+        case .vendorRules(let rules): return rules
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to a vendor request")
+        }
+    }
+
     /// Binds `account` (the vendor backend's name for it) to a device of the vendor `scope` names.
     /// A bind past the vendor's limit is not an error: its outcome is ``BindOutcomeCode/rejected``
     /// (the `reject` policy; the answer lists the bound devices) or ``BindOutcomeCode/bound`` with

@@ -3,6 +3,9 @@
 /// a registration's cost. A plain value; give each connection (or thread) its own.
 public struct BundleResolver: Sendable {
     public let rules: VendorRules
+    /// Which rules these are, as their holder numbers them (a node's rules change when the
+    /// cluster's do), so that a holder can tell a resolver built from older rules.
+    public let version: Int
     /// Distinct bundles remembered before the memo starts again from empty.
     public let capacity: Int
     /// The texts seen, numbered, and what each resolved to (by number). An ``Interner``, so a
@@ -10,8 +13,9 @@ public struct BundleResolver: Sendable {
     private var texts = Interner<String>()
     private var resolved: [(bundle: BundleID, vendor: Vendor)] = []
 
-    public init(rules: VendorRules, capacity: Int = 4096) {
+    public init(rules: VendorRules, version: Int = 0, capacity: Int = 4096) {
         self.rules = rules
+        self.version = version
         self.capacity = capacity
     }
 

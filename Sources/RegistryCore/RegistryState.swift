@@ -531,6 +531,28 @@ public struct RegistryState: Sendable {
         return record(of: slots[owner].canonical)
     }
 
+    /// What changing the vendor rules from `old` to `new` would move: the devices (not gone) that
+    /// hold an app of a bundle that `new` files under another vendor than `old` does, and those
+    /// bundles, sorted. Reads every device only when some bundle seen changes vendor.
+    public func devicesMoved(from old: VendorRules, to new: VendorRules) -> (devices: Int, bundles: [BundleID]) {
+        var changed = Set<UInt32>()
+        for number in 0..<UInt32(bundles.count) where old.vendor(of: bundles[number]) != new.vendor(of: bundles[number]) {
+            changed.insert(number)
+        }
+        guard !changed.isEmpty else { return (0, []) }
+        var devices = 0
+        var seen = Set<UInt32>()
+        for number in 0..<UInt32(slots.count) where slots[number].canonical == number && !goneRoots.contains(number) {
+            let apps = [slots[number].app] + (moreApps[number] ?? []).map(\.bundle)
+            let moved = apps.filter { changed.contains($0) }
+            if !moved.isEmpty {
+                devices += 1
+                seen.formUnion(moved)
+            }
+        }
+        return (devices, seen.map { bundles[$0] }.sorted { $0.value < $1.value })
+    }
+
     /// The binding changes of `account` in `vendor`; nil when it has none.
     public func bindings(of account: AccountKey) -> AccountBindings? {
         accountTable.bindings(of: account)

@@ -5,8 +5,9 @@
 /// "Vendors kept by the cluster").
 public struct VendorRuleChange: Hashable, Sendable {
     public enum Kind: UInt8, Hashable, Sendable {
-        /// A rule from a node's config file, logged at its first start: the earliest node's
-        /// seed is the cluster's, every seed of a later start is ignored.
+        /// A rule from a node's config file, logged at its first start: the earliest start's
+        /// seed is the cluster's, every seed of a later start is ignored. A start whose file has
+        /// no rule logs one seed with an empty name and no rule, so that it counts as a start.
         case seed = 1
         /// A rule added or changed by an operator.
         case set = 2
@@ -17,7 +18,7 @@ public struct VendorRuleChange: Hashable, Sendable {
     public let kind: Kind
     /// The vendor's name.
     public let name: String
-    /// The rule (nil for ``Kind/remove``).
+    /// The rule (nil for ``Kind/remove``, and for the seed of a file without rules).
     public let rule: VendorRule?
     /// When the change was accepted. The changes of one seed share it.
     public let time: HLCTimestamp
@@ -25,12 +26,19 @@ public struct VendorRuleChange: Hashable, Sendable {
     public let origin: NodeID
 
     public init(kind: Kind, name: String, rule: VendorRule?, time: HLCTimestamp, origin: NodeID) {
-        precondition((kind == .remove) == (rule == nil) && (rule.map { $0.name == name } ?? true), "a rule change names its own rule")
+        precondition(
+            (kind == .remove || (kind == .seed && name.isEmpty)) == (rule == nil) && (rule.map { $0.name == name } ?? true),
+            "a rule change names its own rule")
         self.kind = kind
         self.name = name
         self.rule = rule
         self.time = time
         self.origin = origin
+    }
+
+    /// The seed of a start whose config file has no vendor rule.
+    public static func emptySeed(time: HLCTimestamp, origin: NodeID) -> VendorRuleChange {
+        VendorRuleChange(kind: .seed, name: "", rule: nil, time: time, origin: origin)
     }
 
     /// True when `self` was accepted before `other`: by HLC, then origin.

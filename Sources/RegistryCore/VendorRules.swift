@@ -91,6 +91,13 @@ public struct VendorRules: Equatable, Sendable {
         return max(StateDigest.text(text), 1)
     }
 
+    /// ``fingerprint`` of no rule and this default depth: what peers compare, now that the rules
+    /// themselves are the cluster's (``VendorRuleHistory``).
+    public var depthFingerprint: UInt64 {
+        // A depth of at least 2 was checked when these rules were made.
+        (try? VendorRules(defaultDepth: defaultDepth))?.fingerprint ?? 1
+    }
+
     /// The vendor scope of `bundle`.
     public func vendor(of bundle: BundleID) -> Vendor {
         for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {

@@ -49,7 +49,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.machine = ConnectionStateMachine(
             maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: ownCertificate != nil)
         self.frames = FrameReader(maxFrameBytes: Int(engine.limits.maxFrameBytes))
-        self.resolver = BundleResolver(rules: engine.vendorRules, capacity: 1024)
+        self.resolver = engine.resolver(capacity: 1024)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

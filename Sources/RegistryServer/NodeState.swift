@@ -25,7 +25,15 @@ struct NodeState {
     /// What this node holds of every log but its own current one, whose operations it numbers
     /// itself (``nextSequence``); ``versionVector`` shows them all.
     private var otherLogs: VersionVector
-    let rules: VendorRules
+    /// The vendor rules in force: the cluster's (``VendorRuleHistory``), or the config file's
+    /// while the node holds no change of them yet.
+    private(set) var rules: VendorRules
+    /// The config file's rules: the seed at a first start, and the default depth always.
+    let configuredRules: VendorRules
+    /// Counts changes of ``rules`` (see ``BundleResolver/version``).
+    private(set) var rulesVersion = 0
+    /// The registry's ``RegistryState/vendorRuleChanges`` when ``rules`` were last made.
+    private var rulesSeen = -1
     let limits: Limits
     /// Names the devices that first installs presenting an IDFV create, the same on every node.
     let mintingKey: MintingKey
@@ -46,7 +54,24 @@ struct NodeState {
         self.nextSequence = nextSequence
         self.otherLogs = versionVector
         self.rules = rules
+        self.configuredRules = rules
         self.limits = limits
+        refreshRules()
+    }
+
+    /// Makes ``rules`` again when the registry's vendor rule changes have changed since.
+    mutating func refreshRules() {
+        guard registry.vendorRuleChanges != rulesSeen else { return }
+        rulesSeen = registry.vendorRuleChanges
+        let history = registry.vendorRuleHistory
+        // The history never holds two rules of one prefix or one name, so the rules are valid.
+        let next =
+            history.changes.isEmpty
+            ? configuredRules : (try? VendorRules(rules: history.rules, defaultDepth: configuredRules.defaultDepth)) ?? configuredRules
+        if next != rules {
+            rules = next
+            rulesVersion += 1
+        }
     }
 
     /// Takes `registry`, holding `vector`, in place of the state (a peer's snapshot with this
@@ -55,6 +80,8 @@ struct NodeState {
         self.registry = registry
         otherLogs = vector
         clock = HybridLogicalClock(last: max(clock.last, newest), maxForwardDriftMillis: clock.maxForwardDriftMillis)
+        rulesSeen = -1
+        refreshRules()
     }
 
     /// This node's own current log.
@@ -161,6 +188,7 @@ struct NodeState {
         for operation in operations where applyRemote(operation, wallMillis: wallMillis) == .applied {
             applied.append(operation)
         }
+        refreshRules()
         return nil
     }
 
@@ -174,6 +202,8 @@ struct NodeState {
         case binding(Result<BindingIntent, WireError>)
         /// A forget (a write), its device ID parsed.
         case forget(Result<DeviceID, WireError>)
+        /// A change of the cluster's vendor rules (a write), its rule checked.
+        case vendorChange(Result<VendorIntent, WireError>)
         /// Refused whole (a batch over the limit).
         case refused(WireError)
         /// Answered from the state as it is (resolve, lookup, stats, unknown bodies).
@@ -248,6 +278,8 @@ struct NodeState {
             return .binding(prepareBinding(.unbind, request, rules: resolver.rules, identifierKey: identifierKey))
         case .forget(let text):
             return .forget(prepareForget(text))
+        case .vendor(let request):
+            return prepareVendor(request)
         default:
             return .read(body)
         }
@@ -298,8 +330,9 @@ struct NodeState {
         _ prepared: Prepared, requestID: UInt64, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation], access: ConnectionAccess = .unrestricted
     ) -> Decision {
+        refreshRules()
         switch prepared {
-        case .register, .registerBatch, .removeMember(.success, _), .binding(.success), .forget(.success):
+        case .register, .registerBatch, .removeMember(.success, _), .binding(.success), .forget(.success), .vendorChange(.success):
             if removal.changes != registry.membershipChanges {
                 removal = (registry.membershipChanges, registry.clusterMembers[nodeID]?.removed == true)
             }
@@ -360,6 +393,12 @@ struct NodeState {
             return .answer(decideForget(id, wallMillis: wallMillis, operations: &operations, access: access))
         case .forget(.failure(let error)):
             return .answer(.error(error))
+        case .vendorChange(.success(let intent)):
+            return .answer(decideVendor(intent, wallMillis: wallMillis, operations: &operations))
+        case .vendorChange(.failure(let error)):
+            return .answer(.error(error))
+        case .read(.vendor(.list)):
+            return .answer(.vendorRules(vendorRulesMessage))
         case .read(.account(let query)):
             return .answer(answerAccount(query, access: access))
         case .removeMember(.failure(let error), _):
@@ -439,5 +478,16 @@ extension RegisterResult {
         self.init(
             deviceIDText: UUIDText(uuid: outcome.device.uuid), created: outcome.created, vendor: outcome.vendor.name,
             replacedDeviceIDs: outcome.replaced.map(\.description), rejectedIdentifiers: outcome.rejected)
+    }
+}
+
+extension NodeState.Prepared {
+    /// Whether preparing it read the vendor rules (a bundle's vendor, a named vendor), so that it
+    /// must be prepared again when they changed since.
+    var dependsOnVendorRules: Bool {
+        switch self {
+        case .register, .registerBatch, .binding: return true
+        default: return false
+        }
     }
 }

@@ -60,6 +60,9 @@ extension ClientFrame {
         case REGISTRY__V1__CLIENT_FRAME__BODY_FORGET:
             guard let request = frame.forget?.pointee else { return .unknown }
             return .forget(deviceID: CRead.string(request.device_id))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR:
+            guard let request = frame.vendor?.pointee else { return .unknown }
+            return .vendor(VendorCodec.request(request))
         default:
             return .unknown
         }
@@ -154,6 +157,9 @@ extension ClientFrame {
         case .forget(let deviceID):
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_FORGET
             frame.forget = ForgetCodec.forgetRequest(deviceID, in: arena)
+        case .vendor(let request):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR
+            frame.vendor = VendorCodec.request(request, in: arena)
         case .unknown:
             break
         }

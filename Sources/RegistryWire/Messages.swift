@@ -335,6 +335,8 @@ public enum ClientBody: Hashable, Sendable {
     case account(AccountQuery)
     /// Erases a device (a write): the device ID text as sent.
     case forget(deviceID: String)
+    /// Lists or changes the cluster's vendor rules (a change is a write).
+    case vendor(VendorRequestMessage)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -369,6 +371,7 @@ public enum ServerBody: Hashable, Sendable {
     case bindResult(BindResultMessage)
     case accounts([AccountBindingsMessage])
     case forgetResult(ForgetResultMessage)
+    case vendorRules(VendorRulesMessage)
     case error(WireError)
     case unknown
 }

@@ -119,6 +119,9 @@ extension ServerFrame {
         case REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT:
             guard let result = frame.forget_result?.pointee else { return .unknown }
             return .forgetResult(ForgetCodec.forgetResult(result))
+        case REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES:
+            guard let rules = frame.vendor_rules?.pointee else { return .unknown }
+            return .vendorRules(VendorCodec.rules(rules))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -300,6 +303,9 @@ extension ServerFrame {
         case .forgetResult(let result):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT
             frame.forget_result = ForgetCodec.forgetResult(result, in: arena)
+        case .vendorRules(let rules):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES
+            frame.vendor_rules = VendorCodec.rules(rules, in: arena)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

@@ -22,7 +22,7 @@ struct Registryctl: AsyncParsableCommand {
             64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
-        subcommands: [Status.self, Device.self, Register.self, Account.self, Snapshot.self, Cluster.self, Token.self])
+        subcommands: [Status.self, Device.self, Register.self, Account.self, VendorCommand.self, Snapshot.self, Cluster.self, Token.self])
 }
 
 /// Options every subcommand takes.

@@ -35,7 +35,7 @@ struct EngineStartup {
         let epoch = recovered.metadata.epoch
         peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: epoch, mintingKeyFingerprint: mintingKey.fingerprint,
-            proof: PeerProof(secret: secret), vendorRulesFingerprint: configuration.vendorRules.fingerprint)
+            proof: PeerProof(secret: secret), vendorRulesFingerprint: configuration.vendorRules.depthFingerprint)
         let node = NodeState(
             registry: recovered.registry,
             clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,

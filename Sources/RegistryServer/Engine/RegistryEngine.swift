@@ -23,8 +23,9 @@ public final class RegistryEngine: Sendable {
     /// Drawn at start: a node that dials its own address recognises itself by it.
     let instanceID = UInt64.random(in: 1...UInt64.max)
     public let limits: Limits
-    /// The vendor rules, for the ``BundleResolver`` each connection keeps.
-    public let vendorRules: VendorRules
+    /// The config file's vendor rules (the seed at a first start; see ``resolver(capacity:)`` for
+    /// the rules in force).
+    public let configuredRules: VendorRules
     public static let serverVersion = "registryd \(BuildVersion.description)"
     /// Hashes presented identifiers (see ``IdentifierKey``); validation runs off the lock.
     let identifierKey: IdentifierKey
@@ -77,7 +78,7 @@ public final class RegistryEngine: Sendable {
         tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
         clusterID = configuration.clusterID
         limits = configuration.limits
-        vendorRules = configuration.vendorRules
+        configuredRules = configuration.vendorRules
         replicas = ReplicaWaits(
             defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters,
             wallClock: wallClock)
@@ -95,7 +96,28 @@ public final class RegistryEngine: Sendable {
         self.logger = logger
         self.wallClock = wallClock
         start.logOpened(logger)
+        seedVendorRules()
         pipeline.startErasureChecks()
+    }
+
+    /// At the first start of a node that never heard of the cluster's vendor rules, logs the
+    /// config file's as the seed (``VendorRuleHistory``: the earliest start's seed counts). A
+    /// node that holds the cluster's rules keeps them, and says so when its file differs.
+    private func seedVendorRules() {
+        let wall = wallClock()
+        let (seeded, inForce) = core.withLockedValue { core -> (Bool, VendorRules) in
+            let seeded = core.commits.recordOperations { operations in
+                core.node.seedVendorRules(wallMillis: wall, operations: &operations)
+            }
+            return (seeded, core.node.rules)
+        }
+        if seeded {
+            pipeline.enqueue(.own(done: {}), waits: true)
+        } else if Set(inForce.rules) != Set(configuredRules.rules) {
+            logger.warning(
+                "the config file's vendors differ from the cluster's; keeping the cluster's (registryctl vendor list shows them)",
+                metadata: ["cluster": "\(inForce.rules.map(\.name))", "file": "\(configuredRules.rules.map(\.name))"])
+        }
     }
 
     /// Takes snapshots, and receives and installs peers' (the snapshot files' one owner).
@@ -104,8 +126,19 @@ public final class RegistryEngine: Sendable {
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
-        var resolver = BundleResolver(rules: vendorRules, capacity: 0)
+        var resolver = resolver(capacity: 0)
         submit(frames, resolver: &resolver, access: .unrestricted, deliver: deliver)
+    }
+
+    /// A resolver of the vendor rules in force now, remembering `capacity` bundles. The rules can
+    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:)``
+    /// prepares again, under the lock, what was prepared with older rules, and renews the
+    /// resolver.
+    func resolver(capacity: Int) -> BundleResolver {
+        core.withLockedValue { core in
+            core.node.refreshRules()
+            return BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: capacity)
+        }
     }
 
     /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
@@ -159,10 +192,21 @@ public final class RegistryEngine: Sendable {
         var mustWait = false
         var ownThrough: UInt64 = 0
         var token = CausalToken.empty
+        var renewed: BundleResolver?
         for (index, (frame, request)) in zip(frames, prepared).enumerated() {
             let last = index == frames.count - 1
             let (decision, waits, through) = core.withLockedValue { core -> (NodeState.Decision, Bool, UInt64) in
                 if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
+                // Prepared with rules older than those in force (the cluster changed them since):
+                // prepared again with these. Only what the rules decide is (a request refused
+                // meanwhile, for its replicas say, stays refused).
+                var request = request
+                core.node.refreshRules()
+                if (renewed ?? resolver).version != core.node.rulesVersion, request.dependsOnVendorRules {
+                    var fresh = BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: resolver.capacity)
+                    request = access.authorize(NodeState.prepare(frame.body, resolver: &fresh, limits: limits, identifierKey: identifierKey))
+                    renewed = fresh
+                }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
                 let before = core.commits.pendingOperations.count
@@ -188,6 +232,7 @@ public final class RegistryEngine: Sendable {
             mustWait = mustWait || waits
             ownThrough = max(ownThrough, through)
         }
+        if let renewed { resolver = renewed }
         let waiter = Waiter(
             answers: Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
             replicas: ownThrough > 0 ? replicasWanted : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
@@ -198,7 +243,7 @@ public final class RegistryEngine: Sendable {
     /// batch or a snapshot let through, and those whose deadline passed.
     func wakeCausalWaiters(_ woken: [CausalWaits<CausalWaiter>.Released]) {
         for (waiter, deadline) in woken {
-            var resolver = BundleResolver(rules: vendorRules, capacity: 0)
+            var resolver = resolver(capacity: 0)
             submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline)
         }
     }

@@ -10,7 +10,9 @@ struct PeerIdentity: Sendable {
     let mintingKeyFingerprint: UInt64
     /// Signs and checks the challenges of the peer handshake.
     let proof: PeerProof
-    /// Names this node's vendor rules (``VendorRules/fingerprint``); 0 in tests that leave it.
+    /// Names this node's default vendor depth (``VendorRules/fingerprint`` of no rule and that
+    /// depth: the rules themselves are the cluster's, ``VendorRuleHistory``); 0 in tests that
+    /// leave it.
     var vendorRulesFingerprint: UInt64 = 0
 
     /// This node's own current log.
@@ -46,11 +48,11 @@ struct PeerIdentity: Sendable {
                 message: "peer \(hello.nodeID) did not prove the cluster secret over this connection's challenge"
                     + (binding.isEmpty ? "" : " and certificates (a relay in between is refused too)"))
         }
-        // Checked after the proof: only a member may learn that the rules differ.
+        // Checked after the proof: only a member may learn that the depths differ.
         guard hello.vendorRulesFingerprint == 0 || hello.vendorRulesFingerprint == vendorRulesFingerprint else {
             return WireError(
                 code: .vendorRulesMismatch,
-                message: "peer \(hello.nodeID) has other vendor rules (fingerprint \(String(hello.vendorRulesFingerprint, radix: 16)), this node's \(String(vendorRulesFingerprint, radix: 16))): one bundle's devices would be filed under two vendors; give every node the same config file's vendors and default depth")
+                message: "peer \(hello.nodeID) has another default vendor depth (vendor rules fingerprint \(String(hello.vendorRulesFingerprint, radix: 16)), this node's \(String(vendorRulesFingerprint, radix: 16))): one bundle's devices would be filed under two vendors; give every node the same vendorDefaultDepth")
         }
         return nil
     }

@@ -32,7 +32,7 @@ final class ReplicaWaits: Sendable {
         var wanted = 0
         for index in frames.indices {
             switch frames[index].body {
-            case .register, .registerBatch, .bind, .unbind, .forget: break
+            case .register, .registerBatch, .bind, .unbind, .forget, .vendor: break
             default: continue
             }
             let asked = Int(frames[index].ackReplicas ?? UInt32(defaultAckReplicas))

@@ -32,7 +32,7 @@ enum ConnectionAccess: Sendable, Equatable {
     /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each
     /// registration, bind and unbind whose vendor it does not cover for `register` (a bind or an
     /// unbind is allowed with `admin` too), and operator requests
-    /// (stats, snapshot, member removal) without `admin`. Resolves and lookups are checked
+    /// (stats, snapshot, member removal, vendor rule changes) without `admin`. Resolves and lookups are checked
     /// where the state tells their vendor (``NodeState``).
     func authorize(_ prepared: NodeState.Prepared) -> NodeState.Prepared {
         guard case .token = self else { return prepared }
@@ -48,7 +48,7 @@ enum ConnectionAccess: Sendable, Equatable {
             return .registerBatch(batch)
         case .binding(.success(let intent)) where !allows(.register, vendor: intent.vendor.name) && !allows(.admin):
             return .binding(.failure(Self.denied(.register, vendor: intent.vendor.name)))
-        case .read(.stats), .read(.snapshot), .removeMember:
+        case .read(.stats), .read(.snapshot), .removeMember, .vendorChange:
             return allows(.admin) ? prepared : .refused(Self.denied(.admin))
         default:
             return prepared

@@ -217,8 +217,9 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED = 113,
   /*
-   * PeerHello.vendor_rules_fingerprint differs: the nodes would file one
-   * bundle's devices under two vendors. Give every node the same vendor rules.
+   * PeerHello.vendor_rules_fingerprint differs: the nodes' default vendor
+   * depths differ, so they would file one bundle's devices under two vendors.
+   * Give every node the same vendorDefaultDepth.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH = 114
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "registry/v1/device.pb-c.h"
 #include "registry/v1/admin.pb-c.h"
 #include "registry/v1/account.pb-c.h"
+#include "registry/v1/vendor.pb-c.h"
 
 typedef struct Registry__V1__ClientFrame Registry__V1__ClientFrame;
 typedef struct Registry__V1__CausalToken Registry__V1__CausalToken;
@@ -44,7 +45,8 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_BIND = 12,
   REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND = 13,
   REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14,
-  REGISTRY__V1__CLIENT_FRAME__BODY_FORGET = 15
+  REGISTRY__V1__CLIENT_FRAME__BODY_FORGET = 15,
+  REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR = 16
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -79,6 +81,7 @@ struct  Registry__V1__ClientFrame
     Registry__V1__UnbindRequest *unbind;
     Registry__V1__AccountRequest *account;
     Registry__V1__ForgetRequest *forget;
+    Registry__V1__VendorRequest *vendor;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -140,6 +143,7 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_BIND_RESULT = 9,
   REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS = 10,
   REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT = 11,
+  REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES = 12,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -178,6 +182,10 @@ struct  Registry__V1__ServerFrame
      * Answer to ForgetRequest.
      */
     Registry__V1__ForgetResult *forget_result;
+    /*
+     * Answer to VendorRequest.
+     */
+    Registry__V1__VendorRules *vendor_rules;
     Registry__V1__Error *error;
   };
 };

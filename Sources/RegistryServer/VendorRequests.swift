@@ -1,0 +1,102 @@
+import RegistryCore
+import RegistryWire
+
+/// A change of the cluster's vendor rules after the checks that need no state: the rule to set,
+/// or the name of the one to remove.
+enum VendorIntent: Sendable, Equatable {
+    /// `adding`: the vendor must not have a rule yet; otherwise it must.
+    case set(VendorRule, adding: Bool)
+    case remove(name: String)
+}
+
+extension NodeState {
+    /// Validates a vendor request: a list is a read; a change (``Prepared/vendorChange(_:)``) is a
+    /// write whose rule is checked here.
+    static func prepareVendor(_ request: VendorRequestMessage) -> Prepared {
+        do throws(IdentityError) {
+            switch request {
+            case .list: return .read(.vendor(.list))
+            case .add(let spec): return .vendorChange(.success(.set(try spec.validated(), adding: true)))
+            case .set(let spec): return .vendorChange(.success(.set(try spec.validated(), adding: false)))
+            case .remove(let name): return .vendorChange(.success(.remove(name: name.lowercased())))
+            case .unspecified: return .refused(WireError(code: .invalidArgument, message: "a vendor request names no action"))
+            }
+        } catch {
+            return .vendorChange(.failure(WireError(error)))
+        }
+    }
+
+    /// The rules in force, as answered.
+    var vendorRulesMessage: VendorRulesMessage {
+        VendorRulesMessage(rules: rules.rules.map(VendorRuleMessage.init), defaultDepth: UInt32(rules.defaultDepth))
+    }
+
+    /// Decides a change of the vendor rules: refuses one that names a vendor that is not there
+    /// (or, adding, one that is), gives a prefix to two vendors, or would file devices already
+    /// registered under another vendor; otherwise logs it and answers the rules after it.
+    mutating func decideVendor(_ intent: VendorIntent, wallMillis: UInt64, operations: inout [LoggedOperation]) -> ServerBody {
+        var list = rules.rules
+        let name: String
+        switch intent {
+        case .set(let rule, let adding):
+            name = rule.name
+            let exists = list.contains { $0.name == name }
+            if adding && exists {
+                return .error(WireError(code: .invalidArgument, message: "vendor \(name) has a rule already; change it with set"))
+            }
+            if !adding && !exists { return .error(WireError(code: .notFound, message: "no vendor rule \(name); add one with add")) }
+            list.removeAll { $0.name == name }
+            list.append(rule)
+        case .remove(let removed):
+            name = removed
+            guard list.contains(where: { $0.name == name }) else { return .error(WireError(code: .notFound, message: "no vendor rule \(name)")) }
+            list.removeAll { $0.name == name }
+        }
+        let next: VendorRules
+        do {
+            next = try VendorRules(rules: list, defaultDepth: rules.defaultDepth)
+        } catch {
+            return .error(WireError(error))
+        }
+        let moved = registry.devicesMoved(from: rules, to: next)
+        guard moved.devices == 0 else {
+            let shown = moved.bundles.prefix(5).map { "\($0) (\(rules.vendor(of: $0)) to \(next.vendor(of: $0)))" }.joined(separator: ", ")
+            return .error(
+                WireError(
+                    code: .invalidArgument,
+                    message:
+                        "the change would move \(moved.devices) registered device\(moved.devices == 1 ? "" : "s") to another vendor, through bundle\(moved.bundles.count == 1 ? "" : "s") \(shown)\(moved.bundles.count > 5 ? " and \(moved.bundles.count - 5) more" : ""); moving devices between vendors is not built"
+                ))
+        }
+        let now = clock.tick(wallMillis: wallMillis)
+        let change: VendorRuleChange
+        switch intent {
+        case .set(let rule, _): change = VendorRuleChange(kind: .set, name: name, rule: rule, time: now, origin: nodeID)
+        case .remove: change = VendorRuleChange(kind: .remove, name: name, rule: nil, time: now, origin: nodeID)
+        }
+        log(.vendorRule(change), at: now, operations: &operations)
+        return .vendorRules(vendorRulesMessage)
+    }
+
+    /// At a node's first start, when the cluster's rules were never seeded: logs the config
+    /// file's rules as the seed (one clock tick for all of them, naming this start), or an empty
+    /// seed for a file without rules. Returns whether it logged anything.
+    mutating func seedVendorRules(wallMillis: UInt64, operations: inout [LoggedOperation]) -> Bool {
+        guard !registry.vendorRuleHistory.isSeeded else { return false }
+        let now = clock.tick(wallMillis: wallMillis)
+        let seeds =
+            configuredRules.rules.isEmpty
+            ? [VendorRuleChange.emptySeed(time: now, origin: nodeID)]
+            : configuredRules.rules.map { VendorRuleChange(kind: .seed, name: $0.name, rule: $0, time: now, origin: nodeID) }
+        for seed in seeds { log(.vendorRule(seed), at: now, operations: &operations) }
+        return true
+    }
+
+    /// Applies `operation`, made on this node at `now`, and appends it to its log.
+    private mutating func log(_ operation: Operation, at now: HLCTimestamp, operations: inout [LoggedOperation]) {
+        registry.apply(operation)
+        operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: operation))
+        nextSequence += 1
+        refreshRules()
+    }
+}

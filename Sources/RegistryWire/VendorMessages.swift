@@ -1,0 +1,126 @@
+import CRegistryProto
+import RegistryCore
+
+/// `registry.v1.VendorRuleSpec`: one vendor's rule as a client sends and reads it, unchecked.
+public struct VendorRuleMessage: Hashable, Sendable {
+    public var name: String
+    public var prefixes: [String]
+    /// 0: the default (1).
+    public var maxDevices: UInt32
+    /// 0: every bound device counts.
+    public var activeWithinDays: UInt32
+    public var pastLimit: BindingPolicy.PastLimit
+
+    public init(name: String, prefixes: [String], maxDevices: UInt32 = 0, activeWithinDays: UInt32 = 0, pastLimit: BindingPolicy.PastLimit = .reject) {
+        self.name = name
+        self.prefixes = prefixes
+        self.maxDevices = maxDevices
+        self.activeWithinDays = activeWithinDays
+        self.pastLimit = pastLimit
+    }
+
+    /// The wire form of a rule in force.
+    public init(_ rule: VendorRule) {
+        self.init(
+            name: rule.name, prefixes: rule.prefixes, maxDevices: UInt32(rule.binding.maxDevices),
+            activeWithinDays: UInt32(rule.binding.activeWithinDays ?? 0), pastLimit: rule.binding.pastLimit)
+    }
+
+    /// The rule it asks for; throws ``IdentityError`` for what breaks the rules.
+    public func validated() throws(IdentityError) -> VendorRule {
+        let policy = try BindingPolicy(
+            maxDevices: maxDevices == 0 ? 1 : Int(maxDevices), activeWithinDays: activeWithinDays == 0 ? nil : Int(activeWithinDays),
+            pastLimit: pastLimit)
+        return try VendorRule(name: name.isEmpty ? nil : name, prefixes: prefixes, binding: policy)
+    }
+}
+
+/// `registry.v1.VendorRequest`.
+public enum VendorRequestMessage: Hashable, Sendable {
+    case list
+    case add(VendorRuleMessage)
+    case set(VendorRuleMessage)
+    case remove(name: String)
+    /// No action this version knows.
+    case unspecified
+}
+
+/// `registry.v1.VendorRules`: the rules in force.
+public struct VendorRulesMessage: Hashable, Sendable {
+    public var rules: [VendorRuleMessage]
+    public var defaultDepth: UInt32
+
+    public init(rules: [VendorRuleMessage], defaultDepth: UInt32) {
+        self.rules = rules
+        self.defaultDepth = defaultDepth
+    }
+}
+
+/// Converts vendor requests and answers between their Swift and protobuf-c forms.
+enum VendorCodec {
+    static func spec(_ rule: VendorRuleMessage, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__VendorRuleSpec> {
+        var message = Registry__V1__VendorRuleSpec()
+        registry__v1__vendor_rule_spec__init(&message)
+        message.name = arena.string(rule.name)
+        (message.n_prefixes, message.prefixes) = arena.strings(rule.prefixes)
+        message.max_devices = rule.maxDevices
+        message.active_within_days = rule.activeWithinDays
+        message.past_limit = Registry__V1__BindingPastLimit(rawValue: UInt32(VendorRuleCodec.pastLimit(rule.pastLimit)))
+        return arena.new(message)
+    }
+
+    static func spec(_ message: Registry__V1__VendorRuleSpec) -> VendorRuleMessage {
+        VendorRuleMessage(
+            name: CRead.string(message.name), prefixes: CRead.strings(message.n_prefixes, message.prefixes), maxDevices: message.max_devices,
+            activeWithinDays: message.active_within_days,
+            pastLimit: message.past_limit == REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE ? .replace : .reject)
+    }
+
+    static func request(_ request: VendorRequestMessage, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__VendorRequest> {
+        var message = Registry__V1__VendorRequest()
+        registry__v1__vendor_request__init(&message)
+        switch request {
+        case .list:
+            var list = Registry__V1__VendorListRequest()
+            registry__v1__vendor_list_request__init(&list)
+            message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_LIST
+            message.list = arena.new(list)
+        case .add(let rule):
+            message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_ADD
+            message.add = spec(rule, in: arena)
+        case .set(let rule):
+            message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_SET
+            message.set = spec(rule, in: arena)
+        case .remove(let name):
+            message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_REMOVE
+            message.remove = arena.string(name)
+        case .unspecified:
+            break
+        }
+        return arena.new(message)
+    }
+
+    static func request(_ message: Registry__V1__VendorRequest) -> VendorRequestMessage {
+        switch message.action_case {
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_LIST: return .list
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_ADD: return message.add.map { .add(spec($0.pointee)) } ?? .unspecified
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_SET: return message.set.map { .set(spec($0.pointee)) } ?? .unspecified
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_REMOVE: return .remove(name: CRead.string(message.remove))
+        default: return .unspecified
+        }
+    }
+
+    static func rules(_ rules: VendorRulesMessage, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__VendorRules> {
+        var message = Registry__V1__VendorRules()
+        registry__v1__vendor_rules__init(&message)
+        message.n_rules = rules.rules.count
+        message.rules = arena.array(rules.rules.map { Optional(spec($0, in: arena)) })
+        message.default_depth = rules.defaultDepth
+        return arena.new(message)
+    }
+
+    static func rules(_ message: Registry__V1__VendorRules) -> VendorRulesMessage {
+        let specs = (0..<message.n_rules).compactMap { index in message.rules?[index].map { spec($0.pointee) } }
+        return VendorRulesMessage(rules: specs, defaultDepth: message.default_depth)
+    }
+}

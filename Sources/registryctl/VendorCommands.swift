@@ -1,0 +1,129 @@
+import ArgumentParser
+import RegistryClient
+import RegistryCore
+import RegistryWire
+
+/// `registryctl vendor`: the cluster's vendor rules.
+struct VendorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vendor",
+        abstract: "List and change the cluster's vendor rules.",
+        discussion: """
+            A vendor rule names the bundle-ID prefixes that form one vendor (com.acme and \
+            net.acmecdn, say) and its binding policy. The rules are the cluster's: a change takes \
+            effect on every node without a restart, once it has replicated. A node's config file \
+            seeds them at a new cluster's first start only (docs/identity.md). A change that would \
+            file devices already registered under another vendor is refused with their count.
+            """,
+        subcommands: [List.self, Add.self, Change.self, Remove.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the vendor rules in force.")
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors() }, print: VendorRulesView.init)
+        }
+    }
+
+    /// A rule's fields, as `add` and `set` take them.
+    struct Rule: ParsableArguments {
+        @Option(help: "The vendor's name: letters, digits and '-', or one of its prefixes. [default: the first prefix]")
+        var name: String?
+        @Option(name: .customLong("prefix"), help: "A bundle-ID prefix of at least two labels, e.g. com.acme; repeat for more.")
+        var prefixes: [String] = []
+        @Option(name: .customLong("max-devices"), help: "The most devices per account (1...1000). [default: 1]")
+        var maxDevices: UInt32 = 1
+        @Option(name: .customLong("active-within-days"), help: "Count only devices active within this many days (1...3650). [default: all count]")
+        var activeWithinDays: UInt32?
+        @Option(name: .customLong("past-limit"), help: "What a bind past the limit does: reject or replace. [default: reject]")
+        var pastLimit: String = "reject"
+
+        func validate() throws {
+            guard !prefixes.isEmpty else { throw ValidationError("give at least one --prefix") }
+            guard BindingPolicy.PastLimit(rawValue: pastLimit) != nil else { throw ValidationError("--past-limit is reject or replace, not \(pastLimit)") }
+            guard maxDevices > 0 else { throw ValidationError("--max-devices must be 1 to 1000") }
+        }
+
+        var message: VendorRuleMessage {
+            VendorRuleMessage(
+                name: name ?? "", prefixes: prefixes, maxDevices: maxDevices, activeWithinDays: activeWithinDays ?? 0,
+                pastLimit: BindingPolicy.PastLimit(rawValue: pastLimit) ?? .reject)
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a vendor rule.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var rule: Rule
+
+        func run() async throws {
+            let request = VendorRequestMessage.add(rule.message)
+            await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
+        }
+    }
+
+    struct Change: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Replace a vendor's rule (every field: give them all).")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var rule: Rule
+
+        func validate() throws {
+            guard rule.name != nil else { throw ValidationError("give the vendor's --name") }
+        }
+
+        func run() async throws {
+            let request = VendorRequestMessage.set(rule.message)
+            await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a vendor's rule: its bundles fall back to the default vendor.",
+            discussion: "Refused while devices are registered under its bundles.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The vendor's name.") var name: String
+
+        func run() async throws {
+            let request = VendorRequestMessage.remove(name: name)
+            await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
+        }
+    }
+}
+
+/// The vendor rules as registryctl prints them.
+struct VendorRulesView: Printable {
+    struct Rule: Encodable {
+        let name: String
+        let prefixes: [String]
+        let maxDevices: UInt32
+        let activeWithinDays: UInt32?
+        let pastLimit: String
+    }
+
+    let defaultDepth: UInt32
+    let rules: [Rule]
+
+    init(_ message: VendorRulesMessage) {
+        defaultDepth = message.defaultDepth
+        rules = message.rules.map {
+            Rule(
+                name: $0.name, prefixes: $0.prefixes, maxDevices: $0.maxDevices, activeWithinDays: $0.activeWithinDays == 0 ? nil : $0.activeWithinDays,
+                pastLimit: $0.pastLimit.rawValue)
+        }
+    }
+
+    var rows: [(String, String)] { [("vendors", "\(rules.count)"), ("default depth", "\(defaultDepth) labels")] }
+
+    var trailer: [String] {
+        rules.flatMap { rule in
+            let window = rule.activeWithinDays.map { ", active within \($0) days" } ?? ""
+            return ["", "\(rule.name): \(rule.prefixes.joined(separator: ", "))", "  \(rule.maxDevices) device\(rule.maxDevices == 1 ? "" : "s") per account\(window), \(rule.pastLimit) past it"]
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import RegistryAuth
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// Vendor rule requests as a node decides them (``NodeState/decideVendor(_:wallMillis:operations:)``),
+/// and the seed of a first start.
+@Suite struct VendorRequestTests {
+    let helper = AccountRequestTests()
+
+    func rules(_ answer: AccountRequestTests.Answer) -> [VendorRuleMessage]? {
+        if case .vendorRules(let rules) = answer.body { return rules.rules }
+        Issue.record("not vendor rules: \(answer.body)")
+        return nil
+    }
+
+    func error(_ answer: AccountRequestTests.Answer) -> WireError? {
+        if case .error(let error) = answer.body { return error }
+        return nil
+    }
+
+    @Test func aFirstStartSeedsTheFilesRulesOnceAndOperatorChangesTakeEffectAtOnce() throws {
+        var node = try helper.node()
+        var operations = [LoggedOperation]()
+        #expect(node.seedVendorRules(wallMillis: 1_000, operations: &operations))
+        #expect(operations.count == 2 && operations.allSatisfy { if case .vendorRule(let c) = $0.operation { c.kind == .seed } else { false } })
+        #expect(!node.seedVendorRules(wallMillis: 1_000, operations: &operations), "seeded once")
+        let seeded = node.rulesVersion
+        #expect(rules(helper.ask(&node, .vendor(.list)))?.map(\.name) == ["com.fresh", "com.many"])
+
+        let added = helper.ask(&node, .vendor(.add(VendorRuleMessage(name: "acme", prefixes: ["com.acme", "net.acmecdn"], maxDevices: 3))))
+        #expect(rules(added)?.map(\.name) == ["acme", "com.fresh", "com.many"] && added.logged.count == 1)
+        let player = try BundleID(parsing: "net.acmecdn.player")
+        #expect(node.rulesVersion > seeded && node.rules.vendor(of: player).name == "acme")
+        #expect(node.rules.bindingPolicy(of: Vendor(trusted: "acme")).maxDevices == 3)
+        // Two sibling apps of the new vendor's two prefixes are one device.
+        let first = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])
+        #expect(helper.device(&node, "net.acmecdn.player", idfv: helper.idfvs[0]) == first)
+
+        let changed = helper.ask(&node, .vendor(.set(VendorRuleMessage(name: "com.fresh", prefixes: ["com.fresh", "org.fresh"]))))
+        #expect(rules(changed)?.first { $0.name == "com.fresh" }?.prefixes == ["com.fresh", "org.fresh"])
+        let removed = helper.ask(&node, .vendor(.remove(name: "com.many")))
+        #expect(rules(removed)?.map(\.name) == ["acme", "com.fresh"])
+        #expect(node.registry.vendorRuleHistory.changes.count == 5)
+    }
+
+    @Test func aChangeThatWouldMoveRegisteredDevicesOrBreaksTheRulesIsRefusedAndChangesNothing() throws {
+        var node = try helper.node()
+        var operations = [LoggedOperation]()
+        _ = node.seedVendorRules(wallMillis: 1_000, operations: &operations)
+        _ = helper.ask(&node, .vendor(.add(VendorRuleMessage(name: "acme", prefixes: ["com.acme", "net.acmecdn"]))))
+        let device = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])
+        #expect(helper.device(&node, "net.acmecdn.player", idfv: helper.idfvs[0]) == device)
+        _ = helper.device(&node, "net.acmecdn.tv", idfv: helper.idfvs[1])
+        let version = node.rulesVersion
+        let cases: [(VendorRequestMessage, ErrorCode, String)] = [
+            (.remove(name: "acme"), .invalidArgument, "would move 2 registered devices"),
+            (.set(VendorRuleMessage(name: "acme", prefixes: ["com.acme"])), .invalidArgument, "would move 2 registered devices"),
+            (.add(VendorRuleMessage(name: "grab", prefixes: ["net.acmecdn.player"])), .invalidArgument, "1 registered device to another vendor, through bundle net.acmecdn.player (acme to grab)"),
+            // A rule whose name is the default scope of its bundles moves nothing when removed.
+            (.add(VendorRuleMessage(name: "com.fresh", prefixes: ["com.fresh"])), .invalidArgument, "has a rule already"),
+            (.set(VendorRuleMessage(name: "nobody", prefixes: ["com.nobody"])), .notFound, "no vendor rule nobody"),
+            (.remove(name: "nobody"), .notFound, "no vendor rule nobody"),
+            (.add(VendorRuleMessage(name: "twice", prefixes: ["com.fresh"])), .invalidArgument, "belongs to both"),
+            (.add(VendorRuleMessage(name: "short", prefixes: ["com"])), .invalidArgument, "prefix"),
+            (.add(VendorRuleMessage(name: "Bad Name!", prefixes: ["com.bad"])), .invalidArgument, "may hold only letters"),
+            (.add(VendorRuleMessage(name: "big", prefixes: ["com.big"], maxDevices: 1_001)), .invalidArgument, "1 to 1000"),
+            (.unspecified, .invalidArgument, "names no action"),
+        ]
+        for (request, code, text) in cases {
+            let answer = helper.ask(&node, .vendor(request))
+            let refusal = error(answer)
+            #expect(refusal?.code == code && refusal?.message.contains(text) == true, "\(request): \(answer.body)")
+            #expect(answer.logged.isEmpty)
+        }
+        #expect(node.rulesVersion == version && node.registry.vendorRuleHistory.changes.count == 3)
+        // A rule named as the default scope of its bundles moves nothing when it goes.
+        _ = helper.device(&node, "com.many.app", idfv: helper.idfvs[2])
+        #expect(rules(helper.ask(&node, .vendor(.remove(name: "com.many"))))?.map(\.name) == ["acme", "com.fresh"])
+        // Once the devices are forgotten, nothing moves: the rule may go.
+        for idfv in helper.idfvs.prefix(2) {
+            guard case .device(let record) = helper.ask(&node, .lookup(LookupRequest(scope: .vendor("acme"), identifier: PresentedIdentifier(rawKind: 2, text: idfv)))).body
+            else { Issue.record("lookup failed"); return }
+            _ = helper.ask(&node, .forget(deviceID: record.deviceID))
+        }
+        #expect(rules(helper.ask(&node, .vendor(.remove(name: "acme"))))?.map(\.name) == ["com.fresh"])
+    }
+
+    @Test func changingTheRulesNeedsAdminAndListingDoesNot() throws {
+        var node = try helper.node()
+        let register = ConnectionAccess.token(AccessToken(subject: "s", vendors: .all, roles: [.register, .read], expiresAt: .max))
+        let admin = ConnectionAccess.token(AccessToken(subject: "a", vendors: .all, roles: [.admin], expiresAt: .max))
+        let request = ClientBody.vendor(.add(VendorRuleMessage(name: "acme", prefixes: ["com.acme"])))
+        #expect(error(helper.ask(&node, request, access: register))?.code == .permissionDenied)
+        #expect(rules(helper.ask(&node, .vendor(.list), access: register)) != nil)
+        #expect(rules(helper.ask(&node, request, access: admin))?.map(\.name).contains("acme") == true)
+    }
+}
