@@ -4,14 +4,73 @@ import RegistryTestSupport
 import RegistryWire
 import Testing
 
-/// Two nodes with different vendor rules would file one IDFV under two vendors, and the two IDs
-/// would never merge: they refuse each other instead.
+/// The cluster's vendor rules on real processes: nodes started with different config files agree
+/// on the first start's rules; a rule added on one node files the next registrations on every
+/// node under it, over connections opened before it, without a restart; only a different default
+/// depth still makes two nodes refuse each other.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct VendorRulesMismatchTests {
-    @Test func nodesWithOtherVendorRulesRefuseEachOther() async throws {
+    func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
+        try run(Binaries.path("registryctl"), arguments + ["-o", "json", "--timeout", "30"], environment: ["REGISTRY_ENDPOINT": endpoint])
+    }
+
+    func names(_ endpoint: String) throws -> [String] {
+        let listed = try ctl(["vendor", "list"], endpoint: endpoint)
+        let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
+        return (object?["rules"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+    }
+
+    @Test func nodesWithOtherFilesKeepTheFirstStartsRulesAndAChangeReachesEveryNodeWithoutARestart() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let config = temp.path + "/acme.json"
-        try Data(#"{"vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let acme = temp.path + "/acme.json"
+        try Data(#"{"vendors": [{"name": "acme", "prefixes": ["com.acme", "net.acmecdn"]}]}"#.utf8).write(to: URL(fileURLWithPath: acme))
+        let other = temp.path + "/other.json"
+        try Data(#"{"vendors": [{"name": "other", "prefixes": ["org.other"]}]}"#.utf8).write(to: URL(fileURLWithPath: other))
+        let ports = try (0..<2).map { _ in try ClusterTests.freePort() }
+        let peers = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
+        var nodes = [DaemonProcess]()
+        defer { for node in nodes { node.stop() } }
+        func start(_ index: Int, config: String) throws -> DaemonProcess {
+            let name = ["node-a", "node-b"][index]
+            let directory = temp.path + "/" + name
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try DaemonProcess(
+                dataDirectory: directory, port: ports[index], arguments: ["--node-id", name, "--cluster-secret", "s3cret", "--peers", peers, "--config", config])
+        }
+        // node-a starts first: its seed is the cluster's. node-b's file says otherwise.
+        nodes.append(try start(0, config: acme))
+        nodes.append(try start(1, config: other))
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+        for node in nodes { #expect(try names(node.endpoint) == ["acme"], "\(node.endpoint)") }
+
+        // A connection to node-b opened before the change, used after it.
+        let b = try await RegistryClient.connect(to: Endpoint(parsing: nodes[1].endpoint), clientName: "vendor-test")
+        _ = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+        let added = try ctl(["vendor", "add", "--name", "bbc", "--prefix", "uk.co.bbc", "--prefix", "com.bbc"], endpoint: nodes[0].endpoint)
+        #expect(added.status == 1 && added.stderr.contains("would move 1 registered device"), "\(added.stderr)")
+        #expect(try ctl(["vendor", "add", "--name", "bbc", "--prefix", "com.bbc", "--prefix", "net.bbcstudios"], endpoint: nodes[0].endpoint).status == 0)
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+        let viaB = try await b.register(RegisterRequest(bundleID: "com.bbc.iplayer", idfv: "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"))
+        #expect(viaB.vendor == "bbc")
+        let a = try await RegistryClient.connect(to: Endpoint(parsing: nodes[0].endpoint), clientName: "vendor-test")
+        let viaA = try await a.register(RegisterRequest(bundleID: "net.bbcstudios.kids", idfv: "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"))
+        #expect(viaA.vendor == "bbc" && viaA.deviceID == viaB.deviceID, "one vendor, one device, across the new rule's two prefixes")
+        await a.close()
+        await b.close()
+
+        // node-b restarted with its own file keeps the cluster's rules, and says so.
+        #expect(nodes[1].stop() == 0)
+        nodes[1] = try start(1, config: other)
+        #expect(try names(nodes[1].endpoint) == ["acme", "bbc"])
+        #expect(nodes[1].log.contains("the config file's vendors differ from the cluster's"))
+    }
+
+    @Test func nodesWithAnotherDefaultDepthRefuseEachOther() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let deep = temp.path + "/deep.json"
+        try Data(#"{"vendorDefaultDepth": 3}"#.utf8).write(to: URL(fileURLWithPath: deep))
         let ports = try (0..<2).map { _ in try ClusterTests.freePort() }
         let peers = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
         var nodes = [DaemonProcess]()
@@ -22,7 +81,7 @@ import Testing
             nodes.append(
                 try DaemonProcess(
                     dataDirectory: directory, port: ports[index],
-                    arguments: ["--node-id", name, "--cluster-secret", "s3cret", "--peers", peers] + (index == 0 ? ["--config", config] : [])))
+                    arguments: ["--node-id", name, "--cluster-secret", "s3cret", "--peers", peers] + (index == 0 ? ["--config", deep] : [])))
         }
         let deadline = Date().addingTimeInterval(20)
         var errors = [String]()
@@ -30,10 +89,10 @@ import Testing
             let a = try await ClusterTests.stats(nodes[0].endpoint)
             let b = try await ClusterTests.stats(nodes[1].endpoint)
             errors = (a.peers + b.peers).filter { $0.state != "own-address" }.map(\.lastError)
-            if errors.count == 2, errors.allSatisfy({ $0.contains("vendor rules") }) { break }
+            if errors.count == 2, errors.allSatisfy({ $0.contains("default vendor depth") }) { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(errors.count == 2 && errors.allSatisfy { $0.contains("vendor rules") }, "\(errors)")
+        #expect(errors.count == 2 && errors.allSatisfy { $0.contains("default vendor depth") }, "\(errors)")
         let stats = try await ClusterTests.stats(nodes[1].endpoint)
         #expect((stats.errors[.vendorRulesMismatch] ?? 0) > 0, "\(stats.errors)")
         #expect(stats.peers.allSatisfy { $0.state != "streaming" })

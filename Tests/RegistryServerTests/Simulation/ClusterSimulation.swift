@@ -76,6 +76,9 @@ final class ClusterSimulation {
         /// Forgets answered as forgetting, and as gone already; and forgets refused, by code.
         var forgets = 0, forgetsOfGone = 0
         var forgetErrors: [String: Int] = [:]
+        /// Vendor rule changes answered as made, and refused, by code.
+        var vendorChanges = 0
+        var vendorErrors: [String: Int] = [:]
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -451,6 +454,26 @@ final class ClusterSimulation {
             acknowledgedForgets.append(AcknowledgedForget(device: device))
         case .error(let error): counts.forgetErrors[error.code.name, default: 0] += 1
         default: counts.forgetErrors["\(answer)", default: 0] += 1
+        }
+    }
+
+    /// Adds, changes or removes the rule of one of three vendors (`simN`, prefix `org.simN`, and
+    /// sometimes `net.simN`) through a running member. No registration presents their bundles, so
+    /// a change never moves a device; refusals are a rule that exists or does not.
+    func randomVendorChange() {
+        let alive = members.filter { nodes[$0].engine != nil }
+        guard let node = alive.randomElement(using: &random), let engine = engine(node) else { return }
+        let number = Int.random(in: 0..<3, using: &random)
+        let prefixes = ["org.sim\(number)"] + (Bool.random(using: &random) ? ["net.sim\(number)"] : [])
+        let rule = VendorRuleMessage(name: "sim\(number)", prefixes: prefixes, maxDevices: UInt32.random(in: 1...3, using: &random))
+        let request: VendorRequestMessage = [.add(rule), .set(rule), .remove(name: "sim\(number)")].randomElement(using: &random)!
+        let frame = ClientFrame(requestID: 1, body: .vendor(request))
+        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        crashNodesWhoseDiskFailed()
+        switch answer {
+        case .vendorRules: counts.vendorChanges += 1
+        case .error(let error): counts.vendorErrors[error.code.name, default: 0] += 1
+        default: counts.vendorErrors["\(answer)", default: 0] += 1
         }
     }
 

@@ -55,7 +55,8 @@ import Testing
                 + "\(total.batchesFromMemory) batches sent from memory and \(total.batchesFromJournal) from journals, "
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
-                + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors))")
+                + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors)), "
+                + "\(total.vendorChanges) vendor rule changes (refused: \(total.vendorErrors))")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
@@ -64,7 +65,7 @@ import Testing
             #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
             #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
-            #expect(total.forgets > 0)
+            #expect(total.forgets > 0 && total.vendorChanges > 0)
         }
     }
 
@@ -85,6 +86,7 @@ import Testing
             case 0..<40: simulation.randomRegistration()
             case 72..<80: simulation.randomBinding()
             case 80..<82: simulation.randomForget()
+            case 82: simulation.randomVendorChange()
             case 40..<46: simulation.siblingRace()
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
@@ -294,6 +296,25 @@ import Testing
         if let unexpected = simulation.counts.bindingErrors.keys.first(where: { !expectedRefusals.contains($0) }) {
             throw SimulationFailure(seed: seed, reason: "a bind or an unbind was refused with \(unexpected)")
         }
+        // The vendor rules every node applies are what the rule, written apart, makes of every
+        // vendor rule change logged (the seeds of every start included).
+        let vendorChanges = try simulation.allOperations().compactMap { logged -> VendorRuleChange? in
+            if case .vendorRule(let change) = logged.operation { return change }
+            return nil
+        }
+        let wantedRules = VendorRuleOracle.rules(vendorChanges)
+        for engine in engines where engine.withState({ $0.vendorRuleHistory.rules }) != wantedRules {
+            throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) applies vendor rules \(engine.withState { $0.vendorRuleHistory.rules }); the rule makes \(wantedRules)")
+        }
+        guard wantedRules.contains(where: { $0.prefixes.contains("com.sim") }) == (simulation.vendorRules.rules.contains { $0.prefixes.contains("com.sim") }) else {
+            throw SimulationFailure(seed: seed, reason: "the seed of the first start is not the configured rules: \(wantedRules)")
+        }
+        // A vendor rule change is refused only when its vendor has a rule already (add) or none
+        // (set, remove), by a removed member, or by a node whose clock ran ahead.
+        let expectedVendorRefusals: Set<String> = ["invalid_argument", "not_found", "not_a_member", "clock_skew"]
+        if let unexpected = simulation.counts.vendorErrors.keys.first(where: { !expectedVendorRefusals.contains($0) }) {
+            throw SimulationFailure(seed: seed, reason: "a vendor rule change was refused with \(unexpected)")
+        }
         // A forget is refused only for a device the node has not heard of yet (or heard of only
         // as forgotten), or by a node whose clock ran ahead.
         let expectedForgetRefusals: Set<String> = ["not_found", "gone", "clock_skew"]
@@ -362,6 +383,8 @@ extension ClusterSimulation.Counts {
         forgets += other.forgets
         forgetsOfGone += other.forgetsOfGone
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
+        vendorChanges += other.vendorChanges
+        vendorErrors.merge(other.vendorErrors, uniquingKeysWith: +)
         registrations += other.registrations
         siblingRaces += other.siblingRaces
         splitRaces += other.splitRaces
