@@ -104,7 +104,7 @@ extension RegistryState {
             }
         }
         for device in tombstones.sorted() { try body(.tombstone(DeviceID(device))) }
-        let changes = vendorRuleHistory.changes.sorted { $0.isEarlier(than: $1) || (!$1.isEarlier(than: $0) && $0.name < $1.name) }
+        let changes = vendorRuleHistory.changes.sorted { $0.isEarlier(than: $1) }
         for change in changes { try body(.vendorRule(change)) }
     }
 

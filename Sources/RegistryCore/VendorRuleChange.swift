@@ -6,8 +6,7 @@
 public struct VendorRuleChange: Hashable, Sendable {
     public enum Kind: UInt8, Hashable, Sendable {
         /// A rule from a node's config file, logged at its first start: the earliest start's
-        /// seed is the cluster's, every seed of a later start is ignored. A start whose file has
-        /// no rule logs one seed with an empty name and no rule, so that it counts as a start.
+        /// seed is the cluster's, every seed of a later start is ignored.
         case seed = 1
         /// A rule added or changed by an operator.
         case set = 2
@@ -18,7 +17,7 @@ public struct VendorRuleChange: Hashable, Sendable {
     public let kind: Kind
     /// The vendor's name.
     public let name: String
-    /// The rule (nil for ``Kind/remove``, and for the seed of a file without rules).
+    /// The rule (nil for ``Kind/remove``).
     public let rule: VendorRule?
     /// When the change was accepted. The changes of one seed share it.
     public let time: HLCTimestamp
@@ -26,9 +25,7 @@ public struct VendorRuleChange: Hashable, Sendable {
     public let origin: NodeID
 
     public init(kind: Kind, name: String, rule: VendorRule?, time: HLCTimestamp, origin: NodeID) {
-        precondition(
-            (kind == .remove || (kind == .seed && name.isEmpty)) == (rule == nil) && (rule.map { $0.name == name } ?? true),
-            "a rule change names its own rule")
+        precondition((kind == .remove) == (rule == nil) && (rule.map { $0.name == name } ?? true), "a rule change names its own rule")
         self.kind = kind
         self.name = name
         self.rule = rule
@@ -36,14 +33,17 @@ public struct VendorRuleChange: Hashable, Sendable {
         self.origin = origin
     }
 
-    /// The seed of a start whose config file has no vendor rule.
-    public static func emptySeed(time: HLCTimestamp, origin: NodeID) -> VendorRuleChange {
-        VendorRuleChange(kind: .seed, name: "", rule: nil, time: time, origin: origin)
+    /// True when `self` was accepted before `other`: by HLC, then origin. Changes one node makes
+    /// never share both, but the order is total all the same (then kind, name, and the rule's
+    /// fields), so that no replica's order can depend on the order changes arrived in.
+    func isEarlier(than other: VendorRuleChange) -> Bool {
+        if (time, origin) != (other.time, other.origin) { return (time, origin) < (other.time, other.origin) }
+        return tieKey.lexicographicallyPrecedes(other.tieKey)
     }
 
-    /// True when `self` was accepted before `other`: by HLC, then origin.
-    func isEarlier(than other: VendorRuleChange) -> Bool {
-        (time, origin) < (other.time, other.origin)
+    private var tieKey: [String] {
+        let policy = rule.map { "\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? ""
+        return ["\(kind.rawValue)", name, (rule?.prefixes ?? []).joined(separator: ","), policy]
     }
 }
 

@@ -3,7 +3,8 @@
 /// The rule (`docs/identity.md`, "Vendors kept by the cluster"):
 ///
 /// 1. The seed is the seed changes of the earliest seeding start, by (HLC, origin) of that start;
-///    the seeds of later starts (a node that joined later with its own config file) are ignored.
+///    the seeds of later starts (a node that joined later with its own config file) are ignored,
+///    and so is a seed later than some operator change (a cluster whose rules were set by hand).
 /// 2. A vendor's rule is its latest operator change (``VendorRuleChange/Kind/set`` or
 ///    ``VendorRuleChange/Kind/remove``) by (HLC, origin), else its seed's rule, else none.
 /// 3. Two rules that claim one prefix (only changes accepted on nodes that could not hear each
@@ -28,14 +29,18 @@ public struct VendorRuleHistory: Sendable {
         return true
     }
 
-    /// Whether some start seeded the rules (a seed with no rules at all leaves no change).
-    public var isSeeded: Bool { changes.contains { $0.kind == .seed } }
-
     static func rules(of changes: Set<VendorRuleChange>) -> [VendorRule] {
         let seeds = changes.filter { $0.kind == .seed }
-        let firstSeed = seeds.min { $0.isEarlier(than: $1) }.map { ($0.time, $0.origin) }
+        let firstSeed = seeds.min { $0.isEarlier(than: $1) }
+        let firstOperatorChange = changes.filter { $0.kind != .seed }.min { $0.isEarlier(than: $1) }
         var deciding = [String: VendorRuleChange]()
-        for change in seeds where (change.time, change.origin) == firstSeed! { deciding[change.name] = change }
+        if let firstSeed, firstOperatorChange.map({ firstSeed.isEarlier(than: $0) }) ?? true {
+            for change in seeds where (change.time, change.origin) == (firstSeed.time, firstSeed.origin) {
+                // One start seeds a vendor once; were there two, the earlier would count.
+                if let held = deciding[change.name], held.isEarlier(than: change) { continue }
+                deciding[change.name] = change
+            }
+        }
         var explicit = [String: VendorRuleChange]()
         for change in changes where change.kind != .seed {
             if let held = explicit[change.name], !held.isEarlier(than: change) { continue }
@@ -44,7 +49,7 @@ public struct VendorRuleHistory: Sendable {
         deciding.merge(explicit) { _, byOperator in byOperator }
         var taken = Set<String>()
         var rules = [VendorRule]()
-        for change in deciding.values.sorted(by: { $0.isEarlier(than: $1) || (!$1.isEarlier(than: $0) && $0.name < $1.name) }) {
+        for change in deciding.values.sorted(by: { $0.isEarlier(than: $1) }) {
             guard let rule = change.rule else { continue }
             let free = rule.prefixes.filter { !taken.contains($0) }
             guard let kept = try? VendorRule(name: rule.name, prefixes: free, binding: rule.binding) else { continue }

@@ -78,17 +78,16 @@ extension NodeState {
         return .vendorRules(vendorRulesMessage)
     }
 
-    /// At a node's first start, when the cluster's rules were never seeded: logs the config
-    /// file's rules as the seed (one clock tick for all of them, naming this start), or an empty
-    /// seed for a file without rules. Returns whether it logged anything.
+    /// At the start of a node that holds no change of the cluster's rules (its first start, or a
+    /// cluster that never had any): logs the config file's rules as a seed, all under one clock
+    /// tick that names this start. Returns whether it logged anything (a file without rules
+    /// seeds nothing).
     mutating func seedVendorRules(wallMillis: UInt64, operations: inout [LoggedOperation]) -> Bool {
-        guard !registry.vendorRuleHistory.isSeeded else { return false }
+        guard registry.vendorRuleHistory.changes.isEmpty, !configuredRules.rules.isEmpty else { return false }
         let now = clock.tick(wallMillis: wallMillis)
-        let seeds =
-            configuredRules.rules.isEmpty
-            ? [VendorRuleChange.emptySeed(time: now, origin: nodeID)]
-            : configuredRules.rules.map { VendorRuleChange(kind: .seed, name: $0.name, rule: $0, time: now, origin: nodeID) }
-        for seed in seeds { log(.vendorRule(seed), at: now, operations: &operations) }
+        for rule in configuredRules.rules {
+            log(.vendorRule(VendorRuleChange(kind: .seed, name: rule.name, rule: rule, time: now, origin: nodeID)), at: now, operations: &operations)
+        }
         return true
     }
 

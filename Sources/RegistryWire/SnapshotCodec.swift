@@ -192,7 +192,7 @@ public enum SnapshotCodec {
             let (maxDevices, window) = (Int(try input.integer(UInt32.self)), Int(try input.integer(UInt32.self)))
             let pastLimit: BindingPolicy.PastLimit = try input.integer(UInt8.self) == 1 ? .replace : .reject
             var rule: VendorRule?
-            if kind != .remove && !(kind == .seed && name.isEmpty) {
+            if kind != .remove {
                 do throws(IdentityError) {
                     let policy = try BindingPolicy(maxDevices: maxDevices, activeWithinDays: window == 0 ? nil : window, pastLimit: pastLimit)
                     rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)

@@ -48,9 +48,7 @@ enum VendorRuleCodec {
             throw .invalidOperation("vendor rule: \(error)")
         }
         var rule: VendorRule?
-        if kind == .seed && name.isEmpty {
-            guard message.n_prefixes == 0 else { throw .invalidOperation("vendor rule: a seed without a name has prefixes") }
-        } else if kind != .remove {
+        if kind != .remove {
             do throws(IdentityError) {
                 let window = message.active_within_days == 0 ? nil : Int(message.active_within_days)
                 let policy = try BindingPolicy(

@@ -23,7 +23,6 @@ import Testing
         history.insert(Self.change(.seed, "acme", ["com.acme", "net.acmecdn"], at: 50, on: "node-c"))
         history.insert(Self.change(.seed, "other", ["org.other"], at: 50, on: "node-c"))
         #expect(history.rules == [Self.rule("acme", ["com.acme"]), Self.rule("bbc", ["uk.co.bbc"])])
-        #expect(history.isSeeded)
         // An operator's change beats any seed, even one accepted later by a clock behind.
         history.insert(Self.change(.set, "acme", ["com.acme", "net.acmecdn"], at: 5, on: "node-a", maxDevices: 3))
         history.insert(Self.change(.remove, "bbc", at: 60))
@@ -31,6 +30,17 @@ import Testing
         // The latest operator change of a vendor wins.
         history.insert(Self.change(.set, "bbc", ["uk.co.bbc"], at: 70))
         #expect(history.rules.map(\.name) == ["acme", "bbc"])
+    }
+
+    @Test func aSeedLaterThanAnOperatorChangeIsIgnored() {
+        // The cluster was set up by hand; a node that starts later with a file does not seed it.
+        var history = VendorRuleHistory()
+        history.insert(Self.change(.set, "hand", ["com.hand"], at: 5))
+        history.insert(Self.change(.seed, "acme", ["com.acme"], at: 10, on: "node-c"))
+        #expect(history.rules == [Self.rule("hand", ["com.hand"])])
+        // A seed before it still counts.
+        history.insert(Self.change(.seed, "early", ["com.early"], at: 4, on: "node-d"))
+        #expect(history.rules.map(\.name) == ["early", "hand"])
     }
 
     @Test func twoRulesClaimingOnePrefixLeaveItToTheEarlierChange() {
@@ -79,7 +89,7 @@ import Testing
             for _ in 0..<3 {
                 var history = VendorRuleHistory()
                 for change in (changes + changes.prefix(2)).shuffled(using: &random) { history.insert(change) }
-                #expect(history.rules == expected, "round \(round)")
+                #expect(history.rules == expected, "round \(round): \(changes.map { "\($0.kind) \($0.name) \($0.rule?.prefixes ?? []) \($0.time) \($0.origin)" })")
             }
         }
         #expect(conflicts > 0)

@@ -5,20 +5,37 @@ import RegistryCore
 /// and tuples of (HLC, origin text).
 public enum VendorRuleOracle {
     public static func rules(_ changes: [VendorRuleChange]) -> [VendorRule] {
+        // Accepted when, where, then (for changes that share both, which one node never makes)
+        // kind, name and rule, as text.
         func key(_ change: VendorRuleChange) -> (UInt64, String) { (change.time.rawValue, change.origin.value) }
+        func full(_ change: VendorRuleChange) -> String {
+            let rule = change.rule.map { "\($0.prefixes.joined(separator: ","))|\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? "|"
+            return "\(change.kind.rawValue)|\(change.name)|\(rule)"
+        }
         func before(_ a: (UInt64, String), _ b: (UInt64, String)) -> Bool { a.0 != b.0 ? a.0 < b.0 : a.1 < b.1 }
+        func earlier(_ a: VendorRuleChange, _ b: VendorRuleChange) -> Bool { key(a) == key(b) ? full(a) < full(b) : before(key(a), key(b)) }
         let seeds = changes.filter { $0.kind == .seed }
-        var firstStart: (UInt64, String)?
-        for seed in seeds where firstStart == nil || before(key(seed), firstStart!) { firstStart = key(seed) }
+        var firstSeed: VendorRuleChange?
+        for seed in seeds where firstSeed == nil || earlier(seed, firstSeed!) { firstSeed = seed }
+        var firstOperator: VendorRuleChange?
+        for change in changes where change.kind != .seed && (firstOperator == nil || earlier(change, firstOperator!)) {
+            firstOperator = change
+        }
         var decided = [String: VendorRuleChange]()
-        for seed in seeds where key(seed) == firstStart! { decided[seed.name] = seed }
+        // The seed counts only when it came before every operator change.
+        if let firstSeed, firstOperator.map({ earlier(firstSeed, $0) }) ?? true {
+            for seed in seeds where key(seed) == key(firstSeed) {
+                if let held = decided[seed.name], earlier(held, seed) { continue }
+                decided[seed.name] = seed
+            }
+        }
         var latest = [String: VendorRuleChange]()
         for change in changes where change.kind != .seed {
-            if let held = latest[change.name], !before(key(held), key(change)) { continue }
+            if let held = latest[change.name], !earlier(held, change) { continue }
             latest[change.name] = change
         }
         for (name, change) in latest { decided[name] = change }
-        let order = decided.values.sorted { a, b in key(a) == key(b) ? a.name < b.name : before(key(a), key(b)) }
+        let order = decided.values.sorted(by: earlier)
         var owner = [String: String]()
         var result = [VendorRule]()
         for change in order {

@@ -113,7 +113,7 @@ public final class RegistryEngine: Sendable {
         }
         if seeded {
             pipeline.enqueue(.own(done: {}), waits: true)
-        } else if Set(inForce.rules) != Set(configuredRules.rules) {
+        } else if !configuredRules.rules.isEmpty, Set(inForce.rules) != Set(configuredRules.rules) {
             logger.warning(
                 "the config file's vendors differ from the cluster's; keeping the cluster's (registryctl vendor list shows them)",
                 metadata: ["cluster": "\(inForce.rules.map(\.name))", "file": "\(configuredRules.rules.map(\.name))"])
