@@ -321,6 +321,43 @@ def main():
     check(reborn.created and reborn.device_id == minted_device_id(key, "com.interop", sealed_identifier(secret, 1, keychain), 1, 1),
           f"registered again after a forget: {reborn}")
 
+    # Vendor rules (vendor.proto): the cluster's, listed and changed with VendorRequest; a
+    # registration after a change is filed under the new vendor, and a prefix of another vendor
+    # is refused.
+    from registry.v1 import vendor_pb2  # noqa: E402, F401
+
+    def vendor_request(request_id, fill):
+        frame = envelope_pb2.ClientFrame(request_id=request_id)
+        fill(frame.vendor)
+        conn.send(frame)
+        return conn.receive(envelope_pb2)
+
+    listed = vendor_request(70, lambda v: v.list.SetInParent())
+    check(listed.WhichOneof("body") == "vendor_rules" and listed.vendor_rules.default_depth == 2, f"vendor list: {listed}")
+
+    def add_cdn(v):
+        v.add.name = "interop-cdn"
+        v.add.prefixes.extend(["org.interopcdn", "net.interopcdn"])
+        v.add.max_devices = 2
+        v.add.past_limit = common_pb2.BINDING_PAST_LIMIT_REPLACE
+
+    added = vendor_request(71, add_cdn).vendor_rules
+    rule = next((r for r in added.rules if r.name == "interop-cdn"), None)
+    check(rule is not None and list(rule.prefixes) == ["org.interopcdn", "net.interopcdn"] and rule.max_devices == 2
+          and rule.past_limit == common_pb2.BINDING_PAST_LIMIT_REPLACE and rule.active_within_days == 0, f"vendor add: {added}")
+    filed = envelope_pb2.ClientFrame(request_id=72)
+    filed.register_device.bundle_id = "net.interopcdn.player"
+    filed.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=str(uuid.uuid4()))
+    conn.send(filed)
+    check(conn.receive(envelope_pb2).register_result.vendor == "interop-cdn", "a registration after the change is filed under it")
+
+    def add_overlap(v):
+        v.add.name = "thief"
+        v.add.prefixes.append("org.interopcdn")
+
+    overlap = vendor_request(73, add_overlap)
+    check(overlap.WhichOneof("body") == "error" and overlap.error.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"overlap: {overlap}")
+
     # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
     # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.
     from registry.v1 import oplog_pb2, peer_pb2  # noqa: E402
