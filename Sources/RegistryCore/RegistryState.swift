@@ -227,6 +227,8 @@ public struct RegistryState: Sendable {
     /// next generation again while the ID is a forgotten one, so that a forgotten ID is never
     /// handed out again.
     private func newDeviceID(for registration: Registration, generations: [UInt32], mint: (UInt32) -> DeviceID) -> DeviceID {
+        // Nothing was ever forgotten here: every claim is in generation 0 (the common case).
+        if tombstones.isEmpty { return mint(0) }
         let source = registration.identifiers.firstIndex { $0.kind == .idfv } ?? registration.identifiers.firstIndex { $0.kind == .keychain }
         var generation = source.flatMap { generations.isEmpty ? nil : generations[$0] } ?? 0
         var id = mint(generation)
