@@ -33,6 +33,24 @@ public struct VendorRuleChange: Hashable, Sendable {
         self.origin = origin
     }
 
+    /// A change read back from its stored or sent fields (`maxDevices` and `activeWithinDays` as
+    /// their wire numbers, 0 for none), the rule checked as ``VendorRule`` checks it: a corrupt or
+    /// hostile change is refused, not applied.
+    public static func reading(
+        kind: Kind, name: String, prefixes: [String], maxDevices: Int, activeWithinDays: Int, pastLimit: BindingPolicy.PastLimit,
+        time: HLCTimestamp, origin: NodeID
+    ) throws(IdentityError) -> VendorRuleChange {
+        guard kind != .remove else {
+            guard !name.isEmpty else { throw .invalidVendor("a removal names no vendor") }
+            return VendorRuleChange(kind: kind, name: name, rule: nil, time: time, origin: origin)
+        }
+        let policy = try BindingPolicy(
+            maxDevices: maxDevices, activeWithinDays: activeWithinDays == 0 ? nil : activeWithinDays, pastLimit: pastLimit)
+        let rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)
+        guard rule.name == name else { throw .invalidVendor("vendor name \(quoted(name)) is not in its normal form") }
+        return VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin)
+    }
+
     /// True when `self` was accepted before `other`: by HLC, then origin. Changes one node makes
     /// never share both, but the order is total all the same (then kind, name, and the rule's
     /// fields), so that no replica's order can depend on the order changes arrived in.

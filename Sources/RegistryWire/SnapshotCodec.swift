@@ -191,17 +191,14 @@ public enum SnapshotCodec {
             for _ in 0..<Int(try input.integer(UInt16.self)) { prefixes.append(try input.string()) }
             let (maxDevices, window) = (Int(try input.integer(UInt32.self)), Int(try input.integer(UInt32.self)))
             let pastLimit: BindingPolicy.PastLimit = try input.integer(UInt8.self) == 1 ? .replace : .reject
-            var rule: VendorRule?
-            if kind != .remove {
-                do throws(IdentityError) {
-                    let policy = try BindingPolicy(maxDevices: maxDevices, activeWithinDays: window == 0 ? nil : window, pastLimit: pastLimit)
-                    rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)
-                } catch {
-                    throw .invalidField("snapshot vendor rule \(name.debugDescription): \(error)")
-                }
-                guard rule?.name == name else { throw .invalidField("snapshot vendor rule \(name.debugDescription) is not a valid name") }
+            do throws(IdentityError) {
+                record = .vendorRule(
+                    try VendorRuleChange.reading(
+                        kind: kind, name: name, prefixes: prefixes, maxDevices: maxDevices, activeWithinDays: window, pastLimit: pastLimit,
+                        time: time, origin: origin))
+            } catch {
+                throw .invalidField("snapshot vendor rule \(name.debugDescription): \(error)")
             }
-            record = .vendorRule(VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin))
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }

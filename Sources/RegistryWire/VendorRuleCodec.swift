@@ -47,21 +47,14 @@ enum VendorRuleCodec {
         } catch {
             throw .invalidOperation("vendor rule: \(error)")
         }
-        var rule: VendorRule?
-        if kind != .remove {
-            do throws(IdentityError) {
-                let window = message.active_within_days == 0 ? nil : Int(message.active_within_days)
-                let policy = try BindingPolicy(
-                    maxDevices: Int(message.max_devices), activeWithinDays: window, pastLimit: try pastLimit(message.past_limit))
-                rule = try VendorRule(name: name, prefixes: CRead.strings(message.n_prefixes, message.prefixes), binding: policy)
-            } catch {
-                throw .invalidOperation("vendor rule \(name.debugDescription): \(error)")
-            }
-            guard rule?.name == name else { throw .invalidOperation("vendor rule \(name.debugDescription) is not a valid name") }
-        } else {
-            guard !name.isEmpty else { throw .invalidOperation("vendor rule: no name") }
+        do throws(IdentityError) {
+            return try VendorRuleChange.reading(
+                kind: kind, name: name, prefixes: CRead.strings(message.n_prefixes, message.prefixes), maxDevices: Int(message.max_devices),
+                activeWithinDays: Int(message.active_within_days), pastLimit: try pastLimit(message.past_limit),
+                time: HLCTimestamp(rawValue: message.at_hlc), origin: origin)
+        } catch {
+            throw .invalidOperation("vendor rule \(name.debugDescription): \(error)")
         }
-        return VendorRuleChange(kind: kind, name: name, rule: rule, time: HLCTimestamp(rawValue: message.at_hlc), origin: origin)
     }
 
     static func pastLimit(_ value: BindingPolicy.PastLimit) -> Int32 {
