@@ -186,7 +186,10 @@ public struct RegistryState: Sendable {
 
         let operation: RegistrationOp
         if roots.isEmpty {
-            let id = newDeviceID(for: registration, generations: generations, mint: mint)
+            let (id, source, generation) = newDeviceID(for: registration, generations: generations, mint: mint)
+            // Minted past a forgotten ID: the identifier it is minted from claims that generation
+            // too, so that no replica finds the claim of the forgotten device under it.
+            if let source, generation > 0 { keys[source] = registration.identifiers[source].atGeneration(generation) }
             let ref = DeviceRef(id: id, created: now, origin: origin, vendor: vendor)
             operation = RegistrationOp(device: ref, bundle: registration.bundle, claims: keys, merged: [], seen: now)
         } else {
@@ -221,14 +224,18 @@ public struct RegistryState: Sendable {
         return generation
     }
 
-    /// The ID of a device that `registration` creates. A minted ID (``DeviceID/minted(vendor:idfv:generation:key:)``)
-    /// takes the claim generation of the identifier it is minted from, the IDFV or else the
-    /// keychain UUID, so that two nodes creating the device at once mint the same ID; and the
-    /// next generation again while the ID is a forgotten one, so that a forgotten ID is never
-    /// handed out again.
-    private func newDeviceID(for registration: Registration, generations: [UInt32], mint: (UInt32) -> DeviceID) -> DeviceID {
+    /// The ID of a device that `registration` creates, the identifier it is minted from (by
+    /// index, nil for a random ID) and the claim generation it was minted in. A minted ID
+    /// (``DeviceID/minted(vendor:idfv:generation:key:)``) takes the claim generation of the
+    /// identifier it is minted from, the IDFV or else the keychain UUID, so that two nodes creating
+    /// the device at once mint the same ID; and the next generation again while the ID is a
+    /// forgotten one (a node can hold a forget before the forgotten device's registration), so
+    /// that a forgotten ID is never handed out again.
+    private func newDeviceID(
+        for registration: Registration, generations: [UInt32], mint: (UInt32) -> DeviceID
+    ) -> (id: DeviceID, source: Int?, generation: UInt32) {
         // Nothing was ever forgotten here: every claim is in generation 0 (the common case).
-        if tombstones.isEmpty { return mint(0) }
+        if tombstones.isEmpty { return (mint(0), nil, 0) }
         let source = registration.identifiers.firstIndex { $0.kind == .idfv } ?? registration.identifiers.firstIndex { $0.kind == .keychain }
         var generation = source.flatMap { generations.isEmpty ? nil : generations[$0] } ?? 0
         var id = mint(generation)
@@ -236,7 +243,7 @@ public struct RegistryState: Sendable {
             generation += 1
             id = mint(generation)
         }
-        return id
+        return (id, source, generation)
     }
 
     /// What a registration tells the app it no longer should use: every device, other than the

@@ -20,7 +20,10 @@ extension NodeState {
         _ id: DeviceID, wallMillis: UInt64, operations: inout [LoggedOperation], access: ConnectionAccess
     ) -> ServerBody {
         guard let vendor = registry.vendor(of: id), let canonical = registry.canonical(of: id) else {
-            return .error(registry.isGone(id) ? Self.gone(id) : WireError(code: .notFound, message: "no device \(id)"))
+            // Known only as forgotten (its registration has not arrived): told only to who
+            // reaches every vendor, as its vendor is unknown here.
+            let told = registry.isGone(id) && access.reachesEveryVendor
+            return .error(told ? Self.gone(id) : WireError(code: .notFound, message: "no device \(id)"))
         }
         if !access.allows(.admin) && !access.allows(.register, vendor: vendor.name) {
             guard access.allows(.read, vendor: vendor.name) else { return .error(WireError(code: .notFound, message: "no device \(id)")) }

@@ -372,10 +372,12 @@ struct NodeState {
             do {
                 let id = try DeviceID(parsing: text)
                 // Another vendor's device is not found: its existence is not revealed.
-                if let vendor = registry.vendor(of: id), !access.allows(.read, vendor: vendor.name) {
+                let vendor = registry.vendor(of: id)
+                if let vendor, !access.allows(.read, vendor: vendor.name) {
                     return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
                 }
-                if registry.isGone(id) { return .answer(.error(Self.gone(id))) }
+                // Known only as forgotten, its vendor unknown here: told only to who reaches every vendor.
+                if registry.isGone(id), vendor != nil || access.reachesEveryVendor { return .answer(.error(Self.gone(id))) }
                 guard let record = registry.resolve(id) else {
                     return .answer(.error(WireError(code: .notFound, message: "no device \(id)")))
                 }

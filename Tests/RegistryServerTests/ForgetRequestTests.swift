@@ -59,6 +59,20 @@ import Testing
         #expect(found.deviceID == fresh.deviceID)
     }
 
+    /// A device the node knows only from a forget (its registration has not arrived) has no
+    /// vendor here: only a caller that reaches every vendor is told it is gone.
+    @Test func aDeviceKnownOnlyAsForgottenIsGoneOnlyToWhoReachesEveryVendor() throws {
+        var node = try helper.node()
+        let id = DeviceID(UUID128(high: 0x1234, low: 0x5678))
+        node.registry.apply(ForgetOp(device: id, vendor: Vendor(trusted: "com.acme")))
+        let scoped = ConnectionAccess.token(AccessToken(subject: "s", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))
+        let everyVendor = ConnectionAccess.token(AccessToken(subject: "o", vendors: .all, roles: [.read, .admin], expiresAt: .max))
+        #expect(helper.errorCode(helper.ask(&node, .resolve(deviceID: id.description), access: scoped)) == .notFound)
+        #expect(helper.errorCode(helper.ask(&node, forget(id.description), access: scoped)) == .notFound)
+        #expect(helper.errorCode(helper.ask(&node, .resolve(deviceID: id.description), access: everyVendor)) == .gone)
+        #expect(helper.errorCode(helper.ask(&node, forget(id.description), access: everyVendor)) == .gone)
+    }
+
     @Test func forgettingNeedsAdminOrRegisterOnTheVendorAndRefusesBadIDsWithoutChangingAnything() throws {
         var node = try helper.node()
         let phone = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])

@@ -171,7 +171,6 @@ final class CommitPipeline: Sendable {
         completion: (@Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void)?
     ) {
         dispatchPrecondition(condition: .onQueue(writer.queue))
-        let started = SystemClock.monotonicNanos()
         let keeping = erasing ? 1 : Snapshotter.keeping
         snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, keeping: keeping) { outcome in
             let covered: UInt64?
@@ -179,7 +178,7 @@ final class CommitPipeline: Sendable {
             if outcome != nil {
                 self.core.withLockedValue { core in
                     core.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos())
-                    if erasing && covered != nil { core.erasure.erasureSnapshotTaken(startedNanos: started) }
+                    if erasing && covered != nil { core.erasure.erasureSnapshotTaken(covering: through) }
                 }
             }
             completion?(outcome)
@@ -208,9 +207,12 @@ final class CommitPipeline: Sendable {
     private func checkErasure() {
         let now = SystemClock.monotonicNanos()
         let start = core.withLockedValue { core -> (through: [LogID: UInt64], clock: HLCTimestamp)? in
-            core.erasure.observe(tombstones: core.node.registry.tombstoneCount, nowNanos: now)
-            guard core.erasure.isDue(nowNanos: now), core.snapshotPolicy.startByRequest() else { return nil }
-            return (core.durable.vector.sequences, core.node.clock.last)
+            if core.node.registry.tombstoneCount != core.erasure.tombstonesSeen {
+                core.erasure.observe(tombstones: core.node.registry.tombstoneCount, held: core.node.versionVector.sequences, nowNanos: now)
+            }
+            let durable = core.durable.vector.sequences
+            guard core.erasure.isDue(nowNanos: now, durable: durable), core.snapshotPolicy.startByRequest() else { return nil }
+            return (durable, core.node.clock.last)
         }
         guard let start else { return }
         do {

@@ -192,6 +192,8 @@ public final class RegistryEngine: Sendable {
         var mustWait = false
         var ownThrough: UInt64 = 0
         var token = CausalToken.empty
+        // Every request of the group was prepared with these rules.
+        let preparedWith = resolver.version
         var renewed: BundleResolver?
         for (index, (frame, request)) in zip(frames, prepared).enumerated() {
             let last = index == frames.count - 1
@@ -202,10 +204,11 @@ public final class RegistryEngine: Sendable {
                 // meanwhile, for its replicas say, stays refused).
                 var request = request
                 core.node.refreshRules()
-                if (renewed ?? resolver).version != core.node.rulesVersion, request.dependsOnVendorRules {
-                    var fresh = BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: resolver.capacity)
-                    request = access.authorize(NodeState.prepare(frame.body, resolver: &fresh, limits: limits, identifierKey: identifierKey))
-                    renewed = fresh
+                if preparedWith != core.node.rulesVersion, request.dependsOnVendorRules {
+                    if renewed?.version != core.node.rulesVersion {
+                        renewed = BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: resolver.capacity)
+                    }
+                    request = access.authorize(NodeState.prepare(frame.body, resolver: &renewed!, limits: limits, identifierKey: identifierKey))
                 }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable

@@ -22,6 +22,15 @@ enum ConnectionAccess: Sendable, Equatable {
         }
     }
 
+    /// Whether it reaches every vendor: only then may it learn of a device whose vendor the node
+    /// does not know (one known only as forgotten).
+    var reachesEveryVendor: Bool {
+        switch self {
+        case .unrestricted: return true
+        case .token(let token): return token.vendors == .all
+        }
+    }
+
     /// The refusal of `role` on `vendor`, as the client reads it.
     static func denied(_ role: TokenRole, vendor: String? = nil) -> WireError {
         WireError(

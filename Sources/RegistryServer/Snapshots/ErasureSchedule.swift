@@ -1,3 +1,5 @@
+import RegistryCore
+
 /// When a node takes the snapshots that take forgotten devices' bytes off its disk in time
 /// (`--erasure-within`), as a plain value.
 ///
@@ -11,18 +13,18 @@
 /// Forgets are gathered in groups: one group holds the forgets seen within a quarter of the
 /// deadline of its first, so that a steady stream of forgets costs one erasure snapshot per
 /// quarter, not one per forget. A group's snapshot is due half the deadline after its first
-/// forget, leaving the other half for the snapshot itself. A forget counts as covered by a
-/// snapshot that started at least ``settleNanos`` after it was seen: by then it is durable.
+/// forget, leaving the other half for the snapshot itself, and once what the node held when it
+/// saw the group's last forget is durable: a snapshot covers only what is durable, and covers a
+/// group only when it covers that.
 struct ErasureSchedule: Sendable, Equatable {
     /// The deadline; 0 turns the schedule off.
     let withinNanos: UInt64
-    /// Forgets seen before a snapshot's start by less than this are not counted as covered by it.
-    static let settleNanos: UInt64 = 1_000_000_000
 
-    /// Forgets seen and not yet covered by an erasure snapshot: when the first and the last of
-    /// them were seen.
+    /// Forgets seen and not yet covered by an erasure snapshot: when the first of them was seen,
+    /// and what the node held (every log's sequence) when it saw the last.
     struct Group: Sendable, Equatable {
-        var first: UInt64, last: UInt64
+        var first: UInt64
+        var held: [LogID: UInt64]
     }
 
     private(set) var groups: [Group] = []
@@ -33,27 +35,31 @@ struct ErasureSchedule: Sendable, Equatable {
         withinNanos = UInt64(withinSeconds) * 1_000_000_000
     }
 
-    /// The state now holds `tombstones` tombstones: those beyond the last count are new forgets,
-    /// seen at `nowNanos`.
-    mutating func observe(tombstones: Int, nowNanos: UInt64) {
+    /// The state now holds `tombstones` tombstones, and `held` of every log: those beyond the last
+    /// count are new forgets, seen at `nowNanos`.
+    mutating func observe(tombstones: Int, held: [LogID: UInt64], nowNanos: UInt64) {
         defer { tombstonesSeen = tombstones }
         guard withinNanos > 0, tombstones > tombstonesSeen else { return }
         if let last = groups.last, nowNanos &- last.first < withinNanos / 4 {
-            groups[groups.count - 1].last = nowNanos
+            groups[groups.count - 1].held = held
         } else {
-            groups.append(Group(first: nowNanos, last: nowNanos))
+            groups.append(Group(first: nowNanos, held: held))
         }
     }
 
-    /// Whether an erasure snapshot should start now.
-    func isDue(nowNanos: UInt64) -> Bool {
-        groups.contains { nowNanos >= max($0.first &+ withinNanos / 2, $0.last &+ Self.settleNanos) }
+    /// Whether an erasure snapshot should start now, `durable` of every log being durable.
+    func isDue(nowNanos: UInt64, durable: [LogID: UInt64]) -> Bool {
+        groups.contains { nowNanos >= $0.first &+ withinNanos / 2 && Self.covers(durable, $0.held) }
     }
 
-    /// An erasure snapshot that started at `startedNanos` was taken: the groups seen long enough
-    /// before it are done.
-    mutating func erasureSnapshotTaken(startedNanos: UInt64) {
-        groups.removeAll { $0.last &+ Self.settleNanos <= startedNanos }
+    /// An erasure snapshot of `covered` (every log's sequence) was taken: the groups it covers are
+    /// done.
+    mutating func erasureSnapshotTaken(covering covered: [LogID: UInt64]) {
+        groups.removeAll { Self.covers(covered, $0.held) }
+    }
+
+    private static func covers(_ vector: [LogID: UInt64], _ held: [LogID: UInt64]) -> Bool {
+        held.allSatisfy { log, sequence in (vector[log] ?? 0) >= sequence }
     }
 
     /// The interval at which a node checks the schedule: a twentieth of the deadline, from 0.1 s
