@@ -23,8 +23,9 @@ import Testing
         history.insert(Self.change(.seed, "acme", ["com.acme", "net.acmecdn"], at: 50, on: "node-c"))
         history.insert(Self.change(.seed, "other", ["org.other"], at: 50, on: "node-c"))
         #expect(history.rules == [Self.rule("acme", ["com.acme"]), Self.rule("bbc", ["uk.co.bbc"])])
-        // An operator's change beats any seed, even one accepted later by a clock behind.
-        history.insert(Self.change(.set, "acme", ["com.acme", "net.acmecdn"], at: 5, on: "node-a", maxDevices: 3))
+        // An operator's change of one seeded vendor replaces its rule and leaves the others.
+        history.insert(Self.change(.set, "acme", ["com.acme", "net.acmecdn"], at: 15, on: "node-a", maxDevices: 3))
+        #expect(history.rules == [Self.rule("acme", ["com.acme", "net.acmecdn"], maxDevices: 3), Self.rule("bbc", ["uk.co.bbc"])])
         history.insert(Self.change(.remove, "bbc", at: 60))
         #expect(history.rules == [Self.rule("acme", ["com.acme", "net.acmecdn"], maxDevices: 3)])
         // The latest operator change of a vendor wins.

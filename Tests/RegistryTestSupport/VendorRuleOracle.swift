@@ -8,9 +8,9 @@ public enum VendorRuleOracle {
         // Accepted when, where, then (for changes that share both, which one node never makes)
         // kind, name and rule, as text.
         func key(_ change: VendorRuleChange) -> (UInt64, String) { (change.time.rawValue, change.origin.value) }
-        func full(_ change: VendorRuleChange) -> String {
-            let rule = change.rule.map { "\($0.prefixes.joined(separator: ","))|\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? "|"
-            return "\(change.kind.rawValue)|\(change.name)|\(rule)"
+        func full(_ change: VendorRuleChange) -> (String, String, String, String) {
+            let policy = change.rule.map { "\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? ""
+            return ("\(change.kind.rawValue)", change.name, change.rule?.prefixes.joined(separator: ",") ?? "", policy)
         }
         func before(_ a: (UInt64, String), _ b: (UInt64, String)) -> Bool { a.0 != b.0 ? a.0 < b.0 : a.1 < b.1 }
         func earlier(_ a: VendorRuleChange, _ b: VendorRuleChange) -> Bool { key(a) == key(b) ? full(a) < full(b) : before(key(a), key(b)) }

@@ -95,6 +95,10 @@ import Testing
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 2, name: "acme", prefixes: ["com.acme"], maxDevices: 0)) }
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 2, name: "Bad Name", prefixes: ["com.acme"], maxDevices: 1)) }
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 3, name: "", prefixes: [], maxDevices: 0)) }
+        // A name another node would write lower-case.
+        #expect(throws: CodecError.invalidOperation("vendor rule \"Acme\": invalid vendor: vendor name \"Acme\" is not in its normal form")) {
+            try OperationCodec.decode(try encoded(kind: 2, name: "Acme", prefixes: ["com.acme"], maxDevices: 1))
+        }
         guard case .vendorRule(let removal) = try OperationCodec.decode(try encoded(kind: 3, name: "acme", prefixes: [], maxDevices: 0)) else {
             Issue.record("a removal did not decode")
             return

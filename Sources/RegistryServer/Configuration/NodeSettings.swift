@@ -292,7 +292,7 @@ extension NodeSetting {
         flag: "erasure-within", environment: "REGISTRY_ERASURE_WITHIN", fileKey: "erasureWithin", fileType: .wholeNumber,
         defaultText: "86400",
         help: "Seconds within which a forgotten device's bytes leave this node's snapshots and journal files (0...31536000; 0: only as ordinary snapshots take them).",
-        discussion: "After a forget the node takes two snapshots, the first half this time after it, each in a new journal file, so that the newest kept snapshot holds no forgotten record and the journal files before it can be trimmed. Trimming also waits until every member holds those files: a member that is down holds the deadline up until it is back or removed. docs/security.md says what is gone when."
+        discussion: "Half this time after a forget, once it is durable, the node goes on in a new journal file and takes an erasure snapshot that it keeps alone, so that no kept snapshot holds the forgotten records and the journal files before it can be trimmed. Trimming also waits until every member holds those files: a member that is down holds the deadline up until it is back or removed. docs/security.md says what is gone when."
     ) { text, configuration throws(SettingValueError) in
         configuration.erasureWithinSeconds = try SettingValueError.wholeNumber(text, in: 0...31_536_000, "erasure deadline")
     }

@@ -266,8 +266,8 @@ import Testing
                     if expected.gone.contains(acknowledged.device.uuid) {
                         // Forgotten: its identifier is released, or claimed again by a device
                         // that is not gone.
-                        if let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id, state.isGone(found) {
-                            return "\(acknowledged.identifier) leads to gone \(found)"
+                        if let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id, expected.gone.contains(found.uuid) {
+                            return "\(acknowledged.identifier) leads to \(found), which the operations say is gone"
                         }
                         continue
                     }
@@ -303,8 +303,15 @@ import Testing
             return nil
         }
         let wantedRules = VendorRuleOracle.rules(vendorChanges)
-        for engine in engines where engine.withState({ $0.vendorRuleHistory.rules }) != wantedRules {
-            throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) applies vendor rules \(engine.withState { $0.vendorRuleHistory.rules }); the rule makes \(wantedRules)")
+        for engine in engines {
+            // The rules the node registers and binds with, not only those its history makes.
+            let applied = engine.core.withLockedValue { core -> [VendorRule] in
+                core.node.refreshRules()
+                return core.node.rules.rules
+            }
+            guard applied == wantedRules else {
+                throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) applies vendor rules \(applied); the rule makes \(wantedRules)")
+            }
         }
         guard wantedRules.contains(where: { $0.prefixes.contains("com.sim") }) == (simulation.vendorRules.rules.contains { $0.prefixes.contains("com.sim") }) else {
             throw SimulationFailure(seed: seed, reason: "the seed of the first start is not the configured rules: \(wantedRules)")
