@@ -391,6 +391,7 @@ extension ClusterSimulation.Counts {
         forgetsOfGone += other.forgetsOfGone
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
+        removalsRefused.merge(other.removalsRefused, uniquingKeysWith: +)
         vendorErrors.merge(other.vendorErrors, uniquingKeysWith: +)
         registrations += other.registrations
         siblingRaces += other.siblingRaces
