@@ -515,12 +515,6 @@ public struct RegistryState: Sendable {
         slotOf.value(for: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
     }
 
-    /// The devices merged into `id`'s canonical device, sorted; empty when unknown.
-    public func aliases(of id: DeviceID) -> [DeviceID] {
-        guard let number = slotOf.value(for: id.uuid) else { return [] }
-        return (members[slots[number].canonical] ?? []).map { DeviceID(slots[$0].id) }.sorted()
-    }
-
     /// The vendor of device `id`; nil when unknown.
     public func vendor(of id: DeviceID) -> Vendor? {
         slotOf.value(for: id.uuid).map { vendors[slots[$0].vendor] }
@@ -552,12 +546,17 @@ public struct RegistryState: Sendable {
         var devices = 0
         var seen = Set<UInt32>()
         for number in 0..<UInt32(slots.count) where slots[number].canonical == number && !goneRoots.contains(number) {
-            let apps = [slots[number].app] + (moreApps[number] ?? []).map(\.bundle)
-            let moved = apps.filter { changed.contains($0) }
-            if !moved.isEmpty {
-                devices += 1
-                seen.formUnion(moved)
+            // No array a device: this reads every device under the engine's lock.
+            var moves = false
+            if changed.contains(slots[number].app) {
+                seen.insert(slots[number].app)
+                moves = true
             }
+            for app in moreApps[number] ?? [] where changed.contains(app.bundle) {
+                seen.insert(app.bundle)
+                moves = true
+            }
+            if moves { devices += 1 }
         }
         return (devices, seen.map { bundles[$0] }.sorted { $0.value < $1.value })
     }

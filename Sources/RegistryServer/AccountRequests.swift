@@ -77,11 +77,7 @@ extension NodeState {
         case .unbound: code = .unbound
         case .notBound: code = .notBound
         }
-        if code != .rejected && code != .notBound {
-            registry.apply(change)
-            operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .binding(change)))
-            nextSequence += 1
-        }
+        if code != .rejected && code != .notBound { log(.binding(change), at: now, operations: &operations) }
         return .bindResult(BindResultMessage(outcome: code, replacedDeviceID: replaced, account: accountMessage(key)))
     }
 

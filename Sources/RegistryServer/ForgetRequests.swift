@@ -29,15 +29,12 @@ extension NodeState {
             guard access.allows(.read, vendor: vendor.name) else { return .error(WireError(code: .notFound, message: "no device \(id)")) }
             return .error(ConnectionAccess.denied(.register, vendor: vendor.name))
         }
-        let aliases = registry.aliases(of: canonical).map(\.description)
+        let aliases = (registry.resolve(canonical)?.aliases ?? []).map(\.description)
         guard !registry.isGone(canonical) else {
             return .forgetResult(ForgetResultMessage(deviceID: canonical.description, vendor: vendor.name, aliasIDs: aliases, alreadyGone: true))
         }
         let now = clock.tick(wallMillis: wallMillis)
-        let op = ForgetOp(device: canonical, vendor: vendor)
-        registry.apply(op)
-        operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .forget(op)))
-        nextSequence += 1
+        log(.forget(ForgetOp(device: canonical, vendor: vendor)), at: now, operations: &operations)
         return .forgetResult(ForgetResultMessage(deviceID: canonical.description, vendor: vendor.name, aliasIDs: aliases, alreadyGone: false))
     }
 

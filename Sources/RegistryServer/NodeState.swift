@@ -449,11 +449,17 @@ struct NodeState {
         _ node: NodeID, address: String, removed: Bool, wallMillis: UInt64, operations: inout [LoggedOperation]
     ) {
         let now = clock.tick(wallMillis: wallMillis)
-        let op = MembershipOp(node: node, address: address, removed: removed, at: now)
-        registry.apply(op)
-        operations.append(
-            LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .membership(op)))
+        log(.membership(MembershipOp(node: node, address: address, removed: removed, at: now)), at: now, operations: &operations)
+    }
+
+    /// Applies `operation`, made on this node at `now` (a tick of its clock), and appends it to
+    /// its log under the next sequence number. (A registration is applied as it is decided, by
+    /// ``RegistryState/register(_:at:origin:mint:)``, and only appended.)
+    mutating func log(_ operation: Operation, at now: HLCTimestamp, operations: inout [LoggedOperation]) {
+        registry.apply(operation)
+        operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: operation))
         nextSequence += 1
+        refreshRules()
     }
 
     private func lookup(_ request: LookupRequest, access: ConnectionAccess) -> ServerBody {

@@ -90,12 +90,4 @@ extension NodeState {
         }
         return true
     }
-
-    /// Applies `operation`, made on this node at `now`, and appends it to its log.
-    private mutating func log(_ operation: Operation, at now: HLCTimestamp, operations: inout [LoggedOperation]) {
-        registry.apply(operation)
-        operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: operation))
-        nextSequence += 1
-        refreshRules()
-    }
 }
