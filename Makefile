@@ -31,10 +31,12 @@ PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pi
 
 .PHONY: settings-docs bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
-# The C library the build links: protobuf-c.
+# The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
+# publicsuffix package to name the vendor of a bundle no vendor rule matches.
 deps:
 	@command -v pkg-config >/dev/null || $(APT) pkg-config
 	@pkg-config --exists libprotobuf-c || $(APT) libprotobuf-c-dev
+	@test -f /usr/share/publicsuffix/public_suffix_list.dat || $(APT) publicsuffix
 
 # protoc-c regenerates the committed C code.
 proto-tools:
@@ -42,13 +44,12 @@ proto-tools:
 
 # protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
 # a node in the metrics test; openssl makes the TLS tests' certificates; systemd-analyze and
-# kubernetes-validate check deploy/; publicsuffix is the Public Suffix List a core test reads.
+# kubernetes-validate check deploy/.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
 	@command -v systemd-analyze >/dev/null || $(APT) systemd
 	@command -v openssl >/dev/null || $(APT) openssl
-	@test -f /usr/share/publicsuffix/public_suffix_list.dat || $(APT) publicsuffix
 	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
 	@python3 -c 'import kubernetes_validate' 2>/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'

@@ -8,8 +8,8 @@
 /// label; with none, the top-level label alone is the suffix. The vendor is the suffix and one
 /// label more.
 ///
-/// Not yet what names a bundle's vendor: ``VendorRules`` still takes the first two labels, until
-/// the list the node used is pinned in its state (issue 40).
+/// ``DefaultVendorScope/publicSuffix(_:)`` makes it name the vendor of a bundle no vendor rule
+/// matches.
 public struct PublicSuffixList: Sendable, Equatable {
     /// A rule that could not be read; `line` counts from 1.
     public struct Invalid: Error, Equatable, CustomStringConvertible {
@@ -82,6 +82,17 @@ public struct PublicSuffixList: Sendable, Equatable {
             if plain.contains(path) || (index > 0 && wildcards.contains(parent)) { suffix = max(suffix, length) }
         }
         return min(suffix + 1, labels.count)
+    }
+
+    /// The rules in the list's own format, one a line, sorted: what a pin keeps, and reads back
+    /// into an equal list.
+    public var ruleText: String {
+        func domain(_ key: String) -> String { key.split(separator: ".").reversed().joined(separator: ".") }
+        var text = ""
+        for rule in plain.sorted() { text += domain(rule) + "\n" }
+        for rule in wildcards.sorted() { text += "*." + domain(rule) + "\n" }
+        for rule in exceptions.sorted() { text += "!" + domain(rule) + "\n" }
+        return text
     }
 
     /// A digest of the rules, equal for lists that hold the same rules in any order.

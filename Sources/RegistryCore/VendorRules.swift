@@ -46,17 +46,20 @@ public struct VendorRule: Equatable, Sendable {
     }
 }
 
-/// Maps a bundle ID to its vendor scope: the longest configured prefix wins, otherwise the
-/// first `defaultDepth` labels (2: `com.vendor`).
+/// Maps a bundle ID to its vendor scope: the longest rule prefix wins, otherwise the default
+/// scope (``DefaultVendorScope``).
 public struct VendorRules: Equatable, Sendable {
     /// Prefix to vendor name, searched longest first.
     private let byPrefix: [(prefix: String, vendor: String)]
-    public let defaultDepth: Int
+    /// Where a bundle that no rule matches belongs.
+    public let defaultScope: DefaultVendorScope
     public let rules: [VendorRule]
 
     /// Validates that no prefix belongs to two rules and no two rules share a name.
-    public init(rules: [VendorRule] = [], defaultDepth: Int = 2) throws(IdentityError) {
-        guard defaultDepth >= 2 else { throw .invalidVendor("the default vendor depth must be at least 2 labels") }
+    public init(rules: [VendorRule] = [], defaultScope: DefaultVendorScope) throws(IdentityError) {
+        if case .labels(let depth) = defaultScope, depth < 2 {
+            throw .invalidVendor("the default vendor depth must be at least 2 labels")
+        }
         var seen = [String: String]()
         var names = Set<String>()
         for rule in rules {
@@ -71,16 +74,26 @@ public struct VendorRules: Equatable, Sendable {
             }
         }
         self.rules = rules
-        self.defaultDepth = defaultDepth
+        self.defaultScope = defaultScope
         byPrefix = seen.map { ($0.key, $0.value) }.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
+    /// Rules whose default scope is the first `defaultDepth` labels.
+    public init(rules: [VendorRule] = [], defaultDepth: Int = 2) throws(IdentityError) {
+        try self.init(rules: rules, defaultScope: .labels(defaultDepth))
+    }
+
+    /// The same rules with another default scope.
+    public func with(defaultScope: DefaultVendorScope) throws(IdentityError) -> VendorRules {
+        try VendorRules(rules: rules, defaultScope: defaultScope)
+    }
+
     /// Names these rules, the same on every node that holds the same rules whatever their order
-    /// in the file: a fixed-key hash of the default depth, every (prefix, vendor), sorted by
+    /// in the file: a fixed-key hash of the default scope, every (prefix, vendor), sorted by
     /// prefix, and every binding policy other than the default. Never 0 (0 on the wire means
     /// "not said").
     public var fingerprint: UInt64 {
-        var text = "depth=\(defaultDepth)\n"
+        var text = defaultScope.fingerprintLine
         for (prefix, vendor) in byPrefix.sorted(by: { $0.prefix < $1.prefix }) { text += "\(prefix)=\(vendor)\n" }
         // A policy other than the default is part of the rules too (the default adds nothing, so
         // that rules written before policies existed keep their fingerprint).
@@ -91,11 +104,11 @@ public struct VendorRules: Equatable, Sendable {
         return max(StateDigest.text(text), 1)
     }
 
-    /// ``fingerprint`` of no rule and this default depth: what peers compare, now that the rules
+    /// ``fingerprint`` of no rule and this default scope: what peers compare, now that the rules
     /// themselves are the cluster's (``VendorRuleHistory``).
-    public var depthFingerprint: UInt64 {
-        // A depth of at least 2 was checked when these rules were made.
-        (try? VendorRules(defaultDepth: defaultDepth))?.fingerprint ?? 1
+    public var defaultScopeFingerprint: UInt64 {
+        // The scope was checked when these rules were made.
+        (try? VendorRules(defaultScope: defaultScope))?.fingerprint ?? 1
     }
 
     /// The vendor scope of `bundle`.
@@ -103,8 +116,13 @@ public struct VendorRules: Equatable, Sendable {
         for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {
             return Vendor(trusted: entry.vendor)
         }
-        let labels = bundle.labels.prefix(defaultDepth)
-        return Vendor(trusted: labels.joined(separator: "."))
+        let labels = bundle.labels
+        return Vendor(trusted: labels.prefix(defaultScope.vendorLabelCount(labels)).joined(separator: "."))
+    }
+
+    /// True when a rule's prefix covers `bundle`: its vendor is not the default scope's.
+    public func hasRule(for bundle: BundleID) -> Bool {
+        byPrefix.contains { bundle.hasLabelPrefix($0.prefix) }
     }
 
     /// The binding policy of `vendor`: its rule's, or ``BindingPolicy/default`` for a vendor
@@ -113,25 +131,21 @@ public struct VendorRules: Equatable, Sendable {
         rules.first { $0.name == vendor.name }?.binding ?? .default
     }
 
-    /// Checks that `name` is a scope these rules can produce (a rule name, or a plain
-    /// `label.label` default) so a lookup by vendor gets a clear error for a typo.
+    /// Checks that `name` is a scope these rules can produce (a rule name, or a name the default
+    /// scope gives) so a lookup by vendor gets a clear error for a typo.
     public func vendor(named name: String) throws(IdentityError) -> Vendor {
         let lowered = name.lowercased()
         if rules.contains(where: { $0.name == lowered }) { return Vendor(trusted: lowered) }
-        let parsed: BundleID
-        do {
-            parsed = try BundleID(parsing: lowered, minimumLabels: defaultDepth, what: "vendor")
-        } catch {
-            throw .invalidVendor("\(quoted(name)) is neither a configured vendor nor a \(defaultDepth)-label prefix")
-        }
-        guard parsed.labels.count == defaultDepth else {
-            throw .invalidVendor("\(quoted(name)) is neither a configured vendor nor a \(defaultDepth)-label prefix")
-        }
+        let refusal = IdentityError.invalidVendor(
+            "\(quoted(name)) is neither a vendor rule's name nor a vendor that \(defaultScope) names")
+        guard let parsed = try? BundleID(parsing: lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),
+            defaultScope.namesVendor(parsed.labels)
+        else { throw refusal }
         return vendor(of: parsed)
     }
 
     public static func == (lhs: VendorRules, rhs: VendorRules) -> Bool {
-        lhs.rules == rhs.rules && lhs.defaultDepth == rhs.defaultDepth
+        lhs.rules == rhs.rules && lhs.defaultScope == rhs.defaultScope
     }
 }
 

@@ -28,7 +28,9 @@ extension NodeState {
 
     /// The rules in force, as answered.
     var vendorRulesMessage: VendorRulesMessage {
-        VendorRulesMessage(rules: rules.rules.map(VendorRuleMessage.init), defaultDepth: UInt32(rules.defaultDepth))
+        var depth: UInt32 = 0
+        if case .labels(let labels) = rules.defaultScope { depth = UInt32(labels) }
+        return VendorRulesMessage(rules: rules.rules.map(VendorRuleMessage.init), defaultDepth: depth, defaultScope: "\(rules.defaultScope)")
     }
 
     /// Decides a change of the vendor rules: refuses one that names a vendor that is not there
@@ -54,7 +56,7 @@ extension NodeState {
         }
         let next: VendorRules
         do {
-            next = try VendorRules(rules: list, defaultDepth: rules.defaultDepth)
+            next = try VendorRules(rules: list, defaultScope: rules.defaultScope)
         } catch {
             return .error(WireError(error))
         }

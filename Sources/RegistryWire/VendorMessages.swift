@@ -48,11 +48,15 @@ public enum VendorRequestMessage: Hashable, Sendable {
 /// `registry.v1.VendorRules`: the rules in force.
 public struct VendorRulesMessage: Hashable, Sendable {
     public var rules: [VendorRuleMessage]
+    /// The default scope's depth in labels; 0 when it is the Public Suffix List.
     public var defaultDepth: UInt32
+    /// The default scope in words.
+    public var defaultScope: String
 
-    public init(rules: [VendorRuleMessage], defaultDepth: UInt32) {
+    public init(rules: [VendorRuleMessage], defaultDepth: UInt32, defaultScope: String) {
         self.rules = rules
         self.defaultDepth = defaultDepth
+        self.defaultScope = defaultScope
     }
 }
 
@@ -116,11 +120,13 @@ enum VendorCodec {
         message.n_rules = rules.rules.count
         message.rules = arena.array(rules.rules.map { Optional(spec($0, in: arena)) })
         message.default_depth = rules.defaultDepth
+        message.default_scope = arena.string(rules.defaultScope)
         return arena.new(message)
     }
 
     static func rules(_ message: Registry__V1__VendorRules) -> VendorRulesMessage {
         let specs = (0..<message.n_rules).compactMap { index in message.rules?[index].map { spec($0.pointee) } }
-        return VendorRulesMessage(rules: specs, defaultDepth: message.default_depth)
+        return VendorRulesMessage(
+            rules: specs, defaultDepth: message.default_depth, defaultScope: CRead.string(message.default_scope))
     }
 }

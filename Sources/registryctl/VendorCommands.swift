@@ -106,11 +106,11 @@ struct VendorRulesView: Printable {
         let pastLimit: String
     }
 
-    let defaultDepth: UInt32
+    let defaultScope: String
     let rules: [Rule]
 
     init(_ message: VendorRulesMessage) {
-        defaultDepth = message.defaultDepth
+        defaultScope = message.defaultScope
         rules = message.rules.map {
             Rule(
                 name: $0.name, prefixes: $0.prefixes, maxDevices: $0.maxDevices, activeWithinDays: $0.activeWithinDays == 0 ? nil : $0.activeWithinDays,
@@ -118,7 +118,7 @@ struct VendorRulesView: Printable {
         }
     }
 
-    var rows: [(String, String)] { [("vendors", "\(rules.count)"), ("default depth", "\(defaultDepth) labels")] }
+    var rows: [(String, String)] { [("vendors", "\(rules.count)"), ("default vendor", defaultScope)] }
 
     var trailer: [String] {
         rules.flatMap { rule in

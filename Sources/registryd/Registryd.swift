@@ -91,6 +91,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("journal-file-bytes"), help: Self.help("journal-file-bytes"))
     var journalFileBytes: String?
 
+    @Option(name: .customLong("public-suffix-list"), help: Self.help("public-suffix-list"))
+    var publicSuffixList: String?
+
     @Option(name: .customLong("peers"), help: Self.help("peers"))
     var peers: String?
 
@@ -161,6 +164,7 @@ struct Registryd: AsyncParsableCommand {
             "snapshot-every-seconds": snapshotEverySeconds,
             "erasure-within": erasureWithin,
             "journal-file-bytes": journalFileBytes,
+            "public-suffix-list": publicSuffixList,
             "peers": peers,
             "cluster-secret": clusterSecret,
             "max-clock-skew": maxClockSkew,

@@ -89,12 +89,50 @@ import Testing
             let a = try await ClusterTests.stats(nodes[0].endpoint)
             let b = try await ClusterTests.stats(nodes[1].endpoint)
             errors = (a.peers + b.peers).filter { $0.state != "own-address" }.map(\.lastError)
-            if errors.count == 2, errors.allSatisfy({ $0.contains("default vendor depth") }) { break }
+            if errors.count == 2, errors.allSatisfy({ $0.contains("default vendor scope") }) { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(errors.count == 2 && errors.allSatisfy { $0.contains("default vendor depth") }, "\(errors)")
+        #expect(errors.count == 2 && errors.allSatisfy { $0.contains("default vendor scope") }, "\(errors)")
         let stats = try await ClusterTests.stats(nodes[1].endpoint)
         #expect((stats.errors[.vendorRulesMismatch] ?? 0) > 0, "\(stats.errors)")
         #expect(stats.peers.allSatisfy { $0.state != "streaming" })
+    }
+
+    /// The default vendor on a real process: the Public Suffix List names it, the list the node
+    /// first served is pinned in its data directory, and a restart with a newer list that would
+    /// move a registered device keeps the pinned one, says so, and answers with the same IDs.
+    @Test func aNodeKeepsThePinnedListWhenANewerOneWouldMoveItsDevices() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let older = temp.path + "/older.dat"
+        try Data("com\nuk\nco.uk\n".utf8).write(to: URL(fileURLWithPath: older))
+        let newer = temp.path + "/newer.dat"
+        try Data("com\nuk\nco.uk\nltd.uk\n".utf8).write(to: URL(fileURLWithPath: newer))
+        let directory = temp.path + "/node-a"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let port = try ClusterTests.freePort()
+        func start(list: String) throws -> DaemonProcess {
+            try DaemonProcess(dataDirectory: directory, port: port, arguments: ["--node-id", "node-a", "--public-suffix-list", list])
+        }
+        func register(_ node: DaemonProcess, _ bundle: String, _ idfv: String) async throws -> RegisterResult {
+            let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "vendor-test")
+            defer { Task { await client.close() } }
+            return try await client.register(RegisterRequest(bundleID: bundle, idfv: idfv))
+        }
+        let shopIDFV = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+        var node = try start(list: older)
+        let bbc = try await register(node, "uk.co.bbc.iplayer", "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91")
+        #expect(bbc.vendor == "uk.co.bbc")
+        let shop = try await register(node, "uk.ltd.shop.app", shopIDFV)
+        #expect(shop.vendor == "uk.ltd")
+        #expect(node.stop() == 0)
+
+        node = try start(list: newer)
+        defer { node.stop() }
+        #expect(node.log.contains("would move devices to other vendors; keeping the pinned one"), "\(node.log)")
+        let again = try await register(node, "uk.ltd.shop.app", shopIDFV)
+        #expect(again.vendor == "uk.ltd" && again.deviceID == shop.deviceID && !again.created)
+        let listed = try ctl(["vendor", "list"], endpoint: node.endpoint)
+        #expect(listed.stdout.contains("the public suffix list (3 rules"), "\(listed.stdout)")
     }
 }

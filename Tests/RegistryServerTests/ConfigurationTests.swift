@@ -58,7 +58,7 @@ import Testing
             #expect(configuration.nodeID?.value == "n-2" && configuration.clusterID == "prod")
             #expect(configuration.limits.maxFrameBytes == 4096 && configuration.limits.maxBatchSize == 10)
             #expect(configuration.limits.maxInFlight == 7 && configuration.drainTimeoutSeconds == 2.5)
-            #expect(configuration.vendorRules.defaultDepth == 3 && configuration.eventLoopThreads == 3)
+            #expect(configuration.vendorRules.defaultScope == .labels(3) && configuration.eventLoopThreads == 3)
             #expect(configuration.expectedDevices == 5_000_000)
             #expect(configuration.commitPacing == CommitPacing(delayMicros: 350, worthOperations: 400))
             #expect(configuration.snapshotEveryOperations == 5_000)
@@ -70,13 +70,17 @@ import Testing
     /// file, else the default: checked for every setting in the table, each level above the
     /// ones below it.
     @Test func flagsBeatTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
-        // Two valid texts per setting, and the file's JSON for one of them.
+        // Two valid texts per setting, and the file's JSON for one of them. The lists are read.
+        let lists = (1...2).map { FileManager.default.temporaryDirectory.path + "/config-test-\(getpid())-\($0).dat" }
+        for path in lists { try Data("com\nuk\nco.uk\n".utf8).write(to: URL(fileURLWithPath: path)) }
+        defer { for path in lists { try? FileManager.default.removeItem(atPath: path) } }
         let samples: [String: (String, String)] = [
             "host": ("127.0.0.3", "127.0.0.4"), "port": ("7001", "7002"), "data-dir": ("/a", "/b"), "node-id": ("n-1", "n-2"),
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "release-tables-gradually": ("true", "false"), "commit-delay-us": ("10", "20"),
             "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "erasure-within": ("0", "60"), "journal-file-bytes": ("70000", "80000"),
+            "public-suffix-list": (lists[0], lists[1]),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
@@ -105,6 +109,7 @@ import Testing
             case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
             case "erasure-within": return "\(configuration.erasureWithinSeconds)"
             case "journal-file-bytes": return "\(configuration.journalFileBytes)"
+            case "public-suffix-list": return configuration.publicSuffixListPath
             case "peers": return configuration.peers.map(\.description).joined(separator: ",")
             case "cluster-secret": return configuration.clusterSecret ?? "none"
             case "max-clock-skew": return "\(Double(configuration.maxClockSkewMillis) / 1_000)"
@@ -265,6 +270,33 @@ import Testing
         } throws: { error in
             guard let error = error as? ConfigurationError, case .unreadable = error else { return false }
             return true
+        }
+    }
+
+    /// The default vendor comes from the Public Suffix List unless the file sets a depth; a list
+    /// that cannot be read, or holds a bad rule, stops the node with the path and what to do.
+    @Test func thePublicSuffixListIsReadUnlessTheFileSetsADepthAndABadOneIsATypedError() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let bad = temp.path + "/bad.dat"
+        try Data("com\nco..uk\n".utf8).write(to: URL(fileURLWithPath: bad))
+        let cases: [(String, String)] = [
+            (temp.path + "/missing.dat", "install Debian's publicsuffix package"), (bad, "line 2"), ("", "path is empty"),
+        ]
+        for (path, fragment) in cases {
+            #expect {
+                try NodeConfiguration.resolve(flags: ["public-suffix-list": path], environment: [:])
+            } throws: { error in
+                guard let error = error as? ConfigurationError, case .invalidValue(let source, _) = error else { return false }
+                return source == "--public-suffix-list" && "\(error)".contains(fragment)
+            }
+        }
+        let listed = try NodeConfiguration.resolve(flags: [:], environment: [:])
+        #expect(listed.vendorRules.vendor(of: try BundleID(parsing: "uk.co.bbc.iplayer")).name == "uk.co.bbc")
+        try withConfig(#"{"vendorDefaultDepth": 2}"#) { path in
+            // A depth from the file: the list is not read, not even a missing one.
+            let configuration = try NodeConfiguration.resolve(flags: ["config": path, "public-suffix-list": temp.path + "/missing.dat"], environment: [:])
+            #expect(configuration.vendorRules.defaultScope == .labels(2))
         }
     }
 }

@@ -10,6 +10,9 @@ struct ConfigFile {
     private(set) var values: [String: String] = [:]
     /// The vendor rules, when the file gives `vendors` or `vendorDefaultDepth`.
     private(set) var vendorRules: VendorRules?
+    /// Whether the file gives `vendorDefaultDepth`: then the default vendor is that many labels,
+    /// and the Public Suffix List is not read.
+    private(set) var givesDefaultDepth = false
     let path: String
 
     init(path: String) throws(ConfigurationError) {
@@ -44,6 +47,7 @@ struct ConfigFile {
             }
             values[setting.flag] = text
         }
+        givesDefaultDepth = object["vendorDefaultDepth"] != nil
         if object["vendors"] != nil || object["vendorDefaultDepth"] != nil {
             vendorRules = try Self.vendorRules(vendors: object["vendors"], depth: object["vendorDefaultDepth"], path: path)
         }

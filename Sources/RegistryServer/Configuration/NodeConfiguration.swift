@@ -44,7 +44,16 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// How long a request waits for what its causal token names (``NodeSetting/causalTimeout``).
     public var causalTimeoutMillis: UInt64 = 2_000
     public var limits = Limits.default
+    /// The vendor rules a new cluster is seeded with, and the default vendor scope of a bundle
+    /// no rule matches. ``init()`` starts from no rule and the first two labels; ``resolve(flags:environment:)``
+    /// reads the Public Suffix List (``publicSuffixListPath``) unless the config file sets
+    /// `vendorDefaultDepth`. The scope a node serves is pinned in its data directory
+    /// (``DefaultScopePin``).
     public var vendorRules: VendorRules
+    /// Where the Public Suffix List is read from (``NodeSetting/publicSuffixList``).
+    public var publicSuffixListPath = NodeConfiguration.debianPublicSuffixList
+    /// Debian's `publicsuffix` package's list.
+    public static let debianPublicSuffixList = "/usr/share/publicsuffix/public_suffix_list.dat"
     /// How long a graceful shutdown waits for in-flight requests before closing connections.
     public var drainTimeoutSeconds = 10.0
     /// Event-loop threads serving connections; nil means one per CPU core.
@@ -110,10 +119,29 @@ public struct NodeConfiguration: Equatable, Sendable {
                 throw .invalidValue(source: given.source, reason: error.reason)
             }
         }
+        if !(file?.givesDefaultDepth ?? false) { try configuration.readPublicSuffixList() }
         try configuration.refuseUnsafeExposure()
         try configuration.refuseSecretlessCluster()
         try configuration.refuseUnreachableAdvertise()
         return configuration
+    }
+
+    /// Makes the Public Suffix List at ``publicSuffixListPath`` the default vendor scope.
+    public mutating func readPublicSuffixList() throws(ConfigurationError) {
+        let path = publicSuffixListPath
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw .invalidValue(
+                source: "--\(NodeSetting.publicSuffixList.flag)",
+                reason: "cannot read the public suffix list \(path) (\(error.localizedDescription)): install Debian's publicsuffix package, point --\(NodeSetting.publicSuffixList.flag) at a copy, or set vendorDefaultDepth in the config file")
+        }
+        do {
+            vendorRules = try vendorRules.with(defaultScope: .publicSuffix(try PublicSuffixList(parsing: text)))
+        } catch {
+            throw .invalidValue(source: "--\(NodeSetting.publicSuffixList.flag)", reason: "\(path): \(error)")
+        }
     }
 
     /// Whether `host` names this machine's loopback interface only.

@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, erasureWithin, journalFileBytes, peers,
+        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, erasureWithin, journalFileBytes, publicSuffixList, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
@@ -295,6 +295,16 @@ extension NodeSetting {
         discussion: "Half this time after a forget, once it is durable, the node goes on in a new journal file and takes an erasure snapshot that it keeps alone, so that no kept snapshot holds the forgotten records and the journal files before it can be trimmed. Trimming also waits until every member holds those files: a member that is down holds the deadline up until it is back or removed. docs/security.md says what is gone when."
     ) { text, configuration throws(SettingValueError) in
         configuration.erasureWithinSeconds = try SettingValueError.wholeNumber(text, in: 0...31_536_000, "erasure deadline")
+    }
+
+    static let publicSuffixList = NodeSetting(
+        flag: "public-suffix-list", environment: "REGISTRY_PUBLIC_SUFFIX_LIST", fileKey: "publicSuffixList", fileType: .string,
+        defaultText: NodeConfiguration.debianPublicSuffixList,
+        help: "The Public Suffix List that names the vendor of a bundle ID no vendor rule matches, unless the config file sets vendorDefaultDepth.",
+        discussion: "Read in reverse label order: uk.co.bbc.iplayer belongs to uk.co.bbc, com.acme.mail to com.acme. A node pins the default it first served in its data directory (default-vendor.pin) and keeps it: a newer list is taken only when it would move no device the node holds; otherwise the node says how many it would move and keeps the pinned one. docs/identity.md, \"The default vendor\"."
+    ) { text, configuration throws(SettingValueError) in
+        guard !text.isEmpty else { throw SettingValueError("the public suffix list's path is empty") }
+        configuration.publicSuffixListPath = text
     }
 
     static let journalFileBytes = NodeSetting(

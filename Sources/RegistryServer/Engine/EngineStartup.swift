@@ -14,6 +14,9 @@ struct EngineStartup {
     /// Where the serving state's tables come from, a peer's snapshot's included.
     let servingTables: HugePageTableAllocator
     let core: EngineCore
+    /// The configured vendor rules with the default scope the data directory pinned
+    /// (``DefaultScopePin``), and what became of the configured scope.
+    let defaultScope: DefaultScopePin
 
     /// Resolves the cluster secret and opens the storage in `configuration.dataDirectory` on `fs`
     /// (see ``RegistryEngine/init(configuration:logger:wallClock:fs:epochEntropy:onFatalError:)``).
@@ -32,15 +35,17 @@ struct EngineStartup {
             expectedDevices: configuration.expectedDevices, tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy,
             logger: logger)
         nodeID = NodeID(trusted: recovered.metadata.nodeID)
+        defaultScope = try Self.pinDefaultScope(configuration: configuration, recovered: recovered, fs: fs)
+        let rules = defaultScope.rules
         let epoch = recovered.metadata.epoch
         peerIdentity = PeerIdentity(
             clusterID: configuration.clusterID, nodeID: nodeID, epoch: epoch, mintingKeyFingerprint: mintingKey.fingerprint,
-            proof: PeerProof(secret: secret), vendorRulesFingerprint: configuration.vendorRules.depthFingerprint)
+            proof: PeerProof(secret: secret), vendorRulesFingerprint: rules.defaultScopeFingerprint)
         let node = NodeState(
             registry: recovered.registry,
             clock: HybridLogicalClock(last: recovered.clock, maxForwardDriftMillis: configuration.maxClockSkewMillis), nodeID: nodeID,
             epoch: epoch, nextSequence: recovered.versionVector[peerIdentity.ownLog] + 1, versionVector: recovered.versionVector,
-            rules: configuration.vendorRules, limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
+            rules: rules, limits: configuration.limits, mintingKey: mintingKey, identifierKey: identifierKey)
         let policy = SnapshotPolicy(
             everyOperations: UInt64(configuration.snapshotEveryOperations), everySeconds: UInt64(configuration.snapshotEverySeconds),
             coveredOperations: recovered.snapshotLabel ?? 0, nowNanos: SystemClock.monotonicNanos())
@@ -49,6 +54,51 @@ struct EngineStartup {
         core = EngineCore(
             node: node, durable: DurableState(recovered: recovered.versionVector), snapshotPolicy: policy,
             erasure: ErasureSchedule(withinSeconds: configuration.erasureWithinSeconds))
+    }
+
+    /// Reads the directory's default-scope pin, decides with the configured scope, and writes
+    /// the pin when it changed.
+    private static func pinDefaultScope(
+        configuration: NodeConfiguration, recovered: RecoveredStorage, fs: any FileSystem
+    ) throws(NodeStartupError) -> DefaultScopePin {
+        let directory = configuration.dataDirectory
+        let configured = configuration.vendorRules
+        var earlierDepth = 2
+        if case .labels(let depth) = configured.defaultScope { earlierDepth = depth }
+        do {
+            let decision = try DefaultScopePin(
+                pinned: try DefaultScopePinFile.read(from: directory, on: fs), configured: configured, state: recovered.registry,
+                earlierDepth: earlierDepth)
+            if decision.writesPin { try DefaultScopePinFile.write(decision.rules.defaultScope, to: directory, on: fs) }
+            return decision
+        } catch let error as StorageError {
+            throw .storage(error)
+        } catch {
+            // The configured rules were valid, and a pinned depth is at least 2: not reached.
+            throw .storage(.corrupt("default vendor scope: \(error)"))
+        }
+    }
+
+    /// Says what became of the configured default vendor scope.
+    func logDefaultScope(_ logger: Logger) {
+        let serving = "\(defaultScope.rules.defaultScope)"
+        switch defaultScope.outcome {
+        case .same: break
+        case .pinned: logger.info("default vendor scope pinned", metadata: ["scope": "\(serving)"])
+        case .pinnedEarlierDepth:
+            logger.notice("data directory predates default-vendor pins; pinned the depth it served", metadata: ["scope": "\(serving)"])
+        case .replaced(let previous):
+            logger.notice(
+                "the configured default vendor scope moves no device this node holds; serving and pinning it",
+                metadata: ["scope": "\(serving)", "previous": "\(previous)"])
+        case .kept(let configured, let devices, let bundles):
+            logger.warning(
+                "the configured default vendor scope would move devices to other vendors; keeping the pinned one (docs/identity.md, \"The default vendor\")",
+                metadata: [
+                    "serving": "\(serving)", "configured": "\(configured)", "devices": "\(devices)",
+                    "bundles": "\(bundles.prefix(5).map(\.value))",
+                ])
+        }
     }
 
     /// The journal's writer, going on in the file after the last one recovered.

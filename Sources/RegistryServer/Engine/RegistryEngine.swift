@@ -78,7 +78,7 @@ public final class RegistryEngine: Sendable {
         tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
         clusterID = configuration.clusterID
         limits = configuration.limits
-        configuredRules = configuration.vendorRules
+        configuredRules = start.defaultScope.rules
         replicas = ReplicaWaits(
             defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters,
             wallClock: wallClock)
@@ -96,6 +96,7 @@ public final class RegistryEngine: Sendable {
         self.logger = logger
         self.wallClock = wallClock
         start.logOpened(logger)
+        start.logDefaultScope(logger)
         seedVendorRules()
         pipeline.startErasureChecks()
     }

@@ -10,9 +10,9 @@ struct PeerIdentity: Sendable {
     let mintingKeyFingerprint: UInt64
     /// Signs and checks the challenges of the peer handshake.
     let proof: PeerProof
-    /// Names this node's default vendor depth (``VendorRules/fingerprint`` of no rule and that
-    /// depth: the rules themselves are the cluster's, ``VendorRuleHistory``); 0 in tests that
-    /// leave it.
+    /// Names this node's default vendor scope, a depth or a Public Suffix List
+    /// (``VendorRules/defaultScopeFingerprint``: the rules themselves are the cluster's,
+    /// ``VendorRuleHistory``); 0 in tests that leave it.
     var vendorRulesFingerprint: UInt64 = 0
 
     /// This node's own current log.
@@ -52,7 +52,7 @@ struct PeerIdentity: Sendable {
         guard hello.vendorRulesFingerprint == 0 || hello.vendorRulesFingerprint == vendorRulesFingerprint else {
             return WireError(
                 code: .vendorRulesMismatch,
-                message: "peer \(hello.nodeID) has another default vendor depth (vendor rules fingerprint \(String(hello.vendorRulesFingerprint, radix: 16)), this node's \(String(vendorRulesFingerprint, radix: 16))): one bundle's devices would be filed under two vendors; give every node the same vendorDefaultDepth")
+                message: "peer \(hello.nodeID) has another default vendor scope (fingerprint \(String(hello.vendorRulesFingerprint, radix: 16)), this node's \(String(vendorRulesFingerprint, radix: 16))): one bundle's devices would be filed under two vendors; give every node the same Public Suffix List or vendorDefaultDepth (registryctl vendor list names each node's)")
         }
         return nil
     }

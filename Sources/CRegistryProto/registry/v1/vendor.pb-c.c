@@ -372,7 +372,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_request__descriptor =
   (ProtobufCMessageInit) registry__v1__vendor_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descriptors[2] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descriptors[3] =
 {
   {
     "rules",
@@ -398,15 +398,28 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "default_scope",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRules, default_scope),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_rules__field_indices_by_name[] = {
   1,   /* field[1] = default_depth */
+  2,   /* field[2] = default_scope */
   0,   /* field[0] = rules */
 };
 static const ProtobufCIntRange registry__v1__vendor_rules__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_rules__descriptor =
 {
@@ -416,7 +429,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rules__descriptor =
   "Registry__V1__VendorRules",
   "registry.v1",
   sizeof(Registry__V1__VendorRules),
-  2,
+  3,
   registry__v1__vendor_rules__field_descriptors,
   registry__v1__vendor_rules__field_indices_by_name,
   1,  registry__v1__vendor_rules__number_ranges,

@@ -107,11 +107,11 @@ struct  Registry__V1__PeerHello
    */
   uint64_t challenge;
   /*
-   * Names the sender's default vendor depth (a fixed-key hash of it; the
-   * vendor rules themselves are the cluster's, kept in the log). Nodes with
-   * different default depths would file one IDFV under two vendors, so the
-   * receiver refuses a different one (VENDOR_RULES_MISMATCH); 0 says nothing
-   * (an earlier version).
+   * Names the sender's default vendor scope, a depth or a Public Suffix List
+   * (a fixed-key hash of it; the vendor rules themselves are the cluster's,
+   * kept in the log). Nodes with different default scopes would file one
+   * IDFV under two vendors, so the receiver refuses a different one
+   * (VENDOR_RULES_MISMATCH); 0 says nothing (an earlier version).
    */
   uint64_t vendor_rules_fingerprint;
 };

@@ -121,13 +121,19 @@ struct  Registry__V1__VendorRules
   Registry__V1__VendorRuleSpec **rules;
   /*
    * A bundle ID without a rule belongs to the vendor of its first this-many
-   * labels (the node's --vendor-default-depth, from its config file).
+   * labels (the config file's vendorDefaultDepth); 0 when the default is the
+   * Public Suffix List.
    */
   uint32_t default_depth;
+  /*
+   * The default scope in words, such as "the public suffix list (9506 rules,
+   * fingerprint 5d1c...)" or "the first 2 labels".
+   */
+  char *default_scope;
 };
 #define REGISTRY__V1__VENDOR_RULES__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rules__descriptor) \
-    , 0,NULL, 0 }
+    , 0,NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /* Registry__V1__VendorRuleSpec methods */
