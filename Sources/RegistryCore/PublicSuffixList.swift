@@ -24,42 +24,67 @@ public struct PublicSuffixList: Sendable, Equatable {
     private var wildcards: Set<String> = []
     /// Exception rules (`!www.ck`), as `ck.www`.
     private var exceptions: Set<String> = []
+    /// A digest of the rules, equal for lists that hold the same rules in any order.
+    public private(set) var fingerprint: UInt64 = 0
 
     /// Reads the list's text (the format of `public_suffix_list.dat`): one rule a line, `//`
     /// comments and blank lines skipped, each rule ending at the first white space. Rules are
-    /// compared without regard to ASCII case.
+    /// compared without regard to ASCII case. Works on the text's bytes: a node reads the whole
+    /// list (some 10,000 rules) at every start.
     public init(parsing text: String) throws(Invalid) {
         var number = 0
-        // Character-wise, "\r\n" is one newline: lists with either line ending read alike.
-        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
+        var bytes = Array(text.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        var lineStart = 0
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") || bytes[index] == UInt8(ascii: "\r") {
+            defer { lineStart = index + 1 }
+            // "\r\n" is one line end: lists with either line ending read alike.
+            if bytes[index] == UInt8(ascii: "\n"), index > 0, bytes[index - 1] == UInt8(ascii: "\r"), lineStart == index { continue }
             number += 1
-            let line = rawLine.prefix { !$0.isWhitespace }
-            if line.isEmpty || line.hasPrefix("//") { continue }
-            var rule = Substring(line.lowercased())
-            let isException = rule.hasPrefix("!")
-            if isException { rule = rule.dropFirst() }
-            var labels = rule.split(separator: ".", omittingEmptySubsequences: false)
-            guard !labels.isEmpty, labels.allSatisfy({ !$0.isEmpty }) else {
-                throw Invalid(line: number, reason: "\"\(line)\" has an empty label")
-            }
-            let isWildcard = labels.first == "*"
-            if isWildcard { labels.removeFirst() }
-            guard !labels.isEmpty, !labels.contains(where: { $0.contains("*") }) else {
-                throw Invalid(line: number, reason: "\"\(line)\" may hold a wildcard only as its first label, before another")
-            }
-            guard !(isException && isWildcard), !isException || labels.count >= 2 else {
-                throw Invalid(line: number, reason: "\"\(line)\": an exception names a whole domain below a suffix")
-            }
-            let key = labels.reversed().joined(separator: ".")
-            if isException {
-                exceptions.insert(key)
-            } else if isWildcard {
-                wildcards.insert(key)
-            } else {
-                plain.insert(key)
-            }
+            var end = lineStart
+            while end < index, bytes[end] != UInt8(ascii: " "), bytes[end] != UInt8(ascii: "\t") { end += 1 }
+            guard end > lineStart else { continue }
+            let line = bytes[lineStart..<end]
+            if line.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) { continue }
+            try insert(rule: line, line: number)
         }
         guard !(plain.isEmpty && wildcards.isEmpty) else { throw Invalid(line: number, reason: "the list holds no rule") }
+        fingerprint = Self.fingerprint(ruleText)
+    }
+
+    /// Adds one rule, given as its bytes.
+    private mutating func insert(rule line: ArraySlice<UInt8>, line number: Int) throws(Invalid) {
+        let shown = String(decoding: line, as: UTF8.self)
+        var rule = line
+        let isException = rule.first == UInt8(ascii: "!")
+        if isException { rule = rule.dropFirst() }
+        var labels = rule.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard !labels.isEmpty, labels.allSatisfy({ !$0.isEmpty }) else {
+            throw Invalid(line: number, reason: "\"\(shown)\" has an empty label")
+        }
+        let isWildcard = labels.first.map { $0.elementsEqual([UInt8(ascii: "*")]) } ?? false
+        if isWildcard { labels.removeFirst() }
+        guard !labels.isEmpty, !labels.contains(where: { $0.contains(UInt8(ascii: "*")) }) else {
+            throw Invalid(line: number, reason: "\"\(shown)\" may hold a wildcard only as its first label, before another")
+        }
+        guard !(isException && isWildcard), !isException || labels.count >= 2 else {
+            throw Invalid(line: number, reason: "\"\(shown)\": an exception names a whole domain below a suffix")
+        }
+        var key = [UInt8]()
+        key.reserveCapacity(rule.count)
+        for label in labels.reversed() {
+            if !key.isEmpty { key.append(UInt8(ascii: ".")) }
+            // ASCII letters lowered; other bytes (the list's Unicode rules) as they are.
+            for byte in label { key.append((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte) }
+        }
+        let text = String(decoding: key, as: UTF8.self)
+        if isException {
+            exceptions.insert(text)
+        } else if isWildcard {
+            wildcards.insert(text)
+        } else {
+            plain.insert(text)
+        }
     }
 
     /// How many rules the list holds.
@@ -95,12 +120,11 @@ public struct PublicSuffixList: Sendable, Equatable {
         return text
     }
 
-    /// A digest of the rules, equal for lists that hold the same rules in any order.
-    public var fingerprint: UInt64 {
-        var text = ""
-        for rule in plain.sorted() { text += "\(rule)\n" }
-        for rule in wildcards.sorted() { text += "*\(rule)\n" }
-        for rule in exceptions.sorted() { text += "!\(rule)\n" }
-        return max(StateDigest.text(text), 1)
+    /// The digest of a list's ``ruleText``; never 0.
+    private static func fingerprint(_ ruleText: String) -> UInt64 { max(StateDigest.text(ruleText), 1) }
+
+    /// Lists are equal when they hold the same rules.
+    public static func == (lhs: PublicSuffixList, rhs: PublicSuffixList) -> Bool {
+        lhs.fingerprint == rhs.fingerprint && lhs.plain == rhs.plain && lhs.wildcards == rhs.wildcards && lhs.exceptions == rhs.exceptions
     }
 }

@@ -120,11 +120,6 @@ public struct VendorRules: Equatable, Sendable {
         return Vendor(trusted: labels.prefix(defaultScope.vendorLabelCount(labels)).joined(separator: "."))
     }
 
-    /// True when a rule's prefix covers `bundle`: its vendor is not the default scope's.
-    public func hasRule(for bundle: BundleID) -> Bool {
-        byPrefix.contains { bundle.hasLabelPrefix($0.prefix) }
-    }
-
     /// The binding policy of `vendor`: its rule's, or ``BindingPolicy/default`` for a vendor
     /// without a rule.
     public func bindingPolicy(of vendor: Vendor) -> BindingPolicy {

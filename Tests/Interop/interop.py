@@ -333,7 +333,8 @@ def main():
         return conn.receive(envelope_pb2)
 
     listed = vendor_request(70, lambda v: v.list.SetInParent())
-    check(listed.WhichOneof("body") == "vendor_rules" and listed.vendor_rules.default_depth == 2, f"vendor list: {listed}")
+    check(listed.WhichOneof("body") == "vendor_rules" and listed.vendor_rules.default_depth == 0
+          and listed.vendor_rules.default_scope.startswith("the public suffix list ("), f"vendor list: {listed}")
 
     def add_cdn(v):
         v.add.name = "interop-cdn"
