@@ -20,6 +20,11 @@ public struct AccountBindings: Sendable {
 
     public init() {}
 
+    /// The bindings of `changes`, distinct changes of one account in any order.
+    init(changes: [BindingChange]) {
+        self.changes = changes.sorted { $0.precedes($1) }
+    }
+
     /// Puts `change` in its place; false when it was already held (a change delivered again).
     @discardableResult
     public mutating func insert(_ change: BindingChange) -> Bool {

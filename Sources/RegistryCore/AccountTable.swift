@@ -21,20 +21,95 @@ public struct AccountKey: Hashable, Comparable, Sendable, CustomStringConvertibl
 /// It holds changes, not outcomes: which devices an account has now depends on the merges and
 /// the vendor's policy, and is worked out when asked (``AccountBindings/resolve(policy:canonical:)``),
 /// so that changes can arrive in any order and any number of times.
+///
+/// Layout, for memory at millions of bindings: each change is one 48-byte ``Record`` in a paged
+/// array, its vendor and origin interned; two ``RecordIndex``es, by (vendor, account) and by
+/// device, hold only record numbers. A removed change (its device forgotten) leaves its record
+/// behind, marked removed and out of both indexes.
 struct AccountTable: Sendable {
-    private(set) var accounts: [AccountKey: AccountBindings] = [:]
-    /// A device ID, as binding changes name it (it may have become an alias since), to the
-    /// accounts whose changes name it, each once.
-    private var naming: [UUID128: [AccountKey]] = [:]
+    /// One binding change.
+    struct Record: Sendable {
+        let account: UUID128
+        let device: UUID128
+        let time: UInt64
+        let vendor: UInt32
+        /// The interned origin shifted left by 2, or'ed with the kind's raw value; 0 once removed.
+        var originAndKind: UInt32
+
+        var isRemoved: Bool { originAndKind == 0 }
+    }
+
+    private var records = PagedArray<Record>()
+    private var byAccount = RecordIndex()
+    private var byDevice = RecordIndex()
+    private var vendors = Interner<Vendor>()
+    private var origins = Interner<NodeID>()
+    /// Keys the two indexes' hashes, so that clients cannot choose accounts or devices whose
+    /// entries collide without knowing it.
+    private let seed: UInt64
     /// Binding changes held.
     private(set) var changeCount = 0
 
+    init(seed: UInt64 = .random(in: .min ... .max)) {
+        self.seed = seed
+    }
+
+    private static func accountHash(vendor: UInt32, account: UUID128, seed: UInt64) -> UInt64 {
+        foldedMultiply(account.hash(seed: seed) ^ UInt64(vendor), 0x9E37_79B9_7F4A_7C15 ^ seed)
+    }
+
+    private static func deviceHash(_ device: UUID128, seed: UInt64) -> UInt64 { device.hash(seed: ~seed) }
+
+    private func accountHash(vendor: UInt32, account: UUID128) -> UInt64 { Self.accountHash(vendor: vendor, account: account, seed: seed) }
+
+    private func deviceHash(_ device: UUID128) -> UInt64 { Self.deviceHash(device, seed: seed) }
+
+    /// Where each record's entries sit in the two indexes: what they need to grow and to
+    /// delete. Reads a copy of the records (shared, not copied, while no record changes), so
+    /// that it can run while an index is being changed.
+    private func rehashers() -> (account: (UInt32) -> UInt64, device: (UInt32) -> UInt64) {
+        let (records, seed) = (records, seed)
+        return (
+            { Self.accountHash(vendor: records[$0].vendor, account: records[$0].account, seed: seed) },
+            { Self.deviceHash(records[$0].device, seed: seed) }
+        )
+    }
+
+    /// The change a live record holds.
+    private func change(_ record: Record) -> BindingChange {
+        BindingChange(
+            kind: BindingChange.Kind(rawValue: UInt8(record.originAndKind & 3))!, vendor: vendors[record.vendor], account: record.account,
+            device: DeviceID(record.device), time: HLCTimestamp(rawValue: record.time), origin: origins[record.originAndKind >> 2])
+    }
+
+    /// Calls `body` with the number of every live record of `key`'s account.
+    private func forEachRecord(of key: AccountKey, _ body: (UInt32) -> Void) {
+        guard let vendor = vendors.number(of: key.vendor) else { return }
+        byAccount.forEach(
+            hash: accountHash(vendor: vendor, account: key.account),
+            matching: { records[$0].vendor == vendor && records[$0].account == key.account }, body)
+    }
+
     /// Adds `change`; false when it was already held.
     mutating func insert(_ change: BindingChange) -> Bool {
-        let key = AccountKey(vendor: change.vendor, account: change.account)
-        guard accounts[key, default: AccountBindings()].insert(change) else { return false }
+        let vendor = vendors.intern(change.vendor)
+        let origin = origins.intern(change.origin)
+        precondition(origin < 1 << 30, "origins are numbered below 2^30")
+        let originAndKind = origin << 2 | UInt32(change.kind.rawValue)
+        let hash = accountHash(vendor: vendor, account: change.account)
+        var held = false
+        byAccount.forEach(hash: hash, matching: { records[$0].vendor == vendor && records[$0].account == change.account }) { number in
+            let record = records[number]
+            if record.device == change.device.uuid, record.time == change.time.rawValue, record.originAndKind == originAndKind { held = true }
+        }
+        guard !held else { return false }
+        let number = UInt32(records.count)
+        records.append(
+            Record(account: change.account, device: change.device.uuid, time: change.time.rawValue, vendor: vendor, originAndKind: originAndKind))
+        let rehash = rehashers()
+        byAccount.insert(number, hash: hash, rehash: rehash.account)
+        byDevice.insert(number, hash: deviceHash(change.device.uuid), rehash: rehash.device)
         changeCount += 1
-        if !(naming[change.device.uuid]?.contains(key) ?? false) { naming[change.device.uuid, default: []].append(key) }
         return true
     }
 
@@ -42,24 +117,47 @@ struct AccountTable: Sendable {
     mutating func remove(naming devices: [UUID128]) -> [BindingChange] {
         var removed = [BindingChange]()
         for device in devices {
-            for key in naming.removeValue(forKey: device) ?? [] {
-                guard var account = accounts[key] else { continue }
-                let gone = account.removeChanges { $0.device.uuid == device }
-                removed += gone
-                changeCount -= gone.count
-                accounts[key] = account.changes.isEmpty ? nil : account
+            var numbers = [UInt32]()
+            byDevice.forEach(hash: deviceHash(device), matching: { records[$0].device == device }) { numbers.append($0) }
+            guard !numbers.isEmpty else { continue }
+            do {
+                let rehash = rehashers()
+                for number in numbers {
+                    removed.append(change(records[number]))
+                    byAccount.remove(number, hash: rehash.account(number), rehash: rehash.account)
+                    byDevice.remove(number, hash: deviceHash(device), rehash: rehash.device)
+                }
             }
+            // The rehashers' copy is gone: marking the records changes them in place.
+            for number in numbers { records[number].originAndKind = 0 }
+            changeCount -= numbers.count
         }
         return removed
     }
 
     /// The changes of `key`'s account; nil when it has none.
-    func bindings(of key: AccountKey) -> AccountBindings? { accounts[key] }
+    func bindings(of key: AccountKey) -> AccountBindings? {
+        var changes = [BindingChange]()
+        forEachRecord(of: key) { changes.append(change(records[$0])) }
+        return changes.isEmpty ? nil : AccountBindings(changes: changes)
+    }
 
     /// The accounts whose changes name any of `devices`, each once, sorted.
     func accounts(naming devices: [UUID128]) -> [AccountKey] {
         var keys = Set<AccountKey>()
-        for device in devices { keys.formUnion(naming[device] ?? []) }
+        for device in devices {
+            byDevice.forEach(hash: deviceHash(device), matching: { records[$0].device == device }) { number in
+                keys.insert(AccountKey(vendor: vendors[records[number].vendor], account: records[number].account))
+            }
+        }
         return keys.sorted()
     }
+
+    /// Calls `body` with every change held, in the order they were added.
+    func forEachChange(_ body: (BindingChange) throws -> Void) rethrows {
+        for number in 0..<UInt32(records.count) where !records[number].isRemoved { try body(change(records[number])) }
+    }
+
+    /// Buckets of the two indexes (for measurements).
+    var indexCapacities: (accounts: Int, devices: Int) { (byAccount.capacity, byDevice.capacity) }
 }

@@ -94,14 +94,11 @@ extension RegistryState {
                         last: HLCTimestamp(rawValue: app.lastSeen)))
             }
         }
-        for (key, account) in accountTable.accounts.sorted(by: { $0.key < $1.key }) {
-            let vendor = vendors.number(of: key.vendor)!
-            for change in account.changes {
-                try body(
-                    .binding(
-                        kind: change.kind, vendor: vendor, account: change.account, device: change.device, time: change.time,
-                        origin: origins.number(of: change.origin)!))
-            }
+        try accountTable.forEachChange { change in
+            try body(
+                .binding(
+                    kind: change.kind, vendor: vendors.number(of: change.vendor)!, account: change.account, device: change.device,
+                    time: change.time, origin: origins.number(of: change.origin)!))
         }
         for device in tombstones.sorted() { try body(.tombstone(DeviceID(device))) }
         let changes = vendorRuleHistory.changes.sorted { $0.isEarlier(than: $1) }

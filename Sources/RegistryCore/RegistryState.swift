@@ -617,7 +617,8 @@ public struct RegistryState: Sendable {
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             claimed[Snapshot.Claim(vendor: vendors[key.vendor], identifier: identifier)] = DeviceID(slots[owner].id)
         }
-        let bindings = Set(accountTable.accounts.values.flatMap(\.changes))
+        var bindings = Set<BindingChange>()
+        accountTable.forEachChange { bindings.insert($0) }
         return Snapshot(
             devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings,
             tombstones: Set(tombstones.map(DeviceID.init)), gone: Set(devices.keys.filter(isGone)),

@@ -161,12 +161,10 @@ extension RegistryState {
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
         for device in tombstones { sum &+= StateDigest.tombstone(device) }
         for change in vendorRuleHistory.changes { sum &+= StateDigest.vendorRule(change) }
-        for account in accountTable.accounts.values {
-            for change in account.changes {
-                sum &+= StateDigest.binding(
-                    kind: change.kind.rawValue, vendor: StateDigest.text(change.vendor.name), account: change.account,
-                    device: change.device.uuid, time: change.time.rawValue, origin: StateDigest.text(change.origin.value))
-            }
+        accountTable.forEachChange { change in
+            sum &+= StateDigest.binding(
+                kind: change.kind.rawValue, vendor: StateDigest.text(change.vendor.name), account: change.account,
+                device: change.device.uuid, time: change.time.rawValue, origin: StateDigest.text(change.origin.value))
         }
         return sum
     }

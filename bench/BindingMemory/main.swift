@@ -1,8 +1,9 @@
 // Memory a binding takes in a node's state: the resident memory a RegistryState gains while
 // N binding changes are applied (each binds a new account to a device of one vendor, as a first
 // login does), per change, at N = 1M and 10M. Beside it, in the same run, the floor: the same
-// changes packed into one flat array of 56-byte records (kind, interned vendor and origin,
-// account, device, time), which any layout needs at the least before it can find an account.
+// changes packed into one flat array of 48-byte records (account, device, time, interned vendor,
+// interned origin with the kind in its low bits), which any layout needs at the least before it
+// can find an account; what the state takes beyond it is its two indexes.
 // Run by bench/run.sh; prints one JSON object. Argument: the largest N (default 10,000,000).
 import Foundation
 import RegistryCore
@@ -28,8 +29,7 @@ struct PackedChange {
     let device: UUID128
     let time: UInt64
     let vendor: UInt32
-    let origin: UInt32
-    let kind: UInt8
+    let originAndKind: UInt32
 }
 
 let largest = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 10_000_000 : 10_000_000
@@ -47,7 +47,7 @@ for count in [1_000_000, largest] where count <= largest {
     packed.reserveCapacity(count)
     for index in 0..<count {
         let next = change(index, vendor: vendor, origin: origin)
-        packed.append(PackedChange(account: next.account, device: next.device.uuid, time: next.time.rawValue, vendor: 0, origin: 0, kind: next.kind.rawValue))
+        packed.append(PackedChange(account: next.account, device: next.device.uuid, time: next.time.rawValue, vendor: 0, originAndKind: UInt32(next.kind.rawValue)))
     }
     let floorBytes = residentBytes() - floorBefore
     precondition(packed.count == count)

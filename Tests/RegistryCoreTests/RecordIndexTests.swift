@@ -1,0 +1,44 @@
+import Testing
+@testable import RegistryCore
+
+/// ``RecordIndex`` against a dictionary of sets: seeded inserts and removals, with hashes chosen
+/// to collide often (runs that wrap around the table's end, many records of one key), so that
+/// growth and the backward shift of removals are exercised where they can go wrong.
+@Suite struct RecordIndexTests {
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func findsExactlyTheRecordsOfAKeyThroughGrowthAndRemovals(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var keys = [UInt64]()  // record number to its key
+        var live = Set<UInt32>()
+        var oracle = [UInt64: Set<UInt32>]()
+        var index = RecordIndex()
+        // Few distinct hashes: keys share them, and a key's records share its hash.
+        let hash = { (key: UInt64) -> UInt64 in (key % 13) &* 0x9E37_79B9_7F4A_7C15 | (key % 13 == 12 ? 0xF : 0) }
+        for step in 0..<4_000 {
+            if live.isEmpty || random.next() % 3 != 0 {
+                let key = random.next() % 40
+                let record = UInt32(keys.count)
+                keys.append(key)
+                index.insert(record, hash: hash(key)) { hash(keys[Int($0)]) }
+                live.insert(record)
+                oracle[key, default: []].insert(record)
+            } else {
+                let record = live.sorted()[Int(random.next() % UInt64(live.count))]
+                let key = keys[Int(record)]
+                #expect(index.remove(record, hash: hash(key)) { hash(keys[Int($0)]) })
+                #expect(!index.remove(record, hash: hash(key)) { hash(keys[Int($0)]) }, "a record removed is no longer held")
+                live.remove(record)
+                oracle[key]?.remove(record)
+            }
+            if step % 97 == 0 || step == 3_999 {
+                for key in 0..<UInt64(40) {
+                    var found = [UInt32]()
+                    index.forEach(hash: hash(key), matching: { keys[Int($0)] == key }) { found.append($0) }
+                    #expect(Set(found) == (oracle[key] ?? []) && found.count == Set(found).count, "seed \(seed), step \(step), key \(key)")
+                }
+                #expect(index.count == live.count)
+            }
+        }
+        #expect(index.capacity >= index.count * 4 / 3)
+    }
+}
