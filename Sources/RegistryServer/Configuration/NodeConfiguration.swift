@@ -185,7 +185,8 @@ public struct NodeConfiguration: Equatable, Sendable {
         throw .advertiseRequired(host)
     }
 
-    /// Applies a config file on top of `self` (its settings and vendor rules only).
+    /// Applies a config file on top of `self` (its settings and vendor rules only), and reads the
+    /// Public Suffix List unless the file sets `vendorDefaultDepth`.
     public mutating func apply(configFile path: String) throws(ConfigurationError) {
         let file = try ConfigFile(path: path)
         if let rules = file.vendorRules { vendorRules = rules }
@@ -197,6 +198,7 @@ public struct NodeConfiguration: Equatable, Sendable {
                 throw .invalidValue(source: "\(path): \(setting.fileKey)", reason: error.reason)
             }
         }
+        if !file.givesDefaultDepth { try readPublicSuffixList() }
     }
 }
 
