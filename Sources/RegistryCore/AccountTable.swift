@@ -25,7 +25,7 @@ public struct AccountKey: Hashable, Comparable, Sendable, CustomStringConvertibl
 /// Layout, for memory at millions of bindings: each change is one 48-byte ``Record`` in a paged
 /// array, its vendor and origin interned; two ``RecordIndex``es, by (vendor, account) and by
 /// device, hold only record numbers. A removed change (its device forgotten) leaves its record
-/// behind, marked removed and out of both indexes.
+/// behind, cleared and out of both indexes.
 struct AccountTable: Sendable {
     /// One binding change.
     struct Record: Sendable {
@@ -128,8 +128,9 @@ struct AccountTable: Sendable {
                     byDevice.remove(number, hash: deviceHash(device), rehash: rehash.device)
                 }
             }
-            // The rehashers' copy is gone: marking the records changes them in place.
-            for number in numbers { records[number].originAndKind = 0 }
+            // The rehashers' copy is gone: clearing the records changes them in place. Cleared
+            // whole, so that a forgotten device's bindings leave memory at once.
+            for number in numbers { records[number] = Record(account: .zero, device: .zero, time: 0, vendor: 0, originAndKind: 0) }
             changeCount -= numbers.count
         }
         return removed

@@ -34,7 +34,9 @@ public struct DefaultScopePin: Equatable, Sendable {
     /// the depth a directory written before pins served (the config file's `vendorDefaultDepth`
     /// then, 2 by default).
     public init(pinned: DefaultVendorScope?, configured: VendorRules, state: RegistryState, earlierDepth: Int = 2) throws(IdentityError) {
-        let holdsData = state.deviceCount > 0 || state.aliasCount > 0 || !state.vendorRuleHistory.changes.isEmpty
+        let holdsData =
+            state.deviceCount > 0 || state.aliasCount > 0 || !state.vendorRuleHistory.changes.isEmpty || state.bindingChangeCount > 0
+            || state.tombstoneCount > 0 || !state.clusterMembers.isEmpty
         // The rules the state's devices were filed under: the cluster's when it has any.
         let inForce = state.vendorRuleHistory.changes.isEmpty ? configured.rules : state.vendorRuleHistory.rules
         var outcome = Outcome.same

@@ -17,9 +17,11 @@ public enum DefaultVendorScope: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Whether `labels` name a vendor of this scope: the vendor of every bundle below them.
+    /// Whether `labels` name a vendor of this scope: the vendor of a bundle one label below them.
+    /// The label probed with is `-`, which no rule of the list holds (no domain label is a lone
+    /// hyphen), so only a wildcard can match it, as it would any app's label.
     func namesVendor(_ labels: [Substring]) -> Bool {
-        vendorLabelCount(labels + ["app"]) == labels.count
+        vendorLabelCount(labels + ["-"]) == labels.count
     }
 
     /// The fewest labels a default vendor name has: a bundle ID shorter than this has its own

@@ -5,13 +5,21 @@
 ///
 /// Open addressing with linear probing, at most 3/4 full; a key may have any number of records
 /// (a multimap), found together in its probe run. Deletion shifts the entries after it back
-/// (no tombstones), so a lookup still stops at the first empty bucket. Growing rehashes every
-/// entry at once, reading each record: a pause of tens of milliseconds at ten million entries,
-/// which the binding tables it serves (``AccountTable``) accept, and the registration path's
-/// indexes (``HashIndex``) do not.
+/// (no tombstones), so a lookup still stops at the first empty bucket.
+///
+/// Growing moves the entries into a table twice the size a few clusters at a time, on each
+/// insert, as ``HashIndex`` does: moving every entry at once reads every record at random, and
+/// at ten million entries that held the engine's lock for 0.6 s (BENCHMARKS.md, "Memory"). The
+/// old table is emptied whole clusters at a time, starting after an empty bucket, so what is left
+/// of it is whole clusters, and a lookup probes what is left of the old table, then the new one.
 struct RecordIndex: Sendable {
     /// Record number plus one; 0 is empty. A power of two long.
     private var buckets: [UInt32]
+    /// The table being emptied into `buckets` while growing, the bucket the move goes on from,
+    /// and how many of its buckets are still to be visited.
+    private var old: [UInt32] = []
+    private var cursor = 0
+    private var unvisited = 0
     /// Entries held.
     private(set) var count = 0
 
@@ -19,17 +27,28 @@ struct RecordIndex: Sendable {
         buckets = [UInt32](repeating: 0, count: 16)
     }
 
-    /// Buckets held (for tests and measurements).
-    var capacity: Int { buckets.count }
+    /// Buckets held (for tests and measurements), the old table's while growing included.
+    var capacity: Int { buckets.count + old.count }
 
-    private var mask: Int { buckets.count - 1 }
+    /// Whether entries are being moved into a bigger table (for tests).
+    var isGrowing: Bool { unvisited > 0 }
+
+    /// Old buckets visited per insert while growing, at least (each visit also finishes the
+    /// cluster it ends in): 2 would empty the old table just before the new one needs to grow.
+    static var visitsPerInsert: Int { 4 }
 
     /// Calls `body` with every record whose key `matches` accepts, among those probed from
     /// `hash`'s bucket.
     func forEach(hash: UInt64, matching matches: (UInt32) -> Bool, _ body: (UInt32) -> Void) {
+        if isGrowing { Self.probe(old, hash: hash, matching: matches, body) }
+        Self.probe(buckets, hash: hash, matching: matches, body)
+    }
+
+    private static func probe(_ table: [UInt32], hash: UInt64, matching matches: (UInt32) -> Bool, _ body: (UInt32) -> Void) {
+        let mask = table.count - 1
         var bucket = Int(truncatingIfNeeded: hash) & mask
-        while buckets[bucket] != 0 {
-            let record = buckets[bucket] - 1
+        while table[bucket] != 0 {
+            let record = table[bucket] - 1
             if matches(record) { body(record) }
             bucket = (bucket + 1) & mask
         }
@@ -39,14 +58,22 @@ struct RecordIndex: Sendable {
     /// growing.
     mutating func insert(_ record: UInt32, hash: UInt64, rehash: (UInt32) -> UInt64) {
         precondition(record < UInt32.max, "record numbers are below 2^32 - 1")
-        if (count + 1) * 4 > buckets.count * 3 { grow(rehash: rehash) }
-        place(record, hash: hash)
+        if isGrowing {
+            moveSome(rehash: rehash, all: false)
+        } else if (count + 1) * 4 > buckets.count * 3 {
+            startGrowing()
+            moveSome(rehash: rehash, all: false)
+        }
+        Self.place(record, hash: hash, in: &buckets)
         count += 1
     }
 
-    /// Removes `record`, whose key hashes to `hash`; false when it is not held.
+    /// Removes `record`, whose key hashes to `hash`; false when it is not held. Removals are
+    /// rare (a device forgotten): one made while growing first finishes the move.
     @discardableResult
     mutating func remove(_ record: UInt32, hash: UInt64, rehash: (UInt32) -> UInt64) -> Bool {
+        if isGrowing { moveSome(rehash: rehash, all: true) }
+        let mask = buckets.count - 1
         var bucket = Int(truncatingIfNeeded: hash) & mask
         while buckets[bucket] != record + 1 {
             if buckets[bucket] == 0 { return false }
@@ -59,9 +86,7 @@ struct RecordIndex: Sendable {
         var next = (hole + 1) & mask
         while buckets[next] != 0 {
             let home = Int(truncatingIfNeeded: rehash(buckets[next] - 1)) & mask
-            let distanceFromHome = (next - home) & mask
-            let distanceFromHole = (next - hole) & mask
-            if distanceFromHome >= distanceFromHole {
+            if (next - home) & mask >= (next - hole) & mask {
                 buckets[hole] = buckets[next]
                 hole = next
             }
@@ -72,15 +97,38 @@ struct RecordIndex: Sendable {
         return true
     }
 
-    private mutating func place(_ record: UInt32, hash: UInt64) {
+    private static func place(_ record: UInt32, hash: UInt64, in table: inout [UInt32]) {
+        let mask = table.count - 1
         var bucket = Int(truncatingIfNeeded: hash) & mask
-        while buckets[bucket] != 0 { bucket = (bucket + 1) & mask }
-        buckets[bucket] = record + 1
+        while table[bucket] != 0 { bucket = (bucket + 1) & mask }
+        table[bucket] = record + 1
     }
 
-    private mutating func grow(rehash: (UInt32) -> UInt64) {
-        let old = buckets
+    /// Makes a table twice the size and starts moving the current one into it, from the bucket
+    /// after its first empty one (a table at most 3/4 full has one), so that what it empties is
+    /// always whole clusters.
+    private mutating func startGrowing() {
+        old = buckets
         buckets = [UInt32](repeating: 0, count: old.count * 2)
-        for stored in old where stored != 0 { place(stored - 1, hash: rehash(stored - 1)) }
+        cursor = (old.firstIndex(of: 0)! + 1) & (old.count - 1)
+        unvisited = old.count
+    }
+
+    /// Visits ``visitsPerInsert`` old buckets, or every one left when `all`, then the rest of the
+    /// cluster the last one is in, moving their entries into the new table.
+    private mutating func moveSome(rehash: (UInt32) -> UInt64, all: Bool) {
+        let mask = old.count - 1
+        var budget = all ? unvisited : Self.visitsPerInsert
+        while unvisited > 0, budget > 0 || old[cursor] != 0 {
+            let stored = old[cursor]
+            if stored != 0 {
+                Self.place(stored - 1, hash: rehash(stored - 1), in: &buckets)
+                old[cursor] = 0
+            }
+            cursor = (cursor + 1) & mask
+            unvisited -= 1
+            budget -= 1
+        }
+        if unvisited == 0 { old = [] }
     }
 }

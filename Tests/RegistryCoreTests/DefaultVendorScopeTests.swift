@@ -32,6 +32,14 @@ import Testing
         for name in ["uk.co", "uk.co.bbc.iplayer", "com.acme.mail", "bbc", "com"] {
             #expect(throws: IdentityError.self, "\(name)") { try rules.vendor(named: name) }
         }
+        // A rule one label below a vendor (Debian's list has app.lmpm.com) leaves the vendor a
+        // vendor of every other app below it.
+        let below = try VendorRules(defaultScope: .publicSuffix(try PublicSuffixList(parsing: "com\napp.lmpm.com")))
+        #expect(try vendor("com.lmpm.mail", below) == "com.lmpm")
+        #expect(try below.vendor(named: "com.lmpm").name == "com.lmpm")
+        #expect(try vendor("com.lmpm.app.shop.mail", below) == "com.lmpm.app.shop")
+        #expect(try below.vendor(named: "com.lmpm.app.shop").name == "com.lmpm.app.shop")
+        #expect(throws: IdentityError.self) { try below.vendor(named: "com.lmpm.app") }
         let depth = try VendorRules(defaultDepth: 2)
         #expect(try depth.vendor(named: "uk.co").name == "uk.co")
         #expect(throws: IdentityError.self) { try depth.vendor(named: "uk.co.bbc") }
@@ -82,6 +90,29 @@ import Testing
             return
         }
         #expect(devices == 1 && bundles.map(\.value) == ["uk.co.bbc.iplayer"])
+    }
+
+    /// A directory that holds only what is not a device (a binding, a tombstone, a member) still
+    /// served a default, so it is not taken for a new one.
+    @Test func aDirectoryHoldingOnlyBindingsTombstonesOrMembersIsNotNew() throws {
+        let configured = try VendorRules(defaultScope: .publicSuffix(Self.list))
+        let stamp = HLCTimestamp(millis: 1_800_000_000_000, counter: 0)
+        let node = NodeID(trusted: "node-a")
+        var bound = RegistryState()
+        bound.apply(
+            BindingChange(
+                kind: .bind, vendor: Vendor(trusted: "com.acme"), account: UUID128(high: 1, low: 2), device: DeviceID(UUID128(high: 3, low: 4)),
+                time: stamp, origin: node))
+        var forgotten = RegistryState()
+        forgotten.apply(ForgetOp(device: DeviceID(UUID128(high: 5, low: 6)), vendor: Vendor(trusted: "com.acme")))
+        var joined = RegistryState()
+        joined.apply(MembershipOp(node: node, address: "127.0.0.1:7400", removed: false, at: stamp))
+        for state in [bound, forgotten, joined] {
+            let pin = try DefaultScopePin(pinned: nil, configured: configured, state: state)
+            // Nothing held moves, so the configured list is taken, after the earlier depth was
+            // considered rather than a new directory's pin.
+            #expect(pin.outcome == .replaced(previous: .labels(2)) && pin.writesPin, "\(pin.outcome)")
+        }
     }
 
     @Test func aScopeThatMovesNoDeviceHeldReplacesThePin() throws {

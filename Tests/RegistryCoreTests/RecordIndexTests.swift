@@ -30,7 +30,7 @@ import Testing
                 live.remove(record)
                 oracle[key]?.remove(record)
             }
-            if step % 97 == 0 || step == 3_999 {
+            if step % 97 == 0 || step == 3_999 || (index.isGrowing && step % 5 == 0) {
                 for key in 0..<UInt64(40) {
                     var found = [UInt32]()
                     index.forEach(hash: hash(key), matching: { keys[Int($0)] == key }) { found.append($0) }
@@ -40,5 +40,30 @@ import Testing
             }
         }
         #expect(index.capacity >= index.count * 4 / 3)
+    }
+
+    /// Inserts alone, checked while the index moves its entries into a bigger table: what is
+    /// left of the old table and the new one together hold every record, once.
+    @Test(arguments: [11, 12, 13] as [UInt64])
+    func lookupsWhileGrowingFindEveryRecordOnce(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var keys = [UInt64]()
+        var index = RecordIndex()
+        let hash = { (key: UInt64) -> UInt64 in key % 5 == 0 ? 7 : key &* 0x9E37_79B9_7F4A_7C15 }
+        var checkedWhileGrowing = 0
+        for _ in 0..<3_000 {
+            let key = random.next() % 500
+            keys.append(key)
+            index.insert(UInt32(keys.count - 1), hash: hash(key)) { hash(keys[Int($0)]) }
+            guard index.isGrowing else { continue }
+            checkedWhileGrowing += 1
+            let probe = random.next() % 500
+            var found = [UInt32]()
+            index.forEach(hash: hash(probe), matching: { keys[Int($0)] == probe }) { found.append($0) }
+            let expected = keys.indices.filter { keys[$0] == probe }.map(UInt32.init)
+            #expect(found.sorted() == expected, "seed \(seed), key \(probe)")
+        }
+        #expect(checkedWhileGrowing > 100, "the run saw the index grow")
+        #expect(index.count == keys.count)
     }
 }

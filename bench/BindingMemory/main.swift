@@ -4,7 +4,8 @@
 // changes packed into one flat array of 48-byte records (account, device, time, interned vendor,
 // interned origin with the kind in its low bits), which any layout needs at the least before it
 // can find an account; what the state takes beyond it is its two indexes.
-// Run by bench/run.sh; prints one JSON object. Argument: the largest N (default 10,000,000).
+// Also the longest single apply, which is when the binding indexes grow (RecordIndex rehashes
+// every entry at once). Run by bench/run.sh; prints one JSON object. Argument: the largest N (default 10,000,000).
 import Foundation
 import RegistryCore
 
@@ -39,7 +40,15 @@ var results = [String]()
 for count in [1_000_000, largest] where count <= largest {
     let before = residentBytes()
     var state = RegistryState()
-    for index in 0..<count { state.apply(change(index, vendor: vendor, origin: origin)) }
+    // The longest single apply: the binding indexes grow by rehashing every entry at once.
+    var longest = Duration.zero
+    let clock = ContinuousClock()
+    for index in 0..<count {
+        let next = change(index, vendor: vendor, origin: origin)
+        let started = clock.now
+        state.apply(next)
+        longest = max(longest, clock.now - started)
+    }
     let stateBytes = residentBytes() - before
     precondition(state.bindingChangeCount == count)
     let floorBefore = residentBytes()
@@ -53,7 +62,8 @@ for count in [1_000_000, largest] where count <= largest {
     precondition(packed.count == count)
     results.append(
         "{\"bindings\": \(count), \"state_bytes_per_binding\": \(Double(stateBytes) / Double(count)), "
-            + "\"floor_bytes_per_binding\": \(Double(floorBytes) / Double(count)), \"record_stride\": \(MemoryLayout<PackedChange>.stride)}")
+            + "\"floor_bytes_per_binding\": \(Double(floorBytes) / Double(count)), \"record_stride\": \(MemoryLayout<PackedChange>.stride), "
+            + "\"longest_apply_ms\": \(Double(longest.components.attoseconds) / 1e15 + Double(longest.components.seconds) * 1e3)}")
     withExtendedLifetime(state) {}
 }
 print("[" + results.joined(separator: ", ") + "]")
