@@ -1,6 +1,20 @@
 import NIOCore
 import NIOSSL
 import RegistryWire
+import Synchronization
+
+/// Why a connection failed, as its handler first saw it (a TLS handshake refused, say), kept
+/// where a request whose write found the channel already closed can read it: otherwise that
+/// request could only say "I/O on closed channel".
+final class ConnectionFailure: Sendable {
+    private let reason = Mutex<RegistryClientError?>(nil)
+
+    func record(_ error: RegistryClientError) {
+        reason.withLock { held in held = held ?? error }
+    }
+
+    var recorded: RegistryClientError? { reason.withLock { $0 } }
+}
 
 /// Where a request's answer goes: an async caller's promise, or a callback that runs on the
 /// connection's event loop (for callers that must not pay for a task per request).
@@ -72,10 +86,14 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
     /// - Parameter ackReplicas: peers that must hold each write before its answer.
     /// - Parameter session: the causal session requests carry and answers feed.
-    init(maxCoalesced: Int, ackReplicas: UInt32? = nil, session: CausalSession? = nil) {
+    /// Shared with the client, which reads it when a write finds the channel closed.
+    private let failure: ConnectionFailure
+
+    init(maxCoalesced: Int, ackReplicas: UInt32? = nil, session: CausalSession? = nil, failure: ConnectionFailure = ConnectionFailure()) {
         coalescer = RegistrationCoalescer(limit: maxCoalesced)
         self.ackReplicas = ackReplicas
         self.session = session
+        self.failure = failure
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -185,6 +203,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     /// written, and remembers why for every later request.
     private func failAll(_ error: RegistryClientError) {
         closedReason = closedReason ?? error
+        failure.record(error)
         let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
         heldAfter = .empty
         waiting.removeAll()

@@ -53,6 +53,7 @@ public final class RegistryClient: Sendable {
         maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
+        let failure = ConnectionFailure()
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
@@ -62,7 +63,7 @@ public final class RegistryClient: Sendable {
                         if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }
                         try channel.pipeline.syncOperations.addHandlers(
                             ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)),
-                            ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas, session: session))
+                            ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas, session: session, failure: failure))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port).get()
@@ -81,7 +82,9 @@ public final class RegistryClient: Sendable {
             answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel).body
         } catch {
             try? await channel.close()
-            throw error
+            // A TLS handshake the server refused closes the channel, and the hello's write can
+            // find it closed before its answer is failed with the reason: say the reason.
+            throw failure.recorded ?? error
         }
         switch answer {
         case .helloAccepted(let accepted):

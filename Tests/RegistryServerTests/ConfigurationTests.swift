@@ -291,6 +291,21 @@ import Testing
                 return source == "--public-suffix-list" && "\(error)".contains(fragment)
             }
         }
+        // The error names where the path came from: the variable, or the file's key.
+        #expect {
+            try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_PUBLIC_SUFFIX_LIST": bad])
+        } throws: { error in
+            guard let error = error as? ConfigurationError, case .invalidValue(let source, _) = error else { return false }
+            return source == "REGISTRY_PUBLIC_SUFFIX_LIST"
+        }
+        try withConfig(#"{"publicSuffixList": "\#(bad)"}"#) { path in
+            #expect {
+                try NodeConfiguration.resolve(flags: ["config": path], environment: [:])
+            } throws: { error in
+                guard let error = error as? ConfigurationError, case .invalidValue(let source, _) = error else { return false }
+                return source == "\(path): publicSuffixList"
+            }
+        }
         let listed = try NodeConfiguration.resolve(flags: [:], environment: [:])
         #expect(listed.vendorRules.vendor(of: try BundleID(parsing: "uk.co.bbc.iplayer")).name == "uk.co.bbc")
         try withConfig(#"{"vendorDefaultDepth": 2}"#) { path in

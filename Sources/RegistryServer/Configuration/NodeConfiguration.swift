@@ -97,6 +97,7 @@ public struct NodeConfiguration: Equatable, Sendable {
     public static func resolve(flags: [String: String], environment: [String: String]) throws(ConfigurationError) -> NodeConfiguration {
         var configuration = NodeConfiguration()
         var file: ConfigFile?
+        var listSource: String?
         if let path = flags["config"] ?? environment["REGISTRY_CONFIG"] {
             file = try ConfigFile(path: path)
             if let rules = file?.vendorRules { configuration.vendorRules = rules }
@@ -113,13 +114,14 @@ public struct NodeConfiguration: Equatable, Sendable {
                 given = nil
             }
             guard let given else { continue }
+            if setting.flag == NodeSetting.publicSuffixList.flag { listSource = given.source }
             do {
                 try setting.apply(given.text, &configuration)
             } catch {
                 throw .invalidValue(source: given.source, reason: error.reason)
             }
         }
-        if !(file?.givesDefaultDepth ?? false) { try configuration.readPublicSuffixList() }
+        if !(file?.givesDefaultDepth ?? false) { try configuration.readPublicSuffixList(source: listSource) }
         try configuration.refuseUnsafeExposure()
         try configuration.refuseSecretlessCluster()
         try configuration.refuseUnreachableAdvertise()
@@ -127,20 +129,23 @@ public struct NodeConfiguration: Equatable, Sendable {
     }
 
     /// Makes the Public Suffix List at ``publicSuffixListPath`` the default vendor scope.
-    public mutating func readPublicSuffixList() throws(ConfigurationError) {
+    /// `source` names where the path came from (a flag, a variable, a file's key) for an error;
+    /// nil: the default.
+    public mutating func readPublicSuffixList(source: String? = nil) throws(ConfigurationError) {
         let path = publicSuffixListPath
+        let source = source ?? "--\(NodeSetting.publicSuffixList.flag) (default)"
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw .invalidValue(
-                source: "--\(NodeSetting.publicSuffixList.flag)",
+                source: source,
                 reason: "cannot read the public suffix list \(path) (\(error.localizedDescription)): install Debian's publicsuffix package, point --\(NodeSetting.publicSuffixList.flag) at a copy, or set vendorDefaultDepth in the config file")
         }
         do {
             vendorRules = try vendorRules.with(defaultScope: .publicSuffix(try PublicSuffixList(parsing: text)))
         } catch {
-            throw .invalidValue(source: "--\(NodeSetting.publicSuffixList.flag)", reason: "\(path): \(error)")
+            throw .invalidValue(source: source, reason: "\(path): \(error)")
         }
     }
 
@@ -198,7 +203,9 @@ public struct NodeConfiguration: Equatable, Sendable {
                 throw .invalidValue(source: "\(path): \(setting.fileKey)", reason: error.reason)
             }
         }
-        if !file.givesDefaultDepth { try readPublicSuffixList() }
+        if !file.givesDefaultDepth {
+            try readPublicSuffixList(source: file.values[NodeSetting.publicSuffixList.flag] == nil ? nil : "\(path): \(NodeSetting.publicSuffixList.fileKey)")
+        }
     }
 }
 
