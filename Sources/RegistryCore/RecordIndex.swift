@@ -9,26 +9,37 @@
 ///
 /// Growing moves the entries into a table twice the size a few clusters at a time, on each
 /// insert, as ``HashIndex`` does: moving every entry at once reads every record at random, and
-/// at ten million entries that held the engine's lock for 0.6 s (BENCHMARKS.md, "Memory"). The
-/// old table is emptied whole clusters at a time, starting after an empty bucket, so what is left
-/// of it is whole clusters, and a lookup probes what is left of the old table, then the new one.
+/// at ten million entries that held the engine's lock for 0.6 s (docs/performance.md, "Binding
+/// tables"). The old table is emptied whole clusters at a time, starting after an empty bucket,
+/// so what is left of it is whole clusters, and a lookup probes what is left of the old table,
+/// then the new one. Tables are `calloc`ed (``WordTable``), so a new one costs no time to zero:
+/// its pages are faulted in by the inserts that reach them.
+///
+/// A value type: copies share tables until one of them writes (copy on write).
 struct RecordIndex: Sendable {
     /// Record number plus one; 0 is empty. A power of two long.
-    private var buckets: [UInt32]
-    /// The table being emptied into `buckets` while growing, the bucket the move goes on from,
-    /// and how many of its buckets are still to be visited.
-    private var old: [UInt32] = []
+    private var buckets: WordTable
+    /// The table being emptied into `buckets` while growing (empty otherwise), the bucket the
+    /// move goes on from, and how many of its buckets are still to be visited.
+    private var old: WordTable
     private var cursor = 0
     private var unvisited = 0
     /// Entries held.
     private(set) var count = 0
 
     init() {
-        buckets = [UInt32](repeating: 0, count: 16)
+        buckets = WordTable(count: 16)
+        old = WordTable(count: 0)
     }
 
     /// Buckets held (for tests and measurements), the old table's while growing included.
     var capacity: Int { buckets.count + old.count }
+
+    /// Makes the tables this value writes its own (see the type's notes).
+    private mutating func ownTables() {
+        if !isKnownUniquelyReferenced(&buckets) { buckets = buckets.copy() }
+        if !isKnownUniquelyReferenced(&old) { old = old.copy() }
+    }
 
     /// Whether entries are being moved into a bigger table (for tests).
     var isGrowing: Bool { unvisited > 0 }
@@ -44,11 +55,11 @@ struct RecordIndex: Sendable {
         Self.probe(buckets, hash: hash, matching: matches, body)
     }
 
-    private static func probe(_ table: [UInt32], hash: UInt64, matching matches: (UInt32) -> Bool, _ body: (UInt32) -> Void) {
-        let mask = table.count - 1
+    private static func probe(_ table: WordTable, hash: UInt64, matching matches: (UInt32) -> Bool, _ body: (UInt32) -> Void) {
+        let (words, mask) = (table.words, table.count - 1)
         var bucket = Int(truncatingIfNeeded: hash) & mask
-        while table[bucket] != 0 {
-            let record = table[bucket] - 1
+        while words[bucket] != 0 {
+            let record = words[bucket] - 1
             if matches(record) { body(record) }
             bucket = (bucket + 1) & mask
         }
@@ -58,13 +69,14 @@ struct RecordIndex: Sendable {
     /// growing.
     mutating func insert(_ record: UInt32, hash: UInt64, rehash: (UInt32) -> UInt64) {
         precondition(record < UInt32.max, "record numbers are below 2^32 - 1")
+        ownTables()
         if isGrowing {
             moveSome(rehash: rehash, all: false)
         } else if (count + 1) * 4 > buckets.count * 3 {
             startGrowing()
             moveSome(rehash: rehash, all: false)
         }
-        Self.place(record, hash: hash, in: &buckets)
+        Self.place(record, hash: hash, in: buckets)
         count += 1
     }
 
@@ -72,8 +84,9 @@ struct RecordIndex: Sendable {
     /// rare (a device forgotten): one made while growing first finishes the move.
     @discardableResult
     mutating func remove(_ record: UInt32, hash: UInt64, rehash: (UInt32) -> UInt64) -> Bool {
+        ownTables()
         if isGrowing { moveSome(rehash: rehash, all: true) }
-        let mask = buckets.count - 1
+        let (buckets, mask) = (buckets.words, buckets.count - 1)
         var bucket = Int(truncatingIfNeeded: hash) & mask
         while buckets[bucket] != record + 1 {
             if buckets[bucket] == 0 { return false }
@@ -97,11 +110,11 @@ struct RecordIndex: Sendable {
         return true
     }
 
-    private static func place(_ record: UInt32, hash: UInt64, in table: inout [UInt32]) {
-        let mask = table.count - 1
+    private static func place(_ record: UInt32, hash: UInt64, in table: WordTable) {
+        let (words, mask) = (table.words, table.count - 1)
         var bucket = Int(truncatingIfNeeded: hash) & mask
-        while table[bucket] != 0 { bucket = (bucket + 1) & mask }
-        table[bucket] = record + 1
+        while words[bucket] != 0 { bucket = (bucket + 1) & mask }
+        words[bucket] = record + 1
     }
 
     /// Makes a table twice the size and starts moving the current one into it, from the bucket
@@ -109,26 +122,52 @@ struct RecordIndex: Sendable {
     /// always whole clusters.
     private mutating func startGrowing() {
         old = buckets
-        buckets = [UInt32](repeating: 0, count: old.count * 2)
-        cursor = (old.firstIndex(of: 0)! + 1) & (old.count - 1)
+        buckets = WordTable(count: old.count * 2)
+        var empty = 0
+        while old.words[empty] != 0 { empty += 1 }
+        cursor = (empty + 1) & (old.count - 1)
         unvisited = old.count
     }
 
     /// Visits ``visitsPerInsert`` old buckets, or every one left when `all`, then the rest of the
     /// cluster the last one is in, moving their entries into the new table.
     private mutating func moveSome(rehash: (UInt32) -> UInt64, all: Bool) {
-        let mask = old.count - 1
+        let (words, mask) = (old.words, old.count - 1)
         var budget = all ? unvisited : Self.visitsPerInsert
-        while unvisited > 0, budget > 0 || old[cursor] != 0 {
-            let stored = old[cursor]
+        while unvisited > 0, budget > 0 || words[cursor] != 0 {
+            let stored = words[cursor]
             if stored != 0 {
-                Self.place(stored - 1, hash: rehash(stored - 1), in: &buckets)
-                old[cursor] = 0
+                Self.place(stored - 1, hash: rehash(stored - 1), in: buckets)
+                words[cursor] = 0
             }
             cursor = (cursor + 1) & mask
             unvisited -= 1
             budget -= 1
         }
-        if unvisited == 0 { old = [] }
+        if unvisited == 0 { old = WordTable(count: 0) }
+    }
+}
+
+/// `count` zero-filled 32-bit words from a ``TableAllocator`` (`calloc`: a big table's pages are
+/// the kernel's zero pages until written, so making one costs no time).
+///
+/// `@unchecked Sendable`: the words are written only through ``RecordIndex``'s mutating
+/// methods, which first copy a table that is not uniquely referenced, so a table reachable from
+/// more than one value (or thread) is only ever read.
+final class WordTable: @unchecked Sendable {
+    let count: Int
+    let words: UnsafeMutablePointer<UInt32>
+    private let memory: any TableBlock
+
+    init(count: Int, allocator: any TableAllocator = HeapTableAllocator()) {
+        self.count = count
+        memory = allocator.zeroedBlock(bytes: count * MemoryLayout<UInt32>.stride)
+        words = memory.base.bindMemory(to: UInt32.self, capacity: max(count, 1))
+    }
+
+    func copy() -> WordTable {
+        let copy = WordTable(count: count)
+        copy.words.update(from: words, count: count)
+        return copy
     }
 }

@@ -66,4 +66,28 @@ import Testing
         #expect(checkedWhileGrowing > 100, "the run saw the index grow")
         #expect(index.count == keys.count)
     }
+
+    /// A copy shares its tables until one side writes: then each keeps what it held, growth
+    /// and removals included (a snapshot copies the state and writes it out while the node
+    /// goes on changing its own).
+    @Test func copiesDoNotSeeEachOthersChanges() {
+        var keys = (0..<UInt64(100)).map { $0 % 10 }
+        let hash = { (key: UInt64) -> UInt64 in key &* 0x9E37_79B9_7F4A_7C15 }
+        var original = RecordIndex()
+        for record in 0..<UInt32(100) { original.insert(record, hash: hash(keys[Int(record)])) { hash(keys[Int($0)]) } }
+        var copy = original
+        for record in 100..<UInt32(400) {
+            keys.append(UInt64(record) % 10)
+            copy.insert(record, hash: hash(keys[Int(record)])) { hash(keys[Int($0)]) }
+        }
+        copy.remove(3, hash: hash(keys[3])) { hash(keys[Int($0)]) }
+        func records(_ index: RecordIndex, _ key: UInt64) -> Set<UInt32> {
+            var found = Set<UInt32>()
+            index.forEach(hash: hash(key), matching: { keys[Int($0)] == key }) { found.insert($0) }
+            return found
+        }
+        #expect(original.count == 100 && copy.count == 399)
+        #expect(records(original, 3) == Set((0..<UInt32(100)).filter { $0 % 10 == 3 }))
+        #expect(records(copy, 3) == Set((0..<UInt32(400)).filter { $0 % 10 == 3 && $0 != 3 }))
+    }
 }
