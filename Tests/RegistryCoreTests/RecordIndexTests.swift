@@ -5,7 +5,7 @@ import Testing
 /// to collide often (runs that wrap around the table's end, many records of one key), so that
 /// growth and the backward shift of removals are exercised where they can go wrong.
 @Suite struct RecordIndexTests {
-    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func findsExactlyTheRecordsOfAKeyThroughGrowthAndRemovals(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var keys = [UInt64]()  // record number to its key
@@ -51,8 +51,10 @@ import Testing
         var index = RecordIndex()
         let hash = { (key: UInt64) -> UInt64 in key % 5 == 0 ? 7 : key &* 0x9E37_79B9_7F4A_7C15 }
         var checkedWhileGrowing = 0
+        var oracle = [UInt64: [UInt32]]()
         for _ in 0..<3_000 {
             let key = random.next() % 500
+            oracle[key, default: []].append(UInt32(keys.count))
             keys.append(key)
             index.insert(UInt32(keys.count - 1), hash: hash(key)) { hash(keys[Int($0)]) }
             guard index.isGrowing else { continue }
@@ -60,8 +62,7 @@ import Testing
             let probe = random.next() % 500
             var found = [UInt32]()
             index.forEach(hash: hash(probe), matching: { keys[Int($0)] == probe }) { found.append($0) }
-            let expected = keys.indices.filter { keys[$0] == probe }.map(UInt32.init)
-            #expect(found.sorted() == expected, "seed \(seed), key \(probe)")
+            #expect(found.sorted() == oracle[probe] ?? [], "seed \(seed), key \(probe)")
         }
         #expect(checkedWhileGrowing > 100, "the run saw the index grow")
         #expect(index.count == keys.count)
