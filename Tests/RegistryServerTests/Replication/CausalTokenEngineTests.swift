@@ -10,7 +10,7 @@ import Testing
 /// request carrying that token until A's operations reach it (here through
 /// ``RegistryEngine/submitRemote(_:deliver:)``, replication's own path), or answers
 /// NOT_CAUGHT_UP once its `--causal-timeout` passes.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct CausalTokenEngineTests {
+@Suite(.serialized, .timeLimit(.minutes(4))) struct CausalTokenEngineTests {
     func open(_ path: String, node: String, causalTimeoutMillis: UInt64 = 10_000) throws -> RegistryEngine {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var configuration = NodeConfiguration()
@@ -64,7 +64,10 @@ import Testing
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let a = try open(temp.path + "/a", node: "node-a")
-        let b = try open(temp.path + "/b", node: "node-b")
+        // B holds the request until the test hands it A's operations: a few awaits, which a
+        // full suite on 2 cores has delayed past 10 s (once in CI's rehearsal); the timeout's own
+        // test is below.
+        let b = try open(temp.path + "/b", node: "node-b", causalTimeoutMillis: 120_000)
         let c = try open(temp.path + "/c", node: "node-c")
         defer { for engine in [a, b, c] { engine.close() } }
         let keychain = UUID128(high: 1, low: 1)
