@@ -14,7 +14,7 @@ import Testing
 /// fast sender is held back by TCP, and reads again once they are acknowledged. The engine is
 /// real; its disk holds the first commit's sync, so the batches stay in flight for as long as
 /// the test needs.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct PeerBackpressureTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct PeerBackpressureTests {
     /// Counts the reads that reach the channel's head, as the socket would receive them.
     final class ReadCounter: ChannelOutboundHandler, Sendable {
         typealias OutboundIn = ByteBuffer
