@@ -82,12 +82,11 @@ struct AccountTable: Sendable {
             device: DeviceID(record.device), time: HLCTimestamp(rawValue: record.time), origin: origins[record.originAndKind >> 2])
     }
 
-    /// Calls `body` with the number of every live record of `key`'s account.
-    private func forEachRecord(of key: AccountKey, _ body: (UInt32) -> Void) {
-        guard let vendor = vendors.number(of: key.vendor) else { return }
+    /// Calls `body` with the number of every live record of (`vendor`, `account`).
+    private func forEachRecord(vendor: UInt32, account: UUID128, _ body: (UInt32) -> Void) {
         byAccount.forEach(
-            hash: accountHash(vendor: vendor, account: key.account),
-            matching: { records[$0].vendor == vendor && records[$0].account == key.account }, body)
+            hash: accountHash(vendor: vendor, account: account), matching: { records[$0].vendor == vendor && records[$0].account == account },
+            body)
     }
 
     /// Adds `change`; false when it was already held.
@@ -96,9 +95,8 @@ struct AccountTable: Sendable {
         let origin = origins.intern(change.origin)
         precondition(origin < 1 << 30, "origins are numbered below 2^30")
         let originAndKind = origin << 2 | UInt32(change.kind.rawValue)
-        let hash = accountHash(vendor: vendor, account: change.account)
         var held = false
-        byAccount.forEach(hash: hash, matching: { records[$0].vendor == vendor && records[$0].account == change.account }) { number in
+        forEachRecord(vendor: vendor, account: change.account) { number in
             let record = records[number]
             if record.device == change.device.uuid, record.time == change.time.rawValue, record.originAndKind == originAndKind { held = true }
         }
@@ -107,7 +105,7 @@ struct AccountTable: Sendable {
         records.append(
             Record(account: change.account, device: change.device.uuid, time: change.time.rawValue, vendor: vendor, originAndKind: originAndKind))
         let rehash = rehashers()
-        byAccount.insert(number, hash: hash, rehash: rehash.account)
+        byAccount.insert(number, hash: accountHash(vendor: vendor, account: change.account), rehash: rehash.account)
         byDevice.insert(number, hash: deviceHash(change.device.uuid), rehash: rehash.device)
         changeCount += 1
         return true
@@ -139,7 +137,8 @@ struct AccountTable: Sendable {
     /// The changes of `key`'s account; nil when it has none.
     func bindings(of key: AccountKey) -> AccountBindings? {
         var changes = [BindingChange]()
-        forEachRecord(of: key) { changes.append(change(records[$0])) }
+        guard let vendor = vendors.number(of: key.vendor) else { return nil }
+        forEachRecord(vendor: vendor, account: key.account) { changes.append(change(records[$0])) }
         return changes.isEmpty ? nil : AccountBindings(changes: changes)
     }
 

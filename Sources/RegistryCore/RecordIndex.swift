@@ -8,9 +8,8 @@
 /// (no tombstones), so a lookup still stops at the first empty bucket.
 ///
 /// Growing moves the entries into a table twice the size a few clusters at a time, on each
-/// insert, as ``HashIndex`` does: moving every entry at once reads every record at random, and
-/// at ten million entries that held the engine's lock for 0.6 s (docs/performance.md, "Binding
-/// tables"). The old table is emptied whole clusters at a time, starting after an empty bucket,
+/// insert, as ``HashIndex`` does: moving every entry at once reads every record at random, all
+/// under the engine's lock (docs/performance.md, "Binding tables", has what that cost). The old table is emptied whole clusters at a time, starting after an empty bucket,
 /// so what is left of it is whole clusters, and a lookup probes what is left of the old table,
 /// then the new one. Tables are `calloc`ed (``WordTable``), so a new one costs no time to zero:
 /// its pages are faulted in by the inserts that reach them.

@@ -235,8 +235,8 @@ final class MountNamespace {
 func boundLoopbackSocket() -> (descriptor: Int32, port: Int)? {
     // Ports below the kernel's ephemeral range (32768 and up by default), chosen at random: a
     // port the kernel handed out would be free again once closed, and the next outgoing
-    // connection of any test could take it before the node that was given it binds it (seen in
-    // CI's rehearsal: "Address already in use").
+    // connection of any test could take it before the node that was given it binds it
+    // ("Address already in use").
     for _ in 0..<200 {
         if let bound = bindLoopback(port: UInt16.random(in: 20_000...32_000)) { return bound }
     }

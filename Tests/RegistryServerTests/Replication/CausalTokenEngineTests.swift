@@ -65,8 +65,7 @@ import Testing
         defer { temp.remove() }
         let a = try open(temp.path + "/a", node: "node-a")
         // B holds the request until the test hands it A's operations: a few awaits, which a
-        // full suite on 2 cores has delayed past 10 s (once in CI's rehearsal); the timeout's own
-        // test is below.
+        // full suite on 2 cores can delay past 10 s; the timeout's own test is below.
         let b = try open(temp.path + "/b", node: "node-b", causalTimeoutMillis: 120_000)
         let c = try open(temp.path + "/c", node: "node-c")
         defer { for engine in [a, b, c] { engine.close() } }
