@@ -8,7 +8,8 @@ protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
 
 /// The map behind the registry's two big indexes (device ID to slot, claim to slot): open
 /// addressing with linear probing over one flat table of buckets, values `UInt32` slot numbers,
-/// no deletion.
+/// no deletion but a bulk one that builds the table again (``removeAll(where:)``, for the rare
+/// change that re-keys many entries at once).
 ///
 /// Why not `Dictionary`: growing a dictionary rehashes every entry at once, and at a million
 /// devices that held the engine's lock for a tenth of a second, which was the whole latency
@@ -129,6 +130,26 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         old.forEach { key, value in
             if table.find(key, hash: key.hash(seed: seed)) == nil { body(key, value) }
         }
+    }
+
+    /// Removes every entry `shouldRemove` picks and returns them: one pass over the table, and,
+    /// when any goes, a new table of the same size built from the others (linear probing cannot
+    /// empty a bucket in place). Costs time in proportion to the table, so it is only for rare
+    /// bulk changes.
+    mutating func removeAll(where shouldRemove: (Key, UInt32) -> Bool) -> [(Key, UInt32)] {
+        var removed = [(Key, UInt32)]()
+        forEach { key, value in if shouldRemove(key, value) { removed.append((key, value)) } }
+        guard !removed.isEmpty else { return [] }
+        // Built aside: the old tables may be shared with copies of this index.
+        let kept = BucketTable<Key>(capacity: table.capacity, allocator: allocator)
+        forEach { key, value in
+            if !shouldRemove(key, value) { kept.place(key, value, hash: key.hash(seed: seed)) }
+        }
+        table = kept
+        old = nil
+        moved = 0
+        count -= removed.count
+        return removed
     }
 
     private mutating func grow() {

@@ -272,15 +272,17 @@ extension RegistryState {
                 if let number = state.slotOf.value(for: device.uuid) { state.bury(state.slots[number].canonical) }
             case .vendorRule(let change):
                 try enter(.vendorRules, record)
-                let before = state.vendorRuleChanges
-                state.apply(change)
-                guard state.vendorRuleChanges != before else { throw SnapshotRestoreError("vendor rule change \(change) appears twice") }
+                // A snapshot's devices are filed under the vendors its moves left (see finish()).
+                guard state.hold(change) else { throw SnapshotRestoreError("vendor rule change \(change) appears twice") }
             }
         }
 
         /// The state the records made.
         public mutating func finish() throws(SnapshotRestoreError) -> RegistryState {
             try flush()
+            // Finds nothing to file when the snapshot was written by a replica that filed it;
+            // walks the state once, and only when some move joined vendors.
+            state.fileUnderAliases()
             return state
         }
 

@@ -17,8 +17,9 @@ public struct RegistryState: Sendable {
         var created: UInt64
         /// Interned origin node of that creation.
         var origin: UInt32
-        /// Interned vendor.
-        let vendor: UInt32
+        /// Interned vendor: the one the device was created in, or the one a move joined that to
+        /// (``VendorAliases``).
+        var vendor: UInt32
         /// The slot of the winner of this device's merge set; its own slot when canonical.
         /// Always one hop.
         var canonical: UInt32
@@ -162,7 +163,7 @@ public struct RegistryState: Sendable {
     public mutating func register(
         _ registration: Registration, at now: HLCTimestamp, origin: NodeID, mint: (_ generation: UInt32) -> DeviceID
     ) -> (operation: RegistrationOp, outcome: RegistrationOutcome) {
-        let vendor = registration.vendor
+        let vendor = vendorRuleHistory.aliases.filing(registration.vendor)
         // Arrays stay empty, and unallocated, for a first install.
         var owners = [UInt32]()
         var roots = [UInt32]()
@@ -271,11 +272,19 @@ public struct RegistryState: Sendable {
         }
     }
 
-    /// Adds a change of the vendor rules; a change held already changes nothing.
+    /// Adds a change of the vendor rules; a change held already changes nothing. A change that
+    /// moves vendors files their devices, claims and binding changes under the vendor they joined.
     public mutating func apply(_ change: VendorRuleChange) {
-        guard vendorRuleHistory.insert(change) else { return }
+        guard hold(change) else { return }
+        if change.move != nil { fileUnderAliases() }
+    }
+
+    /// Adds a change of the vendor rules to the history, and nothing more; false when held.
+    mutating func hold(_ change: VendorRuleChange) -> Bool {
+        guard vendorRuleHistory.insert(change) else { return false }
         vendorRuleChanges &+= 1
         digest &+= StateDigest.vendorRule(change)
+        return true
     }
 
     /// Adds a tombstone: the merge set of `op.device` is gone, now or once the device arrives.
@@ -315,6 +324,7 @@ public struct RegistryState: Sendable {
 
     /// Adds a binding change (see ``AccountBindings``); a change held already changes nothing.
     public mutating func apply(_ change: BindingChange) {
+        let change = filing(change)
         // The changes of a gone device are not kept (``ForgetOp``).
         guard !isGone(change.device), accountTable.insert(change) else { return }
         // Interned so that a snapshot can name them by number.
@@ -341,26 +351,29 @@ public struct RegistryState: Sendable {
     private mutating func applied(_ op: RegistrationOp) -> UInt32 {
         let device = slot(for: op.device)
         let vendor = slots[device].vendor
-        for identifier in op.claims {
-            let key = ClaimKey(vendor: vendor, identifier: identifier)
-            // One hash for the common case, a claim nobody held.
-            guard let owner = claims.set(key, device) else {
-                digest &+= claimFact(key, owner: device)
-                continue
-            }
-            guard owner != device else { continue }
-            if slots[owner].id < slots[device].id {
-                claims.set(key, owner)
-            } else {
-                digest &+= claimFact(key, owner: device) &- claimFact(key, owner: owner)
-            }
-            union(owner, device)
-        }
+        for identifier in op.claims { claim(ClaimKey(vendor: vendor, identifier: identifier), for: device) }
         for other in op.merged where other.vendor == op.device.vendor {
             union(slot(for: other), device)
         }
         see(bundles.intern(op.bundle), first: op.seen.rawValue, last: op.seen.rawValue, on: slots[device].canonical)
         return device
+    }
+
+    /// Claims `key` for slot `device`. A key another device claimed stays with the lower device ID
+    /// (see ``claims``), and the two devices merge.
+    mutating func claim(_ key: ClaimKey, for device: UInt32) {
+        // One hash for the common case, a claim nobody held.
+        guard let owner = claims.set(key, device) else {
+            digest &+= claimFact(key, owner: device)
+            return
+        }
+        guard owner != device else { return }
+        if slots[owner].id < slots[device].id {
+            claims.set(key, owner)
+        } else {
+            digest &+= claimFact(key, owner: device) &- claimFact(key, owner: owner)
+        }
+        union(owner, device)
     }
 
     /// The slot of `ref`, created when the device is new to this replica.
@@ -424,7 +437,7 @@ public struct RegistryState: Sendable {
         slots.append(
             Slot(
                 id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
-                vendor: vendors.intern(ref.vendor), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
+                vendor: vendors.intern(vendorRuleHistory.aliases.filing(ref.vendor)), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
         slotOf.set(ref.id.uuid, number)
         digest &+= deviceFact(number)
         if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) { bury(number) }
@@ -463,7 +476,7 @@ public struct RegistryState: Sendable {
     }
 
     /// Merges the sets of `a` and `b` under the rule's winner, keeping every alias one hop deep.
-    private mutating func union(_ a: UInt32, _ b: UInt32) {
+    mutating func union(_ a: UInt32, _ b: UInt32) {
         let rootA = slots[a].canonical
         let rootB = slots[b].canonical
         guard rootA != rootB else { return }
@@ -528,18 +541,19 @@ public struct RegistryState: Sendable {
     /// The canonical record of the device `identifier` is claimed by within `vendor`; nil when
     /// nobody claims it, or only forgotten devices did (their claims are released).
     public func lookup(vendor: Vendor, identifier: Identifier) -> DeviceRecord? {
-        guard let vendorNumber = vendors.number(of: vendor) else { return nil }
+        guard let vendorNumber = vendors.number(of: vendorRuleHistory.aliases.filing(vendor)) else { return nil }
         let key = goneRoots.isEmpty ? identifier : identifier.atGeneration(liveGeneration(of: identifier, vendor: vendorNumber))
         guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: key)) else { return nil }
         return record(of: slots[owner].canonical)
     }
 
     /// What changing the vendor rules from `old` to `new` would move: the devices (not gone) that
-    /// hold an app of a bundle that `new` files under another vendor than `old` does, and those
-    /// bundles, sorted. Reads every device only when some bundle seen changes vendor.
+    /// hold an app of a bundle that `new` names another vendor for (``VendorRules/namedVendor(of:)``)
+    /// than the one `old` files it under, and those bundles, sorted. Reads every device only when
+    /// some bundle seen changes vendor.
     public func devicesMoved(from old: VendorRules, to new: VendorRules) -> (devices: Int, bundles: [BundleID]) {
         var changed = Set<UInt32>()
-        for number in 0..<UInt32(bundles.count) where old.vendor(of: bundles[number]) != new.vendor(of: bundles[number]) {
+        for number in 0..<UInt32(bundles.count) where old.vendor(of: bundles[number]) != new.namedVendor(of: bundles[number]) {
             changed.insert(number)
         }
         guard !changed.isEmpty else { return (0, []) }
@@ -563,7 +577,7 @@ public struct RegistryState: Sendable {
 
     /// The binding changes of `account` in `vendor`; nil when it has none.
     public func bindings(of account: AccountKey) -> AccountBindings? {
-        accountTable.bindings(of: account)
+        accountTable.bindings(of: AccountKey(vendor: vendorRuleHistory.aliases.filing(account.vendor), account: account.account))
     }
 
     /// The accounts whose binding changes name `id` or any device merged with it, sorted; empty

@@ -67,6 +67,8 @@ enum StateDigest {
         if let rule = change.rule {
             text += "|\(rule.prefixes.joined(separator: ","))|\(rule.binding.maxDevices)|\(rule.binding.activeWithinDays ?? 0)|\(rule.binding.pastLimit.rawValue)"
         }
+        // A change without a move hashes as it did before moves existed.
+        if let move = change.move { text += "|move \(move.from.joined(separator: ","))>\(move.into)" }
         return finish(step(vendorRuleKind, StateDigest.text(text)))
     }
 

@@ -23,32 +23,40 @@ public struct VendorRuleChange: Hashable, Sendable {
     public let time: HLCTimestamp
     /// The node that accepted it.
     public let origin: NodeID
+    /// The vendors whose devices the change moves, when the operator asked for the move
+    /// (``VendorAliases`` says what it does); nil for a change that moves none.
+    public let move: VendorMove?
 
-    public init(kind: Kind, name: String, rule: VendorRule?, time: HLCTimestamp, origin: NodeID) {
+    public init(kind: Kind, name: String, rule: VendorRule?, time: HLCTimestamp, origin: NodeID, move: VendorMove? = nil) {
         precondition((kind == .remove) == (rule == nil) && (rule.map { $0.name == name } ?? true), "a rule change names its own rule")
+        precondition(kind != .seed || move == nil, "a seed moves no device")
         self.kind = kind
         self.name = name
         self.rule = rule
         self.time = time
         self.origin = origin
+        self.move = move
     }
 
     /// A change read back from its stored or sent fields (`maxDevices` and `activeWithinDays` as
-    /// their wire numbers, 0 for none), the rule checked as ``VendorRule`` checks it: a corrupt or
-    /// hostile change is refused, not applied.
+    /// their wire numbers, 0 for none; `moved` empty for no move), the rule checked as
+    /// ``VendorRule`` checks it and the move as ``VendorMove`` does: a corrupt or hostile change
+    /// is refused, not applied.
     public static func reading(
         kind: Kind, name: String, prefixes: [String], maxDevices: Int, activeWithinDays: Int, pastLimit: BindingPolicy.PastLimit,
-        time: HLCTimestamp, origin: NodeID
+        time: HLCTimestamp, origin: NodeID, moved: [String] = [], movedInto: String = ""
     ) throws(IdentityError) -> VendorRuleChange {
+        let move = try VendorMove.reading(moved: moved, into: movedInto)
+        guard kind != .seed || move == nil else { throw .invalidVendor("a seed of vendor \(quoted(name)) moves devices") }
         guard kind != .remove else {
             guard !name.isEmpty else { throw .invalidVendor("a removal names no vendor") }
-            return VendorRuleChange(kind: kind, name: name, rule: nil, time: time, origin: origin)
+            return VendorRuleChange(kind: kind, name: name, rule: nil, time: time, origin: origin, move: move)
         }
         let policy = try BindingPolicy(
             maxDevices: maxDevices, activeWithinDays: activeWithinDays == 0 ? nil : activeWithinDays, pastLimit: pastLimit)
         let rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)
         guard rule.name == name else { throw .invalidVendor("vendor name \(quoted(name)) is not in its normal form") }
-        return VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin)
+        return VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin, move: move)
     }
 
     /// True when `self` was accepted before `other`: by HLC, then origin. Changes one node makes
@@ -61,7 +69,8 @@ public struct VendorRuleChange: Hashable, Sendable {
 
     private var tieKey: [String] {
         let policy = rule.map { "\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? ""
-        return ["\(kind.rawValue)", name, (rule?.prefixes ?? []).joined(separator: ","), policy]
+        let move = self.move.map { "\($0.from.joined(separator: ","))>\($0.into)" } ?? ""
+        return ["\(kind.rawValue)", name, (rule?.prefixes ?? []).joined(separator: ","), policy, move]
     }
 }
 

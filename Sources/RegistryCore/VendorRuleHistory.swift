@@ -18,6 +18,8 @@ public struct VendorRuleHistory: Sendable {
     public private(set) var changes: Set<VendorRuleChange> = []
     /// The rules in force, sorted by name.
     public private(set) var rules: [VendorRule] = []
+    /// The vendors that moves joined, and the names they are filed under.
+    public private(set) var aliases = VendorAliases()
 
     public init() {}
 
@@ -26,6 +28,7 @@ public struct VendorRuleHistory: Sendable {
     public mutating func insert(_ change: VendorRuleChange) -> Bool {
         guard changes.insert(change).inserted else { return false }
         rules = Self.rules(of: changes)
+        if change.move != nil { aliases = VendorAliases(changes) }
         return true
     }
 

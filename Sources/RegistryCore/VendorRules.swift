@@ -54,9 +54,12 @@ public struct VendorRules: Equatable, Sendable {
     /// Where a bundle that no rule matches belongs.
     public let defaultScope: DefaultVendorScope
     public let rules: [VendorRule]
+    /// Vendor names that moves joined to others (``VendorAliases``): a bundle whose rule or
+    /// default names one of them belongs to the vendor it was joined to.
+    public let aliases: VendorAliases
 
     /// Validates that no prefix belongs to two rules and no two rules share a name.
-    public init(rules: [VendorRule] = [], defaultScope: DefaultVendorScope) throws(IdentityError) {
+    public init(rules: [VendorRule] = [], defaultScope: DefaultVendorScope, aliases: VendorAliases = VendorAliases()) throws(IdentityError) {
         if case .labels(let depth) = defaultScope, depth < 2 {
             throw .invalidVendor("the default vendor depth must be at least 2 labels")
         }
@@ -75,6 +78,7 @@ public struct VendorRules: Equatable, Sendable {
         }
         self.rules = rules
         self.defaultScope = defaultScope
+        self.aliases = aliases
         byPrefix = seen.map { ($0.key, $0.value) }.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
     }
 
@@ -85,7 +89,7 @@ public struct VendorRules: Equatable, Sendable {
 
     /// The same rules with another default scope.
     public func with(defaultScope: DefaultVendorScope) throws(IdentityError) -> VendorRules {
-        try VendorRules(rules: rules, defaultScope: defaultScope)
+        try VendorRules(rules: rules, defaultScope: defaultScope, aliases: aliases)
     }
 
     /// Names these rules, the same on every node that holds the same rules whatever their order
@@ -111,8 +115,15 @@ public struct VendorRules: Equatable, Sendable {
         (try? VendorRules(defaultScope: defaultScope))?.fingerprint ?? 1
     }
 
-    /// The vendor scope of `bundle`.
+    /// The vendor scope of `bundle`: its rule's, else the default scope's, unless a move joined
+    /// that vendor to another.
     public func vendor(of bundle: BundleID) -> Vendor {
+        aliases.filing(namedVendor(of: bundle))
+    }
+
+    /// The vendor the rules or the default scope name for `bundle`, before moves: where a change
+    /// of the rules sends the bundle's devices (``RegistryState/devicesMoved(from:to:)``).
+    public func namedVendor(of bundle: BundleID) -> Vendor {
         for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {
             return Vendor(trusted: entry.vendor)
         }
@@ -130,7 +141,7 @@ public struct VendorRules: Equatable, Sendable {
     /// scope gives) so a lookup by vendor gets a clear error for a typo.
     public func vendor(named name: String) throws(IdentityError) -> Vendor {
         let lowered = name.lowercased()
-        if rules.contains(where: { $0.name == lowered }) { return Vendor(trusted: lowered) }
+        if rules.contains(where: { $0.name == lowered }) || aliases.canonical[lowered] != nil { return aliases.filing(Vendor(trusted: lowered)) }
         let refusal = IdentityError.invalidVendor(
             "\(quoted(name)) is neither a vendor rule's name nor a vendor that \(defaultScope) names")
         guard let parsed = try? BundleID(parsing: lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),
@@ -140,7 +151,7 @@ public struct VendorRules: Equatable, Sendable {
     }
 
     public static func == (lhs: VendorRules, rhs: VendorRules) -> Bool {
-        lhs.rules == rhs.rules && lhs.defaultScope == rhs.defaultScope
+        lhs.rules == rhs.rules && lhs.defaultScope == rhs.defaultScope && lhs.aliases == rhs.aliases
     }
 }
 

@@ -47,4 +47,36 @@ public enum VendorRuleOracle {
         }
         return result.sorted { $0.name < $1.name }
     }
+
+    /// The rule of vendor moves (docs/identity.md, "Moving devices between vendors") written out
+    /// apart from ``VendorAliases``: the vendors that moves connect are found by a search over the
+    /// graph of (moved, into) edges, and each group goes by the `into` of its move accepted last
+    /// by (HLC, origin text). Every name of a group but that one maps to it.
+    public static func aliases(_ changes: [VendorRuleChange]) -> [String: String] {
+        let moves = changes.filter { $0.move != nil }
+        var neighbours = [String: Set<String>]()
+        for change in moves {
+            let move = change.move!
+            for name in move.from {
+                neighbours[name, default: []].insert(move.into)
+                neighbours[move.into, default: []].insert(name)
+            }
+        }
+        var result = [String: String]()
+        var visited = Set<String>()
+        for start in neighbours.keys.sorted() where !visited.contains(start) {
+            var group = Set<String>()
+            var frontier = [start]
+            while let name = frontier.popLast() {
+                guard group.insert(name).inserted else { continue }
+                frontier.append(contentsOf: neighbours[name] ?? [])
+            }
+            visited.formUnion(group)
+            let last = moves.filter { group.contains($0.move!.into) }.max { a, b in
+                a.time.rawValue != b.time.rawValue ? a.time.rawValue < b.time.rawValue : a.origin.value < b.origin.value
+            }!
+            for name in group where name != last.move!.into { result[name] = last.move!.into }
+        }
+        return result
+    }
 }

@@ -7,21 +7,23 @@ import RegistryCore
 /// plain tuples. Each claim is owned by the claimant whose ID's bytes come first, each device
 /// keeps its earliest creation, and each merge set's apps span their earliest and latest
 /// sightings. A merge set is gone when it holds a device a forget named, and then keeps no apps.
-struct ExpectedCanonical {
-    private(set) var canonical: [UUID128: UUID128] = [:]
+/// Vendors that moves joined are one: every claim is keyed by the name `aliases` (from
+/// ``VendorRuleOracle/aliases(_:)``) gives its vendor.
+public struct ExpectedCanonical {
+    public private(set) var canonical: [UUID128: UUID128] = [:]
     /// Every device to its earliest creation: (HLC, origin).
-    private(set) var creation: [UUID128: (created: UInt64, origin: String)] = [:]
+    public private(set) var creation: [UUID128: (created: UInt64, origin: String)] = [:]
     /// Every claim ("vendor/kind/uuid") to the device that owns it.
-    private(set) var owner: [String: UUID128] = [:]
+    public private(set) var owner: [String: UUID128] = [:]
     /// Every canonical device to its apps: bundle text to the earliest and latest sightings
     /// (HLCs) among the operations of its whole merge set.
-    private(set) var apps: [UUID128: [String: (first: UInt64, last: UInt64)]] = [:]
+    public private(set) var apps: [UUID128: [String: (first: UInt64, last: UInt64)]] = [:]
     /// Every device ID a forget named.
-    private(set) var tombstones: Set<UUID128> = []
+    public private(set) var tombstones: Set<UUID128> = []
     /// Every known device whose merge set holds a tombstoned device.
-    private(set) var gone: Set<UUID128> = []
+    public private(set) var gone: Set<UUID128> = []
 
-    init(_ operations: [LoggedOperation]) {
+    public init(_ operations: [LoggedOperation], aliases: [String: String] = [:]) {
         var rank = [UUID128: (UInt64, [UInt8], UUID128)]()
         var parent = [UUID128: UUID128]()
         func find(_ id: UUID128) -> UUID128 {
@@ -47,7 +49,7 @@ struct ExpectedCanonical {
             note(op.device)
             sightings.append((op.device.id.uuid, op.bundle.value, op.seen.rawValue))
             for identifier in op.claims {
-                let key = Self.key(vendor: op.device.vendor, identifier: identifier)
+                let key = Self.key(vendor: Vendor(trusted: aliases[op.device.vendor.name] ?? op.device.vendor.name), identifier: identifier)
                 if let first = claimants[key] { connect(first, op.device.id.uuid) } else { claimants[key] = op.device.id.uuid }
                 let id = op.device.id.uuid
                 if let known = owner[key], !Self.bytes(id).lexicographicallyPrecedes(Self.bytes(known)) { continue }
@@ -76,7 +78,7 @@ struct ExpectedCanonical {
     }
 
     /// The key ``owner`` names a claim by.
-    static func key(vendor: Vendor, identifier: Identifier) -> String {
+    public static func key(vendor: Vendor, identifier: Identifier) -> String {
         "\(vendor.name)/\(identifier.kind.rawValue)/\(identifier.value.text)"
     }
 
