@@ -67,7 +67,7 @@ struct NodeState {
         // The history never holds two rules of one prefix or one name, so the rules are valid.
         let next =
             history.changes.isEmpty
-            ? configuredRules : (try? VendorRules(rules: history.rules, defaultScope: configuredRules.defaultScope)) ?? configuredRules
+            ? configuredRules : (try? VendorRules(rules: history.rules, defaultScope: configuredRules.defaultScope, aliases: history.aliases)) ?? configuredRules
         if next != rules {
             rules = next
             rulesVersion += 1

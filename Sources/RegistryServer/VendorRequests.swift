@@ -2,11 +2,17 @@ import RegistryCore
 import RegistryWire
 
 /// A change of the cluster's vendor rules after the checks that need no state: the rule to set,
-/// or the name of the one to remove.
-enum VendorIntent: Sendable, Equatable {
-    /// `adding`: the vendor must not have a rule yet; otherwise it must.
-    case set(VendorRule, adding: Bool)
-    case remove(name: String)
+/// or the name of the one to remove, and whether the operator asked for the move it makes.
+struct VendorIntent: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
+        /// `adding`: the vendor must not have a rule yet; otherwise it must.
+        case set(VendorRule, adding: Bool)
+        case remove(name: String)
+    }
+
+    let action: Action
+    /// Whether devices may move between vendors (``VendorMove``).
+    let move: Bool
 }
 
 extension NodeState {
@@ -16,9 +22,9 @@ extension NodeState {
         do throws(IdentityError) {
             switch request {
             case .list: return .read(.vendor(.list))
-            case .add(let spec): return .vendorChange(.success(.set(try spec.validated(), adding: true)))
-            case .set(let spec): return .vendorChange(.success(.set(try spec.validated(), adding: false)))
-            case .remove(let name): return .vendorChange(.success(.remove(name: name.lowercased())))
+            case .add(let spec, let move): return .vendorChange(.success(VendorIntent(action: .set(try spec.validated(), adding: true), move: move)))
+            case .set(let spec, let move): return .vendorChange(.success(VendorIntent(action: .set(try spec.validated(), adding: false), move: move)))
+            case .remove(let name, let move): return .vendorChange(.success(VendorIntent(action: .remove(name: name.lowercased()), move: move)))
             case .unspecified: return .refused(WireError(code: .invalidArgument, message: "a vendor request names no action"))
             }
         } catch {
@@ -30,16 +36,20 @@ extension NodeState {
     var vendorRulesMessage: VendorRulesMessage {
         var depth: UInt32 = 0
         if case .labels(let labels) = rules.defaultScope { depth = UInt32(labels) }
-        return VendorRulesMessage(rules: rules.rules.map(VendorRuleMessage.init), defaultDepth: depth, defaultScope: "\(rules.defaultScope)")
+        return VendorRulesMessage(
+            rules: rules.rules.map(VendorRuleMessage.init), defaultDepth: depth, defaultScope: "\(rules.defaultScope)",
+            aliases: rules.aliases.canonical.sorted { $0.key < $1.key }.map { (name: $0.key, filedUnder: $0.value) })
     }
 
     /// Decides a change of the vendor rules: refuses one that names a vendor that is not there
     /// (or, adding, one that is), gives a prefix to two vendors, or would file devices already
-    /// registered under another vendor; otherwise logs it and answers the rules after it.
+    /// registered under another vendor unless the operator asked for the move (and then one whose
+    /// move would not take whole vendors into one, ``VendorMove/planned(destinations:)``);
+    /// otherwise logs it, with its move, and answers the rules after it.
     mutating func decideVendor(_ intent: VendorIntent, wallMillis: UInt64, operations: inout [LoggedOperation]) -> ServerBody {
         var list = rules.rules
         let name: String
-        switch intent {
+        switch intent.action {
         case .set(let rule, let adding):
             name = rule.name
             let exists = list.contains { $0.name == name }
@@ -55,26 +65,28 @@ extension NodeState {
             list.removeAll { $0.name == name }
         }
         let next: VendorRules
+        let move: VendorMove?
         do {
-            next = try VendorRules(rules: list, defaultScope: rules.defaultScope)
+            next = try VendorRules(rules: list, defaultScope: rules.defaultScope, aliases: rules.aliases)
+            let moved = registry.devicesMoved(from: rules, to: next)
+            guard moved.devices == 0 || intent.move else {
+                let shown = moved.bundles.prefix(5).map { "\($0) (\(rules.vendor(of: $0)) to \(next.namedVendor(of: $0)))" }.joined(separator: ", ")
+                return .error(
+                    WireError(
+                        code: .invalidArgument,
+                        message:
+                            "the change would move \(moved.devices) registered device\(moved.devices == 1 ? "" : "s") to another vendor, through bundle\(moved.bundles.count == 1 ? "" : "s") \(shown)\(moved.bundles.count > 5 ? " and \(moved.bundles.count - 5) more" : ""); ask for the move (registryctl vendor ... --move) to join their vendors to the one they go to"
+                    ))
+            }
+            move = moved.devices == 0 ? nil : try VendorMove.planned(destinations: registry.destinations(under: next))
         } catch {
             return .error(WireError(error))
         }
-        let moved = registry.devicesMoved(from: rules, to: next)
-        guard moved.devices == 0 else {
-            let shown = moved.bundles.prefix(5).map { "\($0) (\(rules.vendor(of: $0)) to \(next.vendor(of: $0)))" }.joined(separator: ", ")
-            return .error(
-                WireError(
-                    code: .invalidArgument,
-                    message:
-                        "the change would move \(moved.devices) registered device\(moved.devices == 1 ? "" : "s") to another vendor, through bundle\(moved.bundles.count == 1 ? "" : "s") \(shown)\(moved.bundles.count > 5 ? " and \(moved.bundles.count - 5) more" : ""); moving devices between vendors is not built"
-                ))
-        }
         let now = clock.tick(wallMillis: wallMillis)
         let change: VendorRuleChange
-        switch intent {
-        case .set(let rule, _): change = VendorRuleChange(kind: .set, name: name, rule: rule, time: now, origin: nodeID)
-        case .remove: change = VendorRuleChange(kind: .remove, name: name, rule: nil, time: now, origin: nodeID)
+        switch intent.action {
+        case .set(let rule, _): change = VendorRuleChange(kind: .set, name: name, rule: rule, time: now, origin: nodeID, move: move)
+        case .remove: change = VendorRuleChange(kind: .remove, name: name, rule: nil, time: now, origin: nodeID, move: move)
         }
         log(.vendorRule(change), at: now, operations: &operations)
         return .vendorRules(vendorRulesMessage)

@@ -128,6 +128,12 @@ public enum SnapshotCodec {
             out.integer(UInt32(change.rule?.binding.maxDevices ?? 0))
             out.integer(UInt32(change.rule?.binding.activeWithinDays ?? 0))
             out.integer(UInt8(change.rule?.binding.pastLimit == .replace ? 1 : 0))
+            // Written only with a move, so that a change without one reads as before moves existed.
+            if let move = change.move {
+                out.integer(UInt16(move.from.count))
+                for name in move.from { out.string(name) }
+                out.string(move.into)
+            }
         }
         bytes = out.bytes
     }
@@ -191,11 +197,16 @@ public enum SnapshotCodec {
             for _ in 0..<Int(try input.integer(UInt16.self)) { prefixes.append(try input.string()) }
             let (maxDevices, window) = (Int(try input.integer(UInt32.self)), Int(try input.integer(UInt32.self)))
             let pastLimit: BindingPolicy.PastLimit = try input.integer(UInt8.self) == 1 ? .replace : .reject
+            var (moved, movedInto) = ([String](), "")
+            if !input.isAtEnd {
+                for _ in 0..<Int(try input.integer(UInt16.self)) { moved.append(try input.string()) }
+                movedInto = try input.string()
+            }
             do throws(IdentityError) {
                 record = .vendorRule(
                     try VendorRuleChange.reading(
                         kind: kind, name: name, prefixes: prefixes, maxDevices: maxDevices, activeWithinDays: window, pastLimit: pastLimit,
-                        time: time, origin: origin))
+                        time: time, origin: origin, moved: moved, movedInto: movedInto))
             } catch {
                 throw .invalidField("snapshot vendor rule \(name.debugDescription): \(error)")
             }
@@ -279,6 +290,8 @@ public enum SnapshotCodec {
             else { throw .invalidField("snapshot vendor \(name.debugDescription) is not a vendor name") }
             return Vendor(trusted: name)
         }
+
+        var isAtEnd: Bool { offset == raw.count }
 
         func end() throws(CodecError) {
             guard offset == raw.count else { throw .invalidField("a snapshot record has \(raw.count - offset) bytes too many") }

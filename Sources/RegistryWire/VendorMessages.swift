@@ -38,9 +38,10 @@ public struct VendorRuleMessage: Hashable, Sendable {
 /// `registry.v1.VendorRequest`.
 public enum VendorRequestMessage: Hashable, Sendable {
     case list
-    case add(VendorRuleMessage)
-    case set(VendorRuleMessage)
-    case remove(name: String)
+    /// `move`: carry out the move of devices the change makes (refused without it).
+    case add(VendorRuleMessage, move: Bool = false)
+    case set(VendorRuleMessage, move: Bool = false)
+    case remove(name: String, move: Bool = false)
     /// No action this version knows.
     case unspecified
 }
@@ -52,11 +53,28 @@ public struct VendorRulesMessage: Hashable, Sendable {
     public var defaultDepth: UInt32
     /// The default scope in words.
     public var defaultScope: String
+    /// Every vendor name a move joined to another, to the name it is filed under, sorted by name.
+    public var aliases: [(name: String, filedUnder: String)]
 
-    public init(rules: [VendorRuleMessage], defaultDepth: UInt32, defaultScope: String) {
+    public init(rules: [VendorRuleMessage], defaultDepth: UInt32, defaultScope: String, aliases: [(name: String, filedUnder: String)] = []) {
         self.rules = rules
         self.defaultDepth = defaultDepth
         self.defaultScope = defaultScope
+        self.aliases = aliases
+    }
+
+    public static func == (lhs: VendorRulesMessage, rhs: VendorRulesMessage) -> Bool {
+        lhs.rules == rhs.rules && lhs.defaultDepth == rhs.defaultDepth && lhs.defaultScope == rhs.defaultScope
+            && lhs.aliases.elementsEqual(rhs.aliases) { $0 == $1 }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(rules)
+        hasher.combine(defaultScope)
+        for alias in aliases {
+            hasher.combine(alias.name)
+            hasher.combine(alias.filedUnder)
+        }
     }
 }
 
@@ -89,15 +107,18 @@ enum VendorCodec {
             registry__v1__vendor_list_request__init(&list)
             message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_LIST
             message.list = arena.new(list)
-        case .add(let rule):
+        case .add(let rule, let move):
             message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_ADD
             message.add = spec(rule, in: arena)
-        case .set(let rule):
+            message.move = move ? 1 : 0
+        case .set(let rule, let move):
             message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_SET
             message.set = spec(rule, in: arena)
-        case .remove(let name):
+            message.move = move ? 1 : 0
+        case .remove(let name, let move):
             message.action_case = REGISTRY__V1__VENDOR_REQUEST__ACTION_REMOVE
             message.remove = arena.string(name)
+            message.move = move ? 1 : 0
         case .unspecified:
             break
         }
@@ -107,9 +128,9 @@ enum VendorCodec {
     static func request(_ message: Registry__V1__VendorRequest) -> VendorRequestMessage {
         switch message.action_case {
         case REGISTRY__V1__VENDOR_REQUEST__ACTION_LIST: return .list
-        case REGISTRY__V1__VENDOR_REQUEST__ACTION_ADD: return message.add.map { .add(spec($0.pointee)) } ?? .unspecified
-        case REGISTRY__V1__VENDOR_REQUEST__ACTION_SET: return message.set.map { .set(spec($0.pointee)) } ?? .unspecified
-        case REGISTRY__V1__VENDOR_REQUEST__ACTION_REMOVE: return .remove(name: CRead.string(message.remove))
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_ADD: return message.add.map { .add(spec($0.pointee), move: message.move != 0) } ?? .unspecified
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_SET: return message.set.map { .set(spec($0.pointee), move: message.move != 0) } ?? .unspecified
+        case REGISTRY__V1__VENDOR_REQUEST__ACTION_REMOVE: return .remove(name: CRead.string(message.remove), move: message.move != 0)
         default: return .unspecified
         }
     }
@@ -121,12 +142,24 @@ enum VendorCodec {
         message.rules = arena.array(rules.rules.map { Optional(spec($0, in: arena)) })
         message.default_depth = rules.defaultDepth
         message.default_scope = arena.string(rules.defaultScope)
+        message.n_aliases = rules.aliases.count
+        message.aliases = arena.array(
+            rules.aliases.map { alias in
+                var entry = Registry__V1__VendorAlias()
+                registry__v1__vendor_alias__init(&entry)
+                entry.name = arena.string(alias.name)
+                entry.filed_under = arena.string(alias.filedUnder)
+                return Optional(arena.new(entry))
+            })
         return arena.new(message)
     }
 
     static func rules(_ message: Registry__V1__VendorRules) -> VendorRulesMessage {
         let specs = (0..<message.n_rules).compactMap { index in message.rules?[index].map { spec($0.pointee) } }
+        let aliases = (0..<message.n_aliases).compactMap { index in
+            message.aliases?[index].map { (name: CRead.string($0.pointee.name), filedUnder: CRead.string($0.pointee.filed_under)) }
+        }
         return VendorRulesMessage(
-            rules: specs, defaultDepth: message.default_depth, defaultScope: CRead.string(message.default_scope))
+            rules: specs, defaultDepth: message.default_depth, defaultScope: CRead.string(message.default_scope), aliases: aliases)
     }
 }

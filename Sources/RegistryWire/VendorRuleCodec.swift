@@ -7,7 +7,7 @@ enum VendorRuleCodec {
     /// Field numbers of `VendorRuleChange`, from `Protos/registry/v1/oplog.proto`.
     enum Field {
         static let kind: UInt64 = 1, name: UInt64 = 2, prefixes: UInt64 = 3, maxDevices: UInt64 = 4, activeWithinDays: UInt64 = 5
-        static let pastLimit: UInt64 = 6, atHLC: UInt64 = 7, origin: UInt64 = 8
+        static let pastLimit: UInt64 = 6, atHLC: UInt64 = 7, origin: UInt64 = 8, moved: UInt64 = 9, movedInto: UInt64 = 10
     }
 
     /// The encoded size of `change`'s fields.
@@ -18,6 +18,10 @@ enum VendorRuleCodec {
             total += ProtobufWriter.uint64Size(Field.maxDevices, UInt64(rule.binding.maxDevices))
             total += ProtobufWriter.uint64Size(Field.activeWithinDays, UInt64(rule.binding.activeWithinDays ?? 0))
             total += ProtobufWriter.int32Size(Field.pastLimit, pastLimit(rule.binding.pastLimit))
+        }
+        if let move = change.move {
+            for name in move.from { total += ProtobufWriter.stringSize(Field.moved, name) }
+            total += ProtobufWriter.stringSize(Field.movedInto, move.into)
         }
         return total + ProtobufWriter.uint64Size(Field.atHLC, change.time.rawValue) + ProtobufWriter.stringSize(Field.origin, change.origin.value)
     }
@@ -34,6 +38,11 @@ enum VendorRuleCodec {
         }
         writer.uint64(Field.atHLC, change.time.rawValue)
         writer.string(Field.origin, change.origin.value)
+        if let move = change.move {
+            // Names are never empty, so each is written as protobuf-c packs it.
+            for name in move.from { writer.string(Field.moved, name) }
+            writer.string(Field.movedInto, move.into)
+        }
     }
 
     static func change(_ message: Registry__V1__VendorRuleChange) throws(CodecError) -> VendorRuleChange {
@@ -51,7 +60,8 @@ enum VendorRuleCodec {
             return try VendorRuleChange.reading(
                 kind: kind, name: name, prefixes: CRead.strings(message.n_prefixes, message.prefixes), maxDevices: Int(message.max_devices),
                 activeWithinDays: Int(message.active_within_days), pastLimit: try pastLimit(message.past_limit),
-                time: HLCTimestamp(rawValue: message.at_hlc), origin: origin)
+                time: HLCTimestamp(rawValue: message.at_hlc), origin: origin, moved: CRead.strings(message.n_moved, message.moved),
+                movedInto: CRead.string(message.moved_into))
         } catch {
             throw .invalidOperation("vendor rule \(name.debugDescription): \(error)")
         }

@@ -13,7 +13,10 @@ struct VendorCommand: AsyncParsableCommand {
             net.acmecdn, say) and its binding policy. The rules are the cluster's: a change takes \
             effect on every node without a restart, once it has replicated. A node's config file \
             seeds them at a new cluster's first start only (docs/identity.md). A change that would \
-            file devices already registered under another vendor is refused with their count.
+            file devices already registered under another vendor is refused with their count, \
+            unless you ask for the move with --move: then the vendors whose devices it files \
+            elsewhere join the vendor they go to, for good, on every node. A move takes whole \
+            vendors into one vendor.
             """,
         subcommands: [List.self, Add.self, Change.self, Remove.self])
 
@@ -27,17 +30,27 @@ struct VendorCommand: AsyncParsableCommand {
         }
     }
 
+    /// Whether a change may move devices between vendors.
+    struct Move: ParsableArguments {
+        @Flag(
+            help: """
+                Move the devices the change files under another vendor: their vendors join the one \
+                they go to, for good (refused when a vendor's devices would split).
+                """)
+        var move = false
+    }
+
     /// A rule's fields, as `add` and `set` take them.
     struct Rule: ParsableArguments {
         @Option(help: "The vendor's name: letters, digits and '-', or one of its prefixes. [default: the first prefix]")
         var name: String?
         @Option(name: .customLong("prefix"), help: "A bundle-ID prefix of at least two labels, e.g. com.acme; repeat for more.")
         var prefixes: [String] = []
-        @Option(name: .customLong("max-devices"), help: "The most devices per account (1...1000). [default: 1]")
+        @Option(name: .customLong("max-devices"), help: "The most devices per account (1...1000).")
         var maxDevices: UInt32 = 1
         @Option(name: .customLong("active-within-days"), help: "Count only devices active within this many days (1...3650). [default: all count]")
         var activeWithinDays: UInt32?
-        @Option(name: .customLong("past-limit"), help: "What a bind past the limit does: reject or replace. [default: reject]")
+        @Option(name: .customLong("past-limit"), help: "What a bind past the limit does: reject or replace.")
         var pastLimit: String = "reject"
 
         func validate() throws {
@@ -58,9 +71,10 @@ struct VendorCommand: AsyncParsableCommand {
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var rule: Rule
+        @OptionGroup var move: Move
 
         func run() async throws {
-            let request = VendorRequestMessage.add(rule.message)
+            let request = VendorRequestMessage.add(rule.message, move: move.move)
             await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
         }
     }
@@ -70,13 +84,14 @@ struct VendorCommand: AsyncParsableCommand {
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var rule: Rule
+        @OptionGroup var move: Move
 
         func validate() throws {
             guard rule.name != nil else { throw ValidationError("give the vendor's --name") }
         }
 
         func run() async throws {
-            let request = VendorRequestMessage.set(rule.message)
+            let request = VendorRequestMessage.set(rule.message, move: move.move)
             await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
         }
     }
@@ -84,13 +99,14 @@ struct VendorCommand: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a vendor's rule: its bundles fall back to the default vendor.",
-            discussion: "Refused while devices are registered under its bundles.")
+            discussion: "Refused while devices are registered under its bundles, unless --move joins the vendor to the one they fall back to.")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The vendor's name.") var name: String
+        @OptionGroup var move: Move
 
         func run() async throws {
-            let request = VendorRequestMessage.remove(name: name)
+            let request = VendorRequestMessage.remove(name: name, move: move.move)
             await global.withClient({ (client) async throws(RegistryClientError) in try await client.vendors(request) }, print: VendorRulesView.init)
         }
     }
@@ -106,11 +122,18 @@ struct VendorRulesView: Printable {
         let pastLimit: String
     }
 
+    struct Alias: Encodable {
+        let name: String
+        let filedUnder: String
+    }
+
     let defaultScope: String
     let rules: [Rule]
+    let aliases: [Alias]
 
     init(_ message: VendorRulesMessage) {
         defaultScope = message.defaultScope
+        aliases = message.aliases.map { Alias(name: $0.name, filedUnder: $0.filedUnder) }
         rules = message.rules.map {
             Rule(
                 name: $0.name, prefixes: $0.prefixes, maxDevices: $0.maxDevices, activeWithinDays: $0.activeWithinDays == 0 ? nil : $0.activeWithinDays,
@@ -124,6 +147,6 @@ struct VendorRulesView: Printable {
         rules.flatMap { rule in
             let window = rule.activeWithinDays.map { ", active within \($0) days" } ?? ""
             return ["", "\(rule.name): \(rule.prefixes.joined(separator: ", "))", "  \(rule.maxDevices) device\(rule.maxDevices == 1 ? "" : "s") per account\(window), \(rule.pastLimit) past it"]
-        }
+        } + (aliases.isEmpty ? [] : ["", "moved vendors:"] + aliases.map { "  \($0.name) is filed under \($0.filedUnder)" })
     }
 }

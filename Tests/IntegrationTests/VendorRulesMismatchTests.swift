@@ -6,8 +6,9 @@ import Testing
 
 /// The cluster's vendor rules on real processes: nodes started with different config files agree
 /// on the first start's rules; a rule added on one node files the next registrations on every
-/// node under it, over connections opened before it, without a restart; only a different default
-/// depth still makes two nodes refuse each other.
+/// node under it, over connections opened before it, without a restart; a move asked for joins a
+/// vendor's registered devices to the rule's on every node; only a different default depth still
+/// makes two nodes refuse each other.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct VendorRulesMismatchTests {
     func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments + ["-o", "json", "--timeout", "30"], environment: ["REGISTRY_ENDPOINT": endpoint])
@@ -45,7 +46,7 @@ import Testing
 
         // A connection to node-b opened before the change, used after it.
         let b = try await RegistryClient.connect(to: Endpoint(parsing: nodes[1].endpoint), clientName: "vendor-test")
-        _ = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+        let news = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
         _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
         let added = try ctl(["vendor", "add", "--name", "bbc", "--prefix", "uk.co.bbc", "--prefix", "com.bbc"], endpoint: nodes[0].endpoint)
         #expect(added.status == 1 && added.stderr.contains("would move 1 registered device"), "\(added.stderr)")
@@ -56,6 +57,16 @@ import Testing
         let a = try await RegistryClient.connect(to: Endpoint(parsing: nodes[0].endpoint), clientName: "vendor-test")
         let viaA = try await a.register(RegisterRequest(bundleID: "net.bbcstudios.kids", idfv: "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"))
         #expect(viaA.vendor == "bbc" && viaA.deviceID == viaB.deviceID, "one vendor, one device, across the new rule's two prefixes")
+
+        // The move refused above, asked for: uk.co.bbc joins bbc, and its device keeps its ID on
+        // the other node, under the vendor it joined.
+        let moved = try ctl(
+            ["vendor", "set", "--name", "bbc", "--prefix", "com.bbc", "--prefix", "net.bbcstudios", "--prefix", "uk.co.bbc", "--move"],
+            endpoint: nodes[0].endpoint)
+        #expect(moved.status == 0 && moved.stdout.contains("uk.co.bbc"), "\(moved.stderr)")
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+        let newsAgain = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+        #expect(newsAgain.vendor == "bbc" && newsAgain.deviceID == news.deviceID && !newsAgain.created, "\(newsAgain), before: \(news)")
         await a.close()
         await b.close()
 
@@ -63,6 +74,8 @@ import Testing
         #expect(nodes[1].stop() == 0)
         nodes[1] = try start(1, config: other)
         #expect(try names(nodes[1].endpoint) == ["acme", "bbc"])
+        let listed = try ctl(["vendor", "list"], endpoint: nodes[1].endpoint)
+        #expect(listed.stdout.contains("\"filedUnder\" : \"bbc\"") && listed.stdout.contains("uk.co.bbc"), "\(listed.stdout)")
         #expect(nodes[1].log.contains("the config file's vendors differ from the cluster's"))
     }
 

@@ -359,6 +359,40 @@ def main():
     overlap = vendor_request(73, add_overlap)
     check(overlap.WhichOneof("body") == "error" and overlap.error.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT, f"overlap: {overlap}")
 
+    # A move (VendorRequest.move): a device of the default vendor com.interopmove; giving its
+    # prefix to interop-cdn is refused without the move, and with it the device joins interop-cdn
+    # (the answer lists the alias) and keeps its ID.
+    idfv = str(uuid.uuid4())
+
+    def register_move_app(request_id):
+        frame = envelope_pb2.ClientFrame(request_id=request_id)
+        frame.register_device.bundle_id = "com.interopmove.app"
+        frame.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=idfv)
+        conn.send(frame)
+        return conn.receive(envelope_pb2).register_result
+
+    before = register_move_app(74)
+    check(before.vendor == "com.interopmove", f"registered before the move: {before}")
+
+    def take_prefix(move):
+        def fill(v):
+            v.set.name = "interop-cdn"
+            v.set.prefixes.extend(["org.interopcdn", "net.interopcdn", "com.interopmove"])
+            v.set.max_devices = 2
+            v.set.past_limit = common_pb2.BINDING_PAST_LIMIT_REPLACE
+            v.move = move
+        return fill
+
+    unasked = vendor_request(75, take_prefix(False))
+    check(unasked.WhichOneof("body") == "error" and unasked.error.code == common_pb2.ERROR_CODE_INVALID_ARGUMENT
+          and "would move 1 registered device" in unasked.error.message, f"a move not asked for: {unasked}")
+    moved = vendor_request(76, take_prefix(True))
+    check(moved.WhichOneof("body") == "vendor_rules"
+          and [(a.name, a.filed_under) for a in moved.vendor_rules.aliases] == [("com.interopmove", "interop-cdn")], f"move: {moved}")
+    after = register_move_app(77)
+    check(after.vendor == "interop-cdn" and after.device_id == before.device_id and not after.created,
+          f"registered after the move: {after}, before: {before}")
+
     # The peer protocol (peer.proto): this script is a node "python-peer" that streams one
     # operation of its own log, built here with Python's protobuf, and reads the acknowledgement.
     from registry.v1 import oplog_pb2, peer_pb2  # noqa: E402

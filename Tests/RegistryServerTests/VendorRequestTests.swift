@@ -86,6 +86,53 @@ import Testing
         #expect(rules(helper.ask(&node, .vendor(.remove(name: "acme"))))?.map(\.name) == ["com.fresh"])
     }
 
+    @Test func aChangeAskedToMoveJoinsWholeVendorsIntoTheOneTheirDevicesGoTo() throws {
+        var node = try helper.node()
+        let corp = helper.device(&node, "com.acmecorp.app", idfv: helper.idfvs[0])
+        let mail = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])
+        #expect(corp != mail, "two default vendors: two devices")
+        _ = helper.ask(&node, helper.bind("alice", corp, "com.acmecorp"))
+        let acme = VendorRuleMessage(name: "acme", prefixes: ["com.acme", "com.acmecorp"])
+        let unasked = helper.ask(&node, .vendor(.add(acme)))
+        #expect(error(unasked)?.message.contains("would move 2 registered devices") == true && error(unasked)?.message.contains("--move") == true)
+        #expect(unasked.logged.isEmpty)
+
+        let moved = helper.ask(&node, .vendor(.add(acme, move: true)))
+        guard case .vendorRules(let answer) = moved.body, case .vendorRule(let change) = moved.logged.first?.operation else {
+            Issue.record("not moved: \(moved.body)")
+            return
+        }
+        #expect(answer.aliases.map { "\($0.name)>\($0.filedUnder)" } == ["com.acme>acme", "com.acmecorp>acme"])
+        #expect(change.move == VendorMove(from: ["com.acme", "com.acmecorp"], into: "acme") && moved.logged.count == 1)
+        // The phone's two devices met in the joined vendor: one device now, whichever app asks.
+        guard case .registerResult(let again) = helper.ask(&node, .register(RegisterRequest(bundleID: "com.acme.mail", idfv: helper.idfvs[0]))).body
+        else {
+            Issue.record("registration failed")
+            return
+        }
+        #expect(again.vendor == "acme" && [corp, mail].contains(again.deviceID) && !again.created)
+        // The account bound under the old name is the joined vendor's, by either name.
+        for vendor in ["acme", "com.acmecorp"] {
+            guard case .accounts(let accounts) = helper.ask(&node, .account(AccountQuery(scope: .vendor(vendor), subject: .account("alice")))).body
+            else {
+                Issue.record("no account answer for \(vendor)")
+                continue
+            }
+            #expect(accounts.first?.vendor == "acme" && accounts.first?.bound.map(\.deviceID) == [corp], "\(vendor): \(accounts)")
+        }
+
+        // A move takes whole vendors into one: acme's devices would part, refused even when asked.
+        let cases: [VendorRequestMessage] = [
+            .set(VendorRuleMessage(name: "acme", prefixes: ["com.acme"]), move: true),
+            .remove(name: "acme", move: true),
+        ]
+        for request in cases {
+            let answer = helper.ask(&node, .vendor(request))
+            #expect(error(answer)?.message.contains("a move takes a vendor's devices whole") == true, "\(request): \(answer.body)")
+            #expect(answer.logged.isEmpty)
+        }
+    }
+
     @Test func changingTheRulesNeedsAdminAndListingDoesNot() throws {
         var node = try helper.node()
         let register = ConnectionAccess.token(AccessToken(subject: "s", vendors: .all, roles: [.register, .read], expiresAt: .max))

@@ -43,9 +43,11 @@ import Testing
             maxDevices: 1 + Int(random.next() % 1_000), activeWithinDays: random.next() % 2 == 0 ? nil : 1 + Int(random.next() % 3_650),
             pastLimit: random.next() % 2 == 0 ? .reject : .replace)
         let rule = kind == .remove ? nil : try VendorRule(name: name, prefixes: Array(Set(prefixes)).sorted(), binding: policy)
+        // An operator's change may carry a move; a seed never does.
+        let move = kind == .seed || random.next() % 2 == 0 ? nil : VendorMove(from: prefixes + ["moved-\(random.next() % 9)"], into: name)
         return VendorRuleChange(
             kind: kind, name: rule?.name ?? name, rule: rule, time: HLCTimestamp(rawValue: random.next() >> (random.next() % 64)),
-            origin: NodeID(trusted: "node-\(random.next() % 10)"))
+            origin: NodeID(trusted: "node-\(random.next() % 10)"), move: move)
     }
 
     @Test func aVendorRuleChangeIsWrittenAsProtobufCPacksItAndSurvivesASnapshotRecord() throws {
@@ -65,6 +67,10 @@ import Testing
                 }
                 message.at_hlc = change.time.rawValue
                 message.origin_node_id = arena.string(change.origin.value)
+                if let move = change.move {
+                    (message.n_moved, message.moved) = arena.strings(move.from)
+                    message.moved_into = arena.string(move.into)
+                }
                 operation.body_case = REGISTRY__V1__OPERATION__BODY_VENDOR_RULE
                 operation.vendor_rule = arena.new(message)
             }
@@ -77,13 +83,15 @@ import Testing
     }
 
     @Test func vendorRuleChangesThatBreakTheRulesAreRefused() throws {
-        func encoded(kind: UInt32, name: String, prefixes: [String], maxDevices: UInt32) throws -> [UInt8] {
+        func encoded(kind: UInt32, name: String, prefixes: [String], maxDevices: UInt32, moved: [String] = [], into: String = "") throws -> [UInt8] {
             try packed { operation, arena in
                 var message = Registry__V1__VendorRuleChange()
                 registry__v1__vendor_rule_change__init(&message)
                 message.kind = Registry__V1__VendorRuleChangeKind(rawValue: kind)
                 message.name = arena.string(name)
                 (message.n_prefixes, message.prefixes) = arena.strings(prefixes)
+                (message.n_moved, message.moved) = arena.strings(moved)
+                message.moved_into = arena.string(into)
                 message.max_devices = maxDevices
                 message.origin_node_id = arena.string("node-a")
                 operation.body_case = REGISTRY__V1__OPERATION__BODY_VENDOR_RULE
@@ -95,6 +103,17 @@ import Testing
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 2, name: "acme", prefixes: ["com.acme"], maxDevices: 0)) }
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 2, name: "Bad Name", prefixes: ["com.acme"], maxDevices: 1)) }
         #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 3, name: "", prefixes: [], maxDevices: 0)) }
+        // Moves: a seed's, one into nowhere, a name twice, a name that is no vendor name.
+        #expect(throws: CodecError.self) {
+            try OperationCodec.decode(try encoded(kind: 1, name: "acme", prefixes: ["com.acme"], maxDevices: 1, moved: ["com.acme"], into: "acme"))
+        }
+        #expect(throws: CodecError.self) { try OperationCodec.decode(try encoded(kind: 3, name: "acme", prefixes: [], maxDevices: 0, moved: ["acme"])) }
+        #expect(throws: CodecError.self) {
+            try OperationCodec.decode(try encoded(kind: 3, name: "acme", prefixes: [], maxDevices: 0, moved: ["acme", "acme"], into: "com.acme"))
+        }
+        #expect(throws: CodecError.self) {
+            try OperationCodec.decode(try encoded(kind: 3, name: "acme", prefixes: [], maxDevices: 0, moved: ["Com Acme"], into: "com.acme"))
+        }
         // A name another node would write lower-case.
         #expect(throws: CodecError.invalidOperation("vendor rule \"Acme\": invalid vendor: vendor name \"Acme\" is not in its normal form")) {
             try OperationCodec.decode(try encoded(kind: 2, name: "Acme", prefixes: ["com.acme"], maxDevices: 1))

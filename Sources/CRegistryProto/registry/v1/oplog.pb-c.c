@@ -816,7 +816,7 @@ const ProtobufCMessageDescriptor registry__v1__forget__descriptor =
   (ProtobufCMessageInit) registry__v1__forget__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_descriptors[8] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_descriptors[10] =
 {
   {
     "kind",
@@ -914,12 +914,38 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "moved",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Registry__V1__VendorRuleChange, n_moved),
+    offsetof(Registry__V1__VendorRuleChange, moved),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "moved_into",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, moved_into),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_rule_change__field_indices_by_name[] = {
   4,   /* field[4] = active_within_days */
   6,   /* field[6] = at_hlc */
   0,   /* field[0] = kind */
   3,   /* field[3] = max_devices */
+  8,   /* field[8] = moved */
+  9,   /* field[9] = moved_into */
   1,   /* field[1] = name */
   7,   /* field[7] = origin_node_id */
   5,   /* field[5] = past_limit */
@@ -928,7 +954,7 @@ static const unsigned registry__v1__vendor_rule_change__field_indices_by_name[] 
 static const ProtobufCIntRange registry__v1__vendor_rule_change__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
 {
@@ -938,7 +964,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
   "Registry__V1__VendorRuleChange",
   "registry.v1",
   sizeof(Registry__V1__VendorRuleChange),
-  8,
+  10,
   registry__v1__vendor_rule_change__field_descriptors,
   registry__v1__vendor_rule_change__field_indices_by_name,
   1,  registry__v1__vendor_rule_change__number_ranges,

@@ -142,6 +142,51 @@ void   registry__v1__vendor_request__free_unpacked
   assert(message->base.descriptor == &registry__v1__vendor_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__vendor_alias__init
+                     (Registry__V1__VendorAlias         *message)
+{
+  static const Registry__V1__VendorAlias init_value = REGISTRY__V1__VENDOR_ALIAS__INIT;
+  *message = init_value;
+}
+size_t registry__v1__vendor_alias__get_packed_size
+                     (const Registry__V1__VendorAlias *message)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_alias__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__vendor_alias__pack
+                     (const Registry__V1__VendorAlias *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_alias__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__vendor_alias__pack_to_buffer
+                     (const Registry__V1__VendorAlias *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__vendor_alias__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__VendorAlias *
+       registry__v1__vendor_alias__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__VendorAlias *)
+     protobuf_c_message_unpack (&registry__v1__vendor_alias__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__vendor_alias__free_unpacked
+                     (Registry__V1__VendorAlias *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__vendor_alias__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__vendor_rules__init
                      (Registry__V1__VendorRules         *message)
 {
@@ -295,7 +340,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_list_request__descriptor =
   (ProtobufCMessageInit) registry__v1__vendor_list_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__vendor_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_request__field_descriptors[5] =
 {
   {
     "list",
@@ -345,17 +390,30 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_request__field_descri
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "move",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRequest, move),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_request__field_indices_by_name[] = {
   1,   /* field[1] = add */
   0,   /* field[0] = list */
+  4,   /* field[4] = move */
   3,   /* field[3] = remove */
   2,   /* field[2] = set */
 };
 static const ProtobufCIntRange registry__v1__vendor_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_request__descriptor =
 {
@@ -365,14 +423,65 @@ const ProtobufCMessageDescriptor registry__v1__vendor_request__descriptor =
   "Registry__V1__VendorRequest",
   "registry.v1",
   sizeof(Registry__V1__VendorRequest),
-  4,
+  5,
   registry__v1__vendor_request__field_descriptors,
   registry__v1__vendor_request__field_indices_by_name,
   1,  registry__v1__vendor_request__number_ranges,
   (ProtobufCMessageInit) registry__v1__vendor_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descriptors[3] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_alias__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorAlias, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "filed_under",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorAlias, filed_under),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__vendor_alias__field_indices_by_name[] = {
+  1,   /* field[1] = filed_under */
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange registry__v1__vendor_alias__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor registry__v1__vendor_alias__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.VendorAlias",
+  "VendorAlias",
+  "Registry__V1__VendorAlias",
+  "registry.v1",
+  sizeof(Registry__V1__VendorAlias),
+  2,
+  registry__v1__vendor_alias__field_descriptors,
+  registry__v1__vendor_alias__field_indices_by_name,
+  1,  registry__v1__vendor_alias__number_ranges,
+  (ProtobufCMessageInit) registry__v1__vendor_alias__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descriptors[4] =
 {
   {
     "rules",
@@ -410,8 +519,21 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_rules__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "aliases",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__VendorRules, n_aliases),
+    offsetof(Registry__V1__VendorRules, aliases),
+    &registry__v1__vendor_alias__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_rules__field_indices_by_name[] = {
+  3,   /* field[3] = aliases */
   1,   /* field[1] = default_depth */
   2,   /* field[2] = default_scope */
   0,   /* field[0] = rules */
@@ -419,7 +541,7 @@ static const unsigned registry__v1__vendor_rules__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__vendor_rules__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_rules__descriptor =
 {
@@ -429,7 +551,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rules__descriptor =
   "Registry__V1__VendorRules",
   "registry.v1",
   sizeof(Registry__V1__VendorRules),
-  3,
+  4,
   registry__v1__vendor_rules__field_descriptors,
   registry__v1__vendor_rules__field_indices_by_name,
   1,  registry__v1__vendor_rules__number_ranges,

@@ -244,10 +244,18 @@ struct  Registry__V1__VendorRuleChange
    * The node that accepted it.
    */
   char *origin_node_id;
+  /*
+   * The move the operator asked for (VendorRequest.move): the vendors in
+   * `moved` join `moved_into`, and their devices are filed under it. Empty
+   * when the change moves no device.
+   */
+  size_t n_moved;
+  char **moved;
+  char *moved_into;
 };
 #define REGISTRY__V1__VENDOR_RULE_CHANGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rule_change__descriptor) \
-    , REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
+    , REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 typedef enum {

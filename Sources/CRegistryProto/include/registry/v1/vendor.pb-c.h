@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Registry__V1__VendorRuleSpec Registry__V1__VendorRuleSpec;
 typedef struct Registry__V1__VendorListRequest Registry__V1__VendorListRequest;
 typedef struct Registry__V1__VendorRequest Registry__V1__VendorRequest;
+typedef struct Registry__V1__VendorAlias Registry__V1__VendorAlias;
 typedef struct Registry__V1__VendorRules Registry__V1__VendorRules;
 
 
@@ -82,6 +83,17 @@ typedef enum {
 struct  Registry__V1__VendorRequest
 {
   ProtobufCMessage base;
+  /*
+   * A change that would file devices already registered under another
+   * vendor is refused with INVALID_ARGUMENT, naming how many, unless `move`
+   * is set. Then the change carries the move: the vendors whose devices it
+   * files elsewhere join the vendor they go to, for good, and their devices
+   * (with their claims and account bindings) are filed under it on every
+   * node (docs/identity.md, "Moving devices between vendors"). A move takes
+   * whole vendors into one: a change that would split a vendor's devices, or
+   * move devices into two vendors, is refused all the same.
+   */
+  protobuf_c_boolean move;
   Registry__V1__VendorRequest__ActionCase action_case;
   union {
     /*
@@ -105,7 +117,27 @@ struct  Registry__V1__VendorRequest
 };
 #define REGISTRY__V1__VENDOR_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_request__descriptor) \
-    , REGISTRY__V1__VENDOR_REQUEST__ACTION__NOT_SET, {0} }
+    , 0, REGISTRY__V1__VENDOR_REQUEST__ACTION__NOT_SET, {0} }
+
+
+/*
+ * A vendor name that a move joined to another vendor.
+ */
+struct  Registry__V1__VendorAlias
+{
+  ProtobufCMessage base;
+  /*
+   * The name joined: its bundles, devices and tokens now mean `filed_under`.
+   */
+  char *name;
+  /*
+   * The name the joined vendor's devices are filed under.
+   */
+  char *filed_under;
+};
+#define REGISTRY__V1__VENDOR_ALIAS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_alias__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -130,10 +162,15 @@ struct  Registry__V1__VendorRules
    * fingerprint 5d1c...)" or "the first 2 labels".
    */
   char *default_scope;
+  /*
+   * Every vendor name a move joined to another, sorted by name.
+   */
+  size_t n_aliases;
+  Registry__V1__VendorAlias **aliases;
 };
 #define REGISTRY__V1__VENDOR_RULES__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rules__descriptor) \
-    , 0,NULL, 0, (char *)protobuf_c_empty_string }
+    , 0,NULL, 0, (char *)protobuf_c_empty_string, 0,NULL }
 
 
 /* Registry__V1__VendorRuleSpec methods */
@@ -193,6 +230,25 @@ Registry__V1__VendorRequest *
 void   registry__v1__vendor_request__free_unpacked
                      (Registry__V1__VendorRequest *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__VendorAlias methods */
+void   registry__v1__vendor_alias__init
+                     (Registry__V1__VendorAlias         *message);
+size_t registry__v1__vendor_alias__get_packed_size
+                     (const Registry__V1__VendorAlias   *message);
+size_t registry__v1__vendor_alias__pack
+                     (const Registry__V1__VendorAlias   *message,
+                      uint8_t             *out);
+size_t registry__v1__vendor_alias__pack_to_buffer
+                     (const Registry__V1__VendorAlias   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__VendorAlias *
+       registry__v1__vendor_alias__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__vendor_alias__free_unpacked
+                     (Registry__V1__VendorAlias *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__VendorRules methods */
 void   registry__v1__vendor_rules__init
                      (Registry__V1__VendorRules         *message);
@@ -223,6 +279,9 @@ typedef void (*Registry__V1__VendorListRequest_Closure)
 typedef void (*Registry__V1__VendorRequest_Closure)
                  (const Registry__V1__VendorRequest *message,
                   void *closure_data);
+typedef void (*Registry__V1__VendorAlias_Closure)
+                 (const Registry__V1__VendorAlias *message,
+                  void *closure_data);
 typedef void (*Registry__V1__VendorRules_Closure)
                  (const Registry__V1__VendorRules *message,
                   void *closure_data);
@@ -235,6 +294,7 @@ typedef void (*Registry__V1__VendorRules_Closure)
 extern const ProtobufCMessageDescriptor registry__v1__vendor_rule_spec__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__vendor_list_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__vendor_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__vendor_alias__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__vendor_rules__descriptor;
 
 PROTOBUF_C__END_DECLS
