@@ -78,8 +78,9 @@ final class ClusterSimulation {
         var forgetErrors: [String: Int] = [:]
         /// Removals the member asked refused, by code.
         var removalsRefused: [String: Int] = [:]
-        /// Vendor rule changes answered as made, and refused, by code.
-        var vendorChanges = 0
+        /// Vendor rule changes answered as made, and refused, by code; of those made, the ones
+        /// whose move joined vendors.
+        var vendorChanges = 0, moves = 0
         var vendorErrors: [String: Int] = [:]
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
@@ -464,20 +465,27 @@ final class ClusterSimulation {
     }
 
     /// Adds, changes or removes the rule of one of three vendors (`simN`, prefix `org.simN`, and
-    /// sometimes `net.simN`) through a running member. No registration presents their bundles, so
-    /// a change never moves a device; refusals are a rule that exists or does not.
+    /// sometimes `net.simN`) through a running member, asking for the move half the time. Some
+    /// registrations present `org.simN` bundles (``randomRegistration(at:)``), so a change can move
+    /// their devices between `org.simN` and `simN`; refusals are a rule that exists or does not,
+    /// and a move not asked for.
     func randomVendorChange() {
         let alive = members.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random), let engine = engine(node) else { return }
         let number = Int.random(in: 0..<3, using: &random)
         let prefixes = ["org.sim\(number)"] + (Bool.random(using: &random) ? ["net.sim\(number)"] : [])
         let rule = VendorRuleMessage(name: "sim\(number)", prefixes: prefixes, maxDevices: UInt32.random(in: 1...3, using: &random))
-        let request: VendorRequestMessage = [.add(rule), .set(rule), .remove(name: "sim\(number)")].randomElement(using: &random)!
+        let move = Bool.random(using: &random)
+        let request: VendorRequestMessage =
+            [.add(rule, move: move), .set(rule, move: move), .remove(name: "sim\(number)", move: move)].randomElement(using: &random)!
         let frame = ClientFrame(requestID: 1, body: .vendor(request))
+        let aliasesBefore = engine.withState { $0.vendorRuleHistory.aliases }
         let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
         crashNodesWhoseDiskFailed()
         switch answer {
-        case .vendorRules: counts.vendorChanges += 1
+        case .vendorRules:
+            counts.vendorChanges += 1
+            if engine.withState({ $0.vendorRuleHistory.aliases }) != aliasesBefore { counts.moves += 1 }
         case .error(let error): counts.vendorErrors[error.code.name, default: 0] += 1
         default: counts.vendorErrors["\(answer)", default: 0] += 1
         }
@@ -501,7 +509,11 @@ final class ClusterSimulation {
             let idfv = Int.random(in: 0..<4, using: &random) == 0 ? keychains.randomElement(using: &random)! : freshUUID()
             identifiers.append(PresentedIdentifier(rawKind: 2, text: idfv.text))
         }
-        register(at: node, bundle: "com.sim.app\(Int.random(in: 0..<3, using: &random))", identifiers: identifiers)
+        // One in five of an app whose vendor rule changes move (``randomVendorChange()``).
+        let bundle =
+            Int.random(in: 0..<5, using: &random) == 0
+            ? "org.sim\(Int.random(in: 0..<3, using: &random)).app" : "com.sim.app\(Int.random(in: 0..<3, using: &random))"
+        register(at: node, bundle: bundle, identifiers: identifiers)
     }
 
     /// Two sibling apps of a new phone register through two nodes before either hears of the

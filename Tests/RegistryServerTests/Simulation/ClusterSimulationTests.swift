@@ -56,7 +56,7 @@ import Testing
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
                 + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors)), "
-                + "\(total.vendorChanges) vendor rule changes (refused: \(total.vendorErrors))")
+                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors))")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
@@ -65,7 +65,7 @@ import Testing
             #expect(total.diskCrashes > 0 && total.installCrashes > 0 && total.liveRemovals > 0 && total.refusedAsRemoved > 0)
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
             #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
-            #expect(total.forgets > 0 && total.vendorChanges > 0)
+            #expect(total.forgets > 0 && total.vendorChanges > 0 && total.moves > 0)
         }
     }
 
@@ -86,7 +86,7 @@ import Testing
             case 0..<40: simulation.randomRegistration()
             case 72..<80: simulation.randomBinding()
             case 80..<82: simulation.randomForget()
-            case 82: simulation.randomVendorChange()
+            case 82..<86: simulation.randomVendorChange()
             case 40..<46: simulation.siblingRace()
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
@@ -218,7 +218,13 @@ import Testing
             throw SimulationFailure(seed: seed, reason: "two nodes hold different states")
         }
         // The winners are the ones the written rule names, from the operations alone.
-        let expected = ExpectedCanonical(try simulation.allOperations())
+        // Vendors that moves joined are one: the oracle files claims by what it makes of the moves.
+        let vendorChanges = try simulation.allOperations().compactMap { logged -> VendorRuleChange? in
+            if case .vendorRule(let change) = logged.operation { return change }
+            return nil
+        }
+        let wantedAliases = VendorRuleOracle.aliases(vendorChanges)
+        let expected = ExpectedCanonical(try simulation.allOperations(), aliases: wantedAliases)
         for (id, canonical) in states[0].canonical where expected.canonical[id.uuid] != canonical.uuid {
             throw SimulationFailure(
                 seed: seed, reason: "\(id) resolves to \(canonical); the rule names \(String(describing: expected.canonical[id.uuid]))")
@@ -297,20 +303,20 @@ import Testing
             throw SimulationFailure(seed: seed, reason: "a bind or an unbind was refused with \(unexpected)")
         }
         // The vendor rules every node applies are what the rule, written apart, makes of every
-        // vendor rule change logged (the seeds of every start included).
-        let vendorChanges = try simulation.allOperations().compactMap { logged -> VendorRuleChange? in
-            if case .vendorRule(let change) = logged.operation { return change }
-            return nil
-        }
+        // vendor rule change logged (the seeds of every start included), and so are the vendors
+        // moves joined.
         let wantedRules = VendorRuleOracle.rules(vendorChanges)
         for engine in engines {
             // The rules the node registers and binds with, not only those its history makes.
-            let applied = engine.core.withLockedValue { core -> [VendorRule] in
+            let (applied, aliases) = engine.core.withLockedValue { core -> ([VendorRule], [String: String]) in
                 core.node.refreshRules()
-                return core.node.rules.rules
+                return (core.node.rules.rules, core.node.rules.aliases.canonical)
             }
             guard applied == wantedRules else {
                 throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) applies vendor rules \(applied); the rule makes \(wantedRules)")
+            }
+            guard aliases == wantedAliases else {
+                throw SimulationFailure(seed: seed, reason: "\(engine.nodeID) files moved vendors as \(aliases); the rule makes \(wantedAliases)")
             }
         }
         guard wantedRules.contains(where: { $0.prefixes.contains("com.sim") }) == (simulation.vendorRules.rules.contains { $0.prefixes.contains("com.sim") }) else {
@@ -391,6 +397,7 @@ extension ClusterSimulation.Counts {
         forgetsOfGone += other.forgetsOfGone
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
+        moves += other.moves
         removalsRefused.merge(other.removalsRefused, uniquingKeysWith: +)
         vendorErrors.merge(other.vendorErrors, uniquingKeysWith: +)
         registrations += other.registrations
