@@ -158,6 +158,7 @@ let package = Package(
             name: "HashBench", dependencies: ["RegistryServer", "RegistryCore"], path: "bench/HashBench", swiftSettings: swiftSettings),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
+        .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

@@ -69,7 +69,7 @@ trap cleanup EXIT
 
 command -v redis-server >/dev/null || scripts/apt-install.sh redis-server redis-tools
 command -v pgbench >/dev/null || scripts/apt-install.sh postgresql postgresql-contrib
-for product in registryd registryload registryctl BindingMemory; do swift build -c release --product "$product"; done
+for product in registryd registryload registryctl BindingMemory VendorMove; do swift build -c release --product "$product"; done
 bin=$(swift build -c release --show-bin-path)
 export REGISTRYLOAD_GIT_REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
@@ -304,6 +304,11 @@ echo "== memory a binding takes" >&2
 "$bin/BindingMemory" "$binding_memory" > "$out/binding-memory.json"
 printf 'bindingmemory\t%s\n' "$(cat "$out/binding-memory.json")" >> "$results"
 cat "$out/binding-memory.json" >&2
+
+echo "== the pause of a vendor move" >&2
+"$bin/VendorMove" 1000000 > "$out/vendor-move.json"
+printf 'vendormove\t%s\n' "$(cat "$out/vendor-move.json")" >> "$results"
+cat "$out/vendor-move.json" >&2
 
 echo "== memory" >&2
 # Stops the node (a clean stop snapshots what is new) and starts it again on the same data directory
