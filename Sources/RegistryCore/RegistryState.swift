@@ -547,34 +547,6 @@ public struct RegistryState: Sendable {
         return record(of: slots[owner].canonical)
     }
 
-    /// What changing the vendor rules from `old` to `new` would move: the devices (not gone) that
-    /// hold an app of a bundle that `new` names another vendor for (``VendorRules/namedVendor(of:)``)
-    /// than the one `old` files it under, and those bundles, sorted. Reads every device only when
-    /// some bundle seen changes vendor.
-    public func devicesMoved(from old: VendorRules, to new: VendorRules) -> (devices: Int, bundles: [BundleID]) {
-        var changed = Set<UInt32>()
-        for number in 0..<UInt32(bundles.count) where old.vendor(of: bundles[number]) != new.namedVendor(of: bundles[number]) {
-            changed.insert(number)
-        }
-        guard !changed.isEmpty else { return (0, []) }
-        var devices = 0
-        var seen = Set<UInt32>()
-        for number in 0..<UInt32(slots.count) where slots[number].canonical == number && !goneRoots.contains(number) {
-            // No array a device: this reads every device under the engine's lock.
-            var moves = false
-            if changed.contains(slots[number].app) {
-                seen.insert(slots[number].app)
-                moves = true
-            }
-            for app in moreApps[number] ?? [] where changed.contains(app.bundle) {
-                seen.insert(app.bundle)
-                moves = true
-            }
-            if moves { devices += 1 }
-        }
-        return (devices, seen.map { bundles[$0] }.sorted { $0.value < $1.value })
-    }
-
     /// The binding changes of `account` in `vendor`; nil when it has none.
     public func bindings(of account: AccountKey) -> AccountBindings? {
         accountTable.bindings(of: AccountKey(vendor: vendorRuleHistory.aliases.filing(account.vendor), account: account.account))

@@ -36,7 +36,7 @@ public struct VendorMove: Hashable, Sendable {
 
 extension VendorMove {
     /// The move that carries out a change of the vendor rules, from what it would do to the
-    /// devices held (``RegistryState/destinations(under:)``): nil when it moves none. A move
+    /// devices held (``RegistryState/destinations(from:to:changing:)``): nil when it moves none. A move
     /// joins whole vendors into one: refused when some vendor's devices would go to more than
     /// one vendor (or partly stay), or when devices would go into more than one vendor.
     public static func planned(destinations: [Vendor: Set<Vendor>]) throws(IdentityError) -> VendorMove? {

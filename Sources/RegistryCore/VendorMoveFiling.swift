@@ -38,16 +38,14 @@ extension RegistryState {
         var changes = [BindingChange]()
         accountTable.forEachChange { changes.append($0) }
         guard changes.contains(where: { moved(vendors.number(of: $0.vendor)!) != nil }) else { return }
+        // Every change's fact out, and each one the rebuilt table holds back in: a moved change
+        // may be one the table held already under the joined vendor.
         var rebuilt = AccountTable()
         for change in changes {
-            let vendor = vendors.number(of: change.vendor)!
-            guard let into = moved(vendor) else {
-                _ = rebuilt.insert(change)
-                continue
-            }
-            let origin = origins.number(of: change.origin)!
+            let (vendor, origin) = (vendors.number(of: change.vendor)!, origins.number(of: change.origin)!)
             digest &-= bindingFact(change, vendor: vendor, origin: origin)
-            let filed = change.filed(under: vendors[into])
+            let into = moved(vendor) ?? vendor
+            let filed = into == vendor ? change : change.filed(under: vendors[into])
             if rebuilt.insert(filed) { digest &+= bindingFact(filed, vendor: into, origin: origin) }
         }
         accountTable = rebuilt
@@ -59,24 +57,64 @@ extension RegistryState {
         return vendor == change.vendor ? change : change.filed(under: vendor)
     }
 
-    /// For every vendor some device is filed under (gone devices aside), the vendors that `rules`
-    /// name for its devices' apps (``VendorRules/namedVendor(of:)``), when that is not only
-    /// itself: what changing the rules to `rules` would move (``VendorMove/planned(destinations:)``).
-    public func destinations(under rules: VendorRules) -> [Vendor: Set<Vendor>] {
-        var byBundle = [UInt32: Vendor]()
-        var result = [UInt32: Set<Vendor>]()
-        func note(_ bundle: UInt32, of vendor: UInt32) {
-            let destination = byBundle[bundle] ?? rules.namedVendor(of: bundles[bundle])
-            byBundle[bundle] = destination
-            result[vendor, default: []].insert(destination)
+    /// What changing the vendor rules from `old` to `new` would move: the devices (not gone) that
+    /// hold an app the change sends to another vendor than the one the device is filed under, and
+    /// those apps' bundles, sorted. `changing` names the vendor whose rule changes (nil: a change
+    /// of the default scope); see ``bundleDestinations(from:to:changing:)`` for what the change sends
+    /// where. Reads every device only when the change touches some bundle seen.
+    public func devicesMoved(from old: VendorRules, to new: VendorRules, changing name: String? = nil) -> (devices: Int, bundles: [BundleID]) {
+        let sent = bundleDestinations(from: old, to: new, changing: name)
+        guard sent.contains(where: { $0 != nil }) else { return (0, []) }
+        var devices = 0
+        var seen = Set<UInt32>()
+        forEachApp { vendor, apps in
+            var moves = false
+            for bundle in apps {
+                guard let destination = sent[Int(bundle)], destination != vendors[vendor] else { continue }
+                seen.insert(bundle)
+                moves = true
+            }
+            if moves { devices += 1 }
         }
-        for number in 0..<UInt32(slots.count) where slots[number].canonical == number && !goneRoots.contains(number) {
-            if slots[number].app != Self.noApp { note(slots[number].app, of: slots[number].vendor) }
-            for app in moreApps[number] ?? [] { note(app.bundle, of: slots[number].vendor) }
+        return (devices, seen.map { bundles[$0] }.sorted { $0.value < $1.value })
+    }
+
+    /// For every vendor some device is filed under (gone devices aside), the vendors a change of
+    /// the rules from `old` to `new` (of `changing`'s rule) sends its devices' apps to, or leaves
+    /// them in, when that is not only itself: what the change moves (``VendorMove/planned(destinations:)``).
+    public func destinations(from old: VendorRules, to new: VendorRules, changing name: String) -> [Vendor: Set<Vendor>] {
+        let sent = bundleDestinations(from: old, to: new, changing: name)
+        var result = [UInt32: Set<Vendor>]()
+        forEachApp { vendor, apps in
+            for bundle in apps { result[vendor, default: []].insert(sent[Int(bundle)] ?? vendors[vendor]) }
         }
         var moving = [Vendor: Set<Vendor>]()
         for (number, destinations) in result where destinations != [vendors[number]] { moving[vendors[number]] = destinations }
         return moving
+    }
+
+    /// By bundle number, where a change of the rules from `old` to `new` sends the bundle's
+    /// devices: the vendor `new` names for it (``VendorRules/namedVendor(of:)``), when the change
+    /// touches the bundle (the rules name another vendor for it than before, or name the vendor
+    /// `changing`, whose rule it is); nil when it does not, and the devices stay where they are
+    /// filed. So an unrelated change moves nothing, even for bundles whose named vendor is an
+    /// alias; and a change of a vendor's rule sends all of its bundles' devices to it, those
+    /// filed elsewhere by a concurrent change included.
+    private func bundleDestinations(from old: VendorRules, to new: VendorRules, changing name: String?) -> [Vendor?] {
+        (0..<UInt32(bundles.count)).map { number in
+            let (before, after) = (old.namedVendor(of: bundles[number]), new.namedVendor(of: bundles[number]))
+            return before != after || after.name == name ? after : nil
+        }
+    }
+
+    /// Calls `body` with the interned vendor and the interned app bundles of every canonical
+    /// device that is not gone.
+    private func forEachApp(_ body: (_ vendor: UInt32, _ apps: [UInt32]) -> Void) {
+        for number in 0..<UInt32(slots.count) where slots[number].canonical == number && !goneRoots.contains(number) {
+            var apps = slots[number].app == Self.noApp ? [] : [slots[number].app]
+            for app in moreApps[number] ?? [] { apps.append(app.bundle) }
+            body(slots[number].vendor, apps)
+        }
     }
 }
 

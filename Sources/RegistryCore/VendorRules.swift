@@ -122,7 +122,7 @@ public struct VendorRules: Equatable, Sendable {
     }
 
     /// The vendor the rules or the default scope name for `bundle`, before moves: where a change
-    /// of the rules sends the bundle's devices (``RegistryState/devicesMoved(from:to:)``).
+    /// of the rules sends the bundle's devices (``RegistryState/devicesMoved(from:to:changing:)``).
     public func namedVendor(of bundle: BundleID) -> Vendor {
         for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {
             return Vendor(trusted: entry.vendor)
@@ -141,7 +141,10 @@ public struct VendorRules: Equatable, Sendable {
     /// scope gives) so a lookup by vendor gets a clear error for a typo.
     public func vendor(named name: String) throws(IdentityError) -> Vendor {
         let lowered = name.lowercased()
-        if rules.contains(where: { $0.name == lowered }) || aliases.canonical[lowered] != nil { return aliases.filing(Vendor(trusted: lowered)) }
+        // A name moves joined vendors under is one too, whether or not a rule still names it.
+        if rules.contains(where: { $0.name == lowered }) || aliases.canonical[lowered] != nil || aliases.canonical.values.contains(lowered) {
+            return aliases.filing(Vendor(trusted: lowered))
+        }
         let refusal = IdentityError.invalidVendor(
             "\(quoted(name)) is neither a vendor rule's name nor a vendor that \(defaultScope) names")
         guard let parsed = try? BundleID(parsing: lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),

@@ -68,7 +68,7 @@ extension NodeState {
         let move: VendorMove?
         do {
             next = try VendorRules(rules: list, defaultScope: rules.defaultScope, aliases: rules.aliases)
-            let moved = registry.devicesMoved(from: rules, to: next)
+            let moved = registry.devicesMoved(from: rules, to: next, changing: name)
             guard moved.devices == 0 || intent.move else {
                 let shown = moved.bundles.prefix(5).map { "\($0) (\(rules.vendor(of: $0)) to \(next.namedVendor(of: $0)))" }.joined(separator: ", ")
                 return .error(
@@ -78,7 +78,7 @@ extension NodeState {
                             "the change would move \(moved.devices) registered device\(moved.devices == 1 ? "" : "s") to another vendor, through bundle\(moved.bundles.count == 1 ? "" : "s") \(shown)\(moved.bundles.count > 5 ? " and \(moved.bundles.count - 5) more" : ""); ask for the move (registryctl vendor ... --move) to join their vendors to the one they go to"
                     ))
             }
-            move = moved.devices == 0 ? nil : try VendorMove.planned(destinations: registry.destinations(under: next))
+            move = moved.devices == 0 ? nil : try VendorMove.planned(destinations: registry.destinations(from: rules, to: next, changing: name))
         } catch {
             return .error(WireError(error))
         }

@@ -58,9 +58,11 @@ struct VendorMoveWorkload {
                 if let prefixes = candidate.prefixes { list.append(try! VendorRule(name: candidate.name, prefixes: prefixes)) }
                 // A change whose rules overlap, or whose move would split a vendor, is refused.
                 if let next = try? VendorRules(rules: list, defaultScope: .labels(2), aliases: history.aliases),
-                    let move = try? VendorMove.planned(destinations: states[node].destinations(under: next))
+                    case .success(let move) = Result(catching: { () throws(IdentityError) -> VendorMove? in
+                        try VendorMove.planned(destinations: states[node].destinations(from: rules, to: next, changing: candidate.name))
+                    })
                 {
-                    moves += 1
+                    if move != nil { moves += 1 }
                     operation = .vendorRule(
                         VendorRuleChange(
                             kind: candidate.prefixes == nil ? .remove : .set, name: candidate.name, rule: list.first { $0.name == candidate.name },

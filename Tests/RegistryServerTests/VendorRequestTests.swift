@@ -133,6 +133,40 @@ import Testing
         }
     }
 
+    @Test func aChangeMovesOnlyTheDevicesOfTheBundlesItTouches() throws {
+        var node = try helper.node()
+        _ = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])
+        // com.acme, holding only com.acme.mail, joins the new vendor mail; a bundle com.acme names
+        // by default is mail's from then on.
+        let mail = helper.ask(&node, .vendor(.add(VendorRuleMessage(name: "mail", prefixes: ["com.acme.mail"]), move: true)))
+        #expect(error(mail) == nil && mail.logged.count == 1, "\(mail.body)")
+        guard case .registerResult(let chat) = helper.ask(&node, .register(RegisterRequest(bundleID: "com.acme.chat", idfv: helper.idfvs[1]))).body
+        else {
+            Issue.record("registration failed")
+            return
+        }
+        #expect(chat.vendor == "mail")
+        // A change of another vendor moves nothing, though com.acme.chat's named vendor is an alias.
+        let zeta = helper.ask(&node, .vendor(.add(VendorRuleMessage(name: "zeta", prefixes: ["io.zeta"]))))
+        #expect(error(zeta) == nil && zeta.logged.count == 1, "\(zeta.body)")
+
+        // A device a peer filed under com.x, not having heard of rule x yet: a change of x's rule
+        // moves it (asked), though x's prefixes stay as they were.
+        _ = helper.ask(&node, .vendor(.add(VendorRuleMessage(name: "x", prefixes: ["com.x"]))))
+        let time = HLCTimestamp(millis: 900, counter: 0)
+        let stray = DeviceID(UUID128(high: 0x5747, low: 1))
+        node.registry.apply(
+            .registration(
+                RegistrationOp(
+                    device: DeviceRef(id: stray, created: time, origin: NodeID(trusted: "node-b"), vendor: Vendor(trusted: "com.x")),
+                    bundle: try BundleID(parsing: "com.x.app"), claims: [Identifier(kind: .idfv, value: UUID128(high: 0x5747, low: 2))], merged: [],
+                    seen: time)))
+        let policy = VendorRuleMessage(name: "x", prefixes: ["com.x"], maxDevices: 2)
+        #expect(error(helper.ask(&node, .vendor(.set(policy))))?.message.contains("would move 1 registered device") == true)
+        #expect(error(helper.ask(&node, .vendor(.set(policy, move: true)))) == nil)
+        #expect(node.registry.vendor(of: stray)?.name == "x")
+    }
+
     @Test func changingTheRulesNeedsAdminAndListingDoesNot() throws {
         var node = try helper.node()
         let register = ConnectionAccess.token(AccessToken(subject: "s", vendors: .all, roles: [.register, .read], expiresAt: .max))
