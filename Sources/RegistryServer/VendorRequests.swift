@@ -70,7 +70,7 @@ extension NodeState {
             next = try VendorRules(rules: list, defaultScope: rules.defaultScope, aliases: rules.aliases)
             let moved = registry.devicesMoved(from: rules, to: next, changing: name)
             guard moved.devices == 0 || intent.move else {
-                let shown = moved.bundles.prefix(5).map { "\($0) (\(rules.vendor(of: $0)) to \(next.namedVendor(of: $0)))" }.joined(separator: ", ")
+                let shown = moved.bundles.prefix(5).map { "\($0) (to \(next.namedVendor(of: $0)))" }.joined(separator: ", ")
                 return .error(
                     WireError(
                         code: .invalidArgument,

@@ -35,7 +35,8 @@ struct VendorCommand: AsyncParsableCommand {
         @Flag(
             help: """
                 Move the devices the change files under another vendor: their vendors join the one \
-                they go to, for good (refused when a vendor's devices would split).
+                they go to, for good (refused when a vendor's devices would split, or go into more \
+                than one vendor).
                 """)
         var move = false
     }
@@ -99,7 +100,7 @@ struct VendorCommand: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a vendor's rule: its bundles fall back to the default vendor.",
-            discussion: "Refused while devices are registered under its bundles, unless --move joins the vendor to the one they fall back to.")
+            discussion: "Refused while devices are registered under its bundles, unless --move joins the vendor to the one they fall back to (all of them to one vendor).")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The vendor's name.") var name: String

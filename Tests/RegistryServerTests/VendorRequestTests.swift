@@ -57,7 +57,7 @@ import Testing
         let cases: [(VendorRequestMessage, ErrorCode, String)] = [
             (.remove(name: "acme"), .invalidArgument, "would move 2 registered devices"),
             (.set(VendorRuleMessage(name: "acme", prefixes: ["com.acme"])), .invalidArgument, "would move 2 registered devices"),
-            (.add(VendorRuleMessage(name: "grab", prefixes: ["net.acmecdn.player"])), .invalidArgument, "1 registered device to another vendor, through bundle net.acmecdn.player (acme to grab)"),
+            (.add(VendorRuleMessage(name: "grab", prefixes: ["net.acmecdn.player"])), .invalidArgument, "1 registered device to another vendor, through bundle net.acmecdn.player (to grab)"),
             (.add(VendorRuleMessage(name: "com.fresh", prefixes: ["com.fresh"])), .invalidArgument, "has a rule already"),
             (.set(VendorRuleMessage(name: "nobody", prefixes: ["com.nobody"])), .notFound, "no vendor rule nobody"),
             (.remove(name: "nobody"), .notFound, "no vendor rule nobody"),
