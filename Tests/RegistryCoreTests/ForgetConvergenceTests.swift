@@ -24,11 +24,7 @@ struct ForgetConvergenceWorkload {
             let roll = random.next() % 10
             let operation: Operation
             if roll < 6 || states[node].deviceCount == 0 {
-                var presented = [PresentedIdentifier]()
-                if random.next() % 3 != 0 { presented.append(PresentedIdentifier(rawKind: 1, text: identifiers[Int(random.next() % 8)].text)) }
-                if presented.isEmpty || random.next() % 2 == 0 {
-                    presented.append(PresentedIdentifier(rawKind: 2, text: identifiers[Int(random.next() % 8)].text))
-                }
+                let presented = ConvergenceWorkloads.presented(from: identifiers, using: &random)
                 let registration = try! Registration(bundle: ["com.v.a", "com.v.b"][Int(random.next() % 2)], identifiers: presented, rules: rules)
                 let op = states[node].register(registration, at: now, origin: nodes[node]) { generation in
                     DeviceID.new(for: registration, at: now, generation: generation, key: key, using: &random)
@@ -49,10 +45,7 @@ struct ForgetConvergenceWorkload {
                 states[node].apply(operation)
             }
             operations.append(operation)
-            // Now and then a node hears of an earlier operation (partial replication).
-            if random.next() % 3 == 0 {
-                states[Int(random.next() % 3)].apply(operations[Int(random.next() % UInt64(operations.count))])
-            }
+            ConvergenceWorkloads.hearSomething(&states, of: operations, using: &random)
         }
     }
 }

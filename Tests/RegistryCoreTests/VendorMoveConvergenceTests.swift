@@ -31,11 +31,7 @@ struct VendorMoveWorkload {
             let roll = random.next() % 10
             var operation: Operation?
             if roll < 6 || states[node].deviceCount == 0 {
-                var presented = [PresentedIdentifier]()
-                if random.next() % 3 != 0 { presented.append(PresentedIdentifier(rawKind: 1, text: identifiers[Int(random.next() % 6)].text)) }
-                if presented.isEmpty || random.next() % 2 == 0 {
-                    presented.append(PresentedIdentifier(rawKind: 2, text: identifiers[Int(random.next() % 6)].text))
-                }
+                let presented = ConvergenceWorkloads.presented(from: identifiers, using: &random)
                 let bundle = ["com.a.mail", "com.b.maps", "com.c.tv"][Int(random.next() % 3)]
                 let registration = try! Registration(bundle: bundle, identifiers: presented, rules: rules)
                 operation = .registration(
@@ -72,10 +68,7 @@ struct VendorMoveWorkload {
             guard let operation else { continue }
             if case .registration = operation {} else { states[node].apply(operation) }
             operations.append(operation)
-            // Now and then a node hears of an earlier operation (partial replication).
-            if random.next() % 3 == 0 {
-                states[Int(random.next() % 3)].apply(operations[Int(random.next() % UInt64(operations.count))])
-            }
+            ConvergenceWorkloads.hearSomething(&states, of: operations, using: &random)
         }
     }
 }
