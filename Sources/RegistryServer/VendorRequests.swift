@@ -13,6 +13,9 @@ struct VendorIntent: Sendable, Equatable {
     let action: Action
     /// Whether devices may move between vendors (``VendorMove``).
     let move: Bool
+    /// Why a move cannot be carried out now, when it cannot (``LinkedPeers/holdMovesBackFromOldMembers(_:members:own:)``):
+    /// the change is refused with it only if it would move devices.
+    var moveRefusal: WireError? = nil
 }
 
 extension NodeState {
@@ -79,6 +82,7 @@ extension NodeState {
                     ))
             }
             move = moved.devices == 0 ? nil : try VendorMove.planned(destinations: registry.destinations(from: rules, to: next, changing: name))
+            if move != nil, let refusal = intent.moveRefusal { return .error(refusal) }
         } catch {
             return .error(WireError(error))
         }

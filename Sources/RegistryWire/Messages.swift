@@ -14,7 +14,17 @@ public struct ProtocolVersion: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The version this code speaks.
-    public static let current = ProtocolVersion(major: 1, minor: 0)
+    public static let current = ProtocolVersion(major: 1, minor: 1)
+
+    /// The first version whose nodes carry out vendor moves (`VendorRuleChange.moved`): a node
+    /// before it applies a moving change without its move, so a move waits for every member to
+    /// run it (``PeerWelcome/version``).
+    public static let vendorMoves = ProtocolVersion(major: 1, minor: 1)
+
+    /// True when `self` is `other` or later.
+    public func isAtLeast(_ other: ProtocolVersion) -> Bool {
+        (major, minor) >= (other.major, other.minor)
+    }
 
     public var description: String { "\(major).\(minor)" }
 }

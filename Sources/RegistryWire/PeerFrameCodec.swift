@@ -29,7 +29,7 @@ extension PeerFrame {
                 PeerWelcome(
                     nodeID: CRead.string(welcome.node_id), epoch: welcome.epoch,
                     versionVector: try CRead.positions(welcome.n_version_vector, welcome.version_vector),
-                    maxBatchOperations: welcome.max_batch_operations, proof: CRead.bytes(welcome.proof)))
+                    maxBatchOperations: welcome.max_batch_operations, proof: CRead.bytes(welcome.proof), version: CRead.version(welcome.version)))
         case REGISTRY__V1__PEER_FRAME__BODY_BATCH:
             guard let batch = frame.batch?.pointee else { return .unknown }
             return .batch(
@@ -89,6 +89,7 @@ extension PeerFrame {
             (message.n_version_vector, message.version_vector) = arena.positions(welcome.versionVector)
             message.max_batch_operations = welcome.maxBatchOperations
             message.proof = arena.bytes(welcome.proof)
+            message.version = arena.version(welcome.version)
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_WELCOME
             frame.welcome = arena.new(message)
         case .batch(let batch):

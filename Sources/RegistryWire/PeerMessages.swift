@@ -53,9 +53,15 @@ public struct PeerWelcome: Equatable, Sendable {
     public var maxBatchOperations: UInt32
     /// Proves the receiver holds the cluster secret, over the sender's challenge.
     public var proof: [UInt8]
+    /// The receiver's protocol version; 0.0 from receivers before 1.1, which did not say.
+    public var version: ProtocolVersion
 
-    public init(nodeID: String, epoch: UInt64, versionVector: [LogPosition], maxBatchOperations: UInt32, proof: [UInt8] = []) {
+    public init(
+        nodeID: String, epoch: UInt64, versionVector: [LogPosition], maxBatchOperations: UInt32, proof: [UInt8] = [],
+        version: ProtocolVersion = .current
+    ) {
         self.proof = proof
+        self.version = version
         self.nodeID = nodeID
         self.epoch = epoch
         self.versionVector = versionVector

@@ -23,12 +23,14 @@ import Testing
         let frames: [PeerFrame] = [
             .hello(PeerHello(clusterID: "c", nodeID: "node-a", epoch: 3, versionVector: positions, mintingKeyFingerprint: .max)),
             .welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: positions, maxBatchOperations: 1024)),
+            // A receiver's version travels in its welcome (vendor moves wait for every member's).
+            .welcome(PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 8, version: ProtocolVersion(major: 1, minor: 0))),
             .batch(OperationBatch(batchID: 77, operations: [PeerOperation(logged), PeerOperation(logged)])),
             .ack(BatchAck(batchID: 77, held: positions)),
             .refusal(WireError(code: .wrongCluster, message: "no", retryable: false)),
         ]
         for frame in frames { #expect(try roundTrip(frame) == frame) }
-        guard case .batch(let batch) = try roundTrip(frames[2]) else { return }
+        guard case .batch(let batch) = try roundTrip(frames[3]) else { return }
         #expect(try batch.operations[0].decoded() == logged)
     }
 

@@ -185,6 +185,7 @@ public final class RegistryEngine: Sendable {
         }
         let replicasWanted = replicas.wanted(by: frames, prepared: &prepared) { links.count(members: members, own: nodeID) }
         links.refuseLiveRemovals(&prepared)
+        links.holdMovesBackFromOldMembers(&prepared, members: { members }, own: nodeID)
         let requestIDs = frames.map(\.requestID)
         let submittedNanos = SystemClock.monotonicNanos()
         let wall = wallClock()

@@ -22,6 +22,33 @@ final class LinkedPeers: Sendable {
         ClusterPeers.count(links: statuses, members: members, own: own)
     }
 
+    /// A vendor rule change asked to move devices is marked (``VendorIntent/moveRefusal``) unless
+    /// this node streams to every other member and each runs ``ProtocolVersion/vendorMoves`` or
+    /// later: a member before it would apply the change without its move and diverge for good.
+    /// The mark refuses the change only if it does move devices (``NodeState/decideVendor``).
+    /// `members` is asked only when some change asks to move.
+    func holdMovesBackFromOldMembers(_ prepared: inout [NodeState.Prepared], members: () -> [NodeID: Member], own: NodeID) {
+        for index in prepared.indices {
+            guard case .vendorChange(.success(var intent)) = prepared[index], intent.move else { continue }
+            let links = statuses
+            var blocking = [String]()
+            for (node, member) in members().sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
+                guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
+                    blocking.append("\(node) (not reached)")
+                    continue
+                }
+                if let version = link.peerVersion, version.isAtLeast(.vendorMoves) { continue }
+                blocking.append("\(node) (protocol \(link.peerVersion ?? ProtocolVersion(major: 0, minor: 0)))")
+            }
+            guard !blocking.isEmpty else { continue }
+            intent.moveRefusal = WireError(
+                code: .unavailable,
+                message:
+                    "a move needs every member running and at protocol \(ProtocolVersion.vendorMoves) or later, or one would apply the change without its move; not so: \(blocking.joined(separator: ", "))")
+            prepared[index] = .vendorChange(.success(intent))
+        }
+    }
+
     /// A removal of a node this node streams to now is refused unless it says `force`: the node
     /// is running, and removed it would go on taking writes until it learned of it.
     func refuseLiveRemovals(_ prepared: inout [NodeState.Prepared]) {

@@ -55,6 +55,9 @@ final class PeerLink: @unchecked Sendable {
     /// The node last reached at this address, kept while it is unreachable: the link stays that
     /// member's (``Replication`` links to members it has no link for).
     private var lastKnownNode = ""
+    /// The protocol version of the peer's last welcome (``LinkedPeers`` holds a vendor move back
+    /// from members before ``ProtocolVersion/vendorMoves``).
+    private var peerVersion: ProtocolVersion?
     /// What the peer held when last heard from, kept while it is unreachable: the journal keeps
     /// what it lacks (the retention floor, see ``Replication``).
     private var knownHolds = VersionVector()
@@ -141,7 +144,9 @@ final class PeerLink: @unchecked Sendable {
             let positions: [LogPosition]?
             switch frame {
             case .ack(let ack): positions = ack.held
-            case .welcome(let welcome): positions = welcome.versionVector
+            case .welcome(let welcome):
+                positions = welcome.versionVector
+                self.peerVersion = welcome.version
             case .snapshotAck(let ack) where ack.installed: positions = ack.held
             default: positions = nil
             }
@@ -432,6 +437,7 @@ final class PeerLink: @unchecked Sendable {
         case .stopped: status.state = "own-address"
         }
         status.nodeID = lastKnownNode
+        status.peerVersion = peerVersion
         if let cursor = machine.cursor {
             status.backlogOperations = cursor.backlog(local: local)
             status.inFlightBatches = UInt64(cursor.inFlight.count)

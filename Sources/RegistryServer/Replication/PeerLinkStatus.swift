@@ -18,6 +18,8 @@ public struct PeerLinkStatus: Equatable, Sendable {
     public var reconnects: UInt64 = 0
     public var lastError = ""
     public var sentOperations: UInt64 = 0
+    /// The protocol version the peer's last welcome gave; nil before one.
+    public var peerVersion: ProtocolVersion?
 
     public init(address: String) {
         self.address = address

@@ -20,6 +20,12 @@ final class ClusterSimulation {
         var now: UInt64 { millis.withLock { $0 } }
     }
 
+    /// What a node's engine sees of its links (``LinkedPeers``), as the simulation sets it before
+    /// a step that reads it.
+    final class LinkStatuses: Sendable {
+        let statuses = Mutex<[PeerLinkStatus]>([])
+    }
+
     struct Node {
         let name: NodeID
         var fs = SimulatedFileSystem()
@@ -28,6 +34,7 @@ final class ClusterSimulation {
         var disk: CrashingFileSystem?
         var engine: RegistryEngine?
         let clock = Clock()
+        let linkStatuses = LinkStatuses()
         /// Milliseconds ahead of (or behind) simulated time.
         var skew: Int64 = 0
         let instance: UInt64
@@ -110,6 +117,9 @@ final class ClusterSimulation {
     /// The handshake's challenges, from a stream of their own so that they leave the faults'
     /// schedule as it was.
     private var challenges: SplitMix64
+    /// Which vendor rule change a step asks for (``randomVendorChange()``), from a stream of its
+    /// own too.
+    private var vendorActions: SplitMix64
     private(set) var now: UInt64 = 1_000_000
     private(set) var acknowledged: [Acknowledged] = []
     private(set) var acknowledgedBindings: [AcknowledgedBinding] = []
@@ -134,6 +144,7 @@ final class ClusterSimulation {
         self.seed = seed
         random = SplitMix64(seed: seed)
         challenges = SplitMix64(seed: seed ^ 0xC4A1_1E46E)
+        vendorActions = SplitMix64(seed: seed ^ 0x7E4D_0A57)
         var pool = SplitMix64(seed: seed ^ 0x5EED)
         keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
         bindingPolicy = seed % 2 == 1 ? try BindingPolicy(maxDevices: 2, pastLimit: .replace) : .default
@@ -177,6 +188,8 @@ final class ClusterSimulation {
         let engine = try RegistryEngine(
             configuration: configuration, logger: logger, wallClock: { clock.now }, fs: disk, epochEntropy: random.next())
         nodes[index].engine = engine
+        let statuses = nodes[index].linkStatuses
+        engine.links.attach { statuses.statuses.withLock { $0 } }
         // A node of a cluster records that it is a member, as registryd does when it has peers.
         let address = "\(nodes[index].name):7400"
         _ = Self.wait { done in engine.membership.join(advertising: address) { done(true) } }
@@ -468,7 +481,7 @@ final class ClusterSimulation {
     /// sometimes `net.simN`) through a running member, asking for the move half the time. Some
     /// registrations present `org.simN` bundles (``randomRegistration(at:)``), so a change can move
     /// their devices between `org.simN` and `simN`; refusals are a rule that exists or does not,
-    /// and a move not asked for.
+    /// a move not asked for, and a move while the node does not stream to every other member.
     func randomVendorChange() {
         let alive = members.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random), let engine = engine(node) else { return }
@@ -476,16 +489,35 @@ final class ClusterSimulation {
         let prefixes = ["org.sim\(number)"] + (Bool.random(using: &random) ? ["net.sim\(number)"] : [])
         let rule = VendorRuleMessage(name: "sim\(number)", prefixes: prefixes, maxDevices: UInt32.random(in: 1...3, using: &random))
         let move = Bool.random(using: &random)
-        let request: VendorRequestMessage =
-            [.add(rule, move: move), .set(rule, move: move), .remove(name: "sim\(number)", move: move)].randomElement(using: &random)!
+        let actions: [VendorRequestMessage] = [.add(rule, move: move), .set(rule, move: move), .remove(name: "sim\(number)", move: move)]
+        let anyAction = actions.randomElement(using: &random)!
+        // Three times in four an action that fits the rules the node holds (add a vendor it has
+        // no rule for, change or remove one it has), so that most changes, and their moves, are
+        // decided rather than refused as not found.
+        let listed = Self.wait { done in engine.submit([ClientFrame(requestID: 1, body: .vendor(.list))]) { done($0.frames[0].body) } }
+        guard case .vendorRules(let before) = listed else { return }
+        let fitting = before.rules.contains { $0.name == "sim\(number)" } ? Array(actions.dropFirst()) : [actions[0]]
+        let request = vendorActions.next() % 4 == 0 ? anyAction : fitting.randomElement(using: &vendorActions)!
         let frame = ClientFrame(requestID: 1, body: .vendor(request))
-        let aliasesBefore = engine.withState { $0.vendorRuleHistory.aliases }
+        // The links the node streams on, for the check that every member can carry out a move;
+        // for this step only (every other step sees none, as before the check existed).
+        defer { nodes[node].linkStatuses.statuses.withLock { $0 = [] } }
+        nodes[node].linkStatuses.statuses.withLock { statuses in
+            statuses = nodes.indices.compactMap { other -> PeerLinkStatus? in
+                guard case .streaming(let peer) = links[node][other]?.machine.state else { return nil }
+                var status = PeerLinkStatus(address: "\(peer):7400")
+                status.nodeID = peer.value
+                status.state = "streaming"
+                status.peerVersion = .current
+                return status
+            }
+        }
         let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
         crashNodesWhoseDiskFailed()
         switch answer {
-        case .vendorRules:
+        case .vendorRules(let after):
             counts.vendorChanges += 1
-            if engine.withState({ $0.vendorRuleHistory.aliases }) != aliasesBefore { counts.moves += 1 }
+            if !after.aliases.elementsEqual(before.aliases, by: { $0 == $1 }) { counts.moves += 1 }
         case .error(let error): counts.vendorErrors[error.code.name, default: 0] += 1
         default: counts.vendorErrors["\(answer)", default: 0] += 1
         }

@@ -626,7 +626,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
   (ProtobufCMessageInit) registry__v1__peer_hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descriptors[5] =
+static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descriptors[6] =
 {
   {
     "node_id",
@@ -688,18 +688,31 @@ static const ProtobufCFieldDescriptor registry__v1__peer_welcome__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "version",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerWelcome, version),
+    &registry__v1__protocol_version__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__peer_welcome__field_indices_by_name[] = {
   1,   /* field[1] = epoch */
   3,   /* field[3] = max_batch_operations */
   0,   /* field[0] = node_id */
   4,   /* field[4] = proof */
+  5,   /* field[5] = version */
   2,   /* field[2] = version_vector */
 };
 static const ProtobufCIntRange registry__v1__peer_welcome__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_welcome__descriptor =
 {
@@ -709,7 +722,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_welcome__descriptor =
   "Registry__V1__PeerWelcome",
   "registry.v1",
   sizeof(Registry__V1__PeerWelcome),
-  5,
+  6,
   registry__v1__peer_welcome__field_descriptors,
   registry__v1__peer_welcome__field_indices_by_name,
   1,  registry__v1__peer_welcome__number_ranges,

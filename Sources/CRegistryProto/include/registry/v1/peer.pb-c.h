@@ -142,10 +142,15 @@ struct  Registry__V1__PeerWelcome
    * "welcome", 0, PeerHello.challenge and this node_id.
    */
   ProtobufCBinaryData proof;
+  /*
+   * The receiver's protocol version: 1.1 and later carry out vendor moves
+   * (VendorRuleChange.moved). Absent from receivers before 1.1.
+   */
+  Registry__V1__ProtocolVersion *version;
 };
 #define REGISTRY__V1__PEER_WELCOME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_welcome__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, {0,NULL} }
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, 0, {0,NULL}, NULL }
 
 
 /*
