@@ -27,7 +27,18 @@ final class CuttableProxy: Sendable {
                         }
                     }
                     .connect(host: "127.0.0.1", port: target)
-                outbound.whenSuccess { outbound in links.state.withLock { $0.open += [inbound, outbound] } }
+                // A cut that came while this connection was being made closes it here: cut() closed
+                // only the connections open then (a CI run saw a "cut" relay carry a link).
+                outbound.whenSuccess { outbound in
+                    let cut = links.state.withLock { state in
+                        if !state.cut { state.open += [inbound, outbound] }
+                        return state.cut
+                    }
+                    if cut {
+                        inbound.close(promise: nil)
+                        outbound.close(promise: nil)
+                    }
+                }
                 outbound.whenFailure { _ in inbound.close(promise: nil) }
                 return inbound.eventLoop.makeCompletedFuture {
                     if let tls { try inbound.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
