@@ -95,6 +95,9 @@ public struct RegistryState: Sendable {
     /// The order-independent digest of the content (see ``StateDigest``), kept as it changes.
     public internal(set) var digest: UInt64 = 0
     var vendorDigests = NameDigests()
+    /// The changes applied, while a node records them for its watchers (``FeedRecording``); nil:
+    /// nothing is recorded (a snapshot's state, a test's).
+    var feedRecording: FeedRecording?
     var originDigests = NameDigests()
     var bundleDigests = NameDigests()
 
@@ -295,6 +298,7 @@ public struct RegistryState: Sendable {
             bury(slots[number].canonical)
         } else {
             purgeBindings(naming: [op.device.uuid])
+            if feedRecording != nil { record(.forgotten(devices: [op.device], vendor: nil)) }
         }
     }
 
@@ -313,10 +317,20 @@ public struct RegistryState: Sendable {
             digest &-= appFact(on: root, bundle: app.bundle, first: app.firstSeen, last: app.lastSeen)
         }
         purgeBindings(naming: ([root] + (members[root] ?? [])).map { slots[$0].id })
+        if feedRecording != nil {
+            record(.forgotten(devices: ([root] + (members[root] ?? [])).map { DeviceID(slots[$0].id) }, vendor: vendors[slot.vendor]))
+        }
     }
 
     /// Removes the binding changes that name any of `devices`.
     private mutating func purgeBindings(naming devices: [UUID128]) {
+        // The remaining changes of an account may bind a device again (one a forgotten bind
+        // had replaced): what the purge does to the accounts, for the watchers.
+        let accounts = feedRecording == nil || accountTable.changeCount == 0 ? [] : accountTable.accounts(naming: devices)
+        let bound = accounts.map { boundDevices(of: $0) }
+        defer {
+            for (account, before) in zip(accounts, bound) { recordBindingEvents(of: account, before: before, touched: DeviceID(devices[0])) }
+        }
         for change in accountTable.remove(naming: devices) {
             digest &-= bindingFact(change, vendor: vendors.number(of: change.vendor)!, origin: origins.number(of: change.origin)!)
         }
@@ -325,8 +339,16 @@ public struct RegistryState: Sendable {
     /// Adds a binding change (see ``AccountBindings``); a change held already changes nothing.
     public mutating func apply(_ change: BindingChange) {
         let change = filing(change)
-        // The changes of a gone device are not kept (``ForgetOp``).
-        guard !isGone(change.device), accountTable.insert(change) else { return }
+        let key = AccountKey(vendor: change.vendor, account: change.account)
+        let before = feedRecording != nil ? boundDevices(of: key) : nil
+        // The changes of a gone device are not kept (``ForgetOp``); the watchers hear that the
+        // account stays as it is.
+        if isGone(change.device) {
+            if let before { recordBindingEvents(of: key, before: before, change: change, touched: change.device) }
+            return
+        }
+        guard accountTable.insert(change) else { return }
+        if let before { recordBindingEvents(of: key, before: before, change: change, touched: change.device) }
         // Interned so that a snapshot can name them by number.
         let vendor = vendors.intern(change.vendor)
         let origin = origins.intern(change.origin)
@@ -414,6 +436,7 @@ public struct RegistryState: Sendable {
         members[winner] = moved
         if goneRoots.remove(root) != nil { goneRoots.insert(winner) }
         moveApps(from: root, to: winner)
+        if feedRecording != nil { recordMerge(of: winner) }
     }
 
     /// Joins the app sightings of `from`, no longer canonical, into canonical slot `to`.
@@ -440,6 +463,7 @@ public struct RegistryState: Sendable {
                 vendor: vendors.intern(vendorRuleHistory.aliases.filing(ref.vendor)), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
         slotOf.set(ref.id.uuid, number)
         digest &+= deviceFact(number)
+        if feedRecording != nil { record(.created(device: ref.id, vendor: vendors[slots[number].vendor])) }
         if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) { bury(number) }
         return number
     }
@@ -481,6 +505,9 @@ public struct RegistryState: Sendable {
         let rootB = slots[b].canonical
         guard rootA != rootB else { return }
         let (winner, loser) = wins(rootA, over: rootB) ? (rootA, rootB) : (rootB, rootA)
+        // What the merge does to accounts bound to either set, for the watchers.
+        let accounts = feedRecording == nil ? [] : Array(Set(accountsNaming(setOf: rootA) + accountsNaming(setOf: rootB))).sorted()
+        let bound = accounts.map { boundDevices(of: $0) }
         let gone = !goneRoots.isEmpty && (goneRoots.remove(loser) != nil || goneRoots.contains(winner))
         let moved = [loser] + (members.removeValue(forKey: loser) ?? [])
         for member in moved {
@@ -491,6 +518,12 @@ public struct RegistryState: Sendable {
         members[winner, default: []].append(contentsOf: moved)
         moveApps(from: loser, to: winner)
         aliasCount += 1
+        if feedRecording != nil {
+            recordMerge(of: winner)
+            for (account, before) in zip(accounts, bound) {
+                recordBindingEvents(of: account, before: before, touched: DeviceID(slots[winner].id))
+            }
+        }
         // A set that meets a gone set is gone with it.
         if gone { bury(winner) }
     }

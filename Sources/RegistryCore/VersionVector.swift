@@ -61,3 +61,23 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
         logs.map { "\($0.log): \($0.sequence)" }.joined(separator: ", ")
     }
 }
+
+extension VersionVector {
+    /// Raises `log` to `sequence` when that is more than held; a lower sequence changes nothing.
+    /// For a vector that names what was seen rather than what was admitted one by one.
+    public mutating func raise(to sequence: UInt64, in log: LogID) {
+        if sequence > self[log] { recordAll(through: sequence, in: log) }
+    }
+
+    /// Every log at the higher of the two vectors' sequences.
+    public func joined(with other: VersionVector) -> VersionVector {
+        var joined = self
+        for (log, sequence) in other.sequences { joined.raise(to: sequence, in: log) }
+        return joined
+    }
+
+    /// Whether this vector holds everything `other` holds.
+    public func covers(_ other: VersionVector) -> Bool {
+        other.sequences.allSatisfy { self[$0.key] >= $0.value }
+    }
+}

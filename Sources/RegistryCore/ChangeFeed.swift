@@ -1,0 +1,126 @@
+/// One ``FeedEvent`` with the operation whose application gave it: (origin, epoch, sequence)
+/// names the operation on every node, so a watcher can use it as an idempotency key.
+public struct FeedEntry: Hashable, Sendable {
+    public let log: LogID
+    public let sequence: UInt64
+    /// The operation's timestamp.
+    public let time: HLCTimestamp
+    public let event: FeedEvent
+
+    public init(log: LogID, sequence: UInt64, time: HLCTimestamp, event: FeedEvent) {
+        self.log = log
+        self.sequence = sequence
+        self.time = time
+        self.event = event
+    }
+}
+
+/// The events a node has applied and made durable, in its apply order, the newest `capacity` or
+/// so of them: what its watchers read (`docs/cluster.md`, "Watching changes"). A plain value.
+///
+/// Each event has a position, counted from the feed's start and never reused. Events arrive in
+/// batches, one per commit, each recorded with what the node held before it (``published`` then):
+/// every event of a later batch came of an operation applied after everything that vector names.
+/// That is what lets a watcher resume from a version vector alone, on any node:
+///
+/// - a cursor that covers what the feed dropped (``floor``) resumes at the last batch whose
+///   `before` the cursor covers (the events before it came of operations the cursor holds), and
+///   gets every event from there, some perhaps again;
+/// - a cursor that does not cover ``floor`` names a state whose later events are gone: expired.
+///
+/// Events are dropped a whole batch at a time, oldest first, once more than `capacity` are held.
+public struct ChangeFeed: Sendable {
+    /// Events held at most (a batch bigger than that is held alone until the next).
+    public let capacity: Int
+    private var entries: [FeedEntry] = []
+    /// Index in `entries` of the oldest event held; the ones before it are dropped.
+    private var head = 0
+    /// Position of `entries[head]`.
+    public private(set) var firstPosition: UInt64 = 0
+    /// Each batch held: its first event's position, and what the node held before it.
+    private var batches: [(position: UInt64, before: VersionVector)] = []
+    private var batchHead = 0
+    /// What a cursor must cover to resume: the operations whose events were dropped, or came
+    /// before the feed started.
+    public private(set) var floor: VersionVector
+    /// Every operation whose events the feed holds or held: what the node had made durable at
+    /// the last ``publish(_:through:)``.
+    public private(set) var published: VersionVector
+
+    /// An empty feed of a node that holds `vector` (its state is what came before: the start is
+    /// the floor).
+    public init(capacity: Int, holding vector: VersionVector) {
+        precondition(capacity > 0, "a feed holds at least one event")
+        self.capacity = capacity
+        floor = vector
+        published = vector
+    }
+
+    /// The position the next event will have.
+    public var endPosition: UInt64 { firstPosition + UInt64(entries.count - head) }
+
+    /// Events held.
+    public var count: Int { entries.count - head }
+
+    /// Adds the events of one commit, in apply order, after which the node holds `vector`.
+    public mutating func publish(_ events: [FeedEntry], through vector: VersionVector) {
+        if !events.isEmpty {
+            batches.append((endPosition, published))
+            entries.append(contentsOf: events)
+        }
+        published = vector
+        trim()
+    }
+
+    /// A state installed from elsewhere (a peer's snapshot) replaced the node's, which holds
+    /// `vector` now: every event held is dropped, and only a cursor that covers `vector` resumes.
+    public mutating func restart(holding vector: VersionVector) {
+        firstPosition = endPosition
+        entries = []
+        head = 0
+        batches = []
+        batchHead = 0
+        floor = vector
+        published = vector
+    }
+
+    /// The position a watcher that has seen every event of `cursor`'s operations resumes at;
+    /// nil when events it has not seen were dropped.
+    public func start(after cursor: VersionVector) -> UInt64? {
+        guard cursor.covers(floor) else { return nil }
+        var position = firstPosition
+        // `before` grows from batch to batch: the ones the cursor covers come first.
+        for index in batchHead..<batches.count {
+            guard cursor.covers(batches[index].before) else { break }
+            position = batches[index].position
+        }
+        return position
+    }
+
+    /// The event at `position`, which must be held.
+    public subscript(position: UInt64) -> FeedEntry {
+        precondition(position >= firstPosition && position < endPosition, "position \(position) is not held")
+        return entries[head + Int(position - firstPosition)]
+    }
+
+    /// Drops the oldest batches while more than `capacity` events are held, keeping the newest one.
+    private mutating func trim() {
+        guard count > capacity else { return }
+        while count > capacity, batchHead < batches.count - 1 {
+            let next = batches[batchHead + 1].position
+            head += Int(next - firstPosition)
+            firstPosition = next
+            batchHead += 1
+        }
+        floor = batches[batchHead].before
+        // Compacted when the dropped part outgrows what is held, so each event moves O(1) times.
+        if head > entries.count / 2 {
+            entries.removeFirst(head)
+            head = 0
+        }
+        if batchHead > batches.count / 2 {
+            batches.removeFirst(batchHead)
+            batchHead = 0
+        }
+    }
+}

@@ -1,0 +1,69 @@
+/// A change of the registry that a watcher hears of (`docs/cluster.md`, "Watching changes"): what
+/// applying one operation changed in this replica's state, as the replica saw it.
+///
+/// Events describe the state, not the operation: the same operation can give different events on
+/// two replicas that applied operations in different orders (a merge of two concurrent first
+/// installs is reported by whichever of the two a replica applied second). Folded in the order a
+/// replica gives them, they bring a follower's view to that replica's state.
+public enum FeedEvent: Hashable, Sendable {
+    /// A device this replica did not hold before.
+    case created(device: DeviceID, vendor: Vendor)
+    /// `replaced` are one device with `winner` from now on: every device of the merge set other
+    /// than the winner, not only the ones this change joined, so that the event stands alone.
+    case merged(winner: DeviceID, replaced: [DeviceID], vendor: Vendor)
+    /// The devices of a forgotten merge set (``ForgetOp``); `vendor` is nil for a device the
+    /// replica does not hold (the forget arrived first).
+    case forgotten(devices: [DeviceID], vendor: Vendor?)
+    /// The account is bound to the device now; `bound` is every device it is bound to now.
+    case bound(account: AccountKey, device: DeviceID, bound: [DeviceID])
+    /// The account is not bound to the device now: an unbind, the policy (replaced by another
+    /// device), or its bind lost to concurrent ones (``UnboundDevice/Reason``); `bound` is every
+    /// device it is bound to now.
+    case unbound(account: AccountKey, device: DeviceID, reason: UnboundDevice.Reason, bound: [DeviceID])
+
+    /// What kind of change it is, for filters.
+    public var kind: FeedEventKind {
+        switch self {
+        case .created: return .created
+        case .merged: return .merged
+        case .forgotten: return .forgotten
+        case .bound: return .bound
+        case .unbound: return .unbound
+        }
+    }
+
+    /// The vendor the change belongs to; nil only for a forget of a device this replica never held.
+    public var vendor: Vendor? {
+        switch self {
+        case .created(_, let vendor), .merged(_, _, let vendor): return vendor
+        case .forgotten(_, let vendor): return vendor
+        case .bound(let account, _, _), .unbound(let account, _, _, _): return account.vendor
+        }
+    }
+}
+
+/// The kinds of ``FeedEvent``, as a watcher filters them.
+public enum FeedEventKind: Int32, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+    case created = 1
+    case merged = 2
+    case bound = 3
+    case unbound = 4
+    case forgotten = 5
+
+    /// The name `registryctl watch --kind` takes and JSON output shows.
+    public var description: String {
+        switch self {
+        case .created: return "created"
+        case .merged: return "merged"
+        case .bound: return "bound"
+        case .unbound: return "unbound"
+        case .forgotten: return "forgotten"
+        }
+    }
+
+    /// The kind named `name` (see ``description``); nil for no kind.
+    public init?(name: String) {
+        guard let kind = Self.allCases.first(where: { $0.description == name.lowercased() }) else { return nil }
+        self = kind
+    }
+}

@@ -1,0 +1,107 @@
+/// Which events a watcher wants: some vendors or all, some kinds or all.
+public struct FeedFilter: Hashable, Sendable {
+    /// The vendors, by name; nil: every vendor.
+    public let vendors: Set<String>?
+    /// The kinds; nil: every kind.
+    public let kinds: Set<FeedEventKind>?
+
+    public init(vendors: Set<String>? = nil, kinds: Set<FeedEventKind>? = nil) {
+        self.vendors = vendors
+        self.kinds = kinds
+    }
+
+    /// Every event.
+    public static let everything = FeedFilter()
+
+    /// Whether the watcher wants `event`. An event with no vendor (a forget of a device the node
+    /// never held) goes only to a watcher of every vendor.
+    public func matches(_ event: FeedEvent) -> Bool {
+        if let kinds, !kinds.contains(event.kind) { return false }
+        guard let vendors else { return true }
+        guard let vendor = event.vendor else { return false }
+        return vendors.contains(vendor.name)
+    }
+}
+
+/// Why a watcher cannot read on.
+public enum FeedReadError: Error, Equatable, Sendable {
+    /// The feed dropped events the watcher has not read; a cursor must cover `floor` to resume.
+    case expired(floor: VersionVector)
+    /// The node does not hold every operation the cursor names yet (it came from a node that is
+    /// ahead): it can resume there once it does.
+    case notCaughtUp(held: VersionVector)
+}
+
+/// What one read gives: the events, in the node's apply order, and the cursor after them, nil
+/// while the reader is still inside the batch it resumed with (``FeedReader``).
+public struct FeedBatch: Equatable, Sendable {
+    public let entries: [FeedEntry]
+    public let cursor: VersionVector?
+}
+
+/// One watcher's place in a ``ChangeFeed``: the next position to read, and its cursor, the
+/// operations whose events it has been given (a version vector, which resumes on any node). A
+/// plain value; the node's watch handler carries out what it reads.
+///
+/// A watcher that resumes from a cursor made elsewhere holds that node's view of the state. The
+/// events from where it resumes (``ChangeFeed/start(after:)``) to where this node held everything
+/// the cursor names (the feed's end when the reader is made, which must hold it) take it to this
+/// node's view, but only all together: in between, its view mixes the two nodes' and matches no
+/// cursor. So no cursor is given until the reader is past that point, and a client applies the
+/// events it receives only once a cursor follows them (the client library does).
+public struct FeedReader: Sendable {
+    public let filter: FeedFilter
+    /// The position of the next event to look at.
+    public private(set) var position: UInt64
+    /// Every operation whose events the watcher has been given, or that had none it wants.
+    private var seen: VersionVector
+    /// Where the events that take a resumed watcher to this node's view end.
+    public let resumedThrough: UInt64
+
+    /// A reader that starts after `cursor` (``ChangeFeed/start(after:)``), or at the end of the
+    /// feed, its cursor the feed's, when there is none.
+    public init(feed: ChangeFeed, after cursor: VersionVector?, filter: FeedFilter) throws(FeedReadError) {
+        self.filter = filter
+        guard let cursor else {
+            position = feed.endPosition
+            resumedThrough = position
+            seen = feed.published
+            return
+        }
+        guard feed.published.covers(cursor) else { throw .notCaughtUp(held: feed.published) }
+        guard let start = feed.start(after: cursor) else { throw .expired(floor: feed.floor) }
+        position = start
+        resumedThrough = feed.endPosition
+        seen = cursor
+    }
+
+    /// The cursor, nil while inside the batch the reader resumed with.
+    public var cursor: VersionVector? { position >= resumedThrough ? seen : nil }
+
+    /// Whether the reader has looked at every event the feed holds.
+    public func isCaughtUp(in feed: ChangeFeed) -> Bool { position >= feed.endPosition }
+
+    /// Reads on from ``position``: the next events the filter matches, at most `limit`, looking
+    /// at no more than `scanLimit` events in all, and past either to the end of the last
+    /// operation's events. The cursor rises past every event looked at,
+    /// and to the feed's ``ChangeFeed/published`` once the reader is caught up.
+    public mutating func read(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedBatch {
+        if feed.firstPosition > position { throw .expired(floor: feed.floor) }
+        var matched = [FeedEntry]()
+        var scanned = 0
+        let end = feed.endPosition
+        var last: (log: LogID, sequence: UInt64)?
+        while position < end {
+            let entry = feed[position]
+            // An operation's events go together: the cursor names operations, not events.
+            if matched.count >= limit || scanned >= scanLimit, last.map({ $0 != (entry.log, entry.sequence) }) ?? true { break }
+            last = (entry.log, entry.sequence)
+            if filter.matches(entry.event) { matched.append(entry) }
+            seen.raise(to: entry.sequence, in: entry.log)
+            position += 1
+            scanned += 1
+        }
+        if position >= end { seen = seen.joined(with: feed.published) }
+        return FeedBatch(entries: matched, cursor: cursor)
+    }
+}

@@ -1,0 +1,157 @@
+import Testing
+@testable import RegistryCore
+
+/// The feed's positions, batches and floor, and a reader's cursor, directed.
+@Suite struct ChangeFeedTests {
+    let a = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let b = LogID(origin: NodeID(trusted: "node-b"), epoch: 1)
+
+    func vector(_ pairs: (LogID, UInt64)...) -> VersionVector {
+        var vector = VersionVector()
+        for (log, sequence) in pairs { vector.raise(to: sequence, in: log) }
+        return vector
+    }
+
+    func entry(_ log: LogID, _ sequence: UInt64, vendor: String = "com.v") -> FeedEntry {
+        FeedEntry(
+            log: log, sequence: sequence, time: HLCTimestamp(rawValue: sequence << 16),
+            event: .created(device: DeviceID(UUID128(high: sequence, low: UInt64(log.origin.value.count))), vendor: Vendor(trusted: vendor)))
+    }
+
+    @Test func aCursorResumesAtTheLastBatchWhoseStartItCovers() {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        feed.publish([entry(a, 1)], through: vector((a, 1)))
+        feed.publish([entry(b, 1), entry(a, 2)], through: vector((a, 2), (b, 1)))
+        feed.publish([entry(a, 3)], through: vector((a, 3), (b, 1)))
+        #expect(feed.start(after: VersionVector()) == 0)
+        #expect(feed.start(after: vector((a, 1))) == 1)
+        // Covers a:2 but not b:1: the second batch came after a:1 only, so it is read again.
+        #expect(feed.start(after: vector((a, 2))) == 1)
+        #expect(feed.start(after: vector((a, 2), (b, 1))) == 3)
+        #expect(feed.start(after: vector((a, 9), (b, 9))) == 3)
+    }
+
+    @Test func droppingABatchRaisesTheFloorAndExpiresTheCursorsBelowIt() {
+        var feed = ChangeFeed(capacity: 2, holding: vector((a, 5)))
+        #expect(feed.start(after: VersionVector()) == nil, "a cursor that does not cover the start is expired")
+        feed.publish([entry(a, 6)], through: vector((a, 6)))
+        feed.publish([entry(a, 7), entry(b, 1)], through: vector((a, 7), (b, 1)))
+        #expect(feed.firstPosition == 1 && feed.count == 2)
+        #expect(feed.floor == vector((a, 6)))
+        #expect(feed.start(after: vector((a, 5))) == nil)
+        #expect(feed.start(after: vector((a, 6))) == 1)
+        // A batch bigger than the capacity is kept alone.
+        feed.publish([entry(a, 8), entry(a, 9), entry(a, 10)], through: vector((a, 10), (b, 1)))
+        #expect(feed.count == 3 && feed.floor == vector((a, 7), (b, 1)))
+    }
+
+    @Test func aReaderFiltersRaisesItsCursorAndIsToldWhenItFellBehindTheFloor() throws {
+        var feed = ChangeFeed(capacity: 3, holding: VersionVector())
+        var reader = try FeedReader(feed: feed, after: VersionVector(), filter: FeedFilter(vendors: ["com.x"]))
+        #expect(reader.cursor == VersionVector())
+        feed.publish([entry(a, 1), entry(a, 2, vendor: "com.x")], through: vector((a, 2)))
+        let read = try reader.read(feed, limit: 10)
+        #expect(read.entries.map(\.sequence) == [2])
+        #expect(reader.cursor == vector((a, 2)) && reader.isCaughtUp(in: feed))
+        // Operations without events raise the cursor of a reader that is caught up.
+        feed.publish([], through: vector((a, 4)))
+        #expect(try reader.read(feed, limit: 10).entries.isEmpty)
+        #expect(reader.cursor == vector((a, 4)))
+        feed.publish([entry(a, 5)], through: vector((a, 5)))
+        feed.publish([entry(a, 6), entry(a, 7), entry(a, 8)], through: vector((a, 8)))
+        #expect(throws: FeedReadError.expired(floor: vector((a, 5)))) { try reader.read(feed, limit: 10) }
+        #expect(throws: FeedReadError.expired(floor: vector((a, 5)))) {
+            try FeedReader(feed: feed, after: vector((a, 4)), filter: .everything)
+        }
+        var fromNow = try FeedReader(feed: feed, after: nil, filter: .everything)
+        #expect(fromNow.cursor == vector((a, 8)) && fromNow.position == feed.endPosition)
+        #expect(try fromNow.read(feed, limit: 1).entries.isEmpty)
+    }
+
+    @Test func aReaderThatResumesGivesNoCursorUntilItIsPastWhatTheNodeHeldAndNeedsTheNodeToHoldItsCursor() throws {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        feed.publish([entry(b, 1)], through: vector((b, 1)))
+        #expect(throws: FeedReadError.notCaughtUp(held: vector((b, 1)))) { try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything) }
+        feed.publish([entry(a, 1), entry(a, 2)], through: vector((a, 2), (b, 1)))
+        var reader = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
+        #expect(reader.position == 0 && reader.cursor == nil)
+        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(b, 1), entry(a, 1)], cursor: nil))
+        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2)], cursor: vector((a, 2), (b, 1))))
+    }
+
+    @Test func aFilterMatchesKindsAndVendorsAndAForgetWithoutVendorOnlyWhenAllAreWanted() {
+        let forget = FeedEvent.forgotten(devices: [DeviceID(UUID128(high: 1, low: 1))], vendor: nil)
+        #expect(FeedFilter.everything.matches(forget))
+        #expect(!FeedFilter(vendors: ["com.v"]).matches(forget))
+        #expect(!FeedFilter(kinds: [.created]).matches(forget))
+        #expect(FeedFilter(kinds: [.forgotten]).matches(forget))
+        #expect(FeedEventKind(name: "Merged") == .merged && FeedEventKind(name: "clone") == nil)
+    }
+}
+
+/// What the state records as it applies operations, directed.
+@Suite struct FeedRecordingTests {
+    let rules = try! VendorRules()
+    let node = NodeID(trusted: "node-a")
+
+    func register(_ state: inout RegistryState, _ bundle: String, keychain: UInt64? = nil, idfv: UInt64? = nil, at millis: UInt64) -> RegistrationOp {
+        var presented = [PresentedIdentifier]()
+        if let keychain { presented.append(PresentedIdentifier(rawKind: 1, text: UUID128(high: keychain, low: 1).text)) }
+        if let idfv { presented.append(PresentedIdentifier(rawKind: 2, text: UUID128(high: idfv, low: 2).text)) }
+        let registration = try! Registration(bundle: bundle, identifiers: presented, rules: rules)
+        var random = SplitMix64(seed: millis)
+        return state.register(registration, at: HLCTimestamp(rawValue: millis << 16), origin: node) { _ in DeviceID.mint(at: HLCTimestamp(rawValue: millis << 16), using: &random) }.operation
+    }
+
+    @Test func createdMergedBoundUnboundAndForgottenAreRecordedAsTheyHappen() {
+        var state = RegistryState()
+        state.recordEvents(configuredRules: [])
+        let first = register(&state, "com.v.a", keychain: 1, at: 10)
+        #expect(state.takeEvents() == [.created(device: first.device.id, vendor: Vendor(trusted: "com.v"))])
+        #expect(state.takeEvents().isEmpty, "taken once")
+        _ = register(&state, "com.v.b", keychain: 1, at: 11)
+        #expect(state.takeEvents().isEmpty, "a sibling app on a known device changes no device")
+
+        // A second device, then a registration that presents both: merged.
+        let second = register(&state, "com.v.a", keychain: 2, at: 12)
+        _ = state.takeEvents()
+        let account = UUID128(high: 0xACC, low: 1)
+        let key = AccountKey(vendor: Vendor(trusted: "com.v"), account: account)
+        state.apply(BindingChange(kind: .bind, vendor: Vendor(trusted: "com.v"), account: account, device: second.device.id, time: HLCTimestamp(rawValue: 13 << 16), origin: node))
+        #expect(state.takeEvents() == [.bound(account: key, device: second.device.id, bound: [second.device.id])])
+        _ = register(&state, "com.v.a", keychain: 1, idfv: 9, at: 14)
+        _ = state.takeEvents()
+        let merging = RegistrationOp(device: first.device, bundle: first.bundle, claims: [], merged: [second.device], seen: HLCTimestamp(rawValue: 15 << 16))
+        state.apply(merging)
+        let winner = state.canonical(of: second.device.id)!
+        let loser = winner == first.device.id ? second.device.id : first.device.id
+        let events = state.takeEvents()
+        #expect(events.first == .merged(winner: winner, replaced: [loser], vendor: Vendor(trusted: "com.v")))
+        // The account was bound to the loser: it is bound to the winner now.
+        // The account was bound to one of them: it is bound to the winner now.
+        #expect(events.dropFirst().contains(.bound(account: key, device: winner, bound: [winner])))
+
+        state.apply(BindingChange(kind: .unbind, vendor: Vendor(trusted: "com.v"), account: account, device: winner, time: HLCTimestamp(rawValue: 16 << 16), origin: node))
+        #expect(state.takeEvents() == [.unbound(account: key, device: winner, reason: .unbound, bound: [])])
+        // An unbind of a device never bound here is reported too: its bind may be elsewhere.
+        state.apply(BindingChange(kind: .unbind, vendor: Vendor(trusted: "com.v"), account: account, device: winner, time: HLCTimestamp(rawValue: 17 << 16), origin: node))
+        #expect(state.takeEvents() == [.unbound(account: key, device: winner, reason: .unbound, bound: [])])
+
+        state.apply(ForgetOp(device: winner, vendor: Vendor(trusted: "com.v")))
+        // The account's changes of the forgotten device go: it hears its devices again, then the forget.
+        #expect(
+            state.takeEvents() == [
+                .unbound(account: key, device: winner, reason: .unbound, bound: []),
+                .forgotten(devices: [winner, loser], vendor: Vendor(trusted: "com.v")),
+            ])
+        let unknown = DeviceID(UUID128(high: 77, low: 77))
+        state.apply(ForgetOp(device: unknown, vendor: Vendor(trusted: "com.v")))
+        #expect(state.takeEvents() == [.forgotten(devices: [unknown], vendor: nil)])
+    }
+
+    @Test func aStateThatDoesNotRecordKeepsNothing() {
+        var state = RegistryState()
+        _ = register(&state, "com.v.a", keychain: 1, at: 10)
+        #expect(!state.recordsEvents && state.takeEvents().isEmpty)
+    }
+}
