@@ -137,6 +137,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if action == .acceptPeer { handOverToPeerProtocol(context: context, challenge: challenge) }
         case .dispatch:
             batch.append(frame)
+        case .watch:
+            if case .watch(let request) = frame.body { handOverToWatch(request, requestID: frame.requestID, context: context) }
         case .failConnection(let error):
             failConnection(context: context, requestID: frame.requestID, error)
         case .ignore:
@@ -161,6 +163,32 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } catch {
             logger.error("cannot hand a connection to the peer protocol", metadata: ["error": "\(error)"])
             context.close(promise: nil)
+        }
+    }
+
+    /// The client asked to watch: a ``WatchHandler`` takes the connection over, or the request is
+    /// refused and the connection closed.
+    private func handOverToWatch(_ request: WatchRequestMessage, requestID: UInt64, context: ChannelHandlerContext) {
+        handedOver = true
+        switch WatchSubscription.make(request, access: machine.access, clusterID: engine.clusterID) {
+        case .failure(let error):
+            engine.counters.record(error: error.code)
+            var buffer = context.channel.allocator.buffer(capacity: 256)
+            try? ServerFrame(requestID: requestID, body: .error(error)).encodeFrame(into: &buffer)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        case .success(let subscription):
+            let watch = WatchHandler(
+                hub: engine.watchHub, subscription: subscription, requestID: requestID, clusterID: engine.clusterID,
+                progressMillis: engine.watchTimes.progressMillis, catchUpMillis: engine.watchTimes.catchUpMillis,
+                wallClockMillis: engine.wallClock, logger: logger)
+            do {
+                try context.pipeline.syncOperations.addHandler(watch, position: .after(self))
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            } catch {
+                logger.error("cannot hand a connection to a watch", metadata: ["error": "\(error)"])
+                context.close(promise: nil)
+            }
         }
     }
 

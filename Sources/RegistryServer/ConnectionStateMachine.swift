@@ -20,6 +20,8 @@ struct ConnectionStateMachine {
         case acceptPeer
         /// Hand the frame to the engine.
         case dispatch
+        /// Hand the connection to a watch stream (watch.proto): it takes no other request.
+        case watch
         /// Send this connection-level error, then close.
         case failConnection(WireError)
         /// Drop it: the connection is closing.
@@ -95,6 +97,14 @@ struct ConnectionStateMachine {
             if case .hello = frame.body { return fail(.handshakeRequired, "the handshake is already done") }
             if case .token(let token) = access, nowSeconds >= token.expiresAt {
                 return fail(.unauthenticated, TokenError.expired(at: token.expiresAt).description)
+            }
+            if case .watch = frame.body {
+                guard flow.inFlight == 0 else {
+                    return fail(.invalidArgument, "a watch needs a connection of its own: send it with no request in flight")
+                }
+                // From here the watch stream has the connection.
+                state = .closed
+                return .watch
             }
             flow.took()
             return .dispatch

@@ -39,6 +39,9 @@ struct NodeState {
     let mintingKey: MintingKey
     /// Hashes identifiers before the state sees them (lookups here; registrations in ``prepare(_:resolver:limits:identifierKey:)``).
     let identifierKey: IdentifierKey
+    /// The events of operations applied and not yet published to the watchers (the commit
+    /// pipeline publishes them once durable).
+    var feedStaging = FeedStaging()
 
     init(
         registry: RegistryState = RegistryState(), clock: HybridLogicalClock, nodeID: NodeID, epoch: UInt64, nextSequence: UInt64,
@@ -77,7 +80,11 @@ struct NodeState {
     /// Takes `registry`, holding `vector`, in place of the state (a peer's snapshot with this
     /// node's operations past it applied), and moves the clock past `clock`.
     mutating func install(_ registry: RegistryState, holding vector: VersionVector, clock newest: HLCTimestamp) {
+        let recording = self.registry.recordsEvents
         self.registry = registry
+        // The watchers' feed starts again from the installed state (``ChangeFeed/restart(holding:)``).
+        if recording { self.registry.recordEvents(configuredRules: configuredRules.rules) }
+        feedStaging = FeedStaging()
         otherLogs = vector
         clock = HybridLogicalClock(last: max(clock.last, newest), maxForwardDriftMillis: clock.maxForwardDriftMillis)
         rulesSeen = -1
@@ -128,6 +135,9 @@ struct NodeState {
             return .clockRefused(error)
         }
         registry.apply(operation.operation)
+        if registry.recordsEvents {
+            registry.moveEvents(to: &feedStaging, log: log, sequence: operation.sequence, time: operation.timestamp)
+        }
         otherLogs.record(operation.sequence, in: log)
         return .applied
     }
@@ -437,6 +447,7 @@ struct NodeState {
         _ registration: Registration, at now: HLCTimestamp, mint: (UInt32) -> DeviceID, operations: inout [LoggedOperation]
     ) -> RegistrationOutcome {
         let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
+        if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
@@ -457,6 +468,7 @@ struct NodeState {
     /// ``RegistryState/register(_:at:origin:mint:)``, and only appended.)
     mutating func log(_ operation: Operation, at now: HLCTimestamp, operations: inout [LoggedOperation]) {
         registry.apply(operation)
+        if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
         operations.append(LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: operation))
         nextSequence += 1
         refreshRules()

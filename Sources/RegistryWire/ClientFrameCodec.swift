@@ -63,6 +63,9 @@ extension ClientFrame {
         case REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR:
             guard let request = frame.vendor?.pointee else { return .unknown }
             return .vendor(VendorCodec.request(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_WATCH:
+            guard let request = frame.watch?.pointee else { return .unknown }
+            return .watch(try WatchCodec.request(request))
         default:
             return .unknown
         }
@@ -160,6 +163,9 @@ extension ClientFrame {
         case .vendor(let request):
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR
             frame.vendor = VendorCodec.request(request, in: arena)
+        case .watch(let request):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_WATCH
+            frame.watch = WatchCodec.request(request, in: arena)
         case .unknown:
             break
         }

@@ -25,6 +25,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let memberReachable = ErrorCode(rawValue: 14)
     public static let notCaughtUp = ErrorCode(rawValue: 15)
     public static let gone = ErrorCode(rawValue: 16)
+    public static let cursorExpired = ErrorCode(rawValue: 17)
+    public static let invalidCursor = ErrorCode(rawValue: 18)
+    public static let tooManyWatchers = ErrorCode(rawValue: 19)
     public static let handshakeRequired = ErrorCode(rawValue: 100)
     public static let unsupportedVersion = ErrorCode(rawValue: 101)
     public static let malformedFrame = ErrorCode(rawValue: 102)
@@ -45,7 +48,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let known: [ErrorCode] = [
         .invalidBundleID, .invalidIdentifier, .missingIdentifier, .invalidDeviceID, .notFound, .batchTooLarge,
         .unknownMessage, .invalidArgument, .unavailable, .internalError, .replicationTimeout, .permissionDenied, .notAMember,
-        .memberReachable, .notCaughtUp, .gone, .handshakeRequired,
+        .memberReachable, .notCaughtUp, .gone, .cursorExpired, .invalidCursor, .tooManyWatchers, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
         .snapshotRefused, .unauthenticated, .vendorRulesMismatch,
@@ -86,6 +89,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .memberReachable: return "member_reachable"
         case .notCaughtUp: return "not_caught_up"
         case .gone: return "gone"
+        case .cursorExpired: return "cursor_expired"
+        case .invalidCursor: return "invalid_cursor"
+        case .tooManyWatchers: return "too_many_watchers"
         case .unauthenticated: return "unauthenticated"
         case .vendorRulesMismatch: return "vendor_rules_mismatch"
         default: return "code_\(rawValue)"

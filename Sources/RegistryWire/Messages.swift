@@ -347,6 +347,8 @@ public enum ClientBody: Hashable, Sendable {
     case forget(deviceID: String)
     /// Lists or changes the cluster's vendor rules (a change is a write).
     case vendor(VendorRequestMessage)
+    /// Streams ``ServerBody/watchEvents(_:)`` until the connection closes (`watch.proto`).
+    case watch(WatchRequestMessage)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -382,6 +384,8 @@ public enum ServerBody: Hashable, Sendable {
     case accounts([AccountBindingsMessage])
     case forgetResult(ForgetResultMessage)
     case vendorRules(VendorRulesMessage)
+    /// A watch's stream.
+    case watchEvents(WatchEventsMessage)
     case error(WireError)
     case unknown
 }

@@ -122,6 +122,9 @@ extension ServerFrame {
         case REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES:
             guard let rules = frame.vendor_rules?.pointee else { return .unknown }
             return .vendorRules(VendorCodec.rules(rules))
+        case REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS:
+            guard let events = frame.watch_events?.pointee else { return .unknown }
+            return .watchEvents(try WatchCodec.events(events))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -306,6 +309,9 @@ extension ServerFrame {
         case .vendorRules(let rules):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES
             frame.vendor_rules = VendorCodec.rules(rules, in: arena)
+        case .watchEvents(let events):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS
+            frame.watch_events = WatchCodec.events(events, in: arena)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

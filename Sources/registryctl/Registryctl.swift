@@ -22,7 +22,7 @@ struct Registryctl: AsyncParsableCommand {
             64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
-        subcommands: [Status.self, Device.self, Register.self, Account.self, VendorCommand.self, Snapshot.self, Cluster.self, Token.self])
+        subcommands: [Status.self, Device.self, Register.self, Account.self, VendorCommand.self, Watch.self, Snapshot.self, Cluster.self, Token.self])
 }
 
 /// Options every subcommand takes.
@@ -134,6 +134,8 @@ enum ExitStatus {
     static let serverError: Int32 = 1
     static let notFound: Int32 = 3
     static let gone: Int32 = 4
+    /// `watch`: the cursor is older than the node's feed.
+    static let cursorExpired: Int32 = 5
     static let usage: Int32 = 64
     static let unreachable: Int32 = 69
     static let timedOut: Int32 = 75

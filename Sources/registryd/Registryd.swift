@@ -112,6 +112,15 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("causal-timeout"), help: Self.help("causal-timeout"))
     var causalTimeout: String?
 
+    @Option(name: .customLong("max-watchers"), help: Self.help("max-watchers"))
+    var maxWatchers: String?
+
+    @Option(name: .customLong("watch-history"), help: Self.help("watch-history"))
+    var watchHistory: String?
+
+    @Option(name: .customLong("watch-progress"), help: Self.help("watch-progress"))
+    var watchProgress: String?
+
     @Option(name: .customLong("advertise"), help: Self.help("advertise"))
     var advertise: String?
 
@@ -171,6 +180,9 @@ struct Registryd: AsyncParsableCommand {
             "ack-replicas": ackReplicas,
             "replica-timeout": replicaTimeout,
             "causal-timeout": causalTimeout,
+            "max-watchers": maxWatchers,
+            "watch-history": watchHistory,
+            "watch-progress": watchProgress,
             "advertise": advertise,
             "token-secret": tokenSecret,
             "insecure": insecure ? "true" : nil,

@@ -43,6 +43,12 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var replicaTimeoutMillis: UInt64 = 5_000
     /// How long a request waits for what its causal token names (``NodeSetting/causalTimeout``).
     public var causalTimeoutMillis: UInt64 = 2_000
+    /// Watch streams served at once (``NodeSetting/maxWatchers``).
+    public var maxWatchers = 1_000
+    /// Events kept for watchers (``NodeSetting/watchHistory``).
+    public var watchHistory = 1_000_000
+    /// Idle time before a watcher gets a progress event (``NodeSetting/watchProgress``).
+    public var watchProgressMillis: UInt64 = 1_000
     public var limits = Limits.default
     /// The vendor rules a new cluster is seeded with, and the default vendor scope of a bundle
     /// no rule matches. ``init()`` starts from no rule and the first two labels; ``resolve(flags:environment:)``

@@ -6,7 +6,7 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, erasureWithin, journalFileBytes, publicSuffixList, peers,
-        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, advertise, tokenSecret, insecure, logFormat,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, maxWatchers, watchHistory, watchProgress, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
 
@@ -117,6 +117,45 @@ extension NodeSetting {
             throw SettingValueError("causal timeout \(text.debugDescription) is not 0...3600 seconds")
         }
         configuration.causalTimeoutMillis = UInt64(seconds * 1_000)
+    }
+
+    static let maxWatchers = NodeSetting(
+        flag: "max-watchers", environment: "REGISTRY_MAX_WATCHERS", fileKey: "maxWatchers", fileType: .wholeNumber,
+        defaultText: "1000",
+        help: "Watch streams the node serves at once (1...100000); one more is refused with a retryable TOO_MANY_WATCHERS.",
+        discussion: """
+            Each watcher is a connection that sent a WatchRequest (registryctl watch, the client's watch). An idle \
+            watcher costs its connection and a timer; a busy one reads the node's feed, never a copy of it.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.maxWatchers = try SettingValueError.wholeNumber(text, in: 1...100_000, "max watchers")
+    }
+
+    static let watchHistory = NodeSetting(
+        flag: "watch-history", environment: "REGISTRY_WATCH_HISTORY", fileKey: "watchHistory", fileType: .wholeNumber,
+        defaultText: "1000000",
+        help: "Events the node keeps for watchers to resume from (1000...100000000), about 100 bytes each.",
+        discussion: """
+            A watcher whose cursor names events older than the node keeps (or than the snapshot it restarted from) \
+            gets CURSOR_EXPIRED and must read the state again. More history lets watchers pause longer, for memory.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.watchHistory = try SettingValueError.wholeNumber(text, in: 1_000...100_000_000, "watch history")
+    }
+
+    static let watchProgress = NodeSetting(
+        flag: "watch-progress", environment: "REGISTRY_WATCH_PROGRESS", fileKey: "watchProgress", fileType: .number,
+        defaultText: "1",
+        help: "Seconds without a matching event after which a watcher is sent its cursor anyway (0.01...3600).",
+        discussion: """
+            The progress event keeps an idle or narrowly filtered watcher's cursor close to the node's, so that it \
+            can still resume after the node's history has moved on.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        guard let seconds = Double(text), (0.01...3_600).contains(seconds) else {
+            throw SettingValueError("watch progress \(text.debugDescription) is not 0.01...3600 seconds")
+        }
+        configuration.watchProgressMillis = UInt64(seconds * 1_000)
     }
 
     static let peers = NodeSetting(

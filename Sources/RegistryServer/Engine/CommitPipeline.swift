@@ -23,6 +23,8 @@ final class CommitPipeline: Sendable {
     private let recent: RecentOperations
     private let counters: ServerCounters
     private let replicas: ReplicaWaits
+    /// Where each commit's events go once durable, for the watchers.
+    let watchHub: WatchHub
     /// Called after every commit (see ``observeCommits(_:)``).
     private let durableObservers = Mutex<[@Sendable () -> Void]>([])
     /// swift-metrics' view of ``DurableState/commitLatency``.
@@ -35,8 +37,10 @@ final class CommitPipeline: Sendable {
 
     init(
         core: SharedCore, writer: LogWriter, snapshots: Snapshotter, pacing: CommitPacing, recent: RecentOperations,
-        counters: ServerCounters, replicas: ReplicaWaits, logger: Logger, onFatalError: @escaping @Sendable (StorageError) -> Void
+        counters: ServerCounters, replicas: ReplicaWaits, watchHub: WatchHub, logger: Logger,
+        onFatalError: @escaping @Sendable (StorageError) -> Void
     ) {
+        self.watchHub = watchHub
         self.core = core
         self.writer = writer
         self.snapshots = snapshots
@@ -108,12 +112,14 @@ final class CommitPipeline: Sendable {
             switch writer.write(operations, clock: clock) {
             case .success(let syncMicros):
                 recent.append(operations)
-                let snapshotThrough = core.withLockedValue { core -> [LogID: UInt64]? in
+                let (snapshotThrough, events, durable) = core.withLockedValue { core in
                     core.durable.committed(operations, syncMicros: syncMicros)
                     let due = core.snapshotPolicy.shouldStart(
                         durableOperations: core.durable.operations, nowNanos: SystemClock.monotonicNanos())
-                    return due ? core.durable.vector.sequences : nil
+                    return (due ? core.durable.vector.sequences : nil, core.node.feedStaging.take(heldBy: core.durable.vector), core.durable.vector)
                 }
+                // In commit order: this queue is the only publisher.
+                watchHub.publish(events, through: durable)
                 if let snapshotThrough { startSnapshot(through: snapshotThrough, clock: clock, completion: nil) }
                 commitLatencyMetric.recordMicroseconds(syncMicros)
                 commitOperationsMetric.record(operations.count)

@@ -33,7 +33,7 @@ struct EngineStartup {
         recovered = try StorageStartup.open(
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
             expectedDevices: configuration.expectedDevices, tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy,
-            logger: logger)
+            feedStart: FeedStart(capacity: configuration.watchHistory, configuredRules: configuration.vendorRules.rules), logger: logger)
         nodeID = NodeID(trusted: recovered.metadata.nodeID)
         defaultScope = try Self.pinDefaultScope(configuration: configuration, recovered: recovered, fs: fs)
         let rules = defaultScope.rules

@@ -52,6 +52,10 @@ public final class RegistryEngine: Sendable {
     private let statsReport: StatsReport
     let logger: Logger
     let wallClock: @Sendable () -> UInt64
+    /// The change feed and its watchers (``WatchHandler`` serves each).
+    let watchHub: WatchHub
+    /// `--watch-progress` and `--causal-timeout`, for the watchers.
+    let watchTimes: (progressMillis: UInt64, catchUpMillis: UInt64)
 
     /// Opens the data directory, loads the newest snapshot and replays the journal after it into
     /// memory, and restores the clock and sequence. `fs` is the disk (a simulated one in tests);
@@ -82,9 +86,11 @@ public final class RegistryEngine: Sendable {
         replicas = ReplicaWaits(
             defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters,
             wallClock: wallClock)
+        watchHub = WatchHub(feed: recovered.feed, maxWatchers: configuration.maxWatchers)
+        watchTimes = (configuration.watchProgressMillis, configuration.causalTimeoutMillis)
         pipeline = CommitPipeline(
             core: core, writer: try start.logWriter(configuration: configuration, fs: fs), snapshots: snapshots, pacing: configuration.commitPacing, recent: recent, counters: counters,
-            replicas: replicas, logger: logger, onFatalError: onFatalError)
+            replicas: replicas, watchHub: watchHub, logger: logger, onFatalError: onFatalError)
         causal = CausalHolding(core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, wallClock: wallClock)
         membership = OwnMembership(core: core, pipeline: pipeline, nodeID: nodeID, wallClock: wallClock, logger: logger)
         snapshotInstall = SnapshotInstall(

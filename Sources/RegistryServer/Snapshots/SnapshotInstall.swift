@@ -67,6 +67,8 @@ struct SnapshotInstall: Sendable {
             core.snapshotPolicy.covers(label, nowNanos: SystemClock.monotonicNanos())
             return (core.node.registry.deviceCount, core.coveredCausalWaiters())
         }
+        // The state jumped: watchers resume only from a cursor that holds what it now holds.
+        pipeline.watchHub.restart(holding: held)
         logger.info(
             "installed a snapshot from a peer",
             metadata: ["snapshot": "\(SnapshotFile.name(label: label))", "devices": "\(devices)", "holds": "\(held)"])

@@ -16,6 +16,8 @@ struct Replayer {
     var skipped = 0
     /// Operations past these are left alone (the snapshot taker stops at its target); nil: all.
     var limits: [LogID: UInt64]?
+    /// The events of what was applied, when the registry records them (start-up's replay).
+    var staging = FeedStaging()
 
     init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
@@ -109,6 +111,7 @@ struct Replayer {
             break
         }
         registry.apply(try operation())
+        if registry.recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
         vector.record(sequence, in: log)
         newest = max(newest, timestamp)
         applied += 1

@@ -20,6 +20,15 @@ struct RecoveredStorage {
     var snapshotLabel: UInt64?
     /// Operations the journal added past the snapshot.
     var replayedOperations: Int
+    /// The events of those operations, for watchers (``FeedStart``).
+    var feed: ChangeFeed
+}
+
+/// What the replay records for watchers: how many events the node keeps, and the configured
+/// vendor rules whose binding policies apply until the cluster changes its rules.
+struct FeedStart {
+    var capacity: Int
+    var configuredRules: [VendorRule]
 }
 
 /// Opens a data directory and rebuilds the node's state from it: its metadata (or a new identity
@@ -31,7 +40,8 @@ enum StorageStartup {
     static func open(
         fs: any FileSystem, directory: String, configuredNodeID: NodeID?, identifierKey: UInt64, expectedDevices: Int,
         tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
-        epochEntropy: UInt64 = UInt64.random(in: .min ... .max), logger: Logger
+        epochEntropy: UInt64 = UInt64.random(in: .min ... .max), feedStart: FeedStart = FeedStart(capacity: 1_000, configuredRules: []),
+        logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
         let started = SystemClock.monotonicNanos()
         return try NodeStartupError.typed {
@@ -46,11 +56,16 @@ enum StorageStartup {
             var replayer = Replayer(
                 registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables),
                 vector: snapshot?.metadata.versionVector ?? VersionVector())
+            // The replay records the events of what it applies: watchers resume from them. What
+            // the snapshot covers is the feed's floor.
+            replayer.registry.recordEvents(configuredRules: feedStart.configuredRules)
+            var feed = ChangeFeed(capacity: feedStart.capacity, holding: replayer.vector)
             var clock = snapshot?.metadata.clock ?? .zero
             var gap: (log: LogID, missing: ClosedRange<UInt64>)?
             let recovered = try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in
                 guard gap == nil else { return }
                 clock = max(clock, HLCTimestamp(rawValue: entry.clock))
+                defer { feed.publish(replayer.staging.takeAll(), through: replayer.vector) }
                 for segment in entry.segments {
                     if case .gap(let log, let missing) = try replayer.apply(segment) {
                         gap = (log, missing)
@@ -81,7 +96,7 @@ enum StorageStartup {
             let state = RecoveredStorage(
                 registry: replayer.registry, versionVector: replayer.vector, clock: max(clock, replayer.newest), metadata: metadata,
                 nextJournalFile: (files.last?.number ?? 0) + 1, index: index, snapshotLabel: snapshot?.label,
-                replayedOperations: replayer.applied)
+                replayedOperations: replayer.applied, feed: feed)
             logger.info(
                 "recovered the node's state",
                 metadata: [

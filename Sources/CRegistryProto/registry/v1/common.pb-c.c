@@ -272,7 +272,7 @@ const ProtobufCEnumDescriptor registry__v1__binding_past_limit__descriptor =
   registry__v1__binding_past_limit__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[32] =
+static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[35] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID", 1 },
@@ -291,6 +291,9 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_MEMBER_REACHABLE", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_MEMBER_REACHABLE", 14 },
   { "ERROR_CODE_NOT_CAUGHT_UP", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_NOT_CAUGHT_UP", 15 },
   { "ERROR_CODE_GONE", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_GONE", 16 },
+  { "ERROR_CODE_CURSOR_EXPIRED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_CURSOR_EXPIRED", 17 },
+  { "ERROR_CODE_INVALID_CURSOR", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_CURSOR", 18 },
+  { "ERROR_CODE_TOO_MANY_WATCHERS", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_TOO_MANY_WATCHERS", 19 },
   { "ERROR_CODE_HANDSHAKE_REQUIRED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED", 100 },
   { "ERROR_CODE_UNSUPPORTED_VERSION", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSUPPORTED_VERSION", 101 },
   { "ERROR_CODE_MALFORMED_FRAME", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_MALFORMED_FRAME", 102 },
@@ -308,42 +311,45 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_VENDOR_RULES_MISMATCH", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH", 114 },
 };
 static const ProtobufCIntRange registry__v1__error_code__value_ranges[] = {
-{0, 0},{100, 17},{0, 32}
+{0, 0},{100, 20},{0, 35}
 };
-static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[32] =
+static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[35] =
 {
   { "ERROR_CODE_BATCH_TOO_LARGE", 6 },
-  { "ERROR_CODE_CLOCK_SKEW", 25 },
-  { "ERROR_CODE_DUPLICATE_NODE_ID", 23 },
-  { "ERROR_CODE_FRAME_TOO_LARGE", 20 },
+  { "ERROR_CODE_CLOCK_SKEW", 28 },
+  { "ERROR_CODE_CURSOR_EXPIRED", 17 },
+  { "ERROR_CODE_DUPLICATE_NODE_ID", 26 },
+  { "ERROR_CODE_FRAME_TOO_LARGE", 23 },
   { "ERROR_CODE_GONE", 16 },
-  { "ERROR_CODE_HANDSHAKE_REQUIRED", 17 },
+  { "ERROR_CODE_HANDSHAKE_REQUIRED", 20 },
   { "ERROR_CODE_INTERNAL", 10 },
   { "ERROR_CODE_INVALID_ARGUMENT", 8 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", 1 },
+  { "ERROR_CODE_INVALID_CURSOR", 18 },
   { "ERROR_CODE_INVALID_DEVICE_ID", 4 },
   { "ERROR_CODE_INVALID_IDENTIFIER", 2 },
-  { "ERROR_CODE_INVALID_OPERATION", 26 },
-  { "ERROR_CODE_MALFORMED_FRAME", 19 },
+  { "ERROR_CODE_INVALID_OPERATION", 29 },
+  { "ERROR_CODE_MALFORMED_FRAME", 22 },
   { "ERROR_CODE_MEMBER_REACHABLE", 14 },
-  { "ERROR_CODE_MINTING_KEY_MISMATCH", 24 },
+  { "ERROR_CODE_MINTING_KEY_MISMATCH", 27 },
   { "ERROR_CODE_MISSING_IDENTIFIER", 3 },
-  { "ERROR_CODE_NODE_REMOVED", 28 },
+  { "ERROR_CODE_NODE_REMOVED", 31 },
   { "ERROR_CODE_NOT_A_MEMBER", 13 },
   { "ERROR_CODE_NOT_CAUGHT_UP", 15 },
   { "ERROR_CODE_NOT_FOUND", 5 },
   { "ERROR_CODE_PERMISSION_DENIED", 12 },
   { "ERROR_CODE_REPLICATION_TIMEOUT", 11 },
-  { "ERROR_CODE_SNAPSHOT_REFUSED", 29 },
-  { "ERROR_CODE_UNAUTHENTICATED", 30 },
+  { "ERROR_CODE_SNAPSHOT_REFUSED", 32 },
+  { "ERROR_CODE_TOO_MANY_WATCHERS", 19 },
+  { "ERROR_CODE_UNAUTHENTICATED", 33 },
   { "ERROR_CODE_UNAVAILABLE", 9 },
-  { "ERROR_CODE_UNEXPECTED_PEER_FRAME", 27 },
+  { "ERROR_CODE_UNEXPECTED_PEER_FRAME", 30 },
   { "ERROR_CODE_UNKNOWN_MESSAGE", 7 },
   { "ERROR_CODE_UNSPECIFIED", 0 },
-  { "ERROR_CODE_UNSUPPORTED_ROLE", 21 },
-  { "ERROR_CODE_UNSUPPORTED_VERSION", 18 },
-  { "ERROR_CODE_VENDOR_RULES_MISMATCH", 31 },
-  { "ERROR_CODE_WRONG_CLUSTER", 22 },
+  { "ERROR_CODE_UNSUPPORTED_ROLE", 24 },
+  { "ERROR_CODE_UNSUPPORTED_VERSION", 21 },
+  { "ERROR_CODE_VENDOR_RULES_MISMATCH", 34 },
+  { "ERROR_CODE_WRONG_CLUSTER", 25 },
 };
 const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
 {
@@ -352,9 +358,9 @@ const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
   "ErrorCode",
   "Registry__V1__ErrorCode",
   "registry.v1",
-  32,
+  35,
   registry__v1__error_code__enum_values_by_number,
-  32,
+  35,
   registry__v1__error_code__enum_values_by_name,
   2,
   registry__v1__error_code__value_ranges,

@@ -187,7 +187,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[16] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[17] =
 {
   {
     "request_id",
@@ -381,6 +381,18 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "watch",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, watch),
+    &registry__v1__watch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   13,   /* field[13] = account */
@@ -398,12 +410,13 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   6,   /* field[6] = stats */
   12,   /* field[12] = unbind */
   15,   /* field[15] = vendor */
+  16,   /* field[16] = watch */
   8,   /* field[8] = write_concern */
 };
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 16 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -413,7 +426,7 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  16,
+  17,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
@@ -496,7 +509,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[14] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[15] =
 {
   {
     "request_id",
@@ -643,6 +656,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "watch_events",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, watch_events),
+    &registry__v1__watch_events__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -671,7 +696,7 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   9,   /* field[9] = accounts */
   8,   /* field[8] = bind_result */
   4,   /* field[4] = device */
-  12,   /* field[12] = error */
+  13,   /* field[13] = error */
   10,   /* field[10] = forget_result */
   1,   /* field[1] = hello_accepted */
   7,   /* field[7] = member_removed */
@@ -680,14 +705,15 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   0,   /* field[0] = request_id */
   6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
-  13,   /* field[13] = token */
+  14,   /* field[14] = token */
   11,   /* field[11] = vendor_rules */
+  12,   /* field[12] = watch_events */
 };
 static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 15, 12 },
-  { 0, 14 }
+  { 15, 13 },
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -697,7 +723,7 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  14,
+  15,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
   2,  registry__v1__server_frame__number_ranges,

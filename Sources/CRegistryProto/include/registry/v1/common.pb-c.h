@@ -151,6 +151,22 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_GONE = 16,
   /*
+   * A WatchRequest's cursor names events the node no longer holds (its feed
+   * dropped them, or it restarted from a snapshot past them). Not retryable
+   * with that cursor: read the state again, and watch from now.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_CURSOR_EXPIRED = 17,
+  /*
+   * A WatchRequest's cursor is not one this cluster made: from another
+   * cluster, or malformed.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_CURSOR = 18,
+  /*
+   * The node serves as many watchers as its --max-watchers allows. Retryable,
+   * here later or on another node.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_TOO_MANY_WATCHERS = 19,
+  /*
    * The first frame was not a Hello, or a second Hello was sent.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_HANDSHAKE_REQUIRED = 100,

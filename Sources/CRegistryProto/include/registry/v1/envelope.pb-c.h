@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "registry/v1/admin.pb-c.h"
 #include "registry/v1/account.pb-c.h"
 #include "registry/v1/vendor.pb-c.h"
+#include "registry/v1/watch.pb-c.h"
 
 typedef struct Registry__V1__ClientFrame Registry__V1__ClientFrame;
 typedef struct Registry__V1__CausalToken Registry__V1__CausalToken;
@@ -46,7 +47,8 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_UNBIND = 13,
   REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14,
   REGISTRY__V1__CLIENT_FRAME__BODY_FORGET = 15,
-  REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR = 16
+  REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR = 16,
+  REGISTRY__V1__CLIENT_FRAME__BODY_WATCH = 17
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -82,6 +84,10 @@ struct  Registry__V1__ClientFrame
     Registry__V1__AccountRequest *account;
     Registry__V1__ForgetRequest *forget;
     Registry__V1__VendorRequest *vendor;
+    /*
+     * Streams WatchEvents until the connection closes (watch.proto).
+     */
+    Registry__V1__WatchRequest *watch;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -144,6 +150,7 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_ACCOUNTS = 10,
   REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT = 11,
   REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES = 12,
+  REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS = 13,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -186,6 +193,10 @@ struct  Registry__V1__ServerFrame
      * Answer to VendorRequest.
      */
     Registry__V1__VendorRules *vendor_rules;
+    /*
+     * A WatchRequest's stream.
+     */
+    Registry__V1__WatchEvents *watch_events;
     Registry__V1__Error *error;
   };
 };

@@ -1,0 +1,156 @@
+import NIOCore
+import NIOPosix
+import RegistryCore
+
+/// What a watch yields: the events of one batch, in the serving node's apply order, and the
+/// cursor after them, to keep and resume from. A batch without events is progress: nothing
+/// matched for a while, and the cursor moved on.
+public struct WatchUpdate: Hashable, Sendable {
+    public let events: [WatchEventMessage]
+    public let cursor: WatchCursor
+
+    public var isProgress: Bool { events.isEmpty }
+}
+
+/// The registry's change feed as an `AsyncSequence` (`docs/cluster.md`, "Watching changes").
+///
+/// It watches on a connection of its own to the first of `endpoints`, and when the connection
+/// ends or the node refuses with a retryable error (not caught up, too many watchers), it goes on
+/// from the last cursor on the next endpoint, after `retryDelay`. Delivery is at least once: an
+/// operation's events may come again after a reconnect (its `operation` position is an
+/// idempotency key). A batch is yielded only once its cursor has arrived, whole, so the events
+/// of a batch that a connection cut short come again from the next node. It ends with an error
+/// for what retrying cannot mend: `cursor_expired` (read the state again, and watch from now),
+/// a refused token or filter, or `maxAttempts` failed attempts in a row.
+///
+/// ```swift
+/// for try await update in RegistryWatch(endpoints: nodes, vendors: ["com.vendor"], clientName: "billing") {
+///     for event in update.events { apply(event) }
+///     save(update.cursor)
+/// }
+/// ```
+public struct RegistryWatch: AsyncSequence, Sendable {
+    public typealias Element = WatchUpdate
+
+    public let endpoints: [Endpoint]
+    /// The filters, and the cursor to start after (nil: from now).
+    public let request: WatchRequestMessage
+    public let clientName: String
+    public let token: String?
+    public let tls: ClientTLS?
+    public let retryDelay: Duration
+    /// Failed connections or retryable refusals in a row before the watch throws.
+    public let maxAttempts: Int
+    private let group: any EventLoopGroup
+
+    public init(
+        endpoints: [Endpoint], vendors: [String] = [], kinds: [WatchEventKind] = [], from cursor: WatchCursor? = nil, clientName: String,
+        token: String? = nil, tls: ClientTLS? = nil, retryDelay: Duration = .milliseconds(200), maxAttempts: Int = 50,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        precondition(!endpoints.isEmpty, "a watch needs at least one endpoint")
+        self.endpoints = endpoints
+        request = WatchRequestMessage(vendors: vendors, kinds: kinds.map(\.rawValue), cursor: cursor)
+        self.clientName = clientName
+        self.token = token
+        self.tls = tls
+        self.retryDelay = retryDelay
+        self.maxAttempts = maxAttempts
+        self.group = group
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(watch: self)
+    }
+
+    /// Follows the feed from node to node; see ``RegistryWatch``.
+    public final class Iterator: AsyncIteratorProtocol {
+        private let watch: RegistryWatch
+        /// The cursor of the last batch yielded: where a new connection resumes.
+        public private(set) var cursor: WatchCursor?
+        /// The node being watched, and the endpoint it was reached at.
+        public private(set) var server: HelloAccepted?
+        private var connection: WatchConnection?
+        private var pending: [WatchEventMessage] = []
+        private var endpoint = 0
+        private var failures = 0
+
+        init(watch: RegistryWatch) {
+            self.watch = watch
+            cursor = watch.request.cursor
+        }
+
+        deinit {
+            connection?.close()
+        }
+
+        public func next() async throws -> WatchUpdate? {
+            while true {
+                try Task.checkCancellation()
+                if connection == nil { try await connect() }
+                let frame: ServerFrame?
+                do {
+                    frame = try await connection?.next()
+                } catch {
+                    try await retry()
+                    continue
+                }
+                guard let frame else {
+                    try await retry()
+                    continue
+                }
+                switch frame.body {
+                case .watchEvents(let batch):
+                    failures = 0
+                    pending += batch.events
+                    guard let next = batch.cursor else { continue }
+                    cursor = next
+                    defer { pending = [] }
+                    return WatchUpdate(events: pending, cursor: next)
+                case .error(let error) where error.retryable:
+                    try await retry()
+                case .error(let error):
+                    drop()
+                    throw RegistryClientError.server(error)
+                default:
+                    drop()
+                    throw RegistryClientError.unexpectedResponse("\(frame.body) in a watch stream")
+                }
+            }
+        }
+
+        private func connect() async throws {
+            let target = watch.endpoints[endpoint % watch.endpoints.count]
+            var request = watch.request
+            request.cursor = cursor
+            do {
+                let (connection, accepted) = try await WatchConnection.open(
+                    to: target, request: request, clientName: watch.clientName, token: watch.token, tls: watch.tls, group: watch.group,
+                    connectTimeout: .seconds(5))
+                self.connection = connection
+                server = accepted
+            } catch {
+                if case .server(let refusal) = error, !refusal.retryable { throw error }
+                try await retry(after: error)
+            }
+        }
+
+        /// Drops the connection and what it sent without a cursor, and moves to the next endpoint
+        /// after the delay; throws after too many attempts in a row.
+        private func retry(after error: (any Error)? = nil) async throws {
+            drop()
+            failures += 1
+            if failures >= watch.maxAttempts {
+                throw error ?? RegistryClientError.connectionClosed("the watch failed \(failures) times in a row")
+            }
+            endpoint += 1
+            try await Task.sleep(for: watch.retryDelay)
+        }
+
+        private func drop() {
+            connection?.close()
+            connection = nil
+            pending = []
+        }
+    }
+}

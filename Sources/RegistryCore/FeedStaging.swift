@@ -1,0 +1,44 @@
+/// The events of operations a node has applied but not yet published to its ``ChangeFeed``:
+/// those not durable yet, or, in a replay, those of the journal entry being read.
+public struct FeedStaging: Sendable {
+    public private(set) var entries: [FeedEntry] = []
+
+    public init() {}
+
+    /// Takes the entries of the operations `vector` holds: a prefix, since a node applies each
+    /// log in order and makes its applied operations durable in the order it applied them.
+    public mutating func take(heldBy vector: VersionVector) -> [FeedEntry] {
+        var end = 0
+        var last: (log: LogID, held: UInt64)?
+        while end < entries.count {
+            let entry = entries[end]
+            // One lookup per run of one log.
+            if last?.log != entry.log { last = (entry.log, vector[entry.log]) }
+            guard entry.sequence <= last!.held else { break }
+            end += 1
+        }
+        guard end > 0 else { return [] }
+        defer { entries.removeFirst(end) }
+        return Array(entries[..<end])
+    }
+
+    /// Takes every entry.
+    public mutating func takeAll() -> [FeedEntry] {
+        defer { entries = [] }
+        return entries
+    }
+
+    mutating func append(_ entry: FeedEntry) {
+        entries.append(entry)
+    }
+}
+
+extension RegistryState {
+    /// Moves the events recorded since the last call to `staging`, as events of operation
+    /// `sequence` of `log`, stamped `time`.
+    public mutating func moveEvents(to staging: inout FeedStaging, log: LogID, sequence: UInt64, time: HLCTimestamp) {
+        guard let events = feedRecording?.events, !events.isEmpty else { return }
+        for event in events { staging.append(FeedEntry(log: log, sequence: sequence, time: time, event: event)) }
+        feedRecording!.events.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,102 @@
+import NIOConcurrencyHelpers
+import RegistryCore
+
+/// The node's change feed and the count of its watchers, under one lock of their own (not the
+/// engine's): the commit pipeline publishes each commit's events once, and every watcher reads
+/// what it wants from the one feed, so many watchers cost one copy of the events, and a
+/// watcher that does not read costs nothing but its place (its backlog is the feed itself).
+final class WatchHub: Sendable {
+    private struct State {
+        var feed: ChangeFeed
+        var watchers = 0
+        /// Watchers that read everything, each with what wakes it at the next publish.
+        var waiting: [ObjectIdentifier: @Sendable () -> Void] = [:]
+    }
+
+    private let state: NIOLockedValueBox<State>
+    /// Watchers served at once (`--max-watchers`).
+    let maxWatchers: Int
+
+    init(feed: ChangeFeed, maxWatchers: Int) {
+        state = NIOLockedValueBox(State(feed: feed))
+        self.maxWatchers = maxWatchers
+    }
+
+    /// Adds one commit's events, after which the node holds `vector` durably, and wakes the
+    /// watchers that were waiting for them.
+    func publish(_ entries: [FeedEntry], through vector: VersionVector) {
+        let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.feed.publish(entries, through: vector)
+            guard !state.waiting.isEmpty else { return [] }
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        for wake in woken { wake() }
+    }
+
+    /// A peer's snapshot replaced the node's state, which holds `vector`: the feed starts again
+    /// there, and every watcher is woken to find out whether its cursor still holds.
+    func restart(holding vector: VersionVector) {
+        let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.feed.restart(holding: vector)
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        for wake in woken { wake() }
+    }
+
+    /// Takes a watcher's place; false when the node serves `maxWatchers` already.
+    func admit() -> Bool {
+        state.withLockedValue { state in
+            guard state.watchers < maxWatchers else { return false }
+            state.watchers += 1
+            return true
+        }
+    }
+
+    /// Gives a watcher's place back, `id` its identity in ``read(_:limit:id:wake:)``.
+    func leave(_ id: ObjectIdentifier) {
+        state.withLockedValue { state in
+            state.watchers -= 1
+            state.waiting[id] = nil
+        }
+    }
+
+    /// A reader of the feed after `cursor` (``FeedReader/init(feed:after:filter:)``). When the
+    /// node does not hold the cursor yet, `wake` is called at the next publish, to try again.
+    func open(after cursor: VersionVector?, filter: FeedFilter, id: ObjectIdentifier, wake: @escaping @Sendable () -> Void) throws(FeedReadError) -> FeedReader {
+        try state.withLockedValue { state in
+            Result { () throws(FeedReadError) in
+                do throws(FeedReadError) {
+                    return try FeedReader(feed: state.feed, after: cursor, filter: filter)
+                } catch {
+                    if case .notCaughtUp = error { state.waiting[id] = wake }
+                    throw error
+                }
+            }
+        }.get()
+    }
+
+    /// Reads on (``FeedReader/read(_:limit:scanLimit:)``); when the reader has read everything
+    /// (`caughtUp`), `wake` is called at the next publish.
+    func read(
+        _ reader: inout FeedReader, limit: Int, id: ObjectIdentifier, wake: @escaping @Sendable () -> Void
+    ) throws(FeedReadError) -> (batch: FeedBatch, caughtUp: Bool) {
+        try state.withLockedValue { state in
+            Result { () throws(FeedReadError) in
+                let batch = try reader.read(state.feed, limit: limit)
+                let caughtUp = reader.isCaughtUp(in: state.feed)
+                if caughtUp { state.waiting[id] = wake }
+                return (batch, caughtUp)
+            }
+        }.get()
+    }
+
+    /// Watchers served now.
+    var watchers: Int { state.withLockedValue { $0.watchers } }
+
+    /// Events held, and the positions they span.
+    var held: (events: Int, first: UInt64, end: UInt64) {
+        state.withLockedValue { ($0.feed.count, $0.feed.firstPosition, $0.feed.endPosition) }
+    }
+}
