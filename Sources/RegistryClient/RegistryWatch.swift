@@ -90,7 +90,17 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                 if connection == nil { try await connect() }
                 let frame: ServerFrame?
                 do {
-                    frame = try await connection?.next()
+                    // A cancelled task closes the connection: the node gives the watcher's place back.
+                    let connection = self.connection
+                    frame = try await withTaskCancellationHandler {
+                        try await connection?.next()
+                    } onCancel: {
+                        connection?.close()
+                    }
+                    try Task.checkCancellation()
+                } catch is CancellationError {
+                    drop()
+                    throw CancellationError()
                 } catch {
                     try await retry()
                     continue
@@ -108,7 +118,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                     defer { pending = [] }
                     return WatchUpdate(events: pending, cursor: next)
                 case .error(let error) where error.retryable:
-                    try await retry()
+                    try await retry(after: RegistryClientError.server(error))
                 case .error(let error):
                     drop()
                     throw RegistryClientError.server(error)

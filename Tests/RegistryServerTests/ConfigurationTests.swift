@@ -83,6 +83,7 @@ import Testing
             "public-suffix-list": (lists[0], lists[1]),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
+            "max-watchers": ("5", "6"), "watch-history": ("2000", "3000"), "watch-progress": ("0.5", "1.5"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
             "metrics-port": ("9400", "9401"), "tls-cert": ("/c1.pem", "/c2.pem"), "tls-key": ("/k1.pem", "/k2.pem"), "tls-ca": ("/a1.pem", "/a2.pem"),
         ]
@@ -117,6 +118,9 @@ import Testing
             case "advertise": return configuration.advertise ?? "none"
             case "replica-timeout": return "\(Double(configuration.replicaTimeoutMillis) / 1_000)"
             case "causal-timeout": return "\(Double(configuration.causalTimeoutMillis) / 1_000)"
+            case "max-watchers": return "\(configuration.maxWatchers)"
+            case "watch-history": return "\(configuration.watchHistory)"
+            case "watch-progress": return "\(Double(configuration.watchProgressMillis) / 1_000)"
             case "token-secret": return configuration.tokenSecret ?? "none"
             case "insecure": return "\(configuration.insecure)"
             case "release-tables-gradually": return "\(configuration.releaseTablesGradually)"

@@ -1,0 +1,248 @@
+import Foundation
+import RegistryClient
+import RegistryCore
+import RegistryTestSupport
+import RegistryWire
+import Synchronization
+import Testing
+
+/// What a watcher made of the events it received, written apart from the node: each device ID
+/// to the device it is now, the forgotten IDs, and each account's devices. And the test's own
+/// record of what it did, the oracle: the IDs its registrations were given.
+final class WatchedView: Sendable {
+    struct State {
+        var canonical: [String: String] = [:]
+        var gone: Set<String> = []
+        var bound: [String: Set<String>] = [:]
+        var events: [WatchEventMessage] = []
+        var cursor: WatchCursor?
+        var failure: (any Error)?
+    }
+
+    let state = Mutex(State())
+
+    func apply(_ update: WatchUpdate) {
+        state.withLock { state in
+            for event in update.events {
+                state.events.append(event)
+                switch WatchEventKind(rawValue: event.kind) {
+                case .created: if state.canonical[event.deviceID] == nil { state.canonical[event.deviceID] = event.deviceID }
+                case .merged:
+                    state.canonical[event.deviceID] = event.deviceID
+                    for other in event.otherDeviceIDs { state.canonical[other] = event.deviceID }
+                case .forgotten: state.gone.formUnion([event.deviceID] + event.otherDeviceIDs)
+                case .bound, .unbound: state.bound[event.accountID] = Set(event.boundDeviceIDs)
+                case nil: break
+                }
+            }
+            state.cursor = update.cursor
+        }
+    }
+
+    /// Follows `watch` in a task of its own until cancelled or it fails.
+    func follow(_ watch: RegistryWatch) -> Task<Void, Never> {
+        Task {
+            do {
+                for try await update in watch { apply(update) }
+            } catch {
+                state.withLock { $0.failure = error }
+            }
+        }
+    }
+
+    /// Waits (up to `seconds`) until `done` holds of the state.
+    func wait(_ seconds: Double = 20, until done: (State) -> Bool) async throws -> State {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let now = state.withLock { $0 }
+            if done(now) || now.failure != nil { return now }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return state.withLock { $0 }
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(5))) struct WatchTests {
+    /// Registers `count` devices through `client`, each an app with an IDFV and a keychain UUID;
+    /// one in five also a sibling app that shares the keychain UUID but presents a new IDFV, first
+    /// on its own (a device of its own) and then with the keychain UUID (the two merge).
+    func registerDevices(_ count: Int, on client: RegistryClient, tag: UInt64) async throws -> (created: Set<String>, merged: Int) {
+        var created = Set<String>()
+        var merged = 0
+        for index in 0..<count {
+            let keychain = UUID128(high: tag << 32 | UInt64(index), low: 1).text
+            let idfv = UUID128(high: tag << 32 | UInt64(index), low: 2).text
+            let first = try await client.register(RegisterRequest(bundleID: "com.watch.app1", keychain: keychain, idfv: idfv))
+            if first.created { created.insert(first.deviceID) }
+            guard index % 5 == 0 else { continue }
+            let siblingIDFV = UUID128(high: tag << 32 | UInt64(index), low: 3).text
+            let alone = try await client.register(RegisterRequest(bundleID: "com.watch.app2", idfv: siblingIDFV))
+            if alone.created { created.insert(alone.deviceID) }
+            let joined = try await client.register(RegisterRequest(bundleID: "com.watch.app2", keychain: keychain, idfv: siblingIDFV))
+            if !joined.replacedDeviceIDs.isEmpty { merged += 1 }
+        }
+        return (created, merged)
+    }
+
+    /// The view agrees with the node: every device the test created is known, every ID the view
+    /// holds resolves on the node to the device the view says, and no event names a device the
+    /// node does not know.
+    func expectAgrees(_ state: WatchedView.State, with client: RegistryClient, created: Set<String>, _ what: String) async throws {
+        #expect(state.failure == nil, "\(what): \(String(describing: state.failure))")
+        #expect(created.isSubset(of: Set(state.canonical.keys)), "\(what): \(created.subtracting(state.canonical.keys).count) created devices never reported")
+        for (id, canonical) in state.canonical where !state.gone.contains(id) {
+            let record = try await client.resolve(deviceID: id)
+            #expect(record.deviceID == canonical, "\(what): \(id) is \(record.deviceID) on the node, \(canonical) to the watcher")
+        }
+    }
+
+    @Test func aWatcherHearsEveryChangeAndResumesAfterAKillOnTheSameNodeAndOnAnother() async throws {
+        let cluster = try ClusterTests.Cluster()
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let a = try Endpoint(parsing: cluster.nodes[0].endpoint)
+        let clientA = try await RegistryClient.connect(to: a, clientName: "watch-test")
+
+        let view = WatchedView()
+        let first = view.follow(RegistryWatch(endpoints: [a], vendors: ["com.watch"], clientName: "watch-test"))
+        _ = try await view.wait { $0.cursor != nil }
+        let (created, merged) = try await registerDevices(40, on: clientA, tag: 1)
+        #expect(merged == 8)
+        // An account bound, then moved to another device; a device forgotten.
+        let devices = created.sorted()
+        _ = try await clientA.bind(account: "alice", deviceID: devices[0], scope: .vendor("com.watch"))
+        _ = try await clientA.unbind(account: "alice", deviceID: devices[0], scope: .vendor("com.watch"))
+        _ = try await clientA.bind(account: "alice", deviceID: devices[1], scope: .vendor("com.watch"))
+        let forgotten = try await clientA.forget(deviceID: devices[2])
+        let state = try await view.wait { $0.gone.contains(forgotten.deviceID) && $0.bound.values.contains([devices[1]]) }
+        try await expectAgrees(state, with: clientA, created: created, "on node-a")
+        #expect(state.events.filter { $0.kind == WatchEventKind.merged.rawValue }.count >= 8)
+        #expect(state.events.contains { $0.kind == WatchEventKind.unbound.rawValue && $0.deviceID == devices[0] && $0.unbindReason == .unbound })
+        #expect(state.bound.count == 1 && state.gone.isSuperset(of: [forgotten.deviceID] + forgotten.aliasIDs))
+        // No other vendor's events: the filter holds.
+        _ = try await clientA.register(RegisterRequest(bundleID: "com.elsewhere.app", idfv: UUID128(high: 9, low: 9).text))
+        first.cancel()
+        await clientA.close()
+        let cursor = try #require(state.cursor)
+        #expect(!state.events.contains { $0.vendor != "com.watch" })
+
+        // node-a is killed; more devices arrive through node-b; node-a comes back from its journal.
+        cluster.nodes[0].stop(signal: SIGKILL)
+        let b = try Endpoint(parsing: cluster.nodes[1].endpoint)
+        let clientB = try await RegistryClient.connect(to: b, clientName: "watch-test")
+        let (more, _) = try await registerDevices(30, on: clientB, tag: 2)
+        cluster.nodes[0] = try cluster.start(0)
+        _ = try await cluster.converged(within: 30)
+
+        // Resumed from the cursor on node-a after its restart, and on node-c: every later device.
+        for (name, endpoint) in [("node-a after kill -9", cluster.nodes[0].endpoint), ("node-c", cluster.nodes[2].endpoint)] {
+            let resumed = WatchedView()
+            resumed.state.withLock { $0.canonical = state.canonical; $0.gone = state.gone; $0.bound = state.bound }
+            let task = resumed.follow(RegistryWatch(endpoints: [try Endpoint(parsing: endpoint)], vendors: ["com.watch"], from: cursor, clientName: "watch-test"))
+            let after = try await resumed.wait { more.isSubset(of: Set($0.canonical.keys)) }
+            task.cancel()
+            let client = try await RegistryClient.connect(to: try Endpoint(parsing: endpoint), clientName: "watch-test")
+            try await expectAgrees(after, with: client, created: created.union(more), name)
+            await client.close()
+        }
+        await clientB.close()
+    }
+
+    @Test func aCursorPastTheHistoryOrBeforeTheSnapshotARestartCameFromExpires() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--watch-history", "1000", "--cluster-id", "expiry"])
+        defer { node.stop() }
+        let endpoint = try Endpoint(parsing: node.endpoint)
+        let client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
+        let view = WatchedView()
+        let task = view.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
+        let early = try await view.wait { $0.cursor != nil }.cursor!
+        task.cancel()
+        // 1,500 first installs: more than the node keeps.
+        for chunk in 0..<15 {
+            _ = try await client.registerBatch((0..<100).map { RegisterRequest(bundleID: "com.watch.app", idfv: UUID128(high: UInt64(chunk + 1), low: UInt64($0 + 1)).text) })
+        }
+        var refused: (any Error)?
+        do {
+            for try await _ in RegistryWatch(endpoints: [endpoint], from: early, clientName: "watch-test") {}
+        } catch {
+            refused = error
+        }
+        #expect((refused as? RegistryClientError).map { if case .server(let e) = $0 { e.code == .cursorExpired } else { false } } == true, "\(String(describing: refused))")
+
+        // A cursor from now, then a snapshot and a kill: the restart's feed starts at the snapshot.
+        let now = WatchedView()
+        let watching = now.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
+        let recent = try await now.wait { $0.cursor != nil }.cursor!
+        watching.cancel()
+        _ = try await client.registerBatch((0..<10).map { RegisterRequest(bundleID: "com.watch.app", idfv: UUID128(high: 99, low: UInt64($0 + 1)).text) })
+        _ = try await client.snapshot()
+        await client.close()
+        node.stop(signal: SIGKILL)
+        let restarted = try DaemonProcess(dataDirectory: temp.path, arguments: ["--watch-history", "1000", "--cluster-id", "expiry"])
+        defer { restarted.stop() }
+        do {
+            for try await _ in RegistryWatch(endpoints: [try Endpoint(parsing: restarted.endpoint)], from: recent, clientName: "watch-test") {}
+            Issue.record("a cursor from before the snapshot the node restarted from resumed")
+        } catch RegistryClientError.server(let error) {
+            #expect(error.code == .cursorExpired && error.message.contains("read the state again"), "\(error)")
+        }
+    }
+
+    @Test func badCursorsKindsVendorsAndOneWatcherTooManyAreRefusedWithTypedErrors() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let secret = "watch token secret 0123456789abcdef"
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--token-secret", secret, "--max-watchers", "1", "--cluster-id", "mine"])
+        defer { node.stop() }
+        let endpoint = try Endpoint(parsing: node.endpoint)
+        func token(_ arguments: [String]) throws -> String {
+            let result = try run(Binaries.path("registryctl"), ["token", "issue"] + arguments, environment: ["REGISTRY_TOKEN_SECRET": secret])
+            return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let acme = try token(["--vendor", "com.acme", "--role", "read"])
+        func refusal(_ request: WatchRequestMessage, token: String) async throws -> WireError? {
+            let iterator = RegistryWatch(
+                endpoints: [endpoint], vendors: request.vendors, kinds: request.kinds.compactMap(WatchEventKind.init(rawValue:)),
+                from: request.cursor, clientName: "watch-test", token: token, maxAttempts: 1
+            ).makeAsyncIterator()
+            do {
+                _ = try await iterator.next()
+                return nil
+            } catch RegistryClientError.server(let error) {
+                return error
+            }
+        }
+        let otherCluster = try await refusal(WatchRequestMessage(cursor: WatchCursor(clusterID: "theirs", positions: [])), token: acme)
+        #expect(otherCluster?.code == .invalidCursor && otherCluster?.message.contains("theirs") == true)
+        let malformed = try await refusal(
+            WatchRequestMessage(cursor: WatchCursor(clusterID: "mine", positions: [LogPosition(origin: "Not A Node", epoch: 1, sequence: 1)])), token: acme)
+        #expect(malformed?.code == .invalidCursor)
+        let vendor = try await refusal(WatchRequestMessage(vendors: ["com.other"]), token: acme)
+        #expect(vendor?.code == .permissionDenied)
+
+        // An unknown kind goes through the wire raw: the node names the kinds it knows.
+        let connection = try await RegistryClient.connect(to: endpoint, clientName: "watch-test", token: acme)
+        let unknownKind = try await connection.send(.watch(WatchRequestMessage(kinds: [99])))
+        guard case .error(let kindError) = unknownKind else { Issue.record("\(unknownKind)"); return }
+        #expect(kindError.code == .invalidArgument && kindError.message.contains("created (1)"))
+
+        // One watcher is allowed; the second is refused, retryably, and the first goes on.
+        let view = WatchedView()
+        let task = view.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test", token: acme))
+        _ = try await view.wait { $0.cursor != nil }
+        let iterator = RegistryWatch(endpoints: [endpoint], clientName: "watch-test", token: acme, retryDelay: .milliseconds(10), maxAttempts: 2).makeAsyncIterator()
+        do {
+            _ = try await iterator.next()
+            Issue.record("a second watcher was served past --max-watchers 1")
+        } catch RegistryClientError.server(let error) {
+            #expect(error.code == .tooManyWatchers && error.retryable)
+        }
+        task.cancel()
+        // Once the first watcher has gone, its place is free again.
+        try await Task.sleep(for: .milliseconds(300))
+        let third = RegistryWatch(endpoints: [endpoint], clientName: "watch-test", token: acme, maxAttempts: 3).makeAsyncIterator()
+        #expect(try await third.next() != nil)
+    }
+}
