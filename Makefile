@@ -10,6 +10,7 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
+#   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
@@ -29,7 +30,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: settings-docs bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -129,6 +130,10 @@ bench-compare: deps
 # Plain against tokens against TLS, and the keyed hashing of identifiers, same run (also in make bench).
 bench-security: deps test-tools
 	bash bench/security.sh
+
+# The change feed under load: throughput with and without watchers, lag, memory per idle watcher.
+bench-feed: deps
+	bash bench/feed.sh
 
 # Snapshots and restart at 10M devices on one release node, a few minutes.
 bench-storage: deps

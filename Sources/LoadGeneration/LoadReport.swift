@@ -243,9 +243,30 @@ public struct LoadReport: Codable, Sendable {
     public var cpu: CPUShares?
     /// The p99 of each second after the warm-up; nil in reports written before it was kept.
     public var perSecond: PerSecondLatency?
+    /// What `--watchers` saw of the change feed; nil without watchers.
+    public var feed: Feed?
+
+    /// The change feed under the load: how long an event took from its operation's clock (the
+    /// node that accepted it) to a watcher (milliseconds resolution: the operation's HLC).
+    public struct Feed: Codable, Sendable {
+        public var watchers: Int
+        /// Events delivered to all watchers together, in the measured window.
+        public var events: UInt64
+        /// Event time to delivery.
+        public var lag: LatencySummary
+        /// Watch streams that ended with an error, by message.
+        public var failures: [String]
+
+        public init(watchers: Int, events: UInt64, lag: LatencySummary, failures: [String]) {
+            self.watchers = watchers
+            self.events = events
+            self.lag = lag
+            self.failures = failures
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
-        case format, parameters, throughput, latency, errors, workload, judgement, verification, servers, cpu
+        case format, parameters, throughput, latency, errors, workload, judgement, verification, servers, cpu, feed
         case perSecond = "per_second"
         case startedAt = "started_at"
         case gitRevision = "git_revision"

@@ -29,6 +29,8 @@ struct LoadPlan: Sendable {
     var tlsCA: String? = nil
     /// Keep each device's causal token and send it with the device's next registration.
     var causalTokens = true
+    /// Watch streams to run during the load (`--watchers`).
+    var watchers = 0
 
     var mode: String { rate == nil ? "closed-loop" : "open-loop" }
 

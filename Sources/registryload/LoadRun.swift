@@ -21,7 +21,13 @@ struct LoadRun {
             try? await group.shutdownGracefully()
             throw error
         }
-        let report = await measure(shards, startedAt: startedAt)
+        var watchers: FeedWatchers?
+        if plan.watchers > 0 {
+            watchers = await FeedWatchers(
+                count: plan.watchers, endpoints: plan.endpoints, token: plan.token, tls: try plan.tlsCA.map { path throws(RegistryClientError) in try ClientTLS(caFile: path) })
+        }
+        var report = await measure(shards, startedAt: startedAt, watchers: watchers)
+        if let watchers { report.feed = await watchers.finish() }
         for shard in shards {
             for lane in shard.lanes { await lane.client.close() }
         }
@@ -29,13 +35,14 @@ struct LoadRun {
         return report
     }
 
-    private func measure(_ shards: [LoadShard], startedAt: String) async -> LoadReport {
+    private func measure(_ shards: [LoadShard], startedAt: String, watchers: FeedWatchers?) async -> LoadReport {
         let startTime = monotonicNanos()
         let finished = shards.map { shard in shard.loop.flatSubmit { shard.start(at: startTime) } }
         // CPU counters over the measured window: from the end of the warm-up to the last answer.
         let warmup = plan.warmup.nanoseconds
         let cpuAtMeasureStart = Task { () -> CPUSample? in
             try? await Task.sleep(nanoseconds: warmup)
+            watchers?.startCounting()
             return CPUSample.now()
         }
         let commitsAtMeasureStart = Task { () -> [Int: LatencyBuckets] in

@@ -125,6 +125,13 @@ struct Registryload: AsyncParsableCommand {
     @Option(name: .customLong("tls-ca"), help: ArgumentHelp("Connect with TLS, trusting the CA certificates in this PEM file.", valueName: "file"))
     var tlsCA: String?
 
+    @Option(
+        help: """
+            Watch streams to run during the load (spread across the endpoints, every vendor each); the report gives \
+            the change feed's lag, from each event's operation clock to its delivery.
+            """)
+    var watchers = 0
+
     func validate() throws {
         _ = try makePlan()
     }
@@ -148,6 +155,7 @@ struct Registryload: AsyncParsableCommand {
                     "--connections must be at least --threads × endpoints (\(threads * endpointList.count)), so every thread reaches every endpoint")
             }
             guard inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1") }
+            guard (0...10_000).contains(watchers) else { throw ValidationError("--watchers must be 0...10000") }
             guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
             guard coalesce >= 1 else { throw ValidationError("--coalesce must be at least 1") }
             guard vendors >= 1, appsPerVendor >= 1 else { throw ValidationError("--vendors and --apps-per-vendor must be at least 1") }
@@ -162,7 +170,7 @@ struct Registryload: AsyncParsableCommand {
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
-                ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA, causalTokens: causalTokens)
+                ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA, causalTokens: causalTokens, watchers: watchers)
         } catch let error as LoadConfigurationError {
             throw ValidationError(error.description)
         } catch let error as RegistryClientError {

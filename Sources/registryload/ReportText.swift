@@ -59,6 +59,12 @@ enum ReportText {
                 lines.append("commit time   \(percentiles) over \(commits.count) commits (node's journal write + fdatasync, measured window)")
             }
         }
+        if let feed = report.feed {
+            var line = "feed lag      p50 \(DurationText.format(nanoseconds: feed.lag.p50)), p99 \(DurationText.format(nanoseconds: feed.lag.p99)), max \(DurationText.format(nanoseconds: feed.lag.max))"
+            line += " over \(feed.events) events to \(feed.watchers) watchers (operation clock to delivery, ms resolution)"
+            lines.append(line)
+            for failure in feed.failures.prefix(3) { lines.append("              watch failed: \(failure)") }
+        }
         if let cpu = report.cpu {
             lines.append(
                 "machine CPU   busy \(percent(cpu.busy)), iowait \(percent(cpu.iowait)), steal \(percent(cpu.steal)) (whole machine, measured window)")

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# make bench-feed: the change feed under load, on one node (issue 41's figures), in one run:
+#   1. batched throughput (8 connections x 16 in flight, batches of 100, closed loop) without
+#      watchers and with 10, in the order 0, 10, 10, 0 so that drift falls on both (the ratio of
+#      the medians is the figure);
+#   2. the feed's lag (an event's operation clock to its delivery) with 10 watchers, open loop at
+#      half the maximum measured in 1 (registryload --watchers);
+#   3. resident memory per idle watcher: the node's RSS with 1,000 idle watchers against the same
+#      trickle of load with none.
+# Prints a markdown table and the commands; bench/run.sh (make bench) runs it too and renders it.
+# Environment: BENCH_SECONDS (measured seconds per throughput run, default 10), FEED_OUT (where
+# the table goes, default stdout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+export PATH="/opt/swift/usr/bin:$PATH"
+seconds=${BENCH_SECONDS:-10}
+port=7461
+out=$(mktemp -d /tmp/registry-feed.XXXXXX)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  rm -rf "$out/data"
+}
+trap cleanup EXIT
+for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+bin=$(swift build -c release --show-bin-path)
+flags=$(this_machine_flags "$bin")
+
+start() {
+  kill "$pid" 2>/dev/null || true
+  [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+  rm -rf "$out/data" && mkdir -p "$out/data"
+  # shellcheck disable=SC2086 # the flags are words
+  "$bin/registryd" --data-dir "$out/data" --port "$port" --metrics-port 0 $flags > "$out/registryd.log" 2>&1 &
+  pid=$!
+  wait_for_port "$port" 30
+}
+rss() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$pid/status"; }
+load() {
+  local key=$1; shift
+  echo "feed: registryload --endpoints 127.0.0.1:$port $*" >&2
+  "$bin/registryload" --endpoints "127.0.0.1:$port" "$@" --json "$out/$key.json" > "$out/$key.txt" 2>/dev/null || true
+  cat "$out/$key.txt" >&2
+}
+field() { python3 -c "import json,sys; r=json.load(open('$out/$1.json')); print(eval(sys.argv[1], {'r': r}))" "$2"; }
+
+batched="--connections 8 --in-flight 16 --batch 100 --warmup 2s --duration ${seconds}s"
+start
+round=0
+for watchers in 0 10 10 0; do
+  round=$((round + 1))
+  # shellcheck disable=SC2086
+  load "throughput-$watchers-$round" $batched --watchers "$watchers" --seed "$((10 + round))"
+done
+without=$(python3 -c "import json,statistics; print(statistics.median([json.load(open('$out/throughput-0-%d.json' % r))['throughput']['achieved_per_second'] for r in (1, 4)]))")
+with=$(python3 -c "import json,statistics; print(statistics.median([json.load(open('$out/throughput-10-%d.json' % r))['throughput']['achieved_per_second'] for r in (2, 3)]))")
+half=$(python3 -c "print(int($without / 2))")
+# shellcheck disable=SC2086
+load lag --connections 8 --in-flight 16 --batch 100 --warmup 2s --duration "${seconds}s" --rate "$half" --watchers 10 --seed 20
+
+# Memory: a fresh node, a trickle of single registrations for 8 s, with no watcher and with 1,000.
+idle() {
+  local watchers=$1
+  start
+  sleep 2
+  local before; before=$(rss)
+  "$bin/registryload" --endpoints "127.0.0.1:$port" --connections 1 --rate 10 --duration 8s --warmup 0s --watchers "$watchers" --seed 30 \
+    > "$out/idle-$watchers.txt" 2>/dev/null &
+  local loader=$!
+  sleep 6
+  local during; during=$(rss)
+  wait "$loader" || true
+  echo $((during - before))
+}
+grown_without=$(idle 0)
+grown_with=$(idle 1000)
+per_watcher=$(( (grown_with - grown_without) / 1000 ))
+grep -q "feed lag" "$out/idle-1000.txt" || { echo "the 1,000 watchers did not run" >&2; cat "$out/idle-1000.txt" >&2; exit 1; }
+
+{
+  echo "| figure | value |"
+  echo "|---|---:|"
+  printf '| batched throughput without watchers (median of 2) | %.0f/s |\n' "$without"
+  printf '| batched throughput with 10 watchers (median of 2) | %.0f/s |\n' "$with"
+  printf '| ratio, with / without (target at least 0.90) | %.3f |\n' "$(python3 -c "print($with / $without)")"
+  printf '| events delivered during the lag run (10 watchers) | %s |\n' "$(field lag "r['feed']['events']")"
+  printf '| feed lag p50 / p99 / max at %s/s, half the maximum | %s / %s / %s ms |\n' "$half" \
+    "$(field lag "round(r['feed']['lag']['p50_ns'] / 1e6, 1)")" "$(field lag "round(r['feed']['lag']['p99_ns'] / 1e6, 1)")" \
+    "$(field lag "round(r['feed']['lag']['max_ns'] / 1e6, 1)")"
+  printf '| registration latency p99 in that run | %s ms |\n' "$(field lag "round(r['latency']['p99_ns'] / 1e6, 2)")"
+  printf '| resident memory per idle watcher (1,000 against none, same trickle of load) | %s B |\n' "$per_watcher"
+  echo
+  echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\` (rounds 0, 10, 10, 0),"
+  echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
+  echo "with the RSS read 6 s in (\`make bench-feed\`, bench/feed.sh)."
+} | tee "${FEED_OUT:-/dev/stdout}"
