@@ -36,6 +36,8 @@ public enum FeedReadError: Error, Equatable, Sendable {
 /// while the reader is still inside the batch it resumed with (``FeedReader``).
 public struct FeedBatch: Equatable, Sendable {
     public let entries: [FeedEntry]
+    /// Each entry's position in the feed.
+    public let positions: [UInt64]
     public let cursor: VersionVector?
 }
 
@@ -88,6 +90,7 @@ public struct FeedReader: Sendable {
     public mutating func read(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedBatch {
         if feed.firstPosition > position { throw .expired(floor: feed.floor) }
         var matched = [FeedEntry]()
+        var positions = [UInt64]()
         var scanned = 0
         let end = feed.endPosition
         var last: (log: LogID, sequence: UInt64)?
@@ -96,12 +99,15 @@ public struct FeedReader: Sendable {
             // An operation's events go together: the cursor names operations, not events.
             if matched.count >= limit || scanned >= scanLimit, last.map({ $0 != (entry.log, entry.sequence) }) ?? true { break }
             last = (entry.log, entry.sequence)
-            if filter.matches(entry.event) { matched.append(entry) }
+            if filter.matches(entry.event) {
+                matched.append(entry)
+                positions.append(position)
+            }
             seen.raise(to: entry.sequence, in: entry.log)
             position += 1
             scanned += 1
         }
         if position >= end { seen = seen.joined(with: feed.published) }
-        return FeedBatch(entries: matched, cursor: cursor)
+        return FeedBatch(entries: matched, positions: positions, cursor: cursor)
     }
 }

@@ -8,6 +8,9 @@ public struct FeedStaging: Sendable {
     /// Takes the entries of the operations `vector` holds: a prefix, since a node applies each
     /// log in order and makes its applied operations durable in the order it applied them.
     public mutating func take(heldBy vector: VersionVector) -> [FeedEntry] {
+        // Most often every staged operation is in the commit: when the last one applied is, all
+        // are (the prefix above), taken without a copy.
+        if let last = entries.last, last.sequence <= vector[last.log] { return takeAll() }
         var end = 0
         var last: (log: LogID, held: UInt64)?
         while end < entries.count {

@@ -159,27 +159,28 @@ enum WatchCodec {
         var message = Registry__V1__WatchEvents()
         registry__v1__watch_events__init(&message)
         message.n_events = batch.events.count
-        message.events = arena.array(count: batch.events.count) { index in
-            let event = batch.events[index]
-            var wire = Registry__V1__WatchEvent()
-            registry__v1__watch_event__init(&wire)
-            wire.kind = Registry__V1__WatchEventKind(rawValue: .init(truncatingIfNeeded: event.kind))
-            var operation = Registry__V1__LogPosition()
-            registry__v1__log_position__init(&operation)
-            operation.origin = arena.string(event.operation.origin)
-            operation.epoch = event.operation.epoch
-            operation.sequence = event.operation.sequence
-            wire.operation = arena.new(operation)
-            wire.hlc = event.hlc
-            wire.vendor = arena.string(event.vendor)
-            wire.device_id = arena.string(event.deviceID)
-            (wire.n_other_device_ids, wire.other_device_ids) = arena.strings(event.otherDeviceIDs)
-            wire.account_id = arena.string(event.accountID)
-            wire.unbind_reason = Registry__V1__UnbindReason(rawValue: .init(truncatingIfNeeded: event.unbindReason.rawValue))
-            (wire.n_bound_device_ids, wire.bound_device_ids) = arena.strings(event.boundDeviceIDs)
-            return Optional(arena.new(wire))
-        }
+        message.events = arena.array(count: batch.events.count) { index in Optional(event(batch.events[index], in: arena)) }
         message.cursor = cursor(batch.cursor, in: arena)
         return arena.new(message)
+    }
+
+    static func event(_ event: WatchEventMessage, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__WatchEvent> {
+        var wire = Registry__V1__WatchEvent()
+        registry__v1__watch_event__init(&wire)
+        wire.kind = Registry__V1__WatchEventKind(rawValue: .init(truncatingIfNeeded: event.kind))
+        var operation = Registry__V1__LogPosition()
+        registry__v1__log_position__init(&operation)
+        operation.origin = arena.string(event.operation.origin)
+        operation.epoch = event.operation.epoch
+        operation.sequence = event.operation.sequence
+        wire.operation = arena.new(operation)
+        wire.hlc = event.hlc
+        wire.vendor = arena.string(event.vendor)
+        wire.device_id = arena.string(event.deviceID)
+        (wire.n_other_device_ids, wire.other_device_ids) = arena.strings(event.otherDeviceIDs)
+        wire.account_id = arena.string(event.accountID)
+        wire.unbind_reason = Registry__V1__UnbindReason(rawValue: .init(truncatingIfNeeded: event.unbindReason.rawValue))
+        (wire.n_bound_device_ids, wire.bound_device_ids) = arena.strings(event.boundDeviceIDs)
+        return arena.new(wire)
     }
 }

@@ -75,8 +75,8 @@ import Testing
         feed.publish([entry(a, 1), entry(a, 2)], through: vector((a, 2), (b, 1)))
         var reader = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
         #expect(reader.position == 0 && reader.cursor == nil)
-        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(b, 1), entry(a, 1)], cursor: nil))
-        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2)], cursor: vector((a, 2), (b, 1))))
+        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(b, 1), entry(a, 1)], positions: [0, 1], cursor: nil))
+        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2)], positions: [2], cursor: vector((a, 2), (b, 1))))
     }
 
     @Test func aFilterMatchesKindsAndVendorsAndAForgetWithoutVendorOnlyWhenAllAreWanted() {

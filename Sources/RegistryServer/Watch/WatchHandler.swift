@@ -106,13 +106,13 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var rounds = 0
         while context.channel.isWritable, rounds < Self.readsPerTurn {
             rounds += 1
-            let read: (batch: FeedBatch, caughtUp: Bool)
+            let read: (batch: FeedBatch, packed: [ByteBuffer], caughtUp: Bool)
             do {
                 read = try hub.read(&reader!, limit: Self.eventsPerFrame, id: ObjectIdentifier(self), wake: waker())
             } catch {
                 return finish(expired(error, why: "the node's feed dropped events this watcher had not read"))
             }
-            if !read.batch.entries.isEmpty { write(read.batch.entries, cursor: read.batch.cursor) }
+            if !read.packed.isEmpty { write(read.packed, cursor: read.batch.cursor) }
             if read.caughtUp { break }
         }
         // A long backlog goes on in the next turn of the loop.
@@ -158,13 +158,13 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.flush()
     }
 
-    private func write(_ entries: [FeedEntry], cursor: VersionVector?) {
+    /// Writes one frame of `events` (packed by the hub) and `cursor`.
+    private func write(_ events: [ByteBuffer], cursor: VersionVector?) {
         guard let context else { return }
-        let body = WatchEventsMessage(
-            events: entries.map(WatchEventMessage.init), cursor: cursor.map { WatchCursor(clusterID: clusterID, vector: $0) })
-        var buffer = context.channel.allocator.buffer(capacity: 128 + 160 * entries.count)
+        var buffer = context.channel.allocator.buffer(capacity: 128 + events.reduce(0) { $0 + 4 + $1.readableBytes })
         do {
-            try ServerFrame(requestID: requestID, body: .watchEvents(body)).encodeFrame(into: &buffer)
+            try WatchFrames.write(
+                requestID: requestID, events: events, cursor: cursor.map { WatchCursor(clusterID: clusterID, vector: $0) }, into: &buffer)
         } catch {
             return finish(WireError(code: .internalError, message: "cannot encode watch events: \(error)"))
         }

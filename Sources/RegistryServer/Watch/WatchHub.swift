@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import NIOCore
 import RegistryCore
 
 /// The node's change feed and the count of its watchers, under one lock of their own (not the
@@ -8,6 +9,8 @@ import RegistryCore
 final class WatchHub: Sendable {
     private struct State {
         var feed: ChangeFeed
+        /// The recent events in wire form, packed once for every watcher.
+        var packed = PackedEvents()
         var watchers = 0
         /// Watchers that read everything, each with what wakes it at the next publish.
         var waiting: [ObjectIdentifier: @Sendable () -> Void] = [:]
@@ -77,17 +80,24 @@ final class WatchHub: Sendable {
         }.get()
     }
 
-    /// Reads on (``FeedReader/read(_:limit:scanLimit:)``); when the reader has read everything
-    /// (`caughtUp`), `wake` is called at the next publish.
+    /// Reads on (``FeedReader/read(_:limit:scanLimit:)``): the batch, its events in wire form,
+    /// and whether the reader has read everything (`caughtUp`; then `wake` is called at the next
+    /// publish).
     func read(
         _ reader: inout FeedReader, limit: Int, id: ObjectIdentifier, wake: @escaping @Sendable () -> Void
-    ) throws(FeedReadError) -> (batch: FeedBatch, caughtUp: Bool) {
+    ) throws(FeedReadError) -> (batch: FeedBatch, packed: [ByteBuffer], caughtUp: Bool) {
         try state.withLockedValue { state in
             Result { () throws(FeedReadError) in
                 let batch = try reader.read(state.feed, limit: limit)
+                var packed = [ByteBuffer]()
+                packed.reserveCapacity(batch.entries.count)
+                for (entry, position) in zip(batch.entries, batch.positions) {
+                    // An event the codec refuses (text with a NUL, which no state holds) is left out.
+                    if let bytes = try? state.packed.packed(entry, at: position) { packed.append(bytes) }
+                }
                 let caughtUp = reader.isCaughtUp(in: state.feed)
                 if caughtUp { state.waiting[id] = wake }
-                return (batch, caughtUp)
+                return (batch, packed, caughtUp)
             }
         }.get()
     }

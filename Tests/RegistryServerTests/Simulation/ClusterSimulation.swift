@@ -168,6 +168,8 @@ final class ClusterSimulation {
         configuration.dataDirectory = "/data"
         configuration.nodeID = nodes[index].name
         configuration.clusterID = "sim"
+        // A short history, so that the watcher's cursor expires now and then (SimulatedWatcher).
+        configuration.watchHistory = 40
         configuration.vendorRules = vendorRules
         configuration.snapshotEveryOperations = 0
         configuration.snapshotEverySeconds = 0

@@ -32,18 +32,20 @@ import Testing
     /// snapshot intake, that the next step raced), run twice, must count the same both times.
     @Test func aSeedReplaysExactly() throws {
         let seeds = Array(1...25 as ClosedRange<UInt64>) + [48, 162, 306, 363]
-        let first = try seeds.map { try Self.run(seed: $0) }
-        let second = try seeds.map { try Self.run(seed: $0) }
+        let first = try seeds.map { try Self.run(seed: $0).cluster }
+        let second = try seeds.map { try Self.run(seed: $0).cluster }
         for (index, seed) in seeds.enumerated() { #expect(first[index] == second[index], "seed \(seed)") }
     }
 
     @Test(arguments: groups) func everySeedConvergesToTheRulesState(seeds: [UInt64]) throws {
         var total = ClusterSimulation.Counts()
+        var watched = SimulatedWatcher.Counts()
         let traced = ProcessInfo.processInfo.environment["SIM_TRACE"] != nil
         for seed in seeds {
-            let counts = try Self.run(seed: seed)
-            if traced { print("seed \(seed): \(counts)") }
+            let (counts, watcher) = try Self.run(seed: seed)
+            if traced || ProcessInfo.processInfo.environment["SIM_WATCH"] != nil { print("seed \(seed): \(watcher)") }
             total.add(counts)
+            watched.add(watcher)
         }
         print(
             "simulated seeds \(seeds.first!)...\(seeds.last!): \(total.registrations) registrations, \(total.siblingRaces) sibling races "
@@ -56,7 +58,9 @@ import Testing
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
                 + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors)), "
-                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors))")
+                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)); "
+                + "a watcher read \(watched.events) events, moved \(watched.moves) times (\(watched.notCaughtUp) to a node not caught up), "
+                + "reopened \(watched.reopened) readers and read the state again \(watched.expiries) times")
         // Every kind of fault happened (a group holding a single replayed seed may lack some).
         if seeds.count >= 25 {
             #expect(total.crashes > 0 && total.partitions > 0 && total.wipes > 0 && total.skews > 0 && total.refusals > 0)
@@ -66,12 +70,14 @@ import Testing
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
             #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
             #expect(total.forgets > 0 && total.vendorChanges > 0 && total.moves > 0)
+            #expect(watched.events > 0 && watched.moves > 0 && watched.expiries > 0 && watched.reopened > 0)
         }
     }
 
     /// One seed: a faulty phase, then healing, then the checks.
-    static func run(seed: UInt64) throws -> ClusterSimulation.Counts {
+    static func run(seed: UInt64) throws -> (cluster: ClusterSimulation.Counts, watcher: SimulatedWatcher.Counts) {
         let simulation = try ClusterSimulation(seed: seed)
+        let watcher = SimulatedWatcher(seed: seed)
         var random = SplitMix64(seed: seed &* 0x9E37_79B9)
         let faults = SimulatedNetwork.Faults(
             drop: seed % 3 == 0 ? 15 : 0, duplicate: seed % 4 == 0 ? 20 : 0, maxExtraDelayMillis: seed % 2 == 0 ? 40 : 3)
@@ -154,13 +160,16 @@ import Testing
                 break
             }
             simulation.advance(by: UInt64.random(in: 1...25, using: &random))
+            watcher.step(simulation)
             // A node that died at a disk change is the one down, to be restarted.
             if crashed == nil { crashed = simulation.members.first { simulation.nodes[$0].engine == nil } }
         }
         for node in simulation.members where simulation.nodes[node].engine == nil { try simulation.restart(node) }
         try quiesce(simulation, faults: .none)
         try check(simulation)
-        return simulation.counts
+        // What the watcher made of the events it read, against the node it ends on.
+        if let problem = watcher.finish(simulation) { throw SimulationFailure(seed: seed, reason: "the watcher: \(problem)") }
+        return (simulation.counts, watcher.counts)
     }
 
     /// Heals everything, sets clocks right, and runs until every node holds the same.
