@@ -68,7 +68,8 @@ half=$(python3 -c "print(int($without / 2))")
 load lag --connections 8 --in-flight 16 --batch 100 --warmup 2s --duration "${seconds}s" --rate "$half" --watchers 10 --seed 20
 
 # Memory: a fresh node, a trickle of single registrations, with no watcher and with 1,000, the
-# resident memory read once the node holds that many more connections.
+# resident memory read once the node holds that many more connections. (Not in a subshell: the
+# node it starts must be the one the next start stops.)
 idle() {
   local watchers=$1
   start
@@ -84,13 +85,14 @@ idle() {
     sleep 0.1
   done
   sleep 2
-  local during; during=$(rss)
+  grown=$(( $(rss) - before ))
   kill "$loader" 2>/dev/null || true
   wait "$loader" 2>/dev/null || true
-  echo $((during - before))
 }
-grown_without=$(idle 0)
-grown_with=$(idle 1000)
+idle 0
+grown_without=$grown
+idle 1000
+grown_with=$grown
 per_watcher=$(( (grown_with - grown_without) / 1000 ))
 
 {

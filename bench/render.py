@@ -15,6 +15,7 @@ stalls = None
 floors = []
 binding_memory = []
 vendor_move = None
+feed_table = None
 gaps = None
 fault_in = None
 sized_devices = None
@@ -63,6 +64,8 @@ for line in open(results_path):
                            commit_p99=float(commit[0]) if commit and commit[0] else None, command=command))
     elif fields[0] == "vendormove":
         vendor_move = json.loads(fields[1])
+    elif fields[0] == "feed":
+        feed_table = open(fields[1]).read()
     elif fields[0] == "bindingmemory":
         binding_memory = json.loads(fields[1])
     elif fields[0] == "sweep":
@@ -293,6 +296,12 @@ if vendor_move:
       f"{v['merged']:,} devices merged) held the state for **{v['pause_ms']:.0f} ms**. The floor, measured in the same run, is "
       f"{v['floor_ms']:.0f} ms: every claim key read once and each moved one written into a fresh table, with no digest or index "
       "upkeep. Every node pauses so once, when the move reaches it.")
+if feed_table:
+    w("\n## The change feed\n")
+    w("Issue 41's figures (`bench/feed.sh`, also `make bench-feed`): one node, batched load, 10 watchers of every vendor in")
+    w("registryload's own process (their decoding shares this machine's two cores with the node and the load), and 1,000")
+    w("idle watchers for the memory.\n")
+    w(feed_table)
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
       + (f", of which {moved:.1f} s loaded the snapshot the clean stop took and replayed the journal past it."

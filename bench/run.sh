@@ -15,7 +15,9 @@
 #      with one fdatasync and answered, on that thread or a committer thread) for several such times,
 #      and registryd with its data directory in memory (no disk);
 #   5. resident memory per device at 1M and 10M registered devices, and the restart time at each
-#      (a clean stop snapshots; the restart loads that snapshot).
+#      (a clean stop snapshots; the restart loads that snapshot);
+#   6. the change feed (bench/feed.sh): throughput with and without 10 watchers, their lag at half
+#      the maximum, and the memory an idle watcher takes.
 # First, bench/machine.py measures what this machine charges for an fdatasync (busy and rested), how often its disk stalls, a wake-up and new memory.
 #
 # The machine is a shared virtual machine: the CPU time its hypervisor takes (steal) is recorded
@@ -344,6 +346,10 @@ for target in $memory_points; do
   printf 'restart\t%s\t%s\t%s\n' "$devices" "$restart" "${moved:-}" >> "$results"
 done
 stop_node
+
+echo "== the change feed" >&2
+FEED_OUT="$out/feed.md" BENCH_SECONDS="$seconds" bash bench/feed.sh > /dev/null
+printf 'feed\t%s\n' "$out/feed.md" >> "$results"
 
 # Rendered aside and then moved, so a failed render leaves the previous BENCHMARKS.md alone.
 python3 bench/render.py "$results" "$out" > "$out/BENCHMARKS.md"

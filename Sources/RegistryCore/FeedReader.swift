@@ -96,17 +96,20 @@ public struct FeedReader: Sendable {
         var last: (log: LogID, sequence: UInt64)?
         while position < end {
             let entry = feed[position]
+            let sameOperation = last.map { $0.log == entry.log && $0.sequence == entry.sequence } ?? false
             // An operation's events go together: the cursor names operations, not events.
-            if matched.count >= limit || scanned >= scanLimit, last.map({ $0 != (entry.log, entry.sequence) }) ?? true { break }
+            if matched.count >= limit || scanned >= scanLimit, !sameOperation { break }
+            // The cursor rises once per run of one log (a log's sequences only grow in the feed).
+            if let last, last.log != entry.log { seen.raise(to: last.sequence, in: last.log) }
             last = (entry.log, entry.sequence)
             if filter.matches(entry.event) {
                 matched.append(entry)
                 positions.append(position)
             }
-            seen.raise(to: entry.sequence, in: entry.log)
             position += 1
             scanned += 1
         }
+        if let last { seen.raise(to: last.sequence, in: last.log) }
         if position >= end { seen = seen.joined(with: feed.published) }
         return FeedBatch(entries: matched, positions: positions, cursor: cursor)
     }

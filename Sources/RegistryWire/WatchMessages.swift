@@ -1,4 +1,5 @@
 import CRegistryProto
+import RegistryCore
 
 /// `registry.v1.WatchCursor`: what a watcher has been given, as a version vector, and the
 /// cluster that made it. Its text form (``text``, ``init(text:)``) is what `registryctl watch`
@@ -69,7 +70,9 @@ public struct WatchEventMessage: Hashable, Sendable {
     /// The operation's HLC (milliseconds in the high 48 bits).
     public var hlc: UInt64
     public var vendor: String
-    public var deviceID: String
+    /// The device ID's text, held as a UUID when it is one (see ``UUIDText``): most events carry
+    /// one and nothing else a String would be made for.
+    public var deviceIDText: UUIDText
     /// Merged: the devices one with ``deviceID``; forgotten: the set's other devices.
     public var otherDeviceIDs: [String]
     /// Bound, unbound: the account's keyed hash, as UUID text.
@@ -82,11 +85,20 @@ public struct WatchEventMessage: Hashable, Sendable {
         kind: Int32, operation: LogPosition, hlc: UInt64, vendor: String, deviceID: String, otherDeviceIDs: [String] = [],
         accountID: String = "", unbindReason: UnboundDeviceMessage.Reason = .unspecified, boundDeviceIDs: [String] = []
     ) {
+        self.init(
+            kind: kind, operation: operation, hlc: hlc, vendor: vendor, deviceIDText: UUIDText(deviceID), otherDeviceIDs: otherDeviceIDs,
+            accountID: accountID, unbindReason: unbindReason, boundDeviceIDs: boundDeviceIDs)
+    }
+
+    public init(
+        kind: Int32, operation: LogPosition, hlc: UInt64, vendor: String, deviceIDText: UUIDText, otherDeviceIDs: [String] = [],
+        accountID: String = "", unbindReason: UnboundDeviceMessage.Reason = .unspecified, boundDeviceIDs: [String] = []
+    ) {
         self.kind = kind
         self.operation = operation
         self.hlc = hlc
         self.vendor = vendor
-        self.deviceID = deviceID
+        self.deviceIDText = deviceIDText
         self.otherDeviceIDs = otherDeviceIDs
         self.accountID = accountID
         self.unbindReason = unbindReason
@@ -95,6 +107,12 @@ public struct WatchEventMessage: Hashable, Sendable {
 
     /// The operation's wall-clock milliseconds.
     public var millis: UInt64 { hlc >> 16 }
+
+    /// The device ID's text.
+    public var deviceID: String {
+        get { deviceIDText.text }
+        set { deviceIDText = UUIDText(newValue) }
+    }
 }
 
 /// `registry.v1.WatchEvents`: events in the node's apply order, and the cursor after them (nil
@@ -147,7 +165,7 @@ enum WatchCodec {
                 kind: Int32(truncatingIfNeeded: event.kind.rawValue),
                 operation: LogPosition(
                     origin: CRead.string(operation?.origin), epoch: operation?.epoch ?? 0, sequence: operation?.sequence ?? 0),
-                hlc: event.hlc, vendor: CRead.string(event.vendor), deviceID: CRead.string(event.device_id),
+                hlc: event.hlc, vendor: CRead.string(event.vendor), deviceIDText: CRead.uuidText(event.device_id),
                 otherDeviceIDs: CRead.strings(event.n_other_device_ids, event.other_device_ids), accountID: CRead.string(event.account_id),
                 unbindReason: UnboundDeviceMessage.Reason(rawValue: Int32(truncatingIfNeeded: event.unbind_reason.rawValue)) ?? .unspecified,
                 boundDeviceIDs: CRead.strings(event.n_bound_device_ids, event.bound_device_ids))
@@ -176,7 +194,7 @@ enum WatchCodec {
         wire.operation = arena.new(operation)
         wire.hlc = event.hlc
         wire.vendor = arena.string(event.vendor)
-        wire.device_id = arena.string(event.deviceID)
+        wire.device_id = arena.string(event.deviceIDText)
         (wire.n_other_device_ids, wire.other_device_ids) = arena.strings(event.otherDeviceIDs)
         wire.account_id = arena.string(event.accountID)
         wire.unbind_reason = Registry__V1__UnbindReason(rawValue: .init(truncatingIfNeeded: event.unbindReason.rawValue))

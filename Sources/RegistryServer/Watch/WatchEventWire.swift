@@ -9,7 +9,7 @@ extension WatchEventMessage {
         let (kind, vendor) = (event.kind.rawValue, event.vendor?.name ?? "")
         switch event {
         case .created(let device, _):
-            self.init(kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceID: device.description)
+            self.init(kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceIDText: UUIDText(uuid: device.uuid))
         case .merged(let winner, let replaced, _):
             self.init(
                 kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceID: winner.description,
