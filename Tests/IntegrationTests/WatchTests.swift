@@ -148,6 +148,30 @@ final class WatchedView: Sendable {
         await clientB.close()
     }
 
+    @Test func aWatchGoesOnFromItsCursorOnAnotherNodeWhenItsNodeStops() async throws {
+        let cluster = try ClusterTests.Cluster()
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let (a, b) = (try Endpoint(parsing: cluster.nodes[0].endpoint), try Endpoint(parsing: cluster.nodes[1].endpoint))
+        let view = WatchedView()
+        let task = view.follow(RegistryWatch(endpoints: [a, b], vendors: ["com.watch"], clientName: "watch-test", retryDelay: .milliseconds(50)))
+        defer { task.cancel() }
+        _ = try await view.wait { $0.cursor != nil }
+        let clientA = try await RegistryClient.connect(to: a, clientName: "watch-test")
+        let (before, _) = try await registerDevices(10, on: clientA, tag: 3)
+        _ = try await view.wait { before.isSubset(of: Set($0.canonical.keys)) }
+        await clientA.close()
+        // A clean stop ends the stream at once (the node drains), and the watch goes on from node-b.
+        let started = Date()
+        #expect(cluster.nodes[0].stop() == 0)
+        #expect(Date().timeIntervalSince(started) < 5, "a watch stream held up the node's stop")
+        let clientB = try await RegistryClient.connect(to: b, clientName: "watch-test")
+        let (after, _) = try await registerDevices(10, on: clientB, tag: 4)
+        let state = try await view.wait { after.isSubset(of: Set($0.canonical.keys)) }
+        try await expectAgrees(state, with: clientB, created: before.union(after), "after node-a stopped")
+        await clientB.close()
+    }
+
     @Test func aCursorPastTheHistoryOrBeforeTheSnapshotARestartCameFromExpires() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -83,6 +83,16 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A stream has nothing in flight: a draining node ends it at once, and the client goes on
+        // elsewhere from its cursor.
+        if event is DrainConnectionEvent {
+            finish(WireError(code: .unavailable, message: "the node is shutting down; watch on another node from your cursor", retryable: true))
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("watch connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
