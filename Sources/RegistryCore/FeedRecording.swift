@@ -81,10 +81,34 @@ extension RegistryState {
                 ? .bound(account: key, device: subject, bound: now) : .unbound(account: key, device: subject, reason: reason(subject), bound: now))
     }
 
-    /// The binding policy of `vendor`: the cluster's rules once it changed them, the configured
-    /// ones before (as ``VendorRules/bindingPolicy(of:)`` reads them).
-    private func feedBindingPolicy(of vendor: Vendor) -> BindingPolicy {
-        let rules = vendorRuleHistory.changes.isEmpty ? feedRecording?.configuredRules ?? [] : vendorRuleHistory.rules
-        return rules.first { $0.name == vendor.name }?.binding ?? .default
+    /// The vendor rules whose binding policies are in force: the cluster's once it changed them,
+    /// the configured ones before (as ``VendorRules/bindingPolicy(of:)`` reads them).
+    var feedRules: [VendorRule] {
+        vendorRuleHistory.changes.isEmpty ? feedRecording?.configuredRules ?? [] : vendorRuleHistory.rules
+    }
+
+    /// The binding policy of `vendor` under ``feedRules``, or under `rules`.
+    private func feedBindingPolicy(of vendor: Vendor, rules: [VendorRule]? = nil) -> BindingPolicy {
+        (rules ?? feedRules).first { $0.name == vendor.name }?.binding ?? .default
+    }
+
+    /// A change of the vendor rules was applied, under `rulesBefore` until then: every account of
+    /// a vendor whose binding policy it changed is said again (its devices may differ now).
+    mutating func recordPolicyChanges(rulesBefore: [VendorRule]) {
+        let rulesAfter = feedRules
+        let names = Set((rulesBefore + rulesAfter).map(\.name)).filter { name in
+            let vendor = Vendor(trusted: name)
+            return feedBindingPolicy(of: vendor, rules: rulesBefore) != feedBindingPolicy(of: vendor, rules: rulesAfter)
+        }
+        guard !names.isEmpty, accountTable.changeCount > 0 else { return }
+        var changed = [AccountKey: DeviceID]()
+        accountTable.forEachChange { change in
+            if names.contains(change.vendor.name) { changed[AccountKey(vendor: change.vendor, account: change.account)] = change.device }
+        }
+        for (key, device) in changed.sorted(by: { $0.key < $1.key }) {
+            let before = accountTable.bindings(of: key)?
+                .resolve(policy: feedBindingPolicy(of: key.vendor, rules: rulesBefore), canonical: { canonical(of: $0) }).bound.map(\.device) ?? []
+            recordBindingEvents(of: key, before: Set(before), touched: canonical(of: device) ?? device)
+        }
     }
 }

@@ -278,8 +278,10 @@ public struct RegistryState: Sendable {
     /// Adds a change of the vendor rules; a change held already changes nothing. A change that
     /// moves vendors files their devices, claims and binding changes under the vendor they joined.
     public mutating func apply(_ change: VendorRuleChange) {
+        let rulesBefore = feedRecording != nil ? feedRules : nil
         guard hold(change) else { return }
         if change.move != nil { fileUnderAliases() }
+        if let rulesBefore { recordPolicyChanges(rulesBefore: rulesBefore) }
     }
 
     /// Adds a change of the vendor rules to the history, and nothing more; false when held.
@@ -457,13 +459,20 @@ public struct RegistryState: Sendable {
     @discardableResult
     mutating func appendSlot(_ ref: DeviceRef) -> UInt32 {
         let number = UInt32(slots.count)
+        // Binding changes that named the device before it arrived count from now on: what that
+        // does to their accounts, for the watchers.
+        let accounts = feedRecording == nil || accountTable.changeCount == 0 ? [] : accountTable.accounts(naming: [ref.id.uuid])
+        let bound = accounts.map { boundDevices(of: $0) }
         slots.append(
             Slot(
                 id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
                 vendor: vendors.intern(vendorRuleHistory.aliases.filing(ref.vendor)), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
         slotOf.set(ref.id.uuid, number)
         digest &+= deviceFact(number)
-        if feedRecording != nil { record(.created(device: ref.id, vendor: vendors[slots[number].vendor])) }
+        if feedRecording != nil {
+            record(.created(device: ref.id, vendor: vendors[slots[number].vendor]))
+            for (account, before) in zip(accounts, bound) { recordBindingEvents(of: account, before: before, touched: ref.id) }
+        }
         if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) { bury(number) }
         return number
     }

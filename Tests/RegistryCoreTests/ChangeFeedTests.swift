@@ -149,6 +149,24 @@ import Testing
         #expect(state.takeEvents() == [.forgotten(devices: [unknown], vendor: nil)])
     }
 
+    @Test func aBindThatArrivesBeforeItsDeviceIsReportedWhenTheDeviceArrives() {
+        var origin = RegistryState()
+        let op = register(&origin, "com.v.a", keychain: 5, at: 20)
+        var replica = RegistryState()
+        replica.recordEvents(configuredRules: [])
+        let account = UUID128(high: 0xACC, low: 2)
+        let key = AccountKey(vendor: Vendor(trusted: "com.v"), account: account)
+        replica.apply(BindingChange(kind: .bind, vendor: Vendor(trusted: "com.v"), account: account, device: op.device.id, time: HLCTimestamp(rawValue: 21 << 16), origin: node))
+        // Not bound here yet: the device is unknown.
+        #expect(replica.takeEvents() == [.unbound(account: key, device: op.device.id, reason: .unbound, bound: [])])
+        replica.apply(op)
+        #expect(
+            replica.takeEvents() == [
+                .created(device: op.device.id, vendor: Vendor(trusted: "com.v")),
+                .bound(account: key, device: op.device.id, bound: [op.device.id]),
+            ])
+    }
+
     @Test func aStateThatDoesNotRecordKeepsNothing() {
         var state = RegistryState()
         _ = register(&state, "com.v.a", keychain: 1, at: 10)

@@ -5,7 +5,7 @@ import RegistryTestSupport
 /// A watcher of the change feed in the simulation: it reads a few events at a time from one
 /// node's feed (its ``WatchHub``, as a ``WatchHandler`` does), applies them only once a cursor
 /// follows them, moves now and then to another member with its cursor, comes back when a node
-/// does not hold the cursor yet, starts again from the node's state when its cursor expired
+/// does not hold the cursor yet, pauses now and then, starts again from the node's state when its cursor expired
 /// (a restart from a snapshot, a peer's snapshot installed, the feed trimmed), and reopens its
 /// reader when its node restarted. Its choices come from a random stream of its own, so the
 /// simulation's other draws are what they were without it.
@@ -36,8 +36,20 @@ final class SimulatedWatcher {
         random = SplitMix64(seed: seed ^ 0x5EED_FEED_0000_0041)
     }
 
-    /// One step of the simulation: now and then a move, then a few events.
+    /// Steps left of a pause: a watcher that stops reading for a while falls behind its node's
+    /// short history.
+    private var paused = 0
+
+    /// One step of the simulation: now and then a move, or a pause, then a few events.
     func step(_ simulation: ClusterSimulation) {
+        if paused > 0 {
+            paused -= 1
+            return
+        }
+        if random.next() % 25 == 0 {
+            paused = Int(random.next() % 40) + 20
+            return
+        }
         if random.next() % 10 == 0 { move(to: Int(random.next() % UInt64(simulation.nodes.count)), simulation) }
         read(limit: Int(random.next() % 8) + 1, simulation)
     }
