@@ -17,8 +17,9 @@ public struct WatchUpdate: Hashable, Sendable {
 /// It watches on a connection of its own to the first of `endpoints`, and when the connection
 /// ends or the node refuses with a retryable error (not caught up, too many watchers), it goes on
 /// from the last cursor on the next endpoint, after `retryDelay`. Delivery is at least once: an
-/// operation's events may come again after a reconnect (its `operation` position is an
-/// idempotency key). A batch is yielded only once its cursor has arrived, whole, so the events
+/// operation's events may come again after a reconnect, perhaps saying something else (each
+/// states the new node's view); apply every event in order. A batch is yielded only once its
+/// cursor has arrived, whole, so the events
 /// of a batch that a connection cut short come again from the next node. It ends with an error
 /// for what retrying cannot mend: `cursor_expired` (read the state again, and watch from now),
 /// a refused token or filter, or `maxAttempts` failed attempts in a row.
@@ -41,13 +42,16 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     public let retryDelay: Duration
     /// Failed connections or retryable refusals in a row before the watch throws.
     public let maxAttempts: Int
+    /// How long one connection attempt may take.
+    public let connectTimeout: Duration
     private let group: any EventLoopGroup
 
     public init(
         endpoints: [Endpoint], vendors: [String] = [], kinds: [WatchEventKind] = [], from cursor: WatchCursor? = nil, clientName: String,
         token: String? = nil, tls: ClientTLS? = nil, retryDelay: Duration = .milliseconds(200), maxAttempts: Int = 50,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        connectTimeout: Duration = .seconds(5), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.connectTimeout = connectTimeout
         precondition(!endpoints.isEmpty, "a watch needs at least one endpoint")
         self.endpoints = endpoints
         request = WatchRequestMessage(vendors: vendors, kinds: kinds.map(\.rawValue), cursor: cursor)
@@ -87,7 +91,11 @@ public struct RegistryWatch: AsyncSequence, Sendable {
         public func next() async throws -> WatchUpdate? {
             while true {
                 try Task.checkCancellation()
-                if connection == nil { try await connect() }
+                if connection == nil {
+                    try await connect()
+                    // A failed attempt moved on to the next endpoint already.
+                    if connection == nil { continue }
+                }
                 let frame: ServerFrame?
                 do {
                     // A cancelled task closes the connection: the node gives the watcher's place back.
@@ -136,7 +144,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
             do {
                 let (connection, accepted) = try await WatchConnection.open(
                     to: target, request: request, clientName: watch.clientName, token: watch.token, tls: watch.tls, group: watch.group,
-                    connectTimeout: .seconds(5))
+                    connectTimeout: .nanoseconds(Int64(watch.connectTimeout.components.seconds) * 1_000_000_000 + watch.connectTimeout.components.attoseconds / 1_000_000_000))
                 self.connection = connection
                 server = accepted
             } catch {

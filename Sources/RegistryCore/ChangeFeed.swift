@@ -1,5 +1,5 @@
 /// One ``FeedEvent`` with the operation whose application gave it: (origin, epoch, sequence)
-/// names the operation on every node, so a watcher can use it as an idempotency key.
+/// names the operation on every node.
 public struct FeedEntry: Hashable, Sendable {
     public let log: LogID
     public let sequence: UInt64
@@ -46,6 +46,8 @@ public struct ChangeFeed: Sendable {
     /// Every operation whose events the feed holds or held: what the node had made durable at
     /// the last ``publish(_:through:)``.
     public private(set) var published: VersionVector
+    /// Counts ``restart(holding:)``s: a reader of an earlier generation read a state that is gone.
+    public private(set) var generation = 0
 
     /// An empty feed of a node that holds `vector` (its state is what came before: the start is
     /// the floor).
@@ -75,6 +77,7 @@ public struct ChangeFeed: Sendable {
     /// A state installed from elsewhere (a peer's snapshot) replaced the node's, which holds
     /// `vector` now: every event held is dropped, and only a cursor that covers `vector` resumes.
     public mutating func restart(holding vector: VersionVector) {
+        generation += 1
         firstPosition = endPosition
         entries = []
         head = 0

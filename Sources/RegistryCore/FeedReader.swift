@@ -59,11 +59,14 @@ public struct FeedReader: Sendable {
     private var seen: VersionVector
     /// Where the events that take a resumed watcher to this node's view end.
     public let resumedThrough: UInt64
+    /// The feed's generation it reads (``ChangeFeed/generation``).
+    private let generation: Int
 
     /// A reader that starts after `cursor` (``ChangeFeed/start(after:)``), or at the end of the
     /// feed, its cursor the feed's, when there is none.
     public init(feed: ChangeFeed, after cursor: VersionVector?, filter: FeedFilter) throws(FeedReadError) {
         self.filter = filter
+        generation = feed.generation
         guard let cursor else {
             position = feed.endPosition
             resumedThrough = position
@@ -88,7 +91,9 @@ public struct FeedReader: Sendable {
     /// operation's events. The cursor rises past every event looked at,
     /// and to the feed's ``ChangeFeed/published`` once the reader is caught up.
     public mutating func read(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedBatch {
-        if feed.firstPosition > position { throw .expired(floor: feed.floor) }
+        // A restarted feed (a peer's snapshot replaced the state) expires every reader of the
+        // state before, caught up or not: the jump has no events.
+        if feed.firstPosition > position || feed.generation != generation { throw .expired(floor: feed.floor) }
         var matched = [FeedEntry]()
         var positions = [UInt64]()
         var scanned = 0

@@ -27,8 +27,11 @@ public struct FeedStaging: Sendable {
 
     /// Takes every entry.
     public mutating func takeAll() -> [FeedEntry] {
-        defer { entries = [] }
-        return entries
+        let taken = entries
+        // The next commit's entries start in a buffer the size of this one's.
+        entries = []
+        entries.reserveCapacity(taken.count)
+        return taken
     }
 
     mutating func append(_ entry: FeedEntry) {
@@ -40,8 +43,13 @@ extension RegistryState {
     /// Moves the events recorded since the last call to `staging`, as events of operation
     /// `sequence` of `log`, stamped `time`.
     public mutating func moveEvents(to staging: inout FeedStaging, log: LogID, sequence: UInt64, time: HLCTimestamp) {
-        guard let events = feedRecording?.events, !events.isEmpty else { return }
+        guard feedRecording != nil, !feedRecording!.events.isEmpty else { return }
+        // Taken out and put back emptied, so that the buffer stays uniquely held and is reused
+        // (emptying a copy that is still shared would allocate a new one every operation).
+        var events = feedRecording!.events
+        feedRecording!.events = []
         for event in events { staging.append(FeedEntry(log: log, sequence: sequence, time: time, event: event)) }
-        feedRecording!.events.removeAll(keepingCapacity: true)
+        events.removeAll(keepingCapacity: true)
+        feedRecording!.events = events
     }
 }

@@ -18,8 +18,9 @@ struct Registryctl: AsyncParsableCommand {
             $REGISTRY_TOKEN, or in the file --token-file (or $REGISTRY_TOKEN_FILE) names. Stats, \
             snapshots and cluster changes need the admin role.
 
-            Exit status: 0 ok; 1 the server refused the request or failed; 3 not found; \
-            64 usage error; 69 the node is unreachable; 75 no answer within --timeout.
+            Exit status: 0 ok; 1 the server refused the request or failed; 3 not found; 4 gone \
+            (forgotten); 5 a watch's cursor expired; 64 usage error; 69 the node is unreachable; \
+            75 no answer within --timeout.
             """,
         version: "registryctl \(BuildVersion.description)",
         subcommands: [Status.self, Device.self, Register.self, Account.self, VendorCommand.self, Watch.self, Snapshot.self, Cluster.self, Token.self])

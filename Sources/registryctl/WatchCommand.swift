@@ -13,8 +13,10 @@ struct Watch: AsyncParsableCommand {
             line is one JSON object: an event, or {"cursor": "…"} after a batch. Keep the last cursor and pass it \
             to --from to go on where you stopped, on any node of the cluster; --also names more nodes to go on \
             from when this one goes away. Delivery is at least once: an event may come again after a reconnect \
-            (its "operation" is an idempotency key). Exits 5 when the cursor is too old for the node (read the \
-            state again, and watch from now), and 0 after --count events.
+            (its "operation" names the operation it came of). A cursor follows the filters it was made with: \
+            resume with the same --vendor and --kind. Exits 5 when the cursor is too old for the node (read the \
+            state again, and watch from now), and 0 after --count events (printing a cursor only when it covers \
+            no event left unprinted). --timeout bounds each connection attempt, not the stream.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -59,16 +61,19 @@ struct Watch: AsyncParsableCommand {
         let watch = RegistryWatch(
             endpoints: endpoints, vendors: vendors, kinds: kinds.compactMap(FeedEventKind.init(name:)),
             from: try from.map { try WatchCursor(text: $0) }, clientName: "registryctl", token: token, tls: try global.tls(),
-            maxAttempts: max(3, endpoints.count * 3))
+            maxAttempts: max(3, endpoints.count * 3), connectTimeout: .milliseconds(Int64((try global.seconds()) * 1_000)))
         let json = global.format == .json
         var printed = 0
         do {
             for try await update in watch {
-                for event in update.events {
+                for (index, event) in update.events.enumerated() {
                     print(json ? WatchLine.json(event) : WatchLine.text(event))
                     printed += 1
                     if let count, printed >= count {
-                        print(json ? WatchLine.json(cursor: update.cursor) : "cursor \(update.cursor.text)")
+                        // The cursor only when it covers no event left unprinted.
+                        if index == update.events.count - 1 {
+                            print(json ? WatchLine.json(cursor: update.cursor) : "cursor \(update.cursor.text)")
+                        }
                         fflush(nil)
                         return
                     }

@@ -509,6 +509,46 @@ def main():
     refusal = peer_receive()
     check(refusal.WhichOneof("body") == "refusal" and refusal.refusal.code == common_pb2.ERROR_CODE_WRONG_CLUSTER, f"refusal: {refusal}")
 
+    # The change feed: a connection of its own watches the vendor; a registration through the
+    # first connection is a created event, with its operation's position and a cursor after it.
+    from registry.v1 import watch_pb2  # noqa: E402
+    watcher = Connection(host, int(port))
+    watcher.send(hello)
+    watcher.receive(envelope_pb2)
+    watch = envelope_pb2.ClientFrame(request_id=90)
+    watch.watch.vendors.append("com.interop")
+    watch.watch.kinds.append(watch_pb2.WATCH_EVENT_KIND_CREATED)
+    watcher.send(watch)
+    start = watcher.receive(envelope_pb2)
+    check(start.request_id == 90 and start.WhichOneof("body") == "watch_events" and start.watch_events.HasField("cursor"),
+          f"watch start: {start}")
+    check(start.watch_events.cursor.cluster_id == accepted.hello_accepted.cluster_id, f"cursor cluster: {start}")
+    fresh = envelope_pb2.ClientFrame(request_id=91)
+    fresh.register_device.bundle_id = "com.interop.app3"
+    fresh.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=str(uuid.uuid4()))
+    conn.send(fresh)
+    created = conn.receive(envelope_pb2).register_result
+    events = []
+    while not events:
+        frame = watcher.receive(envelope_pb2)
+        check(frame.WhichOneof("body") == "watch_events", f"watch frame: {frame}")
+        events += list(frame.watch_events.events)
+    event = events[0]
+    check(event.kind == watch_pb2.WATCH_EVENT_KIND_CREATED and event.device_id == created.device_id and event.vendor == "com.interop",
+          f"created event: {event}")
+    check(event.operation.origin == accepted.hello_accepted.node_id and event.operation.sequence > 0 and event.hlc >> 16 > 0,
+          f"event operation: {event}")
+    # A cursor of another cluster is refused with its typed code.
+    other = Connection(host, int(port))
+    other.send(hello)
+    other.receive(envelope_pb2)
+    foreign = envelope_pb2.ClientFrame(request_id=92)
+    foreign.watch.cursor.cluster_id = "another-cluster"
+    other.send(foreign)
+    refused_cursor = other.receive(envelope_pb2)
+    check(refused_cursor.WhichOneof("body") == "error" and refused_cursor.error.code == common_pb2.ERROR_CODE_INVALID_CURSOR,
+          f"foreign cursor: {refused_cursor}")
+
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))
 

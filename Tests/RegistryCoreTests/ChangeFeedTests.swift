@@ -79,6 +79,21 @@ import Testing
         #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2)], positions: [2], cursor: vector((a, 2), (b, 1))))
     }
 
+    @Test func aRestartedFeedExpiresEveryReaderOfTheStateBeforeCaughtUpOrNot() throws {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        feed.publish([entry(a, 1)], through: vector((a, 1)))
+        var caughtUp = try FeedReader(feed: feed, after: nil, filter: .everything)
+        var behind = try FeedReader(feed: feed, after: VersionVector(), filter: .everything)
+        // A peer's snapshot holding a:5 and b:3 replaces the state: nothing of the jump is an event.
+        feed.restart(holding: vector((a, 5), (b, 3)))
+        #expect(throws: FeedReadError.expired(floor: vector((a, 5), (b, 3)))) { try caughtUp.read(feed, limit: 10) }
+        #expect(throws: FeedReadError.expired(floor: vector((a, 5), (b, 3)))) { try behind.read(feed, limit: 10) }
+        #expect(throws: FeedReadError.expired(floor: vector((a, 5), (b, 3)))) { try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything) }
+        feed.publish([entry(a, 6)], through: vector((a, 6), (b, 3)))
+        var resumed = try FeedReader(feed: feed, after: vector((a, 5), (b, 3)), filter: .everything)
+        #expect(try resumed.read(feed, limit: 10).entries == [entry(a, 6)])
+    }
+
     @Test func aFilterMatchesKindsAndVendorsAndAForgetWithoutVendorOnlyWhenAllAreWanted() {
         let forget = FeedEvent.forgotten(devices: [DeviceID(UUID128(high: 1, low: 1))], vendor: nil)
         #expect(FeedFilter.everything.matches(forget))

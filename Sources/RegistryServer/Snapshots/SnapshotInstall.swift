@@ -61,8 +61,13 @@ struct SnapshotInstall: Sendable {
         let held = replayer.vector
         let (devices, woken) = core.withLockedValue { core in
             core.commits.dropPending(heldBy: held)
+            // The operations still to commit are applied again on the installed state, recording
+            // their events (the watchers' feed starts again at `held`, and they come after it).
+            if core.node.registry.recordsEvents { replayer.registry.recordEvents(configuredRules: core.node.configuredRules.rules) }
+            replayer.staging = FeedStaging()
             for operation in core.commits.pendingOperations { _ = replayer.apply(operation) }
             core.node.install(replayer.registry, holding: held, clock: max(loaded.metadata.clock, replayer.newest))
+            core.node.feedStaging = replayer.staging
             core.durable.installed(held)
             core.snapshotPolicy.covers(label, nowNanos: SystemClock.monotonicNanos())
             return (core.node.registry.deviceCount, core.coveredCausalWaiters())

@@ -194,13 +194,18 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Ends the stream with `error`, then closes the connection.
+    /// The place on the hub is given back at once, and the connection closed once the error is
+    /// written, or after a second when a client that stopped reading leaves it unwritten.
     private func finish(_ error: WireError) {
         guard let context, !finished else { return }
         finished = true
         timer?.cancel()
+        if admitted { hub.leave(ObjectIdentifier(self)) }
+        admitted = false
         var buffer = context.channel.allocator.buffer(capacity: 256)
         try? ServerFrame(requestID: requestID, body: .error(error)).encodeFrame(into: &buffer)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 }
