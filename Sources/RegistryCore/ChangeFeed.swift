@@ -32,10 +32,8 @@ public struct FeedEntry: Hashable, Sendable {
 public struct ChangeFeed: Sendable {
     /// Events held at most (a batch bigger than that is held alone until the next).
     public let capacity: Int
-    private var entries: [FeedEntry] = []
-    /// Index in `entries` of the oldest event held; the ones before it are dropped.
-    private var head = 0
-    /// Position of `entries[head]`.
+    private var entries = FeedPages()
+    /// Position of the oldest event held.
     public private(set) var firstPosition: UInt64 = 0
     /// Each batch held: its first event's position, and what the node held before it.
     private var batches: [(position: UInt64, before: VersionVector)] = []
@@ -59,10 +57,10 @@ public struct ChangeFeed: Sendable {
     }
 
     /// The position the next event will have.
-    public var endPosition: UInt64 { firstPosition + UInt64(entries.count - head) }
+    public var endPosition: UInt64 { firstPosition + UInt64(entries.count) }
 
     /// Events held.
-    public var count: Int { entries.count - head }
+    public var count: Int { entries.count }
 
     /// Adds the events of one commit, in apply order, after which the node holds `vector`.
     public mutating func publish(_ events: [FeedEntry], through vector: VersionVector) {
@@ -79,8 +77,7 @@ public struct ChangeFeed: Sendable {
     public mutating func restart(holding vector: VersionVector) {
         generation += 1
         firstPosition = endPosition
-        entries = []
-        head = 0
+        entries.removeAll()
         batches = []
         batchHead = 0
         floor = vector
@@ -103,7 +100,7 @@ public struct ChangeFeed: Sendable {
     /// The event at `position`, which must be held.
     public subscript(position: UInt64) -> FeedEntry {
         precondition(position >= firstPosition && position < endPosition, "position \(position) is not held")
-        return entries[head + Int(position - firstPosition)]
+        return entries[Int(position - firstPosition)]
     }
 
     /// Drops the oldest batches while more than `capacity` events are held, keeping the newest one.
@@ -111,16 +108,12 @@ public struct ChangeFeed: Sendable {
         guard count > capacity else { return }
         while count > capacity, batchHead < batches.count - 1 {
             let next = batches[batchHead + 1].position
-            head += Int(next - firstPosition)
+            entries.dropFirst(Int(next - firstPosition))
             firstPosition = next
             batchHead += 1
         }
         floor = batches[batchHead].before
-        // Compacted when the dropped part outgrows what is held, so each event moves O(1) times.
-        if head > entries.count / 2 {
-            entries.removeFirst(head)
-            head = 0
-        }
+        // Compacted when the dropped part outgrows what is held, so each batch moves O(1) times.
         if batchHead > batches.count / 2 {
             batches.removeFirst(batchHead)
             batchHead = 0
