@@ -91,6 +91,52 @@ import Platform
         #expect(again.status == 0 && again.stdout.contains("nothing new since the last"), "\(again.stdout)")
     }
 
+    @Test func watchPrintsJSONLinesAndResumesFromACursorItPrinted() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", "ctl-watch"])
+        defer { node.stop() }
+        let endpoint = node.endpoint
+        // A watch from now, in the background: it prints its starting cursor (--progress), then
+        // exits after three events.
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
+        watch.arguments = ["watch", "--endpoint", endpoint, "-o", "json", "--progress", "--count", "3", "--vendor", "com.v"]
+        let output = Pipe()
+        watch.standardOutput = output
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        let keychain = "BBBBBBBB-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let idfv = "22222222-1111-4111-8111-111111111111"
+        _ = try ctl(["register", "--bundle", "com.other.a", "--keychain", keychain], endpoint: endpoint)
+        let first = try json(try ctl(["register", "--bundle", "com.v.a", "--keychain", keychain, "-o", "json"], endpoint: endpoint))
+        let second = try json(try ctl(["register", "--bundle", "com.v.b", "--idfv", idfv, "-o", "json"], endpoint: endpoint))
+        _ = try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv, "--keychain", keychain], endpoint: endpoint)
+        let deadline = Date().addingTimeInterval(20)
+        while watch.isRunning, Date() < deadline { usleep(50_000) }
+        if watch.isRunning { watch.terminate() }
+        #expect(watch.terminationStatus == 0)
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)") }
+        let start = try #require(objects.first?["cursor"] as? String, "\(lines)")
+        let events = objects.filter { $0["kind"] != nil }
+        #expect(events.map { $0["kind"] as? String } == ["created", "created", "merged"], "\(lines)")
+        #expect(events[0]["device_id"] as? String == first["deviceId"] as? String && events[1]["device_id"] as? String == second["deviceId"] as? String)
+        #expect(events.allSatisfy { $0["vendor"] as? String == "com.v" }, "the vendor filter holds: \(lines)")
+        #expect(objects.last?["cursor"] != nil, "a cursor after the last event: \(lines)")
+
+        // From the cursor it started at: the same three events again.
+        let again = try ctl(["watch", "--from", start, "-o", "json", "--count", "3", "--vendor", "com.v"], endpoint: endpoint)
+        #expect(again.status == 0, "\(again.stderr)")
+        let replayed = again.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(replayed.compactMap { $0["device_id"] as? String } == events.compactMap { $0["device_id"] as? String })
+        // A cursor of another cluster, and one that does not parse.
+        let foreign = try ctl(["watch", "--from", "theirs@", "--count", "1"], endpoint: endpoint)
+        #expect(foreign.status == 1 && foreign.stderr.contains("invalid_cursor"), "\(foreign.stderr)")
+        #expect(try ctl(["watch", "--from", "no-at-sign", "--count", "1"], endpoint: endpoint).status == 64)
+    }
+
     @Test func exitStatusesAreTheDocumentedOnes() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -512,6 +512,10 @@ def main():
     # The change feed: a connection of its own watches the vendor; a registration through the
     # first connection is a created event, with its operation's position and a cursor after it.
     from registry.v1 import watch_pb2  # noqa: E402
+    hello = envelope_pb2.ClientFrame(request_id=1)
+    hello.hello.version.major = 1
+    hello.hello.role = handshake_pb2.ROLE_CLIENT
+    hello.hello.client_name = "python-interop-watch"
     watcher = Connection(host, int(port))
     watcher.send(hello)
     watcher.receive(envelope_pb2)

@@ -188,3 +188,26 @@ import Testing
         #expect(!state.recordsEvents && state.takeEvents().isEmpty)
     }
 }
+
+/// The feed's pages across their boundaries.
+@Suite struct FeedPagesTests {
+    func entry(_ sequence: UInt64) -> FeedEntry {
+        FeedEntry(
+            log: LogID(origin: NodeID(trusted: "node-a"), epoch: 1), sequence: sequence, time: HLCTimestamp(rawValue: sequence),
+            event: .forgotten(devices: [], vendor: nil))
+    }
+
+    @Test func eventsStayInOrderAcrossPagesAsTheOldestAreDropped() {
+        var pages = FeedPages()
+        pages.append(contentsOf: (1...10_000).map(entry))
+        #expect(pages.count == 10_000 && pages[0] == entry(1) && pages[4_095] == entry(4_096) && pages[4_096] == entry(4_097))
+        pages.dropFirst(5_000)
+        #expect(pages.count == 5_000 && pages[0] == entry(5_001) && pages[4_999] == entry(10_000))
+        pages.append(contentsOf: (10_001...12_000).map(entry))
+        #expect((0..<pages.count).allSatisfy { pages[$0] == entry(UInt64(5_001 + $0)) })
+        pages.dropFirst(pages.count)
+        #expect(pages.count == 0)
+        pages.append(contentsOf: [entry(12_001)])
+        #expect(pages.count == 1 && pages[0] == entry(12_001))
+    }
+}
