@@ -112,8 +112,10 @@ struct  Registry__V1__WatchEvent
   Registry__V1__WatchEventKind kind;
   /*
    * The operation whose application gave the event: (origin, epoch,
-   * sequence) names it on every node, an idempotency key. One operation can
-   * give several events.
+   * sequence) names it on every node. One operation can give several events,
+   * and two nodes can give different events for one operation (each states
+   * its own view): apply every event, in order; applying one twice changes
+   * nothing.
    */
   Registry__V1__LogPosition *operation;
   /*
