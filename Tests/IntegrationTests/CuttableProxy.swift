@@ -55,7 +55,9 @@ final class CuttableProxy: Sendable {
             defer { state.open = [] }
             return state.open
         }
-        for channel in open { channel.close(promise: nil) }
+        // Closed before returning: a relay still open for a moment after the cut went on
+        // forwarding a replication batch (CI rehearsal: node-b held node-a's bind made after it).
+        for channel in open { try? channel.close().wait() }
     }
 
     func heal() {
