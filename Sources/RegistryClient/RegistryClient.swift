@@ -256,6 +256,17 @@ public final class RegistryClient: Sendable {
         }
     }
 
+    /// The suspected keychain clones the node holds (`docs/identity.md`, "Keychains cloned onto
+    /// another phone"): of `vendor` (a name or a bundle ID), or of every vendor the token reaches
+    /// when nil. Sorted by when the evidence was seen.
+    public func clones(vendor: String? = nil) async throws(RegistryClientError) -> [SuspectedCloneMessage] {
+        switch try await send(.clones(vendor: vendor ?? "")) {
+        case .clones(let clones): return clones
+        case .error(let error): throw .server(error)
+        case let other: throw .unexpectedResponse("\(other) to ClonesRequest")
+        }
+    }
+
     public func stats() async throws(RegistryClientError) -> StatsMessage {
         switch try await send(.stats) {
         case .stats(let stats): return stats

@@ -20,6 +20,12 @@ public enum FeedEvent: Hashable, Sendable {
     /// device), or its bind lost to concurrent ones (``UnboundDevice/Reason``); `bound` is every
     /// device it is bound to now.
     case unbound(account: AccountKey, device: DeviceID, reason: UnboundDevice.Reason, bound: [DeviceID])
+    /// The device's keychain UUID was seen with two IDFVs that are both in use (``CloneOp``,
+    /// flagged): most likely a backup restored onto a second phone. The device is unchanged.
+    case cloneSuspected(device: DeviceID, vendor: Vendor)
+    /// As ``cloneSuspected(device:vendor:)``, and the later IDFV now has `newDevice` of its own
+    /// (``CloneOp``, split).
+    case split(device: DeviceID, newDevice: DeviceID, vendor: Vendor)
 
     /// What kind of change it is, for filters.
     public var kind: FeedEventKind {
@@ -29,6 +35,8 @@ public enum FeedEvent: Hashable, Sendable {
         case .forgotten: return .forgotten
         case .bound: return .bound
         case .unbound: return .unbound
+        case .cloneSuspected: return .cloneSuspected
+        case .split: return .split
         }
     }
 
@@ -37,6 +45,7 @@ public enum FeedEvent: Hashable, Sendable {
         switch self {
         case .created(_, let vendor), .merged(_, _, let vendor): return vendor
         case .forgotten(_, let vendor): return vendor
+        case .cloneSuspected(_, let vendor), .split(_, _, let vendor): return vendor
         case .bound(let account, _, _), .unbound(let account, _, _, _): return account.vendor
         }
     }
@@ -49,6 +58,8 @@ public enum FeedEventKind: Int32, CaseIterable, Hashable, Sendable, CustomString
     case bound = 3
     case unbound = 4
     case forgotten = 5
+    case cloneSuspected = 6
+    case split = 7
 
     /// The name `registryctl watch --kind` takes and JSON output shows.
     public var description: String {
@@ -58,6 +69,8 @@ public enum FeedEventKind: Int32, CaseIterable, Hashable, Sendable, CustomString
         case .bound: return "bound"
         case .unbound: return "unbound"
         case .forgotten: return "forgotten"
+        case .cloneSuspected: return "clone_suspected"
+        case .split: return "split"
         }
     }
 

@@ -15,6 +15,8 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidAccount(String)
     /// A binding policy's limit or activity window is out of range; the string says which.
     case invalidBindingPolicy(String)
+    /// A clone policy's action or window is out of range; the string says which.
+    case invalidClonePolicy(String)
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum IdentityError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidVendor(let reason): return "invalid vendor: \(reason)"
         case .invalidAccount(let reason): return "invalid account: \(reason)"
         case .invalidBindingPolicy(let reason): return "invalid binding policy: \(reason)"
+        case .invalidClonePolicy(let reason): return "invalid clone policy: \(reason)"
         }
     }
 }

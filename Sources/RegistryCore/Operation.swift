@@ -9,6 +9,8 @@ public enum Operation: Hashable, Sendable {
     case forget(ForgetOp)
     /// A change of the cluster's vendor rules (``VendorRuleHistory`` says what it does).
     case vendorRule(VendorRuleChange)
+    /// A suspected keychain clone, flagged or split (``CloneOp`` says what it does).
+    case clone(CloneOp)
 }
 
 /// One registration as it changed the state.

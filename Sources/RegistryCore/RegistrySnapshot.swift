@@ -1,6 +1,7 @@
 /// One piece of a ``RegistryState`` as a snapshot keeps it. A state is written as its names
 /// (every origin node, vendor and bundle, each kind numbered from 0 in the order written), then
-/// every `device`, every `alias`, every `claim`, every `app`, every `binding`, every `tombstone` and every `vendorRule`; ``RegistryState/Restorer``
+/// every `device`, every `alias`, every `claim`, every `app`, every `binding`, every `tombstone`,
+/// every `laterIDFV`, every `clone` and every `vendorRule`; ``RegistryState/Restorer``
 /// builds the same state back from them, in that order. Later pieces name a device by its number
 /// (its position among the `device` pieces, from 0) and a name by its number, so that restoring
 /// costs about one index insert per device and per claim, with no string to parse or hash.
@@ -29,6 +30,11 @@ public enum SnapshotRecord: Hashable, Sendable {
     case binding(kind: BindingChange.Kind, vendor: UInt32, account: UUID128, device: DeviceID, time: HLCTimestamp, origin: UInt32)
     /// A forget named `device` (the device need not be a device of the snapshot).
     case tombstone(DeviceID)
+    /// Device `device`'s keychain took IDFV claim `claim` at `appeared` (``LaterIDFV``).
+    case laterIDFV(device: UInt32, claim: UUID128, appeared: HLCTimestamp)
+    /// A suspected keychain clone (``CloneOp``). Its devices and claims are in the snapshot's
+    /// own records; restoring applies it again, which adds only its marks.
+    case clone(CloneOp)
     /// A change of the cluster's vendor rules (written last).
     case vendorRule(VendorRuleChange)
 }
@@ -101,6 +107,12 @@ extension RegistryState {
                     time: change.time, origin: origins.number(of: change.origin)!))
         }
         for device in tombstones.sorted() { try body(.tombstone(DeviceID(device))) }
+        for (device, entries) in laterIDFVs.sorted(by: { $0.key < $1.key }) {
+            for entry in entries { try body(.laterIDFV(device: device, claim: entry.claim, appeared: HLCTimestamp(rawValue: entry.appeared))) }
+        }
+        for op in clones.sorted(by: { ($0.earlierSeen, $0.device.id, $0.laterIDFV.value) < ($1.earlierSeen, $1.device.id, $1.laterIDFV.value) }) {
+            try body(.clone(op))
+        }
         let changes = vendorRuleHistory.changes.sorted { $0.isEarlier(than: $1) }
         for change in changes { try body(.vendorRule(change)) }
     }
@@ -110,7 +122,7 @@ extension RegistryState {
     public struct Restorer: Sendable {
         private var state: RegistryState
         private enum Phase: Int, Comparable {
-            case names, devices, aliases, claims, apps, bindings, tombstones, vendorRules
+            case names, devices, aliases, claims, apps, bindings, tombstones, laterIDFVs, clones, vendorRules
             static func < (a: Phase, b: Phase) -> Bool { a.rawValue < b.rawValue }
         }
         private var phase = Phase.names
@@ -270,6 +282,20 @@ extension RegistryState {
                 // A snapshot holds no apps or bindings of a gone set; burying checks nothing
                 // more is held, whatever wrote it.
                 if let number = state.slotOf.value(for: device.uuid) { state.bury(state.slots[number].canonical) }
+            case .laterIDFV(let device, let claim, let appeared):
+                try enter(.laterIDFVs, record)
+                try check(device)
+                guard !(state.laterIDFVs[device]?.contains { $0.claim == claim } ?? false) else {
+                    throw SnapshotRestoreError("later IDFV \(claim) of device \(device) appears twice")
+                }
+                state.noteLaterIDFV(claim, appeared: appeared.rawValue, on: device)
+            case .clone(let op):
+                try enter(.clones, record)
+                guard !state.clones.contains(op) else { throw SnapshotRestoreError("clone \(op.key) appears twice") }
+                guard state.slotOf.value(for: op.device.id.uuid) != nil, op.newDevice.map({ state.slotOf.value(for: $0.id.uuid) != nil }) ?? true else {
+                    throw SnapshotRestoreError("clone \(op.key) names a device the snapshot does not hold")
+                }
+                state.apply(op)
             case .vendorRule(let change):
                 try enter(.vendorRules, record)
                 // A snapshot's devices are filed under the vendors its moves left (see finish()).
@@ -283,6 +309,7 @@ extension RegistryState {
             // Finds nothing to file when the snapshot was written by a replica that filed it;
             // walks the state once, and only when some move joined vendors.
             state.fileUnderAliases()
+            state.indexClones()
             return state
         }
 

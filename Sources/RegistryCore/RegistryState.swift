@@ -38,7 +38,7 @@ public struct RegistryState: Sendable {
 
     /// A (vendor, identifier) pair: the identifier's UUID, and the interned vendor and the
     /// kind packed into one word (kinds are below 16), 20 bytes in all.
-    struct ClaimKey: HashIndexKey {
+    struct ClaimKey: HashIndexKey, Hashable {
         let value: UUID128
         let scope: UInt32
 
@@ -100,6 +100,17 @@ public struct RegistryState: Sendable {
     var feedRecording: FeedRecording?
     var originDigests = NameDigests()
     var bundleDigests = NameDigests()
+    /// Device slot to the IDFVs its keychain took after it was created (``LaterIDFV``): the
+    /// evidence a keychain clone is looked for in. Rare: a reset IDFV, or a second phone.
+    var laterIDFVs: [UInt32: [LaterIDFV]] = [:]
+    /// Every clone operation held (``CloneOp``).
+    var clones = Set<CloneOp>()
+    /// The keys of ``clones``: what is marked already.
+    var cloneKeys = Set<CloneKey>()
+    /// Keychain claims a split contested, and IDFV claims it moved (to their
+    /// ``Identifier/splitSuccessor``): built from ``clones``, under the vendors they are filed in.
+    var contestedClaims = Set<ClaimKey>()
+    var splitClaims = Set<ClaimKey>()
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
@@ -175,12 +186,19 @@ public struct RegistryState: Sendable {
         // released one of them (then the generation after the last released one).
         var keys = registration.identifiers
         var generations: [UInt32] = []
-        if let vendorNumber, !goneRoots.isEmpty {
-            generations = keys.map { liveGeneration(of: $0, vendor: vendorNumber) }
-            keys = zip(keys, generations).map { $0.atGeneration($1) }
+        if let vendorNumber, !goneRoots.isEmpty || !splitClaims.isEmpty {
+            let live = keys.map { liveClaim(of: $0, vendor: vendorNumber, passing: &owners) }
+            keys = live.map(\.key)
+            generations = live.map(\.generation)
+        }
+        // A keychain UUID a split contested links nothing when an IDFV is presented (``CloneOp``):
+        // it is neither looked up nor claimed.
+        var contested: Identifier?
+        if let vendorNumber, !contestedClaims.isEmpty, keys.contains(where: { $0.kind == .idfv }) {
+            contested = keys.first { $0.kind == .keychain && contestedClaims.contains(ClaimKey(vendor: vendorNumber, identifier: $0)) }
         }
         if let vendorNumber {
-            for identifier in keys {
+            for identifier in keys where identifier != contested {
                 guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: identifier)) else { continue }
                 if !owners.contains(owner) { owners.append(owner) }
                 let root = slots[owner].canonical
@@ -195,12 +213,13 @@ public struct RegistryState: Sendable {
             // too, so that no replica finds the claim of the forgotten device under it.
             if let source, generation > 0 { keys[source] = registration.identifiers[source].atGeneration(generation) }
             let ref = DeviceRef(id: id, created: now, origin: origin, vendor: vendor)
-            operation = RegistrationOp(device: ref, bundle: registration.bundle, claims: keys, merged: [], seen: now)
+            operation = RegistrationOp(
+                device: ref, bundle: registration.bundle, claims: contested == nil ? keys : keys.filter { $0 != contested }, merged: [], seen: now)
         } else {
             var winner = roots[0]
             for root in roots.dropFirst() where wins(root, over: winner) { winner = root }
             let unclaimed = keys.filter {
-                claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
+                $0 != contested && claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
             }
             operation = RegistrationOp(
                 device: ref(winner), bundle: registration.bundle, claims: unclaimed,
@@ -216,16 +235,25 @@ public struct RegistryState: Sendable {
         return (operation, outcome)
     }
 
-    /// The first claim generation of `identifier` in vendor number `vendor` whose owner is not
-    /// gone, or that nobody claimed (see ``Identifier/atGeneration(_:)``).
-    private func liveGeneration(of identifier: Identifier, vendor: UInt32) -> UInt32 {
+    /// The claim of `identifier` in vendor number `vendor` that a registration looks up and
+    /// claims, and its generation (see ``Identifier/atGeneration(_:)``): the first generation
+    /// whose owner is not gone, or that nobody claimed; and past a claim a split moved, its
+    /// successor (``CloneOp``). The owners of the moved claims passed are added to `passed`, for
+    /// the answer's replaced devices.
+    func liveClaim(of identifier: Identifier, vendor: UInt32, passing passed: inout [UInt32]) -> (key: Identifier, generation: UInt32) {
         var generation: UInt32 = 0
-        while let owner = claims.value(for: ClaimKey(vendor: vendor, identifier: identifier.atGeneration(generation))),
-            goneRoots.contains(slots[owner].canonical)
-        {
+        var key = identifier
+        while let owner = claims.value(for: ClaimKey(vendor: vendor, identifier: key)) {
+            if !splitClaims.isEmpty, splitClaims.contains(ClaimKey(vendor: vendor, identifier: key)) {
+                if !passed.contains(owner) { passed.append(owner) }
+                key = key.splitSuccessor
+                continue
+            }
+            guard goneRoots.contains(slots[owner].canonical) else { break }
             generation += 1
+            key = identifier.atGeneration(generation)
         }
-        return generation
+        return (key, generation)
     }
 
     /// The ID of a device that `registration` creates, the identifier it is minted from (by
@@ -272,6 +300,7 @@ public struct RegistryState: Sendable {
         case .binding(let change): apply(change)
         case .forget(let op): apply(op)
         case .vendorRule(let change): apply(change)
+        case .clone(let op): apply(op)
         }
     }
 
@@ -280,7 +309,10 @@ public struct RegistryState: Sendable {
     public mutating func apply(_ change: VendorRuleChange) {
         let rulesBefore = feedRecording != nil ? feedRules : nil
         guard hold(change) else { return }
-        if change.move != nil { fileUnderAliases() }
+        if change.move != nil {
+            fileUnderAliases()
+            indexClones()
+        }
         if let rulesBefore { recordPolicyChanges(rulesBefore: rulesBefore) }
     }
 
@@ -376,6 +408,10 @@ public struct RegistryState: Sendable {
         let device = slot(for: op.device)
         let vendor = slots[device].vendor
         for identifier in op.claims { claim(ClaimKey(vendor: vendor, identifier: identifier), for: device) }
+        // An IDFV claimed for a device created earlier: its keychain took a later IDFV.
+        if op.seen.rawValue > op.device.created.rawValue, !op.claims.isEmpty, let idfv = op.claims.first(where: { $0.kind == .idfv }) {
+            noteLaterIDFV(idfv.value, appeared: op.seen.rawValue, on: device)
+        }
         for other in op.merged where other.vendor == op.device.vendor {
             union(slot(for: other), device)
         }
@@ -401,7 +437,7 @@ public struct RegistryState: Sendable {
     }
 
     /// The slot of `ref`, created when the device is new to this replica.
-    private mutating func slot(for ref: DeviceRef) -> UInt32 {
+    mutating func slot(for ref: DeviceRef) -> UInt32 {
         guard let existing = slotOf.value(for: ref.id.uuid) else { return appendSlot(ref) }
         joinCreation(of: existing, with: ref)
         return existing
@@ -584,7 +620,8 @@ public struct RegistryState: Sendable {
     /// nobody claims it, or only forgotten devices did (their claims are released).
     public func lookup(vendor: Vendor, identifier: Identifier) -> DeviceRecord? {
         guard let vendorNumber = vendors.number(of: vendorRuleHistory.aliases.filing(vendor)) else { return nil }
-        let key = goneRoots.isEmpty ? identifier : identifier.atGeneration(liveGeneration(of: identifier, vendor: vendorNumber))
+        var passed = [UInt32]()
+        let key = goneRoots.isEmpty && splitClaims.isEmpty ? identifier : liveClaim(of: identifier, vendor: vendorNumber, passing: &passed).key
         guard let owner = claims.value(for: ClaimKey(vendor: vendorNumber, identifier: key)) else { return nil }
         return record(of: slots[owner].canonical)
     }
@@ -647,10 +684,14 @@ public struct RegistryState: Sendable {
         }
         var bindings = Set<BindingChange>()
         accountTable.forEachChange { bindings.insert($0) }
+        var later = Set<Snapshot.LaterIDFV>()
+        for (number, entries) in laterIDFVs {
+            for entry in entries { later.insert(Snapshot.LaterIDFV(device: DeviceID(slots[number].id), claim: entry.claim, appeared: entry.appeared)) }
+        }
         return Snapshot(
             devices: devices, records: records, claims: claimed, members: clusterMembers, bindings: bindings,
             tombstones: Set(tombstones.map(DeviceID.init)), gone: Set(devices.keys.filter(isGone)),
-            vendorRuleChanges: vendorRuleHistory.changes)
+            vendorRuleChanges: vendorRuleHistory.changes, clones: clones, laterIDFVs: later)
     }
 
     /// See ``snapshot()``.
@@ -687,6 +728,17 @@ public struct RegistryState: Sendable {
         public let gone: Set<DeviceID>
         /// Every change of the cluster's vendor rules.
         public let vendorRuleChanges: Set<VendorRuleChange>
+        /// Every clone operation.
+        public let clones: Set<CloneOp>
+        /// Every later IDFV a device's keychain took (``LaterIDFV``).
+        public let laterIDFVs: Set<LaterIDFV>
+
+        /// A device's later IDFV: the device the registration named, the claim value, and when.
+        public struct LaterIDFV: Hashable, Sendable {
+            public let device: DeviceID
+            public let claim: UUID128
+            public let appeared: UInt64
+        }
 
         /// Every known device to its canonical device.
         public var canonical: [DeviceID: DeviceID] { devices.mapValues(\.canonical) }

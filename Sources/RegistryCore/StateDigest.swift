@@ -69,7 +69,21 @@ enum StateDigest {
         }
         // A change without a move hashes as it did before moves existed.
         if let move = change.move { text += "|move \(move.from.joined(separator: ","))>\(move.into)" }
+        // So does a rule with the default clone policy, as before clone policies existed.
+        if let clones = change.rule?.clones, clones != .default { text += "|clones \(clones.action.rawValue)/\(clones.windowDays)" }
         return finish(step(vendorRuleKind, StateDigest.text(text)))
+    }
+
+    static let cloneKind: UInt64 = 0x636C_6F6E_65
+
+    static func clone(_ op: CloneOp) -> UInt64 {
+        var hash = step(step(step(step(cloneKind, UInt64(op.action.rawValue)), op.device.id.uuid.high), op.device.id.uuid.low), op.laterIDFV.value.high)
+        hash = step(step(step(step(hash, op.laterIDFV.value.low), op.appeared.rawValue), op.earlierSeen.rawValue), text(op.bundle.value))
+        if let keychain = op.keychain, let newDevice = op.newDevice {
+            hash = step(step(step(step(hash, keychain.value.high), keychain.value.low), newDevice.id.uuid.high), newDevice.id.uuid.low)
+            hash = step(step(hash, newDevice.created.rawValue), text(newDevice.origin.value))
+        }
+        return finish(hash)
     }
 
     static func member(_ node: NodeID, _ member: Member) -> UInt64 {

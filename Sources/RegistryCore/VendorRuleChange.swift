@@ -44,7 +44,8 @@ public struct VendorRuleChange: Hashable, Sendable {
     /// is refused, not applied.
     public static func reading(
         kind: Kind, name: String, prefixes: [String], maxDevices: Int, activeWithinDays: Int, pastLimit: BindingPolicy.PastLimit,
-        time: HLCTimestamp, origin: NodeID, moved: [String] = [], movedInto: String = ""
+        time: HLCTimestamp, origin: NodeID, moved: [String] = [], movedInto: String = "", cloneAction: UInt8 = 0,
+        cloneWindowDays: Int = 0
     ) throws(IdentityError) -> VendorRuleChange {
         let move = try VendorMove.reading(moved: moved, into: movedInto)
         guard kind != .seed || move == nil else { throw .invalidVendor("a seed of vendor \(quoted(name)) moves devices") }
@@ -54,7 +55,8 @@ public struct VendorRuleChange: Hashable, Sendable {
         }
         let policy = try BindingPolicy(
             maxDevices: maxDevices, activeWithinDays: activeWithinDays == 0 ? nil : activeWithinDays, pastLimit: pastLimit)
-        let rule = try VendorRule(name: name, prefixes: prefixes, binding: policy)
+        let clones = try ClonePolicy.reading(action: cloneAction, windowDays: cloneWindowDays)
+        let rule = try VendorRule(name: name, prefixes: prefixes, binding: policy, clones: clones)
         guard rule.name == name else { throw .invalidVendor("vendor name \(quoted(name)) is not in its normal form") }
         return VendorRuleChange(kind: kind, name: name, rule: rule, time: time, origin: origin, move: move)
     }
@@ -70,7 +72,8 @@ public struct VendorRuleChange: Hashable, Sendable {
     private var tieKey: [String] {
         let policy = rule.map { "\($0.binding.maxDevices)/\($0.binding.activeWithinDays ?? 0)/\($0.binding.pastLimit.rawValue)" } ?? ""
         let move = self.move.map { "\($0.from.joined(separator: ","))>\($0.into)" } ?? ""
-        return ["\(kind.rawValue)", name, (rule?.prefixes ?? []).joined(separator: ","), policy, move]
+        let clones = rule.map { "\($0.clones.action.rawValue)/\($0.clones.windowDays)" } ?? ""
+        return ["\(kind.rawValue)", name, (rule?.prefixes ?? []).joined(separator: ","), policy, move, clones]
     }
 }
 
@@ -79,5 +82,6 @@ extension VendorRule: Hashable {
         hasher.combine(name)
         hasher.combine(prefixes)
         hasher.combine(binding)
+        hasher.combine(clones)
     }
 }

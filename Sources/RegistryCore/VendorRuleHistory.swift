@@ -55,7 +55,7 @@ public struct VendorRuleHistory: Sendable {
         for change in deciding.values.sorted(by: { $0.isEarlier(than: $1) }) {
             guard let rule = change.rule else { continue }
             let free = rule.prefixes.filter { !taken.contains($0) }
-            guard let kept = try? VendorRule(name: rule.name, prefixes: free, binding: rule.binding) else { continue }
+            guard let kept = try? VendorRule(name: rule.name, prefixes: free, binding: rule.binding, clones: rule.clones) else { continue }
             taken.formUnion(kept.prefixes)
             rules.append(kept)
         }

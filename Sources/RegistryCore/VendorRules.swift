@@ -1,4 +1,5 @@
-/// One configured vendor: a name, the bundle-ID prefixes it owns, and its binding policy.
+/// One configured vendor: a name, the bundle-ID prefixes it owns, its binding policy and its
+/// clone policy.
 public struct VendorRule: Equatable, Sendable {
     /// The vendor scope this rule produces.
     public let name: String
@@ -6,11 +7,15 @@ public struct VendorRule: Equatable, Sendable {
     public let prefixes: [String]
     /// How many devices one account may be bound to, and what a bind past that does.
     public let binding: BindingPolicy
+    /// What a keychain UUID seen with two active IDFVs does (``ClonePolicy``).
+    public let clones: ClonePolicy
 
     /// Validates a rule. `name` defaults to the first prefix. A name must be either free of
     /// dots (so it can never equal a default `label.label` scope) or one of the rule's own
     /// prefixes; otherwise devices of two vendors could meet in one scope.
-    public init(name: String?, prefixes: [String], binding: BindingPolicy = .default) throws(IdentityError) {
+    public init(
+        name: String?, prefixes: [String], binding: BindingPolicy = .default, clones: ClonePolicy = .default
+    ) throws(IdentityError) {
         guard !prefixes.isEmpty else { throw .invalidVendor("a vendor rule needs at least one prefix") }
         var normalised = [String]()
         for prefix in prefixes {
@@ -43,6 +48,7 @@ public struct VendorRule: Equatable, Sendable {
         self.name = chosen
         self.prefixes = normalised
         self.binding = binding
+        self.clones = clones
     }
 }
 
@@ -105,6 +111,9 @@ public struct VendorRules: Equatable, Sendable {
             let window = rule.binding.activeWithinDays.map(String.init) ?? "-"
             text += "binding \(rule.name)=\(rule.binding.maxDevices),\(window),\(rule.binding.pastLimit.rawValue)\n"
         }
+        for rule in rules.sorted(by: { $0.name < $1.name }) where rule.clones != .default {
+            text += "clones \(rule.name)=\(rule.clones.action.rawValue),\(rule.clones.windowDays)\n"
+        }
         return max(StateDigest.text(text), 1)
     }
 
@@ -135,6 +144,12 @@ public struct VendorRules: Equatable, Sendable {
     /// without a rule.
     public func bindingPolicy(of vendor: Vendor) -> BindingPolicy {
         rules.first { $0.name == vendor.name }?.binding ?? .default
+    }
+
+    /// The clone policy of `vendor`: its rule's, or ``ClonePolicy/default`` for a vendor without
+    /// a rule.
+    public func clonePolicy(of vendor: Vendor) -> ClonePolicy {
+        rules.first { $0.name == vendor.name }?.clones ?? .default
     }
 
     /// Checks that `name` is a scope these rules can produce (a rule name, or a name the default

@@ -413,6 +413,8 @@ struct NodeState {
             return .answer(.vendorRules(vendorRulesMessage))
         case .read(.account(let query)):
             return .answer(answerAccount(query, access: access))
+        case .read(.clones(let vendor)):
+            return .answer(answerClones(vendor: vendor, access: access))
         case .removeMember(.failure(let error), _):
             return .answer(.error(error))
         case .removeMember(.success(let node), _):
@@ -451,6 +453,7 @@ struct NodeState {
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
+        logSuspectedClone(of: registration, decided: op, wallMillis: now.millis, operations: &operations)
         return outcome
     }
 

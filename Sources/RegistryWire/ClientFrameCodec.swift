@@ -66,6 +66,9 @@ extension ClientFrame {
         case REGISTRY__V1__CLIENT_FRAME__BODY_WATCH:
             guard let request = frame.watch?.pointee else { return .unknown }
             return .watch(try WatchCodec.request(request))
+        case REGISTRY__V1__CLIENT_FRAME__BODY_CLONES:
+            guard let request = frame.clones?.pointee else { return .unknown }
+            return .clones(vendor: CRead.string(request.vendor))
         default:
             return .unknown
         }
@@ -166,6 +169,9 @@ extension ClientFrame {
         case .watch(let request):
             frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_WATCH
             frame.watch = WatchCodec.request(request, in: arena)
+        case .clones(let vendor):
+            frame.body_case = REGISTRY__V1__CLIENT_FRAME__BODY_CLONES
+            frame.clones = CloneCodec.request(vendor, in: arena)
         case .unknown:
             break
         }

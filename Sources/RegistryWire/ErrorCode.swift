@@ -122,7 +122,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidIdentifier: code = .invalidIdentifier
         case .missingIdentifier: code = .missingIdentifier
         case .invalidDeviceID: code = .invalidDeviceID
-        case .invalidVendor, .invalidAccount, .invalidBindingPolicy: code = .invalidArgument
+        case .invalidVendor, .invalidAccount, .invalidBindingPolicy, .invalidClonePolicy: code = .invalidArgument
         }
         message = error.description
         retryable = false

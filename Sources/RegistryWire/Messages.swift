@@ -349,6 +349,9 @@ public enum ClientBody: Hashable, Sendable {
     case vendor(VendorRequestMessage)
     /// Streams ``ServerBody/watchEvents(_:)`` until the connection closes (`watch.proto`).
     case watch(WatchRequestMessage)
+    /// The suspected keychain clones of a vendor (a name or a bundle ID), or of every vendor the
+    /// caller reaches (empty).
+    case clones(vendor: String)
     /// A body this version does not know (or none at all).
     case unknown
 }
@@ -386,6 +389,7 @@ public enum ServerBody: Hashable, Sendable {
     case vendorRules(VendorRulesMessage)
     /// A watch's stream.
     case watchEvents(WatchEventsMessage)
+    case clones([SuspectedCloneMessage])
     case error(WireError)
     case unknown
 }

@@ -53,6 +53,8 @@ public enum OperationCodec {
             }
         case .vendorRule(let change):
             append(field: Field.vendorRule, length: VendorRuleCodec.size(change), to: &bytes) { VendorRuleCodec.write(change, to: &$0) }
+        case .clone(let op):
+            append(field: Field.clone, length: size(op), to: &bytes) { write(op, to: &$0) }
         }
     }
 
@@ -73,6 +75,10 @@ public enum OperationCodec {
     private enum Field {
         /// `Operation.registration`, `.membership`, `.binding`, `.forget`, `.vendor_rule`.
         static let registration: UInt64 = 1, membership: UInt64 = 2, binding: UInt64 = 3, forget: UInt64 = 4, vendorRule: UInt64 = 5
+        static let clone: UInt64 = 6
+        /// `CloneMark`.
+        static let cloneAction: UInt64 = 1, cloneDevice: UInt64 = 2, laterIDFV: UInt64 = 3, appearedHLC: UInt64 = 4
+        static let earlierSeenHLC: UInt64 = 5, cloneBundle: UInt64 = 6, keychain: UInt64 = 7, newDevice: UInt64 = 8
         /// `Forget`.
         static let forgetDevice: UInt64 = 1, forgetVendor: UInt64 = 2
         /// `BindingChange`.
@@ -106,6 +112,27 @@ public enum OperationCodec {
         }
         for ref in op.merged { write(ref, field: Field.merged, to: &writer) }
         writer.uint64(Field.seenHLC, op.seen.rawValue)
+    }
+
+    private static func size(_ op: CloneOp) -> Int {
+        var total = ProtobufWriter.int32Size(Field.cloneAction, Int32(op.action.rawValue))
+        total += ProtobufWriter.delimitedSize(Field.cloneDevice, length: size(op.device)) + ProtobufWriter.uuidSize(Field.laterIDFV)
+        total += ProtobufWriter.uint64Size(Field.appearedHLC, op.appeared.rawValue) + ProtobufWriter.uint64Size(Field.earlierSeenHLC, op.earlierSeen.rawValue)
+        total += ProtobufWriter.stringSize(Field.cloneBundle, op.bundle.value)
+        if op.keychain != nil { total += ProtobufWriter.uuidSize(Field.keychain) }
+        if let newDevice = op.newDevice { total += ProtobufWriter.delimitedSize(Field.newDevice, length: size(newDevice)) }
+        return total
+    }
+
+    private static func write(_ op: CloneOp, to writer: inout ProtobufWriter) {
+        writer.int32(Field.cloneAction, Int32(op.action.rawValue))
+        write(op.device, field: Field.cloneDevice, to: &writer)
+        writer.uuid(Field.laterIDFV, op.laterIDFV.value)
+        writer.uint64(Field.appearedHLC, op.appeared.rawValue)
+        writer.uint64(Field.earlierSeenHLC, op.earlierSeen.rawValue)
+        writer.string(Field.cloneBundle, op.bundle.value)
+        if let keychain = op.keychain { writer.uuid(Field.keychain, keychain.value) }
+        if let newDevice = op.newDevice { write(newDevice, field: Field.newDevice, to: &writer) }
     }
 
     private static func size(_ claim: Identifier) -> Int {
@@ -151,6 +178,9 @@ public enum OperationCodec {
             if message.body_case == REGISTRY__V1__OPERATION__BODY_VENDOR_RULE, let change = message.vendor_rule?.pointee {
                 return .vendorRule(try VendorRuleCodec.change(change))
             }
+            if message.body_case == REGISTRY__V1__OPERATION__BODY_CLONE, let mark = message.clone?.pointee {
+                return .clone(try cloneOp(mark))
+            }
             guard message.body_case == REGISTRY__V1__OPERATION__BODY_REGISTRATION, let op = message.registration?.pointee else {
                 throw .invalidOperation("unknown operation kind \(message.body_case.rawValue)")
             }
@@ -179,6 +209,34 @@ public enum OperationCodec {
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
         try decode(ByteBuffer(bytes: bytes))
+    }
+
+    private static func cloneOp(_ mark: Registry__V1__CloneMark) throws(CodecError) -> CloneOp {
+        let action: CloneOp.Action
+        switch mark.action {
+        case REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_FLAG: action = .flag
+        case REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_SPLIT: action = .split
+        default: throw .invalidOperation("clone: action \(mark.action.rawValue) is neither FLAG nor SPLIT")
+        }
+        let device = try deviceRef(mark.device)
+        guard let later = CRead.uuid(mark.later_idfv), !later.isZero else { throw .invalidOperation("clone: the later IDFV must be 16 non-zero bytes") }
+        let bundle: BundleID
+        do {
+            bundle = try BundleID(parsing: CRead.string(mark.bundle_id))
+        } catch {
+            throw .invalidOperation("clone: \(error)")
+        }
+        var (keychain, newDevice): (Identifier?, DeviceRef?) = (nil, nil)
+        if action == .split {
+            guard let value = CRead.uuid(mark.keychain), !value.isZero else { throw .invalidOperation("clone: a split's keychain must be 16 non-zero bytes") }
+            keychain = Identifier(kind: .keychain, value: value)
+            newDevice = try deviceRef(mark.new_device)
+        } else if mark.keychain.len != 0 || mark.new_device != nil {
+            throw .invalidOperation("clone: a flag names no keychain and no new device")
+        }
+        return CloneOp(
+            action: action, device: device, laterIDFV: Identifier(kind: .idfv, value: later), appeared: HLCTimestamp(rawValue: mark.appeared_hlc),
+            earlierSeen: HLCTimestamp(rawValue: mark.earlier_seen_hlc), bundle: bundle, keychain: keychain, newDevice: newDevice)
     }
 
     private static func bindingChange(_ change: Registry__V1__BindingChange) throws(CodecError) -> BindingChange {

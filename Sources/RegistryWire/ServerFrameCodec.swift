@@ -125,6 +125,9 @@ extension ServerFrame {
         case REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS:
             guard let events = frame.watch_events?.pointee else { return .unknown }
             return .watchEvents(try WatchCodec.events(events))
+        case REGISTRY__V1__SERVER_FRAME__BODY_CLONES:
+            guard let clones = frame.clones?.pointee else { return .unknown }
+            return .clones(try CloneCodec.clones(clones))
         case REGISTRY__V1__SERVER_FRAME__BODY_ERROR:
             guard let error = frame.error?.pointee else { return .unknown }
             return .error(CRead.error(error))
@@ -312,6 +315,9 @@ extension ServerFrame {
         case .watchEvents(let events):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS
             frame.watch_events = WatchCodec.events(events, in: arena)
+        case .clones(let clones):
+            frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_CLONES
+            frame.clones = CloneCodec.clones(clones, in: arena)
         case .error(let error):
             frame.body_case = REGISTRY__V1__SERVER_FRAME__BODY_ERROR
             frame.error = arena.error(error)

@@ -25,6 +25,7 @@ public struct SnapshotMetadata: Equatable, Sendable {
 public enum SnapshotCodec {
     enum Tag: UInt8 {
         case device = 1, alias = 2, claim = 3, app = 4, origin = 5, vendor = 6, bundle = 7, member = 8, binding = 9, tombstone = 10, vendorRule = 11
+        case laterIDFV = 12, clone = 13
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
@@ -128,12 +129,30 @@ public enum SnapshotCodec {
             out.integer(UInt32(change.rule?.binding.maxDevices ?? 0))
             out.integer(UInt32(change.rule?.binding.activeWithinDays ?? 0))
             out.integer(UInt8(change.rule?.binding.pastLimit == .replace ? 1 : 0))
-            // Written only with a move, so that a change without one reads as before moves existed.
-            if let move = change.move {
-                out.integer(UInt16(move.from.count))
-                for name in move.from { out.string(name) }
-                out.string(move.into)
+            // Written only with a move or a clone policy other than the default, so that a change
+            // with neither reads as before moves existed (an empty move is no move).
+            let clones = change.rule?.clones ?? .default
+            if change.move != nil || clones != .default {
+                let move = change.move
+                out.integer(UInt16(move?.from.count ?? 0))
+                for name in move?.from ?? [] { out.string(name) }
+                out.string(move?.into ?? "")
             }
+            if clones != .default {
+                out.integer(clones.wireAction)
+                out.integer(UInt32(clones.windowDays))
+            }
+        case .laterIDFV(let device, let claim, let appeared):
+            out.integer(Tag.laterIDFV.rawValue)
+            out.integer(device)
+            out.uuid(claim)
+            out.integer(appeared.rawValue)
+        case .clone(let op):
+            // The operation's own log encoding, behind a length.
+            out.integer(Tag.clone.rawValue)
+            let encoded = OperationCodec.encode(.clone(op))
+            out.integer(UInt32(encoded.count))
+            out.bytes.append(contentsOf: encoded)
         }
         bytes = out.bytes
     }
@@ -202,14 +221,29 @@ public enum SnapshotCodec {
                 for _ in 0..<Int(try input.integer(UInt16.self)) { moved.append(try input.string()) }
                 movedInto = try input.string()
             }
+            var (cloneAction, cloneWindow) = (UInt8(0), 0)
+            if !input.isAtEnd {
+                cloneAction = try input.integer(UInt8.self)
+                cloneWindow = Int(try input.integer(UInt32.self))
+            }
             do throws(IdentityError) {
                 record = .vendorRule(
                     try VendorRuleChange.reading(
                         kind: kind, name: name, prefixes: prefixes, maxDevices: maxDevices, activeWithinDays: window, pastLimit: pastLimit,
-                        time: time, origin: origin, moved: moved, movedInto: movedInto))
+                        time: time, origin: origin, moved: moved, movedInto: movedInto, cloneAction: cloneAction, cloneWindowDays: cloneWindow))
             } catch {
                 throw .invalidField("snapshot vendor rule \(name.debugDescription): \(error)")
             }
+        case .laterIDFV:
+            let device = try input.integer(UInt32.self)
+            let claim = try input.uuid()
+            guard !claim.isZero else { throw .invalidField("snapshot later IDFV of the all-zero UUID") }
+            record = .laterIDFV(device: device, claim: claim, appeared: HLCTimestamp(rawValue: try input.integer(UInt64.self)))
+        case .clone:
+            let count = Int(try input.integer(UInt32.self))
+            let bytes = try input.bytes(count)
+            guard case .clone(let op) = try OperationCodec.decode(bytes) else { throw .invalidField("a snapshot clone record holds another operation") }
+            record = .clone(op)
         case nil:
             throw .invalidField("a snapshot record of an unknown kind")
         }
@@ -273,6 +307,12 @@ public enum SnapshotCodec {
                 throw .invalidField("a snapshot string is not UTF-8")
             }
             return text
+        }
+
+        mutating func bytes(_ count: Int) throws(CodecError) -> [UInt8] {
+            guard count >= 0, raw.count - offset >= count else { throw .invalidField("a snapshot record ends inside its bytes") }
+            defer { offset += count }
+            return Array(raw[offset..<offset + count])
         }
 
         mutating func nodeID() throws(CodecError) -> NodeID {

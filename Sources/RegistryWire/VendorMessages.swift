@@ -10,20 +10,30 @@ public struct VendorRuleMessage: Hashable, Sendable {
     /// 0: every bound device counts.
     public var activeWithinDays: UInt32
     public var pastLimit: BindingPolicy.PastLimit
+    /// The clone action's wire number (``ClonePolicy/wireAction``); 0: the default (flag).
+    public var cloneAction: UInt8
+    /// 0: the default window (7 days).
+    public var cloneWindowDays: UInt32
 
-    public init(name: String, prefixes: [String], maxDevices: UInt32 = 0, activeWithinDays: UInt32 = 0, pastLimit: BindingPolicy.PastLimit = .reject) {
+    public init(
+        name: String, prefixes: [String], maxDevices: UInt32 = 0, activeWithinDays: UInt32 = 0, pastLimit: BindingPolicy.PastLimit = .reject,
+        cloneAction: UInt8 = 0, cloneWindowDays: UInt32 = 0
+    ) {
         self.name = name
         self.prefixes = prefixes
         self.maxDevices = maxDevices
         self.activeWithinDays = activeWithinDays
         self.pastLimit = pastLimit
+        self.cloneAction = cloneAction
+        self.cloneWindowDays = cloneWindowDays
     }
 
     /// The wire form of a rule in force.
     public init(_ rule: VendorRule) {
         self.init(
             name: rule.name, prefixes: rule.prefixes, maxDevices: UInt32(rule.binding.maxDevices),
-            activeWithinDays: UInt32(rule.binding.activeWithinDays ?? 0), pastLimit: rule.binding.pastLimit)
+            activeWithinDays: UInt32(rule.binding.activeWithinDays ?? 0), pastLimit: rule.binding.pastLimit,
+            cloneAction: rule.clones.wireAction, cloneWindowDays: UInt32(rule.clones.windowDays))
     }
 
     /// The rule it asks for; throws ``IdentityError`` for what breaks the rules.
@@ -31,7 +41,8 @@ public struct VendorRuleMessage: Hashable, Sendable {
         let policy = try BindingPolicy(
             maxDevices: maxDevices == 0 ? 1 : Int(maxDevices), activeWithinDays: activeWithinDays == 0 ? nil : Int(activeWithinDays),
             pastLimit: pastLimit)
-        return try VendorRule(name: name.isEmpty ? nil : name, prefixes: prefixes, binding: policy)
+        let clones = try ClonePolicy.reading(action: cloneAction, windowDays: Int(clamping: cloneWindowDays))
+        return try VendorRule(name: name.isEmpty ? nil : name, prefixes: prefixes, binding: policy, clones: clones)
     }
 }
 
@@ -88,6 +99,8 @@ enum VendorCodec {
         message.max_devices = rule.maxDevices
         message.active_within_days = rule.activeWithinDays
         message.past_limit = Registry__V1__BindingPastLimit(rawValue: UInt32(VendorRuleCodec.pastLimit(rule.pastLimit)))
+        message.clone_action = Registry__V1__CloneAction(rawValue: UInt32(rule.cloneAction))
+        message.clone_window_days = rule.cloneWindowDays
         return arena.new(message)
     }
 
@@ -95,7 +108,8 @@ enum VendorCodec {
         VendorRuleMessage(
             name: CRead.string(message.name), prefixes: CRead.strings(message.n_prefixes, message.prefixes), maxDevices: message.max_devices,
             activeWithinDays: message.active_within_days,
-            pastLimit: message.past_limit == REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE ? .replace : .reject)
+            pastLimit: message.past_limit == REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_REPLACE ? .replace : .reject,
+            cloneAction: UInt8(clamping: message.clone_action.rawValue), cloneWindowDays: message.clone_window_days)
     }
 
     static func request(_ request: VendorRequestMessage, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__VendorRequest> {

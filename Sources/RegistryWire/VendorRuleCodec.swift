@@ -8,6 +8,7 @@ enum VendorRuleCodec {
     enum Field {
         static let kind: UInt64 = 1, name: UInt64 = 2, prefixes: UInt64 = 3, maxDevices: UInt64 = 4, activeWithinDays: UInt64 = 5
         static let pastLimit: UInt64 = 6, atHLC: UInt64 = 7, origin: UInt64 = 8, moved: UInt64 = 9, movedInto: UInt64 = 10
+        static let cloneAction: UInt64 = 11, cloneWindowDays: UInt64 = 12
     }
 
     /// The encoded size of `change`'s fields.
@@ -22,6 +23,10 @@ enum VendorRuleCodec {
         if let move = change.move {
             for name in move.from { total += ProtobufWriter.stringSize(Field.moved, name) }
             total += ProtobufWriter.stringSize(Field.movedInto, move.into)
+        }
+        if let clones = change.rule?.clones, clones != .default {
+            total += ProtobufWriter.int32Size(Field.cloneAction, Int32(clones.wireAction))
+            total += ProtobufWriter.uint64Size(Field.cloneWindowDays, UInt64(clones.windowDays))
         }
         return total + ProtobufWriter.uint64Size(Field.atHLC, change.time.rawValue) + ProtobufWriter.stringSize(Field.origin, change.origin.value)
     }
@@ -43,6 +48,11 @@ enum VendorRuleCodec {
             for name in move.from { writer.string(Field.moved, name) }
             writer.string(Field.movedInto, move.into)
         }
+        // The default policy is left out, so that a rule reads as it did before clone policies.
+        if let clones = change.rule?.clones, clones != .default {
+            writer.int32(Field.cloneAction, Int32(clones.wireAction))
+            writer.uint64(Field.cloneWindowDays, UInt64(clones.windowDays))
+        }
     }
 
     static func change(_ message: Registry__V1__VendorRuleChange) throws(CodecError) -> VendorRuleChange {
@@ -61,7 +71,8 @@ enum VendorRuleCodec {
                 kind: kind, name: name, prefixes: CRead.strings(message.n_prefixes, message.prefixes), maxDevices: Int(message.max_devices),
                 activeWithinDays: Int(message.active_within_days), pastLimit: try pastLimit(message.past_limit),
                 time: HLCTimestamp(rawValue: message.at_hlc), origin: origin, moved: CRead.strings(message.n_moved, message.moved),
-                movedInto: CRead.string(message.moved_into))
+                movedInto: CRead.string(message.moved_into), cloneAction: UInt8(clamping: message.clone_action.rawValue),
+                cloneWindowDays: Int(message.clone_window_days))
         } catch {
             throw .invalidOperation("vendor rule \(name.debugDescription): \(error)")
         }

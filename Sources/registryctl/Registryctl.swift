@@ -168,7 +168,8 @@ struct Status: AsyncParsableCommand {
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Read device records, and forget devices.", subcommands: [Get.self, Find.self, Forget.self])
+        abstract: "Read device records, list suspected keychain clones, and forget devices.",
+        subcommands: [Get.self, Find.self, Clones.self, Forget.self])
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a device by ID (aliases resolve to the canonical record).")
@@ -229,6 +230,63 @@ extension Device {
         func run() async throws {
             await global.withClient(ackReplicas: ackReplicas,
                 { (client) async throws(RegistryClientError) in try await client.forget(deviceID: id) }, print: ForgetView.init)
+        }
+    }
+}
+
+extension Device {
+    struct Clones: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List suspected keychain clones, with their evidence.",
+            discussion: """
+                A clone is suspected when a device's keychain UUID took a later IDFV, and the earlier IDFV \
+                registered again within the vendor's window: a backup restored onto a second phone that is \
+                in use beside the first. Each line names the device, the vendor's action (flag: marked \
+                only; split: the later IDFV got the new device shown), when the later IDFV appeared, and \
+                when and from which app the earlier one was seen after it. docs/identity.md explains the \
+                signal and its false positives.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "A vendor name or a bundle ID of the vendor. [default: every vendor the token reaches]") var vendor: String?
+
+        func run() async throws {
+            await global.withClient(
+                { (client) async throws(RegistryClientError) in try await client.clones(vendor: vendor) }, print: ClonesView.init)
+        }
+    }
+}
+
+/// Suspected clones as registryctl prints them.
+struct ClonesView: Printable {
+    struct Clone: Encodable {
+        let device: String
+        let vendor: String
+        let action: String
+        let newDevice: String?
+        let laterIdfvAppeared: String
+        let earlierIdfvSeen: String
+        let bundle: String
+        let decidedBy: String
+    }
+
+    let clones: [Clone]
+
+    init(_ messages: [SuspectedCloneMessage]) {
+        clones = messages.map {
+            Clone(
+                device: $0.deviceID, vendor: $0.vendor, action: $0.action.rawValue, newDevice: $0.newDeviceID.isEmpty ? nil : $0.newDeviceID,
+                laterIdfvAppeared: Output.time($0.laterIDFVAppearedMillis), earlierIdfvSeen: Output.time($0.earlierIDFVSeenMillis),
+                bundle: $0.bundleID, decidedBy: $0.decidedBy)
+        }
+    }
+
+    var rows: [(String, String)] { [("suspected clones", "\(clones.count)")] }
+
+    var trailer: [String] {
+        clones.map { clone in
+            let split = clone.newDevice.map { " -> new device \($0)" } ?? ""
+            return "\(clone.device)  \(clone.vendor)  \(clone.action)\(split)  later IDFV \(clone.laterIdfvAppeared), earlier IDFV again \(clone.earlierIdfvSeen) from \(clone.bundle)"
         }
     }
 }

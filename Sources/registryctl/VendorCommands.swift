@@ -53,8 +53,14 @@ struct VendorCommand: AsyncParsableCommand {
         var activeWithinDays: UInt32?
         @Option(name: .customLong("past-limit"), help: "What a bind past the limit does: reject or replace.")
         var pastLimit: String = "reject"
+        @Option(
+            help: "What a keychain UUID seen with two IDFVs in use does: flag (mark the device), split (give the later IDFV a device of its own) or off.")
+        var clones: String = "flag"
+        @Option(name: .customLong("clone-window-days"), help: "The earlier IDFV counts as in use again within this many days after the later one appeared (1...3650).")
+        var cloneWindowDays: UInt32 = 7
 
         func validate() throws {
+            guard ClonePolicy.Action(rawValue: clones) != nil else { throw ValidationError("--clones is flag, split or off, not \(clones)") }
             guard !prefixes.isEmpty else { throw ValidationError("give at least one --prefix") }
             guard BindingPolicy.PastLimit(rawValue: pastLimit) != nil else { throw ValidationError("--past-limit is reject or replace, not \(pastLimit)") }
             guard maxDevices > 0 else { throw ValidationError("--max-devices must be 1 to 1000") }
@@ -63,7 +69,9 @@ struct VendorCommand: AsyncParsableCommand {
         var message: VendorRuleMessage {
             VendorRuleMessage(
                 name: name ?? "", prefixes: prefixes, maxDevices: maxDevices, activeWithinDays: activeWithinDays ?? 0,
-                pastLimit: BindingPolicy.PastLimit(rawValue: pastLimit) ?? .reject)
+                pastLimit: BindingPolicy.PastLimit(rawValue: pastLimit) ?? .reject,
+                cloneAction: ((try? ClonePolicy(action: ClonePolicy.Action(rawValue: clones) ?? .flag)) ?? .default).wireAction,
+                cloneWindowDays: cloneWindowDays)
         }
     }
 
@@ -121,6 +129,8 @@ struct VendorRulesView: Printable {
         let maxDevices: UInt32
         let activeWithinDays: UInt32?
         let pastLimit: String
+        let clones: String
+        let cloneWindowDays: UInt32
     }
 
     struct Alias: Encodable {
@@ -138,7 +148,9 @@ struct VendorRulesView: Printable {
         rules = message.rules.map {
             Rule(
                 name: $0.name, prefixes: $0.prefixes, maxDevices: $0.maxDevices, activeWithinDays: $0.activeWithinDays == 0 ? nil : $0.activeWithinDays,
-                pastLimit: $0.pastLimit.rawValue)
+                pastLimit: $0.pastLimit.rawValue,
+                clones: ((try? ClonePolicy.reading(action: $0.cloneAction, windowDays: 1))?.action ?? .flag).rawValue,
+                cloneWindowDays: $0.cloneWindowDays == 0 ? UInt32(ClonePolicy.defaultWindowDays) : $0.cloneWindowDays)
         }
     }
 
@@ -147,7 +159,8 @@ struct VendorRulesView: Printable {
     var trailer: [String] {
         rules.flatMap { rule in
             let window = rule.activeWithinDays.map { ", active within \($0) days" } ?? ""
-            return ["", "\(rule.name): \(rule.prefixes.joined(separator: ", "))", "  \(rule.maxDevices) device\(rule.maxDevices == 1 ? "" : "s") per account\(window), \(rule.pastLimit) past it"]
+            return ["", "\(rule.name): \(rule.prefixes.joined(separator: ", "))", "  \(rule.maxDevices) device\(rule.maxDevices == 1 ? "" : "s") per account\(window), \(rule.pastLimit) past it",
+                "  clones: \(rule.clones)\(rule.clones == "off" ? "" : " within \(rule.cloneWindowDays) days")"]
         } + (aliases.isEmpty ? [] : ["", "moved vendors:"] + aliases.map { "  \($0.name) is filed under \($0.filedUnder)" })
     }
 }

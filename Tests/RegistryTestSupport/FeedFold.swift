@@ -8,6 +8,9 @@ public struct FeedFold: Equatable, Sendable {
     public var canonical: [DeviceID: DeviceID] = [:]
     public var gone: Set<DeviceID> = []
     public var bound: [AccountKey: Set<DeviceID>] = [:]
+    /// Devices a clone event named (flagged or split), and the new devices of each one's splits.
+    public var cloned: Set<DeviceID> = []
+    public var splitOff: [DeviceID: Set<DeviceID>] = [:]
 
     public init() {}
 
@@ -20,6 +23,10 @@ public struct FeedFold: Equatable, Sendable {
             let devices =
                 state.bindings(of: key)?.resolve(policy: policy(key.vendor), canonical: { state.canonical(of: $0) }).bound.map(\.device) ?? []
             if !devices.isEmpty { bound[key] = Set(devices) }
+        }
+        for clone in state.suspectedClones() {
+            cloned.insert(clone.device)
+            if let device = clone.splitDevice { splitOff[clone.device, default: []].insert(device) }
         }
     }
 
@@ -34,6 +41,11 @@ public struct FeedFold: Equatable, Sendable {
             gone.formUnion(devices)
         case .bound(let account, _, let devices), .unbound(let account, _, _, let devices):
             bound[account] = Set(devices)
+        case .cloneSuspected(let device, _):
+            cloned.insert(device)
+        case .split(let device, let newDevice, _):
+            cloned.insert(device)
+            splitOff[device, default: []].insert(newDevice)
         }
     }
 
@@ -45,6 +57,11 @@ public struct FeedFold: Equatable, Sendable {
         for (account, devices) in bound {
             let live = Set(devices.map { canonical[$0] ?? $0 }).filter { !gone.contains($0) }
             if !live.isEmpty { view.bound[account] = live }
+        }
+        view.cloned = Set(cloned.map { canonical[$0] ?? $0 }).filter { !gone.contains($0) }
+        view.splitOff = [:]
+        for (device, split) in splitOff where !gone.contains(canonical[device] ?? device) {
+            view.splitOff[canonical[device] ?? device, default: []].formUnion(split.map { canonical[$0] ?? $0 })
         }
         return view
     }
@@ -61,6 +78,9 @@ public struct FeedFold: Equatable, Sendable {
         let known = Set(expected.canonical.keys)
         if view.gone.intersection(known) != expected.gone.intersection(known) {
             return "forgotten devices differ: \(view.gone.intersection(known).symmetricDifference(expected.gone.intersection(known)).prefix(3))"
+        }
+        if view.cloned != expected.cloned || view.splitOff != expected.splitOff {
+            return "suspected clones differ: node \(expected.cloned.sorted()) split \(expected.splitOff), watcher \(view.cloned.sorted()) split \(view.splitOff)"
         }
         if view.bound != expected.bound {
             let keys = Set(view.bound.keys).union(expected.bound.keys).filter { view.bound[$0] != expected.bound[$0] }.sorted().prefix(3)

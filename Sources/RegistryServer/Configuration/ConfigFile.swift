@@ -59,7 +59,7 @@ struct ConfigFile {
             guard case .array(let items) = vendors else { throw .invalid(path: path, reason: "vendors should be an array") }
             for (index, item) in items.enumerated() {
                 guard case .object(let fields) = item else { throw .invalid(path: path, reason: "vendors[\(index)] should be an object") }
-                let known = ["name", "prefixes", "binding"]
+                let known = ["name", "prefixes", "binding", "clones"]
                 for key in fields.keys.sorted() where !known.contains(key) {
                     throw .unknownKey(path: path, key: "vendors[\(index)].\(key)", nearest: NearestName.closest(to: key, among: known))
                 }
@@ -81,8 +81,11 @@ struct ConfigFile {
                 let binding = try fields["binding"].map { value throws(ConfigurationError) in
                     try bindingPolicy(value, at: "vendors[\(index)].binding", path: path)
                 }
+                let clones = try fields["clones"].map { value throws(ConfigurationError) in
+                    try clonePolicy(value, at: "vendors[\(index)].clones", path: path)
+                }
                 do {
-                    rules.append(try VendorRule(name: name, prefixes: prefixes, binding: binding ?? .default))
+                    rules.append(try VendorRule(name: name, prefixes: prefixes, binding: binding ?? .default, clones: clones ?? .default))
                 } catch {
                     throw .invalid(path: path, reason: "vendors[\(index)]: \(error)")
                 }
@@ -126,6 +129,35 @@ struct ConfigFile {
         }
         do {
             return try BindingPolicy(maxDevices: try whole("maxDevices") ?? 1, activeWithinDays: try whole("activeWithinDays"), pastLimit: pastLimit)
+        } catch {
+            throw .invalid(path: path, reason: "\(key): \(error)")
+        }
+    }
+
+    /// A vendor's `clones` object: `action` (`flag`, the default, `split` or `off`) and
+    /// `windowDays` (default 7).
+    private static func clonePolicy(_ value: JSONValue, at key: String, path: String) throws(ConfigurationError) -> ClonePolicy {
+        guard case .object(let fields) = value else { throw .invalid(path: path, reason: "\(key) should be an object") }
+        let known = ["action", "windowDays"]
+        for name in fields.keys.sorted() where !known.contains(name) {
+            throw .unknownKey(path: path, key: "\(key).\(name)", nearest: NearestName.closest(to: name, among: known))
+        }
+        var action = ClonePolicy.Action.flag
+        if let field = fields["action"] {
+            guard case .string(let text) = field, let parsed = ClonePolicy.Action(rawValue: text) else {
+                throw .invalid(path: path, reason: "\(key).action should be \"flag\", \"split\" or \"off\"")
+            }
+            action = parsed
+        }
+        var window = ClonePolicy.defaultWindowDays
+        if let field = fields["windowDays"] {
+            guard let text = field.text(as: .wholeNumber), let number = Int(text) else {
+                throw .invalid(path: path, reason: "\(key).windowDays should be a whole number")
+            }
+            window = number
+        }
+        do {
+            return try ClonePolicy(action: action, windowDays: window)
         } catch {
             throw .invalid(path: path, reason: "\(key): \(error)")
         }

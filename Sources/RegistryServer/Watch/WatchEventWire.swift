@@ -26,6 +26,12 @@ extension WatchEventMessage {
             self.init(
                 kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceID: device.description,
                 accountID: account.account.text, unbindReason: UnboundDeviceMessage.Reason(reason), boundDeviceIDs: bound.map(\.description))
+        case .cloneSuspected(let device, _):
+            self.init(kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceIDText: UUIDText(uuid: device.uuid))
+        case .split(let device, let newDevice, _):
+            self.init(
+                kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceID: device.description,
+                otherDeviceIDs: [newDevice.description])
         }
     }
 }

@@ -272,6 +272,38 @@ const ProtobufCEnumDescriptor registry__v1__binding_past_limit__descriptor =
   registry__v1__binding_past_limit__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
+static const ProtobufCEnumValue registry__v1__clone_action__enum_values_by_number[4] =
+{
+  { "CLONE_ACTION_UNSPECIFIED", "REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED", 0 },
+  { "CLONE_ACTION_FLAG", "REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_FLAG", 1 },
+  { "CLONE_ACTION_SPLIT", "REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_SPLIT", 2 },
+  { "CLONE_ACTION_OFF", "REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_OFF", 3 },
+};
+static const ProtobufCIntRange registry__v1__clone_action__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex registry__v1__clone_action__enum_values_by_name[4] =
+{
+  { "CLONE_ACTION_FLAG", 1 },
+  { "CLONE_ACTION_OFF", 3 },
+  { "CLONE_ACTION_SPLIT", 2 },
+  { "CLONE_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor registry__v1__clone_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "registry.v1.CloneAction",
+  "CloneAction",
+  "Registry__V1__CloneAction",
+  "registry.v1",
+  4,
+  registry__v1__clone_action__enum_values_by_number,
+  4,
+  registry__v1__clone_action__enum_values_by_name,
+  1,
+  registry__v1__clone_action__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
 static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[35] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },

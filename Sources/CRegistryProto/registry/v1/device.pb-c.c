@@ -412,6 +412,141 @@ void   registry__v1__lookup_request__free_unpacked
   assert(message->base.descriptor == &registry__v1__lookup_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__clones_request__init
+                     (Registry__V1__ClonesRequest         *message)
+{
+  static const Registry__V1__ClonesRequest init_value = REGISTRY__V1__CLONES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t registry__v1__clones_request__get_packed_size
+                     (const Registry__V1__ClonesRequest *message)
+{
+  assert(message->base.descriptor == &registry__v1__clones_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__clones_request__pack
+                     (const Registry__V1__ClonesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__clones_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__clones_request__pack_to_buffer
+                     (const Registry__V1__ClonesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__clones_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__ClonesRequest *
+       registry__v1__clones_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__ClonesRequest *)
+     protobuf_c_message_unpack (&registry__v1__clones_request__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__clones_request__free_unpacked
+                     (Registry__V1__ClonesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__clones_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__suspected_clone__init
+                     (Registry__V1__SuspectedClone         *message)
+{
+  static const Registry__V1__SuspectedClone init_value = REGISTRY__V1__SUSPECTED_CLONE__INIT;
+  *message = init_value;
+}
+size_t registry__v1__suspected_clone__get_packed_size
+                     (const Registry__V1__SuspectedClone *message)
+{
+  assert(message->base.descriptor == &registry__v1__suspected_clone__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__suspected_clone__pack
+                     (const Registry__V1__SuspectedClone *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__suspected_clone__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__suspected_clone__pack_to_buffer
+                     (const Registry__V1__SuspectedClone *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__suspected_clone__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__SuspectedClone *
+       registry__v1__suspected_clone__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__SuspectedClone *)
+     protobuf_c_message_unpack (&registry__v1__suspected_clone__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__suspected_clone__free_unpacked
+                     (Registry__V1__SuspectedClone *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__suspected_clone__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   registry__v1__clones__init
+                     (Registry__V1__Clones         *message)
+{
+  static const Registry__V1__Clones init_value = REGISTRY__V1__CLONES__INIT;
+  *message = init_value;
+}
+size_t registry__v1__clones__get_packed_size
+                     (const Registry__V1__Clones *message)
+{
+  assert(message->base.descriptor == &registry__v1__clones__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__clones__pack
+                     (const Registry__V1__Clones *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__clones__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__clones__pack_to_buffer
+                     (const Registry__V1__Clones *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__clones__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__Clones *
+       registry__v1__clones__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__Clones *)
+     protobuf_c_message_unpack (&registry__v1__clones__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__clones__free_unpacked
+                     (Registry__V1__Clones *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__clones__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__app_seen__init
                      (Registry__V1__AppSeen         *message)
 {
@@ -985,6 +1120,211 @@ const ProtobufCMessageDescriptor registry__v1__lookup_request__descriptor =
   registry__v1__lookup_request__field_indices_by_name,
   1,  registry__v1__lookup_request__number_ranges,
   (ProtobufCMessageInit) registry__v1__lookup_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__clones_request__field_descriptors[1] =
+{
+  {
+    "vendor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__ClonesRequest, vendor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__clones_request__field_indices_by_name[] = {
+  0,   /* field[0] = vendor */
+};
+static const ProtobufCIntRange registry__v1__clones_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__clones_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.ClonesRequest",
+  "ClonesRequest",
+  "Registry__V1__ClonesRequest",
+  "registry.v1",
+  sizeof(Registry__V1__ClonesRequest),
+  1,
+  registry__v1__clones_request__field_descriptors,
+  registry__v1__clones_request__field_indices_by_name,
+  1,  registry__v1__clones_request__number_ranges,
+  (ProtobufCMessageInit) registry__v1__clones_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__suspected_clone__field_descriptors[8] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "vendor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, vendor),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, action),
+    &registry__v1__clone_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "later_idfv_appeared_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, later_idfv_appeared_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "earlier_idfv_seen_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, earlier_idfv_seen_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bundle_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, bundle_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_device_id",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, new_device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decided_by",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__SuspectedClone, decided_by),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__suspected_clone__field_indices_by_name[] = {
+  2,   /* field[2] = action */
+  5,   /* field[5] = bundle_id */
+  7,   /* field[7] = decided_by */
+  0,   /* field[0] = device_id */
+  4,   /* field[4] = earlier_idfv_seen_ms */
+  3,   /* field[3] = later_idfv_appeared_ms */
+  6,   /* field[6] = new_device_id */
+  1,   /* field[1] = vendor */
+};
+static const ProtobufCIntRange registry__v1__suspected_clone__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor registry__v1__suspected_clone__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.SuspectedClone",
+  "SuspectedClone",
+  "Registry__V1__SuspectedClone",
+  "registry.v1",
+  sizeof(Registry__V1__SuspectedClone),
+  8,
+  registry__v1__suspected_clone__field_descriptors,
+  registry__v1__suspected_clone__field_indices_by_name,
+  1,  registry__v1__suspected_clone__number_ranges,
+  (ProtobufCMessageInit) registry__v1__suspected_clone__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__clones__field_descriptors[1] =
+{
+  {
+    "clones",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Clones, n_clones),
+    offsetof(Registry__V1__Clones, clones),
+    &registry__v1__suspected_clone__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__clones__field_indices_by_name[] = {
+  0,   /* field[0] = clones */
+};
+static const ProtobufCIntRange registry__v1__clones__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor registry__v1__clones__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.Clones",
+  "Clones",
+  "Registry__V1__Clones",
+  "registry.v1",
+  sizeof(Registry__V1__Clones),
+  1,
+  registry__v1__clones__field_descriptors,
+  registry__v1__clones__field_indices_by_name,
+  1,  registry__v1__clones__number_ranges,
+  (ProtobufCMessageInit) registry__v1__clones__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor registry__v1__app_seen__field_descriptors[3] =

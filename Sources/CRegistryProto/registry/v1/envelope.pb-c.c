@@ -187,7 +187,7 @@ void   registry__v1__server_frame__free_unpacked
   assert(message->base.descriptor == &registry__v1__server_frame__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[17] =
+static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descriptors[18] =
 {
   {
     "request_id",
@@ -393,11 +393,24 @@ static const ProtobufCFieldDescriptor registry__v1__client_frame__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "clones",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ClientFrame, body_case),
+    offsetof(Registry__V1__ClientFrame, clones),
+    &registry__v1__clones_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
   13,   /* field[13] = account */
   10,   /* field[10] = after */
   11,   /* field[11] = bind */
+  17,   /* field[17] = clones */
   14,   /* field[14] = forget */
   1,   /* field[1] = hello */
   5,   /* field[5] = lookup_device */
@@ -416,7 +429,7 @@ static const unsigned registry__v1__client_frame__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__client_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 17 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
 {
@@ -426,7 +439,7 @@ const ProtobufCMessageDescriptor registry__v1__client_frame__descriptor =
   "Registry__V1__ClientFrame",
   "registry.v1",
   sizeof(Registry__V1__ClientFrame),
-  17,
+  18,
   registry__v1__client_frame__field_descriptors,
   registry__v1__client_frame__field_indices_by_name,
   1,  registry__v1__client_frame__number_ranges,
@@ -509,7 +522,7 @@ const ProtobufCMessageDescriptor registry__v1__write_concern__descriptor =
   (ProtobufCMessageInit) registry__v1__write_concern__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[15] =
+static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descriptors[16] =
 {
   {
     "request_id",
@@ -668,6 +681,18 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "clones",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__ServerFrame, body_case),
+    offsetof(Registry__V1__ServerFrame, clones),
+    &registry__v1__clones__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "error",
     15,
     PROTOBUF_C_LABEL_NONE,
@@ -695,8 +720,9 @@ static const ProtobufCFieldDescriptor registry__v1__server_frame__field_descript
 static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   9,   /* field[9] = accounts */
   8,   /* field[8] = bind_result */
+  13,   /* field[13] = clones */
   4,   /* field[4] = device */
-  13,   /* field[13] = error */
+  14,   /* field[14] = error */
   10,   /* field[10] = forget_result */
   1,   /* field[1] = hello_accepted */
   7,   /* field[7] = member_removed */
@@ -705,15 +731,14 @@ static const unsigned registry__v1__server_frame__field_indices_by_name[] = {
   0,   /* field[0] = request_id */
   6,   /* field[6] = snapshot_taken */
   5,   /* field[5] = stats */
-  14,   /* field[14] = token */
+  15,   /* field[15] = token */
   11,   /* field[11] = vendor_rules */
   12,   /* field[12] = watch_events */
 };
-static const ProtobufCIntRange registry__v1__server_frame__number_ranges[2 + 1] =
+static const ProtobufCIntRange registry__v1__server_frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 15, 13 },
-  { 0, 15 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
 {
@@ -723,10 +748,10 @@ const ProtobufCMessageDescriptor registry__v1__server_frame__descriptor =
   "Registry__V1__ServerFrame",
   "registry.v1",
   sizeof(Registry__V1__ServerFrame),
-  15,
+  16,
   registry__v1__server_frame__field_descriptors,
   registry__v1__server_frame__field_indices_by_name,
-  2,  registry__v1__server_frame__number_ranges,
+  1,  registry__v1__server_frame__number_ranges,
   (ProtobufCMessageInit) registry__v1__server_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

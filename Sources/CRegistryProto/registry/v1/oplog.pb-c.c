@@ -322,6 +322,51 @@ void   registry__v1__vendor_rule_change__free_unpacked
   assert(message->base.descriptor == &registry__v1__vendor_rule_change__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   registry__v1__clone_mark__init
+                     (Registry__V1__CloneMark         *message)
+{
+  static const Registry__V1__CloneMark init_value = REGISTRY__V1__CLONE_MARK__INIT;
+  *message = init_value;
+}
+size_t registry__v1__clone_mark__get_packed_size
+                     (const Registry__V1__CloneMark *message)
+{
+  assert(message->base.descriptor == &registry__v1__clone_mark__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t registry__v1__clone_mark__pack
+                     (const Registry__V1__CloneMark *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &registry__v1__clone_mark__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t registry__v1__clone_mark__pack_to_buffer
+                     (const Registry__V1__CloneMark *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &registry__v1__clone_mark__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Registry__V1__CloneMark *
+       registry__v1__clone_mark__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Registry__V1__CloneMark *)
+     protobuf_c_message_unpack (&registry__v1__clone_mark__descriptor,
+                                allocator, len, data);
+}
+void   registry__v1__clone_mark__free_unpacked
+                     (Registry__V1__CloneMark *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &registry__v1__clone_mark__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message)
 {
@@ -816,7 +861,7 @@ const ProtobufCMessageDescriptor registry__v1__forget__descriptor =
   (ProtobufCMessageInit) registry__v1__forget__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_descriptors[10] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_descriptors[12] =
 {
   {
     "kind",
@@ -938,10 +983,36 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_rule_change__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "clone_action",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, clone_action),
+    &registry__v1__clone_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clone_window_days",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleChange, clone_window_days),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_rule_change__field_indices_by_name[] = {
   4,   /* field[4] = active_within_days */
   6,   /* field[6] = at_hlc */
+  10,   /* field[10] = clone_action */
+  11,   /* field[11] = clone_window_days */
   0,   /* field[0] = kind */
   3,   /* field[3] = max_devices */
   8,   /* field[8] = moved */
@@ -954,7 +1025,7 @@ static const unsigned registry__v1__vendor_rule_change__field_indices_by_name[] 
 static const ProtobufCIntRange registry__v1__vendor_rule_change__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
 {
@@ -964,14 +1035,143 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
   "Registry__V1__VendorRuleChange",
   "registry.v1",
   sizeof(Registry__V1__VendorRuleChange),
-  10,
+  12,
   registry__v1__vendor_rule_change__field_descriptors,
   registry__v1__vendor_rule_change__field_indices_by_name,
   1,  registry__v1__vendor_rule_change__number_ranges,
   (ProtobufCMessageInit) registry__v1__vendor_rule_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[5] =
+static const ProtobufCFieldDescriptor registry__v1__clone_mark__field_descriptors[8] =
+{
+  {
+    "action",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, action),
+    &registry__v1__clone_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, device),
+    &registry__v1__device_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "later_idfv",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, later_idfv),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "appeared_hlc",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, appeared_hlc),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "earlier_seen_hlc",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, earlier_seen_hlc),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bundle_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, bundle_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keychain",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, keychain),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_device",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, new_device),
+    &registry__v1__device_ref__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned registry__v1__clone_mark__field_indices_by_name[] = {
+  0,   /* field[0] = action */
+  3,   /* field[3] = appeared_hlc */
+  5,   /* field[5] = bundle_id */
+  1,   /* field[1] = device */
+  4,   /* field[4] = earlier_seen_hlc */
+  6,   /* field[6] = keychain */
+  2,   /* field[2] = later_idfv */
+  7,   /* field[7] = new_device */
+};
+static const ProtobufCIntRange registry__v1__clone_mark__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor registry__v1__clone_mark__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "registry.v1.CloneMark",
+  "CloneMark",
+  "Registry__V1__CloneMark",
+  "registry.v1",
+  sizeof(Registry__V1__CloneMark),
+  8,
+  registry__v1__clone_mark__field_descriptors,
+  registry__v1__clone_mark__field_indices_by_name,
+  1,  registry__v1__clone_mark__number_ranges,
+  (ProtobufCMessageInit) registry__v1__clone_mark__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors[6] =
 {
   {
     "registration",
@@ -1033,9 +1233,22 @@ static const ProtobufCFieldDescriptor registry__v1__operation__field_descriptors
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "clone",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Registry__V1__Operation, body_case),
+    offsetof(Registry__V1__Operation, clone),
+    &registry__v1__clone_mark__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__operation__field_indices_by_name[] = {
   2,   /* field[2] = binding */
+  5,   /* field[5] = clone */
   3,   /* field[3] = forget */
   1,   /* field[1] = membership */
   0,   /* field[0] = registration */
@@ -1044,7 +1257,7 @@ static const unsigned registry__v1__operation__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__operation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
 {
@@ -1054,7 +1267,7 @@ const ProtobufCMessageDescriptor registry__v1__operation__descriptor =
   "Registry__V1__Operation",
   "registry.v1",
   sizeof(Registry__V1__Operation),
-  5,
+  6,
   registry__v1__operation__field_descriptors,
   registry__v1__operation__field_indices_by_name,
   1,  registry__v1__operation__number_ranges,

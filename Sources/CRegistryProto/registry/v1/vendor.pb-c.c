@@ -232,7 +232,7 @@ void   registry__v1__vendor_rules__free_unpacked
   assert(message->base.descriptor == &registry__v1__vendor_rules__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor registry__v1__vendor_rule_spec__field_descriptors[5] =
+static const ProtobufCFieldDescriptor registry__v1__vendor_rule_spec__field_descriptors[7] =
 {
   {
     "name",
@@ -294,9 +294,35 @@ static const ProtobufCFieldDescriptor registry__v1__vendor_rule_spec__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "clone_action",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleSpec, clone_action),
+    &registry__v1__clone_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clone_window_days",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__VendorRuleSpec, clone_window_days),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__vendor_rule_spec__field_indices_by_name[] = {
   3,   /* field[3] = active_within_days */
+  5,   /* field[5] = clone_action */
+  6,   /* field[6] = clone_window_days */
   2,   /* field[2] = max_devices */
   0,   /* field[0] = name */
   4,   /* field[4] = past_limit */
@@ -305,7 +331,7 @@ static const unsigned registry__v1__vendor_rule_spec__field_indices_by_name[] = 
 static const ProtobufCIntRange registry__v1__vendor_rule_spec__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor registry__v1__vendor_rule_spec__descriptor =
 {
@@ -315,7 +341,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rule_spec__descriptor =
   "Registry__V1__VendorRuleSpec",
   "registry.v1",
   sizeof(Registry__V1__VendorRuleSpec),
-  5,
+  7,
   registry__v1__vendor_rule_spec__field_descriptors,
   registry__v1__vendor_rule_spec__field_indices_by_name,
   1,  registry__v1__vendor_rule_spec__number_ranges,

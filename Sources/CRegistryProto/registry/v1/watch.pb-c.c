@@ -495,7 +495,7 @@ const ProtobufCMessageDescriptor registry__v1__watch_events__descriptor =
   (ProtobufCMessageInit) registry__v1__watch_events__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue registry__v1__watch_event_kind__enum_values_by_number[6] =
+static const ProtobufCEnumValue registry__v1__watch_event_kind__enum_values_by_number[8] =
 {
   { "WATCH_EVENT_KIND_UNSPECIFIED", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_UNSPECIFIED", 0 },
   { "WATCH_EVENT_KIND_CREATED", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_CREATED", 1 },
@@ -503,16 +503,20 @@ static const ProtobufCEnumValue registry__v1__watch_event_kind__enum_values_by_n
   { "WATCH_EVENT_KIND_BOUND", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_BOUND", 3 },
   { "WATCH_EVENT_KIND_UNBOUND", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_UNBOUND", 4 },
   { "WATCH_EVENT_KIND_FORGOTTEN", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_FORGOTTEN", 5 },
+  { "WATCH_EVENT_KIND_CLONE_SUSPECTED", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_CLONE_SUSPECTED", 6 },
+  { "WATCH_EVENT_KIND_SPLIT", "REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_SPLIT", 7 },
 };
 static const ProtobufCIntRange registry__v1__watch_event_kind__value_ranges[] = {
-{0, 0},{0, 6}
+{0, 0},{0, 8}
 };
-static const ProtobufCEnumValueIndex registry__v1__watch_event_kind__enum_values_by_name[6] =
+static const ProtobufCEnumValueIndex registry__v1__watch_event_kind__enum_values_by_name[8] =
 {
   { "WATCH_EVENT_KIND_BOUND", 3 },
+  { "WATCH_EVENT_KIND_CLONE_SUSPECTED", 6 },
   { "WATCH_EVENT_KIND_CREATED", 1 },
   { "WATCH_EVENT_KIND_FORGOTTEN", 5 },
   { "WATCH_EVENT_KIND_MERGED", 2 },
+  { "WATCH_EVENT_KIND_SPLIT", 7 },
   { "WATCH_EVENT_KIND_UNBOUND", 4 },
   { "WATCH_EVENT_KIND_UNSPECIFIED", 0 },
 };
@@ -523,9 +527,9 @@ const ProtobufCEnumDescriptor registry__v1__watch_event_kind__descriptor =
   "WatchEventKind",
   "Registry__V1__WatchEventKind",
   "registry.v1",
-  6,
+  8,
   registry__v1__watch_event_kind__enum_values_by_number,
-  6,
+  8,
   registry__v1__watch_event_kind__enum_values_by_name,
   1,
   registry__v1__watch_event_kind__value_ranges,

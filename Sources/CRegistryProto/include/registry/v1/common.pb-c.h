@@ -59,6 +59,32 @@ typedef enum _Registry__V1__BindingPastLimit {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__BINDING_PAST_LIMIT)
 } Registry__V1__BindingPastLimit;
 /*
+ * What a vendor's registry does when one keychain UUID shows up with two IDFVs
+ * that are both in use (docs/identity.md, "Keychains cloned onto another
+ * phone").
+ */
+typedef enum _Registry__V1__CloneAction {
+  /*
+   * The default: FLAG.
+   */
+  REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED = 0,
+  /*
+   * The device is marked and watchers hear CLONE_SUSPECTED; both phones keep
+   * the one device ID.
+   */
+  REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_FLAG = 1,
+  /*
+   * The IDFV that appeared later gets a device of its own, the keychain UUID
+   * stops linking IDFVs, and watchers hear SPLIT.
+   */
+  REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_SPLIT = 2,
+  /*
+   * Nothing is looked for.
+   */
+  REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_OFF = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLONE_ACTION)
+} Registry__V1__CloneAction;
+/*
  * Every error code a server sends. Codes below 100 concern one request: the
  * connection stays open and other requests are unaffected. Codes from 100
  * concern the connection: the server sends the error, then closes it.
@@ -336,6 +362,7 @@ typedef void (*Registry__V1__Error_Closure)
 
 extern const ProtobufCEnumDescriptor    registry__v1__identifier_kind__descriptor;
 extern const ProtobufCEnumDescriptor    registry__v1__binding_past_limit__descriptor;
+extern const ProtobufCEnumDescriptor    registry__v1__clone_action__descriptor;
 extern const ProtobufCEnumDescriptor    registry__v1__error_code__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__identifier__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__error__descriptor;

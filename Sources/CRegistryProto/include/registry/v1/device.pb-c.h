@@ -25,6 +25,9 @@ typedef struct Registry__V1__ResolveRequest Registry__V1__ResolveRequest;
 typedef struct Registry__V1__ForgetRequest Registry__V1__ForgetRequest;
 typedef struct Registry__V1__ForgetResult Registry__V1__ForgetResult;
 typedef struct Registry__V1__LookupRequest Registry__V1__LookupRequest;
+typedef struct Registry__V1__ClonesRequest Registry__V1__ClonesRequest;
+typedef struct Registry__V1__SuspectedClone Registry__V1__SuspectedClone;
+typedef struct Registry__V1__Clones Registry__V1__Clones;
 typedef struct Registry__V1__AppSeen Registry__V1__AppSeen;
 typedef struct Registry__V1__DeviceRecord Registry__V1__DeviceRecord;
 
@@ -249,6 +252,77 @@ struct  Registry__V1__LookupRequest
 #define REGISTRY__V1__LOOKUP_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__lookup_request__descriptor) \
     , NULL, REGISTRY__V1__LOOKUP_REQUEST__SCOPE__NOT_SET, {0} }
+
+
+/*
+ * The suspected keychain clones a node holds (docs/identity.md, "Keychains
+ * cloned onto another phone"), with their evidence. Needs the read role on
+ * the vendor; with no vendor, every vendor the token reaches.
+ */
+struct  Registry__V1__ClonesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A vendor name, or a bundle ID of the vendor; empty: every vendor.
+   */
+  char *vendor;
+};
+#define REGISTRY__V1__CLONES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__clones_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * One suspected clone.
+ */
+struct  Registry__V1__SuspectedClone
+{
+  ProtobufCMessage base;
+  /*
+   * The device both IDFVs resolved to, canonical now.
+   */
+  char *device_id;
+  char *vendor;
+  /*
+   * FLAG: marked only; SPLIT: new_device_id holds the later IDFV.
+   */
+  Registry__V1__CloneAction action;
+  /*
+   * Milliseconds since the Unix epoch when the later IDFV first registered.
+   */
+  uint64_t later_idfv_appeared_ms;
+  /*
+   * Milliseconds since the Unix epoch when the earlier IDFV registered again
+   * after it, and the app that did.
+   */
+  uint64_t earlier_idfv_seen_ms;
+  char *bundle_id;
+  /*
+   * SPLIT: the later IDFV's device, canonical now.
+   */
+  char *new_device_id;
+  /*
+   * The node that decided it.
+   */
+  char *decided_by;
+};
+#define REGISTRY__V1__SUSPECTED_CLONE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__suspected_clone__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Answer to ClonesRequest, sorted by earlier_idfv_seen_ms.
+ */
+struct  Registry__V1__Clones
+{
+  ProtobufCMessage base;
+  size_t n_clones;
+  Registry__V1__SuspectedClone **clones;
+};
+#define REGISTRY__V1__CLONES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__clones__descriptor) \
+    , 0,NULL }
 
 
 /*
@@ -484,6 +558,63 @@ Registry__V1__LookupRequest *
 void   registry__v1__lookup_request__free_unpacked
                      (Registry__V1__LookupRequest *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__ClonesRequest methods */
+void   registry__v1__clones_request__init
+                     (Registry__V1__ClonesRequest         *message);
+size_t registry__v1__clones_request__get_packed_size
+                     (const Registry__V1__ClonesRequest   *message);
+size_t registry__v1__clones_request__pack
+                     (const Registry__V1__ClonesRequest   *message,
+                      uint8_t             *out);
+size_t registry__v1__clones_request__pack_to_buffer
+                     (const Registry__V1__ClonesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__ClonesRequest *
+       registry__v1__clones_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__clones_request__free_unpacked
+                     (Registry__V1__ClonesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__SuspectedClone methods */
+void   registry__v1__suspected_clone__init
+                     (Registry__V1__SuspectedClone         *message);
+size_t registry__v1__suspected_clone__get_packed_size
+                     (const Registry__V1__SuspectedClone   *message);
+size_t registry__v1__suspected_clone__pack
+                     (const Registry__V1__SuspectedClone   *message,
+                      uint8_t             *out);
+size_t registry__v1__suspected_clone__pack_to_buffer
+                     (const Registry__V1__SuspectedClone   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__SuspectedClone *
+       registry__v1__suspected_clone__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__suspected_clone__free_unpacked
+                     (Registry__V1__SuspectedClone *message,
+                      ProtobufCAllocator *allocator);
+/* Registry__V1__Clones methods */
+void   registry__v1__clones__init
+                     (Registry__V1__Clones         *message);
+size_t registry__v1__clones__get_packed_size
+                     (const Registry__V1__Clones   *message);
+size_t registry__v1__clones__pack
+                     (const Registry__V1__Clones   *message,
+                      uint8_t             *out);
+size_t registry__v1__clones__pack_to_buffer
+                     (const Registry__V1__Clones   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__Clones *
+       registry__v1__clones__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__clones__free_unpacked
+                     (Registry__V1__Clones *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__AppSeen methods */
 void   registry__v1__app_seen__init
                      (Registry__V1__AppSeen         *message);
@@ -551,6 +682,15 @@ typedef void (*Registry__V1__ForgetResult_Closure)
 typedef void (*Registry__V1__LookupRequest_Closure)
                  (const Registry__V1__LookupRequest *message,
                   void *closure_data);
+typedef void (*Registry__V1__ClonesRequest_Closure)
+                 (const Registry__V1__ClonesRequest *message,
+                  void *closure_data);
+typedef void (*Registry__V1__SuspectedClone_Closure)
+                 (const Registry__V1__SuspectedClone *message,
+                  void *closure_data);
+typedef void (*Registry__V1__Clones_Closure)
+                 (const Registry__V1__Clones *message,
+                  void *closure_data);
 typedef void (*Registry__V1__AppSeen_Closure)
                  (const Registry__V1__AppSeen *message,
                   void *closure_data);
@@ -572,6 +712,9 @@ extern const ProtobufCMessageDescriptor registry__v1__resolve_request__descripto
 extern const ProtobufCMessageDescriptor registry__v1__forget_request__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__forget_result__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__lookup_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__clones_request__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__suspected_clone__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__clones__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__app_seen__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__device_record__descriptor;
 

@@ -48,7 +48,8 @@ typedef enum {
   REGISTRY__V1__CLIENT_FRAME__BODY_ACCOUNT = 14,
   REGISTRY__V1__CLIENT_FRAME__BODY_FORGET = 15,
   REGISTRY__V1__CLIENT_FRAME__BODY_VENDOR = 16,
-  REGISTRY__V1__CLIENT_FRAME__BODY_WATCH = 17
+  REGISTRY__V1__CLIENT_FRAME__BODY_WATCH = 17,
+  REGISTRY__V1__CLIENT_FRAME__BODY_CLONES = 18
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__CLIENT_FRAME__BODY__CASE)
 } Registry__V1__ClientFrame__BodyCase;
 
@@ -88,6 +89,7 @@ struct  Registry__V1__ClientFrame
      * Streams WatchEvents until the connection closes (watch.proto).
      */
     Registry__V1__WatchRequest *watch;
+    Registry__V1__ClonesRequest *clones;
   };
 };
 #define REGISTRY__V1__CLIENT_FRAME__INIT \
@@ -151,6 +153,7 @@ typedef enum {
   REGISTRY__V1__SERVER_FRAME__BODY_FORGET_RESULT = 11,
   REGISTRY__V1__SERVER_FRAME__BODY_VENDOR_RULES = 12,
   REGISTRY__V1__SERVER_FRAME__BODY_WATCH_EVENTS = 13,
+  REGISTRY__V1__SERVER_FRAME__BODY_CLONES = 14,
   REGISTRY__V1__SERVER_FRAME__BODY_ERROR = 15
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__SERVER_FRAME__BODY__CASE)
 } Registry__V1__ServerFrame__BodyCase;
@@ -197,6 +200,10 @@ struct  Registry__V1__ServerFrame
      * A WatchRequest's stream.
      */
     Registry__V1__WatchEvents *watch_events;
+    /*
+     * Answer to ClonesRequest.
+     */
+    Registry__V1__Clones *clones;
     Registry__V1__Error *error;
   };
 };

@@ -23,6 +23,7 @@ typedef struct Registry__V1__MembershipChange Registry__V1__MembershipChange;
 typedef struct Registry__V1__BindingChange Registry__V1__BindingChange;
 typedef struct Registry__V1__Forget Registry__V1__Forget;
 typedef struct Registry__V1__VendorRuleChange Registry__V1__VendorRuleChange;
+typedef struct Registry__V1__CloneMark Registry__V1__CloneMark;
 typedef struct Registry__V1__Operation Registry__V1__Operation;
 
 
@@ -252,10 +253,63 @@ struct  Registry__V1__VendorRuleChange
   size_t n_moved;
   char **moved;
   char *moved_into;
+  /*
+   * Its clone policy: the action (unspecified: FLAG) and the window in days
+   * (1...3650; 0: 7). Both unset for the default.
+   */
+  Registry__V1__CloneAction clone_action;
+  uint32_t clone_window_days;
 };
 #define REGISTRY__V1__VENDOR_RULE_CHANGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rule_change__descriptor) \
-    , REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
+    , REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, 0 }
+
+
+/*
+ * A suspected keychain clone, as the node that saw the evidence decided it
+ * (docs/identity.md, "Keychains cloned onto another phone"): the device's
+ * keychain took a later IDFV, then the earlier IDFV registered again within
+ * the vendor's window.
+ */
+struct  Registry__V1__CloneMark
+{
+  ProtobufCMessage base;
+  /*
+   * FLAG or SPLIT.
+   */
+  Registry__V1__CloneAction action;
+  /*
+   * The device both IDFVs resolved to.
+   */
+  Registry__V1__DeviceRef *device;
+  /*
+   * 16 bytes: the later IDFV's claim as the device holds it.
+   */
+  ProtobufCBinaryData later_idfv;
+  /*
+   * Hybrid logical clock value of the registration that claimed it.
+   */
+  uint64_t appeared_hlc;
+  /*
+   * Hybrid logical clock value of the earlier IDFV's registration after it.
+   */
+  uint64_t earlier_seen_hlc;
+  /*
+   * The app of that registration.
+   */
+  char *bundle_id;
+  /*
+   * SPLIT only: 16 bytes, the keychain claim that stops linking IDFVs.
+   */
+  ProtobufCBinaryData keychain;
+  /*
+   * SPLIT only: the device the later IDFV gets.
+   */
+  Registry__V1__DeviceRef *new_device;
+};
+#define REGISTRY__V1__CLONE_MARK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&registry__v1__clone_mark__descriptor) \
+    , REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, NULL, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, {0,NULL}, NULL }
 
 
 typedef enum {
@@ -264,7 +318,8 @@ typedef enum {
   REGISTRY__V1__OPERATION__BODY_MEMBERSHIP = 2,
   REGISTRY__V1__OPERATION__BODY_BINDING = 3,
   REGISTRY__V1__OPERATION__BODY_FORGET = 4,
-  REGISTRY__V1__OPERATION__BODY_VENDOR_RULE = 5
+  REGISTRY__V1__OPERATION__BODY_VENDOR_RULE = 5,
+  REGISTRY__V1__OPERATION__BODY_CLONE = 6
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__OPERATION__BODY__CASE)
 } Registry__V1__Operation__BodyCase;
 
@@ -278,6 +333,7 @@ struct  Registry__V1__Operation
     Registry__V1__BindingChange *binding;
     Registry__V1__Forget *forget;
     Registry__V1__VendorRuleChange *vendor_rule;
+    Registry__V1__CloneMark *clone;
   };
 };
 #define REGISTRY__V1__OPERATION__INIT \
@@ -418,6 +474,25 @@ Registry__V1__VendorRuleChange *
 void   registry__v1__vendor_rule_change__free_unpacked
                      (Registry__V1__VendorRuleChange *message,
                       ProtobufCAllocator *allocator);
+/* Registry__V1__CloneMark methods */
+void   registry__v1__clone_mark__init
+                     (Registry__V1__CloneMark         *message);
+size_t registry__v1__clone_mark__get_packed_size
+                     (const Registry__V1__CloneMark   *message);
+size_t registry__v1__clone_mark__pack
+                     (const Registry__V1__CloneMark   *message,
+                      uint8_t             *out);
+size_t registry__v1__clone_mark__pack_to_buffer
+                     (const Registry__V1__CloneMark   *message,
+                      ProtobufCBuffer     *buffer);
+Registry__V1__CloneMark *
+       registry__v1__clone_mark__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   registry__v1__clone_mark__free_unpacked
+                     (Registry__V1__CloneMark *message,
+                      ProtobufCAllocator *allocator);
 /* Registry__V1__Operation methods */
 void   registry__v1__operation__init
                      (Registry__V1__Operation         *message);
@@ -460,6 +535,9 @@ typedef void (*Registry__V1__Forget_Closure)
 typedef void (*Registry__V1__VendorRuleChange_Closure)
                  (const Registry__V1__VendorRuleChange *message,
                   void *closure_data);
+typedef void (*Registry__V1__CloneMark_Closure)
+                 (const Registry__V1__CloneMark *message,
+                  void *closure_data);
 typedef void (*Registry__V1__Operation_Closure)
                  (const Registry__V1__Operation *message,
                   void *closure_data);
@@ -478,6 +556,7 @@ extern const ProtobufCMessageDescriptor registry__v1__membership_change__descrip
 extern const ProtobufCMessageDescriptor registry__v1__binding_change__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__forget__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor;
+extern const ProtobufCMessageDescriptor registry__v1__clone_mark__descriptor;
 extern const ProtobufCMessageDescriptor registry__v1__operation__descriptor;
 
 PROTOBUF_C__END_DECLS

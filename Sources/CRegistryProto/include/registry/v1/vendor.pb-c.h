@@ -56,10 +56,19 @@ struct  Registry__V1__VendorRuleSpec
    * What a bind past the limit does (unspecified: reject).
    */
   Registry__V1__BindingPastLimit past_limit;
+  /*
+   * What a keychain UUID seen with two IDFVs in use does (unspecified: flag).
+   */
+  Registry__V1__CloneAction clone_action;
+  /*
+   * The earlier IDFV counts as in use again only within this many days after
+   * the later one appeared (1...3650; 0: 7).
+   */
+  uint32_t clone_window_days;
 };
 #define REGISTRY__V1__VENDOR_RULE_SPEC__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__vendor_rule_spec__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0, 0, REGISTRY__V1__BINDING_PAST_LIMIT__BINDING_PAST_LIMIT_UNSPECIFIED, REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, 0 }
 
 
 struct  Registry__V1__VendorListRequest

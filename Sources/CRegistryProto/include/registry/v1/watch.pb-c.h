@@ -53,7 +53,17 @@ typedef enum _Registry__V1__WatchEventKind {
   /*
    * device_id and other_device_ids, one merge set, were forgotten.
    */
-  REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_FORGOTTEN = 5
+  REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_FORGOTTEN = 5,
+  /*
+   * device_id's keychain UUID was seen with two IDFVs in use: most likely a
+   * backup restored onto a second phone (the vendor's clone policy: flag).
+   */
+  REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_CLONE_SUSPECTED = 6,
+  /*
+   * As CLONE_SUSPECTED, and the later IDFV now has a device of its own: the
+   * only entry of other_device_ids (the vendor's clone policy: split).
+   */
+  REGISTRY__V1__WATCH_EVENT_KIND__WATCH_EVENT_KIND_SPLIT = 7
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__WATCH_EVENT_KIND)
 } Registry__V1__WatchEventKind;
 
@@ -130,7 +140,7 @@ struct  Registry__V1__WatchEvent
   char *device_id;
   /*
    * MERGED: the devices that are one with device_id; FORGOTTEN: the other
-   * devices of the set.
+   * devices of the set; SPLIT: the new device.
    */
   size_t n_other_device_ids;
   char **other_device_ids;

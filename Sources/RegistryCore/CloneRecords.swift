@@ -1,0 +1,102 @@
+/// An IDFV that a device's keychain UUID took after the device was created: a registration
+/// presented the keychain UUID with an IDFV the vendor had not seen. Kept for the device slot the
+/// registration named, whatever merges follow, as a keyed-hash claim value.
+struct LaterIDFV: Hashable, Sendable {
+    let claim: UUID128
+    /// The earliest registration that claimed it (raw HLC).
+    var appeared: UInt64
+}
+
+extension RegistryState {
+    /// Records that slot `device` took later IDFV `claim` at `appeared`; the earliest such
+    /// registration counts, so the record does not depend on the order registrations arrive in.
+    mutating func noteLaterIDFV(_ claim: UUID128, appeared: UInt64, on device: UInt32) {
+        if let index = laterIDFVs[device]?.firstIndex(where: { $0.claim == claim }) {
+            laterIDFVs[device]![index].appeared = min(laterIDFVs[device]![index].appeared, appeared)
+        } else {
+            laterIDFVs[device, default: []].append(LaterIDFV(claim: claim, appeared: appeared))
+        }
+    }
+
+    /// Adds a clone operation; one held already changes nothing. A split contests the keychain
+    /// claim, moves the later IDFV's claim to its successor and creates the device that holds it.
+    public mutating func apply(_ op: CloneOp) {
+        guard clones.insert(op).inserted else { return }
+        digest &+= StateDigest.clone(op)
+        cloneKeys.insert(op.key)
+        let device = slot(for: op.device)
+        var fresh: UInt32?
+        if let newDevice = op.newDevice {
+            index(split: op, vendor: slots[device].vendor)
+            let number = slot(for: newDevice)
+            claim(ClaimKey(vendor: slots[number].vendor, identifier: op.successorClaim), for: number)
+            fresh = number
+        }
+        if feedRecording != nil, !isGone(op.device.id) {
+            let root = slots[device].canonical
+            let vendor = vendors[slots[root].vendor]
+            if let fresh {
+                record(.split(device: DeviceID(slots[root].id), newDevice: DeviceID(slots[slots[fresh].canonical].id), vendor: vendor))
+            } else {
+                record(.cloneSuspected(device: DeviceID(slots[root].id), vendor: vendor))
+            }
+        }
+    }
+
+    private mutating func index(split op: CloneOp, vendor: UInt32) {
+        guard let keychain = op.keychain else { return }
+        contestedClaims.insert(ClaimKey(vendor: vendor, identifier: keychain))
+        splitClaims.insert(ClaimKey(vendor: vendor, identifier: op.laterIDFV))
+    }
+
+    /// Builds the split indexes again from the splits held, under the vendors their devices are
+    /// filed in now (after a vendor move, or a snapshot restore).
+    mutating func indexClones() {
+        contestedClaims.removeAll()
+        splitClaims.removeAll()
+        for op in clones where op.action == .split {
+            guard let number = slotOf.value(for: op.device.id.uuid) else { continue }
+            index(split: op, vendor: slots[number].vendor)
+        }
+    }
+
+    /// Whether any device took a later IDFV: when none did, no registration can show a clone,
+    /// and ``suspectedClone(of:decided:policy:at:origin:key:)`` need not be asked.
+    public var mayShowClones: Bool { !laterIDFVs.isEmpty }
+
+    /// The suspected clones held, each with its device's canonical record now; gone devices are
+    /// left out. Sorted by when the evidence was seen. `vendor` nil: every vendor.
+    public func suspectedClones(in vendor: Vendor? = nil) -> [SuspectedClone] {
+        let filed = vendor.map { vendorRuleHistory.aliases.filing($0) }
+        // Two nodes may mark one clone at once: one entry each, the split if any, else the earliest.
+        var chosen = [CloneKey: CloneOp]()
+        for op in clones {
+            if let held = chosen[op.key],
+                (held.action.rawValue, op.earlierSeen, op.device.origin) >= (op.action.rawValue, held.earlierSeen, held.device.origin)
+            {
+                continue
+            }
+            chosen[op.key] = op
+        }
+        var found = [SuspectedClone]()
+        for op in chosen.values {
+            guard let number = slotOf.value(for: op.device.id.uuid), !isGone(op.device.id) else { continue }
+            let root = slots[number].canonical
+            if let filed, vendors[slots[root].vendor] != filed { continue }
+            let split = op.newDevice.flatMap { slotOf.value(for: $0.id.uuid) }.map { DeviceID(slots[slots[$0].canonical].id) }
+            found.append(SuspectedClone(operation: op, device: DeviceID(slots[root].id), vendor: vendors[slots[root].vendor], splitDevice: split))
+        }
+        return found.sorted { ($0.operation.earlierSeen, $0.operation.device.id) < ($1.operation.earlierSeen, $1.operation.device.id) }
+    }
+}
+
+/// A suspected clone as `registryctl device clones` lists it: the operation that marked it, and
+/// the devices it concerns as they resolve now.
+public struct SuspectedClone: Hashable, Sendable {
+    public let operation: CloneOp
+    /// The canonical device of the device marked.
+    public let device: DeviceID
+    public let vendor: Vendor
+    /// A split's new device, canonical now; nil for a flag.
+    public let splitDevice: DeviceID?
+}

@@ -1,0 +1,56 @@
+import RegistryCore
+import RegistryWire
+
+extension NodeState {
+    /// Logs the clone operation a registration just decided shows, if any (``RegistryState/suspectedClone(of:decided:policy:at:origin:key:)``),
+    /// after the registration in the log. The vendor's policy is read only when some device's
+    /// keychain took a later IDFV: until then no registration can show a clone.
+    mutating func logSuspectedClone(of registration: Registration, decided op: RegistrationOp, wallMillis: UInt64, operations: inout [LoggedOperation]) {
+        guard registry.mayShowClones else { return }
+        let policy = rules.clonePolicy(of: op.device.vendor)
+        guard policy.action != .off else { return }
+        let time = clock.tick(wallMillis: wallMillis)
+        guard let clone = registry.suspectedClone(of: registration, decided: op, policy: policy, at: time, origin: nodeID, key: mintingKey) else {
+            return
+        }
+        log(.clone(clone), at: time, operations: &operations)
+    }
+
+    /// Answers a clones request: the suspected clones of the vendor it names (a name, or a bundle
+    /// ID of the vendor), or of every vendor the caller reaches.
+    func answerClones(vendor text: String, access: ConnectionAccess) -> ServerBody {
+        guard access.allows(.read) else { return .error(ConnectionAccess.denied(.read)) }
+        var vendor: Vendor?
+        if !text.isEmpty {
+            do throws(IdentityError) {
+                vendor = try Self.vendor(namedOrOwning: text, rules: rules)
+            } catch {
+                return .error(WireError(error))
+            }
+            guard access.allows(.read, vendor: vendor!.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor!.name)) }
+        }
+        let clones = registry.suspectedClones(in: vendor).filter { vendor != nil || access.allows(.read, vendor: $0.vendor.name) }
+        return .clones(clones.map { SuspectedCloneMessage($0) })
+    }
+
+    /// The vendor `text` names: a vendor's name, else the vendor of a bundle ID.
+    private static func vendor(namedOrOwning text: String, rules: VendorRules) throws(IdentityError) -> Vendor {
+        do {
+            return try rules.vendor(named: text)
+        } catch {
+            guard let bundle = try? BundleID(parsing: text) else { throw error }
+            return rules.vendor(of: bundle)
+        }
+    }
+}
+
+extension SuspectedCloneMessage {
+    /// The wire form of a suspected clone.
+    init(_ clone: SuspectedClone) {
+        let op = clone.operation
+        self.init(
+            deviceID: clone.device.description, vendor: clone.vendor.name, action: op.action == .split ? .split : .flag,
+            laterIDFVAppearedMillis: op.appeared.millis, earlierIDFVSeenMillis: op.earlierSeen.millis, bundleID: op.bundle.value,
+            newDeviceID: clone.splitDevice?.description ?? "", decidedBy: (op.newDevice ?? op.device).origin.value)
+    }
+}
