@@ -177,6 +177,7 @@ extension RegistryState {
         for (node, member) in clusterMembers { sum &+= StateDigest.member(node, member) }
         for device in tombstones { sum &+= StateDigest.tombstone(device) }
         for change in vendorRuleHistory.changes { sum &+= StateDigest.vendorRule(change) }
+        for op in clones { sum &+= StateDigest.clone(op) }
         accountTable.forEachChange { change in
             sum &+= StateDigest.binding(
                 kind: change.kind.rawValue, vendor: StateDigest.text(change.vendor.name), account: change.account,

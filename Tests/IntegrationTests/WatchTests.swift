@@ -32,6 +32,7 @@ final class WatchedView: Sendable {
                     for other in event.otherDeviceIDs { state.canonical[other] = event.deviceID }
                 case .forgotten: state.gone.formUnion([event.deviceID] + event.otherDeviceIDs)
                 case .bound, .unbound: state.bound[event.accountID] = Set(event.boundDeviceIDs)
+                case .cloneSuspected, .split: break
                 case nil: break
                 }
             }

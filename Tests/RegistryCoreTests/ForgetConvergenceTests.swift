@@ -87,7 +87,7 @@ struct GoneOracle {
                 }
             case .forget(let op): named.insert(op.device)
             case .binding(let change): changes.append(change)
-            case .membership, .vendorRule: break
+            case .membership, .vendorRule, .clone: break
             }
         }
         let goneRoots = Set(named.filter { parent[$0] != nil }.map(find))
