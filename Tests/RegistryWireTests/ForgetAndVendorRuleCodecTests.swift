@@ -42,7 +42,10 @@ import Testing
         let policy = try BindingPolicy(
             maxDevices: 1 + Int(random.next() % 1_000), activeWithinDays: random.next() % 2 == 0 ? nil : 1 + Int(random.next() % 3_650),
             pastLimit: random.next() % 2 == 0 ? .reject : .replace)
-        let rule = kind == .remove ? nil : try VendorRule(name: name, prefixes: Array(Set(prefixes)).sorted(), binding: policy)
+        // A third of the rules keep the default clone policy, which is written as nothing.
+        let clones = random.next() % 3 == 0 ? .default
+            : try ClonePolicy(action: [ClonePolicy.Action.flag, .split, .off][Int(random.next() % 3)], windowDays: 1 + Int(random.next() % 3_650))
+        let rule = kind == .remove ? nil : try VendorRule(name: name, prefixes: Array(Set(prefixes)).sorted(), binding: policy, clones: clones)
         // An operator's change may carry a move; a seed never does.
         let move = kind == .seed || random.next() % 2 == 0 ? nil : VendorMove(from: prefixes + ["moved-\(random.next() % 9)"], into: name)
         return VendorRuleChange(
@@ -64,6 +67,10 @@ import Testing
                     message.max_devices = UInt32(rule.binding.maxDevices)
                     message.active_within_days = UInt32(rule.binding.activeWithinDays ?? 0)
                     message.past_limit = Registry__V1__BindingPastLimit(rawValue: UInt32(VendorRuleCodec.pastLimit(rule.binding.pastLimit)))
+                    if rule.clones != .default {
+                        message.clone_action = Registry__V1__CloneAction(rawValue: UInt32(rule.clones.wireAction))
+                        message.clone_window_days = UInt32(rule.clones.windowDays)
+                    }
                 }
                 message.at_hlc = change.time.rawValue
                 message.origin_node_id = arena.string(change.origin.value)
@@ -117,6 +124,22 @@ import Testing
         // A name another node would write lower-case.
         #expect(throws: CodecError.invalidOperation("vendor rule \"Acme\": invalid vendor: vendor name \"Acme\" is not in its normal form")) {
             try OperationCodec.decode(try encoded(kind: 2, name: "Acme", prefixes: ["com.acme"], maxDevices: 1))
+        }
+        // Clone policies out of range.
+        let badClones = try packed { operation, arena in
+            var message = Registry__V1__VendorRuleChange()
+            registry__v1__vendor_rule_change__init(&message)
+            message.kind = REGISTRY__V1__VENDOR_RULE_CHANGE_KIND__VENDOR_RULE_CHANGE_KIND_SET
+            message.name = arena.string("acme")
+            (message.n_prefixes, message.prefixes) = arena.strings(["acme.app"])
+            message.max_devices = 1
+            message.clone_action = Registry__V1__CloneAction(rawValue: 9)
+            message.origin_node_id = arena.string("node-a")
+            operation.body_case = REGISTRY__V1__OPERATION__BODY_VENDOR_RULE
+            operation.vendor_rule = arena.new(message)
+        }
+        #expect(throws: CodecError.invalidOperation("vendor rule \"acme\": invalid clone policy: clone action 9 is not flag (1), split (2) or off (3)")) {
+            try OperationCodec.decode(badClones)
         }
         guard case .vendorRule(let removal) = try OperationCodec.decode(try encoded(kind: 3, name: "acme", prefixes: [], maxDevices: 0)) else {
             Issue.record("a removal did not decode")
