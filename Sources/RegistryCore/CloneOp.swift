@@ -8,7 +8,9 @@
 /// - marks `keychain` contested: a registration that presents an IDFV no longer looks the
 ///   keychain UUID up nor claims it, so it links no IDFV to another any more;
 /// - marks the later IDFV's claim split: registrations that present it go on to its
-///   ``Identifier/splitSuccessor`` claim, which `newDevice` holds.
+///   ``Identifier/splitSuccessor`` claim, which `newDevice` holds, and the keychain UUID they
+///   present with it (whichever it is) is neither looked up nor claimed. So nothing the later
+///   phone presents leads back to `device`, and no node that holds the split merges them again.
 ///
 /// Every effect is a set insert, a device creation or a claim, so applying clone operations
 /// commutes with every other operation; two nodes that split one device at once name the same

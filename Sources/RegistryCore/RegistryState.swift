@@ -191,10 +191,13 @@ public struct RegistryState: Sendable {
             keys = live.map(\.key)
             generations = live.map(\.generation)
         }
-        // A keychain UUID a split contested links nothing when an IDFV is presented (``CloneOp``):
-        // it is neither looked up nor claimed.
+        // A keychain UUID links nothing, and is neither looked up nor claimed, when the IDFV
+        // presented with it is one a split moved (its walk passed a split claim, whose owner is
+        // in `owners` now), or when a split contested it (``CloneOp``): the IDFV decides alone.
         var contested: Identifier?
-        if let vendorNumber, !contestedClaims.isEmpty, keys.contains(where: { $0.kind == .idfv }) {
+        if !owners.isEmpty {
+            contested = keys.first { $0.kind == .keychain }
+        } else if let vendorNumber, !contestedClaims.isEmpty, keys.contains(where: { $0.kind == .idfv }) {
             contested = keys.first { $0.kind == .keychain && contestedClaims.contains(ClaimKey(vendor: vendorNumber, identifier: $0)) }
         }
         if let vendorNumber {

@@ -119,6 +119,10 @@ import Testing
         // The old phone keeps its device; the keychain alone still names it.
         #expect(try node.register("com.v.b", keychain: Self.keychain, idfv: Self.idfvA, onDay: 3).device == device)
         #expect(try node.register("com.v.b", keychain: Self.keychain, onDay: 3).device == device)
+        // The new phone's keychain wiped: its new keychain UUID leads nowhere else either.
+        let wiped = try node.register("com.v.a", keychain: "77777777-7777-4777-8777-777777777777", idfv: Self.idfvB, onDay: 3)
+        #expect(wiped.device == newDevice && wiped.replaced == [device])
+        #expect(try node.register("com.v.a", keychain: "77777777-7777-4777-8777-777777777777", idfv: Self.idfvA, onDay: 3).device == device)
         // A third IDFV with the contested keychain is a device of its own.
         let third = try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvC, onDay: 4)
         #expect(third.created && third.device != device && third.device != newDevice)

@@ -8,7 +8,9 @@ import RegistryCore
 /// keeps its earliest creation, and each merge set's apps span their earliest and latest
 /// sightings. A merge set is gone when it holds a device a forget named, and then keeps no apps.
 /// Vendors that moves joined are one: every claim is keyed by the name `aliases` (from
-/// ``VendorRuleOracle/aliases(_:)``) gives its vendor.
+/// ``VendorRuleOracle/aliases(_:)``) gives its vendor. A clone operation names its device, and a
+/// split creates its new device, which claims the split IDFV's successor claim (its claim at
+/// generation `UInt32.max`, docs/identity.md).
 public struct ExpectedCanonical {
     public private(set) var canonical: [UUID128: UUID128] = [:]
     /// Every device to its earliest creation: (HLC, origin).
@@ -45,6 +47,17 @@ public struct ExpectedCanonical {
         var sightings = [(device: UUID128, bundle: String, seen: UInt64)]()
         for logged in operations {
             if case .forget(let op) = logged.operation { tombstones.insert(op.device.uuid) }
+            if case .clone(let op) = logged.operation {
+                note(op.device)
+                guard let newDevice = op.newDevice else { continue }
+                note(newDevice)
+                let vendor = Vendor(trusted: aliases[op.device.vendor.name] ?? op.device.vendor.name)
+                let key = Self.key(vendor: vendor, identifier: op.laterIDFV.atGeneration(.max))
+                if let first = claimants[key] { connect(first, newDevice.id.uuid) } else { claimants[key] = newDevice.id.uuid }
+                if let known = owner[key], !Self.bytes(newDevice.id.uuid).lexicographicallyPrecedes(Self.bytes(known)) { continue }
+                owner[key] = newDevice.id.uuid
+                continue
+            }
             guard case .registration(let op) = logged.operation else { continue }
             note(op.device)
             sightings.append((op.device.id.uuid, op.bundle.value, op.seen.rawValue))

@@ -43,7 +43,7 @@ public enum VendorRuleOracle {
             let free = rule.prefixes.filter { owner[$0] == nil }
             if free.isEmpty || (rule.name.contains(".") && !free.contains(rule.name)) { continue }
             for prefix in free { owner[prefix] = rule.name }
-            result.append(try! VendorRule(name: rule.name, prefixes: free, binding: rule.binding))
+            result.append(try! VendorRule(name: rule.name, prefixes: free, binding: rule.binding, clones: rule.clones))
         }
         return result.sorted { $0.name < $1.name }
     }

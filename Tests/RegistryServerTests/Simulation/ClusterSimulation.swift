@@ -89,6 +89,9 @@ final class ClusterSimulation {
         /// whose move joined vendors.
         var vendorChanges = 0, moves = 0
         var vendorErrors: [String: Int] = [:]
+        /// Keychains restored onto a second phone (``keychainClone()``), and the clone operations
+        /// the cluster logged in all.
+        var cloneScenarios = 0, clonesLogged = 0
         var registrations = 0, siblingRaces = 0, splitRaces = 0, crashes = 0, partitions = 0, wipes = 0, skews = 0, removals = 0
         var restores = 0
         /// Crashes at a disk change inside a commit, a snapshot or an install; of those, inside
@@ -149,7 +152,10 @@ final class ClusterSimulation {
         keychains = (0..<6).map { _ in UUID128(high: pool.next() | 1, low: pool.next()) }
         bindingPolicy = seed % 2 == 1 ? try BindingPolicy(maxDevices: 2, pastLimit: .replace) : .default
         vendorRules =
-            seed % 2 == 1 ? try VendorRules(rules: [VendorRule(name: nil, prefixes: ["com.sim"], binding: bindingPolicy)]) : try VendorRules()
+            seed % 2 == 1
+            ? try VendorRules(rules: [
+                VendorRule(name: nil, prefixes: ["com.sim"], binding: bindingPolicy, clones: seed % 4 == 1 ? try ClonePolicy(action: .split) : .default)
+            ]) : try VendorRules()
         nodes = (0..<nodeCount).map { index in
             Node(name: NodeID(trusted: "node-\(Character(UnicodeScalar(97 + index)!))"), instance: UInt64(index + 1))
         }
@@ -571,6 +577,28 @@ final class ClusterSimulation {
         guard let first, let other else { return }
         counts.siblingRaces += 1
         if first != other { counts.splitRaces += 1 }
+    }
+
+    /// A backup restored onto a second phone, both in use: the first phone registers with its
+    /// keychain UUID and IDFV, the second with the same keychain UUID and its own IDFV, then the
+    /// first again, each through any running node. Whether a node sees the clone depends on what
+    /// it holds when the first phone comes back; every node must end with the same marks.
+    func keychainClone() {
+        defer { counts.cloneScenarios += 1 }
+        let alive = nodes.indices.filter { nodes[$0].engine != nil }
+        guard !alive.isEmpty else { return }
+        let keychain = PresentedIdentifier(rawKind: 1, text: freshUUID().text)
+        let (first, second) = (PresentedIdentifier(rawKind: 2, text: freshUUID().text), PresentedIdentifier(rawKind: 2, text: freshUUID().text))
+        register(at: alive.randomElement(using: &random)!, bundle: "com.sim.app1", identifiers: [keychain, first])
+        advance(by: UInt64.random(in: 1...40, using: &random))
+        register(at: alive.randomElement(using: &random)!, bundle: "com.sim.app2", identifiers: [keychain, second])
+        advance(by: UInt64.random(in: 1...40, using: &random))
+        register(at: alive.randomElement(using: &random)!, bundle: "com.sim.app1", identifiers: [keychain, first])
+    }
+
+    /// Counts the clone operations the cluster logged, once it is quiet.
+    func countClones() throws {
+        counts.clonesLogged = try allOperations().filter { if case .clone = $0.operation { true } else { false } }.count
     }
 
     // MARK: - Faults

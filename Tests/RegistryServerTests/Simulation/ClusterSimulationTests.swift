@@ -58,7 +58,8 @@ import Testing
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
                 + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors)), "
-                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)); "
+                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)), "
+                + "\(total.cloneScenarios) keychains cloned onto a second phone (\(total.clonesLogged) clone operations logged); "
                 + "a watcher read \(watched.events) events, moved \(watched.moves) times (\(watched.notCaughtUp) to a node not caught up), "
                 + "reopened \(watched.reopened) readers and read the state again \(watched.expiries) times "
                 + "(\(watched.finalReReads) of them in the final catch-up)")
@@ -71,6 +72,7 @@ import Testing
             #expect(total.batchesFromMemory > 0 && total.batchesFromJournal > 0)
             #expect(total.binds > 0 && total.unbinds > 0 && total.bindsRejected > 0)
             #expect(total.forgets > 0 && total.vendorChanges > 0 && total.moves > 0)
+            #expect(total.cloneScenarios > 0 && total.clonesLogged > 0)
             #expect(watched.events > 0 && watched.moves > 0 && watched.expiries > 0 && watched.reopened > 0)
             // Most seeds end with a view made of events, not one read from the state at the end.
             #expect(watched.finalReReads * 4 < seeds.count, "\(watched.finalReReads) of \(seeds.count) seeds read the state again at the end")
@@ -96,6 +98,7 @@ import Testing
             case 72..<80: simulation.randomBinding()
             case 80..<82: simulation.randomForget()
             case 82..<86: simulation.randomVendorChange()
+            case 86..<88: simulation.keychainClone()
             case 40..<46: simulation.siblingRace()
             case 46..<48 where crashed == nil:
                 simulation.crash(node)
@@ -170,6 +173,7 @@ import Testing
         for node in simulation.members where simulation.nodes[node].engine == nil { try simulation.restart(node) }
         try quiesce(simulation, faults: .none, watcher: watcher)
         try check(simulation)
+        try simulation.countClones()
         // What the watcher made of the events it read, against the node it ends on.
         if let problem = watcher.finish(simulation) { throw SimulationFailure(seed: seed, reason: "the watcher: \(problem)") }
         return (simulation.counts, watcher.counts)
@@ -278,6 +282,25 @@ import Testing
         for forget in simulation.acknowledgedForgets where !states[0].gone.contains(forget.device) {
             throw SimulationFailure(seed: seed, reason: "acknowledged forget of \(forget.device) is not held: the device is not gone")
         }
+        // A split keeps the later IDFV's device apart from the device it was split from, and
+        // moves the later IDFV's lookups there; the keychain it contested still leads to its
+        // claim's owner, wherever registrations that present it with an IDFV go.
+        let splits = try simulation.allOperations().compactMap { logged -> CloneOp? in
+            if case .clone(let op) = logged.operation, op.action == .split { return op }
+            return nil
+        }
+        let splitDevices = Set(splits.flatMap { [$0.device.id.uuid, $0.newDevice!.id.uuid] }.compactMap { expected.canonical[$0] })
+        // Contested keychain claims, by value (a claim in a generation past a forget is a derived
+        // value: the simulation's few forgets reach no generation past 16).
+        let contested = Set(splits.compactMap { $0.keychain?.value })
+        func isContested(_ identifier: Identifier) -> Bool {
+            identifier.kind == .keychain && (0...16).contains { contested.contains(identifier.atGeneration($0).value) }
+        }
+        for split in splits where !expected.gone.contains(split.device.id.uuid) {
+            guard expected.canonical[split.device.id.uuid] != expected.canonical[split.newDevice!.id.uuid] else {
+                throw SimulationFailure(seed: seed, reason: "the split of \(split.device.id) was joined again with \(split.newDevice!.id)")
+            }
+        }
         for engine in engines {
             let failure = engine.withState { state -> String? in
                 for acknowledged in simulation.acknowledged {
@@ -298,6 +321,9 @@ import Testing
                     guard state.canonical(of: canonical) == canonical else {
                         return "\(acknowledged.device) is more than one hop from its canonical device"
                     }
+                    // A split moved the later IDFV, and contested the keychain: its registrations
+                    // name the device they resolved to then (checked above).
+                    if splitDevices.contains(canonical.uuid) || isContested(sealed) { continue }
                     // The state holds identifiers as the node's keyed hashes.
                     let found = state.lookup(vendor: acknowledged.vendor, identifier: sealed)?.device.id
                     guard found == canonical else {
@@ -411,6 +437,8 @@ extension ClusterSimulation.Counts {
         forgetsOfGone += other.forgetsOfGone
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
+        cloneScenarios += other.cloneScenarios
+        clonesLogged += other.clonesLogged
         moves += other.moves
         removalsRefused.merge(other.removalsRefused, uniquingKeysWith: +)
         vendorErrors.merge(other.vendorErrors, uniquingKeysWith: +)
