@@ -61,6 +61,9 @@ struct VendorCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard ClonePolicy.Action(rawValue: clones) != nil else { throw ValidationError("--clones is flag, split or off, not \(clones)") }
+            guard (1...UInt32(ClonePolicy.maxWindowDays)).contains(cloneWindowDays) else {
+                throw ValidationError("--clone-window-days must be 1 to \(ClonePolicy.maxWindowDays)")
+            }
             guard !prefixes.isEmpty else { throw ValidationError("give at least one --prefix") }
             guard BindingPolicy.PastLimit(rawValue: pastLimit) != nil else { throw ValidationError("--past-limit is reject or replace, not \(pastLimit)") }
             guard maxDevices > 0 else { throw ValidationError("--max-devices must be 1 to 1000") }

@@ -22,7 +22,7 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(name: .customLong("vendor"), help: "Only this vendor's events (repeat for more). [default: every vendor the token reaches]")
     var vendors: [String] = []
-    @Option(name: .customLong("kind"), help: "Only this kind: created, merged, bound, unbound or forgotten (repeat for more). [default: all]")
+    @Option(name: .customLong("kind"), help: "Only this kind: created, merged, bound, unbound, forgotten, clone_suspected or split (repeat for more). [default: all]")
     var kinds: [String] = []
     @Option(name: .customLong("from"), help: "Resume after this cursor, as an earlier watch printed it. [default: from now]")
     var from: String?
@@ -100,7 +100,7 @@ enum WatchLine {
     }
 
     static func text(_ event: WatchEventMessage) -> String {
-        var line = "\(Output.time(event.millis))  \(kindName(event.kind).padding(toLength: 9, withPad: " ", startingAt: 0))  \(event.vendor)  \(event.deviceID)"
+        var line = "\(Output.time(event.millis))  \(kindName(event.kind).padding(toLength: 15, withPad: " ", startingAt: 0))  \(event.vendor)  \(event.deviceID)"
         if !event.otherDeviceIDs.isEmpty { line += "  " + event.otherDeviceIDs.joined(separator: ",") }
         if !event.accountID.isEmpty { line += "  account \(event.accountID)" }
         if event.kind == FeedEventKind.unbound.rawValue { line += "  (\(event.unbindReason))" }
