@@ -26,6 +26,8 @@ import Testing
                 == (try BindingPolicy(maxDevices: 2, activeWithinDays: 90, pastLimit: .replace)))
         #expect(configuration.vendorRules.bindingPolicy(of: Vendor(trusted: "uk.co.bbc")) == .default)
         #expect(configuration.vendorRules.bindingPolicy(of: Vendor(trusted: "com.unruled")) == .default)
+        #expect(configuration.vendorRules.clonePolicy(of: Vendor(trusted: "acme")) == (try ClonePolicy(action: .split, windowDays: 7)))
+        #expect(configuration.vendorRules.clonePolicy(of: Vendor(trusted: "uk.co.bbc")) == .default)
     }
 
     /// A binding policy is part of the rules: nodes whose policies differ have different
@@ -39,6 +41,9 @@ import Testing
             rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2, pastLimit: .replace))])
         let windowed = try VendorRules(
             rules: [VendorRule(name: "acme", prefixes: ["com.acme"], binding: try BindingPolicy(maxDevices: 2, activeWithinDays: 90))])
+        let split = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"], clones: try ClonePolicy(action: .split))])
+        let flagged = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"], clones: try ClonePolicy(action: .flag))])
+        #expect(split.fingerprint != plain.fingerprint && flagged.fingerprint == plain.fingerprint)
         #expect(plain.fingerprint == defaulted.fingerprint)
         #expect(Set([plain.fingerprint, two.fingerprint, replace.fingerprint, windowed.fingerprint]).count == 4)
         #expect(plain != two)
@@ -245,6 +250,11 @@ import Testing
         ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"pastLimit\": \"evict\"}}]}", "pastLimit should be \"reject\" or \"replace\""),
         ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"binding\": {\"maxDevice\": 2}}]}", "unknown key \"vendors[0].binding.maxDevice\"; did you mean \"maxDevices\"?"),
         ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"bindings\": {}}]}", "did you mean \"binding\"?"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"clones\": \"split\"}]}", "vendors[0].clones should be an object"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"clones\": {\"action\": \"merge\"}}]}", "vendors[0].clones.action should be \"flag\", \"split\" or \"off\""),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"clones\": {\"windowDays\": 0}}]}", "vendors[0].clones: invalid clone policy: the clone window must be 1 to 3650 days, not 0"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"clones\": {\"windowDays\": \"7\"}}]}", "vendors[0].clones.windowDays should be a whole number"),
+        ("{\"vendors\": [{\"prefixes\": [\"com.x\"], \"clones\": {\"windowDay\": 7}}]}", "unknown key \"vendors[0].clones.windowDay\"; did you mean \"windowDays\"?"),
         ("{\"maxFrameBytes\": 1}", "maxFrameBytes: max frame bytes 1 is not 4096...67108864"),
         ("{\"maxInFlight\": 0}", "maxInFlight: max in flight 0"),
         ("{\"clusterId\": \"\"}", "the cluster ID must not be empty"),
