@@ -553,6 +553,31 @@ def main():
     check(refused_cursor.WhichOneof("body") == "error" and refused_cursor.error.code == common_pb2.ERROR_CODE_INVALID_CURSOR,
           f"foreign cursor: {refused_cursor}")
 
+    # A keychain cloned onto a second phone (the vendor's default policy: flag): the old phone,
+    # the restored one, the old one again; the node lists the suspected clone with its evidence.
+    keychain, old_idfv, new_idfv = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+    clone_device = None
+    for request_id, (bundle, phone) in enumerate((("com.interop.app1", old_idfv), ("com.interop.app2", new_idfv),
+                                                   ("com.interop.app2", old_idfv)), start=100):
+        frame = envelope_pb2.ClientFrame(request_id=request_id)
+        frame.register_device.bundle_id = bundle
+        frame.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_KEYCHAIN, value=keychain)
+        frame.register_device.identifiers.add(kind=common_pb2.IDENTIFIER_KIND_IDFV, value=phone)
+        conn.send(frame)
+        answer = conn.receive(envelope_pb2).register_result
+        clone_device = clone_device or answer.device_id
+        check(answer.device_id == clone_device, f"clone registration {request_id}: {answer}")
+    clones = envelope_pb2.ClientFrame(request_id=110)
+    clones.clones.vendor = "com.interop"
+    conn.send(clones)
+    listed = conn.receive(envelope_pb2)
+    check(listed.request_id == 110 and listed.WhichOneof("body") == "clones", f"clones: {listed}")
+    marks = [c for c in listed.clones.clones if c.device_id == clone_device]
+    check(len(marks) == 1 and marks[0].action == common_pb2.CLONE_ACTION_FLAG and marks[0].vendor == "com.interop"
+          and marks[0].bundle_id == "com.interop.app2" and not marks[0].new_device_id
+          and 0 < marks[0].later_idfv_appeared_ms <= marks[0].earlier_idfv_seen_ms
+          and marks[0].decided_by == accepted.hello_accepted.node_id, f"suspected clone: {listed}")
+
     print(json.dumps({"device_id": first.device_id, "node_id": accepted.hello_accepted.node_id,
                       "apps": [app.bundle_id for app in record.apps], "ok": True}))
 
