@@ -151,6 +151,33 @@ import Testing
         #expect(a.state.suspectedClones().count == 1)
     }
 
+    /// A flag is heard as `clone_suspected` on the device, a split as `split` naming the new device
+    /// (after its `created`), on the node that decides it and on a replica that applies it.
+    @Test(arguments: [ClonePolicy.Action.flag, .split])
+    func watchersHearTheMarkAndTheSplit(action: ClonePolicy.Action) throws {
+        var node = Node("node-a", policy: try ClonePolicy(action: action))
+        node.state.recordEvents(configuredRules: [])
+        let device = try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvA, onDay: 0).device
+        try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvB, onDay: 1)
+        _ = node.state.takeEvents()
+        try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvA, onDay: 2)
+        let clone = try #require(node.clones.first)
+        let vendor = Vendor(trusted: "com.v")
+        let expected: [FeedEvent] =
+            action == .flag
+            ? [.cloneSuspected(device: device, vendor: vendor)]
+            : [.created(device: clone.newDevice!.id, vendor: vendor), .split(device: device, newDevice: clone.newDevice!.id, vendor: vendor)]
+        #expect(node.state.takeEvents() == expected)
+        var replica = RegistryState()
+        for op in node.logged.dropLast() { replica.apply(op) }
+        replica.recordEvents(configuredRules: [])
+        replica.apply(.clone(clone))
+        #expect(replica.takeEvents() == expected)
+        // Held already: nothing more.
+        replica.apply(.clone(clone))
+        #expect(replica.takeEvents().isEmpty)
+    }
+
     /// Every order of a history with flags, splits, registrations on both phones, a forget and
     /// a third phone gives one state, and a snapshot of it restores to the same state.
     @Test(arguments: [ClonePolicy.Action.flag, .split])
