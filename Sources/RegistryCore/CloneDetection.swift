@@ -54,13 +54,14 @@ extension RegistryState {
         case .flag:
             return CloneOp(
                 action: .flag, device: device, laterIDFV: laterClaim, appeared: HLCTimestamp(rawValue: evidence.appeared), earlierSeen: seen,
-                bundle: op.bundle)
+                bundle: op.bundle, decidedBy: origin)
         case .split:
             // Minted from the successor claim, so that two nodes splitting at once name one device.
             let id = DeviceID.minted(vendor: device.vendor, idfv: laterClaim.splitSuccessor.value, key: key)
             return CloneOp(
                 action: .split, device: device, laterIDFV: laterClaim, appeared: HLCTimestamp(rawValue: evidence.appeared), earlierSeen: seen,
-                bundle: op.bundle, keychain: keychainClaim, newDevice: DeviceRef(id: id, created: time, origin: origin, vendor: device.vendor))
+                bundle: op.bundle, keychain: keychainClaim, newDevice: DeviceRef(id: id, created: time, origin: origin, vendor: device.vendor),
+                decidedBy: origin)
         }
     }
 }

@@ -37,10 +37,12 @@ public struct CloneOp: Hashable, Sendable {
     public let keychain: Identifier?
     /// Split only: the device the later IDFV gets.
     public let newDevice: DeviceRef?
+    /// The node that saw the evidence and logged the operation.
+    public let decidedBy: NodeID
 
     public init(
         action: Action, device: DeviceRef, laterIDFV: Identifier, appeared: HLCTimestamp, earlierSeen: HLCTimestamp,
-        bundle: BundleID, keychain: Identifier? = nil, newDevice: DeviceRef? = nil
+        bundle: BundleID, keychain: Identifier? = nil, newDevice: DeviceRef? = nil, decidedBy: NodeID
     ) {
         precondition((action == .split) == (keychain != nil && newDevice != nil), "a split, and only a split, names a keychain and a new device")
         self.action = action
@@ -51,6 +53,7 @@ public struct CloneOp: Hashable, Sendable {
         self.bundle = bundle
         self.keychain = keychain
         self.newDevice = newDevice
+        self.decidedBy = decidedBy
     }
 
     /// The claim the later IDFV moves to when split.

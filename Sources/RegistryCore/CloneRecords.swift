@@ -60,9 +60,15 @@ extension RegistryState {
         }
     }
 
-    /// Whether any device took a later IDFV: when none did, no registration can show a clone,
-    /// and ``suspectedClone(of:decided:policy:at:origin:key:)`` need not be asked.
-    public var mayShowClones: Bool { !laterIDFVs.isEmpty }
+    /// Whether the device `op` registered took a later IDFV (it, or a device merged with it):
+    /// when not, the registration shows no clone, and
+    /// ``suspectedClone(of:decided:policy:at:origin:key:)`` need not be asked. One dictionary
+    /// read while no device took one, a few after.
+    public func mayShowClone(after op: RegistrationOp) -> Bool {
+        guard !laterIDFVs.isEmpty, let number = slotOf.value(for: op.device.id.uuid) else { return false }
+        let root = slots[number].canonical
+        return laterIDFVs[root] != nil || (members[root] ?? []).contains { laterIDFVs[$0] != nil }
+    }
 
     /// The suspected clones held, each with its device's canonical record now; gone devices are
     /// left out. Sorted by when the evidence was seen. `vendor` nil: every vendor.
@@ -72,7 +78,7 @@ extension RegistryState {
         var chosen = [CloneKey: CloneOp]()
         for op in clones {
             if let held = chosen[op.key],
-                (held.action.rawValue, op.earlierSeen, op.device.origin) >= (op.action.rawValue, held.earlierSeen, held.device.origin)
+                (held.action.rawValue, op.earlierSeen, op.decidedBy) >= (op.action.rawValue, held.earlierSeen, held.decidedBy)
             {
                 continue
             }

@@ -79,6 +79,7 @@ enum StateDigest {
     static func clone(_ op: CloneOp) -> UInt64 {
         var hash = step(step(step(step(cloneKind, UInt64(op.action.rawValue)), op.device.id.uuid.high), op.device.id.uuid.low), op.laterIDFV.value.high)
         hash = step(step(step(step(hash, op.laterIDFV.value.low), op.appeared.rawValue), op.earlierSeen.rawValue), text(op.bundle.value))
+        hash = step(hash, text(op.decidedBy.value))
         if let keychain = op.keychain, let newDevice = op.newDevice {
             hash = step(step(step(step(hash, keychain.value.high), keychain.value.low), newDevice.id.uuid.high), newDevice.id.uuid.low)
             hash = step(step(hash, newDevice.created.rawValue), text(newDevice.origin.value))

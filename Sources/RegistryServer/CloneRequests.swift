@@ -3,10 +3,10 @@ import RegistryWire
 
 extension NodeState {
     /// Logs the clone operation a registration just decided shows, if any (``RegistryState/suspectedClone(of:decided:policy:at:origin:key:)``),
-    /// after the registration in the log. The vendor's policy is read only when some device's
-    /// keychain took a later IDFV: until then no registration can show a clone.
+    /// after the registration in the log. The vendor's policy is read only when the device's
+    /// keychain took a later IDFV: otherwise the registration can show no clone.
     mutating func logSuspectedClone(of registration: Registration, decided op: RegistrationOp, wallMillis: UInt64, operations: inout [LoggedOperation]) {
-        guard registry.mayShowClones else { return }
+        guard clonesAllowed, registry.mayShowClone(after: op) else { return }
         let policy = rules.clonePolicy(of: op.device.vendor)
         guard policy.action != .off else { return }
         let time = clock.tick(wallMillis: wallMillis)
@@ -51,6 +51,6 @@ extension SuspectedCloneMessage {
         self.init(
             deviceID: clone.device.description, vendor: clone.vendor.name, action: op.action == .split ? .split : .flag,
             laterIDFVAppearedMillis: op.appeared.millis, earlierIDFVSeenMillis: op.earlierSeen.millis, bundleID: op.bundle.value,
-            newDeviceID: clone.splitDevice?.description ?? "", decidedBy: (op.newDevice ?? op.device).origin.value)
+            newDeviceID: clone.splitDevice?.description ?? "", decidedBy: op.decidedBy.value)
     }
 }

@@ -42,6 +42,10 @@ struct NodeState {
     /// The events of operations applied and not yet published to the watchers (the commit
     /// pipeline publishes them once durable).
     var feedStaging = FeedStaging()
+    /// Whether a clone operation may be logged now: every other member runs a version that reads
+    /// them (``LinkedPeers/clonesAllowed(wallMillis:members:own:)``). When not, a registration
+    /// that shows a clone logs nothing, and a later one shows it again.
+    var clonesAllowed = true
 
     init(
         registry: RegistryState = RegistryState(), clock: HybridLogicalClock, nodeID: NodeID, epoch: UInt64, nextSequence: UInt64,

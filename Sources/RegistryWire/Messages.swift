@@ -14,12 +14,17 @@ public struct ProtocolVersion: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The version this code speaks.
-    public static let current = ProtocolVersion(major: 1, minor: 1)
+    public static let current = ProtocolVersion(major: 1, minor: 2)
 
     /// The first version whose nodes carry out vendor moves (`VendorRuleChange.moved`): a node
     /// before it applies a moving change without its move, so a move waits for every member to
     /// run it (``PeerWelcome/version``).
     public static let vendorMoves = ProtocolVersion(major: 1, minor: 1)
+
+    /// The first version whose nodes read clone operations (`CloneMark`): a node before it
+    /// refuses a batch that holds one, and every later operation of that log with it, so a node
+    /// logs one only while every member runs this version or later.
+    public static let clones = ProtocolVersion(major: 1, minor: 2)
 
     /// True when `self` is `other` or later.
     public func isAtLeast(_ other: ProtocolVersion) -> Bool {

@@ -78,7 +78,7 @@ public enum OperationCodec {
         static let clone: UInt64 = 6
         /// `CloneMark`.
         static let cloneAction: UInt64 = 1, cloneDevice: UInt64 = 2, laterIDFV: UInt64 = 3, appearedHLC: UInt64 = 4
-        static let earlierSeenHLC: UInt64 = 5, cloneBundle: UInt64 = 6, keychain: UInt64 = 7, newDevice: UInt64 = 8
+        static let earlierSeenHLC: UInt64 = 5, cloneBundle: UInt64 = 6, keychain: UInt64 = 7, newDevice: UInt64 = 8, decidedBy: UInt64 = 9
         /// `Forget`.
         static let forgetDevice: UInt64 = 1, forgetVendor: UInt64 = 2
         /// `BindingChange`.
@@ -121,7 +121,7 @@ public enum OperationCodec {
         total += ProtobufWriter.stringSize(Field.cloneBundle, op.bundle.value)
         if op.keychain != nil { total += ProtobufWriter.uuidSize(Field.keychain) }
         if let newDevice = op.newDevice { total += ProtobufWriter.delimitedSize(Field.newDevice, length: size(newDevice)) }
-        return total
+        return total + ProtobufWriter.stringSize(Field.decidedBy, op.decidedBy.value)
     }
 
     private static func write(_ op: CloneOp, to writer: inout ProtobufWriter) {
@@ -133,6 +133,7 @@ public enum OperationCodec {
         writer.string(Field.cloneBundle, op.bundle.value)
         if let keychain = op.keychain { writer.uuid(Field.keychain, keychain.value) }
         if let newDevice = op.newDevice { write(newDevice, field: Field.newDevice, to: &writer) }
+        writer.string(Field.decidedBy, op.decidedBy.value)
     }
 
     private static func size(_ claim: Identifier) -> Int {
@@ -234,9 +235,15 @@ public enum OperationCodec {
         } else if mark.keychain.len != 0 || mark.new_device != nil {
             throw .invalidOperation("clone: a flag names no keychain and no new device")
         }
+        let decidedBy: NodeID
+        do {
+            decidedBy = try NodeID(CRead.string(mark.decided_by))
+        } catch {
+            throw .invalidOperation("clone: \(error)")
+        }
         return CloneOp(
             action: action, device: device, laterIDFV: Identifier(kind: .idfv, value: later), appeared: HLCTimestamp(rawValue: mark.appeared_hlc),
-            earlierSeen: HLCTimestamp(rawValue: mark.earlier_seen_hlc), bundle: bundle, keychain: keychain, newDevice: newDevice)
+            earlierSeen: HLCTimestamp(rawValue: mark.earlier_seen_hlc), bundle: bundle, keychain: keychain, newDevice: newDevice, decidedBy: decidedBy)
     }
 
     private static func bindingChange(_ change: Registry__V1__BindingChange) throws(CodecError) -> BindingChange {

@@ -145,6 +145,7 @@ import Testing
         try b.register("com.v.b", keychain: Self.keychain, idfv: Self.idfvA, onDay: 2)
         let (splitA, splitB) = (try #require(a.clones.first), try #require(b.clones.first))
         #expect(splitA != splitB && splitA.newDevice?.id == splitB.newDevice?.id)
+        #expect(splitA.decidedBy == a.id && splitB.decidedBy == b.id)
         for op in b.logged { a.state.apply(op) }
         for op in a.logged { b.state.apply(op) }
         #expect(a.state.digest == b.state.digest && a.state.snapshot() == b.state.snapshot())

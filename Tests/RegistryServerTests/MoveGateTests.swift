@@ -1,3 +1,4 @@
+import Synchronization
 import RegistryCore
 import RegistryWire
 import Testing
@@ -68,4 +69,23 @@ import Testing
         }
         #expect(error == blocked)
     }
+
+    /// A clone operation waits for every member too (``LinkedPeers/clonesAllowed(wallMillis:members:own:)``):
+    /// a member before ``ProtocolVersion/clones`` refuses the batch that holds one. The answer is
+    /// kept for a second of the node's clock.
+    @Test func aCloneIsLoggedOnlyWhileEveryOtherMemberReadsClones() {
+        let statuses = Mutex([link("node-b", "streaming", version: .current), link("node-c", "streaming", version: .vendorMoves)])
+        let links = LinkedPeers()
+        links.attach { statuses.withLock { $0 } }
+        var asked = 0
+        #expect(!links.clonesAllowed(wallMillis: 10_000, members: { asked += 1; return members }, own: own), "node-c runs 1.1")
+        statuses.withLock { $0[1] = link("node-c", "streaming", version: .clones) }
+        #expect(!links.clonesAllowed(wallMillis: 10_999, members: { asked += 1; return members }, own: own), "kept for a second")
+        #expect(links.clonesAllowed(wallMillis: 11_000, members: { asked += 1; return members }, own: own))
+        #expect(asked == 2)
+        statuses.withLock { $0[0] = link("node-b", "disconnected", version: .current) }
+        #expect(!links.clonesAllowed(wallMillis: 12_000, members: { members }, own: own), "node-b not reached")
+        #expect(LinkedPeers().clonesAllowed(wallMillis: 0, members: { [own: members[own]!] }, own: own), "a node alone")
+    }
 }
+

@@ -21,7 +21,7 @@ import Testing
             appeared: HLCTimestamp(rawValue: random.next() >> 9), earlierSeen: HLCTimestamp(rawValue: random.next() >> 8),
             bundle: try BundleID(parsing: "com.v.app\(random.next() % 50)"),
             keychain: split ? Identifier(kind: .keychain, value: UUID128(high: random.next() | 1, low: random.next())) : nil,
-            newDevice: split ? randomRef(&random) : nil)
+            newDevice: split ? randomRef(&random) : nil, decidedBy: NodeID(trusted: "node-\(random.next() % 7)"))
     }
 
     static func packedRef(_ ref: DeviceRef, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__DeviceRef> {
@@ -46,6 +46,7 @@ import Testing
         message.bundle_id = arena.string(op.bundle.value)
         if let keychain = op.keychain { message.keychain = arena.bytes(keychain.value) }
         if let newDevice = op.newDevice { message.new_device = packedRef(newDevice, in: arena) }
+        message.decided_by = arena.string(op.decidedBy.value)
         var operation = Registry__V1__Operation()
         registry__v1__operation__init(&operation)
         operation.body_case = REGISTRY__V1__OPERATION__BODY_CLONE
@@ -90,7 +91,7 @@ import Testing
         // An all-zero later IDFV.
         let cut = CloneOp(
             action: .flag, device: flag.device, laterIDFV: Identifier(kind: .idfv, value: UUID128(high: 0, low: 0)), appeared: flag.appeared,
-            earlierSeen: flag.earlierSeen, bundle: flag.bundle)
+            earlierSeen: flag.earlierSeen, bundle: flag.bundle, decidedBy: flag.decidedBy)
         #expect(throws: CodecError.invalidOperation("clone: the later IDFV must be 16 non-zero bytes")) {
             try OperationCodec.decode(OperationCodec.encode(.clone(cut)))
         }

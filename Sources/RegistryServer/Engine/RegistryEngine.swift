@@ -195,6 +195,7 @@ public final class RegistryEngine: Sendable {
         let requestIDs = frames.map(\.requestID)
         let submittedNanos = SystemClock.monotonicNanos()
         let wall = wallClock()
+        let clonesAllowed = links.clonesAllowed(wallMillis: wall, members: { members }, own: nodeID)
         var decisions = [NodeState.Decision]()
         decisions.reserveCapacity(frames.count)
         var mustWait = false
@@ -211,6 +212,7 @@ public final class RegistryEngine: Sendable {
                 // prepared again with these. Only what the rules decide is (a request refused
                 // meanwhile, for its replicas say, stays refused).
                 var request = request
+                core.node.clonesAllowed = clonesAllowed
                 core.node.refreshRules()
                 if preparedWith != core.node.rulesVersion, request.dependsOnVendorRules {
                     if renewed?.version != core.node.rulesVersion {

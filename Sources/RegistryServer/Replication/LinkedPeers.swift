@@ -6,6 +6,8 @@ import Synchronization
 /// replication when it runs (``attach(_:)``); none on a node without peers.
 final class LinkedPeers: Sendable {
     private let source = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
+    /// ``clonesAllowed(wallMillis:members:own:)``'s last answer, and when it was worked out.
+    private let cloneGate = Mutex<(checkedAt: UInt64, allowed: Bool)?>(nil)
 
     /// The replication's links report their status through `statuses` from now on.
     func attach(_ statuses: @escaping @Sendable () -> [PeerLinkStatus]) {
@@ -30,16 +32,7 @@ final class LinkedPeers: Sendable {
     func holdMovesBackFromOldMembers(_ prepared: inout [NodeState.Prepared], members: () -> [NodeID: Member], own: NodeID) {
         for index in prepared.indices {
             guard case .vendorChange(.success(var intent)) = prepared[index], intent.move else { continue }
-            let links = statuses
-            var blocking = [String]()
-            for (node, member) in members().sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
-                guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
-                    blocking.append("\(node) (not reached)")
-                    continue
-                }
-                if let version = link.peerVersion, version.isAtLeast(.vendorMoves) { continue }
-                blocking.append("\(node) (protocol \(link.peerVersion ?? ProtocolVersion(major: 0, minor: 0)))")
-            }
+            let blocking = membersBefore(.vendorMoves, members: members(), own: own)
             guard !blocking.isEmpty else { continue }
             intent.moveRefusal = WireError(
                 code: .unavailable,
@@ -47,6 +40,33 @@ final class LinkedPeers: Sendable {
                     "a move needs every member running and at protocol \(ProtocolVersion.vendorMoves) or later, or one would apply the change without its move; not so: \(blocking.joined(separator: ", "))")
             prepared[index] = .vendorChange(.success(intent))
         }
+    }
+
+    /// The other members this node does not stream to, or that run a protocol before `version`,
+    /// each with why, sorted; empty when every one runs it.
+    private func membersBefore(_ version: ProtocolVersion, members: [NodeID: Member], own: NodeID) -> [String] {
+        let links = statuses
+        var blocking = [String]()
+        for (node, member) in members.sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
+            guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
+                blocking.append("\(node) (not reached)")
+                continue
+            }
+            if let peer = link.peerVersion, peer.isAtLeast(version) { continue }
+            blocking.append("\(node) (protocol \(link.peerVersion ?? ProtocolVersion(major: 0, minor: 0)))")
+        }
+        return blocking
+    }
+
+    /// Whether this node may log a clone operation (``NodeState/clonesAllowed``): it streams to
+    /// every other member and each runs ``ProtocolVersion/clones`` or later. Worked out again at
+    /// most once a second of `wallMillis` (the node's clock), so that a request costs one lock;
+    /// `members` is asked only then.
+    func clonesAllowed(wallMillis: UInt64, members: () -> [NodeID: Member], own: NodeID) -> Bool {
+        if let known = cloneGate.withLock({ $0 }), wallMillis >= known.checkedAt, wallMillis - known.checkedAt < 1_000 { return known.allowed }
+        let allowed = membersBefore(.clones, members: members(), own: own).isEmpty
+        cloneGate.withLock { $0 = (wallMillis, allowed) }
+        return allowed
     }
 
     /// A removal of a node this node streams to now is refused unless it says `force`: the node

@@ -1042,7 +1042,7 @@ const ProtobufCMessageDescriptor registry__v1__vendor_rule_change__descriptor =
   (ProtobufCMessageInit) registry__v1__vendor_rule_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__clone_mark__field_descriptors[8] =
+static const ProtobufCFieldDescriptor registry__v1__clone_mark__field_descriptors[9] =
 {
   {
     "action",
@@ -1140,11 +1140,24 @@ static const ProtobufCFieldDescriptor registry__v1__clone_mark__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "decided_by",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__CloneMark, decided_by),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__clone_mark__field_indices_by_name[] = {
   0,   /* field[0] = action */
   3,   /* field[3] = appeared_hlc */
   5,   /* field[5] = bundle_id */
+  8,   /* field[8] = decided_by */
   1,   /* field[1] = device */
   4,   /* field[4] = earlier_seen_hlc */
   6,   /* field[6] = keychain */
@@ -1154,7 +1167,7 @@ static const unsigned registry__v1__clone_mark__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__clone_mark__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor registry__v1__clone_mark__descriptor =
 {
@@ -1164,7 +1177,7 @@ const ProtobufCMessageDescriptor registry__v1__clone_mark__descriptor =
   "Registry__V1__CloneMark",
   "registry.v1",
   sizeof(Registry__V1__CloneMark),
-  8,
+  9,
   registry__v1__clone_mark__field_descriptors,
   registry__v1__clone_mark__field_indices_by_name,
   1,  registry__v1__clone_mark__number_ranges,

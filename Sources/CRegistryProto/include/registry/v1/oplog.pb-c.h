@@ -306,10 +306,14 @@ struct  Registry__V1__CloneMark
    * SPLIT only: the device the later IDFV gets.
    */
   Registry__V1__DeviceRef *new_device;
+  /*
+   * The node that saw the evidence and logged the mark.
+   */
+  char *decided_by;
 };
 #define REGISTRY__V1__CLONE_MARK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__clone_mark__descriptor) \
-    , REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, NULL, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, {0,NULL}, NULL }
+    , REGISTRY__V1__CLONE_ACTION__CLONE_ACTION_UNSPECIFIED, NULL, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, {0,NULL}, NULL, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
