@@ -159,6 +159,10 @@ let package = Package(
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
+        // Watchers that read the change feed and decode nothing: the feed's floor (bench/feed.sh).
+        .executableTarget(
+            name: "FeedFloor", dependencies: ["RegistryWire", "Platform", .product(name: "NIOCore", package: "swift-nio")], path: "bench/FeedFloor",
+            swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench-feed: the change feed under load, on one node (issue 41's figures), in one run:
 #   1. batched throughput (8 connections x 16 in flight, batches of 100, closed loop) without
-#      watchers and with 10, in the order 0, 10, 10, 0 so that drift falls on both (the ratio of
-#      the medians is the figure);
+#      watchers, with 10 (registryload's, which decode every event as the client library does)
+#      and with 10 of the floor (bench/FeedFloor: they read the stream and decode nothing), in
+#      the order 0, 10, floor, floor, 10, 0 so that drift falls on all (ratios of the medians);
 #   2. the feed's lag (an event's operation clock to its delivery) with 10 watchers, open loop at
 #      half the maximum measured in 1 (registryload --watchers);
 #   3. resident memory per idle watcher: the node's RSS with 1,000 idle watchers against the same
@@ -24,7 +25,7 @@ cleanup() {
   rm -rf "$out/data"
 }
 trap cleanup EXIT
-for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+for product in registryd registryload FeedFloor; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)
 flags=$(this_machine_flags "$bin")
 
@@ -52,17 +53,30 @@ field() { python3 -c "import json,sys; r=json.load(open('$out/$1.json')); print(
 batched="--connections 8 --in-flight 16 --batch 100 --warmup 2s --duration ${seconds}s"
 start
 round=0
-for watchers in 0 10 10 0; do
+for watchers in 0 10 floor floor 10 0; do
   round=$((round + 1))
-  # shellcheck disable=SC2086
-  load "throughput-$watchers-$round" $batched --watchers "$watchers" --seed "$((10 + round))"
+  if [ "$watchers" = floor ]; then
+    "$bin/FeedFloor" 127.0.0.1 "$port" 10 > "$out/floor-$round.bytes" &
+    floor=$!
+    sleep 1
+    # shellcheck disable=SC2086
+    load "throughput-floor-$round" $batched --watchers 0 --seed "$((10 + round))"
+    kill "$floor" 2>/dev/null || true
+    wait "$floor" 2>/dev/null || true
+  else
+    # shellcheck disable=SC2086
+    load "throughput-$watchers-$round" $batched --watchers "$watchers" --seed "$((10 + round))"
+  fi
 done
-without=$(python3 -c "import json,statistics; print(statistics.median([json.load(open('$out/throughput-0-%d.json' % r))['throughput']['achieved_per_second'] for r in (1, 4)]))")
-with=$(python3 -c "import json,statistics; print(statistics.median([json.load(open('$out/throughput-10-%d.json' % r))['throughput']['achieved_per_second'] for r in (2, 3)]))")
+median() { python3 -c "import json,statistics,sys; print(statistics.median([json.load(open('$out/throughput-%s.json' % k))['throughput']['achieved_per_second'] for k in sys.argv[1:]]))" "$@"; }
+without=$(median 0-1 0-6)
+with=$(median 10-2 10-5)
+floor_with=$(median floor-3 floor-4)
 # Server CPU per registration (whole process, warm-up included), from its clock ticks.
 cpu_us() { python3 -c "import json; t=int(open('$out/$1.ticks').read()); r=json.load(open('$out/$1.json')); print(t * 10000 / max(1, r['throughput']['acknowledged'] * (r['throughput']['measured_seconds'] + 2) / r['throughput']['measured_seconds']))"; }
-cpu_without=$(python3 -c "print(($(cpu_us throughput-0-1) + $(cpu_us throughput-0-4)) / 2)")
-cpu_with=$(python3 -c "print(($(cpu_us throughput-10-2) + $(cpu_us throughput-10-3)) / 2)")
+cpu_without=$(python3 -c "print(($(cpu_us throughput-0-1) + $(cpu_us throughput-0-6)) / 2)")
+cpu_with=$(python3 -c "print(($(cpu_us throughput-10-2) + $(cpu_us throughput-10-5)) / 2)")
+cpu_floor=$(python3 -c "print(($(cpu_us throughput-floor-3) + $(cpu_us throughput-floor-4)) / 2)")
 half=$(python3 -c "print(int($without / 2))")
 # shellcheck disable=SC2086
 load lag --connections 8 --in-flight 16 --batch 100 --warmup 2s --duration "${seconds}s" --rate "$half" --watchers 10 --seed 20
@@ -101,7 +115,9 @@ per_watcher=$(( (grown_with - grown_without) / 1000 ))
   printf '| batched throughput without watchers (median of 2) | %.0f/s |\n' "$without"
   printf '| batched throughput with 10 watchers (median of 2) | %.0f/s |\n' "$with"
   printf '| ratio, with / without (target at least 0.90) | %.3f |\n' "$(python3 -c "print($with / $without)")"
-  printf '| server CPU per registration, without / with 10 watchers | %.2f / %.2f µs |\n' "$cpu_without" "$cpu_with"
+  printf '| floor: batched throughput with 10 watchers that decode nothing (bench/FeedFloor) | %.0f/s |\n' "$floor_with"
+  printf '| floor ratio, with those / without | %.3f |\n' "$(python3 -c "print($floor_with / $without)")"
+  printf '| server CPU per registration, without / with 10 watchers / with the floor'"'"'s 10 | %.2f / %.2f / %.2f µs |\n' "$cpu_without" "$cpu_with" "$cpu_floor"
   printf '| events delivered during the lag run (10 watchers) | %s |\n' "$(field lag "r['feed']['events']")"
   printf '| feed lag p50 / p99 / max at %s/s, half the maximum | %s / %s / %s ms |\n' "$half" \
     "$(field lag "round(r['feed']['lag']['p50_ns'] / 1e6, 1)")" "$(field lag "round(r['feed']['lag']['p99_ns'] / 1e6, 1)")" \
@@ -109,7 +125,8 @@ per_watcher=$(( (grown_with - grown_without) / 1000 ))
   printf '| registration latency p99 in that run | %s ms |\n' "$(field lag "round(r['latency']['p99_ns'] / 1e6, 2)")"
   printf '| resident memory per idle watcher (1,000 against none, same trickle of load) | %s B |\n' "$per_watcher"
   echo
-  echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\` (rounds 0, 10, 10, 0),"
+  echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\`, and \`--watchers 0\` beside"
+  echo "\`FeedFloor 127.0.0.1 $port 10\` (rounds 0, 10, floor, floor, 10, 0),"
   echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
   echo "with the RSS read 6 s in (\`make bench-feed\`, bench/feed.sh)."
 } | tee "${FEED_OUT:-/dev/stdout}"
