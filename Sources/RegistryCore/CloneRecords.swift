@@ -74,25 +74,45 @@ extension RegistryState {
     /// left out. Sorted by when the evidence was seen. `vendor` nil: every vendor.
     public func suspectedClones(in vendor: Vendor? = nil) -> [SuspectedClone] {
         let filed = vendor.map { vendorRuleHistory.aliases.filing($0) }
-        // Two nodes may mark one clone at once: one entry each, the split if any, else the earliest.
+        // Two nodes may mark one clone at once, even naming two devices merged since: one entry
+        // per (device now, later IDFV), the split if any, else the earliest evidence.
         var chosen = [CloneKey: CloneOp]()
         for op in clones {
-            if let held = chosen[op.key],
-                (held.action.rawValue, op.earlierSeen, op.decidedBy) >= (op.action.rawValue, held.earlierSeen, held.decidedBy)
-            {
-                continue
-            }
-            chosen[op.key] = op
-        }
-        var found = [SuspectedClone]()
-        for op in chosen.values {
             guard let number = slotOf.value(for: op.device.id.uuid), !isGone(op.device.id) else { continue }
             let root = slots[number].canonical
             if let filed, vendors[slots[root].vendor] != filed { continue }
-            let split = op.newDevice.flatMap { slotOf.value(for: $0.id.uuid) }.map { DeviceID(slots[slots[$0].canonical].id) }
-            found.append(SuspectedClone(operation: op, device: DeviceID(slots[root].id), vendor: vendors[slots[root].vendor], splitDevice: split))
+            let key = CloneKey(device: slots[root].id, laterIDFV: op.laterIDFV.value)
+            if let held = chosen[key], !Self.preferred(op, over: held) { continue }
+            chosen[key] = op
         }
-        return found.sorted { ($0.operation.earlierSeen, $0.operation.device.id) < ($1.operation.earlierSeen, $1.operation.device.id) }
+        var found = [SuspectedClone]()
+        for (key, op) in chosen {
+            let root = slotOf.value(for: key.device)!
+            // A split's new device, unless it was forgotten since.
+            let split = op.newDevice.flatMap { slotOf.value(for: $0.id.uuid) }.map { DeviceID(slots[slots[$0].canonical].id) }
+            found.append(
+                SuspectedClone(
+                    operation: op, device: DeviceID(key.device), vendor: vendors[slots[root].vendor],
+                    splitDevice: split.flatMap { isGone($0) ? nil : $0 }))
+        }
+        return found.sorted { Self.preferred($0.operation, over: $1.operation, byTime: true) }
+    }
+
+    /// The order marks of one clone are chosen in (a split before a flag, then the earliest
+    /// evidence), or listed in (`byTime`: the earliest evidence first); total, so that no
+    /// replica's choice or listing depends on the order it holds them in.
+    private static func preferred(_ a: CloneOp, over b: CloneOp, byTime: Bool = false) -> Bool {
+        let tail = (a.device.id, a.laterIDFV.value, a.decidedBy)
+        let other = (b.device.id, b.laterIDFV.value, b.decidedBy)
+        if byTime {
+            if a.earlierSeen != b.earlierSeen { return a.earlierSeen < b.earlierSeen }
+            if a.action != b.action { return a.action == .split }
+        } else {
+            if a.action != b.action { return a.action == .split }
+            if a.earlierSeen != b.earlierSeen { return a.earlierSeen < b.earlierSeen }
+        }
+        if tail != other { return tail < other }
+        return a.appeared < b.appeared
     }
 }
 

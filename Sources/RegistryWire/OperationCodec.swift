@@ -232,6 +232,9 @@ public enum OperationCodec {
             guard let value = CRead.uuid(mark.keychain), !value.isZero else { throw .invalidOperation("clone: a split's keychain must be 16 non-zero bytes") }
             keychain = Identifier(kind: .keychain, value: value)
             newDevice = try deviceRef(mark.new_device)
+            guard newDevice!.vendor == device.vendor, newDevice!.id != device.id else {
+                throw .invalidOperation("clone: a split's new device must be another device of the same vendor")
+            }
         } else if mark.keychain.len != 0 || mark.new_device != nil {
             throw .invalidOperation("clone: a flag names no keychain and no new device")
         }

@@ -179,8 +179,9 @@ import Testing
         #expect(replica.takeEvents().isEmpty)
     }
 
-    /// Every order of a history with flags, splits, registrations on both phones, a forget and
-    /// a third phone gives one state, and a snapshot of it restores to the same state.
+    /// Every order of a history with flags, splits, registrations on both phones, a third phone,
+    /// another keychain and a forget of the third phone gives one state (the digest, the whole
+    /// state, the listing and the lookups), and a snapshot of it restores to the same state.
     @Test(arguments: [ClonePolicy.Action.flag, .split])
     func cloneOperationsCommuteAndSurviveASnapshot(action: ClonePolicy.Action) throws {
         var node = Node("node-a", policy: try ClonePolicy(action: action))
@@ -191,6 +192,10 @@ import Testing
         try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvC, onDay: 4)
         try node.register("com.v.a", keychain: "55555555-5555-4555-8555-555555555555", idfv: Self.idfvA, onDay: 5)
         try node.register("com.v.a", idfv: "66666666-6666-4666-8666-666666666666", onDay: 5)
+        let third = try #require(node.state.lookup(vendor: Vendor(trusted: "com.v"), identifier: try Self.sealed(Self.idfvC))?.device.id)
+        let forget = Operation.forget(ForgetOp(device: node.state.canonical(of: third)!, vendor: Vendor(trusted: "com.v")))
+        node.state.apply(forget)
+        node.logged.append(forget)
         // Flagged, the keychain took IDFV C too, and A in use after it is a second mark; split,
         // the contested keychain gave C a device of its own.
         #expect(node.clones.count == (action == .flag ? 2 : 1))
@@ -202,12 +207,23 @@ import Testing
             for op in node.logged.shuffled(using: &random).prefix(4) { replica.apply(op) }
             #expect(replica.digest == node.state.digest)
             #expect(replica.snapshot() == expected)
+            #expect(replica.suspectedClones() == node.state.suspectedClones())
+            for idfv in [Self.idfvA, Self.idfvB, Self.idfvC] {
+                let sealed = try Self.sealed(idfv)
+                #expect(replica.lookup(vendor: Vendor(trusted: "com.v"), identifier: sealed) == node.state.lookup(vendor: Vendor(trusted: "com.v"), identifier: sealed))
+            }
         }
         var restorer = RegistryState.Restorer()
         try node.state.forEachSnapshotRecord { try restorer.add($0) }
         let restored = try restorer.finish()
         #expect(restored.snapshot() == expected && restored.digest == node.state.digest)
         #expect(restored.suspectedClones() == node.state.suspectedClones())
+    }
+}
+
+extension CloneTests {
+    static func sealed(_ idfv: String) throws -> Identifier {
+        try Identifier(PresentedIdentifier(rawKind: 2, text: idfv))
     }
 }
 

@@ -15,13 +15,15 @@ import Testing
 
     static func randomClone(_ random: inout SplitMix64) throws -> CloneOp {
         let split = random.next() % 2 == 0
+        let device = randomRef(&random)
+        let fresh = randomRef(&random)
         return CloneOp(
-            action: split ? .split : .flag, device: randomRef(&random),
+            action: split ? .split : .flag, device: device,
             laterIDFV: Identifier(kind: .idfv, value: UUID128(high: random.next() | 1, low: random.next())),
             appeared: HLCTimestamp(rawValue: random.next() >> 9), earlierSeen: HLCTimestamp(rawValue: random.next() >> 8),
             bundle: try BundleID(parsing: "com.v.app\(random.next() % 50)"),
             keychain: split ? Identifier(kind: .keychain, value: UUID128(high: random.next() | 1, low: random.next())) : nil,
-            newDevice: split ? randomRef(&random) : nil, decidedBy: NodeID(trusted: "node-\(random.next() % 7)"))
+            newDevice: split ? DeviceRef(id: fresh.id, created: fresh.created, origin: fresh.origin, vendor: device.vendor) : nil, decidedBy: NodeID(trusted: "node-\(random.next() % 7)"))
     }
 
     static func packedRef(_ ref: DeviceRef, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__DeviceRef> {
@@ -87,6 +89,16 @@ import Testing
         }
         #expect(throws: CodecError.invalidOperation("clone: a split's keychain must be 16 non-zero bytes")) {
             try OperationCodec.decode(try Self.packed(flag, action: 2))
+        }
+        // A split whose new device is another vendor's, or the device itself.
+        let other = DeviceRef(id: split.newDevice!.id, created: split.newDevice!.created, origin: split.newDevice!.origin, vendor: Vendor(trusted: "com.elsewhere"))
+        for newDevice in [other, split.device] {
+            let odd = CloneOp(
+                action: .split, device: split.device, laterIDFV: split.laterIDFV, appeared: split.appeared, earlierSeen: split.earlierSeen,
+                bundle: split.bundle, keychain: split.keychain, newDevice: newDevice, decidedBy: split.decidedBy)
+            #expect(throws: CodecError.invalidOperation("clone: a split's new device must be another device of the same vendor")) {
+                try OperationCodec.decode(try Self.packed(odd))
+            }
         }
         // An all-zero later IDFV.
         let cut = CloneOp(
