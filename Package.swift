@@ -36,6 +36,8 @@ let package = Package(
         ),
         // A header for Linux file calls that Swift's Glibc module leaves out (no library).
         .systemLibrary(name: "CLinuxFile"),
+        // SHA-256's block function, from swift-crypto's BoringSSL (no library: Crypto links it).
+        .systemLibrary(name: "CSHA256Blocks"),
         // protoc-c output for Protos/registry/v1, committed; regenerate with `make protos`.
         .target(name: "CRegistryProto", dependencies: ["CProtobufC"]),
 
@@ -73,7 +75,7 @@ let package = Package(
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "RegistryAuth", "CLinuxFile", "Platform",
+                "RegistryCore", "RegistryWire", "RegistryStorage", "RegistryVersion", "RegistryAuth", "CLinuxFile", "CSHA256Blocks", "Platform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -155,7 +157,7 @@ let package = Package(
 
         // The keyed-hashing cost per identifier against SipHash in the same run (bench/security.sh).
         .executableTarget(
-            name: "HashBench", dependencies: ["RegistryServer", "RegistryCore"], path: "bench/HashBench", swiftSettings: swiftSettings),
+            name: "HashBench", dependencies: ["RegistryServer", "RegistryCore", "CSHA256Blocks"], path: "bench/HashBench", swiftSettings: swiftSettings),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),

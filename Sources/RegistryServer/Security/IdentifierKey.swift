@@ -14,6 +14,8 @@ import RegistryCore
 public struct IdentifierKey: Sendable {
     /// HMAC-SHA256 already keyed: copying it skips the key schedule on every identifier.
     private let keyed: HMAC<SHA256>
+    /// The same HMAC for identifiers' fixed 17-byte messages, with both pads' states kept.
+    private let identifiers: IdentifierHMAC
     /// Names the key without revealing it (written to `node.meta`).
     public let fingerprint: UInt64
 
@@ -23,6 +25,7 @@ public struct IdentifierKey: Sendable {
             for: Array("registry identifier key v1".utf8), using: SymmetricKey(data: Array(secret.utf8)))
         let key = SymmetricKey(data: Array(derived))
         keyed = HMAC<SHA256>(key: key)
+        identifiers = IdentifierHMAC(key: Array(derived))
         let check = Array(HMAC<SHA256>.authenticationCode(for: Array("fingerprint".utf8), using: key))
         fingerprint = check.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
@@ -30,6 +33,15 @@ public struct IdentifierKey: Sendable {
     /// The identifier as the node keeps it: same kind, the keyed hash as its value. Never the
     /// all-zero UUID (which validation refuses), so a hash is always a valid identifier.
     public func seal(_ identifier: Identifier) -> Identifier {
+        let (high, low) = identifiers.mac(
+            kind: UInt8(truncatingIfNeeded: identifier.kind.rawValue), value: (identifier.value.high, identifier.value.low))
+        let value = UUID128(high: high, low: low)
+        return Identifier(kind: identifier.kind, value: value.isZero ? UUID128(high: 0, low: 1) : value)
+    }
+
+    /// ``seal(_:)`` through swift-crypto's `HMAC<SHA256>`: the same bytes, the reference that
+    /// tests and `bench/HashBench` compare it with.
+    public func sealWithSwiftCrypto(_ identifier: Identifier) -> Identifier {
         var mac = keyed
         // Three big-endian words, of which the first holds the kind in its last byte: hashing
         // from byte 7 covers exactly kind ‖ 16 bytes, with no allocation.

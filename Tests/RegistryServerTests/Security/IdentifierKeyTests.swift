@@ -15,6 +15,20 @@ import Testing
         #expect(key.fingerprint == 0x0362_56f6_82cf_3d73)
     }
 
+    /// The hash with both pads' states kept (``IdentifierHMAC``) gives swift-crypto's
+    /// `HMAC<SHA256>` bytes, for every kind, many values and several secrets.
+    @Test func thePrecomputedHMACGivesSwiftCryptosBytes() {
+        var random = SplitMix64(seed: 2_104)
+        for secret in ["s3cret", "", "a much longer cluster secret than any block of SHA-256 holds, by some way"] {
+            let key = IdentifierKey(secret: secret)
+            for index in 0..<2_000 {
+                let kind = IdentifierKind(rawValue: Int32(1 + index % 2))!
+                let identifier = Identifier(kind: kind, value: UUID128(high: random.next(), low: random.next()))
+                #expect(key.seal(identifier) == key.sealWithSwiftCrypto(identifier), "\(secret.debugDescription) \(identifier)")
+            }
+        }
+    }
+
     @Test func anotherSecretGivesOtherHashesAndAnotherFingerprint() {
         let one = IdentifierKey(secret: "s3cret"), other = IdentifierKey(secret: "s3cret2")
         let identifier = Identifier(kind: .idfv, value: value)
