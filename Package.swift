@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // Micro-benchmarks (bench/Benchmarks); its malloc counts need the interposer trait.
+        .package(url: "https://github.com/ordo-one/package-benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         // C library from the system (Debian: libprotobuf-c-dev).
@@ -155,9 +157,15 @@ let package = Package(
         .executableTarget(name: "FuzzPeerFrames", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzPeerFrames", swiftSettings: swiftSettings),
         .executableTarget(name: "FuzzSnapshot", dependencies: ["RegistryFuzzing"], path: "Fuzz/FuzzSnapshot", swiftSettings: swiftSettings),
 
-        // The keyed-hashing cost per identifier against SipHash in the same run (bench/security.sh).
+        // The keyed-hashing cost per identifier, with its floor and swift-crypto's HMAC in the same
+        // run, under package-benchmark (bench/security.sh runs it).
         .executableTarget(
-            name: "HashBench", dependencies: ["RegistryServer", "RegistryCore", "CSHA256Blocks"], path: "bench/HashBench", swiftSettings: swiftSettings),
+            name: "KeyedHashing",
+            dependencies: [
+                "RegistryServer", "RegistryCore", "CSHA256Blocks", .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "bench/Benchmarks/KeyedHashing", swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),

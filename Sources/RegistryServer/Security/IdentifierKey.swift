@@ -40,7 +40,7 @@ public struct IdentifierKey: Sendable {
     }
 
     /// ``seal(_:)`` through swift-crypto's `HMAC<SHA256>`: the same bytes, the reference that
-    /// tests and `bench/HashBench` compare it with.
+    /// tests and `bench/Benchmarks/KeyedHashing` compare it with.
     public func sealWithSwiftCrypto(_ identifier: Identifier) -> Identifier {
         var mac = keyed
         // Three big-endian words, of which the first holds the kind in its last byte: hashing
