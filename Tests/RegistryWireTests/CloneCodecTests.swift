@@ -26,6 +26,7 @@ import Testing
             newDevice: split ? DeviceRef(id: fresh.id, created: fresh.created, origin: fresh.origin, vendor: device.vendor) : nil, decidedBy: NodeID(trusted: "node-\(random.next() % 7)"))
     }
 
+    /// `ref` as a protobuf-c `DeviceRef` in `arena` (also the reference of `CodecRoundTripTests`).
     static func packedRef(_ ref: DeviceRef, in arena: CArena) -> UnsafeMutablePointer<Registry__V1__DeviceRef> {
         var message = Registry__V1__DeviceRef()
         registry__v1__device_ref__init(&message)
@@ -37,25 +38,21 @@ import Testing
     }
 
     static func packed(_ op: CloneOp, action: UInt32? = nil) throws -> [UInt8] {
-        let arena = CArena()
-        var message = Registry__V1__CloneMark()
-        registry__v1__clone_mark__init(&message)
-        message.action = Registry__V1__CloneAction(rawValue: action ?? UInt32(op.action.rawValue))
-        message.device = packedRef(op.device, in: arena)
-        message.later_idfv = arena.bytes(op.laterIDFV.value)
-        message.appeared_hlc = op.appeared.rawValue
-        message.earlier_seen_hlc = op.earlierSeen.rawValue
-        message.bundle_id = arena.string(op.bundle.value)
-        if let keychain = op.keychain { message.keychain = arena.bytes(keychain.value) }
-        if let newDevice = op.newDevice { message.new_device = packedRef(newDevice, in: arena) }
-        message.decided_by = arena.string(op.decidedBy.value)
-        var operation = Registry__V1__Operation()
-        registry__v1__operation__init(&operation)
-        operation.body_case = REGISTRY__V1__OPERATION__BODY_CLONE
-        operation.clone = arena.new(message)
-        var buffer = ByteBuffer()
-        try withExtendedLifetime(arena) { try ProtobufC.pack(&operation, into: &buffer) }
-        return Array(buffer.readableBytesView)
+        try ForgetAndVendorRuleCodecTests().packed { operation, arena in
+            var message = Registry__V1__CloneMark()
+            registry__v1__clone_mark__init(&message)
+            message.action = Registry__V1__CloneAction(rawValue: action ?? UInt32(op.action.rawValue))
+            message.device = packedRef(op.device, in: arena)
+            message.later_idfv = arena.bytes(op.laterIDFV.value)
+            message.appeared_hlc = op.appeared.rawValue
+            message.earlier_seen_hlc = op.earlierSeen.rawValue
+            message.bundle_id = arena.string(op.bundle.value)
+            if let keychain = op.keychain { message.keychain = arena.bytes(keychain.value) }
+            if let newDevice = op.newDevice { message.new_device = packedRef(newDevice, in: arena) }
+            message.decided_by = arena.string(op.decidedBy.value)
+            operation.body_case = REGISTRY__V1__OPERATION__BODY_CLONE
+            operation.clone = arena.new(message)
+        }
     }
 
     @Test func aCloneIsWrittenAsProtobufCPacksItAndSurvivesASnapshotRecord() throws {

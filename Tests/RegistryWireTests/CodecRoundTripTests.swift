@@ -222,15 +222,7 @@ import Testing
     static func packedByProtobufC(_ op: RegistrationOp) throws -> [UInt8] {
         let arena = CArena()
         return try withExtendedLifetime(arena) {
-            func deviceRef(_ ref: DeviceRef) -> UnsafeMutablePointer<Registry__V1__DeviceRef> {
-                var message = Registry__V1__DeviceRef()
-                registry__v1__device_ref__init(&message)
-                message.device_id = arena.bytes(ref.id.uuid)
-                message.created_hlc = ref.created.rawValue
-                message.origin_node_id = arena.string(ref.origin.value)
-                message.vendor = arena.string(ref.vendor.name)
-                return arena.new(message)
-            }
+            func deviceRef(_ ref: DeviceRef) -> UnsafeMutablePointer<Registry__V1__DeviceRef> { CloneCodecTests.packedRef(ref, in: arena) }
             var registration = Registry__V1__RegistrationOp()
             registry__v1__registration_op__init(&registration)
             registration.device = deviceRef(op.device)
