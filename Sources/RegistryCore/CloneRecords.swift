@@ -62,8 +62,9 @@ extension RegistryState {
 
     /// Whether the device `op` registered took a later IDFV (it, or a device merged with it):
     /// when not, the registration shows no clone, and
-    /// ``suspectedClone(of:decided:policy:at:origin:key:)`` need not be asked. One dictionary
-    /// read while no device took one, a few after.
+    /// ``suspectedClone(of:decided:policy:at:origin:key:)`` need not be asked. An emptiness check
+    /// while no device took one; after the first, a probe of the device index and a dictionary
+    /// read or two per registration.
     public func mayShowClone(after op: RegistrationOp) -> Bool {
         guard !laterIDFVs.isEmpty, let number = slotOf.value(for: op.device.id.uuid) else { return false }
         let root = slots[number].canonical
