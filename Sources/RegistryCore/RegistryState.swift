@@ -101,7 +101,8 @@ public struct RegistryState: Sendable {
     var originDigests = NameDigests()
     var bundleDigests = NameDigests()
     /// Device slot to the IDFVs its keychain took after it was created (``LaterIDFV``): the
-    /// evidence a keychain clone is looked for in. Rare: a reset IDFV, or a second phone.
+    /// evidence a keychain clone is looked for in. One per IDFV reset or second phone, kept for
+    /// good (nothing prunes it).
     var laterIDFVs: [UInt32: [LaterIDFV]] = [:]
     /// Every clone operation held (``CloneOp``).
     var clones = Set<CloneOp>()

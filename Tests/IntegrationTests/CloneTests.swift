@@ -41,14 +41,7 @@ import Testing
         #expect(refused.status == 64 && refused.stderr.contains("--clone-window-days must be 1 to 3650"), "\(refused.stderr)")
 
         // A watch for splits, in the background.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
-        watch.arguments = ["watch", "--endpoint", endpoint, "-o", "json", "--kind", "split", "--kind", "clone_suspected", "--count", "2"]
-        let output = Pipe()
-        watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
-        Thread.sleep(forTimeInterval: 1.5)
+        let watch = try BackgroundWatch(["--endpoint", endpoint, "-o", "json", "--kind", "split", "--kind", "clone_suspected", "--count", "2"])
 
         // acme: the old phone, the restored one, the old one again.
         let keychain = "AAAAAAAA-1111-4111-8111-111111111111"
@@ -66,10 +59,7 @@ import Testing
         _ = try register("com.flag.app", keychain: flagKeychain, idfv: "EEEEEEEE-1111-4111-8111-111111111111", at: endpoint)
         #expect(try register("com.flag.app", keychain: flagKeychain, idfv: "FFFFFFFF-1111-4111-8111-111111111111", at: endpoint) == flagged)
 
-        let deadline = Date().addingTimeInterval(20)
-        while watch.isRunning, Date() < deadline { usleep(50_000) }
-        if watch.isRunning { watch.terminate() }
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = watch.finish().lines
         let events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }.filter { $0["kind"] != nil }
         #expect(events.map { $0["kind"] as? String } == ["split", "clone_suspected"], "\(lines)")
         #expect(events.first?["device_id"] as? String == device && events.first?["other_device_ids"] as? [String] == [newDevice], "\(lines)")

@@ -99,25 +99,15 @@ import Platform
         let endpoint = node.endpoint
         // A watch from now, in the background: it prints its starting cursor (--progress), then
         // exits after three events.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
-        watch.arguments = ["watch", "--endpoint", endpoint, "-o", "json", "--progress", "--count", "3", "--vendor", "com.v"]
-        let output = Pipe()
-        watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
-        Thread.sleep(forTimeInterval: 1.5)
+        let watch = try BackgroundWatch(["--endpoint", endpoint, "-o", "json", "--progress", "--count", "3", "--vendor", "com.v"])
         let keychain = "BBBBBBBB-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
         let idfv = "22222222-1111-4111-8111-111111111111"
         _ = try ctl(["register", "--bundle", "com.other.a", "--keychain", keychain], endpoint: endpoint)
         let first = try json(try ctl(["register", "--bundle", "com.v.a", "--keychain", keychain, "-o", "json"], endpoint: endpoint))
         let second = try json(try ctl(["register", "--bundle", "com.v.b", "--idfv", idfv, "-o", "json"], endpoint: endpoint))
         _ = try ctl(["register", "--bundle", "com.v.a", "--idfv", idfv, "--keychain", keychain], endpoint: endpoint)
-        let deadline = Date().addingTimeInterval(20)
-        while watch.isRunning, Date() < deadline { usleep(50_000) }
-        if watch.isRunning { watch.terminate() }
-        #expect(watch.terminationStatus == 0)
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let (status, lines) = watch.finish()
+        #expect(status == 0)
         let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)") }
         let start = try #require(objects.first?["cursor"] as? String, "\(lines)")
         let events = objects.filter { $0["kind"] != nil }
