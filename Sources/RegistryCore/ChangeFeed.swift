@@ -103,6 +103,12 @@ public struct ChangeFeed: Sendable {
         return entries[Int(position - firstPosition)]
     }
 
+    /// `body`'s answer about the event at `position`, which must be held, lent rather than copied.
+    public func withEntry<Result>(at position: UInt64, _ body: (borrowing FeedEntry) -> Result) -> Result {
+        precondition(position >= firstPosition && position < endPosition, "position \(position) is not held")
+        return entries.withEntry(at: Int(position - firstPosition), body)
+    }
+
     /// Drops the oldest batches while more than `capacity` events are held, keeping the newest one.
     private mutating func trim() {
         guard count > capacity else { return }

@@ -38,6 +38,12 @@ struct FeedPages: Sendable {
         count = 0
     }
 
+    /// `body`'s answer about the `index`-th event held, lent rather than copied.
+    func withEntry<Result>(at index: Int, _ body: (borrowing FeedEntry) -> Result) -> Result {
+        let at = head + index
+        return body(pages[at / Self.pageSize][at % Self.pageSize])
+    }
+
     /// The `index`-th event held, from the oldest.
     subscript(index: Int) -> FeedEntry {
         let at = head + index

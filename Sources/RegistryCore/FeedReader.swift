@@ -41,6 +41,14 @@ public struct FeedBatch: Equatable, Sendable {
     public let cursor: VersionVector?
 }
 
+/// What one scan gives (``FeedReader/scan(_:limit:scanLimit:)``): the positions of the events the
+/// filter matched, in the node's apply order, and the cursor after them, as ``FeedBatch`` without
+/// the events themselves (a node that sends packed events needs only where they are).
+public struct FeedScan: Equatable, Sendable {
+    public let positions: [UInt64]
+    public let cursor: VersionVector?
+}
+
 /// One watcher's place in a ``ChangeFeed``: the next position to read, and its cursor, the
 /// operations whose events it has been given (a version vector, which resumes on any node). A
 /// plain value; the node's watch handler carries out what it reads.
@@ -91,31 +99,36 @@ public struct FeedReader: Sendable {
     /// operation's events. The cursor rises past every event looked at,
     /// and to the feed's ``ChangeFeed/published`` once the reader is caught up.
     public mutating func read(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedBatch {
+        let scanned = try scan(feed, limit: limit, scanLimit: scanLimit)
+        return FeedBatch(entries: scanned.positions.map { feed[$0] }, positions: scanned.positions, cursor: scanned.cursor)
+    }
+
+    /// As ``read(_:limit:scanLimit:)``, giving where the events are rather than the events.
+    public mutating func scan(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedScan {
         // A restarted feed (a peer's snapshot replaced the state) expires every reader of the
         // state before, caught up or not: the jump has no events.
         if feed.firstPosition > position || feed.generation != generation { throw .expired(floor: feed.floor) }
-        var matched = [FeedEntry]()
         var positions = [UInt64]()
         var scanned = 0
         let end = feed.endPosition
+        let everything = filter.vendors == nil && filter.kinds == nil
         var last: (log: LogID, sequence: UInt64)?
         while position < end {
-            let entry = feed[position]
-            let sameOperation = last.map { $0.log == entry.log && $0.sequence == entry.sequence } ?? false
-            // An operation's events go together: the cursor names operations, not events.
-            if matched.count >= limit || scanned >= scanLimit, !sameOperation { break }
-            // The cursor rises once per run of one log (a log's sequences only grow in the feed).
-            if let last, last.log != entry.log { seen.raise(to: last.sequence, in: last.log) }
-            last = (entry.log, entry.sequence)
-            if filter.matches(entry.event) {
-                matched.append(entry)
-                positions.append(position)
+            let (log, sequence, matches) = feed.withEntry(at: position) { entry in
+                (entry.log, entry.sequence, everything || filter.matches(entry.event))
             }
+            let sameOperation = last.map { $0.log == log && $0.sequence == sequence } ?? false
+            // An operation's events go together: the cursor names operations, not events.
+            if positions.count >= limit || scanned >= scanLimit, !sameOperation { break }
+            // The cursor rises once per run of one log (a log's sequences only grow in the feed).
+            if let last, last.log != log { seen.raise(to: last.sequence, in: last.log) }
+            last = (log, sequence)
+            if matches { positions.append(position) }
             position += 1
             scanned += 1
         }
         if let last { seen.raise(to: last.sequence, in: last.log) }
         if position >= end { seen = seen.joined(with: feed.published) }
-        return FeedBatch(entries: matched, positions: positions, cursor: cursor)
+        return FeedScan(positions: positions, cursor: cursor)
     }
 }

@@ -14,6 +14,24 @@ enum ProtobufC {
         guard written == size else { throw .packSizeMismatch(expected: size, written: written) }
     }
 
+    /// Packs `message` as a length-delimited field of an enclosing message: `key` (the field's
+    /// number and wire type 2, one byte), the packed length as a varint, then the packed bytes.
+    static func packField<Message>(_ message: UnsafeMutablePointer<Message>, key: UInt8, into buffer: inout ByteBuffer) throws(CodecError) {
+        let base = UnsafeMutableRawPointer(message).assumingMemoryBound(to: ProtobufCMessage.self)
+        let size = protobuf_c_message_get_packed_size(base)
+        let head = 1 + ProtobufWriter.varintSize(UInt64(size))
+        var written = 0
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: head + size) { out in
+            let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            start.pointee = key
+            var writer = ProtobufWriter(at: start + 1)
+            writer.varint(UInt64(size))
+            written = protobuf_c_message_pack(base, start + head)
+            return head + written
+        }
+        guard written == size else { throw .packSizeMismatch(expected: size, written: written) }
+    }
+
     /// Unpacks `bytes` with a generated `__unpack` function and hands the message to `body`.
     /// A NULL from protobuf-c is a typed `malformed` error. protobuf-c allocates the message
     /// from a ``CArena`` (one `malloc` per 4 KiB rather than one per string and sub-message),

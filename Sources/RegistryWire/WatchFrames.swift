@@ -1,72 +1,68 @@
 import CRegistryProto
 import NIOCore
 
-/// Watch frames built around events packed once: a node that sends one event to many watchers
-/// packs it once (``packed(_:)``) and writes each watcher's frame around the packed bytes
-/// (``write(requestID:events:cursor:into:)``), byte for byte what packing the whole
-/// `ServerFrame` would give.
+/// Watch frames assembled from parts packed once: a node that sends one event to many watchers
+/// packs it once, as the field a `WatchEvents` message holds it in (``appendEventField(_:to:)``),
+/// and writes each watcher's frame as a head (``writeHead(requestID:bodyBytes:into:)``), runs of
+/// those fields, and the cursor's field (``cursorField(_:)``): byte for byte what packing the
+/// whole `ServerFrame` would give (``write(requestID:eventFields:cursorField:into:)`` puts the
+/// parts together).
 public enum WatchFrames {
-    /// `event` as a packed `registry.v1.WatchEvent`.
-    public static func packed(_ event: WatchEventMessage) throws(CodecError) -> ByteBuffer {
+    /// `WatchEvents` field 1 (an event), length-delimited.
+    private static let eventKey: UInt8 = 1 << 3 | 2
+    /// `WatchEvents` field 2 (the cursor), length-delimited.
+    private static let cursorKey: UInt8 = 2 << 3 | 2
+
+    /// Appends `event` as `WatchEvents` holds it: field 1's key, the packed length, the packed
+    /// `registry.v1.WatchEvent`. On a throw (text with a NUL, which no state holds) the buffer
+    /// is as it was.
+    public static func appendEventField(_ event: WatchEventMessage, to buffer: inout ByteBuffer) throws(CodecError) {
         let arena = CArena()
         let message = WatchCodec.event(event, in: arena)
         try arena.refuseTextWithNUL()
-        var buffer = ByteBufferAllocator().buffer(capacity: 192)
-        try withExtendedLifetime(arena) { () throws(CodecError) in try ProtobufC.pack(message, into: &buffer) }
+        let start = buffer.writerIndex
+        do {
+            try withExtendedLifetime(arena) { () throws(CodecError) in try ProtobufC.packField(message, key: eventKey, into: &buffer) }
+        } catch {
+            buffer.moveWriterIndex(to: start)
+            throw error
+        }
+    }
+
+    /// `cursor` as `WatchEvents` holds it: field 2's key, the packed length, the packed
+    /// `registry.v1.WatchCursor`.
+    public static func cursorField(_ cursor: WatchCursor) throws(CodecError) -> ByteBuffer {
+        let arena = CArena()
+        let message = WatchCodec.cursor(cursor, in: arena)!
+        try arena.refuseTextWithNUL()
+        var buffer = ByteBufferAllocator().buffer(capacity: 64 + 48 * cursor.positions.count)
+        try withExtendedLifetime(arena) { () throws(CodecError) in try ProtobufC.packField(message, key: cursorKey, into: &buffer) }
         return buffer
     }
 
-    /// Writes a length-prefixed `ServerFrame` answering `requestID` whose body is `WatchEvents`
-    /// of `events` (each as ``packed(_:)`` made it) and `cursor`.
-    public static func write(requestID: UInt64, events: [ByteBuffer], cursor: WatchCursor?, into buffer: inout ByteBuffer) throws(CodecError) {
-        var packedCursor: ByteBuffer?
-        if let cursor {
-            let arena = CArena()
-            let message = WatchCodec.cursor(cursor, in: arena)!
-            try arena.refuseTextWithNUL()
-            var bytes = ByteBufferAllocator().buffer(capacity: 64 + 48 * cursor.positions.count)
-            try withExtendedLifetime(arena) { () throws(CodecError) in try ProtobufC.pack(message, into: &bytes) }
-            packedCursor = bytes
-        }
-        // WatchEvents: field 1 (each event), field 2 (the cursor), both length-delimited.
-        var inner = 0
-        for event in events { inner += 1 + varintSize(UInt64(event.readableBytes)) + event.readableBytes }
-        if let packedCursor { inner += 1 + varintSize(UInt64(packedCursor.readableBytes)) + packedCursor.readableBytes }
-        try buffer.writeFrame { (buffer) throws(CodecError) in
-            // ServerFrame: request_id (field 1, left out when 0, as protobuf-c does), then
-            // watch_events (field 13).
-            if requestID != 0 {
-                buffer.writeVarint(1 << 3)
-                buffer.writeVarint(requestID)
-            }
-            buffer.writeVarint(13 << 3 | 2)
-            buffer.writeVarint(UInt64(inner))
-            for event in events {
-                buffer.writeVarint(1 << 3 | 2)
-                buffer.writeVarint(UInt64(event.readableBytes))
-                buffer.writeImmutableBuffer(event)
-            }
-            if let packedCursor {
-                buffer.writeVarint(2 << 3 | 2)
-                buffer.writeVarint(UInt64(packedCursor.readableBytes))
-                buffer.writeImmutableBuffer(packedCursor)
-            }
+    /// Writes the start of a length-prefixed `ServerFrame` answering `requestID` whose body is a
+    /// `WatchEvents` of `bodyBytes` bytes (event fields, then at most one cursor field), which
+    /// follow it on the wire.
+    public static func writeHead(requestID: UInt64, bodyBytes: Int, into buffer: inout ByteBuffer) {
+        // ServerFrame: request_id (field 1, left out when 0, as protobuf-c does), then
+        // watch_events (field 13).
+        let frameBytes = ProtobufWriter.uint64Size(1, requestID) + ProtobufWriter.delimitedSize(13, length: bodyBytes)
+        buffer.writeInteger(UInt32(frameBytes), endianness: .big)
+        let headBytes = frameBytes - bodyBytes
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: headBytes) { out in
+            var writer = ProtobufWriter(at: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            writer.uint64(1, requestID)
+            writer.header(13, length: bodyBytes)
+            return headBytes
         }
     }
 
-    private static func varintSize(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-    }
-}
-
-extension ByteBuffer {
-    /// Writes `value` as a protobuf varint.
-    fileprivate mutating func writeVarint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            writeInteger(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        writeInteger(UInt8(value))
+    /// Writes a whole frame of `eventFields` (runs of ``appendEventField(_:to:)``'s fields)
+    /// and `cursorField` answering `requestID`, the parts one after the other.
+    public static func write(requestID: UInt64, eventFields: [ByteBuffer], cursorField: ByteBuffer?, into buffer: inout ByteBuffer) {
+        let body = eventFields.reduce(cursorField?.readableBytes ?? 0) { $0 + $1.readableBytes }
+        writeHead(requestID: requestID, bodyBytes: body, into: &buffer)
+        for run in eventFields { buffer.writeImmutableBuffer(run) }
+        if let cursorField { buffer.writeImmutableBuffer(cursorField) }
     }
 }

@@ -116,13 +116,13 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         var rounds = 0
         while context.channel.isWritable, rounds < Self.readsPerTurn {
             rounds += 1
-            let read: (batch: FeedBatch, packed: [ByteBuffer], caughtUp: Bool)
+            let read: (scan: FeedScan, runs: [ByteBuffer], bytes: Int, caughtUp: Bool)
             do {
                 read = try hub.read(&reader!, limit: Self.eventsPerFrame, id: ObjectIdentifier(self), wake: waker())
             } catch {
                 return finish(expired(error, why: "the node's feed dropped events this watcher had not read"))
             }
-            if !read.packed.isEmpty { write(read.packed, cursor: read.batch.cursor) }
+            if !read.runs.isEmpty { write(read.runs, bytes: read.bytes, cursor: read.scan.cursor) }
             if read.caughtUp { break }
         }
         // A long backlog goes on in the next turn of the loop.
@@ -140,7 +140,7 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
             reader = try hub.open(
                 after: subscription.cursor, filter: subscription.filter, id: ObjectIdentifier(self), wake: waker())
             // The stream starts with the cursor it starts from, when it has one already.
-            if let cursor = reader?.cursor { write([], cursor: cursor) }
+            if let cursor = reader?.cursor { write([], bytes: 0, cursor: cursor) }
             return true
         } catch .notCaughtUp(let held) {
             if NIODeadline.now() - opened >= catchUpTimeout {
@@ -164,21 +164,27 @@ final class WatchHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard !finished, let reader, let cursor = reader.cursor, NIODeadline.now() - lastWrite >= progress, context.channel.isWritable else {
             return
         }
-        write([], cursor: cursor)
+        write([], bytes: 0, cursor: cursor)
         context.flush()
     }
 
-    /// Writes one frame of `events` (packed by the hub) and `cursor`.
-    private func write(_ events: [ByteBuffer], cursor: VersionVector?) {
+    /// Writes one frame of `runs` of event fields (the hub's, `bytes` in all) and `cursor`, each
+    /// part as it is: the frame's head is the only thing made for this watcher alone.
+    private func write(_ runs: [ByteBuffer], bytes: Int, cursor: VersionVector?) {
         guard let context else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 128 + events.reduce(0) { $0 + 4 + $1.readableBytes })
-        do {
-            try WatchFrames.write(
-                requestID: requestID, events: events, cursor: cursor.map { WatchCursor(clusterID: clusterID, vector: $0) }, into: &buffer)
-        } catch {
-            return finish(WireError(code: .internalError, message: "cannot encode watch events: \(error)"))
+        var cursorField: ByteBuffer?
+        if let cursor {
+            do {
+                cursorField = try hub.cursorField(WatchCursor(clusterID: clusterID, vector: cursor))
+            } catch {
+                return finish(WireError(code: .internalError, message: "cannot encode the watch cursor: \(error)"))
+            }
         }
-        context.write(wrapOutboundOut(buffer), promise: nil)
+        var head = context.channel.allocator.buffer(capacity: 24)
+        WatchFrames.writeHead(requestID: requestID, bodyBytes: bytes + (cursorField?.readableBytes ?? 0), into: &head)
+        context.write(wrapOutboundOut(head), promise: nil)
+        for run in runs { context.write(wrapOutboundOut(run), promise: nil) }
+        if let cursorField { context.write(wrapOutboundOut(cursorField), promise: nil) }
         lastWrite = .now()
     }
 

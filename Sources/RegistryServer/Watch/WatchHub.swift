@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import RegistryCore
+import RegistryWire
 
 /// The node's change feed and the count of its watchers, under one lock of their own (not the
 /// engine's): the commit pipeline publishes each commit's events once, and every watcher reads
@@ -11,6 +12,8 @@ final class WatchHub: Sendable {
         var feed: ChangeFeed
         /// The recent events in wire form, packed once for every watcher.
         var packed = PackedEvents()
+        /// The last cursor packed, which every caught-up watcher sends after each publish.
+        var lastCursor: (cursor: WatchCursor, field: ByteBuffer)?
         var watchers = 0
         /// Watchers that read everything, each with what wakes it at the next publish.
         var waiting: [ObjectIdentifier: @Sendable () -> Void] = [:]
@@ -80,26 +83,36 @@ final class WatchHub: Sendable {
         }.get()
     }
 
-    /// Reads on (``FeedReader/read(_:limit:scanLimit:)``): the batch, its events in wire form,
-    /// and whether the reader has read everything (`caughtUp`; then `wake` is called at the next
-    /// publish).
+    /// Reads on (``FeedReader/scan(_:limit:scanLimit:)``): where the events are, their fields
+    /// in wire form (runs of ``WatchFrames/appendEventField(_:to:)``'s, shared by every watcher
+    /// that sends them) and the runs' size, and whether the reader has read everything
+    /// (`caughtUp`; then `wake` is called at the next publish).
     func read(
         _ reader: inout FeedReader, limit: Int, id: ObjectIdentifier, wake: @escaping @Sendable () -> Void
-    ) throws(FeedReadError) -> (batch: FeedBatch, packed: [ByteBuffer], caughtUp: Bool) {
+    ) throws(FeedReadError) -> (scan: FeedScan, runs: [ByteBuffer], bytes: Int, caughtUp: Bool) {
         try state.withLockedValue { state in
             Result { () throws(FeedReadError) in
-                let batch = try reader.read(state.feed, limit: limit)
-                var packed = [ByteBuffer]()
-                packed.reserveCapacity(batch.entries.count)
-                for (entry, position) in zip(batch.entries, batch.positions) {
-                    // An event the codec refuses (text with a NUL, which no state holds) is left out.
-                    if let bytes = try? state.packed.packed(entry, at: position) { packed.append(bytes) }
-                }
+                let scan = try reader.scan(state.feed, limit: limit)
+                let (runs, bytes) = state.packed.runs(at: scan.positions, of: state.feed)
                 let caughtUp = reader.isCaughtUp(in: state.feed)
                 if caughtUp { state.waiting[id] = wake }
-                return (batch, packed, caughtUp)
+                return (scan, runs, bytes, caughtUp)
             }
         }.get()
+    }
+
+    /// The events at `positions`, which the feed holds (a reader just read them).
+    func entries(at positions: [UInt64]) -> [FeedEntry] {
+        state.withLockedValue { state in positions.map { state.feed[$0] } }
+    }
+
+    /// `cursor` as a `WatchEvents` field (``WatchFrames/cursorField(_:)``), packed once for
+    /// every watcher that sends the same one, as caught-up watchers do after each publish.
+    func cursorField(_ cursor: WatchCursor) throws(CodecError) -> ByteBuffer {
+        if let last = state.withLockedValue({ $0.lastCursor }), last.cursor == cursor { return last.field }
+        let field = try WatchFrames.cursorField(cursor)
+        state.withLockedValue { $0.lastCursor = (cursor, field) }
+        return field
     }
 
     /// Watchers served now.

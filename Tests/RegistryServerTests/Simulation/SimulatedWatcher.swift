@@ -131,10 +131,11 @@ final class SimulatedWatcher {
             guard open(simulation) else { return }
         }
         do {
-            let (batch, _, _) = try engine.watchHub.read(&reader!, limit: limit, id: ObjectIdentifier(self), wake: {})
-            counts.events += batch.entries.count
-            pending += batch.entries.map(\.event)
-            guard let next = batch.cursor else { return }
+            let read = try engine.watchHub.read(&reader!, limit: limit, id: ObjectIdentifier(self), wake: {})
+            let entries = engine.watchHub.entries(at: read.scan.positions)
+            counts.events += entries.count
+            pending += entries.map(\.event)
+            guard let next = read.scan.cursor else { return }
             for event in pending { view.fold(event) }
             pending = []
             cursor = next
