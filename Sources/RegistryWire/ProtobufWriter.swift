@@ -60,6 +60,27 @@ struct ProtobufWriter {
         value.withUTF8 { bytes(field, $0) }
     }
 
+    /// A `string` field holding `text`, left out when empty.
+    mutating func string(_ field: UInt64, _ text: UUIDText) {
+        let count = text.utf8Count
+        guard count > 0 else { return }
+        header(field, length: count)
+        text.writeUTF8(to: cursor)
+        cursor += count
+    }
+
+    /// One element of a `repeated string` field: written even when empty, as every element is.
+    mutating func element(_ field: UInt64, _ value: String) {
+        var value = value
+        value.withUTF8 { bytes in
+            header(field, length: bytes.count)
+            if let base = bytes.baseAddress, bytes.count > 0 {
+                cursor.update(from: base, count: bytes.count)
+                cursor += bytes.count
+            }
+        }
+    }
+
     /// A 16-byte `bytes` field holding a UUID, big-endian.
     mutating func uuid(_ field: UInt64, _ value: UUID128) {
         header(field, length: 16)
@@ -101,6 +122,16 @@ struct ProtobufWriter {
     static func stringSize(_ field: UInt64, _ value: String) -> Int {
         let count = value.utf8.count
         return count == 0 ? 0 : delimitedSize(field, length: count)
+    }
+
+    static func stringSize(_ field: UInt64, _ text: UUIDText) -> Int {
+        let count = text.utf8Count
+        return count == 0 ? 0 : delimitedSize(field, length: count)
+    }
+
+    /// One element of a `repeated string` field, header included (an empty one too).
+    static func elementSize(_ field: UInt64, _ value: String) -> Int {
+        delimitedSize(field, length: value.utf8.count)
     }
 
     /// A 16-byte `bytes` field, header included.

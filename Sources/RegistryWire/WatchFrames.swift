@@ -8,8 +8,6 @@ import NIOCore
 /// whole `ServerFrame` would give (``write(requestID:eventFields:cursorField:into:)`` puts the
 /// parts together).
 public enum WatchFrames {
-    /// `WatchEvents` field 1 (an event), length-delimited.
-    private static let eventKey: UInt8 = 1 << 3 | 2
     /// `WatchEvents` field 2 (the cursor), length-delimited.
     private static let cursorKey: UInt8 = 2 << 3 | 2
 
@@ -17,15 +15,18 @@ public enum WatchFrames {
     /// `registry.v1.WatchEvent`. On a throw (text with a NUL, which no state holds) the buffer
     /// is as it was.
     public static func appendEventField(_ event: WatchEventMessage, to buffer: inout ByteBuffer) throws(CodecError) {
-        let arena = CArena()
-        let message = WatchCodec.event(event, in: arena)
-        try arena.refuseTextWithNUL()
-        let start = buffer.writerIndex
-        do {
-            try withExtendedLifetime(arena) { () throws(CodecError) in try ProtobufC.packField(message, key: eventKey, into: &buffer) }
-        } catch {
-            buffer.moveWriterIndex(to: start)
-            throw error
+        if WatchEventWriter.holdsNUL(event) {
+            throw .invalidField("a watch event holds a NUL byte, which a protobuf-c string field cannot carry")
+        }
+        let size = WatchEventWriter.size(event)
+        let total = ProtobufWriter.delimitedSize(1, length: size)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { out in
+            let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var writer = ProtobufWriter(at: start)
+            writer.header(1, length: size)
+            WatchEventWriter.write(event, to: &writer)
+            precondition(writer.cursor == start + total, "a watch event's size was misjudged")
+            return total
         }
     }
 
