@@ -57,6 +57,18 @@ let clientBodies: [ClientBody] = [
 let serverBodies: [ServerBody] = [
     .helloAccepted(HelloAccepted(version: .current, nodeID: "node-a", clusterID: "c", serverVersion: "1", limits: .default, instanceID: 7)),
     .error(WireError(code: .permissionDenied, message: "no", retryable: false)), .stats(StatsMessage()), .memberRemoved(nodeID: "node-b"),
+    // A watch stream's frame, which decodes without protobuf-c (WatchEventsReader).
+    .watchEvents(
+        WatchEventsMessage(
+            events: [
+                WatchEventMessage(
+                    kind: 2, operation: LogPosition(origin: "node-a", epoch: 1, sequence: 7), hlc: 9, vendor: "com.vendor",
+                    deviceID: "00000000-0000-0000-0000-000000000001", otherDeviceIDs: ["00000000-0000-0000-0000-000000000002"]),
+                WatchEventMessage(
+                    kind: 4, operation: LogPosition(origin: "node-b", epoch: 2, sequence: 8), hlc: 10, vendor: "com.vendor",
+                    deviceID: "00000000-0000-0000-0000-000000000003", accountID: "00000000-0000-0000-0000-0000000000aa", unbindReason: .replaced,
+                    boundDeviceIDs: ["00000000-0000-0000-0000-000000000004"]),
+            ], cursor: WatchCursor(clusterID: "c", positions: positions))),
 ]
 for (index, body) in clientBodies.enumerated() {
     let frame = ClientFrame(requestID: UInt64(index + 1), body: body, ackReplicas: index == 2 ? 1 : nil)

@@ -120,11 +120,15 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                 switch frame.body {
                 case .watchEvents(let batch):
                     failures = 0
-                    pending += batch.events
-                    guard let next = batch.cursor else { continue }
+                    guard let next = batch.cursor else {
+                        pending += batch.events
+                        continue
+                    }
                     cursor = next
-                    defer { pending = [] }
-                    return WatchUpdate(events: pending, cursor: next)
+                    // Most frames end with a cursor: their events go out as they came.
+                    let events = pending.isEmpty ? batch.events : pending + batch.events
+                    pending = []
+                    return WatchUpdate(events: events, cursor: next)
                 case .error(let error) where error.retryable:
                     try await retry(after: RegistryClientError.server(error))
                 case .error(let error):

@@ -6,7 +6,17 @@ import RegistryCore
 extension ServerFrame {
     /// Decodes one frame payload; throws ``CodecError/malformed(message:bytes:)`` for bad bytes.
     public init(decoding payload: ByteBuffer) throws(CodecError) {
-        self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ServerFrame", unpack: registry__v1__server_frame__unpack) {
+        // A watch stream's frames, the bulk of what a watcher reads, decode without protobuf-c.
+        if let frame = payload.withUnsafeReadableBytes({ WatchEventsReader.frame($0) }) {
+            self = frame
+            return
+        }
+        self = try Self.decodedByProtobufC(payload)
+    }
+
+    /// `payload` decoded by protobuf-c, whatever its body.
+    static func decodedByProtobufC(_ payload: ByteBuffer) throws(CodecError) -> ServerFrame {
+        try ProtobufC.withUnpacked(payload, name: "registry.v1.ServerFrame", unpack: registry__v1__server_frame__unpack) {
             (frame: Registry__V1__ServerFrame) throws(CodecError) -> ServerFrame in
             ServerFrame(requestID: frame.request_id, body: try Self.body(of: frame), token: try CRead.causalToken(frame.token))
         }
