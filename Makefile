@@ -10,7 +10,7 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
-#   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher
+#   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
@@ -133,7 +133,7 @@ bench-security: deps test-tools
 
 # The change feed under load: throughput with and without watchers, lag, memory per idle watcher.
 bench-feed: deps
-	bash bench/feed.sh
+	FEED_BENCHMARKS=1 bash bench/feed.sh
 
 # Snapshots and restart at 10M devices on one release node, a few minutes.
 bench-storage: deps

@@ -8,9 +8,10 @@
 #      half the maximum measured in 1 (registryload --watchers);
 #   3. resident memory per idle watcher: the node's RSS with 1,000 idle watchers against the same
 #      trickle of load with none.
-# Prints a markdown table and the commands; bench/run.sh (make bench) runs it too and renders it.
-# Environment: BENCH_SECONDS (measured seconds per throughput run, default 10), FEED_OUT (where
-# the table goes, default stdout).
+# Prints the section (a markdown table and the commands); bench/run.sh (make bench) runs it too and
+# renders it. Environment: BENCH_SECONDS (measured seconds per throughput run, default 10), FEED_OUT
+# (where the section goes, default stdout), FEED_BENCHMARKS=1 (make bench-feed: also put it into
+# BENCHMARKS.md, bench/section.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -110,6 +111,12 @@ grown_with=$grown
 per_watcher=$(( (grown_with - grown_without) / 1000 ))
 
 {
+  echo "## The change feed"
+  echo
+  echo "Issue 41's figures (\`bench/feed.sh\`, also \`make bench-feed\`) at \`$(git rev-parse --short=12 HEAD)\`: one node, batched load,"
+  echo "10 watchers of every vendor in registryload's own process (their decoding shares this machine's two cores with the node"
+  echo "and the load), and 1,000 idle watchers for the memory."
+  echo
   echo "| figure | value |"
   echo "|---|---:|"
   printf '| batched throughput without watchers (median of 2) | %.0f/s |\n' "$without"
@@ -129,4 +136,7 @@ per_watcher=$(( (grown_with - grown_without) / 1000 ))
   echo "\`FeedFloor 127.0.0.1 $port 10\` (rounds 0, 10, floor, floor, 10, 0),"
   echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
   echo "with the RSS read 6 s in (\`make bench-feed\`, bench/feed.sh)."
-} | tee "${FEED_OUT:-/dev/stdout}"
+} > "$out/section.md"
+cat "$out/section.md" > "${FEED_OUT:-/dev/stdout}"
+# make bench-feed puts the section into BENCHMARKS.md; make bench renders it with the rest.
+if [ "${FEED_BENCHMARKS:-0}" = 1 ]; then python3 bench/section.py feed "$out/section.md"; fi

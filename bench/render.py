@@ -297,11 +297,10 @@ if vendor_move:
       f"{v['floor_ms']:.0f} ms: every claim key read once and each moved one written into a fresh table, with no digest or index "
       "upkeep. Every node pauses so once, when the move reaches it.")
 if feed_table:
-    w("\n## The change feed\n")
-    w("Issue 41's figures (`bench/feed.sh`, also `make bench-feed`): one node, batched load, 10 watchers of every vendor in")
-    w("registryload's own process (their decoding shares this machine's two cores with the node and the load), and 1,000")
-    w("idle watchers for the memory.\n")
-    w(feed_table)
+    # bench/feed.sh writes the whole section, heading included (make bench-feed puts it in alone).
+    w("\n<!-- feed:begin -->")
+    w(feed_table.rstrip())
+    w("<!-- feed:end -->")
 for devices, seconds, moved in restarts:
     w(f"\nRestart with {devices:,} devices: {seconds:.1f} s until the node accepts connections"
       + (f", of which {moved:.1f} s loaded the snapshot the clean stop took and replayed the journal past it."

@@ -86,7 +86,7 @@ for wanted in ("IdentifierKey.seal", "HMAC<SHA256> through swift-crypto", "floor
     if wanted not in hashing:
         sys.exit(f"bench/security.sh: the KeyedHashing benchmarks gave no figure for {wanted!r}: {open(hash_path).read()[-2000:]}")
 labels = {"single": "single RegisterRequests, 4 connections x 64 in flight", "batch": "batches of 100, 8 connections x 16 in flight"}
-lines = ["<!-- security:begin -->", "## What security costs", "",
+lines = ["## What security costs", "",
          f"`bench/security.sh` (`make bench-security`) on {datetime.date.today()} at `{revision}`: one release registryd started plain, "
          "with tokens (`--token-secret`; registryload presents a token scoped to its 100 vendors) and with TLS (`--tls-cert`, an "
          f"openssl P-256 certificate; TLS 1.3), {rounds} rounds of {seconds} s each, rotating which goes first, a fresh node per run. "
@@ -111,15 +111,8 @@ lines += ["", "Keyed hashing of identifiers at rest (`swift package benchmark --
           f"both pads' states kept, **{h:.0f} ns** and no allocation (issue 42's target: at most 100), against, in the same run, "
           f"the floor (SHA-256's block function on two blocks, nothing else) {f:.0f} ns, the same HMAC through swift-crypto's "
           f"`HMAC<SHA256>` {c:.0f} ns (two allocations), and SipHash-2-4-128 of the same 17 bytes {s:.0f} ns. A registration "
-          f"presents up to two identifiers: **{2 * h:.0f} ns** of hashing, done on the connection's event loop before the engine's lock.",
-          "<!-- security:end -->"]
-section = "\n".join(lines) + "\n"
-text = open("BENCHMARKS.md").read()
-if "<!-- security:begin -->" in text:
-    text = re.sub(r"<!-- security:begin -->.*?<!-- security:end -->\n", lambda _: section, text, flags=re.S)
-else:
-    marker = "<!-- compare:begin -->"
-    text = text.replace(marker, section + "\n" + marker, 1) if marker in text else text + "\n" + section
-open("BENCHMARKS.md", "w").write(text)
-print(section)
+          f"presents up to two identifiers: **{2 * h:.0f} ns** of hashing, done on the connection's event loop before the engine's lock."]
+sys.path.insert(0, "bench")
+from section import put
+print(put("security", "\n".join(lines)))
 PY
