@@ -73,7 +73,7 @@ for round in $(seq "$rounds"); do
 done
 
 python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" <<'PY'
-import re, statistics, sys, datetime
+import statistics, sys, datetime
 path, base, head, rounds, seconds, head_flags, base_flags = sys.argv[1:]
 rows = {}
 for line in open(path):
@@ -81,7 +81,10 @@ for line in open(path):
     rows.setdefault((row, name), []).append((int(rate), int(p99)))
 labels = {"single": "single RegisterRequests, 4 connections x 64 in flight",
           "batch": "batches of 100, 8 connections x 16 in flight"}
-lines = ["<!-- compare:begin -->", "## Against the previous revision", "",
+# The reference revision (issue 42) has a standing section of its own; any other base is "the
+# previous revision", the one the change being measured started from.
+reference = base.startswith("67fecdd")
+lines = ["## Against the reference revision (67fecdd)" if reference else "## Against the previous revision", "",
          f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}`"
          + (f" (started with `{base_flags}`)" if base_flags else "") + " "
          f"against `{head}`" + (f" (started with `{head_flags}`)" if head_flags else "") +
@@ -96,14 +99,7 @@ for row in ("single", "batch"):
     bp, hp = statistics.median(p for _, p in b), statistics.median(p for _, p in h)
     each = lambda runs: ", ".join(f"{r:,}" for r, _ in runs)
     lines.append(f"| {labels[row]} | {bm:,.0f} ({each(b)}) | {hm:,.0f} ({each(h)}) | {hm / bm:.3f} | {bp / 1000:.2f} ms | {hp / 1000:.2f} ms |")
-lines.append("<!-- compare:end -->")
-section = "\n".join(lines) + "\n"
-text = open("BENCHMARKS.md").read()
-if "<!-- compare:begin -->" in text:
-    text = re.sub(r"<!-- compare:begin -->.*?<!-- compare:end -->\n", lambda _: section, text, flags=re.S)
-else:
-    marker = "## Memory and restart"
-    text = text.replace(marker, section + "\n" + marker, 1) if marker in text else text + "\n" + section
-open("BENCHMARKS.md", "w").write(text)
-print(section)
+sys.path.insert(0, "bench")
+from section import put
+print(put("reference" if reference else "compare", "\n".join(lines)))
 PY

@@ -565,12 +565,13 @@ w("```")
 w("")
 w("The PostgreSQL schema and function are in `bench/postgres/schema.sql`, the pgbench script in")
 w("`bench/postgres/first-install.pgbench`, and the Redis script in `bench/redis/register.lua`.")
-# The sections bench/security.sh, bench/cluster.sh, bench/storage.sh and bench/compare.sh write, and the journal-writes measurement
+# The sections bench/security.sh, bench/cluster.sh, bench/storage.sh and bench/compare.sh (against the reference revision and
+# against the previous one) write, and the journal-writes measurement
 # (made by hand with bench/compare.sh, see its text), are carried over from the current file.
 carried = []
 if os.path.exists("BENCHMARKS.md"):
     current = open("BENCHMARKS.md").read()
-    for name in ("journal-writes", "cluster", "storage", "security", "compare"):
+    for name in ("journal-writes", "cluster", "storage", "security", "reference", "compare"):
         found = re.search(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->\n", current, flags=re.S)
         if found:
             carried.append(found.group(0))
