@@ -7,7 +7,17 @@ extension ClientFrame {
     /// Decodes one frame payload. Throws ``CodecError/malformed(message:bytes:)`` when the
     /// bytes are not a ClientFrame; an unknown or missing body decodes as `.unknown`.
     public init(decoding payload: ByteBuffer) throws(CodecError) {
-        self = try ProtobufC.withUnpacked(payload, name: "registry.v1.ClientFrame", unpack: registry__v1__client_frame__unpack) {
+        // Registrations, nearly every frame a node reads, decode without protobuf-c.
+        if let frame = payload.withUnsafeReadableBytes({ RegisterRequestsReader.frame($0) }) {
+            self = frame
+            return
+        }
+        self = try Self.decodedByProtobufC(payload)
+    }
+
+    /// `payload` decoded by protobuf-c, whatever its body.
+    static func decodedByProtobufC(_ payload: ByteBuffer) throws(CodecError) -> ClientFrame {
+        try ProtobufC.withUnpacked(payload, name: "registry.v1.ClientFrame", unpack: registry__v1__client_frame__unpack) {
             (frame: Registry__V1__ClientFrame) throws(CodecError) -> ClientFrame in
             ClientFrame(
                 requestID: frame.request_id, body: try Self.body(of: frame), ackReplicas: frame.write_concern?.pointee.ack_replicas,

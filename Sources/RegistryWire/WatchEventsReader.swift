@@ -1,4 +1,3 @@
-import Platform
 import RegistryCore
 
 /// Decodes watch frames, `ServerFrame`s whose body is `WatchEvents`, without protobuf-c: a
@@ -82,7 +81,7 @@ enum WatchEventsReader {
                 hlc = value
             case (4, .lengthDelimited):
                 guard let text = reader.delimited() else { return nil }
-                vendor = strings.vendor(text)
+                vendor = strings.vendor.string(text)
             case (5, .lengthDelimited):
                 guard let text = reader.delimited() else { return nil }
                 device = UUIDText(utf8: text.assumingMemoryBound(to: UInt8.self))
@@ -143,7 +142,7 @@ enum WatchEventsReader {
             switch (key.field, key.type) {
             case (1, .lengthDelimited):
                 guard let text = reader.delimited() else { return nil }
-                origin = strings.origin(text)
+                origin = strings.origin.string(text)
             case (2, .varint):
                 guard let value = reader.varint() else { return nil }
                 epoch = value
@@ -164,24 +163,9 @@ enum WatchEventsReader {
         String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The vendor and the origin of the previous event: the events of one frame mostly share
-    /// them, and the same bytes give the same string without making it again.
+    /// The vendor and the origin of the previous event.
     private struct RepeatedStrings {
-        private var lastVendor: (bytes: UnsafeRawBufferPointer, text: String)?
-        private var lastOrigin: (bytes: UnsafeRawBufferPointer, text: String)?
-
-        mutating func vendor(_ bytes: UnsafeRawBufferPointer) -> String { Self.reuse(bytes, &lastVendor) }
-        mutating func origin(_ bytes: UnsafeRawBufferPointer) -> String { Self.reuse(bytes, &lastOrigin) }
-
-        private static func reuse(_ bytes: UnsafeRawBufferPointer, _ last: inout (bytes: UnsafeRawBufferPointer, text: String)?) -> String {
-            if let held = last, held.bytes.count == bytes.count,
-                held.bytes.count == 0 || memcmp(held.bytes.baseAddress!, bytes.baseAddress!, bytes.count) == 0
-            {
-                return held.text
-            }
-            let text = String(decoding: bytes, as: UTF8.self)
-            last = (bytes, text)
-            return text
-        }
+        var vendor = RepeatedText()
+        var origin = RepeatedText()
     }
 }

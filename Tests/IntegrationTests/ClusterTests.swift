@@ -30,8 +30,9 @@ import Testing
         let lists: [String]
         static let names = ["node-a", "node-b", "node-c"]
 
-        init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil, extra: [String] = []) throws {
+        init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil, extra: [String] = [], perNode: [[String]] = []) throws {
             self.extra = extra
+            self.perNode = perNode
             temp = try TemporaryDirectory()
             ports = try given ?? (0..<3).map { _ in try ClusterTests.freePort() }
             let all = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
@@ -47,12 +48,14 @@ import Testing
 
         /// Extra flags for every node.
         var extra: [String] = []
+        /// Extra flags for each node, by index (none for an index past the end).
+        let perNode: [[String]]
 
         func start(_ index: Int) throws -> DaemonProcess {
             try DaemonProcess(
                 dataDirectory: directory(index), port: ports[index],
                 arguments: ["--node-id", Self.names[index], "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", lists[index]]
-                    + extra)
+                    + extra + (index < perNode.count ? perNode[index] : []))
         }
 
         var endpoints: String { nodes.map(\.endpoint).joined(separator: ",") }
@@ -87,7 +90,11 @@ import Testing
                                 "127.0.0.1:\(node == isolated || other == isolated ? relays[other].port : ports[other])"
                             }.joined(separator: ",")
                         }
-                    }, ports: ports, extra: extra)
+                    }, ports: ports, extra: extra,
+                    // Each node advertises its relay: a node links to a member at its advertised
+                    // address when no link of its own has reached that member yet (a relayed link
+                    // still dialling under load), and a direct one would outlive every cut.
+                    perNode: relays.map { ["--advertise", "127.0.0.1:\($0.port)"] })
                 return (cluster, relays)
             } catch DaemonProcess.DaemonError.exited(_, let log) where log.contains("Address already in use") && attempt < 3 {
                 for relay in relays { relay.close() }
@@ -263,13 +270,16 @@ import Testing
             await reader.close()
         }
         print("faults across 3 nodes: \(acked.count) acknowledged registrations, \(lost) lost or different on some node")
-        #expect(acked.count > 300 && lost == 0)
+        // Writes were acknowledged in every phase (how many depends on how busy the machine is: a
+        // full-suite CI run got 285 in all, a run alone about 2,000), and none was lost.
+        #expect(counts[0] >= 100 && zip(counts, counts.dropFirst()).allSatisfy { $0 < $1 }, "\(counts)")
+        #expect(lost == 0)
         #expect(stats.allSatisfy { $0.deviceCount == UInt64(acked.count) || $0.deviceCount >= UInt64(acked.count) })
         // The restarted node kept its node ID and epoch (its data survived), and the links came back.
         #expect(cluster.nodes[1].log.contains("node=node-b"))
         // Counted as (node, peer node ID) pairs, which is what "streams to both others" means: a
-        // full-suite run once saw 7 streaming links for the 6 pairs (one node listing two links
-        // to one peer, not investigated yet), and a count of links then failed.
+        // node whose configured link has not reached a member yet links to the member's advertised
+        // address too (a full-suite run once saw 7 streaming links for the 6 pairs).
         var streaming = Set<String>()
         let deadline = Date().addingTimeInterval(15)
         while streaming.count < 6, Date() < deadline {
