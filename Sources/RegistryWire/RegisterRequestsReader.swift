@@ -40,6 +40,11 @@ enum RegisterRequestsReader {
     private static func registerBatch(_ bytes: UnsafeRawBufferPointer, _ bundles: inout RepeatedText) -> [RegisterRequest]? {
         var reader = ProtobufReader(bytes)
         var requests = [RegisterRequest]()
+        // Counted first, as protobuf-c does, so that the array is made once.
+        var counting = ProtobufReader(bytes)
+        var count = 0
+        while !counting.isAtEnd, let key = counting.key(), counting.skip(key.type) { count += key.field == 1 ? 1 : 0 }
+        requests.reserveCapacity(count)
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
@@ -59,6 +64,7 @@ enum RegisterRequestsReader {
         var reader = ProtobufReader(bytes)
         var bundleID = ""
         var identifiers = [PresentedIdentifier]()
+        identifiers.reserveCapacity(2)
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
