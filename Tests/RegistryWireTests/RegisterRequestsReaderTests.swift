@@ -60,32 +60,7 @@ import Testing
     }
 
     @Test func aMutatedFrameItReadsItReadsAsProtobufCDoes() throws {
-        var random = SplitMix64(seed: 45)
-        var readByBoth = 0
-        var leftToProtobufC = 0
-        for _ in 0..<4_000 {
-            var bytes = Array(try encoded(randomFrame(&random)).readableBytesView)
-            guard !bytes.isEmpty else { continue }
-            for _ in 0...(random.next() % 3) {
-                let at = Int(random.next() % UInt64(bytes.count))
-                switch random.next() % 5 {
-                case 0: bytes[at] ^= UInt8(1 << (random.next() % 8))
-                case 1: bytes[at] = UInt8(truncatingIfNeeded: random.next())
-                case 2: bytes.removeLast(Int(random.next() % UInt64(min(bytes.count, 8))))
-                case 3: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: at)
-                default: bytes.remove(at: at)
-                }
-                if bytes.isEmpty { break }
-            }
-            let buffer = ByteBuffer(bytes: bytes)
-            if let read = readDirectly(buffer) {
-                readByBoth += 1
-                #expect(read == (try? ClientFrame.decodedByProtobufC(buffer)), "\(bytes)")
-            } else {
-                leftToProtobufC += 1
-            }
-        }
-        // Both kinds happen, or the comparison above would say little.
-        #expect(readByBoth > 200 && leftToProtobufC > 200, "\(readByBoth) read, \(leftToProtobufC) left")
+        try MutatedFrames.expectAgreement(
+            seed: 45, frame: { try encoded(randomFrame(&$0)) }, direct: readDirectly, protobufC: { try ClientFrame.decodedByProtobufC($0) })
     }
 }
