@@ -68,7 +68,7 @@ done
 swift package --allow-writing-to-package-directory benchmark --target KeyedHashing --format markdown --no-progress > "$out/hash.md" 2>/dev/null
 
 python3 - "$out/results.tsv" "$out/hash.md" "$rounds" "$seconds" "$(git rev-parse --short=12 HEAD)" <<'PY'
-import json, re, statistics, sys, datetime
+import json, statistics, sys, datetime
 path, hash_path, rounds, seconds, revision = sys.argv[1:]
 rows = {}
 for line in open(path):

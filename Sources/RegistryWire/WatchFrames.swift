@@ -5,8 +5,7 @@ import NIOCore
 /// packs it once, as the field a `WatchEvents` message holds it in (``appendEventField(_:to:)``),
 /// and writes each watcher's frame as a head (``writeHead(requestID:bodyBytes:into:)``), runs of
 /// those fields, and the cursor's field (``cursorField(_:)``): byte for byte what packing the
-/// whole `ServerFrame` would give (``write(requestID:eventFields:cursorField:into:)`` puts the
-/// parts together).
+/// whole `ServerFrame` would give (`WatchCodecTests` compares them).
 public enum WatchFrames {
     /// `WatchEvents` field 2 (the cursor), length-delimited.
     private static let cursorKey: UInt8 = 2 << 3 | 2
@@ -56,14 +55,5 @@ public enum WatchFrames {
             writer.header(13, length: bodyBytes)
             return headBytes
         }
-    }
-
-    /// Writes a whole frame of `eventFields` (runs of ``appendEventField(_:to:)``'s fields)
-    /// and `cursorField` answering `requestID`, the parts one after the other.
-    public static func write(requestID: UInt64, eventFields: [ByteBuffer], cursorField: ByteBuffer?, into buffer: inout ByteBuffer) {
-        let body = eventFields.reduce(cursorField?.readableBytes ?? 0) { $0 + $1.readableBytes }
-        writeHead(requestID: requestID, bodyBytes: body, into: &buffer)
-        for run in eventFields { buffer.writeImmutableBuffer(run) }
-        if let cursorField { buffer.writeImmutableBuffer(cursorField) }
     }
 }
