@@ -60,39 +60,69 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
     public static let textLength = 36
 
     private static func parse(_ chars: UnsafeBufferPointer<UInt8>) -> UUID128? {
-        guard chars.count == 36, chars[8] == dash, chars[13] == dash, chars[18] == dash, chars[23] == dash else {
-            return nil
+        parseNoting(chars)?.value
+    }
+
+    /// Parses UUID text as ``init(utf8:)`` does, and says which cases its hex letters were in.
+    ///
+    /// The 32 hex digits are read as four words of eight bytes and checked and converted eight
+    /// at a time, with no branch per byte (a per-byte table lookup and its branches were a
+    /// third of a watcher's decoding). Each byte's top bit answers a range question: adding
+    /// `0x80 - lower bound` to a byte below 0x80 sets it exactly when the byte is at least that
+    /// bound, and no carry crosses into the next byte.
+    static func parseNoting(_ chars: UnsafeBufferPointer<UInt8>) -> (value: UUID128, lower: Bool, upper: Bool)? {
+        guard chars.count == 36, let base = chars.baseAddress, base[8] == dash, base[13] == dash, base[18] == dash, base[23] == dash
+        else { return nil }
+        let text = UnsafeRawPointer(base)
+        func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: text.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        func halves(_ first: Int, _ second: Int) -> UInt64 {
+            UInt64(UInt32(littleEndian: text.loadUnaligned(fromByteOffset: first, as: UInt32.self)))
+                | UInt64(UInt32(littleEndian: text.loadUnaligned(fromByteOffset: second, as: UInt32.self))) << 32
         }
-        // Every digit's value is or-ed into `invalid` too: any 0xFF (not a hex digit) shows.
-        var invalid: UInt8 = 0
-        func digits(_ range: Range<Int>, into word: inout UInt64) {
-            for offset in range {
-                let nibble = hexValues[Int(chars[offset])]
-                invalid |= nibble
-                word = word << 4 | UInt64(nibble & 0xF)
-            }
+        // The digits in text order, the first of each word in its lowest byte.
+        let digits = (word(0), halves(9, 14), halves(19, 24), word(28))
+        var checks = HexWord()
+        let high = checks.bytes(digits.0) << 32 | checks.bytes(digits.1)
+        let low = checks.bytes(digits.2) << 32 | checks.bytes(digits.3)
+        guard checks.valid else { return nil }
+        return (UUID128(high: high, low: low), checks.lower, checks.upper)
+    }
+
+    /// Eight hex digits at a time (see ``parseNoting(_:)``), and what they held.
+    private struct HexWord {
+        private static let ones: UInt64 = 0x0101_0101_0101_0101
+        private static let tops: UInt64 = 0x8080_8080_8080_8080
+        private var invalid: UInt64 = 0
+        private var lowerLetters: UInt64 = 0
+        private var upperLetters: UInt64 = 0
+
+        var valid: Bool { invalid == 0 }
+        var lower: Bool { lowerLetters != 0 }
+        var upper: Bool { upperLetters != 0 }
+
+        /// The value of eight hex digits, the first in `digits`' lowest byte, as 32 bits.
+        @inline(__always) mutating func bytes(_ digits: UInt64) -> UInt64 {
+            func atLeast(_ bound: UInt8, _ bytes: UInt64) -> UInt64 { (bytes &+ UInt64(0x80 - bound) &* Self.ones) & Self.tops }
+            let folded = digits | 0x20 &* Self.ones
+            let isDigit = atLeast(0x30, digits) & ~atLeast(0x3A, digits)
+            let isLetter = atLeast(0x61, folded) & ~atLeast(0x67, folded)
+            // A byte of 0x80 or more is no digit, and would carry in the checks above.
+            invalid |= (~(isDigit | isLetter) & Self.tops) | (digits & Self.tops)
+            // Bit 5 (0x20) marks a lower-case letter; moved up to the top bit.
+            lowerLetters |= isLetter & digits << 2
+            upperLetters |= isLetter & ~(digits << 2)
+            // A digit's value is its low nibble, a letter's that plus 9 (bit 6, 0x40, marks a letter).
+            let nibbles = (digits & (0x0F &* Self.ones)) &+ (digits >> 6 & Self.ones) &* 9
+            // Each pair of nibbles into one byte, in the even bytes; then the four bytes together.
+            var packed = (nibbles << 4 | nibbles >> 8) & 0x00FF_00FF_00FF_00FF
+            packed = (packed | packed >> 8) & 0x0000_FFFF_0000_FFFF
+            packed = (packed | packed >> 16) & 0xFFFF_FFFF
+            // The first digit pair is the most significant byte.
+            return UInt64(UInt32(truncatingIfNeeded: packed).byteSwapped)
         }
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        digits(0..<8, into: &high)
-        digits(9..<13, into: &high)
-        digits(14..<18, into: &high)
-        digits(19..<23, into: &low)
-        digits(24..<36, into: &low)
-        return invalid & 0xF0 == 0 ? UUID128(high: high, low: low) : nil
     }
 
     private static let dash = UInt8(ascii: "-")
-
-    /// Each byte's hex value, 0xFF for bytes that are not hex digits.
-    private static let hexValues: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
-        switch UInt8(byte) {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt8(byte) - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt8(byte) - UInt8(ascii: "A") + 10
-        default: return 0xFF
-        }
-    }
 
     /// Lower-case 8-4-4-4-12 text. Written straight into the string's storage: one allocation.
     public var text: String {

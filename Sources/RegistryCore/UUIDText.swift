@@ -26,8 +26,9 @@ public struct UUIDText: Hashable, Sendable, CustomStringConvertible {
     /// UTF-8 bytes as they arrive on the wire: UUID text in one case is kept as its value, and
     /// anything else becomes a string (invalid UTF-8 repaired, as `String(decoding:as:)` does).
     public init(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-        if let uuid = UUID128(utf8: bytes), let uppercase = Self.letterCase(bytes) {
-            form = .uuid(uuid, uppercase: uppercase)
+        // Text with letters of both cases is kept as text: only the text can reproduce it.
+        if let parsed = UUID128.parseNoting(bytes), !(parsed.lower && parsed.upper) {
+            form = .uuid(parsed.value, uppercase: parsed.upper)
         } else {
             form = .text(String(decoding: bytes, as: UTF8.self))
         }
@@ -53,7 +54,7 @@ public struct UUIDText: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether the text holds a NUL byte (UUID text never does).
     public var containsNUL: Bool {
-        if case .text(let text) = form { return text.utf8.contains(0) }
+        if case .text(let text) = form { return text.containsNUL }
         return false
     }
 
@@ -84,23 +85,5 @@ public struct UUIDText: Hashable, Sendable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(text)
-    }
-
-    /// Whether the hex letters of UUID text are upper case (false when there are none); nil
-    /// when both cases appear, which only the text itself can reproduce.
-    ///
-    /// Bit tests rather than comparisons: in UUID text a byte is a letter when bit 6 (0x40) is
-    /// set, and a lower-case one when bit 5 (0x20) is set too (digits and `-` have bit 5 only).
-    /// Branching on each byte mispredicted about half the time on random hex, and cost more
-    /// than parsing the UUID.
-    private static func letterCase(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool? {
-        var lower: UInt8 = 0
-        var upper: UInt8 = 0
-        for byte in bytes {
-            lower |= byte & (byte << 1)
-            upper |= byte & ~(byte << 1)
-        }
-        let (anyLower, anyUpper) = (lower & 0x40 != 0, upper & 0x40 != 0)
-        return anyLower && anyUpper ? nil : anyUpper
     }
 }

@@ -23,6 +23,51 @@ import Testing
         #expect(UUID128(text: text) == nil)
     }
 
+    @Test func parsingAgreesWithACharacterByCharacterReading() {
+        // The oracle reads one character at a time: 36 characters, dashes at 8, 13, 18 and 23,
+        // hex digits elsewhere; the value by UInt64(_:radix:); the cases by the letters seen.
+        func oracle(_ bytes: [UInt8]) -> (value: UUID128, lower: Bool, upper: Bool)? {
+            guard bytes.count == 36 else { return nil }
+            var hex = ""
+            var lower = false
+            var upper = false
+            for (offset, byte) in bytes.enumerated() {
+                if [8, 13, 18, 23].contains(offset) {
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let character = Character(Unicode.Scalar(byte))
+                guard byte < 0x80, character.isHexDigit else { return nil }
+                if character.isLetter { if character.isLowercase { lower = true } else { upper = true } }
+                hex.append(character)
+            }
+            let digits = Array(hex)
+            return (UUID128(high: UInt64(String(digits[0..<16]), radix: 16)!, low: UInt64(String(digits[16..<32]), radix: 16)!), lower, upper)
+        }
+        var generator = SplitMix64(seed: 23)
+        var accepted = 0
+        for round in 0..<20_000 {
+            let value = UUID128(high: generator.next(), low: generator.next())
+            var bytes = Array(value.text.utf8)
+            // Letters in upper case at random, then (most rounds) bytes replaced at random,
+            // often with ones near the hex ranges' edges.
+            for index in bytes.indices where (0x61...0x66).contains(bytes[index]) && generator.next() % 3 == 0 { bytes[index] -= 0x20 }
+            if round % 4 != 0 {
+                for _ in 0..<Int(generator.next() % 3) {
+                    let edges: [UInt8] = [0x2F, 0x30, 0x39, 0x3A, 0x40, 0x41, 0x46, 0x47, 0x60, 0x61, 0x66, 0x67, 0x7F, 0x80, 0xC1, 0xE6, 0xFF, 0x00, 0x2D]
+                    let byte = generator.next() % 2 == 0 ? edges[Int(generator.next() % UInt64(edges.count))] : UInt8(truncatingIfNeeded: generator.next())
+                    bytes[Int(generator.next() % 36)] = byte
+                }
+            }
+            let parsed = bytes.withUnsafeBufferPointer { UUID128.parseNoting($0) }
+            let expected = oracle(bytes)
+            #expect(parsed?.value == expected?.value && parsed?.lower == expected?.lower && parsed?.upper == expected?.upper, "\(bytes)")
+            if expected != nil { accepted += 1 }
+        }
+        // Both outcomes occur often.
+        #expect(accepted > 5_000 && accepted < 15_000)
+    }
+
     @Test func randomValuesRoundTripThroughTextAndBytes() {
         var generator = SplitMix64(seed: 7)
         for _ in 0..<1000 {
