@@ -15,7 +15,7 @@ public struct AccountName: Hashable, Sendable {
         guard length <= Self.maxBytes else {
             throw .invalidAccount("\(quoted(text)) is \(length) bytes; the most is \(Self.maxBytes)")
         }
-        guard !text.utf8.contains(0) else { throw .invalidAccount("\(quoted(text)) holds NUL") }
+        guard !text.containsNUL else { throw .invalidAccount("\(quoted(text)) holds NUL") }
         self.text = text
     }
 }

@@ -95,7 +95,7 @@ final class CArena {
 
     /// A NUL-terminated C copy of `text`.
     func string(_ text: String) -> UnsafeMutablePointer<CChar> {
-        if textWithNUL == nil, text.utf8.contains(0) { textWithNUL = text }
+        if textWithNUL == nil, text.containsNUL { textWithNUL = text }
         let count = text.utf8.count
         let raw = allocate(bytes: count + 1)
         let bytes = raw.bindMemory(to: UInt8.self, capacity: count + 1)

@@ -38,9 +38,8 @@ enum WatchEventWriter {
     /// Whether a string of `event` holds a NUL, which the protobuf-c decoders of every client
     /// would cut short: such an event is refused rather than sent.
     static func holdsNUL(_ event: WatchEventMessage) -> Bool {
-        event.operation.origin.utf8.contains(0) || event.vendor.utf8.contains(0) || event.deviceIDText.containsNUL
-            || event.accountID.utf8.contains(0) || event.otherDeviceIDs.contains { $0.utf8.contains(0) }
-            || event.boundDeviceIDs.contains { $0.utf8.contains(0) }
+        event.operation.origin.containsNUL || event.vendor.containsNUL || event.deviceIDText.containsNUL || event.accountID.containsNUL
+            || event.otherDeviceIDs.contains(where: \.containsNUL) || event.boundDeviceIDs.contains(where: \.containsNUL)
     }
 
     private static func operationSize(_ position: LogPosition) -> Int {
