@@ -37,9 +37,18 @@ final class FeedWatchers: Sendable {
                             let from = countFrom.withLock { $0 }
                             seen.withLock { seen in
                                 if first { seen.ready += 1 }
+                                // An operation's clock has millisecond resolution: the events of a
+                                // run with one millisecond are recorded at once.
+                                var run: (millis: UInt64, count: Int)?
                                 for event in update.events where event.millis >= from {
-                                    seen.lag.record(now > event.millis * 1_000 ? (now - event.millis * 1_000) * 1_000 : 0)
+                                    if let open = run, open.millis == event.millis {
+                                        run = (open.millis, open.count + 1)
+                                        continue
+                                    }
+                                    if let open = run { seen.lag.record(Self.lag(now, open.millis), count: open.count) }
+                                    run = (event.millis, 1)
                                 }
+                                if let open = run { seen.lag.record(Self.lag(now, open.millis), count: open.count) }
                             }
                             first = false
                         }
@@ -54,6 +63,11 @@ final class FeedWatchers: Sendable {
         while Date() < deadline, seen.withLock({ $0.ready + $0.failures.count }) < count {
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// Nanoseconds from an operation's clock (`millis`) to its delivery (`now`, microseconds).
+    private static func lag(_ now: UInt64, _ millis: UInt64) -> UInt64 {
+        now > millis * 1_000 ? (now - millis * 1_000) * 1_000 : 0
     }
 
     /// Counts events of operations stamped from now on.
