@@ -166,6 +166,12 @@ let package = Package(
             ],
             path: "bench/Benchmarks/KeyedHashing", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // What a watcher pays to decode the change feed, with its floor in the same run (bench/feed.sh runs it).
+        .executableTarget(
+            name: "WatchDecoding",
+            dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
+            path: "bench/Benchmarks/WatchDecoding", swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),

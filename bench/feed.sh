@@ -109,6 +109,24 @@ grown_without=$grown
 idle 1000
 grown_with=$grown
 per_watcher=$(( (grown_with - grown_without) / 1000 ))
+kill "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+pid=""
+
+# A watcher's decoding per event, against a walk over the same bytes that reads every field and
+# builds nothing, under package-benchmark (bench/Benchmarks/WatchDecoding; frames of 100 events).
+swift package --allow-writing-to-package-directory benchmark --target WatchDecoding --time-units nanoseconds --format markdown \
+  --no-progress > "$out/decoding.md" 2>/dev/null
+read -r decode_ns walk_ns < <(python3 - "$out/decoding.md" <<'PY'
+import sys
+sys.path.insert(0, "bench")
+from package_benchmark import p50_nanoseconds, require
+names = ("ServerFrame(decoding:), a frame of 100 events", "floor: every field of a frame of 100 events read, nothing built")
+figures = p50_nanoseconds(sys.argv[1])
+require(figures, names, sys.argv[1], "bench/feed.sh")
+print(" ".join("%.0f" % (figures[name] / 100) for name in names))
+PY
+)
 
 {
   echo "## The change feed"
@@ -131,11 +149,13 @@ per_watcher=$(( (grown_with - grown_without) / 1000 ))
     "$(field lag "round(r['feed']['lag']['max_ns'] / 1e6, 1)")"
   printf '| registration latency p99 in that run | %s ms |\n' "$(field lag "round(r['latency']['p99_ns'] / 1e6, 2)")"
   printf '| resident memory per idle watcher (1,000 against none, same trickle of load) | %s B |\n' "$per_watcher"
+  printf '| a watcher'"'"'s decoding per event (the client library) / floor (every field read, nothing built) | %s / %s ns |\n' "$decode_ns" "$walk_ns"
   echo
   echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\`, and \`--watchers 0\` beside"
   echo "\`FeedFloor 127.0.0.1 $port 10\` (rounds 0, 10, floor, floor, 10, 0),"
   echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
-  echo "with the RSS read 6 s in (\`make bench-feed\`, bench/feed.sh)."
+  echo "with the RSS read 6 s in; the decoding per event from \`swift package benchmark --target WatchDecoding\` (p50 of frames of"
+  echo "100 created events) (\`make bench-feed\`, bench/feed.sh)."
 } > "$out/section.md"
 cat "$out/section.md" > "${FEED_OUT:-/dev/stdout}"
 # make bench-feed puts the section into BENCHMARKS.md; make bench renders it with the rest.

@@ -74,17 +74,11 @@ rows = {}
 for line in open(path):
     config, row, round_, rate, p99 = line.split("\t")
     rows.setdefault((row, config), []).append((int(rate), int(p99)))
-# package-benchmark's markdown: a "### name" heading, then a table whose wall-clock row holds the
-# percentiles p0, p25, p50, ...; the p50 of each benchmark, in nanoseconds.
-hashing, name = {}, None
-for line in open(hash_path):
-    if line.startswith("### "):
-        name = line[4:].strip()
-    elif name and line.startswith("| Time (wall clock) (ns)"):
-        hashing[name] = float(line.split("|")[4].strip())
-for wanted in ("IdentifierKey.seal", "HMAC<SHA256> through swift-crypto", "floor: two SHA-256 blocks", "SipHash-2-4-128"):
-    if wanted not in hashing:
-        sys.exit(f"bench/security.sh: the KeyedHashing benchmarks gave no figure for {wanted!r}: {open(hash_path).read()[-2000:]}")
+sys.path.insert(0, "bench")
+from package_benchmark import p50_nanoseconds, require
+hashing = p50_nanoseconds(hash_path)
+require(hashing, ("IdentifierKey.seal", "HMAC<SHA256> through swift-crypto", "floor: two SHA-256 blocks", "SipHash-2-4-128"),
+        hash_path, "bench/security.sh")
 labels = {"single": "single RegisterRequests, 4 connections x 64 in flight", "batch": "batches of 100, 8 connections x 16 in flight"}
 lines = ["## What security costs", "",
          f"`bench/security.sh` (`make bench-security`) on {datetime.date.today()} at `{revision}`: one release registryd started plain, "
@@ -112,7 +106,6 @@ lines += ["", "Keyed hashing of identifiers at rest (`swift package benchmark --
           f"the floor (SHA-256's block function on two blocks, nothing else) {f:.0f} ns, the same HMAC through swift-crypto's "
           f"`HMAC<SHA256>` {c:.0f} ns (two allocations), and SipHash-2-4-128 of the same 17 bytes {s:.0f} ns. A registration "
           f"presents up to two identifiers: **{2 * h:.0f} ns** of hashing, done on the connection's event loop before the engine's lock."]
-sys.path.insert(0, "bench")
 from section import put
 print(put("security", "\n".join(lines)))
 PY
