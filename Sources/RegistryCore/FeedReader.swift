@@ -91,6 +91,15 @@ public struct FeedReader: Sendable {
     /// The cursor, nil while inside the batch the reader resumed with.
     public var cursor: VersionVector? { position >= resumedThrough ? seen : nil }
 
+    /// Whether `other` reads alike: from the same position of the same generation, with the same
+    /// filter and cursor, and both inside the same resumed batch or both past theirs (after which
+    /// ``resumedThrough`` no longer matters). Two such readers read the same events from one feed
+    /// and end alike, so a node may read once for both (`WatchHub`).
+    public func readsAlike(_ other: FeedReader) -> Bool {
+        position == other.position && generation == other.generation && filter == other.filter && seen == other.seen
+            && (resumedThrough == other.resumedThrough || (position >= resumedThrough && other.position >= other.resumedThrough))
+    }
+
     /// Whether the reader has looked at every event the feed holds.
     public func isCaughtUp(in feed: ChangeFeed) -> Bool { position >= feed.endPosition }
 

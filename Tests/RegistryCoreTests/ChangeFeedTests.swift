@@ -31,6 +31,24 @@ import Testing
         #expect(feed.start(after: vector((a, 9), (b, 9))) == 3)
     }
 
+    @Test func readersReadAlikeOnlyWithOneCursorAtOnePosition() throws {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        feed.publish([entry(a, 1)], through: vector((a, 1)))
+        feed.publish([entry(b, 1), entry(a, 2)], through: vector((a, 2), (b, 1)))
+        // Both resume at the second batch; the second cursor, another node's, covers a:2 too.
+        var first = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
+        var second = try FeedReader(feed: feed, after: vector((a, 2)), filter: .everything)
+        var third = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
+        #expect(first.position == second.position)
+        #expect(!first.readsAlike(second) && first.readsAlike(third))
+        #expect(!first.readsAlike(try FeedReader(feed: feed, after: vector((a, 1)), filter: FeedFilter(vendors: ["com.v"]))))
+        // Readers alike read alike, and stay alike.
+        let scans = try (first.scan(feed, limit: 1), third.scan(feed, limit: 1))
+        #expect(scans.0 == scans.1 && first.readsAlike(third))
+        _ = try second.scan(feed, limit: 1)
+        #expect(!first.readsAlike(second))
+    }
+
     @Test func droppingABatchRaisesTheFloorAndExpiresTheCursorsBelowIt() {
         var feed = ChangeFeed(capacity: 2, holding: vector((a, 5)))
         #expect(feed.start(after: VersionVector()) == nil, "a cursor that does not cover the start is expired")

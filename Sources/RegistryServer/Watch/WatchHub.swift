@@ -17,7 +17,27 @@ final class WatchHub: Sendable {
         var watchers = 0
         /// Watchers that read everything, each with what wakes it at the next publish.
         var waiting: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        /// The reads since the last publish, newest last, at most ``readsKept``: the caught-up
+        /// watchers of one filter all read a publish's events alike, and each after the first
+        /// takes its answer from here rather than scanning and slicing the feed again.
+        var recentReads: [SharedRead] = []
+        /// Reads answered from ``recentReads``.
+        var readsShared = 0
     }
+
+    /// A read (``read(_:limit:id:wake:)``) and its answer, for readers that read alike.
+    private struct SharedRead {
+        let before: FeedReader
+        let limit: Int
+        let after: FeedReader
+        let scan: FeedScan
+        let runs: [ByteBuffer]
+        let bytes: Int
+    }
+
+    /// Reads kept between publishes: a watcher reads a large commit's events in several frames
+    /// (``WatchHandler``'s 256 events each), and the others follow it read by read.
+    private static let readsKept = 64
 
     private let state: NIOLockedValueBox<State>
     /// Watchers served at once (`--max-watchers`).
@@ -33,6 +53,7 @@ final class WatchHub: Sendable {
     func publish(_ entries: [FeedEntry], through vector: VersionVector) {
         let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
             state.feed.publish(entries, through: vector)
+            state.recentReads = []
             guard !state.waiting.isEmpty else { return [] }
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
@@ -45,6 +66,7 @@ final class WatchHub: Sendable {
     func restart(holding vector: VersionVector) {
         let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
             state.feed.restart(holding: vector)
+            state.recentReads = []
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
         }
@@ -83,7 +105,8 @@ final class WatchHub: Sendable {
         }.get()
     }
 
-    /// Reads on (``FeedReader/scan(_:limit:scanLimit:)``): where the events are, their fields
+    /// Reads on (``FeedReader/scan(_:limit:scanLimit:)``), once for readers that read alike
+    /// between two publishes: where the events are, their fields
     /// in wire form (runs of ``WatchFrames/appendEventField(_:to:)``'s, shared by every watcher
     /// that sends them) and the runs' size, and whether the reader has read everything
     /// (`caughtUp`; then `wake` is called at the next publish).
@@ -92,8 +115,21 @@ final class WatchHub: Sendable {
     ) throws(FeedReadError) -> (scan: FeedScan, runs: [ByteBuffer], bytes: Int, caughtUp: Bool) {
         try state.withLockedValue { state in
             Result { () throws(FeedReadError) in
-                let scan = try reader.scan(state.feed, limit: limit)
-                let (runs, bytes) = state.packed.runs(at: scan.positions, of: state.feed)
+                let scan: FeedScan
+                let runs: [ByteBuffer]
+                let bytes: Int
+                // The feed has not changed since a read that read alike: its answer is this one's.
+                if let shared = state.recentReads.last(where: { $0.limit == limit && $0.before.readsAlike(reader) }) {
+                    reader = shared.after
+                    (scan, runs, bytes) = (shared.scan, shared.runs, shared.bytes)
+                    state.readsShared += 1
+                } else {
+                    let before = reader
+                    scan = try reader.scan(state.feed, limit: limit)
+                    (runs, bytes) = state.packed.runs(at: scan.positions, of: state.feed)
+                    if state.recentReads.count == Self.readsKept { state.recentReads.removeFirst() }
+                    state.recentReads.append(SharedRead(before: before, limit: limit, after: reader, scan: scan, runs: runs, bytes: bytes))
+                }
                 let caughtUp = reader.isCaughtUp(in: state.feed)
                 if caughtUp { state.waiting[id] = wake }
                 return (scan, runs, bytes, caughtUp)
@@ -114,6 +150,9 @@ final class WatchHub: Sendable {
         state.withLockedValue { $0.lastCursor = (cursor, field) }
         return field
     }
+
+    /// Reads answered by an earlier read that read alike, since the node started.
+    var readsShared: Int { state.withLockedValue { $0.readsShared } }
 
     /// Watchers served now.
     var watchers: Int { state.withLockedValue { $0.watchers } }
