@@ -66,8 +66,9 @@ public struct UUID128: Hashable, Comparable, Sendable, BitwiseCopyable {
     /// Parses UUID text as ``init(utf8:)`` does, and says which cases its hex letters were in.
     ///
     /// The 32 hex digits are read as four words of eight bytes and checked and converted eight
-    /// at a time, with no branch per byte (a per-byte table lookup and its branches were a
-    /// third of a watcher's decoding). Each byte's top bit answers a range question: adding
+    /// at a time, with no table lookup and no branch per byte (random hex mispredicts any
+    /// branch on it; docs/performance.md has the figures). Each byte's top bit answers a range
+    /// question: adding
     /// `0x80 - lower bound` to a byte below 0x80 sets it exactly when the byte is at least that
     /// bound, and no carry crosses into the next byte.
     static func parseNoting(_ chars: UnsafeBufferPointer<UInt8>) -> (value: UUID128, lower: Bool, upper: Bool)? {
