@@ -177,7 +177,7 @@ let package = Package(
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
         // Watchers that read the change feed and decode nothing: the feed's floor (bench/feed.sh).
         .executableTarget(
-            name: "FeedFloor", dependencies: ["RegistryWire", "Platform", .product(name: "NIOCore", package: "swift-nio")], path: "bench/FeedFloor",
+            name: "FeedFloor", dependencies: ["RegistryWire", "RegistryCore", "Platform", .product(name: "NIOCore", package: "swift-nio")], path: "bench/FeedFloor",
             swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
