@@ -4,9 +4,9 @@
 #      watchers, with 10 (registryload's, which decode every event as the client library does),
 #      with 10 of the floor (bench/FeedFloor: they read the stream and decode nothing), and beside
 #      the transport floor (FeedFloor --transport: 10 loopback connections that carry the feed's
-#      bytes at 0.9 of the first round's rate, with no watcher work in the node), in the order 0,
-#      10, floor, transport, transport, floor, 10, 0 so that drift falls on all (ratios of the
-#      medians);
+#      bytes at 0.9 of the first round's rate, with no watcher work in the node), each round on a
+#      fresh node, twice through the order 0, 10, floor, transport, transport, floor, 10, 0 so that
+#      drift falls on all (ratios of the medians of 4);
 #   2. the feed's lag (an event's operation clock to its delivery) with 10 watchers, open loop at
 #      half the maximum measured in 1 (registryload --watchers);
 #   3. resident memory per idle watcher: the node's RSS with 1,000 idle watchers against the same
@@ -55,15 +55,18 @@ load() {
 field() { python3 -c "import json,sys; r=json.load(open('$out/$1.json')); print(eval(sys.argv[1], {'r': r}))" "$2"; }
 
 batched="--connections 8 --in-flight 16 --batch 100 --warmup 2s --duration ${seconds}s"
-start
+# Every round on a fresh node, so that each measures the same growth of the state from empty (with
+# one node through every round, which grew to 25M devices, rounds of one kind differed by a third),
+# twice through the order.
 round=0
-for watchers in 0 10 floor transport transport floor 10 0; do
+for watchers in 0 10 floor transport transport floor 10 0 0 10 floor transport transport floor 10 0; do
   round=$((round + 1))
+  start
   if [ "$watchers" = floor ] || [ "$watchers" = transport ]; then
     if [ "$watchers" = floor ]; then
       "$bin/FeedFloor" 127.0.0.1 "$port" 10 > "$out/floor-$round.bytes" &
     else
-      # 0.9 of the rate without watchers: the target's rate with them.
+      # 0.9 of the first round's rate, without watchers: the target's rate with them.
       "$bin/FeedFloor" --transport "$(field throughput-0-1 "int(r['throughput']['achieved_per_second'] * 0.9)")" 10 &
     fi
     floor=$!
@@ -77,17 +80,31 @@ for watchers in 0 10 floor transport transport floor 10 0; do
     load "throughput-$watchers-$round" $batched --watchers "$watchers" --seed "$((10 + round))"
   fi
 done
-median() { python3 -c "import json,statistics,sys; print(statistics.median([json.load(open('$out/throughput-%s.json' % k))['throughput']['achieved_per_second'] for k in sys.argv[1:]]))" "$@"; }
-without=$(median 0-1 0-8)
-with=$(median 10-2 10-7)
-floor_with=$(median floor-3 floor-6)
-transport_with=$(median transport-4 transport-5)
-# Server CPU per registration (whole process, warm-up included), from its clock ticks.
-cpu_us() { python3 -c "import json; t=int(open('$out/$1.ticks').read()); r=json.load(open('$out/$1.json')); print(t * 10000 / max(1, r['throughput']['acknowledged'] * (r['throughput']['measured_seconds'] + 2) / r['throughput']['measured_seconds']))"; }
-cpu_without=$(python3 -c "print(($(cpu_us throughput-0-1) + $(cpu_us throughput-0-8)) / 2)")
-cpu_with=$(python3 -c "print(($(cpu_us throughput-10-2) + $(cpu_us throughput-10-7)) / 2)")
-cpu_floor=$(python3 -c "print(($(cpu_us throughput-floor-3) + $(cpu_us throughput-floor-6)) / 2)")
+# The median rate of one kind of round (0, 10, floor or transport), and the mean server CPU per
+# registration of those rounds (whole process, warm-up included, from its clock ticks).
+median() {
+  python3 -c "import glob,json,statistics; print(statistics.median([json.load(open(f))['throughput']['achieved_per_second'] for f in glob.glob('$out/throughput-$1-*.json')]))"
+}
+cpu_us() {
+  python3 - "$out" "$1" <<'PY'
+import glob, json, statistics, sys
+out, kind = sys.argv[1:]
+def per_registration(path):
+    ticks = int(open(path[:-len(".json")] + ".ticks").read())
+    r = json.load(open(path))["throughput"]
+    return ticks * 10000 / max(1, r["acknowledged"] * (r["measured_seconds"] + 2) / r["measured_seconds"])
+print(statistics.mean(per_registration(f) for f in glob.glob(f"{out}/throughput-{kind}-*.json")))
+PY
+}
+without=$(median 0)
+with=$(median 10)
+floor_with=$(median floor)
+transport_with=$(median transport)
+cpu_without=$(cpu_us 0)
+cpu_with=$(cpu_us 10)
+cpu_floor=$(cpu_us floor)
 half=$(python3 -c "print(int($without / 2))")
+start
 # shellcheck disable=SC2086
 load lag --connections 8 --in-flight 16 --batch 100 --warmup 2s --duration "${seconds}s" --rate "$half" --watchers 10 --seed 20
 
@@ -146,8 +163,8 @@ PY
   echo
   echo "| figure | value |"
   echo "|---|---:|"
-  printf '| batched throughput without watchers (median of 2) | %.0f/s |\n' "$without"
-  printf '| batched throughput with 10 watchers (median of 2) | %.0f/s |\n' "$with"
+  printf '| batched throughput without watchers (median of 4) | %.0f/s |\n' "$without"
+  printf '| batched throughput with 10 watchers (median of 4) | %.0f/s |\n' "$with"
   printf '| ratio, with / without (target at least 0.90) | %.3f |\n' "$(python3 -c "print($with / $without)")"
   printf '| floor: batched throughput with 10 watchers that decode nothing (bench/FeedFloor) | %.0f/s |\n' "$floor_with"
   printf '| floor ratio, with those / without | %.3f |\n' "$(python3 -c "print($floor_with / $without)")"
@@ -163,7 +180,7 @@ PY
   printf '| a watcher'"'"'s decoding per event (the client library) / floor (every field read, nothing built) | %s / %s ns |\n' "$decode_ns" "$walk_ns"
   echo
   echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\`, and \`--watchers 0\` beside"
-  echo "\`FeedFloor 127.0.0.1 $port 10\` or \`FeedFloor --transport <0.9 of round 1's rate> 10\` (rounds 0, 10, floor, transport, transport, floor, 10, 0),"
+  echo "\`FeedFloor 127.0.0.1 $port 10\` or \`FeedFloor --transport <0.9 of round 1's rate> 10\` (fresh nodes, twice the rounds 0, 10, floor, transport, transport, floor, 10, 0),"
   echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
   echo "with the RSS read 6 s in; the decoding per event from \`swift package benchmark --target WatchDecoding\` (p50 of frames of"
   echo "100 created events) (\`make bench-feed\`, bench/feed.sh)."
