@@ -155,6 +155,14 @@ public enum OperationCodec {
     }
 
     public static func decode(_ bytes: ByteBuffer) throws(CodecError) -> Operation {
+        // Registrations, nearly every operation, are read directly; anything unusual, and every
+        // other kind, through protobuf-c.
+        if let registration = bytes.withUnsafeReadableBytes({ RegistrationOpReader.operation($0) }) { return registration }
+        return try decodedByProtobufC(bytes)
+    }
+
+    /// `bytes` as protobuf-c unpacks them: every operation the direct reader leaves.
+    static func decodedByProtobufC(_ bytes: ByteBuffer) throws(CodecError) -> Operation {
         try ProtobufC.withUnpacked(bytes, name: "registry.v1.Operation", unpack: registry__v1__operation__unpack) {
             (message: Registry__V1__Operation) throws(CodecError) -> Operation in
             if message.body_case == REGISTRY__V1__OPERATION__BODY_MEMBERSHIP, let change = message.membership?.pointee {
