@@ -1,0 +1,88 @@
+"""Puts a profile's samples into classes, for docs/performance.md ("Where a batched registration's
+CPU goes"): each sample goes to the first class whose every pattern some frame of its stack holds
+(a substring of the symbol; Swift's mangled names hold the type and function names), else to
+"other" with its leaf frame.
+
+    perf record -F 999 -g -p PID -o perf.data -- sleep 8
+    perf script -i perf.data -F comm,tid,ip,sym > perf.txt
+    python3 bench/perf_classes.py registration|replay perf.txt
+"""
+import collections
+import sys
+
+# (class, patterns): the first class whose patterns all match takes the sample.
+CLASSES = {
+    "registration": [
+        ("the kernel zeroing new pages for the index tables (index-populate)", ["DetachedThread", "clear_page_erms"]),
+        ("the kernel zeroing new pages elsewhere", ["clear_page_erms"]),
+        ("the journal: copying into the page cache", ["copy_folio_from_iter"]),
+        ("the journal: fdatasync and the rest of its write path", ["LogWriter"]),
+        ("keyed hashing (HMAC-SHA256)", ["IdentifierHMAC"]),
+        ("the state: register, its indexes and facts", ["RegistryCore0A5StateV"]),
+        ("deciding (NodeState.decide, less the state and the hashing)", ["NodeStateV6decide"]),
+        ("reading requests", ["RegisterRequestsReader"]),
+        ("reading requests", ["protobuf_c_message_unpack"]),
+        ("encoding answers", ["ServerFrame"]),
+        ("recording the change feed", ["WatchHub"]),
+        ("recording the change feed", ["FeedStaging"]),
+        ("snapshots", ["Snapshotter"]),
+        ("the commit pipeline's rest", ["CommitPipeline"]),
+        ("the request path's rest: NIO, the engine, completions", ["ConnectionHandler"]),
+        ("the request path's rest: NIO, the engine, completions", ["NIOPosix"]),
+    ],
+    "replay": [
+        ("the kernel zeroing new pages", ["clear_page_erms"]),
+        ("other page faults", ["exc_page_fault"]),
+        ("the claim index's lookups", ["BucketTableC4find", "ClaimKey"]),
+        ("the device index's lookups", ["BucketTableC4find", "UUID128"]),
+        ("moving an index's old buckets", ["moveSomeOldBuckets"]),
+        ("bundle IDs and vendors", ["BundleID"]),
+        ("bundle IDs and vendors", ["Interner"]),
+        ("applying: the state's rest", ["RegistryCore0A5StateV"]),
+        ("recording the change feed", ["ChangeFeedV7publish"]),
+        ("decoding operations", ["OperationCodec"]),
+        ("decoding operations", ["RegistrationOpReader"]),
+        ("decoding operations", ["protobuf_c"]),
+        ("reading the journal's files", ["PosixFileSystem"]),
+        ("the replayer's rest", ["Replayer"]),
+    ],
+}
+
+
+def samples(path):
+    """Each sample's stack, leaf first, from `perf script -F comm,tid,ip,sym`."""
+    stack, started = [], False
+    for line in open(path, errors="replace"):
+        if not line.strip():
+            if started:
+                yield stack
+            stack, started = [], False
+        elif not line[0].isspace():
+            started = True
+        else:
+            parts = line.split(None, 1)
+            stack.append(parts[1].strip() if len(parts) > 1 else "?")
+    if started:
+        yield stack
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in CLASSES:
+        sys.exit("usage: perf_classes.py registration|replay PERF_SCRIPT_OUTPUT")
+    classes = CLASSES[sys.argv[1]]
+    counts, total = collections.Counter(), 0
+    for stack in samples(sys.argv[2]):
+        total += 1
+        for name, patterns in classes:
+            if all(any(pattern in frame for frame in stack) for pattern in patterns):
+                counts[name] += 1
+                break
+        else:
+            counts["other: " + (stack[0][:60] if stack else "?")] += 1
+    print(f"{total} samples")
+    for name, count in counts.most_common(30):
+        print(f"{100 * count / max(1, total):6.2f}%  {name}")
+
+
+if __name__ == "__main__":
+    main()

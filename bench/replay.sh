@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# make bench-replay BASE=REV: how fast a node replays its journal at start-up (issue 42: at least
+# 1M operations/s), this checkout's registryd against REV's on the same journal, in one run.
+#
+# One journal: this checkout's node takes REPLAY_SECONDS of batched first installs (8 connections
+# x 16 in flight, batches of 100) with snapshots off, and is killed with -9, so that a start-up
+# replays every operation. Then each build starts on a fresh copy of that data directory, in turn,
+# alternating which goes first, REPLAY_ROUNDS times; a start-up's figures are the node's own log
+# line ("recovered the node's state": operations replayed and seconds) and its CPU time until it
+# accepts connections. Reports medians, and every round.
+#
+# Prints the section and puts it into BENCHMARKS.md (bench/section.py, "replay").
+# Environment: REPLAY_SECONDS (default 10), REPLAY_ROUNDS (default 3), REPLAY_BASE_BIN (a folder
+# holding a registryd built from REV, used instead of building it again).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+export PATH="/opt/swift/usr/bin:$PATH"
+base=${1:-HEAD~1}
+seconds=${REPLAY_SECONDS:-10}
+rounds=${REPLAY_ROUNDS:-3}
+port=7465
+out=$(mktemp -d /tmp/registry-replay.XXXXXX)
+worktree="$out/base"
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  git worktree remove --force "$worktree" 2>/dev/null || true
+  rm -rf "$out/journal" "$out/data"
+}
+trap cleanup EXIT
+
+for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+head_bin=$(swift build -c release --show-bin-path)
+if [ -n "${REPLAY_BASE_BIN:-}" ]; then
+  base_bin=$REPLAY_BASE_BIN
+  base_name="\`$(git rev-parse --short=12 "$base")\`'s (built before, in $REPLAY_BASE_BIN)"
+else
+  git worktree add --detach "$worktree" "$base" >/dev/null
+  root=$(pwd)
+  (cd "$worktree" && swift build -c release --product registryd --scratch-path "$root/.build-compare" >&2)
+  base_bin=$(cd "$worktree" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
+  base_name="\`$(git rev-parse --short=12 "$base")\`"
+fi
+flags=$(this_machine_flags "$head_bin")
+
+echo "== the journal: $seconds s of batched first installs, snapshots off, then kill -9" >&2
+mkdir -p "$out/journal"
+# shellcheck disable=SC2086 # the flags are words
+"$head_bin/registryd" --data-dir "$out/journal" --port "$port" --metrics-port 0 --snapshot-every-operations 0 $flags \
+  > "$out/journal.log" 2>&1 &
+pid=$!
+wait_for_port "$port" 30
+"$head_bin/registryload" --endpoints "127.0.0.1:$port" --connections 8 --in-flight 16 --batch 100 --warmup 0s \
+  --duration "${seconds}s" --seed 1 > "$out/load.txt" 2>/dev/null || true
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+rm -f "$out/journal/LOCK"
+
+# start NAME BINARY-DIR ROUND: one start-up on a fresh copy of the journal; appends
+# "NAME ROUND operations seconds cpu-seconds" to results.
+start() {
+  local name=$1 bin=$2 round=$3
+  rm -rf "$out/data" && cp -r "$out/journal" "$out/data"
+  sync
+  # shellcheck disable=SC2086
+  "$bin/registryd" --data-dir "$out/data" --port "$port" --metrics-port 0 $flags > "$out/$name-$round.log" 2>&1 &
+  pid=$!
+  wait_for_port "$port" 300 || { cat "$out/$name-$round.log" >&2; exit 1; }
+  local ticks; ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  local line; line=$(grep "recovered the node's state" "$out/$name-$round.log")
+  local replayed; replayed=$(grep -o 'replayed=[0-9]*' <<< "$line" | cut -d= -f2)
+  local took; took=$(grep -o 'seconds=[0-9.]*' <<< "$line" | cut -d= -f2)
+  echo "$name $round $replayed $took $(python3 -c "print($ticks / 100)")" | tee -a "$out/results" >&2
+}
+for round in $(seq "$rounds"); do
+  if [ $((round % 2)) = 1 ]; then start base "$base_bin" "$round"; start head "$head_bin" "$round"
+  else start head "$head_bin" "$round"; start base "$base_bin" "$round"; fi
+done
+
+python3 - "$out/results" "$base_name" "$(git rev-parse --short=12 HEAD)" "$seconds" "$rounds" "$(date -u +%Y-%m-%d)" > "$out/section.md" <<'PY'
+import statistics, sys
+path, base_name, head, seconds, rounds, day = sys.argv[1:]
+runs = {"base": [], "head": []}
+for line in open(path):
+    name, _, replayed, took, cpu = line.split()
+    runs[name].append((int(replayed), float(took), float(cpu)))
+def rate(run): return run[0] / run[1]
+def row(label, name):
+    rates = [rate(r) for r in runs[name]]
+    cpu = [r[2] / r[0] * 1e6 for r in runs[name]]
+    return (f"| {label} | {runs[name][0][0]:,} | {statistics.median(rates):,.0f} ({', '.join(f'{x:,.0f}' for x in rates)}) "
+            f"| {statistics.median(cpu):.2f} µs |")
+ratio = statistics.median(rate(r) for r in runs["head"]) / statistics.median(rate(r) for r in runs["base"])
+print("## Replaying the journal")
+print()
+print(f"`bench/replay.sh` (`make bench-replay`) on {day}: registryd at `{head}` against {base_name}, each starting on a")
+print(f"copy of one journal ({seconds} s of batched first installs, snapshots off, the node killed with -9), {rounds} rounds,")
+print("alternating which goes first. Operations a second from the node's own log line; CPU until it accepts connections.")
+print()
+print("| build | operations replayed | operations/s, median (each round) | process CPU per operation |")
+print("|---|---:|---:|---:|")
+print(row("base", "base"))
+print(row("this revision", "head"))
+print()
+print(f"Ratio, this revision / base: **{ratio:.3f}**. Target (issue 42): at least 1,000,000 operations/s.")
+PY
+cat "$out/section.md"
+python3 bench/section.py replay "$out/section.md" > /dev/null
