@@ -217,7 +217,9 @@ public enum OperationCodec {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
-        try decode(ByteBuffer(bytes: bytes))
+        // A journal's records hold arrays: a registration is read in place, without a copy.
+        if let registration = bytes.withUnsafeBytes({ RegistrationOpReader.operation($0) }) { return registration }
+        return try decodedByProtobufC(ByteBuffer(bytes: bytes))
     }
 
     private static func cloneOp(_ mark: Registry__V1__CloneMark) throws(CodecError) -> CloneOp {

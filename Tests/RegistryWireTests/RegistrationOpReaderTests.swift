@@ -41,6 +41,7 @@ import Testing
             #expect(read == (try OperationCodec.decodedByProtobufC(bytes)))
             #expect(read == .registration(op))
             #expect(try OperationCodec.decode(bytes) == read)
+            #expect(try OperationCodec.decode(Array(bytes.readableBytesView)) == read)
         }
     }
 
@@ -53,6 +54,7 @@ import Testing
             let bytes = ByteBuffer(bytes: OperationCodec.encode(operation))
             #expect(readDirectly(bytes) == nil)
             #expect(try OperationCodec.decode(bytes) == operation)
+            #expect(try OperationCodec.decode(Array(bytes.readableBytesView)) == operation)
         }
         // An origin protobuf-c's path refuses (upper case), and a registration without a device:
         // left, and the codec's error is protobuf-c's path's.
@@ -64,6 +66,7 @@ import Testing
         let refused = ByteBuffer(bytes: try CodecRoundTripTests.packedByProtobufC(op))
         #expect(readDirectly(refused) == nil)
         #expect(throws: CodecError.self) { try OperationCodec.decode(refused) }
+        #expect(throws: CodecError.self) { try OperationCodec.decode(Array(refused.readableBytesView)) }
         #expect(readDirectly(ByteBuffer(bytes: [0x0A, 0x00])) == nil)
         #expect(readDirectly(ByteBuffer()) == nil)
     }
