@@ -33,11 +33,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== building registryd at $base_revision (base) and at HEAD $head_revision" >&2
-git worktree add --detach "$worktree" "$base" >/dev/null
-# The base builds in a scratch folder of its own (.build-compare, ignored by git).
-root=$(pwd)
-(cd "$worktree" && swift build -c release --product registryd --scratch-path "$root/.build-compare" >&2)
-base_bin=$(cd "$worktree" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
+base_bin=$(build_base_registryd "$base" "$worktree")
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)
 

@@ -21,6 +21,18 @@ print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], f"{report['throughput'][
 PY
 }
 
+# build_base_registryd REV WORKTREE: checks REV out into WORKTREE (a git worktree the caller
+# removes) and builds its registryd there, in a scratch folder of its own (.build-compare, ignored
+# by git, kept between runs); prints the folder that holds the binary (bench/compare.sh,
+# bench/replay.sh).
+build_base_registryd() {
+  git worktree add --detach "$2" "$1" >/dev/null
+  local root
+  root=$(pwd)
+  (cd "$2" && swift build -c release --product registryd --scratch-path "$root/.build-compare" >&2)
+  (cd "$2" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
+}
+
 # this_machine_flags BINARY-DIR: the registryd flags this machine needs, for a build that has
 # them. It reports freed memory to its hypervisor (free page reporting; BENCHMARKS.md, "What this
 # machine allows"), where a grown index's old table freed at once stalls a busy node, so the

@@ -37,10 +37,7 @@ if [ -n "${REPLAY_BASE_BIN:-}" ]; then
   base_bin=$REPLAY_BASE_BIN
   base_name="\`$(git rev-parse --short=12 "$base")\`'s (built before, in $REPLAY_BASE_BIN)"
 else
-  git worktree add --detach "$worktree" "$base" >/dev/null
-  root=$(pwd)
-  (cd "$worktree" && swift build -c release --product registryd --scratch-path "$root/.build-compare" >&2)
-  base_bin=$(cd "$worktree" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
+  base_bin=$(build_base_registryd "$base" "$worktree")
   base_name="\`$(git rev-parse --short=12 "$base")\`"
 fi
 flags=$(this_machine_flags "$head_bin")
