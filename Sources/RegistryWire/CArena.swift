@@ -169,11 +169,17 @@ enum CRead {
 
     /// A 16-byte field as a UUID; nil for any other length.
     static func uuid(_ data: ProtobufCBinaryData) -> UUID128? {
-        guard let pointer = data.data, data.len == 16 else { return nil }
-        let raw = UnsafeRawPointer(pointer)
+        guard let pointer = data.data else { return nil }
+        return uuid(UnsafeRawBufferPointer(start: pointer, count: data.len))
+    }
+
+    /// 16 bytes, big-endian, as a UUID; nil for any other length (the wire form of a `bytes`
+    /// field that holds one, read by protobuf-c or directly).
+    static func uuid(_ bytes: UnsafeRawBufferPointer) -> UUID128? {
+        guard bytes.count == 16 else { return nil }
         return UUID128(
-            high: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-            low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
     }
 
     static func bytes(_ data: ProtobufCBinaryData) -> [UInt8] {

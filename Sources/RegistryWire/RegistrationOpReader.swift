@@ -3,7 +3,7 @@ import RegistryCore
 /// Decodes journal and replication entries that hold a registration, an `Operation` whose body
 /// is a `RegistrationOp`, without protobuf-c: they are nearly every operation a node replays at
 /// start-up or applies from a peer, and protobuf-c's generic unpacking and the copy out of its
-/// message graph were a quarter of a replayed operation's CPU.
+/// message graph were most of decoding one (docs/performance.md, "Replaying registrations").
 ///
 /// It reads the usual shape only, as ``RegisterRequestsReader`` does: a field the schema does not
 /// have is skipped, and anything else unusual (another body, a sub-message or a string twice, a
@@ -38,7 +38,7 @@ enum RegistrationOpReader {
         var claims = [Identifier]()
         var merged = [DeviceRef]()
         var seen: UInt64 = 0
-        var strings = RepeatedStrings()
+        var strings = RepeatedOriginAndVendor()
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
@@ -81,7 +81,7 @@ enum RegistrationOpReader {
                 guard let read = reader.varint() else { return nil }
                 kind = read
             case (2, .lengthDelimited):
-                guard value == nil, let read = reader.delimited(), let uuid = uuid(read) else { return nil }
+                guard value == nil, let read = reader.delimited(), let uuid = CRead.uuid(read) else { return nil }
                 value = uuid
             case (1...2, _):
                 return nil
@@ -94,7 +94,7 @@ enum RegistrationOpReader {
     }
 
     /// A device with a 16-byte ID, a valid origin and a vendor; nil otherwise.
-    private static func deviceRef(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedStrings) -> DeviceRef? {
+    private static func deviceRef(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedOriginAndVendor) -> DeviceRef? {
         var reader = ProtobufReader(bytes)
         var id: UUID128?
         var created: UInt64 = 0
@@ -104,7 +104,7 @@ enum RegistrationOpReader {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
             case (1, .lengthDelimited):
-                guard id == nil, let read = reader.delimited(), let uuid = uuid(read) else { return nil }
+                guard id == nil, let read = reader.delimited(), let uuid = CRead.uuid(read) else { return nil }
                 id = uuid
             case (2, .varint):
                 guard let read = reader.varint() else { return nil }
@@ -123,19 +123,5 @@ enum RegistrationOpReader {
         }
         guard let id, let origin, let vendor else { return nil }
         return DeviceRef(id: DeviceID(id), created: HLCTimestamp(rawValue: created), origin: origin, vendor: vendor)
-    }
-
-    /// 16 bytes, big-endian, as ``CRead/uuid(_:)`` reads them; nil for any other length.
-    private static func uuid(_ bytes: UnsafeRawBufferPointer) -> UUID128? {
-        guard bytes.count == 16 else { return nil }
-        return UUID128(
-            high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-            low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-    }
-
-    /// The origin and the vendor of the previous device: an operation's devices mostly share them.
-    private struct RepeatedStrings {
-        var origin = RepeatedText()
-        var vendor = RepeatedText()
     }
 }

@@ -19,3 +19,10 @@ struct RepeatedText {
         return text
     }
 }
+
+/// The origin and the vendor of the previous record a decode read: a watch frame's events and an
+/// operation's devices mostly share them (``WatchEventsReader``, ``RegistrationOpReader``).
+struct RepeatedOriginAndVendor {
+    var origin = RepeatedText()
+    var vendor = RepeatedText()
+}

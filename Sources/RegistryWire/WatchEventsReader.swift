@@ -37,7 +37,7 @@ enum WatchEventsReader {
         var reader = ProtobufReader(bytes)
         var events = [WatchEventMessage]()
         var cursor: WatchCursor?
-        var strings = RepeatedStrings()
+        var strings = RepeatedOriginAndVendor()
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
@@ -56,7 +56,7 @@ enum WatchEventsReader {
         return WatchEventsMessage(events: events, cursor: cursor)
     }
 
-    private static func event(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedStrings) -> WatchEventMessage? {
+    private static func event(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedOriginAndVendor) -> WatchEventMessage? {
         var reader = ProtobufReader(bytes)
         var kind: UInt64 = 0
         var operation: LogPosition?
@@ -113,7 +113,7 @@ enum WatchEventsReader {
         var reader = ProtobufReader(bytes)
         var clusterID = ""
         var positions = [LogPosition]()
-        var strings = RepeatedStrings()
+        var strings = RepeatedOriginAndVendor()
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
@@ -132,7 +132,7 @@ enum WatchEventsReader {
         return WatchCursor(clusterID: clusterID, positions: positions)
     }
 
-    private static func logPosition(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedStrings) -> LogPosition? {
+    private static func logPosition(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedOriginAndVendor) -> LogPosition? {
         var reader = ProtobufReader(bytes)
         var origin = ""
         var epoch: UInt64 = 0
@@ -161,11 +161,5 @@ enum WatchEventsReader {
     /// A string field's bytes as a string, a NUL kept (as ``CRead`` keeps it).
     private static func string(_ bytes: UnsafeRawBufferPointer) -> String {
         String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// The vendor and the origin of the previous event.
-    private struct RepeatedStrings {
-        var vendor = RepeatedText()
-        var origin = RepeatedText()
     }
 }
