@@ -92,6 +92,21 @@ public struct LogSegment: Equatable, Sendable {
         return records
     }
 
+    /// Hands each record's sequence, HLC and payload to `body`, in order, the payload in place
+    /// (valid only during the call): a replay decodes it without copying it out first.
+    public func forEachRecord(
+        _ body: (_ sequence: UInt64, _ hlc: UInt64, _ payload: UnsafeRawBufferPointer) throws(StorageError) -> Void
+    ) throws(StorageError) {
+        let walked = bytes.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in
+                try Self.forEachRecord(origin: origin, epoch: epoch, blob: bytes) { (sequence, hlc, payload) throws(StorageError) in
+                    try body(sequence, hlc, UnsafeRawBufferPointer(rebasing: raw[payload]))
+                }
+            }
+        }
+        try walked.get()
+    }
+
     /// Walks a blob's records, handing each one's sequence, HLC and payload range to `body`.
     private static func forEachRecord(
         origin: String, epoch: UInt64, blob: [UInt8], _ body: (UInt64, UInt64, Range<Int>) throws(StorageError) -> Void

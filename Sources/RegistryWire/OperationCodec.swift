@@ -217,8 +217,13 @@ public enum OperationCodec {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
-        // A journal's records hold arrays: a registration is read in place, without a copy.
-        if let registration = bytes.withUnsafeBytes({ RegistrationOpReader.operation($0) }) { return registration }
+        let decoded = bytes.withUnsafeBytes { raw in Result { () throws(CodecError) in try decode(raw) } }
+        return try decoded.get()
+    }
+
+    /// Decodes bytes in place, such as a journal record's payload inside its segment.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> Operation {
+        if let registration = RegistrationOpReader.operation(bytes) { return registration }
         return try decodedByProtobufC(ByteBuffer(bytes: bytes))
     }
 

@@ -11,9 +11,30 @@ import RegistryCore
 /// nil, and ``OperationCodec/decode(_:)-(ByteBuffer)`` hands the bytes to protobuf-c, whose rules
 /// and errors decide. On what it does read, the two agree (`RegistrationOpReaderTests` compares
 /// them over seeded random operations and mutations of them).
-enum RegistrationOpReader {
+///
+/// One reader can read many operations in turn, and remembers the origins, vendors and bundle
+/// IDs it made (``TextMemo``): an ``OperationDecoder`` keeps one for a whole replay or batch.
+struct RegistrationOpReader {
+    private var origins: TextMemo<NodeID>
+    private var vendors: TextMemo<Vendor>
+    private var bundles: TextMemo<BundleID>
+
+    /// A reader that remembers up to about `texts` bundle IDs and vendors (1: the last of each,
+    /// which allocates nothing, for one operation).
+    init(remembering texts: Int) {
+        origins = TextMemo(slots: 1)
+        vendors = TextMemo(slots: texts)
+        bundles = TextMemo(slots: texts)
+    }
+
     /// The registration `bytes` holds, or nil when protobuf-c is to decode them.
     static func operation(_ bytes: UnsafeRawBufferPointer) -> Operation? {
+        var reader = RegistrationOpReader(remembering: 1)
+        return reader.operation(bytes)
+    }
+
+    /// The registration `bytes` holds, or nil when protobuf-c is to decode them.
+    mutating func operation(_ bytes: UnsafeRawBufferPointer) -> Operation? {
         var reader = ProtobufReader(bytes)
         var registration: RegistrationOp?
         while !reader.isAtEnd {
@@ -31,29 +52,28 @@ enum RegistrationOpReader {
         return registration.map { .registration($0) }
     }
 
-    private static func registrationOp(_ bytes: UnsafeRawBufferPointer) -> RegistrationOp? {
+    private mutating func registrationOp(_ bytes: UnsafeRawBufferPointer) -> RegistrationOp? {
         var reader = ProtobufReader(bytes)
         var device: DeviceRef?
         var bundle: BundleID?
         var claims = [Identifier]()
         var merged = [DeviceRef]()
         var seen: UInt64 = 0
-        var strings = RepeatedOriginAndVendor()
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
             case (1, .lengthDelimited):
-                guard device == nil, let body = reader.delimited(), let ref = deviceRef(body, &strings) else { return nil }
+                guard device == nil, let body = reader.delimited(), let ref = deviceRef(body) else { return nil }
                 device = ref
             case (2, .lengthDelimited):
-                guard bundle == nil, let text = reader.delimited(), let parsed = try? BundleID(parsing: String(decoding: text, as: UTF8.self))
+                guard bundle == nil, let text = reader.delimited(), let parsed = bundles.value(text, make: { try? BundleID(parsing: $0) })
                 else { return nil }
                 bundle = parsed
             case (3, .lengthDelimited):
-                guard let body = reader.delimited(), let claim = claim(body) else { return nil }
+                guard let body = reader.delimited(), let claim = Self.claim(body) else { return nil }
                 claims.append(claim)
             case (4, .lengthDelimited):
-                guard let body = reader.delimited(), let ref = deviceRef(body, &strings) else { return nil }
+                guard let body = reader.delimited(), let ref = deviceRef(body) else { return nil }
                 merged.append(ref)
             case (5, .varint):
                 guard let value = reader.varint() else { return nil }
@@ -94,7 +114,7 @@ enum RegistrationOpReader {
     }
 
     /// A device with a 16-byte ID, a valid origin and a vendor; nil otherwise.
-    private static func deviceRef(_ bytes: UnsafeRawBufferPointer, _ strings: inout RepeatedOriginAndVendor) -> DeviceRef? {
+    private mutating func deviceRef(_ bytes: UnsafeRawBufferPointer) -> DeviceRef? {
         var reader = ProtobufReader(bytes)
         var id: UUID128?
         var created: UInt64 = 0
@@ -110,11 +130,11 @@ enum RegistrationOpReader {
                 guard let read = reader.varint() else { return nil }
                 created = read
             case (3, .lengthDelimited):
-                guard origin == nil, let text = reader.delimited(), let node = try? NodeID(strings.origin.string(text)) else { return nil }
+                guard origin == nil, let text = reader.delimited(), let node = origins.value(text, make: { try? NodeID($0) }) else { return nil }
                 origin = node
             case (4, .lengthDelimited):
                 guard vendor == nil, let text = reader.delimited(), text.count > 0 else { return nil }
-                vendor = Vendor(trusted: strings.vendor.string(text))
+                vendor = vendors.value(text, make: { Vendor(trusted: $0) })
             case (1...4, _):
                 return nil
             default:

@@ -18,6 +18,8 @@ struct Replayer {
     var limits: [LogID: UInt64]?
     /// The events of what was applied, when the registry records them (start-up's replay).
     var staging = FeedStaging()
+    /// Decodes the records in turn, remembering the texts they repeat.
+    private var decoder = OperationDecoder()
 
     init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
@@ -25,7 +27,7 @@ struct Replayer {
         self.limits = limits
     }
 
-    enum Outcome {
+    enum Outcome: Equatable {
         case applied, skipped, beyondLimit
         case gap(log: LogID, missing: ClosedRange<UInt64>)
     }
@@ -38,6 +40,13 @@ struct Replayer {
             return nil
         }
         let limit = limits.map { $0[log] ?? 0 } ?? .max
+        let held = vector[log]
+        if segment.firstSequence == held + 1, segment.lastSequence <= limit,
+            segment.lastSequence - segment.firstSequence == UInt64(segment.count - 1)
+        {
+            try applyInOrder(segment, log: log)
+            return nil
+        }
         for record in try segment.records() {
             switch try apply(record, log: log, limit: limit) {
             case .gap(let log, let missing): return .gap(log: log, missing: missing)
@@ -45,6 +54,34 @@ struct Replayer {
             }
         }
         return nil
+    }
+
+    /// Applies a segment whose records are all next in order (it continues the log without a gap
+    /// and within the limit): the usual case, which needs no per-record admission. Each payload is
+    /// decoded where it lies.
+    private mutating func applyInOrder(_ segment: LogSegment, log: LogID) throws(StorageError) {
+        var through = vector[log]
+        defer { vector.recordAll(through: through, in: log) }
+        let recordsEvents = registry.recordsEvents
+        try segment.forEachRecord { (sequence, hlc, payload) throws(StorageError) in
+            let operation: Operation
+            do {
+                operation = try decoder.decode(payload)
+            } catch {
+                throw Self.undecodable(log, sequence, error)
+            }
+            let timestamp = HLCTimestamp(rawValue: hlc)
+            registry.apply(operation)
+            if recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
+            through = sequence
+            newest = max(newest, timestamp)
+            applied += 1
+        }
+    }
+
+    /// Its checksum held, so it was written so: the node refuses to serve without it.
+    private static func undecodable(_ log: LogID, _ sequence: UInt64, _ error: any Error) -> StorageError {
+        .corrupt("operation \(log)/\(sequence) does not decode: \(error)")
     }
 
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
@@ -91,8 +128,7 @@ struct Replayer {
             do {
                 return try OperationCodec.decode(record.payload)
             } catch {
-                // Its checksum held, so it was written so: the node refuses to serve without it.
-                throw .corrupt("operation \(log)/\(record.sequence) does not decode: \(error)")
+                throw Self.undecodable(log, record.sequence, error)
             }
         }
     }
