@@ -178,23 +178,25 @@ public final class CommitJournal {
             throw .corrupt(
                 "journal file \(path(in: directory, number: earlier + 1)) is missing between \(earlier) and \(later): operations it held are lost")
         }
+        var buffer = [UInt8]()
         for (position, number) in numbers.enumerated() {
             let path = path(in: directory, number: number)
-            let bytes = try fs.readAll(path)
-            let read = bytes.withUnsafeBytes { raw in
-                Result { () throws(StorageError) in try readRecords(raw, file: number) }
-            }
-            let (entries, ending) = try read.get()
-            let isNewest = position == numbers.count - 1
+            let size = try fs.readAll(path, reusing: &buffer)
             var summary = JournalIndex.File(number: number)
-            for entry in entries {
-                try body(number, entry)
-                for segment in entry.segments where segment.count > 0 {
-                    let key = segment.log
-                    summary.ranges[key] = (summary.ranges[key]?.lowerBound ?? segment.firstSequence)...segment.lastSequence
+            let read = buffer.withUnsafeBytes { raw in
+                Result { () throws(StorageError) in
+                    try forEachEntry(UnsafeRawBufferPointer(rebasing: raw[0..<size]), file: number) { (entry) throws(StorageError) in
+                        try body(number, entry)
+                        for segment in entry.segments where segment.count > 0 {
+                            let key = segment.log
+                            summary.ranges[key] = (summary.ranges[key]?.lowerBound ?? segment.firstSequence)...segment.lastSequence
+                        }
+                        recovered.entries += 1
+                    }
                 }
             }
-            recovered.entries += entries.count
+            let ending = try read.get()
+            let isNewest = position == numbers.count - 1
             switch ending {
             case .rotated(let end):
                 summary.sealed = true
@@ -237,21 +239,23 @@ public final class CommitJournal {
         case end(offset: Int)
     }
 
-    /// The entries of journal file `file`'s bytes, and how they end.
-    static func readRecords(_ raw: UnsafeRawBufferPointer, file: UInt64) throws(StorageError) -> ([JournalEntry], Ending) {
-        var entries = [JournalEntry]()
+    /// Hands each intact entry of one file's bytes to `body`, in order, and says how the file's
+    /// entries end.
+    static func forEachEntry(
+        _ raw: UnsafeRawBufferPointer, file: UInt64, _ body: (JournalEntry) throws(StorageError) -> Void
+    ) throws(StorageError) -> Ending {
         var offset = 0
         while true {
             switch try JournalEntry.read(raw, at: offset, file: file) {
             case .entry(let entry, let next):
-                entries.append(entry)
+                try body(entry)
                 offset = next
             case .rotated:
-                return (entries, .rotated(end: offset + JournalEntry.headerBytes))
+                return .rotated(end: offset + JournalEntry.headerBytes)
             case .torn(let reason):
-                return (entries, .torn(reason: reason, offset: offset))
+                return .torn(reason: reason, offset: offset)
             case .end:
-                return (entries, .end(offset: offset))
+                return .end(offset: offset)
             }
         }
     }

@@ -22,8 +22,18 @@ import Testing
         try fs.rename(path, to: directory + "/b.bin")
         #expect(try fs.list(directory).filter { $0.hasSuffix(".bin") }.sorted() == ["b.bin"])
         #expect(try fs.readAll(directory + "/b.bin") == [1, 2, 3, 4, 0, 0, 9, 9])
+        var buffer: [UInt8] = [5, 5]
+        #expect(try fs.readAll(directory + "/b.bin", reusing: &buffer) == 8, "a buffer smaller than the file grows")
+        #expect(Array(buffer[..<8]) == [1, 2, 3, 4, 0, 0, 9, 9])
+        var into = [UInt8](repeating: 0xEE, count: 4)
+        let reopened = try fs.open(directory + "/b.bin", create: false)
+        #expect(try into.withUnsafeMutableBytes { try fs.read(reopened, at: 5, into: $0) } == 3)
+        fs.close(reopened)
+        #expect(into == [0, 9, 9, 0xEE], "fewer bytes only at the end of the file")
         try fs.replace(directory + "/b.bin", with: [7], inDirectory: directory)
         #expect(try fs.readAll(directory + "/b.bin") == [7])
+        #expect(try fs.readAll(directory + "/b.bin", reusing: &buffer) == 1, "a bigger buffer is reused")
+        #expect(buffer.count == 8 && buffer[0] == 7)
         try fs.remove(directory + "/b.bin")
         try fs.remove(directory + "/b.bin")  // a missing file is no error
         #expect(throws: StorageError.self) { try fs.open(directory + "/b.bin", create: false) }

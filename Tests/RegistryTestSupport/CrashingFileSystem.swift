@@ -31,6 +31,9 @@ public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
     public func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
         try inner.read(file, at: offset, count: count)
     }
+    public func read(_ file: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(StorageError) -> Int {
+        try inner.read(file, at: offset, into: buffer)
+    }
     public func size(_ file: FileHandle) throws(StorageError) -> Int { try inner.size(file) }
     public func sync(_ file: FileHandle) throws(StorageError) {
         try step()

@@ -88,17 +88,18 @@ struct Replayer {
     /// files that hold some of it; throws on a gap, which the journal must not have past a
     /// snapshot.
     mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem) throws(StorageError) {
+        var buffer = [UInt8]()
         for file in files {
             let needed = file.ranges.contains { log, range in
                 range.upperBound > vector[log]
                     && range.lowerBound <= limits.map { $0[log] ?? 0 } ?? .max
             }
             guard needed else { continue }
-            let bytes = try fs.readAll(CommitJournal.path(in: directory, number: file.number))
-            let durable = min(bytes.count, file.durableBytes)
+            let size = try fs.readAll(CommitJournal.path(in: directory, number: file.number), reusing: &buffer)
+            let durable = min(size, file.durableBytes)
             var offset = 0
             while offset < durable {
-                let read = bytes.withUnsafeBytes { raw in
+                let read = buffer.withUnsafeBytes { raw in
                     Result { () throws(StorageError) in
                         try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number)
                     }

@@ -15,6 +15,9 @@ public protocol FileSystem: Sendable {
     func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError)
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8]
+    /// Reads up to `buffer.count` bytes at `offset` into `buffer` and returns how many; fewer
+    /// only at the end of the file.
+    func read(_ file: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(StorageError) -> Int
     /// The file's size in bytes.
     func size(_ file: FileHandle) throws(StorageError) -> Int
     /// Makes what was written to the file durable.
@@ -54,6 +57,19 @@ extension FileSystem {
         let file = try open(path, create: false)
         defer { close(file) }
         return try read(file, at: 0, count: try size(file))
+    }
+
+    /// Reads the whole file at `path` into the start of `buffer`, growing it when the file is
+    /// bigger, and returns the file's size: a replay reads many big files in turn, and memory the
+    /// process already has costs none of the page faults and zeroing that new memory does.
+    public func readAll(_ path: String, reusing buffer: inout [UInt8]) throws(StorageError) -> Int {
+        let file = try open(path, create: false)
+        defer { close(file) }
+        let size = try size(file)
+        if buffer.count < size { buffer = [UInt8](unsafeUninitializedCapacity: size) { $1 = size } }
+        return try buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(StorageError) in try read(file, at: 0, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<size])) }
+        }.get()
     }
 
     /// Replaces the file at `path` with `bytes` so that a crash leaves the old file or the new,

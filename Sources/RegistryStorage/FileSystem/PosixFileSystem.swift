@@ -24,9 +24,17 @@ public struct PosixFileSystem: FileSystem {
 
     public func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
+        let done = try bytes.withUnsafeMutableBytes { raw in
+            Result { () throws(StorageError) in try read(file, at: offset, into: raw) }
+        }.get()
+        bytes.removeLast(count - done)
+        return bytes
+    }
+
+    public func read(_ file: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(StorageError) -> Int {
         var done = 0
-        while done < count {
-            let got = bytes.withUnsafeMutableBytes { pread(file.number, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+        while done < buffer.count {
+            let got = pread(file.number, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             if got < 0 {
                 if errno == EINTR { continue }
                 throw Self.error(file.path, "read")
@@ -34,8 +42,7 @@ public struct PosixFileSystem: FileSystem {
             if got == 0 { break }
             done += got
         }
-        bytes.removeLast(count - done)
-        return bytes
+        return done
     }
 
     public func size(_ file: FileHandle) throws(StorageError) -> Int {

@@ -70,6 +70,12 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    public func read(_ file: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(StorageError) -> Int {
+        let bytes = try read(file, at: offset, count: buffer.count)
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        return bytes.count
+    }
+
     public func size(_ file: FileHandle) throws(StorageError) -> Int {
         try state.withLock { (state) throws(StorageError) -> Int in state.nodes[try Self.node(of: file, in: state)]!.current.count }
     }
