@@ -132,7 +132,7 @@ public struct RegistryState: Sendable {
     public var claimCount: Int { claims.count }
 
     /// The buckets of the device-ID and claim indexes' current tables (for tests).
-    var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }
+    public var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }
 
     // MARK: - Register
 

@@ -86,6 +86,22 @@ import Testing
         #expect(recovered.nextJournalFile == UInt64(recovered.index.files.count) + 1)
     }
 
+    @Test func theIndexesAreSizedForWhatTheJournalMayHoldBeforeItIsReplayed() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 3_000, seed: 4)
+        try journal(ops, on: fs)
+        var bytes = 0
+        for number in try CommitJournal.files(in: "/data", on: fs) { bytes += try fs.readAll(CommitJournal.path(in: "/data", number: number)).count }
+        let mayHold = try StorageStartup.devicesTheJournalMayHold(in: "/data", on: fs)
+        #expect(mayHold == bytes / StorageStartup.journalBytesPerDevice)
+        let recovered = try start(fs)
+        // Fewer devices than that were created (operations repeat devices), so the indexes kept
+        // the size they were given before the replay, bigger than growing to these devices gives.
+        #expect(recovered.registry.deviceCount < mayHold / 2)
+        #expect(recovered.registry.indexCapacities == RegistryState(expectedDevices: mayHold).indexCapacities)
+        #expect(recovered.registry.indexCapacities != applied(ops).indexCapacities)
+    }
+
     /// A directory cannot tell a clean stop from a restored backup, so every start opens a new
     /// epoch: its time part past the stored one's even when the wall clock reads earlier (a clock
     /// set back), and random bits below it.

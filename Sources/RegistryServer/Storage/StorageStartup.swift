@@ -51,10 +51,14 @@ enum StorageStartup {
                 fs: fs, directory: directory, names: names, configured: configuredNodeID, identifierKey: identifierKey,
                 wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
 
+            // Sized up front for what the journal may add: growing the indexes while replaying
+            // (moving their entries, probing them near full while a bigger table is made ready)
+            // took a fifth of a replay's time (docs/performance.md, "Replaying registrations").
+            let devices = max(expectedDevices, try Self.devicesTheJournalMayHold(in: directory, on: fs))
             let (snapshot, problems) = try SnapshotStore.loadNewest(
-                in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, logger: logger)
+                in: directory, on: fs, expectedDevices: devices, tables: tables, logger: logger)
             var replayer = Replayer(
-                registry: snapshot?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables),
+                registry: snapshot?.registry ?? RegistryState(expectedDevices: devices, tables: tables),
                 vector: snapshot?.metadata.versionVector ?? VersionVector())
             // The replay records the events of what it applies: watchers resume from them. What
             // the snapshot covers is the feed's floor.
@@ -107,6 +111,23 @@ enum StorageStartup {
                 ])
             return state
         }
+    }
+
+    /// Journal bytes a registration that creates a device takes at least in the usual shape (its
+    /// record header, device ID, creation time, origin, vendor, bundle ID and one claim): the
+    /// journal's size over this is about the most devices replaying it can create. Only a sizing
+    /// hint: more devices than that grow the indexes as they would anyway.
+    static let journalBytesPerDevice = 100
+
+    /// About the most devices the journal in `directory` can create (see ``journalBytesPerDevice``).
+    static func devicesTheJournalMayHold(in directory: String, on fs: any FileSystem) throws(StorageError) -> Int {
+        var bytes = 0
+        for number in try CommitJournal.files(in: directory, on: fs) {
+            let file = try fs.open(CommitJournal.path(in: directory, number: number), create: false)
+            defer { fs.close(file) }
+            bytes += try fs.size(file)
+        }
+        return min(bytes / journalBytesPerDevice, 1 << 30)
     }
 
     /// The directory's node metadata, checked against the configured node ID and identifier key,
