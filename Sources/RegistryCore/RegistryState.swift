@@ -155,7 +155,7 @@ public struct RegistryState: Sendable {
 
     /// As ``warm(for:newDevices:)``, for operations from other nodes' logs: the buckets of their
     /// devices and claims, read before the batch is applied.
-    public mutating func warm(forApplying operations: some Collection<LoggedOperation>) {
+    public mutating func warm(forApplying operations: [LoggedOperation]) {
         var keys = [ClaimKey]()
         var ids = [UUID128]()
         keys.reserveCapacity(2 * operations.count)

@@ -20,12 +20,6 @@ struct Replayer {
     var staging = FeedStaging()
     /// Decodes the records in turn, remembering the texts they repeat.
     private var decoder = OperationDecoder()
-    /// Records whose index buckets are read together before they are applied: enough for the
-    /// cache misses to overlap, few enough that the buckets are still cached when applied (a
-    /// journal entry's segment can hold thousands).
-    static let warmedTogether = 32
-    /// The decoded records of the segment being applied (kept to reuse its memory).
-    private var pending = [LoggedOperation]()
 
     init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
@@ -63,37 +57,26 @@ struct Replayer {
     }
 
     /// Applies a segment whose records are all next in order (it continues the log without a gap
-    /// and within the limit): the usual case, which needs no per-record admission. The payloads
-    /// are decoded where they lie, all of them first; then the index buckets of each
-    /// ``warmedTogether`` records are read in one pass before those are applied
-    /// (``RegistryState/warm(forApplying:)``), so that their cache misses overlap. A record that
-    /// does not decode stops the replay after those before it are applied.
+    /// and within the limit): the usual case, which needs no per-record admission. Each payload is
+    /// decoded where it lies.
     private mutating func applyInOrder(_ segment: LogSegment, log: LogID) throws(StorageError) {
-        pending.removeAll(keepingCapacity: true)
-        let decoded = Result { () throws(StorageError) in
-            try segment.forEachRecord { (sequence, hlc, payload) throws(StorageError) in
-                do {
-                    let operation = try decoder.decode(payload)
-                    pending.append(
-                        LoggedOperation(origin: log.origin, epoch: log.epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc), operation: operation))
-                } catch {
-                    throw Self.undecodable(log, sequence, error)
-                }
-            }
-        }
+        var through = vector[log]
+        defer { vector.recordAll(through: through, in: log) }
         let recordsEvents = registry.recordsEvents
-        for start in stride(from: 0, to: pending.count, by: Self.warmedTogether) {
-            let chunk = pending[start..<min(start + Self.warmedTogether, pending.count)]
-            registry.warm(forApplying: chunk)
-            for logged in chunk {
-                registry.apply(logged.operation)
-                if recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: logged.sequence, time: logged.timestamp) }
-                newest = max(newest, logged.timestamp)
+        try segment.forEachRecord { (sequence, hlc, payload) throws(StorageError) in
+            let operation: Operation
+            do {
+                operation = try decoder.decode(payload)
+            } catch {
+                throw Self.undecodable(log, sequence, error)
             }
+            let timestamp = HLCTimestamp(rawValue: hlc)
+            registry.apply(operation)
+            if recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
+            through = sequence
+            newest = max(newest, timestamp)
+            applied += 1
         }
-        applied += pending.count
-        if let last = pending.last { vector.recordAll(through: last.sequence, in: log) }
-        try decoded.get()
     }
 
     /// Its checksum held, so it was written so: the node refuses to serve without it.
