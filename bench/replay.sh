@@ -76,9 +76,17 @@ for round in $(seq "$rounds"); do
   else start head "$head_bin" "$round"; start base "$base_bin" "$round"; fi
 done
 
-python3 - "$out/results" "$base_name" "$(git rev-parse --short=12 HEAD)" "$seconds" "$rounds" "$(date -u +%Y-%m-%d)" > "$out/section.md" <<'PY'
+# The floor, in the same run: bench/restart_floor.c reads the journal's files and writes as many
+# devices as were replayed (each with two claims) into presized tables, three times.
+cc -O2 -o "$out/restart_floor" bench/restart_floor.c
+replayed=$(awk 'NR == 1 { print $3 }' "$out/results")
+for _ in 1 2 3; do
+  "$out/restart_floor" "$replayed" "$out"/journal/journal-*.log | tee -a "$out/floor" >&2
+done
+
+python3 - "$out/results" "$out/floor" "$base_name" "$(git rev-parse --short=12 HEAD)" "$seconds" "$rounds" "$(date -u +%Y-%m-%d)" > "$out/section.md" <<'PY'
 import statistics, sys
-path, base_name, head, seconds, rounds, day = sys.argv[1:]
+path, floor_path, base_name, head, seconds, rounds, day = sys.argv[1:]
 runs = {"base": [], "head": []}
 for line in open(path):
     name, _, replayed, took, cpu = line.split()
@@ -101,7 +109,16 @@ print("|---|---:|---:|---:|")
 print(row("base", "base"))
 print(row("this revision", "head"))
 print()
+floors = [dict(field.split("=") for field in line.split()) for line in open(floor_path)]
+read_s = statistics.median(float(f["read_s"]) for f in floors)
+index_s = statistics.median(float(f["index_s"]) for f in floors)
+replayed = runs["head"][0][0]
+print()
 print(f"Ratio, this revision / base: **{ratio:.3f}**. Target (issue 42): at least 1,000,000 operations/s.")
+print()
+print(f"The floor (`bench/restart_floor.c` over the journal's files, medians of 3): reading them {read_s:.2f} s, writing")
+print(f"{replayed:,} devices and their two claims each into presized tables {index_s:.2f} s: "
+      f"**{replayed / (read_s + index_s):,.0f} operations/s** on one thread, {replayed / max(read_s, index_s):,.0f} on two.")
 PY
 cat "$out/section.md"
 python3 bench/section.py replay "$out/section.md" > /dev/null

@@ -1,17 +1,18 @@
 // restart_floor: the least a restart from a snapshot of N devices can cost on this machine, for
 // bench/storage.sh to put beside registryd's restart. It does only the work no design avoids:
 //
-//   read   the snapshot file's bytes once, from the page cache, with a 64-bit sum over them (a
-//          stand-in for the checksum);
+//   read   the snapshot file's bytes once (or the journal files' in turn, for a replay), from the
+//          page cache, with a 64-bit sum over them (a stand-in for the checksum);
 //   index  N random 16-byte device IDs and 2N random 20-byte claim keys (a first install's
 //          keychain UUID and IDFV) inserted into two open-addressing tables sized in advance
 //          (linear probing, at most 3/4 full, on huge pages as registryd's), and N 40-byte slot
 //          records appended: the memory the restored registry must be written into.
 //
-//   cc -O2 -o restart_floor bench/restart_floor.c && restart_floor N SNAPSHOT_FILE
+//   cc -O2 -o restart_floor bench/restart_floor.c && restart_floor N FILE...
 //
-// Prints `read_s=… index_s=…`. registryd reads and decodes on one thread while another restores,
-// so its floor is the larger of the two; both are printed.
+// Prints `read_s=… index_s=…`. registryd reads and decodes a snapshot on one thread while another
+// restores, so its floor is the larger of the two; a journal's replay does both on one thread,
+// so its floor is their sum. Both are printed (bench/storage.sh, bench/replay.sh).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -58,18 +59,20 @@ struct claim_bucket { uint64_t high, low; uint32_t vendor_kind; uint32_t stored;
 struct slot { uint64_t high, low, created; uint32_t origin, vendor, canonical, app; };
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: restart_floor N SNAPSHOT_FILE\n"); return 64; }
+    if (argc < 3) { fprintf(stderr, "usage: restart_floor N FILE...\n"); return 64; }
     size_t n = strtoull(argv[1], NULL, 10);
 
     double started = now();
-    int fd = open(argv[2], O_RDONLY);
-    if (fd < 0) { perror(argv[2]); return 66; }
     size_t block = 1 << 20;
     uint64_t *buffer = malloc(block), sum = 0;
-    ssize_t got;
-    while ((got = read(fd, buffer, block)) > 0)
-        for (ssize_t i = 0; i < got / 8; i++) sum += buffer[i] * 0x9E3779B97F4A7C15ull;
-    close(fd);
+    for (int file = 2; file < argc; file++) {
+        int fd = open(argv[file], O_RDONLY);
+        if (fd < 0) { perror(argv[file]); return 66; }
+        ssize_t got;
+        while ((got = read(fd, buffer, block)) > 0)
+            for (ssize_t i = 0; i < got / 8; i++) sum += buffer[i] * 0x9E3779B97F4A7C15ull;
+        close(fd);
+    }
     double read_s = now() - started;
 
     started = now();
