@@ -108,7 +108,6 @@ print("| build | operations replayed | operations/s, median (each round) | proce
 print("|---|---:|---:|---:|")
 print(row("base", "base"))
 print(row("this revision", "head"))
-print()
 floors = [dict(field.split("=") for field in line.split()) for line in open(floor_path)]
 read_s = statistics.median(float(f["read_s"]) for f in floors)
 index_s = statistics.median(float(f["index_s"]) for f in floors)
