@@ -87,7 +87,7 @@ public struct LogSegment: Equatable, Sendable {
     public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         var records = [LogRecord]()
         try forEachRecord(origin: origin, epoch: epoch, blob: blob) { (sequence, hlc, payload) throws(StorageError) in
-            records.append(LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(blob[payload])))
+            records.append(LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
         }
         return records
     }
@@ -97,19 +97,12 @@ public struct LogSegment: Equatable, Sendable {
     public func forEachRecord(
         _ body: (_ sequence: UInt64, _ hlc: UInt64, _ payload: UnsafeRawBufferPointer) throws(StorageError) -> Void
     ) throws(StorageError) {
-        let walked = bytes.withUnsafeBytes { raw in
-            Result { () throws(StorageError) in
-                try Self.forEachRecord(origin: origin, epoch: epoch, blob: bytes) { (sequence, hlc, payload) throws(StorageError) in
-                    try body(sequence, hlc, UnsafeRawBufferPointer(rebasing: raw[payload]))
-                }
-            }
-        }
-        try walked.get()
+        try Self.forEachRecord(origin: origin, epoch: epoch, blob: bytes, body)
     }
 
-    /// Walks a blob's records, handing each one's sequence, HLC and payload range to `body`.
+    /// Walks a blob's records, handing each one's sequence, HLC and payload (in place) to `body`.
     private static func forEachRecord(
-        origin: String, epoch: UInt64, blob: [UInt8], _ body: (UInt64, UInt64, Range<Int>) throws(StorageError) -> Void
+        origin: String, epoch: UInt64, blob: [UInt8], _ body: (UInt64, UInt64, UnsafeRawBufferPointer) throws(StorageError) -> Void
     ) throws(StorageError) {
         let walked = blob.withUnsafeBytes { raw in
             Result { () throws(StorageError) in
@@ -121,8 +114,7 @@ public struct LogSegment: Equatable, Sendable {
                     guard length <= reader.remaining else {
                         throw .corrupt("a log segment of \(origin)/\(epoch) ends inside record \(sequence)")
                     }
-                    try body(sequence, hlc, reader.offset..<reader.offset + length)
-                    _ = try reader.bytes(length)
+                    try body(sequence, hlc, try reader.bytes(length))
                 }
             }
         }

@@ -223,8 +223,8 @@ public enum OperationCodec {
 
     /// Decodes bytes in place, such as a journal record's payload inside its segment.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> Operation {
-        if let registration = RegistrationOpReader.operation(bytes) { return registration }
-        return try decodedByProtobufC(ByteBuffer(bytes: bytes))
+        var decoder = OperationDecoder(remembering: 1)
+        return try decoder.decode(bytes)
     }
 
     private static func cloneOp(_ mark: Registry__V1__CloneMark) throws(CodecError) -> CloneOp {

@@ -20,8 +20,8 @@ struct RepeatedText {
     }
 }
 
-/// The origin and the vendor of the previous record a decode read: a watch frame's events and an
-/// operation's devices mostly share them (``WatchEventsReader``, ``RegistrationOpReader``).
+/// The origin and the vendor of the previous record a decode read: a watch frame's events mostly
+/// share them (``WatchEventsReader``).
 struct RepeatedOriginAndVendor {
     var origin = RepeatedText()
     var vendor = RepeatedText()

@@ -2,8 +2,8 @@ import Platform
 
 /// Values made from the bytes of a text field, remembered by those bytes: a replay or a peer's
 /// batch reads the same few origins, vendors and bundle IDs over and over, and making one again
-/// (a string, its validation, its hash) was a tenth of decoding a registration
-/// (docs/performance.md, "Replaying registrations").
+/// (a string, its validation, its hash) is a large part of decoding a registration
+/// (docs/performance.md, "Replaying registrations", has the measurement).
 ///
 /// Direct-mapped: `slots` entries, each text in the one its bytes hash to, replacing what was
 /// there; the last text made is also checked first. With one slot it holds the last text only,

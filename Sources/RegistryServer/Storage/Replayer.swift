@@ -62,7 +62,6 @@ struct Replayer {
     private mutating func applyInOrder(_ segment: LogSegment, log: LogID) throws(StorageError) {
         var through = vector[log]
         defer { vector.recordAll(through: through, in: log) }
-        let recordsEvents = registry.recordsEvents
         try segment.forEachRecord { (sequence, hlc, payload) throws(StorageError) in
             let operation: Operation
             do {
@@ -70,13 +69,18 @@ struct Replayer {
             } catch {
                 throw Self.undecodable(log, sequence, error)
             }
-            let timestamp = HLCTimestamp(rawValue: hlc)
-            registry.apply(operation)
-            if recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
+            applyNext(operation, sequence, in: log, at: HLCTimestamp(rawValue: hlc))
             through = sequence
-            newest = max(newest, timestamp)
-            applied += 1
         }
+    }
+
+    /// Applies operation `sequence` of `log`, the next one, and what goes with it (its events, the
+    /// newest HLC, the count); the caller records it in the vector.
+    private mutating func applyNext(_ operation: Operation, _ sequence: UInt64, in log: LogID, at timestamp: HLCTimestamp) {
+        registry.apply(operation)
+        if registry.recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
+        newest = max(newest, timestamp)
+        applied += 1
     }
 
     /// Its checksum held, so it was written so: the node refuses to serve without it.
@@ -147,11 +151,8 @@ struct Replayer {
         case .next:
             break
         }
-        registry.apply(try operation())
-        if registry.recordsEvents { registry.moveEvents(to: &staging, log: log, sequence: sequence, time: timestamp) }
+        applyNext(try operation(), sequence, in: log, at: timestamp)
         vector.record(sequence, in: log)
-        newest = max(newest, timestamp)
-        applied += 1
         return .applied
     }
 }

@@ -51,9 +51,9 @@ enum StorageStartup {
                 fs: fs, directory: directory, names: names, configured: configuredNodeID, identifierKey: identifierKey,
                 wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
 
-            // Sized up front for what the journal may add: growing the indexes while replaying
-            // (moving their entries, probing them near full while a bigger table is made ready)
-            // took a fifth of a replay's time (docs/performance.md, "Replaying registrations").
+            // Sized up front for what the journal may add, so that replaying it does not grow the
+            // indexes (moving their entries, probing them near full while a bigger table is made
+            // ready; docs/performance.md, "Replaying registrations", has what that cost).
             let devices = max(expectedDevices, try Self.devicesTheJournalMayHold(in: directory, on: fs))
             let (snapshot, problems) = try SnapshotStore.loadNewest(
                 in: directory, on: fs, expectedDevices: devices, tables: tables, logger: logger)
