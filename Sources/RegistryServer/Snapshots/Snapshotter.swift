@@ -169,8 +169,8 @@ final class Snapshotter: @unchecked Sendable {
         }
     }
 
-    /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the snapshot's
-    /// reading thread then takes too.
+    /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the threads that
+    /// read the snapshot and the journal then take too.
     private func take(
         through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int, inBackground: Bool
     ) throws(StorageError) -> Taken {
@@ -181,7 +181,7 @@ final class Snapshotter: @unchecked Sendable {
         var replayer = Replayer(
             registry: base?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
             limits: target)
-        try replayer.replay(index.files, in: directory, on: fs)
+        try replayer.replay(index.files, in: directory, on: fs, inBackground: inBackground)
         let newest = max(clock, base?.metadata.clock ?? .zero, replayer.newest)
         let vector = replayer.vector
         let label = vector.logs.reduce(UInt64(0)) { $0 + $1.sequence }

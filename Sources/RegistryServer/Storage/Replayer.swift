@@ -28,12 +28,17 @@ struct Replayer {
     }
 
     enum Outcome: Equatable {
-        case applied, skipped, beyondLimit
+        case applied, skipped
         case gap(log: LogID, missing: ClosedRange<UInt64>)
     }
 
     /// Applies one segment's records; stops at the first gap and returns it.
     mutating func apply(_ segment: LogSegment) throws(StorageError) -> Outcome? {
+        try apply(DecodedSegment(segment, decoder: &decoder))
+    }
+
+    /// Applies one decoded segment's records; stops at the first gap and returns it.
+    mutating func apply(_ segment: DecodedSegment) throws(StorageError) -> Outcome? {
         let log = segment.log
         if segment.lastSequence <= vector[log] {
             skipped += segment.count
@@ -44,33 +49,28 @@ struct Replayer {
         if segment.firstSequence == held + 1, segment.lastSequence <= limit,
             segment.lastSequence - segment.firstSequence == UInt64(segment.count - 1)
         {
-            try applyInOrder(segment, log: log)
+            try applyInOrder(segment)
             return nil
         }
-        for record in try segment.records() {
-            switch try apply(record, log: log, limit: limit) {
-            case .gap(let log, let missing): return .gap(log: log, missing: missing)
-            case .applied, .skipped, .beyondLimit: continue
+        for record in segment.records {
+            if record.sequence > limit { continue }
+            let outcome = try admit(record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc)) { () throws(StorageError) in
+                try Self.operation(of: record, in: segment)
             }
+            if case .gap = outcome { return outcome }
         }
         return nil
     }
 
     /// Applies a segment whose records are all next in order (it continues the log without a gap
-    /// and within the limit): the usual case, which needs no per-record admission. Each payload is
-    /// decoded where it lies.
-    private mutating func applyInOrder(_ segment: LogSegment, log: LogID) throws(StorageError) {
+    /// and within the limit): the usual case, which needs no per-record admission.
+    private mutating func applyInOrder(_ segment: DecodedSegment) throws(StorageError) {
+        let log = segment.log
         var through = vector[log]
         defer { vector.recordAll(through: through, in: log) }
-        try segment.forEachRecord { (sequence, hlc, payload) throws(StorageError) in
-            let operation: Operation
-            do {
-                operation = try decoder.decode(payload)
-            } catch {
-                throw Self.undecodable(log, sequence, error)
-            }
-            applyNext(operation, sequence, in: log, at: HLCTimestamp(rawValue: hlc))
-            through = sequence
+        for record in segment.records {
+            applyNext(try Self.operation(of: record, in: segment), record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc))
+            through = record.sequence
         }
     }
 
@@ -83,41 +83,54 @@ struct Replayer {
         applied += 1
     }
 
-    /// Its checksum held, so it was written so: the node refuses to serve without it.
-    private static func undecodable(_ log: LogID, _ sequence: UInt64, _ error: any Error) -> StorageError {
-        .corrupt("operation \(log)/\(sequence) does not decode: \(error)")
+    /// `record`'s operation; when it does not decode, the error that stops the replay. Its
+    /// checksum held, so it was written so: the node refuses to serve without it.
+    private static func operation(of record: DecodedSegment.Record, in segment: DecodedSegment) throws(StorageError) -> Operation {
+        guard let operation = record.operation else {
+            throw .corrupt("operation \(segment.log)/\(record.sequence) does not decode: \(segment.failures[record.sequence] ?? "?")")
+        }
+        return operation
     }
 
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
     /// files that hold some of it; throws on a gap, which the journal must not have past a
-    /// snapshot.
-    mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem) throws(StorageError) {
-        var buffer = [UInt8]()
-        for file in files {
-            let needed = file.ranges.contains { log, range in
-                range.upperBound > vector[log]
-                    && range.lowerBound <= limits.map { $0[log] ?? 0 } ?? .max
+    /// snapshot. The files are read and decoded on a thread of their own (``JournalReadAhead``),
+    /// at `SCHED_IDLE` when `inBackground`.
+    mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem, inBackground: Bool = false) throws(StorageError) {
+        let (held, limits) = (vector, limits)
+        let needed = files.filter { file in
+            file.ranges.contains { log, range in
+                range.upperBound > held[log] && range.lowerBound <= limits.map { $0[log] ?? 0 } ?? .max
             }
-            guard needed else { continue }
-            let size = try fs.readAll(CommitJournal.path(in: directory, number: file.number), reusing: &buffer)
-            let durable = min(size, file.durableBytes)
-            var offset = 0
-            while offset < durable {
-                let read = buffer.withUnsafeBytes { raw in
-                    Result { () throws(StorageError) in
-                        try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number)
+        }
+        try JournalReadAhead.run(
+            named: "journal-read", skippingWhat: held, inBackground: inBackground,
+            reading: { (give) throws(StorageError) in
+                var buffer = [UInt8]()
+                for file in needed {
+                    let size = try fs.readAll(CommitJournal.path(in: directory, number: file.number), reusing: &buffer)
+                    let durable = min(size, file.durableBytes)
+                    var offset = 0
+                    while offset < durable {
+                        let read = buffer.withUnsafeBytes { raw in
+                            Result { () throws(StorageError) in
+                                try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number)
+                            }
+                        }
+                        guard case .entry(let entry, let next) = try read.get() else { break }
+                        offset = next
+                        try give(entry)
                     }
                 }
-                guard case .entry(let entry, let next) = try read.get() else { break }
-                offset = next
+            },
+            applying: { (entry) throws(StorageError) in
                 newest = max(newest, HLCTimestamp(rawValue: entry.clock))
                 for segment in entry.segments {
                     if case .gap(let log, let missing) = try apply(segment) {
                         throw .corrupt("the journal lacks operations \(missing) of \(log), which the snapshot does not cover")
                     }
                 }
-            }
-        }
+            })
     }
 
     /// Applies one operation not yet in the journal (one still pending a commit), through the
@@ -125,17 +138,6 @@ struct Replayer {
     mutating func apply(_ operation: LoggedOperation) -> Outcome {
         let log = LogID(origin: operation.origin, epoch: operation.epoch)
         return admit(operation.sequence, in: log, at: operation.timestamp) { operation.operation }
-    }
-
-    private mutating func apply(_ record: LogRecord, log: LogID, limit: UInt64) throws(StorageError) -> Outcome {
-        if record.sequence > limit { return .beyondLimit }
-        return try admit(record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc)) { () throws(StorageError) in
-            do {
-                return try OperationCodec.decode(record.payload)
-            } catch {
-                throw Self.undecodable(log, record.sequence, error)
-            }
-        }
     }
 
     /// Skips `sequence` when held, stops at a gap, and otherwise applies what `operation` gives.

@@ -66,17 +66,23 @@ enum StorageStartup {
             var feed = ChangeFeed(capacity: feedStart.capacity, holding: replayer.vector)
             var clock = snapshot?.metadata.clock ?? .zero
             var gap: (log: LogID, missing: ClosedRange<UInt64>)?
-            let recovered = try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in
-                guard gap == nil else { return }
-                clock = max(clock, HLCTimestamp(rawValue: entry.clock))
-                defer { feed.publish(replayer.staging.takeAll(), through: replayer.vector) }
-                for segment in entry.segments {
-                    if case .gap(let log, let missing) = try replayer.apply(segment) {
-                        gap = (log, missing)
-                        return
+            // The journal is read and decoded on a thread of its own while this one applies it.
+            let recovered = try JournalReadAhead.run(
+                named: "journal-read", skippingWhat: replayer.vector,
+                reading: { (give) throws(StorageError) in
+                    try CommitJournal.recover(in: directory, on: fs) { (_, entry) throws(StorageError) in try give(entry) }
+                },
+                applying: { (entry) throws(StorageError) in
+                    guard gap == nil else { return }
+                    clock = max(clock, HLCTimestamp(rawValue: entry.clock))
+                    defer { feed.publish(replayer.staging.takeAll(), through: replayer.vector) }
+                    for segment in entry.segments {
+                        if case .gap(let log, let missing) = try replayer.apply(segment) {
+                            gap = (log, missing)
+                            return
+                        }
                     }
-                }
-            }
+                })
             if let gap {
                 let reason =
                     snapshot == nil && !problems.isEmpty
