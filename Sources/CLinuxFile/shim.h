@@ -29,4 +29,10 @@ static inline long registry_random_bytes(void *buffer, unsigned long length) {
 }
 #endif
 
+/// Asks the CPU to bring the cache line at `address` in, to be written: a hint, which reads
+/// nothing the program sees and cannot fault, so any address will do.
+static inline void registry_prefetch_for_writing(const void *address) {
+    __builtin_prefetch(address, 1, 3);
+}
+
 #endif

@@ -105,6 +105,14 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
             &+ old.sumOfStoredWords(whereEntriesOf: toMove, land: table, seed: seed)
     }
 
+    /// Asks the CPU for the bucket where looking `key` up starts (``Prefetch``), in the old table
+    /// too while it holds keys not yet moved.
+    func prefetch(_ key: Key) {
+        let hash = key.hash(seed: seed)
+        table.prefetch(hash: hash)
+        if let old, old.startIndex(hash: hash) >= moved { old.prefetch(hash: hash) }
+    }
+
     /// Sets `key` to `value` and returns the value it had, nil when it is new.
     @discardableResult
     mutating func set(_ key: Key, _ value: UInt32) -> UInt32? {
@@ -269,6 +277,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// The first bucket of `hash`'s probe sequence.
     @inline(__always)
     func startIndex(hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (capacity - 1) }
+
+    /// Asks the CPU for the bucket where `hash`'s probe starts.
+    @inline(__always)
+    func prefetch(hash: UInt64) {
+        Prefetch.forWriting(buckets + startIndex(hash: hash))
+    }
 
     /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
     /// Only buckets from `lowest` on are read.

@@ -169,6 +169,16 @@ public struct RegistryState: Sendable {
         warmth = claims.touch(keys) &+ slotOf.touch(ids)
     }
 
+    /// Asks the CPU for the index buckets that applying `operation` looks up first, a
+    /// registration's device and claims (``Prefetch``): a replay that asks some operations ahead
+    /// finds them cached, instead of waiting for each in turn.
+    public func prefetch(for operation: Operation) {
+        guard case .registration(let op) = operation else { return }
+        slotOf.prefetch(op.device.id.uuid)
+        guard let vendor = vendors.number(of: op.device.vendor) else { return }
+        for identifier in op.claims { claims.prefetch(ClaimKey(vendor: vendor, identifier: identifier)) }
+    }
+
     /// What ``warm(for:newDevices:)`` read last: no meaning, kept so that the compiler cannot
     /// drop the reads.
     private(set) var warmth: UInt32 = 0
