@@ -21,6 +21,10 @@ struct Replayer {
     /// Decodes the records in turn, remembering the texts they repeat.
     private var decoder = OperationDecoder()
 
+    /// How many records ahead of the one being applied the replay asks for the index buckets
+    /// (``RegistryState/prefetch(for:)``).
+    static let prefetchDistance = 8
+
     init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
         self.vector = vector
@@ -65,12 +69,17 @@ struct Replayer {
     /// Applies a segment whose records are all next in order (it continues the log without a gap
     /// and within the limit): the usual case, which needs no per-record admission.
     private mutating func applyInOrder(_ segment: DecodedSegment) throws(StorageError) {
-        let log = segment.log
+        let (log, records) = (segment.log, segment.records)
         var through = vector[log]
         defer { vector.recordAll(through: through, in: log) }
-        for record in segment.records {
-            applyNext(try Self.operation(of: record, in: segment), record.sequence, in: log, at: HLCTimestamp(rawValue: record.hlc))
-            through = record.sequence
+        for index in records.indices {
+            if index + Self.prefetchDistance < records.count, let ahead = records[index + Self.prefetchDistance].operation {
+                registry.prefetch(for: ahead)
+            }
+            let sequence = records[index].sequence
+            guard let operation = records[index].operation else { throw Self.undecodable(sequence, in: segment) }
+            applyNext(operation, sequence, in: log, at: HLCTimestamp(rawValue: records[index].hlc))
+            through = sequence
         }
     }
 
@@ -86,10 +95,12 @@ struct Replayer {
     /// `record`'s operation; when it does not decode, the error that stops the replay. Its
     /// checksum held, so it was written so: the node refuses to serve without it.
     private static func operation(of record: DecodedSegment.Record, in segment: DecodedSegment) throws(StorageError) -> Operation {
-        guard let operation = record.operation else {
-            throw .corrupt("operation \(segment.log)/\(record.sequence) does not decode: \(segment.failures[record.sequence] ?? "?")")
-        }
+        guard let operation = record.operation else { throw undecodable(record.sequence, in: segment) }
         return operation
+    }
+
+    private static func undecodable(_ sequence: UInt64, in segment: DecodedSegment) -> StorageError {
+        .corrupt("operation \(segment.log)/\(sequence) does not decode: \(segment.failures[sequence] ?? "?")")
     }
 
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
