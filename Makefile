@@ -10,6 +10,7 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-replay BASE=REV   start-up's journal replay, this revision's registryd against REV's; into BENCHMARKS.md
+#   make bench-catchup BASE=REV   a wiped node catching up from a peer's journal, this revision against REV; into BENCHMARKS.md
 #   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
 #   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
@@ -31,7 +32,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: settings-docs bench-replay bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -131,6 +132,10 @@ bench-compare: deps
 # Replaying one journal at start-up, this revision's registryd against the one at BASE, a few minutes.
 bench-replay: deps
 	bash bench/replay.sh $(BASE)
+
+# A wiped node catching up from a peer's journal: its CPU per operation, this revision against BASE.
+bench-catchup: deps
+	bash bench/catchup.sh $(BASE)
 
 # Plain against tokens against TLS, and the keyed hashing of identifiers, same run (also in make bench).
 bench-security: deps test-tools

@@ -153,25 +153,14 @@ public struct RegistryState: Sendable {
         warmth = claims.touch(keys) &+ slotOf.touch(newDevices.map(\.uuid))
     }
 
-    /// As ``warm(for:newDevices:)``, for operations from other nodes' logs: the buckets of their
-    /// devices and claims, read before the batch is applied.
-    public mutating func warm(forApplying operations: [LoggedOperation]) {
-        var keys = [ClaimKey]()
-        var ids = [UUID128]()
-        keys.reserveCapacity(2 * operations.count)
-        ids.reserveCapacity(operations.count)
-        for logged in operations {
-            guard case .registration(let op) = logged.operation else { continue }
-            ids.append(op.device.id.uuid)
-            guard let vendorNumber = vendors.number(of: op.device.vendor) else { continue }
-            for identifier in op.claims { keys.append(ClaimKey(vendor: vendorNumber, identifier: identifier)) }
-        }
-        warmth = claims.touch(keys) &+ slotOf.touch(ids)
-    }
+    /// How many operations ahead of the one it applies a caller asks for buckets
+    /// (``prefetch(for:)``): far enough for the memory to arrive in time, near enough that the
+    /// buckets are still cached when their operation comes.
+    public static let prefetchDistance = 8
 
     /// Asks the CPU for the index buckets that applying `operation` looks up first, a
-    /// registration's device and claims (``Prefetch``): a replay that asks some operations ahead
-    /// finds them cached, instead of waiting for each in turn.
+    /// registration's device and claims (``Prefetch``): a replay or a peer's batch that asks some
+    /// operations ahead finds them cached, instead of waiting for each in turn.
     public func prefetch(for operation: Operation) {
         guard case .registration(let op) = operation else { return }
         slotOf.prefetch(op.device.id.uuid)

@@ -138,12 +138,18 @@ struct NodeState {
         } catch {
             return .clockRefused(error)
         }
+        applyAdmitted(operation, of: log)
+        otherLogs.record(operation.sequence, in: log)
+        return .applied
+    }
+
+    /// Applies `operation`, the next of `log`, its timestamp observed; the caller records it in
+    /// the version vector.
+    private mutating func applyAdmitted(_ operation: LoggedOperation, of log: LogID) {
         registry.apply(operation.operation)
         if registry.recordsEvents {
             registry.moveEvents(to: &feedStaging, log: log, sequence: operation.sequence, time: operation.timestamp)
         }
-        otherLogs.record(operation.sequence, in: log)
-        return .applied
     }
 
     /// Why a batch of another node's operations was refused whole, nothing of it applied.
@@ -173,9 +179,9 @@ struct NodeState {
         }
     }
 
-    /// Applies a batch of another node's operations, in order, or none of them: each goes through
-    /// ``applyRemote(_:wallMillis:)`` once the whole batch is known to be admissible (no gap, no
-    /// operation of this node's own log beyond what it wrote, no timestamp too far ahead).
+    /// Applies a batch of another node's operations, in order, or none of them: each as
+    /// ``applyRemote(_:wallMillis:)`` would, once the whole batch is known to be admissible (no
+    /// gap, no operation of this node's own log beyond what it wrote, no timestamp too far ahead).
     /// Appends the operations applied (not the duplicates) to `applied`, for the log.
     mutating func applyRemoteBatch(
         _ operations: [LoggedOperation], wallMillis: UInt64, applied: inout [LoggedOperation]
@@ -183,7 +189,8 @@ struct NodeState {
         // Checked a run of one log at a time (a batch is normally one run): the vector is read
         // once per run, not once per operation.
         var trial = [LogID: UInt64]()
-        for (log, range) in operations.runsByLog {
+        let runs = operations.runsByLog
+        for (log, range) in runs {
             if log == ownLog {
                 if let beyond = operations[range].first(where: { $0.sequence >= nextSequence }) {
                     return .unwrittenOwnOperation(sequence: beyond.sequence, next: nextSequence)
@@ -198,9 +205,21 @@ struct NodeState {
             }
             trial[log] = held
         }
-        registry.warm(forApplying: operations)
-        for operation in operations where applyRemote(operation, wallMillis: wallMillis) == .applied {
-            applied.append(operation)
+        // Admissible: each operation past what is held is the next of its log, and its timestamp
+        // is accepted. Applied a run at a time, the vector read and written once a run, while the
+        // index buckets of the operation ``RegistryState/prefetchDistance`` ahead are asked for.
+        for (log, range) in runs where log != ownLog {
+            var held = otherLogs[log]
+            for index in range where operations[index].sequence > held {
+                if index + RegistryState.prefetchDistance < operations.count {
+                    registry.prefetch(for: operations[index + RegistryState.prefetchDistance].operation)
+                }
+                guard (try? clock.observe(operations[index].timestamp, wallMillis: wallMillis)) != nil else { break }
+                applyAdmitted(operations[index], of: log)
+                held = operations[index].sequence
+                applied.append(operations[index])
+            }
+            if held > otherLogs[log] { otherLogs.recordAll(through: held, in: log) }
         }
         refreshRules()
         return nil

@@ -85,4 +85,73 @@ import Testing
         #expect(state.applyRemoteBatch([try remote(1), try remote(1), try remote(2)], wallMillis: 2_000, applied: &applied) == nil)
         #expect(applied.map(\.sequence) == [1, 2] && state.versionVector[log] == 2 && state.registry.deviceCount == 2)
     }
+
+    /// Node `origin`'s operation at `sequence`: a device of its own, whose IDFV sometimes repeats
+    /// another log's (`shared`), so that batches merge devices too.
+    func remote(_ sequence: UInt64, of origin: String, shared: UInt64?) throws -> LoggedOperation {
+        let stamp = HLCTimestamp(millis: 2_000 + sequence, counter: 0)
+        let node = NodeID(trusted: origin)
+        let device = DeviceRef(
+            id: DeviceID(UUID128(high: UInt64(origin.utf8.last!), low: sequence)), created: stamp, origin: node, vendor: Vendor(trusted: "com.v"))
+        let idfv = UUID128(high: 0xC, low: shared ?? (UInt64(origin.utf8.last!) << 32 | sequence))
+        let op = RegistrationOp(
+            device: device, bundle: try BundleID(parsing: "com.v.a"), claims: [Identifier(kind: .idfv, value: idfv)], merged: [],
+            seen: stamp)
+        return LoggedOperation(origin: node, epoch: 4, sequence: sequence, timestamp: stamp, operation: .registration(op))
+    }
+
+    /// The oracle: an admissible batch changes the state as ``NodeState/applyRemote(_:wallMillis:)``
+    /// does applied to each of its operations in turn, whatever its runs: several logs
+    /// interleaved, duplicates, echoes of the node's own log, more operations than the prefetch
+    /// distance.
+    @Test(arguments: [1, 2, 3] as [UInt64]) func anAdmissibleBatchDoesWhatItsOperationsDoOneByOne(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        for trial in 0..<50 {
+            var batched = try makeState()
+            var generator = SplitMix64(seed: seed)
+            var own = [LoggedOperation]()
+            for idfv in [idfv1, idfv2] {
+                _ = batched.handle(
+                    ClientFrame(requestID: 1, body: .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv))), wallMillis: 1_000,
+                    generator: &generator, operations: &own)
+            }
+            let held = ["node-b": random.next() % 10, "node-c": random.next() % 10]
+            for origin in ["node-b", "node-c"] {
+                for sequence in stride(from: 1, through: held[origin]!, by: 1) {
+                    _ = batched.applyRemote(try remote(sequence, of: origin, shared: nil), wallMillis: 3_000)
+                }
+            }
+            var oneByOne = batched
+            // Each log's part: from a little before what is held (duplicates) to some way past it.
+            var parts = [String: [LoggedOperation]]()
+            for origin in ["node-b", "node-c"] {
+                let first = max(1, held[origin]! - min(held[origin]!, random.next() % 3))
+                let last = held[origin]! + 1 + random.next() % 20
+                parts[origin] = try (first...last).map { sequence in
+                    try remote(sequence, of: origin, shared: random.next() % 4 == 0 ? random.next() % 8 : nil)
+                }
+            }
+            parts["node-a"] = own
+            // Interleaved in runs of random length, each log's operations in order.
+            var batch = [LoggedOperation]()
+            while parts.values.contains(where: { !$0.isEmpty }) {
+                let origins = parts.keys.sorted().filter { !parts[$0]!.isEmpty }
+                let origin = origins[Int(random.next() % UInt64(origins.count))]
+                let run = min(parts[origin]!.count, 1 + Int(random.next() % 12))
+                batch += parts[origin]!.prefix(run)
+                parts[origin]!.removeFirst(run)
+            }
+
+            var applied = [LoggedOperation]()
+            #expect(batched.applyRemoteBatch(batch, wallMillis: 3_000, applied: &applied) == nil, "trial \(trial)")
+            var expectedApplied = [LoggedOperation]()
+            for operation in batch where oneByOne.applyRemote(operation, wallMillis: 3_000) == .applied {
+                expectedApplied.append(operation)
+            }
+            #expect(applied == expectedApplied, "trial \(trial)")
+            #expect(batched.versionVector == oneByOne.versionVector, "trial \(trial)")
+            #expect(batched.registry.snapshot() == oneByOne.registry.snapshot(), "trial \(trial)")
+            #expect(batched.clock.last == oneByOne.clock.last, "trial \(trial)")
+        }
+    }
 }

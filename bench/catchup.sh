@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# make bench-catchup BASE=REV: what another node's operation costs the node that applies it (issue
+# 42, target 3: at most half a client registration), this checkout's registryd against REV's on the
+# same operations, in one run.
+#
+# One data directory: node-1 of a two-node cluster takes CATCHUP_SECONDS of batched first installs
+# (8 connections x 16 in flight, batches of 100) while node-2 is down, then stops. Its CPU over the
+# load, per registration, is what a client registration costs (this checkout's build).
+# Then, CATCHUP_ROUNDS times, alternating which build goes first, both nodes of one build start:
+# node-1 on a fresh copy of that directory, node-2 on an empty one, which takes every operation from
+# node-1's journal, until the two version vectors are the same. Node-2's CPU per operation is what a
+# replicated operation costs; operations over seconds (from node-2's start) is the catch-up's rate.
+# Reports medians, and every round.
+#
+# Prints the section and puts it into BENCHMARKS.md (bench/section.py, "catchup").
+# Environment: CATCHUP_SECONDS (default 8), CATCHUP_ROUNDS (default 3), CATCHUP_BASE_BIN (a folder
+# holding a registryd built from REV, used instead of building it again).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+export PATH="/opt/swift/usr/bin:$PATH"
+base=${1:-HEAD~1}
+seconds=${CATCHUP_SECONDS:-8}
+rounds=${CATCHUP_ROUNDS:-3}
+out=$(mktemp -d /tmp/registry-catchup.XXXXXX)
+worktree="$out/base"
+peers="127.0.0.1:7481,127.0.0.1:7482"
+declare -A pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  git worktree remove --force "$worktree" 2>/dev/null || true
+  rm -rf "$out"/data-* "$out/loaded"
+}
+trap cleanup EXIT
+
+for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
+head_bin=$(swift build -c release --show-bin-path)
+if [ -n "${CATCHUP_BASE_BIN:-}" ]; then
+  base_bin=$CATCHUP_BASE_BIN
+  base_name="\`$(git rev-parse --short=12 "$base")\`'s (built before, in $CATCHUP_BASE_BIN)"
+else
+  base_bin=$(build_base_registryd "$base" "$worktree")
+  base_name="\`$(git rev-parse --short=12 "$base")\`"
+fi
+flags=$(this_machine_flags "$head_bin")
+
+# start NAME BINARY-DIR DATA-DIR: node NAME (node-1 on port 7481, node-2 on 7482) of the two-node cluster.
+start() {
+  local name=$1 bin=$2 data=$3 port=748${1#node-}
+  mkdir -p "$data"
+  # shellcheck disable=SC2086 # the flags are words
+  "$bin/registryd" --data-dir "$data" --node-id "$name" --cluster-id bench --cluster-secret bench-secret --port "$port" \
+    --metrics-port 0 --snapshot-every-operations 0 --snapshot-every-seconds 0 --peers "$peers" $flags >> "$out/$name.log" 2>&1 &
+  pids[$name]=$!
+  wait_for_port "$port" 300 || { echo "$name did not start" >&2; tail "$out/$name.log" >&2; exit 1; }
+}
+stop() { kill -TERM "${pids[$1]}"; wait "${pids[$1]}" || true; unset "pids[$1]"; }
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# vector PORT: the node's version vector, as one line of JSON.
+vector() {
+  "$head_bin/registryctl" status --endpoint "127.0.0.1:$1" -o json 2>/dev/null \
+    | python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin)['versionVector'], sort_keys=True))" 2>/dev/null || echo none
+}
+
+echo "== the operations: $seconds s of batched first installs on node-1, node-2 down" >&2
+start node-1 "$head_bin" "$out/loaded"
+before=$(cpu "${pids[node-1]}")
+"$head_bin/registryload" --endpoints 127.0.0.1:7481 --connections 8 --in-flight 16 --batch 100 --warmup 0s \
+  --duration "${seconds}s" --seed 1 --json "$out/load.json" > "$out/load.txt" 2>&1 || true
+client_cpu=$(python3 -c "print($(cpu "${pids[node-1]}") - $before)")
+stop node-1
+registered=$(python3 -c "import json; print(json.load(open('$out/load.json'))['throughput']['acknowledged'])")
+
+# round NAME BINARY-DIR ROUND: one catch-up; appends "NAME ROUND operations seconds cpu-seconds" to results.
+round() {
+  local name=$1 bin=$2 round=$3
+  rm -rf "$out/data-node-1" "$out/data-node-2" && cp -r "$out/loaded" "$out/data-node-1"
+  sync
+  start node-1 "$bin" "$out/data-node-1"
+  local target; target=$(vector 7481)
+  local started; started=$(date +%s.%N)
+  start node-2 "$bin" "$out/data-node-2"
+  local deadline=$((SECONDS + 600))
+  until [ "$(vector 7482)" = "$target" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "node-2 did not catch up within 600 s" >&2; exit 1; }
+    sleep 0.1
+  done
+  local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
+  local used; used=$(cpu "${pids[node-2]}")
+  stop node-2; stop node-1
+  echo "$name $round $registered $took $used" | tee -a "$out/results" >&2
+}
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then round base "$base_bin" "$r"; round head "$head_bin" "$r"
+  else round head "$head_bin" "$r"; round base "$base_bin" "$r"; fi
+done
+
+python3 - "$out/results" "$base_name" "$(git rev-parse --short=12 HEAD)" "$seconds" "$rounds" "$(date -u +%Y-%m-%d)" \
+  "$client_cpu" "$registered" > "$out/section.md" <<'PY'
+import statistics, sys
+path, base_name, head, seconds, rounds, day, client_cpu, registered = sys.argv[1:]
+client_us = float(client_cpu) / int(registered) * 1e6
+runs = {"base": [], "head": []}
+for line in open(path):
+    name, _, operations, took, cpu = line.split()
+    runs[name].append((int(operations), float(took), float(cpu)))
+def rate(run): return run[0] / run[1]
+def cost(run): return run[2] / run[0] * 1e6
+def row(label, name):
+    rates, costs = [rate(r) for r in runs[name]], [cost(r) for r in runs[name]]
+    return (f"| {label} | {statistics.median(rates):,.0f} ({', '.join(f'{x:,.0f}' for x in rates)}) "
+            f"| {statistics.median(costs):.2f} µs ({', '.join(f'{x:.2f}' for x in costs)}) "
+            f"| {statistics.median(costs) / client_us:.2f} |")
+ratio = statistics.median(rate(r) for r in runs["head"]) / statistics.median(rate(r) for r in runs["base"])
+print("## Catching up from a peer")
+print()
+print(f"`bench/catchup.sh` (`make bench-catchup`) on {day}: registryd at `{head}` against {base_name}. Node-1 of a")
+print(f"two-node cluster took {int(registered):,} first installs ({seconds} s, batches of 100) with node-2 down; then, {rounds} times for")
+print("each build, alternating which goes first, node-1 starts on a copy of that directory and node-2 on an empty one,")
+print("until node-2 holds what node-1 holds. Node-2's process CPU per operation is what a replicated operation costs.")
+print()
+print("| build | operations/s, median (each round) | node-2's CPU per operation (each round) | / a client registration |")
+print("|---|---:|---:|---:|")
+print(row("base", "base"))
+print(row("this revision", "head"))
+print()
+print(f"A client registration cost node-1 {client_us:.2f} µs of CPU during the load (this revision). Ratio of the")
+print(f"catch-up rates, this revision / base: **{ratio:.3f}**. Target (issue 42): a replicated operation at most half a client registration.")
+PY
+cat "$out/section.md"
+python3 bench/section.py catchup "$out/section.md" > /dev/null
