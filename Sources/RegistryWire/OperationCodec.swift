@@ -217,8 +217,8 @@ public enum OperationCodec {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
-        let decoded = bytes.withUnsafeBytes { raw in Result { () throws(CodecError) in try decode(raw) } }
-        return try decoded.get()
+        var decoder = OperationDecoder(remembering: 1)
+        return try decoder.decode(bytes)
     }
 
     /// Decodes bytes in place, such as a journal record's payload inside its segment.

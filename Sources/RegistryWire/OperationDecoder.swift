@@ -7,6 +7,7 @@ import RegistryCore
 /// of making and validating each one again.
 public struct OperationDecoder {
     private var registrations: RegistrationOpReader
+    private var lastOrigin: NodeID?
 
     /// A decoder for a long run of operations.
     public init() {
@@ -23,5 +24,20 @@ public struct OperationDecoder {
     public mutating func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> Operation {
         if let registration = registrations.operation(bytes) { return registration }
         return try OperationCodec.decodedByProtobufC(ByteBuffer(bytes: bytes))
+    }
+
+    /// The operation `bytes` hold, or the codec's error.
+    public mutating func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
+        let decoded = bytes.withUnsafeBytes { raw in Result { () throws(CodecError) in try decode(raw) } }
+        return try decoded.get()
+    }
+
+    /// The node ID `text` names, checked; the last one is remembered, as a peer's batch names one
+    /// origin for each of its operations.
+    mutating func nodeID(_ text: String) throws(NodeID.Invalid) -> NodeID {
+        if let lastOrigin, lastOrigin.value == text { return lastOrigin }
+        let node = try NodeID(text)
+        lastOrigin = node
+        return node
     }
 }

@@ -96,9 +96,16 @@ public struct PeerOperation: Equatable, Sendable {
     /// Decodes and checks the operation: a typed error for a bad node ID, epoch 0, sequence 0, or
     /// bytes that are not a valid operation.
     public func decoded() throws(CodecError) -> LoggedOperation {
+        var decoder = OperationDecoder(remembering: 1)
+        return try decoded(using: &decoder)
+    }
+
+    /// As ``decoded()``, through `decoder`, which remembers the texts the operations before it
+    /// repeated (origins, vendors, bundle IDs): for a session's stream of batches.
+    public func decoded(using decoder: inout OperationDecoder) throws(CodecError) -> LoggedOperation {
         let node: NodeID
         do {
-            node = try NodeID(origin)
+            node = try decoder.nodeID(origin)
         } catch {
             throw .invalidOperation("origin \(origin.debugDescription): \(error)")
         }
@@ -107,7 +114,7 @@ public struct PeerOperation: Equatable, Sendable {
         }
         return LoggedOperation(
             origin: node, epoch: epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc),
-            operation: try OperationCodec.decode(operation))
+            operation: try decoder.decode(operation))
     }
 }
 

@@ -71,4 +71,25 @@ import Testing
         let badOrigin = PeerOperation(origin: "NODE A", epoch: 1, sequence: 1, hlc: 1, operation: [])
         #expect(throws: CodecError.self) { try badOrigin.decoded() }
     }
+
+    /// One decoder for a session's operations gives what each decoded alone gives, and remembers
+    /// no refusal: a bad origin after good ones is still refused, and a good one after it accepted.
+    @Test func aSessionsDecoderGivesWhatEachOperationDecodedAloneGives() throws {
+        let stamp = HLCTimestamp(millis: 1_700_000_000_000, counter: 3)
+        var peerOperations = [PeerOperation]()
+        for sequence in 1...40 as ClosedRange<UInt64> {
+            let origin = NodeID(trusted: sequence % 3 == 0 ? "node-b" : "node-a")
+            let op = Operation.registration(
+                RegistrationOp(
+                    device: DeviceRef(id: DeviceID(UUID128(high: 5, low: sequence)), created: stamp, origin: origin, vendor: Vendor(trusted: "com.v\(sequence % 2)")),
+                    bundle: try BundleID(parsing: "com.v\(sequence % 2).app\(sequence % 5)"),
+                    claims: [Identifier(kind: .idfv, value: UUID128(high: 1, low: sequence))], merged: [], seen: stamp))
+            peerOperations.append(PeerOperation(LoggedOperation(origin: origin, epoch: 3, sequence: sequence, timestamp: stamp, operation: op)))
+        }
+        var decoder = OperationDecoder()
+        for operation in peerOperations { #expect(try operation.decoded(using: &decoder) == operation.decoded()) }
+        let badOrigin = PeerOperation(origin: "NODE A", epoch: 1, sequence: 1, hlc: 1, operation: peerOperations[0].operation)
+        #expect(throws: CodecError.self) { try badOrigin.decoded(using: &decoder) }
+        #expect(try peerOperations[1].decoded(using: &decoder) == peerOperations[1].decoded())
+    }
 }

@@ -40,6 +40,8 @@ struct PeerSessionStateMachine {
 
     /// The challenge this node sent in its HelloAccepted, which the peer's hello must sign.
     let challenge: UInt64
+    /// Decodes the session's operations, remembering the texts they repeat.
+    private var decoder = OperationDecoder()
 
     init(identity: PeerIdentity, challenge: UInt64, maxBatchOperations: Int, removed: Set<NodeID> = []) {
         self.identity = identity
@@ -71,7 +73,7 @@ struct PeerSessionStateMachine {
             operations.reserveCapacity(batch.operations.count)
             for operation in batch.operations {
                 do {
-                    operations.append(try operation.decoded())
+                    operations.append(try operation.decoded(using: &decoder))
                 } catch {
                     return refuse(WireError(code: .invalidOperation, message: "batch \(batch.batchID): \(error)"))
                 }
