@@ -36,13 +36,7 @@ trap cleanup EXIT
 
 for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)
-if [ -n "${CATCHUP_BASE_BIN:-}" ]; then
-  base_bin=$CATCHUP_BASE_BIN
-  base_name="\`$(git rev-parse --short=12 "$base")\`'s (built before, in $CATCHUP_BASE_BIN)"
-else
-  base_bin=$(build_base_registryd "$base" "$worktree")
-  base_name="\`$(git rev-parse --short=12 "$base")\`"
-fi
+choose_base_registryd "$base" "$worktree" "${CATCHUP_BASE_BIN:-}"
 flags=$(this_machine_flags "$head_bin")
 
 # start NAME BINARY-DIR DATA-DIR: node NAME (node-1 on port 7481, node-2 on 7482) of the two-node cluster.

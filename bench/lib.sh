@@ -33,6 +33,19 @@ build_base_registryd() {
   (cd "$2" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
 }
 
+# choose_base_registryd REV WORKTREE [PREBUILT-DIR]: sets base_bin, the folder of REV's registryd
+# (PREBUILT-DIR when given, else built by build_base_registryd), and base_name, how the report names
+# it (bench/replay.sh, bench/catchup.sh).
+choose_base_registryd() {
+  if [ -n "${3:-}" ]; then
+    base_bin=$3
+    base_name="\`$(git rev-parse --short=12 "$1")\`'s (built before, in $3)"
+  else
+    base_bin=$(build_base_registryd "$1" "$2")
+    base_name="\`$(git rev-parse --short=12 "$1")\`"
+  fi
+}
+
 # this_machine_flags BINARY-DIR: the registryd flags this machine needs, for a build that has
 # them. It reports freed memory to its hypervisor (free page reporting; BENCHMARKS.md, "What this
 # machine allows"), where a grown index's old table freed at once stalls a busy node, so the

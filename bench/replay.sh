@@ -33,13 +33,7 @@ trap cleanup EXIT
 
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)
-if [ -n "${REPLAY_BASE_BIN:-}" ]; then
-  base_bin=$REPLAY_BASE_BIN
-  base_name="\`$(git rev-parse --short=12 "$base")\`'s (built before, in $REPLAY_BASE_BIN)"
-else
-  base_bin=$(build_base_registryd "$base" "$worktree")
-  base_name="\`$(git rev-parse --short=12 "$base")\`"
-fi
+choose_base_registryd "$base" "$worktree" "${REPLAY_BASE_BIN:-}"
 flags=$(this_machine_flags "$head_bin")
 
 echo "== the journal: $seconds s of batched first installs, snapshots off, then kill -9" >&2
