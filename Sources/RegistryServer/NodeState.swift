@@ -214,6 +214,8 @@ struct NodeState {
                 if index + RegistryState.prefetchDistance < operations.count {
                     registry.prefetch(for: operations[index + RegistryState.prefetchDistance].operation)
                 }
+                // Checked above against the same wall clock: a refusal here would be a bug, and
+                // the rest of the run (a gap then) stays unapplied, as applyRemote would leave it.
                 guard (try? clock.observe(operations[index].timestamp, wallMillis: wallMillis)) != nil else { break }
                 applyAdmitted(operations[index], of: log)
                 held = operations[index].sequence

@@ -55,7 +55,8 @@ import Testing
             }
 
             var replayer = Replayer(registry: base, vector: vector, limits: limit.map { [Self.log: $0] })
-            let outcome = try replayer.apply(segment(records))
+            var decoder = OperationDecoder()
+            let outcome = try replayer.apply(DecodedSegment(segment(records), decoder: &decoder))
             let context = "trial \(trial): held \(held), records \(records.map(\.sequence)), limit \(String(describing: limit))"
             if let expectedGap {
                 guard case .gap(let log, let missing) = outcome else {
@@ -82,7 +83,8 @@ import Testing
         segment.append(sequence: 4, hlc: 1, payload: [0x0A, 0x7F])
         var replayer = Replayer(registry: RegistryState(), vector: VersionVector())
         #expect {
-            _ = try replayer.apply(segment)
+            var decoder = OperationDecoder()
+            _ = try replayer.apply(DecodedSegment(segment, decoder: &decoder))
         } throws: { error in
             "\(error)".contains("\(Self.log)/4 does not decode")
         }

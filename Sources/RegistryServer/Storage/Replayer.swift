@@ -1,6 +1,5 @@
 import RegistryCore
 import RegistryStorage
-import RegistryWire
 
 /// Applies log records to a state in order, through the version vector: what is held is skipped,
 /// the next is applied, and one beyond a gap is refused (the caller decides what that means).
@@ -18,8 +17,6 @@ struct Replayer {
     var limits: [LogID: UInt64]?
     /// The events of what was applied, when the registry records them (start-up's replay).
     var staging = FeedStaging()
-    /// Decodes the records in turn, remembering the texts they repeat.
-    private var decoder = OperationDecoder()
 
     init(registry: RegistryState, vector: VersionVector, limits: [LogID: UInt64]? = nil) {
         self.registry = registry
@@ -30,11 +27,6 @@ struct Replayer {
     enum Outcome: Equatable {
         case applied, skipped
         case gap(log: LogID, missing: ClosedRange<UInt64>)
-    }
-
-    /// Applies one segment's records; stops at the first gap and returns it.
-    mutating func apply(_ segment: LogSegment) throws(StorageError) -> Outcome? {
-        try apply(DecodedSegment(segment, decoder: &decoder))
     }
 
     /// Applies one decoded segment's records; stops at the first gap and returns it.
@@ -65,8 +57,9 @@ struct Replayer {
     /// Applies a segment whose records are all next in order (it continues the log without a gap
     /// and within the limit): the usual case, which needs no per-record admission. While one record
     /// is applied, the index buckets of the one ``RegistryState/prefetchDistance`` ahead are asked
-    /// for. Fields are read from the records where they lie: copying a record out first (a copy of
-    /// an operation retains and releases each of its strings and arrays) cost a tenth of the replay.
+    /// for. Fields are read from the records where they lie, not copied out (a copy of an operation
+    /// retains and releases each of its strings and arrays; docs/performance.md, "Replaying
+    /// registrations").
     private mutating func applyInOrder(_ segment: DecodedSegment) throws(StorageError) {
         let (log, records) = (segment.log, segment.records)
         var through = vector[log]
