@@ -22,13 +22,13 @@ import Testing
         }
     }
 
-    @Test func everyEntryArrivesDecodedAndInOrderAcrossManyBatches() throws {
+    @Test(arguments: [true, false]) func everyEntryArrivesDecodedAndInOrderAcrossManyBatches(readingAhead: Bool) throws {
         let operations = try StorageStartupTests().operations(count: 3 * JournalReadAhead.batchRecords + 17, seed: 4)
         let given = entries(operations, perEntry: 7)
         var arrived = [DecodedSegment.Record]()
         var clocks = [UInt64]()
         let finished = try JournalReadAhead.run(
-            named: "test-read", skippingWhat: VersionVector(),
+            named: "test-read", skippingWhat: VersionVector(), readingAhead: readingAhead,
             reading: { (give) throws(StorageError) in
                 for entry in given { try give(entry) }
                 return given.count
@@ -84,13 +84,13 @@ import Testing
         #expect(read.withLockedValue { $0 } == given.count)
     }
 
-    @Test func aReadingFailureIsThrownAfterWhatWasReadBeforeItIsApplied() throws {
+    @Test(arguments: [true, false]) func aReadingFailureIsThrownAfterWhatWasReadBeforeItIsApplied(readingAhead: Bool) throws {
         let operations = try StorageStartupTests().operations(count: 30, seed: 7)
         let given = entries(operations, perEntry: 10)
         var applied = 0
         #expect {
             try JournalReadAhead.run(
-                named: "test-read", skippingWhat: VersionVector(),
+                named: "test-read", skippingWhat: VersionVector(), readingAhead: readingAhead,
                 reading: { (give) throws(StorageError) in
                     for entry in given { try give(entry) }
                     throw .corrupt("file 3 is damaged")

@@ -169,8 +169,8 @@ final class Snapshotter: @unchecked Sendable {
         }
     }
 
-    /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the threads that
-    /// read the snapshot and the journal then take too.
+    /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the thread that
+    /// reads the snapshot then takes too; the journal is read on this thread.
     private func take(
         through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int, inBackground: Bool
     ) throws(StorageError) -> Taken {

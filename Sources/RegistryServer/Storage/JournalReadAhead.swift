@@ -9,7 +9,8 @@ import RegistryWire
 /// registrations").
 ///
 /// The reading thread runs at most ``batchesAhead`` batches of about ``batchRecords`` records
-/// ahead, which bounds the memory a slow apply lets pile up.
+/// ahead, which bounds the memory a slow apply lets pile up. A replay in the background runs on
+/// its caller's thread alone (see `readingAhead`).
 enum JournalReadAhead {
     /// Records per batch handed over, about: a batch ends with the entry that reaches this.
     static var batchRecords: Int { 4096 }
@@ -29,16 +30,20 @@ enum JournalReadAhead {
     ///
     /// - Parameters:
     ///   - held: records it holds are not decoded (``DecodedSegment/init(_:decoder:unlessHeldBy:)``).
-    ///   - inBackground: the reading thread runs at `SCHED_IDLE` (the snapshot taker's replay).
+    ///   - readingAhead: false runs `read` on the caller's thread, each entry decoded and applied
+    ///     before the next is read: for a replay in the background (the snapshot taker's), whose
+    ///     speed matters less than the CPU a second thread would take from requests.
     static func run<Finished: Sendable>(
-        named name: String, skippingWhat held: VersionVector, inBackground: Bool = false,
+        named name: String, skippingWhat held: VersionVector, readingAhead: Bool = true,
         reading read: @escaping @Sendable (_ give: (JournalEntry) throws(StorageError) -> Void) throws(StorageError) -> Finished,
         applying apply: (DecodedEntry) throws(StorageError) -> Void
     ) throws(StorageError) -> Finished {
+        guard readingAhead else {
+            var decoder = OperationDecoder()
+            return try read { (entry) throws(StorageError) in try apply(DecodedEntry(entry, decoder: &decoder, unlessHeldBy: held)) }
+        }
         let handoff = BoundedHandoff<Batch<Finished>>(capacity: batchesAhead)
-        // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
         let reader: @Sendable () -> Void = {
-            if inBackground { _ = Scheduling.runThisThreadWhenIdle() }
             var decoder = OperationDecoder()
             var batch = [DecodedEntry]()
             var records = 0

@@ -98,7 +98,7 @@ struct Replayer {
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
     /// files that hold some of it; throws on a gap, which the journal must not have past a
     /// snapshot. The files are read and decoded on a thread of their own (``JournalReadAhead``),
-    /// at `SCHED_IDLE` when `inBackground`.
+    /// unless `inBackground` (the snapshot taker's replay, at `SCHED_IDLE`): then on this one.
     mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem, inBackground: Bool = false) throws(StorageError) {
         let (held, limits) = (vector, limits)
         let needed = files.filter { file in
@@ -107,7 +107,7 @@ struct Replayer {
             }
         }
         try JournalReadAhead.run(
-            named: "journal-read", skippingWhat: held, inBackground: inBackground,
+            named: "journal-read", skippingWhat: held, readingAhead: !inBackground,
             reading: { (give) throws(StorageError) in
                 var buffer = [UInt8]()
                 for file in needed {
