@@ -36,11 +36,22 @@ public enum FuzzBodies {
         }
     }
 
-    /// The peer-frame codec, and the operations a batch carries.
+    /// The peer-frame codec, and the operations a batch carries; a batch the direct reader
+    /// (``OperationDecoder/batch(inFrame:limit:)``) reads must be what protobuf-c's path gives.
     public static func peerFrames(_ bytes: UnsafeRawBufferPointer) {
-        guard let frame = try? PeerFrame(decoding: ByteBuffer(bytes: bytes)) else { return }
+        var decoder = OperationDecoder()
+        let direct = decoder.batch(inFrame: bytes, limit: .max)
+        guard let frame = try? PeerFrame(decoding: ByteBuffer(bytes: bytes)) else {
+            precondition(direct == nil, "the direct reader read a frame protobuf-c refuses")
+            return
+        }
         if case .batch(let batch) = frame {
-            for operation in batch.operations { _ = try? operation.decoded() }
+            let decoded = batch.operations.map { try? $0.decoded() }
+            if let direct {
+                precondition(direct.batchID == batch.batchID && direct.operations.map { Optional($0) } == decoded, "the direct reader read \(direct), protobuf-c \(batch)")
+            }
+        } else {
+            precondition(direct == nil, "the direct reader read a batch where protobuf-c found \(frame)")
         }
         var out = ByteBuffer()
         if (try? frame.encode(into: &out)) != nil { precondition(try! PeerFrame(decoding: out) == frame, "\(frame) changed") }

@@ -7,7 +7,8 @@ import RegistryCore
 /// of making and validating each one again.
 public struct OperationDecoder {
     private var registrations: RegistrationOpReader
-    private var lastOrigin: NodeID?
+    /// The origin of the operations last decoded: a peer's batch names one for each operation.
+    private var origins = TextMemo<NodeID>(slots: 1)
 
     /// A decoder for a long run of operations.
     public init() {
@@ -35,9 +36,13 @@ public struct OperationDecoder {
     /// The node ID `text` names, checked; the last one is remembered, as a peer's batch names one
     /// origin for each of its operations.
     mutating func nodeID(_ text: String) throws(NodeID.Invalid) -> NodeID {
-        if let lastOrigin, lastOrigin.value == text { return lastOrigin }
-        let node = try NodeID(text)
-        lastOrigin = node
-        return node
+        var utf8 = text
+        if let node = utf8.withUTF8({ nodeID(UnsafeRawBufferPointer($0)) }) { return node }
+        return try NodeID(text)
+    }
+
+    /// The node ID the UTF-8 `bytes` name, checked and remembered as above; nil when invalid.
+    mutating func nodeID(_ bytes: UnsafeRawBufferPointer) -> NodeID? {
+        origins.value(bytes, make: { try? NodeID($0) })
     }
 }

@@ -122,13 +122,13 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return refuse(WireError(code: .frameTooLarge, message: error.description), context: context)
             }
             guard let payload else { break }
-            let frame: PeerFrame
+            let action: PeerSessionStateMachine.Action
             do {
-                frame = try PeerFrame(decoding: payload)
+                action = try machine.received(payload: payload)
             } catch {
                 return refuse(WireError(code: .malformedFrame, message: error.description), context: context)
             }
-            handle(machine.received(frame), context: context)
+            handle(action, context: context)
         }
         frames.compact()
     }

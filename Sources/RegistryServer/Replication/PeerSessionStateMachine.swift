@@ -1,3 +1,4 @@
+import NIOCore
 import RegistryCore
 import RegistryWire
 
@@ -48,6 +49,21 @@ struct PeerSessionStateMachine {
         self.challenge = challenge
         self.maxBatchOperations = maxBatchOperations
         self.removed = removed
+    }
+
+    /// A frame's payload. While streaming, a batch is read straight from its bytes into
+    /// operations by the session's decoder (``OperationDecoder/batch(inFrame:limit:)``); any other
+    /// frame, and a batch that reader leaves, is decoded by protobuf-c and taken as
+    /// ``received(_:)`` takes it, whose checks and refusals then decide. Throws the codec's
+    /// error for bytes that are not a PeerFrame.
+    mutating func received(payload: ByteBuffer) throws(CodecError) -> Action {
+        if case .streaming = state {
+            let limit = maxBatchOperations
+            if let batch = payload.withUnsafeReadableBytes({ decoder.batch(inFrame: $0, limit: limit) }) {
+                return .apply(batchID: batch.batchID, operations: batch.operations)
+            }
+        }
+        return received(try PeerFrame(decoding: payload))
     }
 
     mutating func received(_ frame: PeerFrame) -> Action {

@@ -1,3 +1,4 @@
+import NIOCore
 import RegistryCore
 import RegistryWire
 import Testing
@@ -30,6 +31,13 @@ import Testing
             origin: "node-b", epoch: 1, sequence: sequence, hlc: stamp.rawValue, operation: bytes ?? OperationCodec.encode(.registration(op)))
     }
 
+    /// `frame` as the handler receives it: protobuf bytes, which a batch is read from directly.
+    func payload(_ frame: PeerFrame) throws -> ByteBuffer {
+        var buffer = ByteBuffer()
+        try frame.encode(into: &buffer)
+        return buffer
+    }
+
     func refusalCode(_ action: PeerSessionStateMachine.Action) -> ErrorCode? {
         if case .refuse(let error) = action { return error.code }
         return nil
@@ -44,6 +52,10 @@ import Testing
             return
         }
         #expect(batchID == 7 && operations.map(\.sequence) == [1, 2] && operations[0].origin == NodeID(trusted: "node-b"))
+        // The same batch as bytes, read without protobuf-c, gives the same action.
+        let again = OperationBatch(batchID: 8, operations: [try operation(sequence: 3), try operation(sequence: 4)])
+        var twin = machine
+        #expect(try machine.received(payload: payload(.batch(again))) == twin.received(.batch(again)))
     }
 
     /// A hello that does not name its vendor rules (an earlier version's) is welcomed.
@@ -79,10 +91,26 @@ import Testing
             (.ack(BatchAck(batchID: 1, held: [])), .unexpectedPeerFrame),
         ]
         for (frame, code) in cases {
-            var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
-            _ = machine.received(hello())
-            #expect(refusalCode(machine.received(frame)) == code, "\(frame)")
-            #expect(machine.state == .closed)
+            // Decoded by protobuf-c, and as the handler takes it, as bytes: a batch the direct
+            // reader leaves gets protobuf-c's path's refusal.
+            for asBytes in [false, true] {
+                var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+                _ = machine.received(hello())
+                let action = asBytes ? try machine.received(payload: payload(frame)) : machine.received(frame)
+                #expect(refusalCode(action) == code, "\(frame), as bytes: \(asBytes)")
+                #expect(machine.state == .closed)
+            }
+        }
+    }
+
+    /// Before the hello, a batch's bytes are not read directly: the session asks for a hello.
+    @Test func aBatchAsBytesBeforeTheHelloIsRefused() throws {
+        var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        let batch = PeerFrame.batch(OperationBatch(batchID: 1, operations: [try operation(sequence: 1)]))
+        #expect(refusalCode(try machine.received(payload: payload(batch))) == .handshakeRequired)
+        #expect(throws: CodecError.self) {
+            var fresh = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+            _ = try fresh.received(payload: ByteBuffer(bytes: [0xFF]))
         }
     }
 }
