@@ -198,10 +198,13 @@ struct NodeState {
                 continue
             }
             var held = trial[log] ?? otherLogs[log]
-            for operation in operations[range] where operation.sequence > held {
-                guard operation.sequence == held + 1 else { return .gap(log: log, missing: (held + 1)...(operation.sequence - 1)) }
-                if let refusal = clock.refusal(of: operation.timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
-                held = operation.sequence
+            // Read in place through the array: a loop variable would copy each operation,
+            // retaining and releasing every one of its strings and arrays.
+            for index in range where operations[index].sequence > held {
+                let sequence = operations[index].sequence
+                guard sequence == held + 1 else { return .gap(log: log, missing: (held + 1)...(sequence - 1)) }
+                if let refusal = clock.refusal(of: operations[index].timestamp, wallMillis: wallMillis) { return .clockSkew(refusal) }
+                held = sequence
             }
             trial[log] = held
         }
