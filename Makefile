@@ -114,7 +114,9 @@ test: deps test-tools check-protos
 	@echo "== building the package and its tests (debug)"
 	$(SWIFT) build --build-tests
 	@echo "== running every test (Swift Testing; the suites start real registryd processes on 127.0.0.1)"
-	$(SWIFT) test --skip-build --disable-xctest
+	@log=$$(mktemp) && trap 'rm -f "$$log"' EXIT && \
+	  { $(SWIFT) test --skip-build --disable-xctest 2>&1 | tee "$$log"; status=$${PIPESTATUS[0]}; } && \
+	  if [ "$$status" -ne 0 ]; then bash scripts/test-failure-summary.sh "$$log"; exit "$$status"; fi
 	@echo "== a short run of each libFuzzer target (make fuzz runs 10M executions each)"
 	SWIFT=$(SWIFT) bash scripts/fuzz.sh short
 
