@@ -93,7 +93,7 @@ public final class CommitJournal {
     /// Writes `buffer` at `offset` and syncs. The file is kept written with zeros up to a step
     /// ahead of its records: overwriting written blocks, `fdatasync` has only data to flush,
     /// while an append must also commit the file's new size to the file system's journal
-    /// (BENCHMARKS.md, "Journal writes"). Zeros read as the end of the records
+    /// (BENCHMARKS.md, "Journal writes" and "Journal fill steps"). Zeros read as the end of the records
     /// (``JournalEntry/Read/end``), so recovery needs no rule of its own for them.
     private func writeAndSync() throws(StorageError) {
         // Small files (tests) fill in steps of their own size.
