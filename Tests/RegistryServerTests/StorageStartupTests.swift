@@ -176,7 +176,7 @@ import Testing
         let snapshotter = Snapshotter(
             fs: fs, directory: "/data", index: try start(fs).index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
             logger: .quiet("t"))
-        let taken = try snapshotter.takeNow(through: [LogID(origin: NodeID(trusted: "node-a"), epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max).get()
+        let taken = try snapshotter.takeNow(through: [LogID(origin: NodeID(trusted: "node-a"), epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max, devices: 1_200).get()
         #expect(taken.label == 1_200)
         try journal(Array(ops[1_200...]), on: fs)
         let recovered = try start(fs)
@@ -196,10 +196,10 @@ import Testing
         let snapshotter = { (index: JournalIndex) in
             Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, logger: .quiet("t"))
         }
-        _ = try snapshotter(index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max).get()
+        _ = try snapshotter(index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max, devices: 0).get()
         try journal(Array(ops[500..<1_000]), on: fs, fileBytes: 16 << 10)
         index = try start(fs).index
-        let second = try snapshotter(index).takeNow(through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max).get()
+        let second = try snapshotter(index).takeNow(through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max, devices: 0).get()
         #expect(second.filesRemoved > 0, "files that both kept snapshots cover go")
         try journal(Array(ops[1_000...]), on: fs, fileBytes: 16 << 10)
         #expect(try SnapshotFile.labels(in: "/data", on: fs) == [1_000, 500])

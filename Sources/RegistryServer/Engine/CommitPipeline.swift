@@ -178,7 +178,8 @@ final class CommitPipeline: Sendable {
     ) {
         dispatchPrecondition(condition: .onQueue(writer.queue))
         let keeping = erasing ? 1 : Snapshotter.keeping
-        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, keeping: keeping) { outcome in
+        let devices = core.withLockedValue { $0.node.registry.deviceCount + $0.node.registry.aliasCount }
+        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, devices: devices, keeping: keeping) { outcome in
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
             if outcome != nil {
@@ -235,8 +236,10 @@ final class CommitPipeline: Sendable {
     /// background thread's scheduling).
     func snapshotInForeground() -> Result<Snapshotter.Taken, StorageError> {
         writer.queue.sync {
-            let (clock, through) = core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences) }
-            let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile)
+            let (clock, through, devices) = core.withLockedValue {
+                ($0.node.clock.last, $0.durable.vector.sequences, $0.node.registry.deviceCount + $0.node.registry.aliasCount)
+            }
+            let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile, devices: devices)
             if case .success(let taken) = outcome {
                 core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: SystemClock.monotonicNanos()) }
             }

@@ -94,8 +94,10 @@ final class Snapshotter: @unchecked Sendable {
     /// Takes a snapshot through `target` in the background unless one is running; `completion`
     /// (on the snapshot queue) gets the outcome, or nil when one was already running.
     /// It keeps the newest `keeping` snapshots (1 for an erasure snapshot, ``ErasureSchedule``).
+    /// `devices`: the devices and aliases the node holds now, which a snapshot through what it
+    /// holds cannot exceed; the state the snapshot is built in is sized for them at once.
     func start(
-        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int = Snapshotter.keeping,
+        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int, keeping: Int = Snapshotter.keeping,
         completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void
     ) {
         let begin = bookkeeping.withLock { state -> Bool in
@@ -106,7 +108,7 @@ final class Snapshotter: @unchecked Sendable {
         guard begin else { return completion(nil) }
         queue.async {
             let outcome = self.run { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, keeping: keeping, inBackground: true)
+                try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: keeping, inBackground: true)
             }
             self.finished(outcome)
             completion(outcome)
@@ -136,12 +138,13 @@ final class Snapshotter: @unchecked Sendable {
         return outcome.withLock { $0! }
     }
 
-    /// Takes a snapshot through `target` now, on the caller's thread, after any running one.
-    func takeNow(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64) -> Result<Taken, StorageError> {
+    /// Takes a snapshot through `target` now, on the caller's thread, after any running one
+    /// (`devices` as in ``start(through:clock:currentFile:devices:keeping:completion:)``).
+    func takeNow(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int) -> Result<Taken, StorageError> {
         queue.sync {
             // On the caller's thread and priority: a stopping node has nothing else to do.
             let outcome = Result { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, keeping: Self.keeping, inBackground: false)
+                try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: Self.keeping, inBackground: false)
             }
             finished(outcome)
             return outcome
@@ -172,14 +175,17 @@ final class Snapshotter: @unchecked Sendable {
     /// `inBackground`: on the `SCHED_IDLE` thread of ``run(_:)``, whose priority the thread that
     /// reads the snapshot then takes too; the journal is read on this thread.
     private func take(
-        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, keeping: Int, inBackground: Bool
+        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int, keeping: Int, inBackground: Bool
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
+        // Sized once for every device the replay may add: an index that grows instead zeroes
+        // and fills each smaller table on the way, and moves every entry at each doubling.
+        let sizing = max(expectedDevices, devices)
         let base = try SnapshotStore.loadNewest(
-            in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground, logger: logger
+            in: directory, on: fs, expectedDevices: sizing, tables: tables, inBackground: inBackground, logger: logger
         ).loaded
         var replayer = Replayer(
-            registry: base?.registry ?? RegistryState(expectedDevices: expectedDevices, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
+            registry: base?.registry ?? RegistryState(expectedDevices: sizing, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
             limits: target)
         try replayer.replay(index.files, in: directory, on: fs, inBackground: inBackground)
         let newest = max(clock, base?.metadata.clock ?? .zero, replayer.newest)
