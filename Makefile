@@ -154,7 +154,7 @@ bench-snapshot: deps
 	bash bench/snapshot.sh $(BASE)
 
 # The journal's zeros ahead of its records (CommitJournal.fillStep) against appending, with fdatasync.
-bench-journal-fill:
+bench-journal-fill: deps
 	bash bench/journal-fill.sh
 
 # Snapshots and restart at 10M devices on one release node, a few minutes.

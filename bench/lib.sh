@@ -10,6 +10,25 @@ wait_for_port() {
   return 1
 }
 
+# write_journal BINARY-DIR DIRECTORY PORT SECONDS [FLAGS]: a data directory whose journal holds
+# SECONDS of batched first installs (8 connections x 16 in flight, batches of 100), written by
+# that build's node with snapshots off and then killed with -9, so that a start-up replays every
+# operation (bench/replay.sh, bench/snapshot.sh). Sets `pid` while the node runs, for the
+# caller's cleanup; the node's log is DIRECTORY.log.
+write_journal() {
+  local bin=$1 directory=$2 port=$3 seconds=$4 flags=${5:-}
+  mkdir -p "$directory"
+  # shellcheck disable=SC2086 # the flags are words
+  "$bin/registryd" --data-dir "$directory" --port "$port" --metrics-port 0 \
+    --snapshot-every-operations 0 --snapshot-every-seconds 0 $flags > "$directory.log" 2>&1 &
+  pid=$!
+  wait_for_port "$port" 30 || { cat "$directory.log" >&2; return 1; }
+  "$bin/registryload" --endpoints "127.0.0.1:$port" --connections 8 --in-flight 16 --batch 100 --warmup 0s \
+    --duration "${seconds}s" --seed 1 > /dev/null 2>&1 || true
+  kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  rm -f "$directory/LOCK"
+}
+
 # record_run REPORT.json NAME ROW ROUND >> results.tsv: one tab-separated line of a registryload
 # report, NAME ROW ROUND registrations/s p99-microseconds (bench/compare.sh, bench/security.sh).
 record_run() {

@@ -37,16 +37,7 @@ choose_base_registryd "$base" "$worktree" "${REPLAY_BASE_BIN:-}"
 flags=$(this_machine_flags "$head_bin")
 
 echo "== the journal: $seconds s of batched first installs, snapshots off, then kill -9" >&2
-mkdir -p "$out/journal"
-# shellcheck disable=SC2086 # the flags are words
-"$head_bin/registryd" --data-dir "$out/journal" --port "$port" --metrics-port 0 --snapshot-every-operations 0 $flags \
-  > "$out/journal.log" 2>&1 &
-pid=$!
-wait_for_port "$port" 30
-"$head_bin/registryload" --endpoints "127.0.0.1:$port" --connections 8 --in-flight 16 --batch 100 --warmup 0s \
-  --duration "${seconds}s" --seed 1 > "$out/load.txt" 2>/dev/null || true
-kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""
-rm -f "$out/journal/LOCK"
+write_journal "$head_bin" "$out/journal" "$port" "$seconds" "$flags"
 
 # start NAME BINARY-DIR ROUND: one start-up on a fresh copy of the journal; appends
 # "NAME ROUND operations seconds cpu-seconds" to results.

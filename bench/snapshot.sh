@@ -39,14 +39,7 @@ choose_base_registryd "$base" "$worktree" "${SNAPSHOT_BASE_BIN:-}"
 off="--snapshot-every-operations 0 --snapshot-every-seconds 0"
 
 echo "== the journal: $seconds s of batched first installs, snapshots off, then kill -9" >&2
-mkdir -p "$out/journal"
-# shellcheck disable=SC2086 # the flags are words
-"$head_bin/registryd" --data-dir "$out/journal" --port $port --log-level warning $off $(this_machine_flags "$head_bin") > "$out/journal.log" 2>&1 &
-pid=$!
-wait_for_port $port || { cat "$out/journal.log" >&2; exit 1; }
-"$head_bin/registryload" --endpoints 127.0.0.1:$port --connections 8 --in-flight 16 --batch 100 --warmup 0s \
-  --duration "${seconds}s" --seed 1 > /dev/null 2>&1 || true
-kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+write_journal "$head_bin" "$out/journal" $port "$seconds" "$(this_machine_flags "$head_bin")"
 
 # run NAME BINARY-DIR ROUND: one snapshot of the journal's state by that build.
 run() {

@@ -128,6 +128,8 @@ public struct RegistryState: Sendable {
 
     /// Canonical devices.
     public var deviceCount: Int { slots.count - aliasCount }
+    /// Devices and aliases: the records ``init(expectedDevices:)`` sizes the indexes for.
+    public var slotCount: Int { slots.count }
     /// (vendor, identifier) claims.
     public var claimCount: Int { claims.count }
 

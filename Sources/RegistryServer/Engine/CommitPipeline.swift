@@ -178,7 +178,7 @@ final class CommitPipeline: Sendable {
     ) {
         dispatchPrecondition(condition: .onQueue(writer.queue))
         let keeping = erasing ? 1 : Snapshotter.keeping
-        let devices = core.withLockedValue { $0.node.registry.deviceCount + $0.node.registry.aliasCount }
+        let devices = core.withLockedValue { $0.node.registry.slotCount }
         snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, devices: devices, keeping: keeping) { outcome in
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
@@ -236,9 +236,7 @@ final class CommitPipeline: Sendable {
     /// background thread's scheduling).
     func snapshotInForeground() -> Result<Snapshotter.Taken, StorageError> {
         writer.queue.sync {
-            let (clock, through, devices) = core.withLockedValue {
-                ($0.node.clock.last, $0.durable.vector.sequences, $0.node.registry.deviceCount + $0.node.registry.aliasCount)
-            }
+            let (clock, through, devices) = core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences, $0.node.registry.slotCount) }
             let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile, devices: devices)
             if case .success(let taken) = outcome {
                 core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: SystemClock.monotonicNanos()) }

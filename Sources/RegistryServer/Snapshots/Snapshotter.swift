@@ -194,7 +194,7 @@ final class Snapshotter: @unchecked Sendable {
         let registry = replayer.registry
         let metadata = SnapshotMetadata(
             nodeID: nodeID, epoch: epoch, clock: newest, versionVector: vector,
-            devices: UInt64(registry.deviceCount + registry.aliasCount))
+            devices: UInt64(registry.slotCount))
         let bytes: Int
         if base?.label == label {
             bytes = 0  // nothing new since the last snapshot
