@@ -9,12 +9,21 @@
 #endif
 #include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 /// Moves the calling thread to SCHED_IDLE: it runs only when no other thread wants the CPU, and
 /// a thread that wakes takes the CPU from it at once. 0, or -1 and errno.
 static inline int registry_run_when_idle(void) {
     struct sched_param parameters = { 0 };
     return sched_setscheduler(0, SCHED_IDLE, &parameters);
+}
+
+/// A pipe whose ends close on exec, its buffer raised to `bytes` where the kernel allows (fewer
+/// wake-ups of a reader of a long stream). 0, or -1 and errno.
+static inline int registry_pipe(int ends[2], int bytes) {
+    if (pipe2(ends, O_CLOEXEC) != 0) return -1;
+    (void)fcntl(ends[1], F_SETPIPE_SZ, bytes);
+    return 0;
 }
 
 /// getrandom(2) as glibc (2.25 and later) provides it. Declared here rather than by including

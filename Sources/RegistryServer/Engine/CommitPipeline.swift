@@ -179,7 +179,17 @@ final class CommitPipeline: Sendable {
         dispatchPrecondition(condition: .onQueue(writer.queue))
         let keeping = erasing ? 1 : Snapshotter.keeping
         let devices = core.withLockedValue { $0.node.registry.slotCount }
-        snapshots.start(through: through, clock: clock, currentFile: writer.currentFile, devices: devices, keeping: keeping) { outcome in
+        let core = self.core
+        let snapshots = self.snapshots
+        snapshots.start(
+            through: through, clock: clock, currentFile: writer.currentFile, devices: devices, keeping: keeping,
+            fork: {
+                core.withLockedValue { core in
+                    snapshots.fork(core.node.registry, vector: core.node.versionVector, clock: core.node.clock.last)
+                }
+            },
+            isDurable: { vector in core.withLockedValue { $0.durable.vector.covers(vector) } }
+        ) { outcome in
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
             if outcome != nil {

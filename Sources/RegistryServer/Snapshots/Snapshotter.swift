@@ -12,11 +12,14 @@ import Synchronization
 /// peer that lacks what the journal trimmed, and receives a peer's snapshot and puts it in place
 /// (in PeerSnapshots.swift).
 ///
-/// It takes the node's snapshots in the background, without touching the serving state: it loads
-/// the newest snapshot into a state of its own, applies the journal after it up to a target (what
-/// was durable when the snapshot was asked for), and writes that. The serving node never waits
-/// for it: its only cost to requests is the CPU and disk it shares, and memory for a second
-/// state while it runs. Afterwards it keeps the newest ``keeping`` snapshots and deletes the
+/// It takes the node's snapshots in the background from the serving state itself: the node forks
+/// under the engine's lock, the copy streams the state's records (``ForkedSnapshot``), and this
+/// writes them, and puts the file under its name once the journal holds everything it covers. The
+/// serving node never waits for it beyond the fork: its cost to requests is the CPU and disk it
+/// shares, and the pages the node writes meanwhile, which the kernel copies. Where the node
+/// cannot fork, and for a snapshot in the foreground (``takeNow(through:clock:currentFile:devices:)``),
+/// it loads the newest snapshot into a state of its own, applies the journal after it up to a
+/// target, and writes that. Afterwards it keeps the newest ``keeping`` snapshots and deletes the
 /// journal files that every kept snapshot covers, and that every retention floor has passed.
 ///
 /// `@unchecked Sendable`: the file system, directory, index and identity are immutable or
@@ -96,8 +99,14 @@ final class Snapshotter: @unchecked Sendable {
     /// It keeps the newest `keeping` snapshots (1 for an erasure snapshot, ``ErasureSchedule``).
     /// `devices`: the devices and aliases the node holds now, which a snapshot through what it
     /// holds cannot exceed; the state the snapshot is built in is sized for them at once.
+    ///
+    /// `fork` forks the node holding the engine's lock (``ForkedSnapshot/start(_:metadata:)``);
+    /// when it fails, the snapshot is built from the journal instead, through `target`. A forked
+    /// snapshot may hold operations not yet durable: it is put under its name once `isDurable` says
+    /// the journal holds its version vector.
     func start(
         through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int, keeping: Int = Snapshotter.keeping,
+        fork: (() -> Result<ForkedSnapshot, ForkedWriter.Failure>)? = nil, isDurable: @escaping @Sendable (VersionVector) -> Bool = { _ in true },
         completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void
     ) {
         let begin = bookkeeping.withLock { state -> Bool in
@@ -106,13 +115,72 @@ final class Snapshotter: @unchecked Sendable {
             return true
         }
         guard begin else { return completion(nil) }
+        let forked: ForkedSnapshot?
+        switch fork?() {
+        case .success(let snapshot): forked = snapshot
+        case .failure(let failure):
+            logger.warning("could not fork for a snapshot; building it from the journal instead", metadata: ["error": "\(failure)"])
+            forked = nil
+        case nil: forked = nil
+        }
         queue.async {
             let outcome = self.run { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: keeping, inBackground: true)
+                if let forked {
+                    return try self.write(forked, currentFile: currentFile, keeping: keeping, isDurable: isDurable)
+                }
+                return try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: keeping, inBackground: true)
             }
             self.finished(outcome)
             completion(outcome)
         }
+    }
+
+    /// Longest wait for the journal to hold what a forked snapshot covers: its commits are
+    /// milliseconds apart, and a journal that fails stops the node.
+    static let durableWaitNanos: UInt64 = 60_000_000_000
+
+    /// Writes a forked snapshot (on the snapshot's thread): the child's records into the file, which
+    /// goes under its name once the journal holds what it covers; then old snapshots and journal
+    /// files go, as after any snapshot.
+    private func write(
+        _ forked: ForkedSnapshot, currentFile: UInt64, keeping: Int, isDurable: @Sendable (VersionVector) -> Bool
+    ) throws(StorageError) -> Taken {
+        let started = SystemClock.monotonicNanos()
+        let label = forked.label
+        let bytes: Int
+        if try SnapshotFile.labels(in: directory, on: fs).first == label {
+            forked.abandon()
+            bytes = 0  // nothing new since the last snapshot
+        } else {
+            let writer: SnapshotWriter
+            do {
+                writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(forked.metadata))
+            } catch {
+                forked.abandon()
+                throw error
+            }
+            try forked.copy(into: writer)
+            while !isDurable(forked.metadata.versionVector) {
+                guard SystemClock.monotonicNanos() - started < Self.durableWaitNanos else {
+                    throw .io(path: directory, reason: "the journal did not make what the snapshot holds durable in time")
+                }
+                usleep(1_000)
+            }
+            try writer.finish()
+            bytes = writer.bytesWritten
+        }
+        try SnapshotStore.removeOld(keeping: keeping, in: directory, on: fs)
+        let removed = try trim(currentFile: currentFile)
+        return Taken(
+            label: label, bytes: bytes, operations: label, millis: (SystemClock.monotonicNanos() - started) / 1_000_000,
+            filesRemoved: removed)
+    }
+
+    /// Makes a forked snapshot of `registry`, which holds `vector` and whose clock is at `clock`;
+    /// call it holding the engine's lock (see ``start(through:clock:currentFile:devices:keeping:fork:isDurable:completion:)``).
+    func fork(_ registry: RegistryState, vector: VersionVector, clock: HLCTimestamp) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
+        let metadata = SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(registry.slotCount))
+        return ForkedSnapshot.start(registry, metadata: metadata)
     }
 
     /// Runs `body` on a thread of its own at `SCHED_IDLE`, and waits for it: the snapshot takes only

@@ -1,0 +1,142 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLinuxFile
+
+/// A copy of this process, made with fork(2), that writes one stream of bytes into a pipe for
+/// the parent to read: the way to read a big in-memory structure as it was at one moment while
+/// the parent goes on changing it. The kernel shares the memory between the two and copies only
+/// the pages the parent writes afterwards, so the copy costs page tables at the fork and one page
+/// a page written, not a second structure.
+///
+/// The child is the forking thread alone, in a process whose other threads are gone mid-step:
+/// `body` must not take a lock another thread may have held (logging, dispatch, Foundation), nor
+/// touch a descriptor other than the one it is given. glibc's fork makes `malloc` safe in the
+/// child. The child runs at `SCHED_IDLE` and ends with `_exit`, never returning into the caller.
+///
+/// When the parent ends, its end of the pipe closes and the child's next write ends the child
+/// (`SIGPIPE`, or `EPIPE`). A child that stops writing is the parent's to end (``stop()``).
+public struct ForkedWriter: Sendable {
+    /// The child's process ID.
+    public let pid: pid_t
+    /// The pipe's reading end, the parent's to read and close (``close()``).
+    public let output: Int32
+
+    /// Why no child was made.
+    public struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Forks. In the child, runs `body` with the pipe's writing end and exits with 0 when it
+    /// returns true, 1 otherwise; in the parent, returns the child. The caller holds whatever
+    /// keeps the memory `body` reads from changing during the fork itself.
+    public static func start(_ body: (_ input: Int32) -> Bool) -> Result<ForkedWriter, Failure> {
+        var ends: [Int32] = [-1, -1]
+        guard registry_pipe(&ends, 1 << 20) == 0 else { return .failure(Failure(description: "pipe: \(String(cString: strerror(errno)))")) }
+        let pid = fork()
+        if pid == 0 {
+            Glibc.close(ends[0])
+            _ = Scheduling.runThisThreadWhenIdle()
+            signal(SIGPIPE, SIG_DFL)
+            let succeeded = body(ends[1])
+            _exit(succeeded ? 0 : 1)
+        }
+        Glibc.close(ends[1])
+        guard pid > 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(ends[0])
+            return .failure(Failure(description: "fork: \(reason)"))
+        }
+        return .success(ForkedWriter(pid: pid, output: ends[0]))
+    }
+
+    /// What one read of the child's stream gave.
+    public enum ReadOutcome: Equatable, Sendable {
+        /// This many bytes (more than 0).
+        case bytes(Int)
+        /// The stream ended: the child closed it, or ended.
+        case end
+        /// Nothing came for the time allowed.
+        case silent
+        case failed(String)
+    }
+
+    /// Reads what the child wrote into `buffer`, waiting up to `timeoutMillis` for something.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, timeoutMillis: Int32) -> ReadOutcome {
+        var waiting = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&waiting, 1, timeoutMillis)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { return .failed("poll: \(String(cString: strerror(errno)))") }
+            if ready == 0 { return .silent }
+            let count = Glibc.read(output, buffer.baseAddress, buffer.count)
+            if count > 0 { return .bytes(count) }
+            if count == 0 { return .end }
+            if errno == EINTR || errno == EAGAIN { continue }
+            return .failed("read: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Waits for the child to end; true when it exited with 0.
+    public func wait() -> Bool {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { return false }
+        }
+        // WIFEXITED and WEXITSTATUS, which Swift does not import.
+        return status & 0x7f == 0 && (status >> 8) & 0xff == 0
+    }
+
+    /// Ends the child and waits for it.
+    public func stop() {
+        kill(pid, SIGKILL)
+        _ = wait()
+    }
+
+    /// Closes the parent's reading end.
+    public func close() {
+        Glibc.close(output)
+    }
+}
+
+/// The child's side of a ``ForkedWriter``: bytes gathered in a buffer and written to the pipe a
+/// buffer at a time. Once a write fails, everything after is dropped and ``failed`` says so.
+public struct PipeSink {
+    private let descriptor: Int32
+    private var buffer: [UInt8] = []
+    public private(set) var failed = false
+    static var flushBytes: Int { 1 << 20 }
+
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+        buffer.reserveCapacity(Self.flushBytes + 4096)
+    }
+
+    /// Appends `bytes` preceded by their count (`UInt32`, little-endian).
+    public mutating func appendFramed(_ bytes: [UInt8]) {
+        let count = UInt32(bytes.count)
+        for shift in stride(from: 0, to: 32, by: 8) { buffer.append(UInt8(truncatingIfNeeded: count >> UInt32(shift))) }
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= Self.flushBytes { flush() }
+    }
+
+    /// Writes everything gathered; false when any write failed.
+    @discardableResult
+    public mutating func flush() -> Bool {
+        guard !failed else { return false }
+        var written = 0
+        while written < buffer.count {
+            let count = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                failed = true
+                break
+            }
+            written += count
+        }
+        buffer.removeAll(keepingCapacity: true)
+        return !failed
+    }
+}

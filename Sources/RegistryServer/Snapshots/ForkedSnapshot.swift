@@ -1,0 +1,102 @@
+import Platform
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+
+/// A snapshot of the serving state as it was at one moment, read by a forked copy of the node
+/// (``ForkedWriter``) while the node goes on serving: the child encodes every record of the state
+/// (``RegistryState/forEachSnapshotRecord(_:)``) into a pipe, and the snapshotter's thread writes
+/// them into the snapshot file (``copy(into:)``). There is no second state to build: the kernel
+/// copies only the pages the node writes while the child reads.
+///
+/// The fork happens under the engine's lock, so the state is exactly what ``metadata``'s version
+/// vector says, which may include operations applied but not yet durable: the snapshot is put
+/// under its name only once the journal holds them (``Snapshotter``).
+struct ForkedSnapshot: Sendable {
+    let child: ForkedWriter
+    let metadata: SnapshotMetadata
+
+    /// The snapshot's label: the operations it covers.
+    var label: UInt64 { metadata.versionVector.logs.reduce(0) { $0 + $1.sequence } }
+
+    /// Time the child may go without writing before it is taken for stuck and ended: far more
+    /// than encoding one record takes, even on a machine busy with requests.
+    static let silenceMillis: Int32 = 60_000
+
+    /// The longest record a frame may announce: no record comes near it, so a longer one means
+    /// the stream is out of step.
+    static let largestRecord = 64 << 20
+
+    /// Forks the node; the child streams `registry`'s records. Call it holding the engine's lock,
+    /// `metadata` describing `registry` as it is under that lock.
+    static func start(_ registry: RegistryState, metadata: SnapshotMetadata) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
+        ForkedWriter.start { input in
+            // The child: encodes and writes, nothing else (see ForkedWriter on what it must not do).
+            var sink = PipeSink(descriptor: input)
+            var bytes = [UInt8]()
+            registry.forEachSnapshotRecord { record in
+                guard !sink.failed else { return }
+                SnapshotCodec.encode(record, into: &bytes)
+                sink.appendFramed(bytes)
+            }
+            return sink.flush()
+        }.map { ForkedSnapshot(child: $0, metadata: metadata) }
+    }
+
+    /// Appends every record the child sends to `writer`, then waits for the child; throws when the
+    /// stream breaks off, is malformed, falls silent for `silenceMillis`, or the child fails.
+    /// The child has ended when this returns or throws, and its pipe is closed.
+    func copy(into writer: SnapshotWriter, silenceMillis: Int32 = Self.silenceMillis) throws(StorageError) {
+        defer { child.close() }
+        do throws(StorageError) {
+            try readFrames(silenceMillis: silenceMillis) { (record) throws(StorageError) in try writer.append(record) }
+        } catch {
+            child.stop()
+            throw error
+        }
+        guard child.wait() else { throw .io(path: "snapshot child \(child.pid)", reason: "the forked snapshot writer failed") }
+    }
+
+    /// Ends the child without reading what it sends (the snapshot is not needed).
+    func abandon() {
+        child.stop()
+        child.close()
+    }
+
+    /// Calls `record` with each frame (`length u32 | bytes`, see ``PipeSink/appendFramed(_:)``)
+    /// until the stream ends.
+    private func readFrames(silenceMillis: Int32, _ record: (UnsafeRawBufferPointer) throws(StorageError) -> Void) throws(StorageError) {
+        let source = "snapshot child \(child.pid)"
+        var pending = [UInt8]()
+        var start = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let outcome = chunk.withUnsafeMutableBytes { child.read(into: $0, timeoutMillis: silenceMillis) }
+            switch outcome {
+            case .bytes(let count):
+                pending.append(contentsOf: chunk[0..<count])
+            case .end:
+                guard start == pending.count else { throw .corrupt("\(source): its stream ends inside a record") }
+                return
+            case .silent:
+                throw .io(path: source, reason: "wrote nothing for \(silenceMillis) ms")
+            case .failed(let reason):
+                throw .io(path: source, reason: reason)
+            }
+            let parsed = pending.withUnsafeBytes { bytes in
+                Result { () throws(StorageError) in
+                    while bytes.count - start >= 4 {
+                        let length = Int(bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self).littleEndian)
+                        guard length <= Self.largestRecord else { throw .corrupt("\(source): a record of \(length) bytes") }
+                        guard bytes.count - start - 4 >= length else { break }
+                        try record(UnsafeRawBufferPointer(rebasing: bytes[(start + 4)..<(start + 4 + length)]))
+                        start += 4 + length
+                    }
+                }
+            }
+            try parsed.get()
+            pending.removeSubrange(0..<start)
+            start = 0
+        }
+    }
+}

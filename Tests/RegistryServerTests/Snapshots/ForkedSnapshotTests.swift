@@ -1,0 +1,159 @@
+import Glibc
+import Platform
+import RegistryCore
+import RegistryStorage
+import RegistryTestSupport
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// Snapshots taken by a forked copy of the node: the file holds the state as it was at the fork,
+/// whatever the node did afterwards, and a stream that breaks, lies or stalls is refused.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ForkedSnapshotTests: EngineTesting {
+    static let metadataOfTest = SnapshotMetadata(
+        nodeID: NodeID(trusted: "node-a"), epoch: 1, clock: HLCTimestamp(rawValue: 1 << 20), versionVector: VersionVector(), devices: 0)
+
+    /// Writes what `forked`'s child sends as snapshot `label` in `directory`, and loads it back.
+    func copyAndLoad(_ forked: ForkedSnapshot, label: UInt64, in directory: String, silenceMillis: Int32 = 10_000) throws -> SnapshotStore.Loaded {
+        let writer = try SnapshotWriter(
+            fs: PosixFileSystem(), directory: directory, label: label, metadata: SnapshotCodec.encode(forked.metadata))
+        try forked.copy(into: writer, silenceMillis: silenceMillis)
+        try writer.finish()
+        return try SnapshotStore.load(label: label, in: directory, on: PosixFileSystem(), expectedDevices: 0)
+    }
+
+    /// The parent changes the state right after the fork; the snapshot is the state before.
+    @Test func theSnapshotIsTheStateAsItWasAtTheFork() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var state = try SnapshotPathTests().sampleState(seed: 7, count: 3_000)
+        let expected = state.snapshot()
+        let forked = try ForkedSnapshot.start(state, metadata: Self.metadataOfTest).get()
+        // The parent goes on: more devices, merges and apps, in the memory the child reads.
+        var generator = SplitMix64(seed: 9)
+        for step in 0..<2_000 {
+            let registration = try Registration(
+                bundle: "com.v.a", identifiers: [PresentedIdentifier(rawKind: 2, text: UUID128(high: UInt64(step) + 1, low: 5).text)],
+                rules: try VendorRules())
+            let now = HLCTimestamp(rawValue: UInt64(1 << 30) + UInt64(step))
+            _ = state.register(registration, at: now, origin: NodeID(trusted: "node-b")) { _ in DeviceID.mint(at: now, using: &generator) }
+        }
+        #expect(state.snapshot() != expected)
+        let loaded = try copyAndLoad(forked, label: 3, in: temp.path)
+        #expect(loaded.registry.snapshot() == expected)
+        #expect(loaded.metadata == Self.metadataOfTest)
+    }
+
+    /// The snapshots a node takes by itself while registrations go on (eight clients at once, so
+    /// that operations are applied but not yet durable when a commit starts one) hold exactly
+    /// what their version vectors say: the same state as the journal replayed through that
+    /// vector (the oracle), not one operation more or less.
+    @Test func snapshotsDuringALoadAreTheJournalReplayedThroughTheirVectors() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
+        configuration.dataDirectory = temp.path
+        configuration.nodeID = try NodeID("node-a")
+        // One journal file, never trimmed: the oracle replays it.
+        configuration.journalFileBytes = 256 << 20
+        configuration.snapshotEveryOperations = 1_500
+        configuration.snapshotEverySeconds = 0
+        let engine = try RegistryEngine(configuration: configuration, logger: .quiet())
+        defer { engine.close() }
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<8 {
+                group.addTask {
+                    for batch in 0..<75 {
+                        let requests = (0..<10).map {
+                            RegisterRequest(bundleID: "com.v.a", idfv: UUID128(high: UInt64(client) << 32 | UInt64(batch + 1), low: UInt64($0) + 1).text)
+                        }
+                        _ = await submit(engine, [.registerBatch(requests)])
+                    }
+                }
+            }
+        }
+        // The last commit started any snapshot it made due before its answers went.
+        for _ in 0..<1_000 where engine.pipeline.snapshots.isRunning {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let labels = try SnapshotFile.labels(in: temp.path, on: PosixFileSystem())
+        #expect(labels.count == Snapshotter.keeping)
+        for label in labels {
+            let loaded = try SnapshotStore.load(label: label, in: temp.path, on: PosixFileSystem(), expectedDevices: 0)
+            let vector = loaded.metadata.versionVector
+            var oracle = Replayer(registry: RegistryState(), vector: VersionVector(), limits: vector.sequences)
+            try oracle.replay(engine.index.files, in: temp.path, on: PosixFileSystem())
+            #expect(oracle.vector == vector)
+            let same = loaded.registry.snapshot() == oracle.registry.snapshot()
+            #expect(same, "snapshot \(label): \(loaded.registry.slotCount) devices and aliases, the journal through it \(oracle.registry.slotCount)")
+        }
+    }
+
+    /// A child whose stream stops inside a record.
+    @Test func aStreamThatEndsInsideARecordIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            sink.appendFramed([1, 2, 3])
+            return sink.flush() && write(input, [UInt8(9), 0, 0, 0, 1], 5) == 5
+        }.get()
+        let forked = ForkedSnapshot(child: child, metadata: Self.metadataOfTest)
+        #expect {
+            _ = try copyAndLoad(forked, label: 1, in: temp.path)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("ends inside a record")
+        }
+    }
+
+    /// A child that announces a record longer than any can be.
+    @Test func aRecordLongerThanAnyIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { input in write(input, [UInt8(0xff), 0xff, 0xff, 0x7f], 4) == 4 }.get()
+        #expect {
+            _ = try copyAndLoad(ForkedSnapshot(child: child, metadata: Self.metadataOfTest), label: 1, in: temp.path)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("a record of 2147483647 bytes")
+        }
+    }
+
+    /// A child that sends whole records but then fails: its snapshot is not taken.
+    @Test func aChildThatFailsFailsTheSnapshot() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            sink.appendFramed([1])
+            _ = sink.flush()
+            return false
+        }.get()
+        #expect {
+            _ = try copyAndLoad(ForkedSnapshot(child: child, metadata: Self.metadataOfTest), label: 1, in: temp.path)
+        } throws: { error in
+            guard case StorageError.io(_, let reason) = error else { return false }
+            return reason.contains("failed")
+        }
+        #expect(try SnapshotFile.labels(in: temp.path, on: PosixFileSystem()).isEmpty)
+    }
+
+    /// A child that stops writing is ended when its silence outlasts the time allowed.
+    @Test func aSilentChildIsEnded() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { _ in
+            sleep(30)
+            return true
+        }.get()
+        #expect {
+            _ = try copyAndLoad(ForkedSnapshot(child: child, metadata: Self.metadataOfTest), label: 1, in: temp.path, silenceMillis: 200)
+        } throws: { error in
+            guard case StorageError.io(_, let reason) = error else { return false }
+            return reason.contains("wrote nothing for 200 ms")
+        }
+        #expect(kill(child.pid, 0) != 0, "the child was ended and reaped")
+    }
+}
