@@ -37,6 +37,8 @@ final class Snapshotter: @unchecked Sendable {
         let millis: UInt64
         /// Journal files deleted afterwards.
         let filesRemoved: Int
+        /// How long the node was held for the fork, under the engine's lock (0: not forked).
+        var forkMicros: UInt64 = 0
     }
 
     let fs: any FileSystem
@@ -116,7 +118,10 @@ final class Snapshotter: @unchecked Sendable {
         }
         guard begin else { return completion(nil) }
         let forked: ForkedSnapshot?
-        switch fork?() {
+        let forkStarted = SystemClock.monotonicNanos()
+        let outcome = fork?()
+        let forkMicros = (SystemClock.monotonicNanos() - forkStarted) / 1_000
+        switch outcome {
         case .success(let snapshot): forked = snapshot
         case .failure(let failure):
             logger.warning("could not fork for a snapshot; building it from the journal instead", metadata: ["error": "\(failure)"])
@@ -126,7 +131,9 @@ final class Snapshotter: @unchecked Sendable {
         queue.async {
             let outcome = self.run { () throws(StorageError) in
                 if let forked {
-                    return try self.write(forked, currentFile: currentFile, keeping: keeping, isDurable: isDurable)
+                    var taken = try self.write(forked, currentFile: currentFile, keeping: keeping, isDurable: isDurable)
+                    taken.forkMicros = forkMicros
+                    return taken
                 }
                 return try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: keeping, inBackground: true)
             }
@@ -233,7 +240,7 @@ final class Snapshotter: @unchecked Sendable {
                 "took a snapshot",
                 metadata: [
                     "snapshot": "\(SnapshotFile.name(label: taken.label))", "bytes": "\(taken.bytes)", "millis": "\(taken.millis)",
-                    "journal_files_removed": "\(taken.filesRemoved)",
+                    "journal_files_removed": "\(taken.filesRemoved)", "fork_micros": "\(taken.forkMicros)",
                 ])
         case .failure(let error):
             logger.error("a snapshot failed; the journal keeps everything, and the next one tries again", metadata: ["error": "\(error)"])
