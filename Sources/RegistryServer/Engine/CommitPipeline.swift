@@ -246,8 +246,15 @@ final class CommitPipeline: Sendable {
     /// background thread's scheduling).
     func snapshotInForeground() -> Result<Snapshotter.Taken, StorageError> {
         writer.queue.sync {
-            let (clock, through, devices) = core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences, $0.node.registry.slotCount) }
-            let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile, devices: devices)
+            // The serving state itself when everything it holds is durable (a clean stop, as a
+            // rule): a copy that shares its tables, which nothing changes while commits wait.
+            let (clock, through, devices, durable) = core.withLockedValue { core in
+                (
+                    core.node.clock.last, core.durable.vector.sequences, core.node.registry.slotCount,
+                    core.durable.vector.covers(core.node.versionVector) ? core.node.registry : nil
+                )
+            }
+            let outcome = snapshots.takeNow(through: through, clock: clock, currentFile: writer.currentFile, devices: devices, durable: durable)
             if case .success(let taken) = outcome {
                 core.withLockedValue { $0.snapshotPolicy.covers(taken.operations, nowNanos: SystemClock.monotonicNanos()) }
             }

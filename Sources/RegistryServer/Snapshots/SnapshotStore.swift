@@ -140,6 +140,13 @@ enum SnapshotStore {
         _ registry: RegistryState, metadata: SnapshotMetadata, label: UInt64, in directory: String, on fs: any FileSystem
     ) throws(StorageError) -> Int {
         let writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(metadata))
+        try append(registry, to: writer)
+        try writer.finish()
+        return writer.bytesWritten
+    }
+
+    /// Appends every record of `registry` to `writer`.
+    static func append(_ registry: RegistryState, to writer: SnapshotWriter) throws(StorageError) {
         var bytes = [UInt8]()
         var failure: StorageError?
         registry.forEachSnapshotRecord { record in
@@ -149,8 +156,6 @@ enum SnapshotStore {
             if case .failure(let error) = appended { failure = error }
         }
         if let failure { throw failure }
-        try writer.finish()
-        return writer.bytesWritten
     }
 
     /// Deletes all but the newest `keeping` snapshots, and any temporary file of an unfinished one.

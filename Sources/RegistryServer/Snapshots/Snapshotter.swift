@@ -153,19 +153,8 @@ final class Snapshotter: @unchecked Sendable {
         _ forked: ForkedSnapshot, currentFile: UInt64, keeping: Int, isDurable: @Sendable (VersionVector) -> Bool
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
-        let label = forked.label
-        let bytes: Int
-        if try SnapshotFile.labels(in: directory, on: fs).first == label {
-            forked.abandon()
-            bytes = 0  // nothing new since the last snapshot
-        } else {
-            let writer: SnapshotWriter
-            do {
-                writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(forked.metadata))
-            } catch {
-                forked.abandon()
-                throw error
-            }
+        return try put(label: forked.label, metadata: forked.metadata, currentFile: currentFile, keeping: keeping, unneeded: forked.abandon) {
+            (writer) throws(StorageError) in
             try forked.copy(into: writer)
             while !isDurable(forked.metadata.versionVector) {
                 guard SystemClock.monotonicNanos() - started < Self.durableWaitNanos else {
@@ -173,6 +162,30 @@ final class Snapshotter: @unchecked Sendable {
                 }
                 usleep(1_000)
             }
+        }
+    }
+
+    /// Writes snapshot `label` with `metadata`, its records from `fill`, unless the newest snapshot
+    /// already has that label (then `unneeded` is called instead); then keeps the newest `keeping`
+    /// snapshots and trims the journal.
+    private func put(
+        label: UInt64, metadata: SnapshotMetadata, currentFile: UInt64, keeping: Int, unneeded: () -> Void,
+        fill: (SnapshotWriter) throws(StorageError) -> Void
+    ) throws(StorageError) -> Taken {
+        let started = SystemClock.monotonicNanos()
+        let bytes: Int
+        if try SnapshotFile.labels(in: directory, on: fs).first == label {
+            unneeded()
+            bytes = 0  // nothing new since the last snapshot
+        } else {
+            let writer: SnapshotWriter
+            do {
+                writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(metadata))
+            } catch {
+                unneeded()
+                throw error
+            }
+            try fill(writer)
             try writer.finish()
             bytes = writer.bytesWritten
         }
@@ -215,11 +228,27 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Takes a snapshot through `target` now, on the caller's thread, after any running one
     /// (`devices` as in ``start(through:clock:currentFile:devices:keeping:completion:)``).
-    func takeNow(through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int) -> Result<Taken, StorageError> {
+    /// `durable`: the serving state, when every operation it holds is durable (its version vector
+    /// is `target`): it is written as it is, as a forked snapshot is; otherwise the snapshot is
+    /// built from the journal.
+    func takeNow(
+        through target: [LogID: UInt64], clock: HLCTimestamp, currentFile: UInt64, devices: Int, durable: RegistryState? = nil
+    ) -> Result<Taken, StorageError> {
         queue.sync {
             // On the caller's thread and priority: a stopping node has nothing else to do.
             let outcome = Result { () throws(StorageError) in
-                try self.take(through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: Self.keeping, inBackground: false)
+                guard let durable else {
+                    return try self.take(
+                        through: target, clock: clock, currentFile: currentFile, devices: devices, keeping: Self.keeping, inBackground: false)
+                }
+                var vector = VersionVector()
+                for (log, sequence) in target { vector.recordAll(through: sequence, in: log) }
+                let metadata = SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(durable.slotCount))
+                let label = target.values.reduce(0, +)
+                return try self.put(label: label, metadata: metadata, currentFile: currentFile, keeping: Self.keeping, unneeded: {}) {
+                    (writer) throws(StorageError) in
+                    try SnapshotStore.append(durable, to: writer)
+                }
             }
             finished(outcome)
             return outcome
