@@ -11,7 +11,8 @@
 # Writes the section between the "compare" markers of BENCHMARKS.md, with the command.
 # Environment: COMPARE_ROUNDS (default 3), COMPARE_SECONDS (measured seconds per run, default 15),
 # COMPARE_HEAD_FLAGS and COMPARE_BASE_FLAGS (extra registryd flags for this checkout's node, or
-# the base's, e.g. to switch a feature off and see what it costs; the section then names them).
+# the base's, e.g. to switch a feature off and see what it costs; the section then names them),
+# COMPARE_BASE_BIN (a folder holding a registryd built from REV, used instead of building it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -33,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== building registryd at $base_revision (base) and at HEAD $head_revision" >&2
-base_bin=$(build_base_registryd "$base" "$worktree")
+choose_base_registryd "$base" "$worktree" "${COMPARE_BASE_BIN:-}"
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)
 
@@ -68,9 +69,9 @@ for round in $(seq "$rounds"); do
   done
 done
 
-python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" <<'PY'
+python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" "${COMPARE_BASE_BIN:-}" <<'PY'
 import statistics, sys, datetime
-path, base, head, rounds, seconds, head_flags, base_flags = sys.argv[1:]
+path, base, head, rounds, seconds, head_flags, base_flags, base_bin = sys.argv[1:]
 rows = {}
 for line in open(path):
     name, row, round_, rate, p99 = line.split("\t")
@@ -82,6 +83,7 @@ labels = {"single": "single RegisterRequests, 4 connections x 64 in flight",
 reference = base.startswith("67fecdd")
 lines = ["## Against the reference revision (67fecdd)" if reference else "## Against the previous revision", "",
          f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}`"
+         + (f" (built before, in {base_bin})" if base_bin else "")
          + (f" (started with `{base_flags}`)" if base_flags else "") + " "
          f"against `{head}`" + (f" (started with `{head_flags}`)" if head_flags else "") +
          f", {rounds} rounds of {seconds} s each, alternating which goes first, one fresh node per run, "

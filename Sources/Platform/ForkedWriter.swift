@@ -14,7 +14,8 @@ import CLinuxFile
 /// The child is the forking thread alone, in a process whose other threads are gone mid-step:
 /// `body` must not take a lock another thread may have held (logging, dispatch, Foundation), nor
 /// touch a descriptor other than the one it is given. glibc's fork makes `malloc` safe in the
-/// child. The child runs at `SCHED_IDLE` and ends with `_exit`, never returning into the caller.
+/// child. The child runs at the forking thread's priority (`body` may lower it) and ends with
+/// `_exit`, never returning into the caller.
 ///
 /// When the parent ends, its end of the pipe closes and the child's next write ends the child
 /// (`SIGPIPE`, or `EPIPE`). A child that stops writing is the parent's to end (``stop()``).
@@ -38,7 +39,6 @@ public struct ForkedWriter: Sendable {
         let pid = fork()
         if pid == 0 {
             Glibc.close(ends[0])
-            _ = Scheduling.runThisThreadWhenIdle()
             signal(SIGPIPE, SIG_DFL)
             let succeeded = body(ends[1])
             _exit(succeeded ? 0 : 1)
@@ -93,6 +93,19 @@ public struct ForkedWriter: Sendable {
     public func stop() {
         kill(pid, SIGKILL)
         _ = wait()
+    }
+
+    /// In the child: gives up its copy of the whole pages within `bytes` at `base`, so that the
+    /// parent's next write to each of them takes the page back instead of copying it (the fork
+    /// shares every page, and the first side to write one gets a copy of its own unless the other
+    /// has let go). The child must not read them again: they read as zeros. Never call it in the
+    /// parent, whose data it would erase.
+    public static func dropPagesInChild(_ base: UnsafeMutableRawPointer, bytes: Int) {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (Int(bitPattern: base) + page - 1) & ~(page - 1)
+        let end = (Int(bitPattern: base) + bytes) & ~(page - 1)
+        guard end > start else { return }
+        _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_DONTNEED)
     }
 
     /// Closes the parent's reading end.

@@ -68,6 +68,29 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         max(minimumCapacity, entries + entries / 3 + 1)
     }
 
+    /// In a forked child (`ForkedWriter`) that reads this index no more: gives up the child's copy
+    /// of its tables, so that the parent's next write to each page takes it back instead of
+    /// copying it under the engine's lock. The index must not be used again in the child.
+    func dropPagesInForkedChild() {
+        table.dropPagesInForkedChild()
+        old?.dropPagesInForkedChild()
+        spare?.dropPagesInForkedChild()
+    }
+
+    /// ``forEach(_:)`` in a forked child that reads this index once, to write it out: each stretch
+    /// of a table is let go of once read (``dropPagesInForkedChild()``), so the parent's writes
+    /// copy fewer pages the further the walk has got. The index must not be used again.
+    func drainInForkedChild(_ body: (Key, UInt32) -> Void) {
+        if let old {
+            // Before `table`, which this walk looks keys up in.
+            old.forEachDroppingPagesInForkedChild { key, value in
+                if table.find(key, hash: key.hash(seed: seed)) == nil { body(key, value) }
+            }
+        }
+        table.forEachDroppingPagesInForkedChild(body)
+        dropPagesInForkedChild()
+    }
+
     func value(for key: Key) -> UInt32? {
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) { return table.value(at: index) }
@@ -265,6 +288,26 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         self.allocator = allocator
         memory = allocator.zeroedBlock(bytes: capacity * MemoryLayout<Bucket>.stride)
         buckets = memory.base.bindMemory(to: Bucket.self, capacity: capacity)
+    }
+
+    /// See ``HashIndex/dropPagesInForkedChild()``.
+    func dropPagesInForkedChild() {
+        ForkedWriter.dropPagesInChild(memory.base, bytes: capacity * MemoryLayout<Bucket>.stride)
+    }
+
+    /// ``forEach(_:)`` in a forked child, letting go of each 2 MiB of buckets once read (see
+    /// ``HashIndex/drainInForkedChild(_:)``).
+    func forEachDroppingPagesInForkedChild(_ body: (Key, UInt32) -> Void) {
+        let stretch = max(1, (2 << 20) / MemoryLayout<Bucket>.stride)
+        var start = 0
+        while start < capacity {
+            let end = min(capacity, start + stretch)
+            for index in start..<end {
+                if let (key, value) = entry(at: index) { body(key, value) }
+            }
+            ForkedWriter.dropPagesInChild(UnsafeMutableRawPointer(buckets + start), bytes: (end - start) * MemoryLayout<Bucket>.stride)
+            start = end
+        }
     }
 
     func copy() -> BucketTable {

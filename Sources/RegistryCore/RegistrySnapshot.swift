@@ -69,6 +69,27 @@ extension RegistryState {
     }
 
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
+        try forEachSnapshotRecord(claimsInOrder: claimsByOwner(), body)
+    }
+
+    /// ``forEachSnapshotRecord(_:)`` in a forked child that writes this state out (RegistryServer's
+    /// `ForkedSnapshot`): until the child lets go of a page of the indexes, every write of the
+    /// serving node to it is a copy under the engine's lock, and the node writes them at random.
+    /// So the device index, which the records do not need, is let go of at once, and the claim
+    /// index as it is read, once, before any record is written; then `afterReadingIndexes` is
+    /// called (the child lowers its priority). This state must not be used again in the child.
+    public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
+        slotOf.dropPagesInForkedChild()
+        var gathered = [(ClaimKey, UInt32)]()
+        gathered.reserveCapacity(claims.count)
+        claims.drainInForkedChild { key, owner in gathered.append((key, owner)) }
+        afterReadingIndexes()
+        // Ordered by owner, as claimsByOwner() orders them, in place.
+        gathered.sort { $0.1 < $1.1 }
+        try forEachSnapshotRecord(claimsInOrder: gathered, body)
+    }
+
+    private func forEachSnapshotRecord(claimsInOrder: [(ClaimKey, UInt32)], _ body: (SnapshotRecord) throws -> Void) rethrows {
         for (node, member) in clusterMembers.sorted(by: { $0.key < $1.key }) { try body(.member(node, member)) }
         for number in 0..<UInt32(origins.count) { try body(.origin(origins[number])) }
         for number in 0..<UInt32(vendors.count) { try body(.vendor(vendors[number])) }
@@ -81,7 +102,7 @@ extension RegistryState {
         for number in 0..<count where slots[number].canonical != number {
             try body(.alias(number, of: slots[number].canonical))
         }
-        for (key, owner) in claimsByOwner() {
+        for (key, owner) in claimsInOrder {
             let identifier = Identifier(kind: IdentifierKind(rawValue: key.kind)!, value: key.value)
             try body(.claim(vendor: key.vendor, identifier: identifier, owner: owner))
         }

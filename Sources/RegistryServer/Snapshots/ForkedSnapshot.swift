@@ -5,9 +5,11 @@ import RegistryWire
 
 /// A snapshot of the serving state as it was at one moment, read by a forked copy of the node
 /// (``ForkedWriter``) while the node goes on serving: the child encodes every record of the state
-/// (``RegistryState/forEachSnapshotRecord(_:)``) into a pipe, and the snapshotter's thread writes
-/// them into the snapshot file (``copy(into:)``). There is no second state to build: the kernel
-/// copies only the pages the node writes while the child reads.
+/// (``RegistryState/forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``) into a pipe, and the
+/// snapshotter's thread writes them into the snapshot file (``copy(into:)``). There is no second
+/// state to build: the kernel copies only the pages the node writes while the child reads, and
+/// the child lets go of the indexes' tables, which the node writes at random, as soon as it has
+/// gathered the claims from them.
 ///
 /// The fork happens under the engine's lock, so the state is exactly what ``metadata``'s version
 /// vector says, which may include operations applied but not yet durable: the snapshot is put
@@ -32,9 +34,12 @@ struct ForkedSnapshot: Sendable {
     static func start(_ registry: RegistryState, metadata: SnapshotMetadata) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
         ForkedWriter.start { input in
             // The child: encodes and writes, nothing else (see ForkedWriter on what it must not do).
+            // Until it lets go of the indexes, every page of them the node writes is copied under
+            // the engine's lock, so it gathers the claims at the node's priority, and only then
+            // takes the CPU time nothing else wants.
             var sink = PipeSink(descriptor: input)
             var bytes = [UInt8]()
-            registry.forEachSnapshotRecord { record in
+            registry.forEachSnapshotRecordInForkedChild(afterReadingIndexes: { Scheduling.runThisThreadWhenIdle() }) { record in
                 guard !sink.failed else { return }
                 SnapshotCodec.encode(record, into: &bytes)
                 sink.appendFramed(bytes)
