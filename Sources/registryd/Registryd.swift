@@ -85,6 +85,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("snapshot-every-seconds"), help: Self.help("snapshot-every-seconds"))
     var snapshotEverySeconds: String?
 
+    @Option(name: .customLong("snapshot-by"), help: Self.help("snapshot-by"))
+    var snapshotBy: String?
+
     @Option(name: .customLong("erasure-within"), help: Self.help("erasure-within"))
     var erasureWithin: String?
 
@@ -171,6 +174,7 @@ struct Registryd: AsyncParsableCommand {
             "commit-delay-us": commitDelayMicros,
             "snapshot-every-operations": snapshotEveryOperations,
             "snapshot-every-seconds": snapshotEverySeconds,
+            "snapshot-by": snapshotBy,
             "erasure-within": erasureWithin,
             "journal-file-bytes": journalFileBytes,
             "public-suffix-list": publicSuffixList,

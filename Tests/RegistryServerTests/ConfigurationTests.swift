@@ -84,7 +84,7 @@ import Testing
             "cluster-id": ("c1", "c2"), "log-level": ("debug", "error"), "max-frame-bytes": ("4096", "8192"),
             "max-batch-size": ("10", "20"), "max-in-flight": ("5", "6"), "drain-timeout-seconds": ("1.5", "2.5"),
             "event-loop-threads": ("3", "4"), "expected-devices": ("100", "200"), "release-tables-gradually": ("true", "false"), "commit-delay-us": ("10", "20"),
-            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "erasure-within": ("0", "60"), "journal-file-bytes": ("70000", "80000"),
+            "snapshot-every-operations": ("30", "40"), "snapshot-every-seconds": ("2", "3"), "snapshot-by": ("journal", "fork"), "erasure-within": ("0", "60"), "journal-file-bytes": ("70000", "80000"),
             "public-suffix-list": (lists[0], lists[1]),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
@@ -113,6 +113,7 @@ import Testing
             case "commit-delay-us": return "\(configuration.commitPacing.delayMicros)"
             case "snapshot-every-operations": return "\(configuration.snapshotEveryOperations)"
             case "snapshot-every-seconds": return "\(configuration.snapshotEverySeconds)"
+            case "snapshot-by": return configuration.snapshotsByFork ? "fork" : "journal"
             case "erasure-within": return "\(configuration.erasureWithinSeconds)"
             case "journal-file-bytes": return "\(configuration.journalFileBytes)"
             case "public-suffix-list": return configuration.publicSuffixListPath
@@ -207,6 +208,9 @@ import Testing
         }
         #expect(throws: ConfigurationError.invalidValue(source: "REGISTRY_PORT", reason: "port 99999 is not 0...65535")) {
             try NodeConfiguration.resolve(flags: [:], environment: ["REGISTRY_PORT": "99999"])
+        }
+        #expect(throws: ConfigurationError.invalidValue(source: "--snapshot-by", reason: "snapshot-by \"copy\" is not fork or journal")) {
+            try NodeConfiguration.resolve(flags: ["snapshot-by": "copy"], environment: [:])
         }
     }
 

@@ -80,6 +80,9 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// count), or ``snapshotEverySeconds`` passed with anything logged (0: not by time).
     public var snapshotEveryOperations = 1_000_000
     public var snapshotEverySeconds = 3_600
+    /// How background snapshots are taken (``NodeSetting/snapshotBy``): by a forked copy of the
+    /// node (true), or rebuilt from the last snapshot and the journal in a second state (false).
+    public var snapshotsByFork = true
     /// Seconds within which a forgotten device's bytes leave this node's snapshots and journal
     /// files (``ErasureSchedule``); 0: only as ordinary snapshots and trimming take them.
     public var erasureWithinSeconds = 86_400

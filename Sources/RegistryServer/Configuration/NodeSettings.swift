@@ -5,7 +5,7 @@ extension NodeSetting {
     /// ``NodeConfiguration/fileOnlyKeys`` (vendor rules), which have no flag.
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
-        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, erasureWithin, journalFileBytes, publicSuffixList, peers,
+        eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, snapshotBy, erasureWithin, journalFileBytes, publicSuffixList, peers,
         clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, maxWatchers, watchHistory, watchProgress, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
@@ -316,7 +316,7 @@ extension NodeSetting {
         flag: "snapshot-every-operations", environment: "REGISTRY_SNAPSHOT_EVERY_OPERATIONS", fileKey: "snapshotEveryOperations",
         fileType: .wholeNumber, defaultText: "1000000",
         help: "Take a snapshot once this many operations were logged since the last one, and at least as many as it covers (0...10^10; 0: not by count).",
-        discussion: "A snapshot bounds what a start-up replays and lets the journal files it covers go. It is built in the background from the last snapshot and the journal, so requests do not wait for it; while it runs the node holds a second copy of its state. Its cost grows with the registry, hence the second condition."
+        discussion: "A snapshot bounds what a start-up replays and lets the journal files it covers go. It is taken in the background (see --snapshot-by), so requests do not wait for it. Its cost grows with the registry, hence the second condition."
     ) { text, configuration throws(SettingValueError) in
         configuration.snapshotEveryOperations = try SettingValueError.wholeNumber(text, in: 0...10_000_000_000, "snapshot interval")
     }
@@ -327,6 +327,18 @@ extension NodeSetting {
         help: "Take a snapshot once this many seconds passed since the last one, when anything was logged (0...10^6; 0: not by time)."
     ) { text, configuration throws(SettingValueError) in
         configuration.snapshotEverySeconds = try SettingValueError.wholeNumber(text, in: 0...1_000_000, "snapshot period")
+    }
+
+    static let snapshotBy = NodeSetting(
+        flag: "snapshot-by", environment: "REGISTRY_SNAPSHOT_BY", fileKey: "snapshotBy", fileType: .string, defaultText: "fork",
+        help: "How a background snapshot is taken: fork (a forked copy of the node writes the state) or journal (the last snapshot and the journal are replayed into a second state).",
+        discussion: "fork takes less than half the CPU and no second copy of the state: the two processes share its memory, and the kernel copies the pages the node writes meanwhile. Requests wait for the fork itself (about 30 ms at 10M devices), and a node growing fast near its maximum has a tail of up to about half a second in the snapshot's first second, while the child reads the claim index. journal has no such pause, and needs memory for twice the state. Where the kernel refuses the fork (vm.overcommit_memory=2 without room), the node builds that snapshot the journal's way and logs a warning. docs/performance.md has the figures."
+    ) { text, configuration throws(SettingValueError) in
+        switch text {
+        case "fork": configuration.snapshotsByFork = true
+        case "journal": configuration.snapshotsByFork = false
+        default: throw SettingValueError("snapshot-by \(text.debugDescription) is not fork or journal")
+        }
     }
 
     static let erasureWithin = NodeSetting(

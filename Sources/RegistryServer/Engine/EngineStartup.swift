@@ -117,7 +117,8 @@ struct EngineStartup {
     func snapshotter(configuration: NodeConfiguration, fs: any FileSystem, logger: Logger) -> Snapshotter {
         Snapshotter(
             fs: fs, directory: configuration.dataDirectory, index: recovered.index, nodeID: nodeID, epoch: peerIdentity.epoch,
-            expectedDevices: configuration.expectedDevices, tables: HugePageTableAllocator(inBackground: false), logger: logger)
+            expectedDevices: configuration.expectedDevices, forks: configuration.snapshotsByFork, tables: HugePageTableAllocator(inBackground: false),
+            logger: logger)
     }
 
     /// Logs what storage holds.

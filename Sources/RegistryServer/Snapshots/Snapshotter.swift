@@ -47,6 +47,8 @@ final class Snapshotter: @unchecked Sendable {
     private let nodeID: NodeID
     private let epoch: UInt64
     let expectedDevices: Int
+    /// Whether background snapshots are taken by forking (`--snapshot-by`).
+    let forks: Bool
     /// Where the snapshot's own state gets its index tables: huge pages, as the serving state's,
     /// since on small pages faulting gigabytes in contended with the requests; but freed at once
     /// (see ``HugePageTableAllocator``).
@@ -70,7 +72,7 @@ final class Snapshotter: @unchecked Sendable {
     let intakeBusy = Atomic<Bool>(false)
 
     init(
-        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int,
+        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, forks: Bool = true,
         tables: any TableAllocator = HeapTableAllocator(), logger: Logger
     ) {
         self.fs = fs
@@ -79,6 +81,7 @@ final class Snapshotter: @unchecked Sendable {
         self.nodeID = nodeID
         self.epoch = epoch
         self.expectedDevices = expectedDevices
+        self.forks = forks
         self.tables = tables
         self.logger = logger
     }
@@ -103,7 +106,8 @@ final class Snapshotter: @unchecked Sendable {
     /// holds cannot exceed; the state the snapshot is built in is sized for them at once.
     ///
     /// `fork` forks the node holding the engine's lock (``ForkedSnapshot/start(_:metadata:)``);
-    /// when it fails, the snapshot is built from the journal instead, through `target`. A forked
+    /// when it fails, or the node does not snapshot by fork (``forks``), the snapshot is built
+    /// from the journal instead, through `target`. A forked
     /// snapshot may hold operations not yet durable: it is put under its name once `isDurable` says
     /// the journal holds its version vector.
     func start(
@@ -119,7 +123,7 @@ final class Snapshotter: @unchecked Sendable {
         guard begin else { return completion(nil) }
         let forked: ForkedSnapshot?
         let forkStarted = SystemClock.monotonicNanos()
-        let outcome = fork?()
+        let outcome = forks ? fork?() : nil
         let forkMicros = (SystemClock.monotonicNanos() - forkStarted) / 1_000
         switch outcome {
         case .success(let snapshot): forked = snapshot

@@ -50,8 +50,8 @@ import Testing
     /// The snapshots a node takes by itself while registrations go on (eight clients at once, so
     /// that operations are applied but not yet durable when a commit starts one) hold exactly
     /// what their version vectors say: the same state as the journal replayed through that
-    /// vector (the oracle), not one operation more or less.
-    @Test func snapshotsDuringALoadAreTheJournalReplayedThroughTheirVectors() async throws {
+    /// vector (the oracle), not one operation more or less; by fork, and by `--snapshot-by journal`.
+    @Test(arguments: [true, false]) func snapshotsDuringALoadAreTheJournalReplayedThroughTheirVectors(byFork: Bool) async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         var configuration = NodeConfiguration()
@@ -62,6 +62,7 @@ import Testing
         configuration.journalFileBytes = 256 << 20
         configuration.snapshotEveryOperations = 1_500
         configuration.snapshotEverySeconds = 0
+        configuration.snapshotsByFork = byFork
         let engine = try RegistryEngine(configuration: configuration, logger: .quiet())
         defer { engine.close() }
         await withTaskGroup(of: Void.self) { group in
