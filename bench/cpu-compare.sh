@@ -9,8 +9,19 @@
 # REGISTRYLOAD_DIR names a folder holding a release registryload, to skip building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The node's CPU counts a forked snapshot's child too: the children it waited for, and one still
+# running when the load stops, at that moment.
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
+# node_ticks PID: the node's user and system ticks, with its children's (waited for, or running).
+node_ticks() {
+  local total child
+  total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
+  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
 base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}
 arguments=$(compare_row_arguments "$row")
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -33,11 +44,11 @@ run() {
   node_pid=$!
   wait_for_port 7462 || { cat "$out/node.log" >&2; exit 1; }
   local ticks_before ticks_after
-  ticks_before=$(awk '{print $14 + $15}' "/proc/$node_pid/stat")
+  ticks_before=$(node_ticks "$node_pid")
   # shellcheck disable=SC2086 # the arguments are words
   "$load_bin/registryload" --endpoints 127.0.0.1:7462 --duration 10s --warmup 0s $arguments --seed 1 \
     --json "$out/report.json" > /dev/null 2>&1
-  ticks_after=$(awk '{print $14 + $15}' "/proc/$node_pid/stat")
+  ticks_after=$(node_ticks "$node_pid")
   kill -TERM "$node_pid"; wait "$node_pid" || true; node_pid=""
   python3 - "$out/report.json" "$name" "$ticks_before" "$ticks_after" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
