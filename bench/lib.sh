@@ -10,6 +10,14 @@ wait_for_port() {
   return 1
 }
 
+# journal_bench_cleanup: on exit from bench/replay.sh and bench/snapshot.sh, ends their node
+# ($pid), removes the base's worktree ($worktree) and the journal and data copies under $out.
+journal_bench_cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  git worktree remove --force "$worktree" 2>/dev/null || true
+  rm -rf "$out/journal" "$out/data"
+}
+
 # write_journal BINARY-DIR DIRECTORY PORT SECONDS [FLAGS]: a data directory whose journal holds
 # SECONDS of batched first installs (8 connections x 16 in flight, batches of 100), written by
 # that build's node with snapshots off and then killed with -9, so that a start-up replays every

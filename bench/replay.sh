@@ -24,12 +24,7 @@ port=7465
 out=$(mktemp -d /tmp/registry-replay.XXXXXX)
 worktree="$out/base"
 pid=""
-cleanup() {
-  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-  git worktree remove --force "$worktree" 2>/dev/null || true
-  rm -rf "$out/journal" "$out/data"
-}
-trap cleanup EXIT
+trap journal_bench_cleanup EXIT
 
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 head_bin=$(swift build -c release --show-bin-path)

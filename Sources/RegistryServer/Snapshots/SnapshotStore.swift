@@ -134,17 +134,6 @@ enum SnapshotStore {
         return (nil, problems)
     }
 
-    /// Writes `registry` as snapshot `label` (durably, under its name only once whole); returns
-    /// its size in bytes.
-    static func write(
-        _ registry: RegistryState, metadata: SnapshotMetadata, label: UInt64, in directory: String, on fs: any FileSystem
-    ) throws(StorageError) -> Int {
-        let writer = try SnapshotWriter(fs: fs, directory: directory, label: label, metadata: SnapshotCodec.encode(metadata))
-        try append(registry, to: writer)
-        try writer.finish()
-        return writer.bytesWritten
-    }
-
     /// Appends every record of `registry` to `writer`.
     static func append(_ registry: RegistryState, to writer: SnapshotWriter) throws(StorageError) {
         var bytes = [UInt8]()

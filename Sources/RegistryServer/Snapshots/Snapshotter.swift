@@ -17,9 +17,10 @@ import Synchronization
 /// writes them, and puts the file under its name once the journal holds everything it covers. The
 /// serving node never waits for it beyond the fork: its cost to requests is the CPU and disk it
 /// shares, and the pages the node writes meanwhile, which the kernel copies. Where the node
-/// cannot fork, and for a snapshot in the foreground (``takeNow(through:clock:currentFile:devices:)``),
-/// it loads the newest snapshot into a state of its own, applies the journal after it up to a
-/// target, and writes that. Afterwards it keeps the newest ``keeping`` snapshots and deletes the
+/// cannot fork (or `--snapshot-by journal`), and for a snapshot in the foreground
+/// (``takeNow(through:clock:currentFile:devices:durable:)``) unless everything the serving state
+/// holds is durable, it loads the newest snapshot into a state of its own, applies the journal
+/// after it up to a target, and writes that. Afterwards it keeps the newest ``keeping`` snapshots and deletes the
 /// journal files that every kept snapshot covers, and that every retention floor has passed.
 ///
 /// `@unchecked Sendable`: the file system, directory, index and identity are immutable or
@@ -157,7 +158,10 @@ final class Snapshotter: @unchecked Sendable {
         _ forked: ForkedSnapshot, currentFile: UInt64, keeping: Int, isDurable: @Sendable (VersionVector) -> Bool
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
-        return try put(label: forked.label, metadata: forked.metadata, currentFile: currentFile, keeping: keeping, unneeded: forked.abandon) {
+        return try put(
+            label: forked.label, metadata: forked.metadata, newest: try SnapshotFile.labels(in: directory, on: fs).first, started: started,
+            currentFile: currentFile, keeping: keeping, unneeded: forked.abandon
+        ) {
             (writer) throws(StorageError) in
             try forked.copy(into: writer)
             while !isDurable(forked.metadata.versionVector) {
@@ -169,16 +173,15 @@ final class Snapshotter: @unchecked Sendable {
         }
     }
 
-    /// Writes snapshot `label` with `metadata`, its records from `fill`, unless the newest snapshot
-    /// already has that label (then `unneeded` is called instead); then keeps the newest `keeping`
-    /// snapshots and trims the journal.
+    /// Writes snapshot `label` with `metadata`, its records from `fill`, unless `newest` (the label
+    /// of the newest snapshot there is) is the same (then `unneeded` is called instead); then keeps
+    /// the newest `keeping` snapshots and trims the journal. The snapshot's time counts from `started`.
     private func put(
-        label: UInt64, metadata: SnapshotMetadata, currentFile: UInt64, keeping: Int, unneeded: () -> Void,
-        fill: (SnapshotWriter) throws(StorageError) -> Void
+        label: UInt64, metadata: SnapshotMetadata, newest: UInt64?, started: UInt64, currentFile: UInt64, keeping: Int,
+        unneeded: () -> Void = {}, fill: (SnapshotWriter) throws(StorageError) -> Void
     ) throws(StorageError) -> Taken {
-        let started = SystemClock.monotonicNanos()
         let bytes: Int
-        if try SnapshotFile.labels(in: directory, on: fs).first == label {
+        if newest == label {
             unneeded()
             bytes = 0  // nothing new since the last snapshot
         } else {
@@ -231,7 +234,7 @@ final class Snapshotter: @unchecked Sendable {
     }
 
     /// Takes a snapshot through `target` now, on the caller's thread, after any running one
-    /// (`devices` as in ``start(through:clock:currentFile:devices:keeping:completion:)``).
+    /// (`devices` as in ``start(through:clock:currentFile:devices:keeping:fork:isDurable:completion:)``).
     /// `durable`: the serving state, when every operation it holds is durable (its version vector
     /// is `target`): it is written as it is, as a forked snapshot is; otherwise the snapshot is
     /// built from the journal.
@@ -249,7 +252,10 @@ final class Snapshotter: @unchecked Sendable {
                 for (log, sequence) in target { vector.recordAll(through: sequence, in: log) }
                 let metadata = SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(durable.slotCount))
                 let label = target.values.reduce(0, +)
-                return try self.put(label: label, metadata: metadata, currentFile: currentFile, keeping: Self.keeping, unneeded: {}) {
+                return try self.put(
+                    label: label, metadata: metadata, newest: try SnapshotFile.labels(in: self.directory, on: self.fs).first,
+                    started: SystemClock.monotonicNanos(), currentFile: currentFile, keeping: Self.keeping
+                ) {
                     (writer) throws(StorageError) in
                     try SnapshotStore.append(durable, to: writer)
                 }
@@ -303,17 +309,11 @@ final class Snapshotter: @unchecked Sendable {
         let metadata = SnapshotMetadata(
             nodeID: nodeID, epoch: epoch, clock: newest, versionVector: vector,
             devices: UInt64(registry.slotCount))
-        let bytes: Int
-        if base?.label == label {
-            bytes = 0  // nothing new since the last snapshot
-        } else {
-            bytes = try SnapshotStore.write(registry, metadata: metadata, label: label, in: directory, on: fs)
+        // The newest snapshot that loaded: a damaged newer one is written over.
+        return try put(label: label, metadata: metadata, newest: base?.label, started: started, currentFile: currentFile, keeping: keeping) {
+            (writer) throws(StorageError) in
+            try SnapshotStore.append(registry, to: writer)
         }
-        try SnapshotStore.removeOld(keeping: keeping, in: directory, on: fs)
-        let removed = try trim(currentFile: currentFile)
-        return Taken(
-            label: label, bytes: bytes, operations: label, millis: (SystemClock.monotonicNanos() - started) / 1_000_000,
-            filesRemoved: removed)
     }
 
     /// Deletes the oldest journal files, up to the first that some kept snapshot or the retention
