@@ -20,7 +20,7 @@ extension RegistryState {
         guard policy.action != .off, !laterIDFVs.isEmpty,
             let idfv = registration.identifiers.first(where: { $0.kind == .idfv }),
             let keychain = registration.identifiers.first(where: { $0.kind == .keychain }),
-            let number = slotOf.value(for: op.device.id.uuid)
+            let number = slotNumber(of: op.device.id.uuid)
         else { return nil }
         let root = slots[number].canonical
         let set = [root] + (members[root] ?? [])

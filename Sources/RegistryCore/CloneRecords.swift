@@ -55,7 +55,7 @@ extension RegistryState {
         contestedClaims.removeAll()
         splitClaims.removeAll()
         for op in clones where op.action == .split {
-            guard let number = slotOf.value(for: op.device.id.uuid) else { continue }
+            guard let number = slotNumber(of: op.device.id.uuid) else { continue }
             index(split: op, vendor: slots[number].vendor)
         }
     }
@@ -66,7 +66,7 @@ extension RegistryState {
     /// while no device took one; after the first, a probe of the device index and a dictionary
     /// read or two per registration.
     public func mayShowClone(after op: RegistrationOp) -> Bool {
-        guard !laterIDFVs.isEmpty, let number = slotOf.value(for: op.device.id.uuid) else { return false }
+        guard !laterIDFVs.isEmpty, let number = slotNumber(of: op.device.id.uuid) else { return false }
         let root = slots[number].canonical
         return laterIDFVs[root] != nil || (members[root] ?? []).contains { laterIDFVs[$0] != nil }
     }
@@ -79,7 +79,7 @@ extension RegistryState {
         // per (device now, later IDFV), the split if any, else the earliest evidence.
         var chosen = [CloneKey: CloneOp]()
         for op in clones {
-            guard let number = slotOf.value(for: op.device.id.uuid), !isGone(op.device.id) else { continue }
+            guard let number = slotNumber(of: op.device.id.uuid), !isGone(op.device.id) else { continue }
             let root = slots[number].canonical
             if let filed, vendors[slots[root].vendor] != filed { continue }
             let key = CloneKey(device: slots[root].id, laterIDFV: op.laterIDFV.value)
@@ -88,9 +88,9 @@ extension RegistryState {
         }
         var found = [SuspectedClone]()
         for (key, op) in chosen {
-            let root = slotOf.value(for: key.device)!
+            let root = slotNumber(of: key.device)!
             // A split's new device, unless it was forgotten since.
-            let split = op.newDevice.flatMap { slotOf.value(for: $0.id.uuid) }.map { DeviceID(slots[slots[$0].canonical].id) }
+            let split = op.newDevice.flatMap { slotNumber(of: $0.id.uuid) }.map { DeviceID(slots[slots[$0].canonical].id) }
             found.append(
                 SuspectedClone(
                     operation: op, device: DeviceID(key.device), vendor: vendors[slots[root].vendor],

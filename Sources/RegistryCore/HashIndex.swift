@@ -4,6 +4,14 @@ import Platform
 /// so a zero-filled table is empty), with a keyed hash.
 protocol HashIndexKey: Equatable, Sendable, BitwiseCopyable {
     func hash(seed: UInt64) -> UInt64
+    /// False for keys that are only part of what they stand for (``HashTag``): two entries may
+    /// then have equal keys, lookups tell them apart by value (``HashIndex/value(for:where:)``),
+    /// and entries are only ever inserted (``HashIndex/insertNew(_:_:)``), never set again.
+    static var isWholeKey: Bool { get }
+}
+
+extension HashIndexKey {
+    static var isWholeKey: Bool { true }
 }
 
 /// The map behind the registry's two big indexes (device ID to slot, claim to slot): open
@@ -84,7 +92,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         if let old {
             // Before `table`, which this walk looks keys up in.
             old.forEachDroppingPagesInForkedChild { key, value in
-                if table.find(key, hash: key.hash(seed: seed)) == nil { body(key, value) }
+                if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
             }
         }
         table.forEachDroppingPagesInForkedChild(body)
@@ -92,9 +100,23 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 
     func value(for key: Key) -> UInt32? {
+        value(for: key, where: { _ in true })
+    }
+
+    /// Whether an old table's entry with `key` was set again in the current table, which then
+    /// holds its value. Partial keys are never set again, so none is in both tables.
+    @inline(__always)
+    private func isShadowed(_ key: Key, hash: UInt64) -> Bool {
+        Key.isWholeKey && table.find(key, hash: hash) != nil
+    }
+
+    /// The value of the entry whose key is `key` and whose value `accepts` takes: for an index
+    /// of ``HashTag``s, where entries with equal tags are told apart by what their values name.
+    @inline(__always)
+    func value(for key: Key, where accepts: (UInt32) -> Bool) -> UInt32? {
         let hash = key.hash(seed: seed)
-        if let index = table.find(key, hash: hash) { return table.value(at: index) }
-        return unmovedValue(for: key, hash: hash)
+        if let index = table.find(key, hash: hash, where: accepts) { return table.value(at: index) }
+        return unmovedValue(for: key, hash: hash, where: accepts)
     }
 
     /// `key`'s value in the old table, when it has not been moved yet. Moves stop only past an
@@ -103,8 +125,8 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// skips an empty bucket. Those keys, half of all lookups on average while the index grows,
     /// are not looked for in the old table at all.
     @inline(__always)
-    private func unmovedValue(for key: Key, hash: UInt64) -> UInt32? {
-        guard let old, old.startIndex(hash: hash) >= moved, let index = old.find(key, hash: hash) else { return nil }
+    private func unmovedValue(for key: Key, hash: UInt64, where accepts: (UInt32) -> Bool = { _ in true }) -> UInt32? {
+        guard let old, old.startIndex(hash: hash) >= moved, let index = old.find(key, hash: hash, where: accepts) else { return nil }
         return old.value(at: index)
     }
 
@@ -139,6 +161,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Sets `key` to `value` and returns the value it had, nil when it is new.
     @discardableResult
     mutating func set(_ key: Key, _ value: UInt32) -> UInt32? {
+        precondition(Key.isWholeKey, "an index of partial keys only inserts (insertNew)")
         if !isKnownUniquelyReferenced(&table) { table = table.copy() }
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) {
@@ -148,18 +171,30 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         // A key still in the old table is shadowed by its copy here; the move skips it later.
         let previous = unmovedValue(for: key, hash: hash)
         if previous == nil { count += 1 }
+        place(key, value, hash: hash)
+        return previous
+    }
+
+    /// Adds an entry without looking for `key` first: for an index of ``HashTag``s, whose
+    /// caller knows that what `value` names is not in the index yet.
+    mutating func insertNew(_ key: Key, _ value: UInt32) {
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+        count += 1
+        place(key, value, hash: key.hash(seed: seed))
+    }
+
+    private mutating func place(_ key: Key, _ value: UInt32, hash: UInt64) {
         if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) { grow() }
         table.place(key, value, hash: hash)
         moveSomeOldBuckets()
         prepareSpare()
-        return previous
     }
 
     func forEach(_ body: (Key, UInt32) -> Void) {
         table.forEach(body)
         guard let old else { return }
         old.forEach { key, value in
-            if table.find(key, hash: key.hash(seed: seed)) == nil { body(key, value) }
+            if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
         }
     }
 
@@ -254,7 +289,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         while index < source.capacity, index < least || source.isOccupied(index - 1) {
             if let (key, value) = source.entry(at: index) {
                 let hash = key.hash(seed: seed)
-                if table.find(key, hash: hash) == nil { table.place(key, value, hash: hash) }
+                if !isShadowed(key, hash: hash) { table.place(key, value, hash: hash) }
             }
             index += 1
         }
@@ -354,12 +389,18 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     }
 
     func find(_ key: Key, hash: UInt64) -> Int? {
+        find(key, hash: hash, where: { _ in true })
+    }
+
+    /// The bucket of the entry with `key` whose value `accepts` takes.
+    @inline(__always)
+    func find(_ key: Key, hash: UInt64, where accepts: (UInt32) -> Bool) -> Int? {
         let mask = capacity - 1
         var index = startIndex(hash: hash)
         while true {
             let bucket = buckets[index]
             if bucket.stored == 0 { return nil }
-            if bucket.key == key { return index }
+            if bucket.key == key && accepts(bucket.stored - 1) { return index }
             index = (index + 1) & mask
         }
     }

@@ -226,11 +226,12 @@ extension RegistryState {
                 throw SnapshotRestoreError("device \(id) names an origin or vendor the snapshot does not")
             }
             let number = UInt32(state.slots.count)
-            guard state.slotOf.set(id.uuid, number) == nil else { throw SnapshotRestoreError("device \(id) appears twice") }
+            guard state.slotNumber(of: id.uuid) == nil else { throw SnapshotRestoreError("device \(id) appears twice") }
             state.slots.append(
                 Slot(
                     id: id.uuid, created: created.rawValue, origin: origin, vendor: vendor, canonical: number, app: RegistryState.noApp,
                     firstSeen: 0, lastSeen: 0))
+            state.slotOf.insert(id.uuid, slot: number)
             state.digest &+= state.deviceFact(number)
         }
 
@@ -302,7 +303,7 @@ extension RegistryState {
                 state.digest &+= StateDigest.tombstone(device.uuid)
                 // A snapshot holds no apps or bindings of a gone set; burying checks nothing
                 // more is held, whatever wrote it.
-                if let number = state.slotOf.value(for: device.uuid) { state.bury(state.slots[number].canonical) }
+                if let number = state.slotNumber(of: device.uuid) { state.bury(state.slots[number].canonical) }
             case .laterIDFV(let device, let claim, let appeared):
                 try enter(.laterIDFVs, record)
                 try check(device)
@@ -313,7 +314,7 @@ extension RegistryState {
             case .clone(let op):
                 try enter(.clones, record)
                 guard !state.clones.contains(op) else { throw SnapshotRestoreError("clone \(op.key) appears twice") }
-                guard state.slotOf.value(for: op.device.id.uuid) != nil, op.newDevice.map({ state.slotOf.value(for: $0.id.uuid) != nil }) ?? true else {
+                guard state.slotNumber(of: op.device.id.uuid) != nil, op.newDevice.map({ state.slotNumber(of: $0.id.uuid) != nil }) ?? true else {
                     throw SnapshotRestoreError("clone \(op.key) names a device the snapshot does not hold")
                 }
                 state.apply(op)

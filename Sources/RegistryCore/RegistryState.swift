@@ -7,7 +7,7 @@
 ///
 /// Layout, for memory at tens of millions of devices: each device is a 56-byte ``Slot`` in a
 /// paged array and is named inside the state by its slot number; vendors, bundles and nodes are
-/// interned to 4-byte numbers. The rare extras (a second app, merged aliases) live in side tables
+/// interned to 4-byte numbers; the device index keeps tags of the IDs, not the IDs (``DeviceIndex``). The rare extras (a second app, merged aliases) live in side tables
 /// keyed by the canonical slot.
 public struct RegistryState: Sendable {
     /// One device.
@@ -59,7 +59,8 @@ public struct RegistryState: Sendable {
     static let noApp = UInt32.max
 
     var slots = PagedArray<Slot>()
-    var slotOf: HashIndex<UUID128>
+    /// Device ID to slot, for every slot (aliases too).
+    var slotOf: DeviceIndex
     /// (vendor, identifier) to the slot that owns the claim. When several devices claimed it
     /// (only replicas that could not hear each other let that happen), the owner is the one with
     /// the lowest device ID. The rule reads only what never changes: a rule on the merge order
@@ -115,11 +116,11 @@ public struct RegistryState: Sendable {
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
-    /// registry holds more; 0 starts them small. The tables take 96 to 192 bytes per expected
+    /// registry holds more; 0 starts them small. The tables take 75 to 149 bytes per expected
     /// device, from `tables`.
     public init(expectedDevices devices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
         precondition(devices >= 0, "expected devices must not be negative")
-        slotOf = HashIndex(capacity: HashIndex<UUID128>.capacity(holding: devices), allocator: tables)
+        slotOf = DeviceIndex(capacity: DeviceIndex.capacity(holding: devices), allocator: tables)
         claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), allocator: tables)
     }
 
@@ -333,7 +334,7 @@ public struct RegistryState: Sendable {
     public mutating func apply(_ op: ForgetOp) {
         guard tombstones.insert(op.device.uuid).inserted else { return }
         digest &+= StateDigest.tombstone(op.device.uuid)
-        if let number = slotOf.value(for: op.device.uuid) {
+        if let number = slotNumber(of: op.device.uuid) {
             bury(slots[number].canonical)
         } else {
             purgeBindings(naming: [op.device.uuid])
@@ -441,9 +442,15 @@ public struct RegistryState: Sendable {
         union(owner, device)
     }
 
+    /// The slot of device `id`; nil when this replica does not know it.
+    @inline(__always)
+    func slotNumber(of id: UUID128) -> UInt32? {
+        slotOf.slot(of: id) { slots[$0].id }
+    }
+
     /// The slot of `ref`, created when the device is new to this replica.
     mutating func slot(for ref: DeviceRef) -> UInt32 {
-        guard let existing = slotOf.value(for: ref.id.uuid) else { return appendSlot(ref) }
+        guard let existing = slotNumber(of: ref.id.uuid) else { return appendSlot(ref) }
         joinCreation(of: existing, with: ref)
         return existing
     }
@@ -508,7 +515,7 @@ public struct RegistryState: Sendable {
             Slot(
                 id: ref.id.uuid, created: ref.created.rawValue, origin: origins.intern(ref.origin),
                 vendor: vendors.intern(vendorRuleHistory.aliases.filing(ref.vendor)), canonical: number, app: Self.noApp, firstSeen: 0, lastSeen: 0))
-        slotOf.set(ref.id.uuid, number)
+        slotOf.insert(ref.id.uuid, slot: number)
         digest &+= deviceFact(number)
         if feedRecording != nil {
             record(.created(device: ref.id, vendor: vendors[slots[number].vendor]))
@@ -599,7 +606,7 @@ public struct RegistryState: Sendable {
     public func isGone(_ id: DeviceID) -> Bool {
         if tombstones.isEmpty { return false }
         if tombstones.contains(id.uuid) { return true }
-        guard let number = slotOf.value(for: id.uuid) else { return false }
+        guard let number = slotNumber(of: id.uuid) else { return false }
         return goneRoots.contains(slots[number].canonical)
     }
 
@@ -608,17 +615,17 @@ public struct RegistryState: Sendable {
 
     /// The canonical device of `id`, which may be an alias; nil when unknown.
     public func canonical(of id: DeviceID) -> DeviceID? {
-        slotOf.value(for: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
+        slotNumber(of: id.uuid).map { DeviceID(slots[slots[$0].canonical].id) }
     }
 
     /// The vendor of device `id`; nil when unknown.
     public func vendor(of id: DeviceID) -> Vendor? {
-        slotOf.value(for: id.uuid).map { vendors[slots[$0].vendor] }
+        slotNumber(of: id.uuid).map { vendors[slots[$0].vendor] }
     }
 
     /// The canonical record of `id`, which may be an alias.
     public func resolve(_ id: DeviceID) -> DeviceRecord? {
-        slotOf.value(for: id.uuid).map { record(of: slots[$0].canonical) }
+        slotNumber(of: id.uuid).map { record(of: slots[$0].canonical) }
     }
 
     /// The canonical record of the device `identifier` is claimed by within `vendor`; nil when
@@ -639,7 +646,7 @@ public struct RegistryState: Sendable {
     /// The accounts whose binding changes name `id` or any device merged with it, sorted; empty
     /// when the device is unknown.
     public func accounts(of id: DeviceID) -> [AccountKey] {
-        guard let number = slotOf.value(for: id.uuid) else { return [] }
+        guard let number = slotNumber(of: id.uuid) else { return [] }
         let root = slots[number].canonical
         let merged = [root] + (members[root] ?? [])
         return accountTable.accounts(naming: merged.map { slots[$0].id })
