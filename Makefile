@@ -15,6 +15,7 @@
 #   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-journal-fill   the journal's zeros ahead of its records against appending, on this disk; into BENCHMARKS.md
 #   make bench-snapshot BASE=REV   one snapshot of an idle node: CPU and peak memory, this revision against REV's; into BENCHMARKS.md
+#   make bench-memory BASE=REV   resident memory per device at 10M devices, sized and grown, this revision against REV's; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
@@ -34,7 +35,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: settings-docs bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-memory bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -152,6 +153,9 @@ bench-feed: deps
 # One snapshot of an idle node, this revision's registryd against the one at BASE, a few minutes.
 bench-snapshot: deps
 	bash bench/snapshot.sh $(BASE)
+
+bench-memory: deps
+	bash bench/memory.sh $(BASE)
 
 # The journal's zeros ahead of its records (CommitJournal.fillStep) against appending, with fdatasync.
 bench-journal-fill: deps

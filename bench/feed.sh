@@ -42,7 +42,7 @@ start() {
   pid=$!
   wait_for_port "$port" 30
 }
-rss() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$pid/status"; }
+rss() { awk '/VmRSS/ { printf "%.0f\n", $2 * 1024 }' "/proc/$pid/status"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 load() {
   local key=$1; shift
