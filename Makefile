@@ -16,6 +16,7 @@
 #   make bench-journal-fill   the journal's zeros ahead of its records against appending, on this disk; into BENCHMARKS.md
 #   make bench-snapshot BASE=REV   one snapshot of an idle node: CPU and peak memory, this revision against REV's; into BENCHMARKS.md
 #   make bench-memory BASE=REV   resident memory per device at 10M devices, sized and grown, this revision against REV's; into BENCHMARKS.md
+#   make bench-restart BASE=REV   a start from a snapshot of 10M devices, this revision against REV's; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
@@ -35,7 +36,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: settings-docs bench-memory bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -156,6 +157,9 @@ bench-snapshot: deps
 
 bench-memory: deps
 	bash bench/memory.sh $(BASE)
+
+bench-restart: deps
+	bash bench/restart.sh $(BASE)
 
 # The journal's zeros ahead of its records (CommitJournal.fillStep) against appending, with fdatasync.
 bench-journal-fill: deps

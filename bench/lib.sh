@@ -10,7 +10,7 @@ wait_for_port() {
   return 1
 }
 
-# journal_bench_cleanup: on exit from bench/replay.sh and bench/snapshot.sh, ends their node
+# journal_bench_cleanup: on exit from bench/replay.sh, snapshot.sh, memory.sh and restart.sh, ends their node
 # ($pid), removes the base's worktree ($worktree) and the journal and data copies under $out.
 journal_bench_cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
