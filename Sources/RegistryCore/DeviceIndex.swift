@@ -4,8 +4,8 @@
 struct HashTag: HashIndexKey {
     let bits: UInt32
 
-    /// The bits are a hash already: they place the entry as they are (tables have at most
-    /// 2^32 buckets).
+    /// The bits are a hash already: they place the entry as they are (a ``DeviceIndex`` holds
+    /// at most 2^31 entries, so its tables have at most 2^32 buckets).
     func hash(seed: UInt64) -> UInt64 { UInt64(bits) }
 
     static var isWholeKey: Bool { false }
@@ -16,8 +16,9 @@ struct HashTag: HashIndexKey {
 /// ID already, so the index keeps 8 bytes a bucket where the ID and slot took 24: at 10M devices
 /// in 16M buckets, 128 MiB instead of 384 (docs/performance.md, "The device index").
 ///
-/// Two IDs share a tag about once in 2^(32 - log2(buckets)) lookups' probes (1 in 256 at 16M
-/// buckets), which then reads one more slot.
+/// A probe meets an entry of another ID with the same tag (the same home bucket and the same
+/// remaining bits) about once in 2^(32 - log2(buckets)) (1 in 256 at 16M buckets; 1 in 2 near
+/// 2^31 devices), which then reads one more slot.
 struct DeviceIndex: Sendable {
     private var tags: HashIndex<HashTag>
     private let seed: UInt64
@@ -38,8 +39,12 @@ struct DeviceIndex: Sendable {
         tags.value(for: tag(id), where: { idOf($0) == id })
     }
 
+    /// The most entries: a tag places an entry in at most 2^32 buckets.
+    static let maximumCount = 1 << 31
+
     /// Indexes slot `number`, which holds `id`, an ID the index does not hold.
     mutating func insert(_ id: UUID128, slot number: UInt32) {
+        precondition(tags.count < Self.maximumCount, "the device index holds at most 2^31 devices")
         tags.insertNew(tag(id), number)
     }
 

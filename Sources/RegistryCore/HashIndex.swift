@@ -14,7 +14,7 @@ extension HashIndexKey {
     static var isWholeKey: Bool { true }
 }
 
-/// The map behind the registry's two big indexes (device ID to slot, claim to slot): open
+/// The map behind the registry's two big indexes (tags of device IDs to slot, ``DeviceIndex``; claim to slot): open
 /// addressing with linear probing over one flat table of buckets, values `UInt32` slot numbers,
 /// no deletion but a bulk one that builds the table again (``removeAll(where:)``, for the rare
 /// change that re-keys many entries at once).
@@ -32,7 +32,7 @@ extension HashIndexKey {
 /// if need be (and hurrying the allocator), up to 7/8: the owner never faults the new table's
 /// pages in under its lock (docs/architecture.md, "Memory", has what that cost).
 ///
-/// Its hash is a keyed multiply-mix (seeded randomly per index, so clients cannot choose
+/// Its hash is a keyed multiply-mix (seeded randomly per index, or for ``HashTag``s by their owner, so clients cannot choose
 /// colliding identifiers without knowing the seed), several times cheaper than SipHash on
 /// 20-byte keys.
 ///
@@ -57,7 +57,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     private var spare: BucketTable<Key>?
     private let seed: UInt64
     private let allocator: any TableAllocator
-    /// Distinct keys.
+    /// Entries: distinct keys, or for ``HashTag``s the entries inserted.
     private(set) var count = 0
 
     /// Buckets of a new index's table unless it is sized for more.
@@ -91,7 +91,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     func drainInForkedChild(_ body: (Key, UInt32) -> Void) {
         if let old {
             // Before `table`, which this walk looks keys up in.
-            old.forEachDroppingPagesInForkedChild { key, value in
+            old.forEachDroppingPagesInForkedChild(from: moved) { key, value in
                 if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
             }
         }
@@ -103,8 +103,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         value(for: key, where: { _ in true })
     }
 
-    /// Whether an old table's entry with `key` was set again in the current table, which then
-    /// holds its value. Partial keys are never set again, so none is in both tables.
+    /// Whether an old table's entry with `key`, at or above `moved` (every entry below is in the
+    /// current table), was set again in the current table, which then holds its value. Partial
+    /// keys are never set again.
     @inline(__always)
     private func isShadowed(_ key: Key, hash: UInt64) -> Bool {
         Key.isWholeKey && table.find(key, hash: hash) != nil
@@ -193,7 +194,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     func forEach(_ body: (Key, UInt32) -> Void) {
         table.forEach(body)
         guard let old else { return }
-        old.forEach { key, value in
+        old.forEach(from: moved) { key, value in
             if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
         }
     }
@@ -332,12 +333,13 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     /// ``forEach(_:)`` in a forked child, letting go of each 2 MiB of buckets once read (see
     /// ``HashIndex/drainInForkedChild(_:)``).
-    func forEachDroppingPagesInForkedChild(_ body: (Key, UInt32) -> Void) {
+    /// Buckets below `first` are let go of unread.
+    func forEachDroppingPagesInForkedChild(from first: Int = 0, _ body: (Key, UInt32) -> Void) {
         let stretch = max(1, (2 << 20) / MemoryLayout<Bucket>.stride)
         var start = 0
         while start < capacity {
             let end = min(capacity, start + stretch)
-            for index in start..<end {
+            for index in max(start, first)..<max(end, first) {
                 if let (key, value) = entry(at: index) { body(key, value) }
             }
             ForkedWriter.dropPagesInChild(UnsafeMutableRawPointer(buckets + start), bytes: (end - start) * MemoryLayout<Bucket>.stride)
@@ -420,7 +422,8 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         buckets[index].stored = value + 1
     }
 
-    /// Stores a key known to be absent in the first free bucket of its probe sequence.
+    /// Stores a key known to be absent (for a ``HashTag``, an entry known to be new) in the first
+    /// free bucket of its probe sequence.
     func place(_ key: Key, _ value: UInt32, hash: UInt64) {
         precondition(value < .max, "UInt32.max cannot be stored")
         let mask = capacity - 1
@@ -435,8 +438,9 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         return bucket.stored == 0 ? nil : (bucket.key, bucket.stored - 1)
     }
 
-    func forEach(_ body: (Key, UInt32) -> Void) {
-        for index in 0..<capacity {
+    /// Every entry from bucket `first` on.
+    func forEach(from first: Int = 0, _ body: (Key, UInt32) -> Void) {
+        for index in first..<capacity {
             if let (key, value) = entry(at: index) { body(key, value) }
         }
     }

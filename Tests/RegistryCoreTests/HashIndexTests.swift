@@ -5,6 +5,35 @@ import Testing
 
 @Suite("Hash index")
 struct HashIndexTests {
+    /// While a move into a bigger table is under way, every key is enumerated once with its
+    /// newest value, keys set again since the move began (whose old entries are shadowed) too.
+    @Test func enumeratesEveryKeyOnceWhileMoving() {
+        var random = SplitMix64(seed: 5)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
+        var reference = [UUID128: UInt32]()
+        var keys = [UUID128]()
+        var stepsWhileMoving = 0
+        for step in 0..<6_000 {
+            let key: UUID128
+            if !keys.isEmpty, random.next() % 3 == 0 {
+                key = keys[Int(random.next() % UInt64(keys.count))]
+            } else {
+                key = UUID128(high: random.next(), low: random.next())
+                keys.append(key)
+            }
+            index.set(key, UInt32(step))
+            reference[key] = UInt32(step)
+            guard index.isMoving else { continue }
+            stepsWhileMoving += 1
+            var seen = [UUID128: UInt32]()
+            index.forEach { key, value in
+                #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice")
+            }
+            #expect(seen == reference)
+        }
+        #expect(stepsWhileMoving > 100, "the moves were not seen under way")
+    }
+
     /// Checks the index against a Dictionary through many incremental growths, at every step.
     @Test(arguments: [1 as UInt64, 2, 3])
     func agreesWithADictionaryThroughGrowth(seed: UInt64) {
