@@ -14,10 +14,10 @@ extension HashIndexKey {
     static var isWholeKey: Bool { true }
 }
 
-/// The map behind the registry's two big indexes (tags of device IDs to slot, ``DeviceIndex``; claim to slot): open
-/// addressing with linear probing over one flat table of buckets, values `UInt32` slot numbers,
-/// no deletion but a bulk one that builds the table again (``removeAll(where:)``, for the rare
-/// change that re-keys many entries at once).
+/// The map behind the registry's two big indexes (tags of device IDs to slot, in
+/// ``DeviceIndex``; claim to slot): open addressing with linear probing over one flat table of
+/// buckets, values `UInt32` slot numbers, no deletion but a bulk one that builds the table again
+/// (``removeAll(where:)``, for the rare change that re-keys many entries at once).
 ///
 /// Why not `Dictionary`: growing a dictionary rehashes every entry at once, and at a million
 /// devices that held the engine's lock for a tenth of a second, which was the whole latency
@@ -32,8 +32,8 @@ extension HashIndexKey {
 /// if need be (and hurrying the allocator), up to 7/8: the owner never faults the new table's
 /// pages in under its lock (docs/architecture.md, "Memory", has what that cost).
 ///
-/// Its hash is a keyed multiply-mix (seeded randomly per index, or for ``HashTag``s by their owner, so clients cannot choose
-/// colliding identifiers without knowing the seed), several times cheaper than SipHash on
+/// Its hash is a keyed multiply-mix (seeded randomly per index, or for ``HashTag``s by their
+/// owner, so clients cannot choose colliding identifiers without knowing the seed), several times cheaper than SipHash on
 /// 20-byte keys.
 ///
 /// A value type: copies share tables until one of them writes (copy on write).
@@ -332,8 +332,7 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     }
 
     /// ``forEach(_:)`` in a forked child, letting go of each 2 MiB of buckets once read (see
-    /// ``HashIndex/drainInForkedChild(_:)``).
-    /// Buckets below `first` are let go of unread.
+    /// ``HashIndex/drainInForkedChild(_:)``). Buckets below `first` are let go of unread.
     func forEachDroppingPagesInForkedChild(from first: Int = 0, _ body: (Key, UInt32) -> Void) {
         let stretch = max(1, (2 << 20) / MemoryLayout<Bucket>.stride)
         var start = 0

@@ -7,8 +7,9 @@
 ///
 /// Layout, for memory at tens of millions of devices: each device is a 56-byte ``Slot`` in a
 /// paged array and is named inside the state by its slot number; vendors, bundles and nodes are
-/// interned to 4-byte numbers; the device index keeps tags of the IDs, not the IDs (``DeviceIndex``). The rare extras (a second app, merged aliases) live in side tables
-/// keyed by the canonical slot.
+/// interned to 4-byte numbers; the device index keeps tags of the IDs, not the IDs
+/// (``DeviceIndex``). The rare extras (a second app, merged aliases) live in side tables keyed by
+/// the canonical slot.
 public struct RegistryState: Sendable {
     /// One device.
     struct Slot: Sendable {

@@ -18,9 +18,6 @@ struct ForkedSnapshot: Sendable {
     let child: ForkedWriter
     let metadata: SnapshotMetadata
 
-    /// The snapshot's label: the operations it covers.
-    var label: UInt64 { metadata.versionVector.logs.reduce(0) { $0 + $1.sequence } }
-
     /// Time the child may go without writing before it is taken for stuck and ended: far more
     /// than encoding one record takes, even on a machine busy with requests.
     static let silenceMillis: Int32 = 60_000

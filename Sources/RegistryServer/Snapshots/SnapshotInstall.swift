@@ -50,7 +50,7 @@ struct SnapshotInstall: Sendable {
         let label: UInt64
         do {
             try replayer.replay(journal.index.files, in: journal.directory, on: journal.fs)
-            label = replayer.vector.logs.reduce(0) { $0 + $1.sequence }
+            label = Snapshotter.label(covering: replayer.vector)
             try pipeline.writer.installedSnapshot()
             try files.placeIncoming(label: label)
         } catch {

@@ -159,7 +159,7 @@ final class Snapshotter: @unchecked Sendable {
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
         return try put(
-            label: forked.label, metadata: forked.metadata, newest: try SnapshotFile.labels(in: directory, on: fs).first, started: started,
+            metadata: forked.metadata, newest: try SnapshotFile.labels(in: directory, on: fs).first, started: started,
             currentFile: currentFile, keeping: keeping, unneeded: forked.abandon
         ) {
             (writer) throws(StorageError) in
@@ -173,13 +173,14 @@ final class Snapshotter: @unchecked Sendable {
         }
     }
 
-    /// Writes snapshot `label` with `metadata`, its records from `fill`, unless `newest` (the label
-    /// of the newest snapshot there is) is the same (then `unneeded` is called instead); then keeps
+    /// Writes the snapshot `metadata` describes, its records from `fill`, unless `newest` (the label
+    /// of the newest snapshot there is) is its label (then `unneeded` is called instead); then keeps
     /// the newest `keeping` snapshots and trims the journal. The snapshot's time counts from `started`.
     private func put(
-        label: UInt64, metadata: SnapshotMetadata, newest: UInt64?, started: UInt64, currentFile: UInt64, keeping: Int,
+        metadata: SnapshotMetadata, newest: UInt64?, started: UInt64, currentFile: UInt64, keeping: Int,
         unneeded: () -> Void = {}, fill: (SnapshotWriter) throws(StorageError) -> Void
     ) throws(StorageError) -> Taken {
+        let label = Self.label(covering: metadata.versionVector)
         let bytes: Int
         if newest == label {
             unneeded()
@@ -206,8 +207,17 @@ final class Snapshotter: @unchecked Sendable {
     /// Makes a forked snapshot of `registry`, which holds `vector` and whose clock is at `clock`;
     /// call it holding the engine's lock (see ``start(through:clock:currentFile:devices:keeping:fork:isDurable:completion:)``).
     func fork(_ registry: RegistryState, vector: VersionVector, clock: HLCTimestamp) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
-        let metadata = SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(registry.slotCount))
-        return ForkedSnapshot.start(registry, metadata: metadata)
+        ForkedSnapshot.start(registry, metadata: metadata(of: registry, through: vector, clock: clock))
+    }
+
+    /// The header of this node's snapshot of `registry`, which holds `vector`, its clock at `clock`.
+    private func metadata(of registry: RegistryState, through vector: VersionVector, clock: HLCTimestamp) -> SnapshotMetadata {
+        SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(registry.slotCount))
+    }
+
+    /// A snapshot's label, which names its file: the operations `vector` covers.
+    static func label(covering vector: VersionVector) -> UInt64 {
+        vector.logs.reduce(0) { $0 + $1.sequence }
     }
 
     /// Runs `body` on a thread of its own at `SCHED_IDLE`, and waits for it: the snapshot takes only
@@ -250,10 +260,8 @@ final class Snapshotter: @unchecked Sendable {
                 }
                 var vector = VersionVector()
                 for (log, sequence) in target { vector.recordAll(through: sequence, in: log) }
-                let metadata = SnapshotMetadata(nodeID: nodeID, epoch: epoch, clock: clock, versionVector: vector, devices: UInt64(durable.slotCount))
-                let label = target.values.reduce(0, +)
                 return try self.put(
-                    label: label, metadata: metadata, newest: try SnapshotFile.labels(in: self.directory, on: self.fs).first,
+                    metadata: metadata(of: durable, through: vector, clock: clock), newest: try SnapshotFile.labels(in: self.directory, on: self.fs).first,
                     started: SystemClock.monotonicNanos(), currentFile: currentFile, keeping: Self.keeping
                 ) {
                     (writer) throws(StorageError) in
@@ -303,14 +311,12 @@ final class Snapshotter: @unchecked Sendable {
             limits: target)
         try replayer.replay(index.files, in: directory, on: fs, inBackground: inBackground)
         let newest = max(clock, base?.metadata.clock ?? .zero, replayer.newest)
-        let vector = replayer.vector
-        let label = vector.logs.reduce(UInt64(0)) { $0 + $1.sequence }
         let registry = replayer.registry
-        let metadata = SnapshotMetadata(
-            nodeID: nodeID, epoch: epoch, clock: newest, versionVector: vector,
-            devices: UInt64(registry.slotCount))
         // The newest snapshot that loaded: a damaged newer one is written over.
-        return try put(label: label, metadata: metadata, newest: base?.label, started: started, currentFile: currentFile, keeping: keeping) {
+        return try put(
+            metadata: metadata(of: registry, through: replayer.vector, clock: newest), newest: base?.label, started: started,
+            currentFile: currentFile, keeping: keeping
+        ) {
             (writer) throws(StorageError) in
             try SnapshotStore.append(registry, to: writer)
         }
