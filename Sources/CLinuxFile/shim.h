@@ -38,6 +38,17 @@ static inline long registry_random_bytes(void *buffer, unsigned long length) {
 }
 #endif
 
+/// Stores `value` at `word` with release ordering: what the caller wrote before is seen by a
+/// thread or process that then reads `value` with ``registry_load_acquire``.
+static inline void registry_store_release(unsigned int *word, unsigned int value) {
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+/// Reads `word` with acquire ordering (see ``registry_store_release``).
+static inline unsigned int registry_load_acquire(const unsigned int *word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
 /// Asks the CPU to bring the cache line at `address` in, to be written: a hint, which reads
 /// nothing the program sees and cannot fault, so any address will do.
 static inline void registry_prefetch_for_writing(const void *address) {

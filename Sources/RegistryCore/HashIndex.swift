@@ -267,6 +267,24 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2, allocator: allocator) }
     }
 
+    /// An empty index that takes its tables from the same allocator, with a seed of its own.
+    func emptyIndex() -> HashIndex {
+        HashIndex(allocator: allocator)
+    }
+
+    /// Moves some of an old table's buckets into the current one, as an insert does; for a caller
+    /// that must see the move finished before it reads ``entry(atBucket:)``, with no insert to come.
+    mutating func continueMoving() {
+        moveSomeOldBuckets()
+    }
+
+    /// The entry in bucket `index` of the current table (below ``capacity``), nil when it is
+    /// empty: a walk over every entry in steps, while no entries are moving.
+    func entry(atBucket index: Int) -> (Key, UInt32)? {
+        precondition(old == nil, "the buckets of an index that is moving entries are not all its entries")
+        return table.entry(at: index)
+    }
+
     /// True while a next table is being made ready (for tests).
     var isPreparingNextTable: Bool { spare != nil }
 

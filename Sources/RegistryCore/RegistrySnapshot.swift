@@ -77,7 +77,14 @@ extension RegistryState {
     /// serving node to it is a copy under the engine's lock, and the node writes them at random.
     /// So the device index, which the records do not need, is let go of at once, and the claim
     /// index as it is read, once, before any record is written; then `afterReadingIndexes` is
-    /// called (the child lowers its priority). This state must not be used again in the child.
+    /// called (the child tells the node, which then stops holding its new claims aside). This state must not be used again in the child.
+    /// In a forked child that writes this state out: gives up the child's copy of the device
+    /// index, which the records do not need (see ``forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``,
+    /// which does it too, later).
+    public func dropDeviceIndexInForkedChild() {
+        slotOf.dropPagesInForkedChild()
+    }
+
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
         slotOf.dropPagesInForkedChild()
         var gathered = [(ClaimKey, UInt32)]()
@@ -88,6 +95,23 @@ extension RegistryState {
         gathered.sort { $0.1 < $1.1 }
         try forEachSnapshotRecord(claimsInOrder: gathered, body)
     }
+
+    /// For a forked snapshot, just before the fork: until `childLetGo` returns true (the child has
+    /// read the claim index and let go of its pages), claims new to the index go into a table of
+    /// their own, so that the node writes none of the claim table's pages the child shares
+    /// (``HoldableIndex``). Then they move into the claim index a few at a time, one at each
+    /// claim added. `childLetGo` is asked at each claim added, so it must be cheap.
+    public mutating func holdNewClaims(until childLetGo: @escaping @Sendable () -> Bool) {
+        claims.hold(until: childLetGo)
+    }
+
+    /// Ends ``holdNewClaims(until:)`` now: the fork failed.
+    public mutating func releaseHeldClaims() {
+        claims.release()
+    }
+
+    /// True while claims are held aside (``holdNewClaims(until:)``), or moving back.
+    public var holdsClaimsAside: Bool { claims.holdsEntries }
 
     private func forEachSnapshotRecord(claimsInOrder: [(ClaimKey, UInt32)], _ body: (SnapshotRecord) throws -> Void) rethrows {
         for (node, member) in clusterMembers.sorted(by: { $0.key < $1.key }) { try body(.member(node, member)) }

@@ -69,7 +69,7 @@ public struct RegistryState: Sendable {
     /// in that order as its earlier creations arrive, after it may have lost a claim. Lookups go
     /// through the owner to its canonical device, so which claimant owns a claim changes no
     /// answer but a registration's `replaced` list.
-    var claims: HashIndex<ClaimKey>
+    var claims: HoldableIndex<ClaimKey>
     /// Canonical slot to its apps after the first.
     var moreApps: [UInt32: [AppSlot]] = [:]
     /// Canonical slot to the slots merged into it.
@@ -122,7 +122,7 @@ public struct RegistryState: Sendable {
     public init(expectedDevices devices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
         precondition(devices >= 0, "expected devices must not be negative")
         slotOf = DeviceIndex(capacity: DeviceIndex.capacity(holding: devices), allocator: tables)
-        claims = HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), allocator: tables)
+        claims = HoldableIndex(HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), allocator: tables))
     }
 
     /// The most devices ``init(expectedDevices:)`` accepts: slot numbers are 32-bit.

@@ -185,7 +185,7 @@ final class CommitPipeline: Sendable {
             through: through, clock: clock, currentFile: writer.currentFile, devices: devices, keeping: keeping,
             fork: {
                 core.withLockedValue { core in
-                    snapshots.fork(core.node.registry, vector: core.node.versionVector, clock: core.node.clock.last)
+                    snapshots.fork(&core.node.registry, vector: core.node.versionVector, clock: core.node.clock.last)
                 }
             },
             isDurable: { vector in core.withLockedValue { $0.durable.vector.covers(vector) } }

@@ -17,6 +17,16 @@ import RegistryWire
 struct ForkedSnapshot: Sendable {
     let child: ForkedWriter
     let metadata: SnapshotMetadata
+    /// Raised by the child once it has read the claim index and let go of its pages, or by the
+    /// snapshot's thread when the child is gone: the node's claims held aside meanwhile then
+    /// move into the claim index (``RegistryState/holdNewClaims(until:)``).
+    private let childLetGo: ForkSignal?
+
+    init(child: ForkedWriter, metadata: SnapshotMetadata, childLetGo: ForkSignal? = nil) {
+        self.child = child
+        self.metadata = metadata
+        self.childLetGo = childLetGo
+    }
 
     /// Time the child may go without writing before it is taken for stuck and ended: far more
     /// than encoding one record takes, even on a machine busy with requests.
@@ -27,29 +37,40 @@ struct ForkedSnapshot: Sendable {
     static let largestRecord = 64 << 20
 
     /// Forks the node; the child streams `registry`'s records. Call it holding the engine's lock,
-    /// `metadata` describing `registry` as it is under that lock.
-    static func start(_ registry: RegistryState, metadata: SnapshotMetadata) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
-        ForkedWriter.start { input in
-            // The child: encodes and writes, nothing else (see ForkedWriter on what it must not do).
-            // Until it lets go of the indexes, every page of them the node writes is copied under
-            // the engine's lock, so it gathers the claims at the node's priority, and only then
-            // takes the CPU time nothing else wants.
+    /// `metadata` describing `registry` as it is under that lock. New claims are held aside in
+    /// `registry` until the child has let go of the claim index.
+    static func start(_ registry: inout RegistryState, metadata: SnapshotMetadata) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
+        let childLetGo = ForkSignal()
+        if let childLetGo { registry.holdNewClaims(until: { childLetGo.isRaised }) }
+        let forked = ForkedWriter.start { input in
+            // The child: encodes and writes, nothing else (see ForkedWriter on what it must not do),
+            // in the CPU time nothing else wants. First, at the node's priority, it lets go of the
+            // device index, which the node writes at random (each page written while shared is
+            // copied under the engine's lock). The node holds its new claims aside until the child
+            // has let go of the claim index, so the child's pace costs it no copies there.
+            registry.dropDeviceIndexInForkedChild()
+            Scheduling.runThisThreadWhenIdle()
             var sink = PipeSink(descriptor: input)
             var bytes = [UInt8]()
-            registry.forEachSnapshotRecordInForkedChild(afterReadingIndexes: { Scheduling.runThisThreadWhenIdle() }) { record in
+            registry.forEachSnapshotRecordInForkedChild(afterReadingIndexes: { childLetGo?.raise() }) { record in
                 guard !sink.failed else { return }
                 SnapshotCodec.encode(record, into: &bytes)
                 sink.appendFramed(bytes)
             }
             return sink.flush()
-        }.map { ForkedSnapshot(child: $0, metadata: metadata) }
+        }
+        if case .failure = forked { registry.releaseHeldClaims() }
+        return forked.map { ForkedSnapshot(child: $0, metadata: metadata, childLetGo: childLetGo) }
     }
 
     /// Appends every record the child sends to `writer`, then waits for the child; throws when the
     /// stream breaks off, is malformed, falls silent for `silenceMillis`, or the child fails.
     /// The child has ended when this returns or throws, and its pipe is closed.
     func copy(into writer: SnapshotWriter, silenceMillis: Int32 = Self.silenceMillis) throws(StorageError) {
-        defer { child.close() }
+        defer {
+            childLetGo?.raise()
+            child.close()
+        }
         do throws(StorageError) {
             try readFrames(silenceMillis: silenceMillis) { (record) throws(StorageError) in try writer.append(record) }
         } catch {
@@ -62,6 +83,7 @@ struct ForkedSnapshot: Sendable {
     /// Ends the child without reading what it sends (the snapshot is not needed).
     func abandon() {
         child.stop()
+        childLetGo?.raise()
         child.close()
     }
 

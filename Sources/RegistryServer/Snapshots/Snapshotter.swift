@@ -206,8 +206,8 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Makes a forked snapshot of `registry`, which holds `vector` and whose clock is at `clock`;
     /// call it holding the engine's lock (see ``start(through:clock:currentFile:devices:keeping:fork:isDurable:completion:)``).
-    func fork(_ registry: RegistryState, vector: VersionVector, clock: HLCTimestamp) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
-        ForkedSnapshot.start(registry, metadata: metadata(of: registry, through: vector, clock: clock))
+    func fork(_ registry: inout RegistryState, vector: VersionVector, clock: HLCTimestamp) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
+        ForkedSnapshot.start(&registry, metadata: metadata(of: registry, through: vector, clock: clock))
     }
 
     /// The header of this node's snapshot of `registry`, which holds `vector`, its clock at `clock`.

@@ -41,7 +41,7 @@ import Testing
         defer { temp.remove() }
         var state = try SnapshotPathTests().sampleState(seed: 7, count: 3_000)
         let expected = state.snapshot()
-        let forked = try ForkedSnapshot.start(state, metadata: Self.metadataOfTest).get()
+        let forked = try ForkedSnapshot.start(&state, metadata: Self.metadataOfTest).get()
         // The parent goes on: more devices, merges and apps, in the memory the child reads.
         var generator = SplitMix64(seed: 9)
         for step in 0..<2_000 {
