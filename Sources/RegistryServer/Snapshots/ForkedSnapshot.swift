@@ -21,11 +21,14 @@ struct ForkedSnapshot: Sendable {
     /// snapshot's thread when the child is gone: the node's claims held aside meanwhile then
     /// move into the claim index (``RegistryState/holdNewClaims(until:)``).
     private let childLetGo: ForkSignal?
+    /// When the child was forked (``SystemClock/monotonicNanos()``).
+    let forkedAt: UInt64
 
     init(child: ForkedWriter, metadata: SnapshotMetadata, childLetGo: ForkSignal? = nil) {
         self.child = child
         self.metadata = metadata
         self.childLetGo = childLetGo
+        forkedAt = SystemClock.monotonicNanos()
     }
 
     /// Time the child may go without writing before it is taken for stuck and ended: far more
@@ -65,19 +68,27 @@ struct ForkedSnapshot: Sendable {
 
     /// Appends every record the child sends to `writer`, then waits for the child; throws when the
     /// stream breaks off, is malformed, falls silent for `silenceMillis`, or the child fails.
-    /// The child has ended when this returns or throws, and its pipe is closed.
-    func copy(into writer: SnapshotWriter, silenceMillis: Int32 = Self.silenceMillis) throws(StorageError) {
+    /// The child has ended when this returns or throws, and its pipe is closed. Returns how long
+    /// after the fork the child's first bytes came: it writes nothing before it has read the
+    /// indexes, so this is about how long the node held its new claims aside.
+    @discardableResult
+    func copy(into writer: SnapshotWriter, silenceMillis: Int32 = Self.silenceMillis) throws(StorageError) -> UInt64 {
         defer {
             childLetGo?.raise()
             child.close()
         }
+        var firstBytesAt: UInt64?
         do throws(StorageError) {
-            try readFrames(silenceMillis: silenceMillis) { (record) throws(StorageError) in try writer.append(record) }
+            try readFrames(silenceMillis: silenceMillis) { (record) throws(StorageError) in
+                if firstBytesAt == nil { firstBytesAt = SystemClock.monotonicNanos() }
+                try writer.append(record)
+            }
         } catch {
             child.stop()
             throw error
         }
         guard child.wait() else { throw .io(path: "snapshot child \(child.pid)", reason: "the forked snapshot writer failed") }
+        return ((firstBytesAt ?? SystemClock.monotonicNanos()) - forkedAt) / 1_000_000
     }
 
     /// Ends the child without reading what it sends (the snapshot is not needed).

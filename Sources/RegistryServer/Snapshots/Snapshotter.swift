@@ -40,6 +40,9 @@ final class Snapshotter: @unchecked Sendable {
         let filesRemoved: Int
         /// How long the node was held for the fork, under the engine's lock (0: not forked).
         var forkMicros: UInt64 = 0
+        /// How long after a fork the child had read the indexes, and the node held its new claims
+        /// aside (``ForkedSnapshot/copy(into:silenceMillis:)``; 0: not forked).
+        var indexesReadMillis: UInt64 = 0
     }
 
     let fs: any FileSystem
@@ -158,12 +161,13 @@ final class Snapshotter: @unchecked Sendable {
         _ forked: ForkedSnapshot, currentFile: UInt64, keeping: Int, isDurable: @Sendable (VersionVector) -> Bool
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
-        return try put(
+        var indexesReadMillis: UInt64 = 0
+        var taken = try put(
             metadata: forked.metadata, newest: try SnapshotFile.labels(in: directory, on: fs).first, started: started,
             currentFile: currentFile, keeping: keeping, unneeded: forked.abandon
         ) {
             (writer) throws(StorageError) in
-            try forked.copy(into: writer)
+            indexesReadMillis = try forked.copy(into: writer)
             while !isDurable(forked.metadata.versionVector) {
                 guard SystemClock.monotonicNanos() - started < Self.durableWaitNanos else {
                     throw .io(path: directory, reason: "the journal did not make what the snapshot holds durable in time")
@@ -171,6 +175,8 @@ final class Snapshotter: @unchecked Sendable {
                 usleep(1_000)
             }
         }
+        taken.indexesReadMillis = indexesReadMillis
+        return taken
     }
 
     /// Writes the snapshot `metadata` describes, its records from `fill`, unless `newest` (the label
@@ -288,6 +294,7 @@ final class Snapshotter: @unchecked Sendable {
                 metadata: [
                     "snapshot": "\(SnapshotFile.name(label: taken.label))", "bytes": "\(taken.bytes)", "millis": "\(taken.millis)",
                     "journal_files_removed": "\(taken.filesRemoved)", "fork_micros": "\(taken.forkMicros)",
+                    "indexes_read_millis": "\(taken.indexesReadMillis)",
                 ])
         case .failure(let error):
             logger.error("a snapshot failed; the journal keeps everything, and the next one tries again", metadata: ["error": "\(error)"])
