@@ -60,6 +60,44 @@ import Testing
         #expect(loaded.metadata == Self.metadataOfTest)
     }
 
+    /// A flag a forked child raises is seen by the parent, without a word through the pipe.
+    @Test func aForkSignalRaisedInTheChildIsSeenByTheParent() throws {
+        let signal = try #require(ForkSignal())
+        #expect(!signal.isRaised)
+        let child = try ForkedWriter.start { _ in
+            signal.raise()
+            return true
+        }.get()
+        defer { child.close() }
+        #expect(child.wait())
+        #expect(signal.isRaised)
+    }
+
+    /// From the fork, the node holds claims new to it aside; once the child has read the indexes
+    /// (at the latest once its snapshot is copied), the next claims move them back into the claim
+    /// index. Answers and state are those of a state that never held any.
+    @Test func newClaimsAreHeldAsideUntilTheChildHasReadTheIndexes() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var state = try SnapshotPathTests().sampleState(seed: 8, count: 2_000)
+        var unheld = state
+        let forked = try ForkedSnapshot.start(&state, metadata: Self.metadataOfTest).get()
+        #expect(state.holdsClaimsAside)
+        var generator = SplitMix64(seed: 10)
+        for step in 0..<3_000 {
+            if step == 1_000 { _ = try copyAndLoad(forked, label: 4, in: temp.path) }
+            let registration = try Registration(
+                bundle: "com.v.a", identifiers: [PresentedIdentifier(rawKind: 2, text: UUID128(high: UInt64(step) + 1, low: 9).text)],
+                rules: try VendorRules())
+            let now = HLCTimestamp(rawValue: UInt64(1 << 30) + UInt64(step))
+            let minted = DeviceID.mint(at: now, using: &generator)
+            let held = state.register(registration, at: now, origin: NodeID(trusted: "node-b")) { _ in minted }
+            #expect(held == unheld.register(registration, at: now, origin: NodeID(trusted: "node-b")) { _ in minted })
+        }
+        #expect(!state.holdsClaimsAside, "the held claims did not move back")
+        #expect(state.snapshot() == unheld.snapshot())
+    }
+
     /// The snapshots a node takes by itself while registrations go on (eight clients at once, so
     /// that operations are applied but not yet durable when a commit starts one) hold exactly
     /// what their version vectors say: the same state as the journal replayed through that
