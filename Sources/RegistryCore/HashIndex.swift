@@ -166,8 +166,11 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         if !isKnownUniquelyReferenced(&table) { table = table.copy() }
         let hash = key.hash(seed: seed)
         if let index = table.find(key, hash: hash) {
-            defer { table.setValue(value, at: index) }
-            return table.value(at: index)
+            let previous = table.value(at: index)
+            // Not written when unchanged: a page a forked snapshot's child shares is copied when
+            // written (``HoldableIndex``), and a returning device sets its claims again.
+            if previous != value { table.setValue(value, at: index) }
+            return previous
         }
         // A key still in the old table is shadowed by its copy here; the move skips it later.
         let previous = unmovedValue(for: key, hash: hash)
@@ -275,6 +278,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Moves some of an old table's buckets into the current one, as an insert does; for a caller
     /// that must see the move finished before it reads ``entry(atBucket:)``, with no insert to come.
     mutating func continueMoving() {
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
         moveSomeOldBuckets()
     }
 

@@ -19,8 +19,9 @@
 ///   finished growing), as a growing ``HashIndex`` moves its old buckets. Setting a held key sets
 ///   it in both. A held key already moved is in both, with the same value.
 ///
-/// When the last held entry has moved, the held index goes and the index is plain again.
-/// Lookups ask the held index first: its value is the key's value wherever else the key is.
+/// When the last held entry has moved, the held index goes and the index is plain again; entries
+/// still held when the next hold starts are moved back at once. Lookups ask the main index
+/// first: a key in both has the same value in both.
 struct HoldableIndex<Key: HashIndexKey>: Sendable {
     private(set) var main: HashIndex<Key>
     private var held: HashIndex<Key>?
@@ -153,11 +154,19 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
         main.drainInForkedChild(body)
     }
 
-    /// ``HashIndex/removeAll(where:)``, after moving every held entry back (which ends a hold).
+    /// ``HashIndex/removeAll(where:)``. While holding, from each index apart (the keys are in one
+    /// or the other, and a removal builds a new table, writing no page of the old), and the hold
+    /// goes on; otherwise after moving every held entry back.
     mutating func removeAll(where shouldRemove: (Key, UInt32) -> Bool) -> [(Key, UInt32)] {
-        moveHeldEntries()
-        return main.removeAll(where: shouldRemove)
+        guard isHolding else {
+            moveHeldEntries()
+            return main.removeAll(where: shouldRemove)
+        }
+        return main.removeAll(where: shouldRemove) + held!.removeAll(where: shouldRemove)
     }
+
+    /// True while the held index is moving its own entries into a bigger table (for tests).
+    var heldIndexIsGrowing: Bool { held?.isMovingEntries ?? false }
 
     /// ``HashIndex/touch(_:)`` in both indexes.
     func touch(_ keys: [Key]) -> UInt32 {

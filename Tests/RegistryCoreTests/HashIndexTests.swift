@@ -14,13 +14,7 @@ struct HashIndexTests {
         var keys = [UUID128]()
         var stepsWhileMoving = 0
         for step in 0..<6_000 {
-            let key: UUID128
-            if !keys.isEmpty, random.next() % 3 == 0 {
-                key = keys[Int(random.next() % UInt64(keys.count))]
-            } else {
-                key = UUID128(high: random.next(), low: random.next())
-                keys.append(key)
-            }
+            let key = nextKey(&random, &keys, oldOneIn: 3)
             index.set(key, UInt32(step))
             reference[key] = UInt32(step)
             guard index.isMoving else { continue }
@@ -43,13 +37,7 @@ struct HashIndexTests {
         var keys = [UUID128]()
         for step in 0..<20_000 {
             // Mostly new keys, some updates of old ones.
-            let key: UUID128
-            if !keys.isEmpty, random.next() % 4 == 0 {
-                key = keys[Int(random.next() % UInt64(keys.count))]
-            } else {
-                key = UUID128(high: random.next(), low: random.next())
-                keys.append(key)
-            }
+            let key = nextKey(&random, &keys, oldOneIn: 4)
             let value = UInt32(step)
             #expect(index.set(key, value) == reference.updateValue(value, forKey: key))
             #expect(index.count == reference.count)
@@ -185,4 +173,13 @@ private final class ControlledBlock: TableBlock {
     var base: UnsafeMutableRawPointer { heap.base }
     var isReady: Bool { owner.ready.withLock { $0 } }
     func hurry() { owner.hurry() }
+}
+
+/// The key for the next step of a seeded index test: one of `keys` again, one time in
+/// `oldOneIn`, otherwise a new one, which is added to `keys`.
+func nextKey(_ random: inout SplitMix64, _ keys: inout [UUID128], oldOneIn: UInt64) -> UUID128 {
+    if !keys.isEmpty, random.next() % oldOneIn == 0 { return keys[Int(random.next() % UInt64(keys.count))] }
+    let key = UUID128(high: random.next(), low: random.next())
+    keys.append(key)
+    return key
 }

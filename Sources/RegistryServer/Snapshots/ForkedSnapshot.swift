@@ -43,8 +43,10 @@ struct ForkedSnapshot: Sendable {
     /// `metadata` describing `registry` as it is under that lock. New claims are held aside in
     /// `registry` until the child has let go of the claim index.
     static func start(_ registry: inout RegistryState, metadata: SnapshotMetadata) -> Result<ForkedSnapshot, ForkedWriter.Failure> {
+        // Without a shared flag (no page to map) the hold ends at the next claim: the fork still
+        // finds every claim in the claim index.
         let childLetGo = ForkSignal()
-        if let childLetGo { registry.holdNewClaims(until: { childLetGo.isRaised }) }
+        registry.holdNewClaims(until: { childLetGo?.isRaised ?? true })
         let forked = ForkedWriter.start { input in
             // The child: encodes and writes, nothing else (see ForkedWriter on what it must not do),
             // in the CPU time nothing else wants. First, at the node's priority, it lets go of the
@@ -90,6 +92,9 @@ struct ForkedSnapshot: Sendable {
         guard child.wait() else { throw .io(path: "snapshot child \(child.pid)", reason: "the forked snapshot writer failed") }
         return ((firstBytesAt ?? SystemClock.monotonicNanos()) - forkedAt) / 1_000_000
     }
+
+    /// True once the child has read the indexes, and the node's hold may end (for tests).
+    var childHasReadIndexes: Bool { childLetGo?.isRaised ?? true }
 
     /// Ends the child without reading what it sends (the snapshot is not needed).
     func abandon() {

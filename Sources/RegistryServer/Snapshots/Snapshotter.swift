@@ -162,8 +162,15 @@ final class Snapshotter: @unchecked Sendable {
     ) throws(StorageError) -> Taken {
         let started = SystemClock.monotonicNanos()
         var indexesReadMillis: UInt64 = 0
+        let newest: UInt64?
+        do throws(StorageError) {
+            newest = try SnapshotFile.labels(in: directory, on: fs).first
+        } catch {
+            forked.abandon()
+            throw error
+        }
         var taken = try put(
-            metadata: forked.metadata, newest: try SnapshotFile.labels(in: directory, on: fs).first, started: started,
+            metadata: forked.metadata, newest: newest, started: started,
             currentFile: currentFile, keeping: keeping, unneeded: forked.abandon
         ) {
             (writer) throws(StorageError) in

@@ -85,7 +85,13 @@ import Testing
         #expect(state.holdsClaimsAside)
         var generator = SplitMix64(seed: 10)
         for step in 0..<3_000 {
-            if step == 1_000 { _ = try copyAndLoad(forked, label: 4, in: temp.path) }
+            if step == 1_000 {
+                // The child raises the flag itself, before it writes anything.
+                let deadline = SystemClock.monotonicNanos() + 20_000_000_000
+                while !forked.childHasReadIndexes, SystemClock.monotonicNanos() < deadline { usleep(1_000) }
+                #expect(forked.childHasReadIndexes)
+                _ = try copyAndLoad(forked, label: 4, in: temp.path)
+            }
             let registration = try Registration(
                 bundle: "com.v.a", identifiers: [PresentedIdentifier(rawKind: 2, text: UUID128(high: UInt64(step) + 1, low: 9).text)],
                 rules: try VendorRules())

@@ -10,20 +10,13 @@ import Testing
 @Suite struct SnapshotPathTests {
     /// A state with devices, merges, several apps and two vendors, from seeded registrations.
     func sampleState(seed: UInt64, count: Int = 2_000) throws -> RegistryState {
-        var generator = SplitMix64(seed: seed)
-        let rules = try VendorRules()
+        var registrations = try SampleRegistrations(seed: seed, poolSize: count / 3)
         var state = RegistryState()
         var clock = HybridLogicalClock()
-        let pool = (0..<count / 3).map { _ in UUID128(high: generator.next() | 1, low: generator.next()) }
         for step in 0..<count {
-            var presented = [PresentedIdentifier(rawKind: 2, text: pool[Int(generator.next() % UInt64(pool.count))].text)]
-            if generator.next() % 2 == 0 {
-                presented.append(PresentedIdentifier(rawKind: 1, text: pool[Int(generator.next() % UInt64(pool.count))].text))
-            }
-            let registration = try Registration(
-                bundle: ["com.v.a", "com.v.b", "org.w.c"][Int(generator.next() % 3)], identifiers: presented, rules: rules)
+            let registration = try registrations.next()
             let now = clock.tick(wallMillis: UInt64(1_000 + step))
-            _ = state.register(registration, at: now, origin: NodeID(trusted: "node-a")) { _ in DeviceID.mint(at: now, using: &generator) }
+            _ = state.register(registration, at: now, origin: NodeID(trusted: "node-a")) { _ in registrations.mint(at: now) }
         }
         return state
     }
