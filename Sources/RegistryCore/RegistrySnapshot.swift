@@ -72,19 +72,20 @@ extension RegistryState {
         try forEachSnapshotRecord(claimsInOrder: claimsByOwner(), body)
     }
 
+    /// In a forked child that writes this state out: gives up the child's copy of the device
+    /// index, which the records do not need (``forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``
+    /// does it too; a child calls this first to let go of it sooner).
+    public func dropDeviceIndexInForkedChild() {
+        slotOf.dropPagesInForkedChild()
+    }
+
     /// ``forEachSnapshotRecord(_:)`` in a forked child that writes this state out (RegistryServer's
     /// `ForkedSnapshot`): until the child lets go of a page of the indexes, every write of the
     /// serving node to it is a copy under the engine's lock, and the node writes them at random.
     /// So the device index, which the records do not need, is let go of at once, and the claim
     /// index as it is read, once, before any record is written; then `afterReadingIndexes` is
-    /// called (the child tells the node, which then stops holding its new claims aside). This state must not be used again in the child.
-    /// In a forked child that writes this state out: gives up the child's copy of the device
-    /// index, which the records do not need (see ``forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``,
-    /// which does it too, later).
-    public func dropDeviceIndexInForkedChild() {
-        slotOf.dropPagesInForkedChild()
-    }
-
+    /// called (the child tells the node, which then stops holding its new claims aside, see
+    /// ``holdNewClaims(until:)``). This state must not be used again in the child.
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
         slotOf.dropPagesInForkedChild()
         var gathered = [(ClaimKey, UInt32)]()

@@ -7,9 +7,10 @@ import RegistryWire
 /// (``ForkedWriter``) while the node goes on serving: the child encodes every record of the state
 /// (``RegistryState/forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``) into a pipe, and the
 /// snapshotter's thread writes them into the snapshot file (``copy(into:)``). There is no second
-/// state to build: the kernel copies only the pages the node writes while the child reads, and
-/// the child lets go of the indexes' tables, which the node writes at random, as soon as it has
-/// gathered the claims from them.
+/// state to build: the kernel copies only the pages the node writes while the child reads. The
+/// node writes the indexes' tables at random, so the child lets go of them first (the claim
+/// index once it has gathered the claims from it), and until then the node holds the claims new
+/// to it in a table of their own (``RegistryState/holdNewClaims(until:)``).
 ///
 /// The fork happens under the engine's lock, so the state is exactly what ``metadata``'s version
 /// vector says, which may include operations applied but not yet durable: the snapshot is put
