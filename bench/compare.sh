@@ -35,8 +35,7 @@ trap cleanup EXIT
 
 echo "== building registryd at $base_revision (base) and at HEAD $head_revision" >&2
 choose_base_registryd "$base" "$worktree" "${COMPARE_BASE_BIN:-}"
-for product in registryd registryload; do swift build -c release --product "$product" >&2; done
-head_bin=$(swift build -c release --show-bin-path)
+build_head
 
 
 # run BUILD-NAME BINARY-DIR ROW ROUND: one row against a fresh node of that build.

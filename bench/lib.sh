@@ -60,6 +60,14 @@ build_base_registryd() {
   (cd "$2" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
 }
 
+# build_head: builds this checkout's registryd and registryload (release) and sets head_bin, the
+# folder that holds them.
+build_head() {
+  local product
+  for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+  head_bin=$(swift build -c release --show-bin-path)
+}
+
 # choose_base_registryd REV WORKTREE [PREBUILT-DIR]: sets base_bin, the folder of REV's registryd
 # (PREBUILT-DIR when given, else built by build_base_registryd), and base_name, how the report names
 # it (bench/replay.sh, bench/catchup.sh).

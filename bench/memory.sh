@@ -26,8 +26,7 @@ worktree="$out/base"
 pid=""
 trap journal_bench_cleanup EXIT
 
-for product in registryd registryload; do swift build -c release --product "$product" >&2; done
-head_bin=$(swift build -c release --show-bin-path)
+build_head
 choose_base_registryd "$base" "$worktree" "${MEMORY_BASE_BIN:-}"
 
 # run NAME BINARY-DIR SIZING ROUND: one node of that build, sized (`sized`) or not (`grown`).

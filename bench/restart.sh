@@ -25,8 +25,7 @@ worktree="$out/base"
 pid=""
 trap journal_bench_cleanup EXIT
 
-for product in registryd registryload; do swift build -c release --product "$product" >&2; done
-head_bin=$(swift build -c release --show-bin-path)
+build_head
 choose_base_registryd "$base" "$worktree" "${RESTART_BASE_BIN:-}"
 flags="--port $port --expected-devices $((devices * 11 / 10)) --snapshot-every-operations 0 --snapshot-every-seconds 0"
 
