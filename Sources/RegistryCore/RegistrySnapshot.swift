@@ -49,27 +49,40 @@ public struct SnapshotRestoreError: Error, Equatable, Sendable, CustomStringConv
 }
 
 extension RegistryState {
+    /// Every claim, ordered by owner: restoring them then reads the owners' slots in order, where
+    /// in the index's order each read was a cache miss (a third of a 10M-device restore's time).
+    ///
+    /// A counting sort straight from the index: one walk counts each owner's claims, and `walk`
+    /// (the index's `forEach`, or a forked child's drain) then puts each claim in its place. Both
+    /// read the index in order and write at random, where gathering the claims and sorting them
+    /// by owner read and wrote them about log2(n) times over (docs/performance.md, "Snapshots from
+    /// a fork"). Both walks must find the same claims (a value's index does not change under it).
+    private func claimsByOwner(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
+        let count = claims.count
+        precondition(count < Int(UInt32.max), "more claims than a 32-bit position holds")
+        // next[o]: where owner o's next claim goes; o's run ends where o + 1's begins.
+        var next = [UInt32](repeating: 0, count: Int(slots.count) + 1)
+        claims.forEach { _, owner in next[Int(owner) + 1] += 1 }
+        for owner in next.indices.dropFirst() { next[owner] += next[owner - 1] }
+        return [(ClaimKey, UInt32)](unsafeUninitializedCapacity: count) { ordered, initialized in
+            var placed = 0
+            walk { key, owner in
+                let position = Int(next[Int(owner)])
+                precondition(position < count, "the second walk found claims the first did not")
+                (ordered.baseAddress! + position).initialize(to: (key, owner))
+                next[Int(owner)] += 1
+                placed += 1
+            }
+            precondition(placed == count, "the second walk missed claims the first found")
+            initialized = count
+        }
+    }
+
     /// Calls `body` with every piece of the state, in the order ``Restorer`` takes them. It reads
     /// the state as it is; the caller keeps it from changing meanwhile. Devices are numbered as
     /// the state numbers its slots, which the pieces keep.
-    /// Every claim, ordered by owner (a counting sort): restoring them then reads the owners'
-    /// slots in order, where in the index's order each read was a cache miss (a third of a
-    /// 10M-device restore's time).
-    private func claimsByOwner() -> [(ClaimKey, UInt32)] {
-        var starts = [Int](repeating: 0, count: slots.count + 1)
-        claims.forEach { _, owner in starts[Int(owner) + 1] += 1 }
-        for index in starts.indices.dropFirst() { starts[index] += starts[index - 1] }
-        let placeholder = (ClaimKey(vendor: 0, identifier: Identifier(kind: .idfv, value: UUID128(high: 0, low: 0))), UInt32(0))
-        var ordered = [(ClaimKey, UInt32)](repeating: placeholder, count: claims.count)
-        claims.forEach { key, owner in
-            ordered[starts[Int(owner)]] = (key, owner)
-            starts[Int(owner)] += 1
-        }
-        return ordered
-    }
-
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
-        try forEachSnapshotRecord(claimsInOrder: claimsByOwner(), body)
+        try forEachSnapshotRecord(claimsInOrder: claimsByOwner(placing: claims.forEach), body)
     }
 
     /// In a forked child that writes this state out: gives up the child's copy of the device
@@ -88,13 +101,9 @@ extension RegistryState {
     /// ``holdNewClaims(until:)``). This state must not be used again in the child.
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
         slotOf.dropPagesInForkedChild()
-        var gathered = [(ClaimKey, UInt32)]()
-        gathered.reserveCapacity(claims.count)
-        claims.drainInForkedChild { key, owner in gathered.append((key, owner)) }
+        let ordered = claimsByOwner(placing: claims.drainInForkedChild)
         afterReadingIndexes()
-        // Ordered by owner, as claimsByOwner() orders them, in place.
-        gathered.sort { $0.1 < $1.1 }
-        try forEachSnapshotRecord(claimsInOrder: gathered, body)
+        try forEachSnapshotRecord(claimsInOrder: ordered, body)
     }
 
     /// For a forked snapshot, just before the fork: until `childLetGo` returns true (the child has
