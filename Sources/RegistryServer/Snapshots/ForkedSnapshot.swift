@@ -32,8 +32,9 @@ struct ForkedSnapshot: Sendable {
         forkedAt = SystemClock.monotonicNanos()
     }
 
-    /// Time the child may go without writing before it is taken for stuck and ended: far more
-    /// than encoding one record takes, even on a machine busy with requests.
+    /// Time the child may go without writing before it is taken for stuck and ended, when it is
+    /// blocked or has had that much CPU time meanwhile (``ChildSilence``; a child waiting for a
+    /// CPU is waited for): far more than reading the indexes or encoding one record takes.
     static let silenceMillis: Int32 = 60_000
 
     /// The longest record a frame may announce: no record comes near it, so a longer one means
@@ -70,7 +71,8 @@ struct ForkedSnapshot: Sendable {
     }
 
     /// Appends every record the child sends to `writer`, then waits for the child; throws when the
-    /// stream breaks off, is malformed, falls silent for `silenceMillis`, or the child fails.
+    /// stream breaks off, is malformed, falls silent for `silenceMillis` while stuck
+    /// (``ChildSilence``), or the child fails.
     /// The child has ended when this returns or throws, and its pipe is closed. Returns how long
     /// after the fork the child's first bytes came: it writes nothing before it has read the
     /// indexes, so this is about how long the node held its new claims aside.
@@ -111,16 +113,27 @@ struct ForkedSnapshot: Sendable {
         var pending = [UInt8]()
         var start = 0
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var silence = ChildSilence(windowMillis: silenceMillis)
+        // The child's state is read at most once a second while it sends, so the CPU time
+        // ChildSilence counts from its last bytes may include up to a second before them.
+        var stateReadAt: UInt64 = 0
         while true {
             let outcome = chunk.withUnsafeMutableBytes { child.read(into: $0, timeoutMillis: silenceMillis) }
             switch outcome {
             case .bytes(let count):
                 pending.append(contentsOf: chunk[0..<count])
+                let now = SystemClock.monotonicNanos()
+                if now - stateReadAt >= 1_000_000_000, let state = ProcessState.of(child.pid) {
+                    silence.sent(state)
+                    stateReadAt = now
+                }
             case .end:
                 guard start == pending.count else { throw .corrupt("\(source): its stream ends inside a record") }
                 return
             case .silent:
-                throw .io(path: source, reason: "wrote nothing for \(silenceMillis) ms")
+                // Slow is not stuck (ChildSilence); a child whose state cannot be read is.
+                if let state = ProcessState.of(child.pid), !silence.isStuck(now: state) { continue }
+                throw .io(path: source, reason: "wrote nothing for \(silenceMillis) ms, and is blocked or ran that long without writing")
             case .failed(let reason):
                 throw .io(path: source, reason: reason)
             }

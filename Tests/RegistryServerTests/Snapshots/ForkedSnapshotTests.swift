@@ -205,4 +205,43 @@ import Testing
         #expect(reason.contains("wrote nothing for 200 ms"))
         #expect(kill(child.pid, 0) != 0, "the child was ended and reaped")
     }
+
+    /// A child that runs a window's worth of CPU time without writing is stuck too (a loop).
+    @Test func aChildRunningWithoutWritingIsEnded() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { _ in
+            let end = SystemClock.monotonicNanos() + 30_000_000_000
+            while SystemClock.monotonicNanos() < end {}
+            return true
+        }.get()
+        guard case .io(_, let reason)? = refusal(of: child, in: temp.path, silenceMillis: 300) else {
+            Issue.record("not refused as an I/O error")
+            return
+        }
+        #expect(reason.contains("wrote nothing for 300 ms"))
+        #expect(kill(child.pid, 0) != 0, "the child was ended and reaped")
+    }
+
+    /// A child that works slowly, getting a little CPU at a time as it would on a busy node at
+    /// `SCHED_IDLE`, is not ended for its silence, though it writes nothing for longer than the
+    /// window: it had less than a window's CPU time, and some in each window.
+    @Test func aSlowChildIsWaitedFor() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { _ in
+            let end = SystemClock.monotonicNanos() + 1_200_000_000
+            while SystemClock.monotonicNanos() < end {
+                let burst = SystemClock.monotonicNanos() + 30_000_000
+                while SystemClock.monotonicNanos() < burst {}
+                usleep(100_000)
+            }
+            return true
+        }.get()
+        let refused = refusal(of: child, in: temp.path, silenceMillis: 400)
+        if case .io(_, let reason)? = refused {
+            #expect(!reason.contains("wrote nothing"), "ended for its silence: \(reason)")
+        }
+        #expect(kill(child.pid, 0) != 0, "the child was reaped")
+    }
 }
