@@ -59,7 +59,7 @@ run() {
   kill "$sampler"; wait "$sampler" 2>/dev/null || true
   local ticks millis peak devices fork added
   ticks=$(getconf CLK_TCK)
-  millis=$(grep "took a snapshot" "$out/$name.log" | tail -1 | grep -o 'millis=[0-9]*' | cut -d= -f2)
+  millis=$(grep "took a snapshot" "$out/$name.log" | tail -1 | grep -o ' millis=[0-9]*' | cut -d= -f2)
   fork=$(grep "took a snapshot" "$out/$name.log" | tail -1 | grep -o 'fork_micros=[0-9]*' | cut -d= -f2 || true)
   peak=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
   added=$(( $(sort -n "$out/used" | tail -1) - idle_used ))
