@@ -96,7 +96,8 @@ extension RegistryState {
     /// `ForkedSnapshot`): until the child lets go of a page of the indexes, every write of the
     /// serving node to it is a copy under the engine's lock, and the node writes them at random.
     /// So the device index, which the records do not need, is let go of at once, and the claim
-    /// index as it is read, once, before any record is written; then `afterReadingIndexes` is
+    /// index as it is drained into owner order (after one walk that counts each owner's claims),
+    /// before any record is written; then `afterReadingIndexes` is
     /// called (the child tells the node, which then stops holding its new claims aside, see
     /// ``holdNewClaims(until:)``). This state must not be used again in the child.
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {

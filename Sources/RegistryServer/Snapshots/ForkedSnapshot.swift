@@ -9,7 +9,7 @@ import RegistryWire
 /// snapshotter's thread writes them into the snapshot file (``copy(into:)``). There is no second
 /// state to build: the kernel copies only the pages the node writes while the child reads. The
 /// node writes the indexes' tables at random, so the child lets go of them first (the claim
-/// index once it has gathered the claims from it), and until then the node holds the claims new
+/// index once it has put its claims in owner order), and until then the node holds the claims new
 /// to it in a table of their own (``RegistryState/holdNewClaims(until:)``).
 ///
 /// The fork happens under the engine's lock, so the state is exactly what ``metadata``'s version

@@ -190,36 +190,26 @@ import Testing
         #expect(try SnapshotFile.labels(in: temp.path, on: PosixFileSystem()).isEmpty)
     }
 
-    /// A child that stops writing is ended when its silence outlasts the time allowed.
-    @Test func aSilentChildIsEnded() throws {
+    /// A child that stops writing is ended when its silence outlasts the time allowed while it is
+    /// stuck: blocked (asleep), or running a window's worth of CPU time without writing (a loop).
+    @Test(arguments: [false, true]) func aStuckChildIsEnded(spinning: Bool) throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let child = try ForkedWriter.start { _ in
-            sleep(30)
+            if spinning {
+                let end = SystemClock.monotonicNanos() + 30_000_000_000
+                while SystemClock.monotonicNanos() < end {}
+            } else {
+                sleep(30)
+            }
             return true
         }.get()
-        guard case .io(_, let reason)? = refusal(of: child, in: temp.path, silenceMillis: 200) else {
+        let window: Int32 = spinning ? 300 : 200
+        guard case .io(_, let reason)? = refusal(of: child, in: temp.path, silenceMillis: window) else {
             Issue.record("not refused as an I/O error")
             return
         }
-        #expect(reason.contains("wrote nothing for 200 ms"))
-        #expect(kill(child.pid, 0) != 0, "the child was ended and reaped")
-    }
-
-    /// A child that runs a window's worth of CPU time without writing is stuck too (a loop).
-    @Test func aChildRunningWithoutWritingIsEnded() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let child = try ForkedWriter.start { _ in
-            let end = SystemClock.monotonicNanos() + 30_000_000_000
-            while SystemClock.monotonicNanos() < end {}
-            return true
-        }.get()
-        guard case .io(_, let reason)? = refusal(of: child, in: temp.path, silenceMillis: 300) else {
-            Issue.record("not refused as an I/O error")
-            return
-        }
-        #expect(reason.contains("wrote nothing for 300 ms"))
+        #expect(reason.contains("wrote nothing for \(window) ms"))
         #expect(kill(child.pid, 0) != 0, "the child was ended and reaped")
     }
 
