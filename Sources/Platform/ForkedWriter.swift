@@ -114,42 +114,25 @@ public struct ForkedWriter: Sendable {
     }
 }
 
-/// The child's side of a ``ForkedWriter``: bytes gathered in a buffer and written to the pipe a
-/// buffer at a time. Once a write fails, everything after is dropped and ``failed`` says so.
+/// The child's side of a ``ForkedWriter``: whole buffers written to the pipe. Once a write
+/// fails, everything after is dropped and ``failed`` says so.
 public struct PipeSink {
     private let descriptor: Int32
-    private var buffer: [UInt8] = []
     public private(set) var failed = false
-    static var flushBytes: Int { 1 << 20 }
 
     public init(descriptor: Int32) {
         self.descriptor = descriptor
-        buffer.reserveCapacity(Self.flushBytes + 4096)
     }
 
-    /// Appends `bytes` preceded by their count (`UInt32`, little-endian).
-    public mutating func appendFramed(_ bytes: [UInt8]) {
-        let count = UInt32(bytes.count)
-        for shift in stride(from: 0, to: 32, by: 8) { buffer.append(UInt8(truncatingIfNeeded: count >> UInt32(shift))) }
-        buffer.append(contentsOf: bytes)
-        if buffer.count >= Self.flushBytes { flush() }
-    }
-
-    /// Writes everything gathered; false when any write failed.
+    /// Writes all of `bytes`, unless a write failed before; false when any write failed.
     @discardableResult
-    public mutating func flush() -> Bool {
-        guard !failed else { return false }
+    public mutating func write(_ bytes: [UInt8]) -> Bool {
         var written = 0
-        while written < buffer.count {
-            let count = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+        while !failed && written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                failed = true
-                break
-            }
-            written += count
+            if count > 0 { written += count } else { failed = true }
         }
-        buffer.removeAll(keepingCapacity: true)
         return !failed
     }
 }

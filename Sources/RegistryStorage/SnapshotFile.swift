@@ -16,8 +16,11 @@ public enum SnapshotFile {
     static let format: UInt32 = 1
     /// A block is written once its records reach this many bytes.
     public static let blockBytes = 1 << 20
-    static let blockHeaderBytes = 20
-    static let largestBlock = 64 << 20
+    /// The bytes of a block's head.
+    public static let blockHeaderBytes = 20
+    /// The longest block a reader accepts: no block comes near it, so a longer one means the
+    /// bytes are damaged or out of step.
+    public static let largestBlock = 64 << 20
 
     /// The file name of the snapshot labelled `label` (for a node, the operations it covers), so
     /// that names sort as labels do.
@@ -100,14 +103,10 @@ public enum SnapshotFile {
                 guard offset + blockHeaderBytes + 8 == size else { throw corrupt("bytes follow its trailer") }
                 return
             }
-            guard kind == blockMagic, head.count == blockHeaderBytes else {
+            guard head.count == blockHeaderBytes, let blockHead = head.withUnsafeBytes({ BlockHead($0) }) else {
                 throw corrupt("block \(blocks) at byte \(offset) is damaged or cut short")
             }
-            let (payloadLength, count, blockChecksum) = head.withUnsafeBytes {
-                (Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self))),
-                 UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
-                 UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 12, as: UInt64.self)))
-            }
+            let (payloadLength, count, blockChecksum) = (blockHead.payloadLength, blockHead.records, blockHead.checksum)
             guard payloadLength <= largestBlock else { throw corrupt("block \(blocks) claims \(payloadLength) bytes") }
             let payload = try fs.read(file, at: offset + blockHeaderBytes, count: payloadLength)
             guard payload.count == payloadLength else { throw corrupt("block \(blocks) is cut short (truncated)") }
@@ -131,6 +130,27 @@ public enum SnapshotFile {
         }
     }
 
+    /// A block's head (see the layout above): what follows it and its checksum.
+    public struct BlockHead {
+        /// The bytes of records after the head.
+        public let payloadLength: Int
+        /// How many records they are.
+        public let records: UInt32
+        /// Their checksum, seeded with their count.
+        public let checksum: UInt64
+
+        /// The head at the start of `bytes`; nil unless they start with a block's magic and hold
+        /// a whole head.
+        public init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count >= SnapshotFile.blockHeaderBytes,
+                UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)) == SnapshotFile.blockMagic
+            else { return nil }
+            payloadLength = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+            records = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+            checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 12, as: UInt64.self))
+        }
+    }
+
     static func chain(_ chain: UInt64, _ checksum: UInt64) -> UInt64 {
         withUnsafeBytes(of: (chain ^ checksum).littleEndian) { JournalChecksum.of($0, seed: 0x5353) }
     }
@@ -149,8 +169,7 @@ public final class SnapshotWriter {
     private let temporary: String
     private let file: FileHandle
     private var offset = 0
-    private var block: [UInt8] = []
-    private var blockRecords: UInt32 = 0
+    private var block = SnapshotBlock()
     private var blocks: UInt64 = 0
     private var records: UInt64 = 0
     private var chain: UInt64 = 0
@@ -189,17 +208,29 @@ public final class SnapshotWriter {
 
     /// Adds one record.
     public func append(_ record: UnsafeRawBufferPointer) throws(StorageError) {
-        ByteWriter.append(UInt32(record.count), to: &block)
-        block.append(contentsOf: record)
-        blockRecords += 1
-        if block.count >= SnapshotFile.blockBytes { try writeBlock() }
+        block.append(record)
+        if block.isFull { try writeBlock() }
+    }
+
+    /// Adds a whole block, sealed (``SnapshotBlock/seal()``), after the records appended so far.
+    /// Its head is checked to announce exactly the bytes that follow it; its checksum is not
+    /// checked here (the block comes from this node's own code, and every reader checks it).
+    public func appendSealed(_ sealed: UnsafeRawBufferPointer) throws(StorageError) {
+        guard let head = SnapshotFile.BlockHead(sealed), SnapshotFile.blockHeaderBytes + head.payloadLength == sealed.count else {
+            throw .corrupt("snapshot \(path): a block of \(sealed.count) bytes whose head does not announce them")
+        }
+        if !block.isEmpty { try writeBlock() }
+        try write(sealed)
+        chain = SnapshotFile.chain(chain, head.checksum)
+        blocks += 1
+        records += UInt64(head.records)
     }
 
     /// Writes the last block and the trailer, syncs the file, renames it into place and syncs
     /// the directory; returns the path. Until it returns, no reader sees this snapshot.
     @discardableResult
     public func finish() throws(StorageError) -> String {
-        if blockRecords > 0 { try writeBlock() }
+        if !block.isEmpty { try writeBlock() }
         var trailer = [UInt8]()
         ByteWriter.append(SnapshotFile.trailerMagic, to: &trailer)
         ByteWriter.append(blocks, to: &trailer)
@@ -218,24 +249,27 @@ public final class SnapshotWriter {
     public var bytesWritten: Int { offset }
 
     private func writeBlock() throws(StorageError) {
-        let checksum = block.withUnsafeBytes { JournalChecksum.of($0, seed: UInt64(blockRecords)) }
-        var head = [UInt8]()
-        ByteWriter.append(SnapshotFile.blockMagic, to: &head)
-        ByteWriter.append(UInt32(block.count), to: &head)
-        ByteWriter.append(blockRecords, to: &head)
-        ByteWriter.append(checksum, to: &head)
-        try write(head + block)
+        let checksum = block.seal()
+        try write(block.bytes)
         chain = SnapshotFile.chain(chain, checksum)
         blocks += 1
-        records += UInt64(blockRecords)
-        block.removeAll(keepingCapacity: true)
-        blockRecords = 0
+        records += UInt64(block.records)
+        block.reset()
     }
 
     private func write(_ bytes: [UInt8]) throws(StorageError) {
         try fs.write(file, bytes, at: offset)
-        offset += bytes.count
-        unsynced += bytes.count
+        try wrote(bytes.count)
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) throws(StorageError) {
+        try fs.write(file, bytes, at: offset)
+        try wrote(bytes.count)
+    }
+
+    private func wrote(_ count: Int) throws(StorageError) {
+        offset += count
+        unsynced += count
         if unsynced >= Self.syncEveryBytes {
             try fs.sync(file)
             unsynced = 0

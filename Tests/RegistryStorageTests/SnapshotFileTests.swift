@@ -42,6 +42,56 @@ import Testing
         }
     }
 
+    /// Blocks sealed elsewhere (a forked snapshot's child) and records appended one at a time
+    /// make the same file as the same records appended one at a time, in whatever order they
+    /// mix, so long as each sealed block is cut where the writer would cut it.
+    @Test func sealedBlocksMakeTheFileRecordsAppendedOneByOneWould() throws {
+        let fs = SimulatedFileSystem()
+        let many = records(40_000, seed: 3)
+        let byRecord = try fs.readAll(try write(many, label: 1, metadata: [4], on: fs, in: "/data"))
+        // The same records cut into blocks as the writer cuts them; the first block's records
+        // appended one by one, the others sealed.
+        var blocks = [[[UInt8]]]()
+        var block = SnapshotBlock()
+        var current = [[UInt8]]()
+        for record in many {
+            block.append(record)
+            current.append(record)
+            if block.isFull {
+                blocks.append(current)
+                current = []
+                block.reset()
+            }
+        }
+        blocks.append(current)
+        #expect(blocks.count == 3)
+        let writer = try SnapshotWriter(fs: fs, directory: "/data", label: 2, metadata: [4])
+        for record in blocks[0] { try record.withUnsafeBytes { try writer.append($0) } }
+        for records in blocks.dropFirst() {
+            var sealed = SnapshotBlock()
+            for record in records { sealed.append(record) }
+            sealed.seal()
+            try sealed.bytes.withUnsafeBytes { try writer.appendSealed($0) }
+        }
+        let bySealed = try fs.readAll(try writer.finish())
+        #expect(bySealed == byRecord)
+    }
+
+    /// A sealed block whose head does not announce exactly its bytes is refused, and what was
+    /// written before it still makes a whole file.
+    @Test func aSealedBlockWithAWrongHeadIsRefused() throws {
+        let fs = SimulatedFileSystem()
+        let writer = try SnapshotWriter(fs: fs, directory: "/data", label: 1, metadata: [])
+        var block = SnapshotBlock()
+        block.append([1, 2, 3])
+        block.seal()
+        for wrong in [Array(block.bytes.dropLast()), block.bytes + [0], [UInt8](repeating: 0, count: block.bytes.count), []] {
+            #expect(throws: StorageError.self) { try wrong.withUnsafeBytes { try writer.appendSealed($0) } }
+        }
+        try block.bytes.withUnsafeBytes { try writer.appendSealed($0) }
+        #expect(try read(try writer.finish(), on: fs).records == [[1, 2, 3]])
+    }
+
     @Test func aTruncatedSnapshotIsRefusedAtEveryLength() throws {
         let fs = SimulatedFileSystem()
         let path = try write(records(300, seed: 2), label: 1, metadata: [9], on: fs, in: "/data")

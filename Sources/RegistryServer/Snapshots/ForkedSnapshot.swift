@@ -5,8 +5,10 @@ import RegistryWire
 
 /// A snapshot of the serving state as it was at one moment, read by a forked copy of the node
 /// (``ForkedWriter``) while the node goes on serving: the child encodes every record of the state
-/// (``RegistryState/forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``) into a pipe, and the
-/// snapshotter's thread writes them into the snapshot file (``copy(into:)``). There is no second
+/// (``RegistryState/forEachSnapshotRecordInForkedChild(afterReadingIndexes:_:)``) into the
+/// snapshot file's own blocks, sealed (``SnapshotBlock``), and sends them through a pipe; the
+/// snapshotter's thread checks each block's head and writes it into the file as it came
+/// (``copy(into:)``, ``SnapshotWriter/appendSealed(_:)``). There is no second
 /// state to build: the kernel copies only the pages the node writes while the child reads. The
 /// node writes the indexes' tables at random, so the child lets go of them first (the claim
 /// index once it has put its claims in owner order), and until then the node holds the claims new
@@ -37,10 +39,6 @@ struct ForkedSnapshot: Sendable {
     /// CPU is waited for): far more than reading the indexes or encoding one record takes.
     static let silenceMillis: Int32 = 60_000
 
-    /// The longest record a frame may announce: no record comes near it, so a longer one means
-    /// the stream is out of step.
-    static let largestRecord = 64 << 20
-
     /// Forks the node; the child streams `registry`'s records. Call it holding the engine's lock,
     /// `metadata` describing `registry` as it is under that lock. New claims are held aside in
     /// `registry` until the child has let go of the claim index.
@@ -59,18 +57,28 @@ struct ForkedSnapshot: Sendable {
             Scheduling.runThisThreadWhenIdle()
             var sink = PipeSink(descriptor: input)
             var bytes = [UInt8]()
+            var block = SnapshotBlock()
             registry.forEachSnapshotRecordInForkedChild(afterReadingIndexes: { childLetGo?.raise() }) { record in
                 guard !sink.failed else { return }
                 SnapshotCodec.encode(record, into: &bytes)
-                sink.appendFramed(bytes)
+                block.append(bytes)
+                if block.isFull { send(&block, to: &sink) }
             }
-            return sink.flush()
+            if !block.isEmpty { send(&block, to: &sink) }
+            return !sink.failed
         }
         if case .failure = forked { registry.releaseHeldClaims() }
         return forked.map { ForkedSnapshot(child: $0, metadata: metadata, childLetGo: childLetGo) }
     }
 
-    /// Appends every record the child sends to `writer`, then waits for the child; throws when the
+    /// The child's: seals `block`, writes it to the pipe whole, and empties it.
+    private static func send(_ block: inout SnapshotBlock, to sink: inout PipeSink) {
+        block.seal()
+        sink.write(block.bytes)
+        block.reset()
+    }
+
+    /// Appends every block the child sends to `writer`, then waits for the child; throws when the
     /// stream breaks off, is malformed, falls silent for `silenceMillis` while stuck
     /// (``ChildSilence``), or the child fails.
     /// The child has ended when this returns or throws, and its pipe is closed. Returns how long
@@ -84,9 +92,9 @@ struct ForkedSnapshot: Sendable {
         }
         var firstBytesAt: UInt64?
         do throws(StorageError) {
-            try readFrames(silenceMillis: silenceMillis) { (record) throws(StorageError) in
+            try readBlocks(silenceMillis: silenceMillis) { (block) throws(StorageError) in
                 if firstBytesAt == nil { firstBytesAt = SystemClock.monotonicNanos() }
-                try writer.append(record)
+                try writer.appendSealed(block)
             }
         } catch {
             child.stop()
@@ -106,29 +114,31 @@ struct ForkedSnapshot: Sendable {
         child.close()
     }
 
-    /// Calls `record` with each frame (`length u32 | bytes`, see ``PipeSink/appendFramed(_:)``)
-    /// until the stream ends.
-    private func readFrames(silenceMillis: Int32, _ record: (UnsafeRawBufferPointer) throws(StorageError) -> Void) throws(StorageError) {
+    /// Calls `block` with each sealed block (``SnapshotBlock``) the child sends, until the stream
+    /// ends. The blocks are read straight into one buffer and handed on from there, so the node
+    /// copies each byte once on its way from the pipe to the file.
+    private func readBlocks(silenceMillis: Int32, _ block: (UnsafeRawBufferPointer) throws(StorageError) -> Void) throws(StorageError) {
         let source = "snapshot child \(child.pid)"
-        var pending = [UInt8]()
-        var start = 0
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        let headBytes = SnapshotFile.blockHeaderBytes
+        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var filled = 0
         var silence = ChildSilence(windowMillis: silenceMillis)
         // The child's state is read at most once a second while it sends, so the CPU time
         // ChildSilence counts from its last bytes may include up to a second before them.
         var stateReadAt: UInt64 = 0
         while true {
-            let outcome = chunk.withUnsafeMutableBytes { child.read(into: $0, timeoutMillis: silenceMillis) }
+            let outcome = child.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), timeoutMillis: silenceMillis)
             switch outcome {
             case .bytes(let count):
-                pending.append(contentsOf: chunk[0..<count])
+                filled += count
                 let now = SystemClock.monotonicNanos()
                 if now - stateReadAt >= 1_000_000_000, let state = ProcessState.of(child.pid) {
                     silence.sent(state)
                     stateReadAt = now
                 }
             case .end:
-                guard start == pending.count else { throw .corrupt("\(source): its stream ends inside a record") }
+                guard filled == 0 else { throw .corrupt("\(source): its stream ends inside a block") }
                 return
             case .silent:
                 // Slow is not stuck (ChildSilence); a child whose state cannot be read is.
@@ -137,20 +147,28 @@ struct ForkedSnapshot: Sendable {
             case .failed(let reason):
                 throw .io(path: source, reason: reason)
             }
-            let parsed = pending.withUnsafeBytes { bytes in
-                Result { () throws(StorageError) in
-                    while bytes.count - start >= 4 {
-                        let length = Int(bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self).littleEndian)
-                        guard length <= Self.largestRecord else { throw .corrupt("\(source): a record of \(length) bytes") }
-                        guard bytes.count - start - 4 >= length else { break }
-                        try record(UnsafeRawBufferPointer(rebasing: bytes[(start + 4)..<(start + 4 + length)]))
-                        start += 4 + length
-                    }
+            var start = 0
+            while filled - start >= headBytes {
+                let rest = UnsafeRawBufferPointer(rebasing: buffer[start..<filled])
+                guard let head = SnapshotFile.BlockHead(rest) else { throw .corrupt("\(source): its stream is out of step (no block begins at byte \(start) of what it sent)") }
+                guard head.payloadLength <= SnapshotFile.largestBlock else { throw .corrupt("\(source): a block of \(head.payloadLength) bytes") }
+                let length = headBytes + head.payloadLength
+                if length > buffer.count {
+                    let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 16)
+                    larger.copyMemory(from: rest)
+                    buffer.deallocate()
+                    buffer = larger
+                    filled -= start
+                    start = 0
                 }
+                guard filled - start >= length else { break }
+                try block(UnsafeRawBufferPointer(rebasing: buffer[start..<(start + length)]))
+                start += length
             }
-            try parsed.get()
-            pending.removeSubrange(0..<start)
-            start = 0
+            if start > 0 {
+                buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: filled - start)
+                filled -= start
+            }
         }
     }
 }

@@ -153,26 +153,82 @@ import Testing
         }
     }
 
-    /// A child whose stream stops inside a record.
-    @Test func aStreamThatEndsInsideARecordIsRefused() throws {
+    /// A sealed block holding `records`.
+    static func sealed(_ records: [[UInt8]]) -> [UInt8] {
+        var block = SnapshotBlock()
+        for record in records { block.append(record) }
+        block.seal()
+        return block.bytes
+    }
+
+    /// A child whose stream stops inside a block.
+    @Test func aStreamThatEndsInsideABlockIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let child = try ForkedWriter.start { input in
             var sink = PipeSink(descriptor: input)
-            sink.appendFramed([1, 2, 3])
-            return sink.flush() && write(input, [UInt8(9), 0, 0, 0, 1], 5) == 5
+            return sink.write(Self.sealed([[1, 2, 3]])) && sink.write(Array(Self.sealed([[4, 5]]).dropLast()))
         }.get()
         guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
-        #expect(reason.contains("ends inside a record"))
+        #expect(reason.contains("ends inside a block"))
     }
 
-    /// A child that announces a record longer than any can be.
-    @Test func aRecordLongerThanAnyIsRefused() throws {
+    /// A child whose stream holds something other than a block where one should begin.
+    @Test func aStreamOutOfStepIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        let child = try ForkedWriter.start { input in write(input, [UInt8(0xff), 0xff, 0xff, 0x7f], 4) == 4 }.get()
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            return sink.write(Self.sealed([[1, 2, 3]])) && sink.write([UInt8](repeating: 7, count: 40))
+        }.get()
         guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
-        #expect(reason.contains("a record of 2147483647 bytes"))
+        #expect(reason.contains("out of step (no block begins at byte"))
+    }
+
+    /// A child that announces a block longer than any can be.
+    @Test func aBlockLongerThanAnyIsRefused() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let child = try ForkedWriter.start { input in
+            var head = Self.sealed([[1]])
+            head.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(0x7fff_ffff).littleEndian, toByteOffset: 4, as: UInt32.self) }
+            var sink = PipeSink(descriptor: input)
+            return sink.write(head)
+        }.get()
+        guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
+        #expect(reason.contains("a block of 2147483647 bytes"))
+    }
+
+    /// Blocks larger than the parent's first buffer, and blocks split across reads at any byte,
+    /// reach the file whole and in order.
+    @Test func blocksOfAnySizeArriveWholeAndInOrder() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        // A 6 MiB record (more than the parent's 4 MiB buffer), then small blocks written a few
+        // bytes at a time, so that heads and records are cut between reads.
+        let big = [UInt8]((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let small = (0..<50).map { index in [UInt8](repeating: UInt8(index), count: index * 7) }
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            guard sink.write(Self.sealed([big])) else { return false }
+            var stream = [UInt8]()
+            for index in stride(from: 0, to: small.count, by: 5) { stream += Self.sealed(Array(small[index..<(index + 5)])) }
+            var offset = 0
+            while offset < stream.count {
+                let end = min(stream.count, offset + 13)
+                guard sink.write(Array(stream[offset..<end])) else { return false }
+                offset = end
+            }
+            return true
+        }.get()
+        let writer = try SnapshotWriter(fs: PosixFileSystem(), directory: temp.path, label: 1, metadata: [9])
+        try ForkedSnapshot(child: child, metadata: Self.metadataOfTest).copy(into: writer, silenceMillis: 10_000)
+        let path = try writer.finish()
+        var read = [[UInt8]]()
+        try SnapshotFile.read(path, on: PosixFileSystem(), metadata: { #expect($0 == [9]) }, record: { read.append(Array($0)) })
+        #expect(read.count == 1 + small.count)
+        #expect(read.first == big)
+        #expect(Array(read.dropFirst()) == small)
     }
 
     /// A child that sends whole records but then fails: its snapshot is not taken.
@@ -181,8 +237,7 @@ import Testing
         defer { temp.remove() }
         let child = try ForkedWriter.start { input in
             var sink = PipeSink(descriptor: input)
-            sink.appendFramed([1])
-            _ = sink.flush()
+            sink.write(Self.sealed([[1]]))
             return false
         }.get()
         guard case .io(_, let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as an I/O error"); return }
