@@ -161,42 +161,38 @@ import Testing
         return block.bytes
     }
 
-    /// A child whose stream stops inside a block.
-    @Test func aStreamThatEndsInsideABlockIsRefused() throws {
+    /// Why the copy refuses as corrupt what a child sends as `pieces`, one write each, or nil
+    /// when it is not refused as corrupt.
+    func corruptReason(whenTheChildSends pieces: [[UInt8]]) throws -> String? {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let child = try ForkedWriter.start { input in
             var sink = PipeSink(descriptor: input)
-            return sink.write(Self.sealed([[1, 2, 3]])) && sink.write(Array(Self.sealed([[4, 5]]).dropLast()))
+            for piece in pieces where !sink.write(piece) { return false }
+            return true
         }.get()
-        guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
-        #expect(reason.contains("ends inside a block"))
+        guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { return nil }
+        return reason
+    }
+
+    /// A child whose stream stops inside a block.
+    @Test func aStreamThatEndsInsideABlockIsRefused() throws {
+        let reason = try corruptReason(whenTheChildSends: [Self.sealed([[1, 2, 3]]), Array(Self.sealed([[4, 5]]).dropLast())])
+        #expect(reason?.contains("ends inside a block") == true, "\(String(describing: reason))")
     }
 
     /// A child whose stream holds something other than a block where one should begin.
     @Test func aStreamOutOfStepIsRefused() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let child = try ForkedWriter.start { input in
-            var sink = PipeSink(descriptor: input)
-            return sink.write(Self.sealed([[1, 2, 3]])) && sink.write([UInt8](repeating: 7, count: 40))
-        }.get()
-        guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
-        #expect(reason.contains("out of step (no block begins at byte"))
+        let reason = try corruptReason(whenTheChildSends: [Self.sealed([[1, 2, 3]]), [UInt8](repeating: 7, count: 40)])
+        #expect(reason?.contains("out of step (no block begins at byte") == true, "\(String(describing: reason))")
     }
 
     /// A child that announces a block longer than any can be.
     @Test func aBlockLongerThanAnyIsRefused() throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let child = try ForkedWriter.start { input in
-            var head = Self.sealed([[1]])
-            head.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(0x7fff_ffff).littleEndian, toByteOffset: 4, as: UInt32.self) }
-            var sink = PipeSink(descriptor: input)
-            return sink.write(head)
-        }.get()
-        guard case .corrupt(let reason)? = refusal(of: child, in: temp.path) else { Issue.record("not refused as corrupt"); return }
-        #expect(reason.contains("a block of 2147483647 bytes"))
+        var head = Self.sealed([[1]])
+        head.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(0x7fff_ffff).littleEndian, toByteOffset: 4, as: UInt32.self) }
+        let reason = try corruptReason(whenTheChildSends: [head])
+        #expect(reason?.contains("a block of 2147483647 bytes") == true, "\(String(describing: reason))")
     }
 
     /// Blocks larger than the parent's first buffer, and blocks split across reads at any byte,
