@@ -1,3 +1,4 @@
+import Platform
 import RegistryCore
 /// The operation log: numbered journal files of checksummed entries, one entry per group commit,
 /// each made durable with one write and one sync. Files are `journal-<number>.log` in the data
@@ -56,12 +57,32 @@ public final class CommitJournal {
     /// record, which recovery discards: the caller must not acknowledge the entry, and should stop
     /// appending.
     public func append(_ entry: JournalEntry) throws(StorageError) {
+        try append(clock: entry.clock) { writer in
+            for segment in entry.segments { writer.appendSegment(segment) }
+        }
+    }
+
+    /// Writes the entry that `write` fills (its segments and records, encoded in place into the
+    /// journal's own buffer) with the clock, and returns once it is durable, with how long its
+    /// write and sync took in nanoseconds (the encoding not counted); as ``append(_:)`` after a
+    /// throw.
+    @discardableResult
+    public func append(clock: UInt64, _ write: (inout JournalEntryWriter) -> Void) throws(StorageError) -> UInt64 {
         if offset >= rotationBytes { try rotate() }
         buffer.removeAll(keepingCapacity: true)
-        entry.encode(into: &buffer, file: fileNumber)
+        // The buffer is handed over, not shared, so that the writer appends to it without a copy.
+        var taken = [UInt8]()
+        swap(&taken, &buffer)
+        var writer = JournalEntryWriter(appendingTo: consume taken, clock: clock)
+        write(&writer)
+        let spans = writer.spans
+        buffer = writer.finish(file: fileNumber)
+        let started = SystemClock.monotonicNanos()
         try writeAndSync()
-        index.committed(entry.segments, in: fileNumber, durableBytes: offset)
+        let took = SystemClock.monotonicNanos() - started
+        index.committed(spans, in: fileNumber, durableBytes: offset)
         if buffer.capacity > 4 << 20 { buffer = [] }
+        return took
     }
 
     /// Closes the current file and starts the next now, so that what follows is in files of its

@@ -27,19 +27,11 @@ public struct JournalEntry: Equatable, Sendable {
 
     /// Appends the whole entry for journal file `file`, header and checksum included, to `bytes`.
     public func encode(into bytes: inout [UInt8], file: UInt64) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: Self.headerBytes))
-        ByteWriter.append(clock, to: &bytes)
-        ByteWriter.append(UInt32(segments.count), to: &bytes)
-        for segment in segments {
-            let origin = Array(segment.origin.utf8)
-            ByteWriter.append(UInt16(origin.count), to: &bytes)
-            bytes.append(contentsOf: origin)
-            ByteWriter.append(segment.epoch, to: &bytes)
-            ByteWriter.append(UInt32(segment.bytes.count), to: &bytes)
-            bytes.append(contentsOf: segment.bytes)
-        }
-        Self.sealHeader(of: &bytes, at: start, magic: Self.entryMagic, file: file)
+        var taken = [UInt8]()
+        swap(&taken, &bytes)
+        var writer = JournalEntryWriter(appendingTo: consume taken, clock: clock)
+        for segment in segments { writer.appendSegment(segment) }
+        bytes = writer.finish(file: file)
     }
 
     /// Appends the marker that closes full journal file `file`.
@@ -50,7 +42,7 @@ public struct JournalEntry: Equatable, Sendable {
     }
 
     /// Fills in the header reserved at `start`, for the payload that follows it.
-    private static func sealHeader(of bytes: inout [UInt8], at start: Int, magic: UInt32, file: UInt64) {
+    static func sealHeader(of bytes: inout [UInt8], at start: Int, magic: UInt32, file: UInt64) {
         let payloadCount = bytes.count - start - headerBytes
         let checksum = bytes.withUnsafeBytes {
             JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[(start + headerBytes)...]), seed: file)

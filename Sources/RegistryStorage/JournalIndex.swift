@@ -60,7 +60,7 @@ public final class JournalIndex: Sendable {
 
     /// The writer made a commit of `segments` durable in file `number`, which now holds
     /// `durableBytes` (its rotation marker included when `sealed`).
-    func committed(_ segments: [LogSegment], in number: UInt64, durableBytes: Int, sealed: Bool = false) {
+    func committed(_ segments: [JournalEntryWriter.Span], in number: UInt64, durableBytes: Int, sealed: Bool = false) {
         state.withLock { state in
             guard let index = state.files.firstIndex(where: { $0.number == number }) else { return }
             state.files[index].durableBytes = durableBytes

@@ -4,8 +4,8 @@ import RegistryCore
 import RegistryStorage
 import RegistryWire
 
-/// Makes group commits durable on one serial queue: it encodes their operations and appends them
-/// to the ``CommitJournal`` as one entry (one write and one sync). What that makes durable is the
+/// Makes group commits durable on one serial queue: it encodes their operations into the
+/// ``CommitJournal``'s buffer as one entry, then writes and syncs it (one write and one sync). What that makes durable is the
 /// commit pipeline's to record (``DurableState``).
 ///
 /// `@unchecked Sendable`: its mutable state (`journal`) is touched solely by closures that run on `queue` (a serial DispatchQueue), `close` included
@@ -23,32 +23,28 @@ final class LogWriter: @unchecked Sendable {
     /// writes segments of about a megabyte rather than one huge blob.
     static let segmentRecords = 4096
 
-    /// Encodes and durably appends `operations`, with the clock, as one journal entry: the
-    /// operations of each (origin, epoch) run become a ``LogSegment``. Returns how long the
-    /// journal's write and sync took, in microseconds.
+    /// Durably appends `operations`, with the clock, as one journal entry: the operations of
+    /// each (origin, epoch) run become a segment, each encoded straight into the journal's buffer
+    /// (``JournalEntryWriter``). Returns how long the journal's write and sync took, in
+    /// microseconds.
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
-        var segments = [LogSegment]()
-        // Each operation is read in place through the array: binding it to a loop variable would
-        // copy it, retaining and releasing every one of its strings and arrays.
-        for index in operations.indices {
-            let origin = operations[index].origin.value
-            let epoch = operations[index].epoch
-            let startsSegment = segments.last.map { $0.origin != origin || $0.epoch != epoch || $0.count == Self.segmentRecords }
-            if startsSegment ?? true {
-                segments.append(
-                    LogSegment(origin: origin, epoch: epoch, reservingBytes: 200 * min(operations.count, Self.segmentRecords)))
-            }
-            segments[segments.count - 1].append(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) {
-                OperationCodec.encode(operations[index].operation, appendingTo: &$0)
-            }
-        }
-        let entry = JournalEntry(segments: segments, clock: clock.rawValue)
         do {
-            let started = SystemClock.monotonicNanos()
-            try journal.append(entry)
-            return .success((SystemClock.monotonicNanos() - started) / 1_000)
+            let syncNanos = try journal.append(clock: clock.rawValue) { entry in
+                // Each operation is read in place through the array: binding it to a loop variable
+                // would copy it, retaining and releasing every one of its strings and arrays.
+                for index in operations.indices {
+                    let origin = operations[index].origin.value
+                    let epoch = operations[index].epoch
+                    let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
+                    if continues != true { entry.startSegment(origin: origin, epoch: epoch) }
+                    entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) {
+                        OperationCodec.encode(operations[index].operation, appendingTo: &$0)
+                    }
+                }
+            }
+            return .success(syncNanos / 1_000)
         } catch {
             return .failure(error)
         }
