@@ -76,6 +76,26 @@ import Testing
 
     /// A snapshot installed while operations wait holds some of them: those are not written
     /// again, and their answers go with the next pass all the same.
+    /// A written pass's array, emptied and handed back, is what the pass after next fills: the
+    /// one between fills the array that was spare, so the two take turns.
+    @Test func aWrittenArrayHandedBackIsFilledAgain() {
+        var machine = Machine()
+        machine.recordOperations { $0 += (1...100).map(operation) }
+        _ = machine.answered("a", waits: true)
+        guard case .write(var written, _) = machine.nextPass() else { return #expect(Bool(false)) }
+        let capacity = written.capacity
+        #expect(machine.pendingOperations.capacity < capacity, "the pass took the array")
+        written.removeAll(keepingCapacity: true)
+        machine.recycle(written)
+        written = []
+        machine.recordOperations { $0.append(operation(101)) }
+        guard case .write(let second, _) = machine.nextPass() else { return #expect(Bool(false)) }
+        #expect(second.map(\.sequence) == [101])
+        #expect(machine.pendingOperations.capacity == capacity, "the next pass fills the array handed back")
+        machine.recordOperations { $0.append(operation(102)) }
+        #expect(machine.pendingOperations.capacity == capacity && machine.pendingOperations.map(\.sequence) == [102])
+    }
+
     @Test func operationsAnInstalledSnapshotHoldsAreNotWrittenAgain() {
         var machine = Machine()
         machine.recordOperations { $0 += (1...6).map(operation) }

@@ -125,6 +125,10 @@ final class CommitPipeline: Sendable {
                 commitOperationsMetric.record(operations.count)
                 for completion in waiters { complete(completion) }
                 notifyDurable()
+                // Emptied here, outside the lock, and handed back for a later pass to fill.
+                var emptied = consume operations
+                emptied.removeAll(keepingCapacity: true)
+                core.withLockedValue { [emptied] in $0.commits.recycle(emptied) }
             case .failure(let error):
                 logger.critical("the operation log failed; refusing all requests", metadata: ["error": "\(error)"])
                 let failure = WireError(code: .unavailable, message: "node storage failed: \(error)", retryable: true)

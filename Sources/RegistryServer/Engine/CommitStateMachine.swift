@@ -11,6 +11,10 @@ import RegistryWire
 struct CommitStateMachine<Waiter> {
     /// Operations applied in memory since the last pass took them.
     private(set) var pendingOperations: [LoggedOperation] = []
+    /// The operations array of a pass that was written, emptied and handed back
+    /// (``recycle(_:)``): the next pass's pending operations fill it, so that under a steady load
+    /// two arrays take turns instead of each pass growing a new one through every size.
+    private var spareOperations: [LoggedOperation] = []
     /// Answers waiting for the next pass.
     private(set) var pendingWaiters: [Waiter] = []
     /// From the moment a pass is scheduled until one finds nothing left to do.
@@ -75,11 +79,18 @@ struct CommitStateMachine<Waiter> {
             return .finish
         }
         let (operations, waiters) = (pendingOperations, pendingWaiters)
-        pendingOperations = []
+        pendingOperations = spareOperations
+        spareOperations = []
         pendingWaiters = []
         if let failure { return .refuse(waiters, failure) }
         if operations.isEmpty { return .deliver(waiters) }
         return .write(operations, waiters)
+    }
+
+    /// A pass's operations array once written and emptied, kept for a later pass to fill.
+    mutating func recycle(_ emptied: [LoggedOperation]) {
+        precondition(emptied.isEmpty, "only an emptied array is kept")
+        if emptied.capacity > spareOperations.capacity { spareOperations = emptied }
     }
 
     /// Writing failed: from now on every request is refused with `failure`.
