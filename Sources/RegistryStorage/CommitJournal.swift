@@ -34,6 +34,8 @@ public final class CommitJournal {
     /// Files this journal has started, the current one included.
     public var filesStarted: UInt64 { fileNumber - firstFile + 1 }
     private var buffer: [UInt8] = []
+    /// The segments of the entry last appended, which `buffer` still holds.
+    private var lastSpans: [JournalEntryWriter.Span] = []
 
     /// Starts journal file `number` (above every existing one) in `directory`, and makes its
     /// name durable before anything is written to it.
@@ -69,20 +71,38 @@ public final class CommitJournal {
     @discardableResult
     public func append(clock: UInt64, _ write: (inout JournalEntryWriter) -> Void) throws(StorageError) -> UInt64 {
         if offset >= rotationBytes { try rotate() }
+        if buffer.capacity > 4 << 20 { buffer = [] }  // a huge commit's buffer is not kept
         buffer.removeAll(keepingCapacity: true)
+        lastSpans = []
         // The buffer is handed over, not shared, so that the writer appends to it without a copy.
         var taken = [UInt8]()
         swap(&taken, &buffer)
         var writer = JournalEntryWriter(appendingTo: consume taken, clock: clock)
         write(&writer)
-        let spans = writer.spans
-        buffer = writer.finish(file: fileNumber)
+        let spans: [JournalEntryWriter.Span]
+        (buffer, spans) = writer.finish(file: fileNumber)
         let started = SystemClock.monotonicNanos()
         try writeAndSync()
         let took = SystemClock.monotonicNanos() - started
         index.committed(spans, in: fileNumber, durableBytes: offset)
-        if buffer.capacity > 4 << 20 { buffer = [] }
+        lastSpans = spans
         return took
+    }
+
+    /// The records of the entry the last ``append(clock:_:)`` made durable, in order, as the
+    /// journal holds them: what peer links send of them, read from the bytes just written rather
+    /// than encoded again.
+    public func lastEntryRecords() -> [LogRecord] {
+        var records = [LogRecord]()
+        records.reserveCapacity(lastSpans.reduce(0) { $0 + $1.count })
+        buffer.withUnsafeBytes { raw in
+            for span in lastSpans {
+                LogSegment.forEachWrittenRecord(in: UnsafeRawBufferPointer(rebasing: raw[span.records])) { sequence, hlc, payload in
+                    records.append(LogRecord(origin: span.origin, epoch: span.epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
+                }
+            }
+        }
+        return records
     }
 
     /// Closes the current file and starts the next now, so that what follows is in files of its
@@ -95,6 +115,7 @@ public final class CommitJournal {
     /// then starts the next.
     private func rotate() throws(StorageError) {
         buffer.removeAll(keepingCapacity: true)
+        lastSpans = []
         JournalEntry.encodeRotationMarker(into: &buffer, file: fileNumber)
         try writeAndSync()
         index.committed([], in: fileNumber, durableBytes: offset, sealed: true)

@@ -31,7 +31,7 @@ public struct JournalEntry: Equatable, Sendable {
         swap(&taken, &bytes)
         var writer = JournalEntryWriter(appendingTo: consume taken, clock: clock)
         for segment in segments { writer.appendSegment(segment) }
-        bytes = writer.finish(file: file)
+        bytes = writer.finish(file: file).bytes
     }
 
     /// Appends the marker that closes full journal file `file`.

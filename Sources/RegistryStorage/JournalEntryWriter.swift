@@ -14,6 +14,8 @@ public struct JournalEntryWriter {
         public fileprivate(set) var firstSequence: UInt64 = 0
         public fileprivate(set) var lastSequence: UInt64 = 0
         public fileprivate(set) var count = 0
+        /// Where the segment's records are in the entry's bytes (``LogSegment``'s blob format).
+        public fileprivate(set) var records: Range<Int> = 0..<0
 
         /// The log the segment belongs to.
         public var log: LogID { LogID(origin: NodeID(trusted: origin), epoch: epoch) }
@@ -22,7 +24,7 @@ public struct JournalEntryWriter {
     private(set) var bytes: [UInt8]
     private let entryStart: Int
     /// Every segment written, the last one still open.
-    public private(set) var spans: [Span] = []
+    private var spans: [Span] = []
     /// Where the open segment's records-length field is.
     private var lengthField = 0
 
@@ -48,7 +50,7 @@ public struct JournalEntryWriter {
         ByteWriter.append(epoch, to: &bytes)
         lengthField = bytes.count
         ByteWriter.append(UInt32(0), to: &bytes)
-        spans.append(Span(origin: origin, epoch: epoch))
+        spans.append(Span(origin: origin, epoch: epoch, records: bytes.count..<bytes.count))
     }
 
     /// Adds a record to the open segment, its payload appended by `write` in place. Sequences
@@ -77,17 +79,19 @@ public struct JournalEntryWriter {
             (segment.firstSequence, segment.lastSequence, segment.count)
     }
 
-    /// Closes the entry for journal file `file` (its header and checksum) and returns the buffer.
-    consuming func finish(file: UInt64) -> [UInt8] {
+    /// Closes the entry for journal file `file` (its header and checksum) and returns the buffer
+    /// and what each segment holds.
+    consuming func finish(file: UInt64) -> (bytes: [UInt8], spans: [Span]) {
         closeSegment()
         store(UInt32(spans.count), at: entryStart + JournalEntry.headerBytes + 8)
         JournalEntry.sealHeader(of: &bytes, at: entryStart, magic: JournalEntry.entryMagic, file: file)
-        return bytes
+        return (bytes, spans)
     }
 
     private mutating func closeSegment() {
         guard !spans.isEmpty else { return }
         store(UInt32(bytes.count - lengthField - 4), at: lengthField)
+        spans[spans.count - 1].records = spans[spans.count - 1].records.lowerBound..<bytes.count
     }
 
     private mutating func store(_ value: UInt32, at offset: Int) {

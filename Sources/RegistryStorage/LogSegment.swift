@@ -100,6 +100,23 @@ public struct LogSegment: Equatable, Sendable {
         try Self.forEachRecord(origin: origin, epoch: epoch, blob: bytes, body)
     }
 
+    /// Hands each record of records this process just encoded (``JournalEntryWriter``) to
+    /// `body`: sequence, HLC and payload (in place, valid only during the call). The bytes are
+    /// trusted, not checked: records read from a file go through ``forEachRecord(_:)``.
+    static func forEachWrittenRecord(
+        in records: UnsafeRawBufferPointer, _ body: (_ sequence: UInt64, _ hlc: UInt64, _ payload: UnsafeRawBufferPointer) -> Void
+    ) {
+        var at = 0
+        while at < records.count {
+            let sequence = UInt64(littleEndian: records.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            let hlc = UInt64(littleEndian: records.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self))
+            let length = Int(UInt32(littleEndian: records.loadUnaligned(fromByteOffset: at + 16, as: UInt32.self)))
+            precondition(at + Self.headerBytes + length <= records.count, "a record written runs past its segment")
+            body(sequence, hlc, UnsafeRawBufferPointer(rebasing: records[(at + Self.headerBytes)..<(at + Self.headerBytes + length)]))
+            at += Self.headerBytes + length
+        }
+    }
+
     /// Walks a blob's records, handing each one's sequence, HLC and payload (in place) to `body`.
     private static func forEachRecord(
         origin: String, epoch: UInt64, blob: [UInt8], _ body: (UInt64, UInt64, UnsafeRawBufferPointer) throws(StorageError) -> Void

@@ -44,7 +44,7 @@ import Testing
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: next, fileBytes: fileBytes, index: JournalIndex())
         for start in stride(from: 0, to: operations.count, by: perCommit) {
             let chunk = Array(operations[start..<min(start + perCommit, operations.count)])
-            let result = writer.queue.sync { writer.write(chunk, clock: chunk.last!.timestamp) }
+            let result = writer.queue.sync { writer.write(chunk, clock: chunk.last!.timestamp, keepingRecords: false) }
             _ = try result.get()
         }
         writer.close()
@@ -270,7 +270,7 @@ import Testing
         if let writer = try? LogWriter(fs: crashing, directory: "/data", journalFile: 1, fileBytes: 8 << 10, index: JournalIndex()) {
             for start in stride(from: 0, to: ops.count, by: 25) {
                 let chunk = Array(ops[start..<(start + 25)])
-                guard case .success = writer.queue.sync(execute: { writer.write(chunk, clock: chunk.last!.timestamp) }) else { break }
+                guard case .success = writer.queue.sync(execute: { writer.write(chunk, clock: chunk.last!.timestamp, keepingRecords: false) }) else { break }
                 acknowledged = start + 25
             }
             writer.close()

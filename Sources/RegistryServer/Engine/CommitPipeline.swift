@@ -109,9 +109,10 @@ final class CommitPipeline: Sendable {
             case .write(let taken, let waiting):
                 (operations, waiters) = (taken, waiting)
             }
-            switch writer.write(operations, clock: clock) {
-            case .success(let syncMicros):
-                recent.append(operations)
+            switch writer.write(operations, clock: clock, keepingRecords: recent.isKeeping) {
+            case .success(let written):
+                let syncMicros = written.syncMicros
+                recent.append(written.records)
                 let (snapshotThrough, events, durable) = core.withLockedValue { core in
                     core.durable.committed(operations, syncMicros: syncMicros)
                     let due = core.snapshotPolicy.shouldStart(

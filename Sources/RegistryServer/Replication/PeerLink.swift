@@ -304,7 +304,7 @@ final class PeerLink: @unchecked Sendable {
             else { return }
             var buffer = channel.allocator.buffer(capacity: 64 + operations.reduce(0) { $0 + $1.operation.count + 48 })
             do {
-                try PeerFrame.batch(OperationBatch(batchID: batchID, operations: operations)).encodeFrame(into: &buffer)
+                try OperationBatchWriter.writeFrame(batchID: batchID, operations: operations, into: &buffer)
             } catch {
                 logger.error("cannot encode a batch", metadata: ["error": "\(error)"])
                 return carryOut(machine.failed("cannot encode a batch: \(error)", random: &random))
@@ -378,24 +378,15 @@ final class PeerLink: @unchecked Sendable {
     }
 
     /// The next operations of `log` from `from`, at most a batch's worth, in order: from memory
-    /// when the engine still keeps them (``RecentOperations``), otherwise from the journal.
+    /// when the engine still keeps them (``RecentOperations``), otherwise from the journal. Both
+    /// hold them as the journal wrote them, so nothing is encoded again.
     private func take(_ log: LogID, from: UInt64) throws(JournalReadError) -> [PeerOperation] {
         if let recent = engine.recent.read(log, from: from, atMost: Self.maxBatchOperations) {
             buffered[log] = nil
-            var operations = [PeerOperation]()
-            operations.reserveCapacity(recent.count)
-            var bytes = 0
-            for logged in recent {
-                let operation = PeerOperation(logged)
-                bytes += Self.encodedBytes(operation.operation.count, origin: operation.origin)
-                guard operations.isEmpty || bytes <= batchBytes else { break }
-                operations.append(operation)
-            }
-            return operations
+            var taken = recent[...]
+            return batch(from: &taken).map(PeerOperation.init)
         }
-        return try takeFromJournal(log, from: from).map {
-            PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
-        }
+        return try takeFromJournal(log, from: from).map(PeerOperation.init)
     }
 
     /// The next records of `log` from `from` in the journal: at most a batch's worth, in order.
@@ -410,6 +401,14 @@ final class PeerLink: @unchecked Sendable {
             buffered[log] = try reader!.nextRecords(atMost: Self.maxBatchOperations)[...]
         }
         guard var pending = buffered[log], !pending.isEmpty else { return [] }
+        let records = batch(from: &pending)
+        buffered[log] = pending
+        return records
+    }
+
+    /// Takes from the front of `pending` what one batch carries: at most ``maxBatchOperations``
+    /// records and ``batchBytes`` (at least one record).
+    private func batch(from pending: inout ArraySlice<LogRecord>) -> [LogRecord] {
         var records = [LogRecord]()
         var bytes = 0
         while let record = pending.first, records.count < Self.maxBatchOperations {
@@ -418,7 +417,6 @@ final class PeerLink: @unchecked Sendable {
             records.append(record)
             pending.removeFirst()
         }
-        buffered[log] = pending
         return records
     }
 

@@ -1,8 +1,10 @@
 import RegistryCore
+import RegistryStorage
 import Synchronization
 
 /// The operations most recently made durable, kept in memory so that peer links send them
-/// without reading the journal back. A link that is further behind than what is kept (a peer back
+/// without reading the journal back: each as the journal holds it (a ``LogRecord``, taken from
+/// the bytes the commit wrote), so that sending it encodes nothing again. A link that is further behind than what is kept (a peer back
 /// from a long absence) reads the journal instead (``LogReader``).
 ///
 /// Reading the journal back cost the sending side more than the operations' own registration:
@@ -20,7 +22,7 @@ final class RecentOperations: Sendable {
 
     private struct Chunk {
         let id: UInt64
-        let operations: [LoggedOperation]
+        let operations: [LogRecord]
     }
 
     private struct Tail {
@@ -70,12 +72,16 @@ final class RecentOperations: Sendable {
         self.capacity = capacity
     }
 
-    /// Records operations just made durable (a commit's, in log order within each log).
-    func append(_ operations: [LoggedOperation]) {
+    /// Whether operations are kept (the node has peers): a commit that would not be kept need not
+    /// hand its records over.
+    var isKeeping: Bool { state.withLock { $0.keeping } }
+
+    /// Records operations just made durable (a commit's records, in log order within each log).
+    func append(_ operations: [LogRecord]) {
         guard !operations.isEmpty else { return }
         state.withLock { state in
             guard state.keeping else { return }
-            for run in operations.runsByLog {
+            for run in Self.runs(of: operations) {
                 let chunk = Array(operations[run.range])
                 // A run that does not follow what is kept (a restart, or remote operations that
                 // arrived out of order across batches) starts the log's tail over.
@@ -115,10 +121,10 @@ final class RecentOperations: Sendable {
 
     /// Up to `limit` operations of `log` from sequence `from`, in order; nil when `from` is not
     /// kept (older than the tail, or past it).
-    func read(_ log: LogID, from: UInt64, atMost limit: Int) -> [LoggedOperation]? {
-        state.withLock { state -> [LoggedOperation]? in
+    func read(_ log: LogID, from: UInt64, atMost limit: Int) -> [LogRecord]? {
+        state.withLock { state -> [LogRecord]? in
             guard let tail = state.tails[log], tail.first > 0, from >= tail.first else { return nil }
-            var result = [LoggedOperation]()
+            var result = [LogRecord]()
             var next = from
             for chunk in tail.chunks where result.count < limit {
                 guard let first = chunk.operations.first, let last = chunk.operations.last, last.sequence >= next else { continue }
@@ -128,5 +134,19 @@ final class RecentOperations: Sendable {
             }
             return result.isEmpty ? nil : result
         }
+    }
+
+    /// `records` cut into runs of one log each (consecutive records of one origin and epoch).
+    private static func runs(of records: [LogRecord]) -> [(log: LogID, range: Range<Int>)] {
+        var runs = [(log: LogID, range: Range<Int>)]()
+        var index = 0
+        while index < records.count {
+            let (origin, epoch) = (records[index].origin, records[index].epoch)
+            var end = index + 1
+            while end < records.count, records[end].epoch == epoch, records[end].origin == origin { end += 1 }
+            runs.append((LogID(origin: NodeID(trusted: origin), epoch: epoch), index..<end))
+            index = end
+        }
+        return runs
     }
 }

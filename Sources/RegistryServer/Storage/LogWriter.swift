@@ -23,11 +23,18 @@ final class LogWriter: @unchecked Sendable {
     /// writes segments of about a megabyte rather than one huge blob.
     static let segmentRecords = 4096
 
+    /// What a commit's write did: how long the journal's write and sync took, and the records it
+    /// wrote when asked for them.
+    struct Written {
+        let syncMicros: UInt64
+        let records: [LogRecord]
+    }
+
     /// Durably appends `operations`, with the clock, as one journal entry: the operations of
     /// each (origin, epoch) run become a segment, each encoded straight into the journal's buffer
-    /// (``JournalEntryWriter``). Returns how long the journal's write and sync took, in
-    /// microseconds.
-    func write(_ operations: [LoggedOperation], clock: HLCTimestamp) -> Result<UInt64, StorageError> {
+    /// (``JournalEntryWriter``). With `keepingRecords`, also returns the records as written (for
+    /// ``RecentOperations``).
+    func write(_ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool) -> Result<Written, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
         do {
@@ -44,7 +51,7 @@ final class LogWriter: @unchecked Sendable {
                     }
                 }
             }
-            return .success(syncNanos / 1_000)
+            return .success(Written(syncMicros: syncNanos / 1_000, records: keepingRecords ? journal.lastEntryRecords() : []))
         } catch {
             return .failure(error)
         }

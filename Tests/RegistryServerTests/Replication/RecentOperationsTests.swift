@@ -1,4 +1,5 @@
 import RegistryCore
+import RegistryStorage
 import Testing
 @testable import RegistryServer
 
@@ -7,13 +8,8 @@ import Testing
     let a = NodeID(trusted: "node-a")
     let b = NodeID(trusted: "node-b")
 
-    func ops(_ node: NodeID, _ sequences: ClosedRange<UInt64>) throws -> [LoggedOperation] {
-        let stamp = HLCTimestamp(millis: 1, counter: 0)
-        let op = Operation.registration(
-            RegistrationOp(
-                device: DeviceRef(id: DeviceID(UUID128(high: 1, low: 1)), created: stamp, origin: node, vendor: Vendor(trusted: "com.v")),
-                bundle: try BundleID(parsing: "com.v.app"), claims: [], merged: [], seen: stamp))
-        return sequences.map { LoggedOperation(origin: node, epoch: 1, sequence: $0, timestamp: stamp, operation: op) }
+    func ops(_ node: NodeID, _ sequences: ClosedRange<UInt64>, epoch: UInt64 = 1) throws -> [LogRecord] {
+        sequences.map { LogRecord(origin: node.value, epoch: epoch, sequence: $0, hlc: 1 << 16, payload: [UInt8(truncatingIfNeeded: $0)]) }
     }
 
     @Test func keepsTheNewestOperationsOfEachLogAndReadsThemInOrder() throws {
@@ -39,9 +35,7 @@ import Testing
         let recent = RecentOperations(capacity: 100)
         for epoch in 1...50 as ClosedRange<UInt64> {
             let node = NodeID(trusted: "node-\(epoch % 3)")
-            recent.append(try ops(node, 1...10).map {
-                LoggedOperation(origin: $0.origin, epoch: epoch, sequence: $0.sequence, timestamp: $0.timestamp, operation: $0.operation)
-            })
+            recent.append(try ops(node, 1...10, epoch: epoch))
         }
         #expect(recent.count >= 100 && recent.count <= 110, "\(recent.count)")
         let newest = LogID(origin: NodeID(trusted: "node-2"), epoch: 50)

@@ -772,9 +772,7 @@ final class ClusterSimulation {
                 } catch {
                     break
                 }
-                batch = records.prefix(40).map {
-                    PeerOperation(origin: $0.origin, epoch: $0.epoch, sequence: $0.sequence, hlc: $0.hlc, operation: $0.payload)
-                }
+                batch = records.prefix(40).map(PeerOperation.init)
                 if !batch.isEmpty { counts.batchesFromJournal += 1 }
             }
             guard let last = batch.last,

@@ -1,0 +1,47 @@
+import RegistryCore
+import RegistryStorage
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// The records a commit hands to the peer links are the operations it wrote: each decodes, as a
+/// peer decodes it, to the operation at its place in the log. The commit is long enough that one
+/// log's run is cut into several segments.
+@Suite struct LogWriterTests {
+    func operations(count: Int, seed: UInt64) -> [LoggedOperation] {
+        var random = SplitMix64(seed: seed)
+        var next: [String: UInt64] = [:]
+        let vendor = Vendor(trusted: "com.vendor")
+        return (0..<count).map { index in
+            // Long runs of node-a's log with node-b's operations between them.
+            let origin = index % 1_000 < 900 ? "node-a" : "node-b"
+            let sequence = next[origin, default: 0] + 1
+            next[origin] = sequence
+            let node = NodeID(trusted: origin)
+            let stamp = HLCTimestamp(millis: 1_000 + UInt64(index), counter: 0)
+            let device = DeviceRef(
+                id: DeviceID(UUID128(high: random.next(), low: random.next())), created: stamp, origin: node, vendor: vendor)
+            let op = RegistrationOp(
+                device: device, bundle: try! BundleID(parsing: "com.vendor.app\(index % 3)"),
+                claims: [Identifier(kind: .idfv, value: UUID128(high: random.next(), low: random.next()))], merged: [], seen: stamp)
+            return LoggedOperation(origin: node, epoch: 1, sequence: sequence, timestamp: stamp, operation: .registration(op))
+        }
+    }
+
+    @Test func theRecordsKeptForPeersAreTheOperationsWritten() throws {
+        let fs = SimulatedFileSystem()
+        let written = operations(count: 5_000, seed: 3)
+        #expect(written.filter { $0.origin.value == "node-a" }.count > LogWriter.segmentRecords)
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
+        defer { writer.close() }
+        let result = writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }
+        let records = try result.get().records
+        #expect(records.count == written.count)
+        var decoder = OperationDecoder(remembering: 4)
+        for (record, operation) in zip(records, written) {
+            #expect(try PeerOperation(record).decoded(using: &decoder) == operation)
+        }
+        let unkept = writer.queue.sync { writer.write(Array(written.prefix(3)), clock: written.last!.timestamp, keepingRecords: false) }
+        #expect(try unkept.get().records.isEmpty)
+    }
+}
