@@ -37,7 +37,7 @@ import Testing
         let result = writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }
         let records = try result.get().records
         #expect(records.count == written.count)
-        var decoder = OperationDecoder(remembering: 4)
+        var decoder = OperationDecoder()
         for (record, operation) in zip(records, written) {
             #expect(try PeerOperation(record).decoded(using: &decoder) == operation)
         }
