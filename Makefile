@@ -19,6 +19,7 @@
 #   make bench-restart BASE=REV   a start from a snapshot of 10M devices, this revision against REV's; into BENCHMARKS.md
 #   make bench-storage   memory, snapshot while serving and restart at 10M devices; into BENCHMARKS.md
 #   make bench-cluster   3 nodes against 1: throughput, CPU per operation, replication lag, catch-up
+#   make bench-cluster-compare BASE=REV   a 3-node cluster's rate and CPU per registration, this revision against REV's; into BENCHMARKS.md
 #   make image   the container image (podman), localhost/device-registry:latest; image-smoke runs it
 #   make compose-test   deploy/compose.yaml's three nodes on that image: register, resolve, stop and restart one
 #   make fuzz    libFuzzer targets, 10M executions each; into docs/fuzzing.md
@@ -36,7 +37,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: settings-docs bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: settings-docs bench-cluster-compare bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -142,6 +143,10 @@ bench-replay: deps
 # A wiped node catching up from a peer's journal: its CPU per operation, this revision against BASE.
 bench-catchup: deps
 	bash bench/catchup.sh $(BASE)
+
+# A 3-node cluster's rate and CPU per registration until every node holds every write, this revision against BASE.
+bench-cluster-compare: deps
+	bash bench/cluster-compare.sh $(BASE)
 
 # Plain against tokens against TLS, and the keyed hashing of identifiers, same run (also in make bench).
 bench-security: deps test-tools

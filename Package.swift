@@ -172,6 +172,12 @@ let package = Package(
             dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
             path: "bench/Benchmarks/WatchDecoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // What putting a batch of operations on the wire to a peer costs, with its floor in the same run.
+        .executableTarget(
+            name: "BatchEncoding",
+            dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
+            path: "bench/Benchmarks/BatchEncoding", swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
