@@ -211,6 +211,8 @@ struct NodeState {
         // Admissible: each operation past what is held is the next of its log, and its timestamp
         // is accepted. Applied a run at a time, the vector read and written once a run, while the
         // index buckets of the operation ``RegistryState/prefetchDistance`` ahead are asked for.
+        // The operations applied, as ranges of the batch in order.
+        var appliedRanges = [Range<Int>]()
         for (log, range) in runs where log != ownLog {
             var held = otherLogs[log]
             for index in range where operations[index].sequence > held {
@@ -222,9 +224,20 @@ struct NodeState {
                 guard (try? clock.observe(operations[index].timestamp, wallMillis: wallMillis)) != nil else { break }
                 applyAdmitted(operations[index], of: log)
                 held = operations[index].sequence
-                applied.append(operations[index])
+                if appliedRanges.last?.upperBound == index {
+                    appliedRanges[appliedRanges.count - 1] = appliedRanges[appliedRanges.count - 1].lowerBound..<(index + 1)
+                } else {
+                    appliedRanges.append(index..<(index + 1))
+                }
             }
             if held > otherLogs[log] { otherLogs.recordAll(through: held, in: log) }
+        }
+        // The usual batch is applied whole: then `applied`, when it holds nothing yet, takes the
+        // batch's array itself rather than a copy of every operation in it.
+        if applied.isEmpty, appliedRanges == [operations.indices] {
+            applied = operations
+        } else {
+            for range in appliedRanges { applied.append(contentsOf: operations[range]) }
         }
         refreshRules()
         return nil

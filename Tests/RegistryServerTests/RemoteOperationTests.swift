@@ -86,6 +86,19 @@ import Testing
         #expect(applied.map(\.sequence) == [1, 2] && state.versionVector[log] == 2 && state.registry.deviceCount == 2)
     }
 
+    /// A batch applied whole is what `applied` gets, after what it held.
+    @Test func aBatchAppliedWholeIsAppendedWhole() throws {
+        var state = try makeState()
+        var applied = [LoggedOperation]()
+        let first = try (1...5).map { try remote($0, of: "node-b", shared: nil) }
+        #expect(state.applyRemoteBatch(first, wallMillis: 3_000, applied: &applied) == nil)
+        #expect(applied == first)
+        let second = try (6...8).map { try remote($0, of: "node-b", shared: nil) } + (1...2).map { try remote($0, of: "node-c", shared: 6) }
+        #expect(state.applyRemoteBatch(second, wallMillis: 3_000, applied: &applied) == nil)
+        #expect(applied == first + second)
+        #expect(state.versionVector[LogID(origin: NodeID(trusted: "node-c"), epoch: 4)] == 2)
+    }
+
     /// Node `origin`'s operation at `sequence`: a device of its own, whose IDFV sometimes repeats
     /// another log's (`shared`), so that batches merge devices too.
     func remote(_ sequence: UInt64, of origin: String, shared: UInt64?) throws -> LoggedOperation {
