@@ -59,13 +59,21 @@ extension Array where Element == LoggedOperation {
     /// The operations cut into runs of one log each (consecutive operations of one origin and
     /// epoch), in order: what a commit or a peer's batch holds, a few runs long.
     public var runsByLog: [(log: LogID, range: Range<Int>)] {
-        var runs = [(log: LogID, range: Range<Int>)]()
+        runs { $0.log }.map { (log: $0.key, range: $0.range) }
+    }
+}
+
+extension Array {
+    /// The elements cut into runs of consecutive ones with the same `key`, in order, each with
+    /// its key.
+    public func runs<Key: Equatable>(by key: (Element) -> Key) -> [(key: Key, range: Range<Int>)] {
+        var runs = [(key: Key, range: Range<Int>)]()
         var index = startIndex
         while index < endIndex {
-            let (origin, epoch) = (self[index].origin, self[index].epoch)
+            let first = key(self[index])
             var end = index + 1
-            while end < endIndex, self[end].origin == origin, self[end].epoch == epoch { end += 1 }
-            runs.append((LogID(origin: origin, epoch: epoch), index..<end))
+            while end < endIndex, key(self[end]) == first { end += 1 }
+            runs.append((first, index..<end))
             index = end
         }
         return runs

@@ -208,11 +208,11 @@ struct NodeState {
             }
             trial[log] = held
         }
+        // The operations applied, as ranges of the batch in order.
+        var appliedRanges = [Range<Int>]()
         // Admissible: each operation past what is held is the next of its log, and its timestamp
         // is accepted. Applied a run at a time, the vector read and written once a run, while the
         // index buckets of the operation ``RegistryState/prefetchDistance`` ahead are asked for.
-        // The operations applied, as ranges of the batch in order.
-        var appliedRanges = [Range<Int>]()
         for (log, range) in runs where log != ownLog {
             var held = otherLogs[log]
             for index in range where operations[index].sequence > held {

@@ -4,8 +4,9 @@ import Synchronization
 
 /// The operations most recently made durable, kept in memory so that peer links send them
 /// without reading the journal back: each as the journal holds it (a ``LogRecord``, taken from
-/// the bytes the commit wrote), so that sending it encodes nothing again. A link that is further behind than what is kept (a peer back
-/// from a long absence) reads the journal instead (``LogReader``).
+/// the bytes the commit wrote), so that sending it encodes nothing again. A link that is further
+/// behind than what is kept (a peer back from a long absence) reads the journal instead
+/// (``LogReader``).
 ///
 /// Reading the journal back cost the sending side more than the operations' own registration:
 /// every link read and checked every journal entry, its own log's and the others' (`BENCHMARKS.md`,
@@ -81,16 +82,16 @@ final class RecentOperations: Sendable {
         guard !operations.isEmpty else { return }
         state.withLock { state in
             guard state.keeping else { return }
-            for run in Self.runs(of: operations) {
+            for run in operations.runs(by: { LogID(origin: NodeID(trusted: $0.origin), epoch: $0.epoch) }) {
                 let chunk = Array(operations[run.range])
                 // A run that does not follow what is kept (a restart, or remote operations that
                 // arrived out of order across batches) starts the log's tail over.
-                if let last = state.tails[run.log]?.chunks.last?.operations.last, last.sequence + 1 != chunk[0].sequence {
-                    while state.tails[run.log] != nil { state.removeFirstChunk(of: run.log) }
+                if let last = state.tails[run.key]?.chunks.last?.operations.last, last.sequence + 1 != chunk[0].sequence {
+                    while state.tails[run.key] != nil { state.removeFirstChunk(of: run.key) }
                 }
                 state.nextID += 1
-                state.tails[run.log, default: Tail()].chunks.append(Chunk(id: state.nextID, operations: chunk))
-                state.order.append((run.log, state.nextID))
+                state.tails[run.key, default: Tail()].chunks.append(Chunk(id: state.nextID, operations: chunk))
+                state.order.append((run.key, state.nextID))
                 state.count += chunk.count
             }
             state.trim(to: capacity)
@@ -134,19 +135,5 @@ final class RecentOperations: Sendable {
             }
             return result.isEmpty ? nil : result
         }
-    }
-
-    /// `records` cut into runs of one log each (consecutive records of one origin and epoch).
-    private static func runs(of records: [LogRecord]) -> [(log: LogID, range: Range<Int>)] {
-        var runs = [(log: LogID, range: Range<Int>)]()
-        var index = 0
-        while index < records.count {
-            let (origin, epoch) = (records[index].origin, records[index].epoch)
-            var end = index + 1
-            while end < records.count, records[end].epoch == epoch, records[end].origin == origin { end += 1 }
-            runs.append((LogID(origin: NodeID(trusted: origin), epoch: epoch), index..<end))
-            index = end
-        }
-        return runs
     }
 }
