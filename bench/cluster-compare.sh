@@ -38,26 +38,6 @@ head_bin=$(swift build -c release --show-bin-path)
 choose_base_registryd "$base" "$worktree" "${CLUSTER_COMPARE_BASE_BIN:-}"
 
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
-# converge PORT...: returns once every listed node has the same version vector (at most 600 s).
-converge() {
-  python3 - "$head_bin/registryctl" "$@" <<'PY'
-import json, subprocess, sys, time
-ctl, ports = sys.argv[1], sys.argv[2:]
-started = time.monotonic()
-while time.monotonic() - started < 600:
-    vectors = []
-    for port in ports:
-        out = subprocess.run([ctl, "status", "--endpoint", f"127.0.0.1:{port}", "-o", "json"], capture_output=True, text=True).stdout
-        try:
-            vectors.append(json.dumps(json.loads(out)["versionVector"], sort_keys=True))
-        except Exception:
-            vectors.append(None)
-    if None not in vectors and len(set(vectors)) == 1:
-        sys.exit(0)
-    time.sleep(0.1)
-sys.exit("the nodes did not converge within 600 s")
-PY
-}
 
 # round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds cpu-seconds".
 round() {
@@ -78,7 +58,7 @@ round() {
   local started; started=$(date +%s.%N)
   "$head_bin/registryload" --endpoints 127.0.0.1:7491,127.0.0.1:7492,127.0.0.1:7493 --connections 6 --in-flight 16 --batch 100 \
     --warmup 0s --workload first-install --requests "$requests" --seed 52 --json "$out/load.json" > "$out/load.txt" 2>&1
-  converge 7491 7492 7493
+  converge "$head_bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
   for i in 1 2 3; do after=$(python3 -c "print($after + $(cpu "${pids[$i]}"))"); done
   for i in 1 2 3; do kill -TERM "${pids[$i]}"; wait "${pids[$i]}" || true; unset "pids[$i]"; done

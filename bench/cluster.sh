@@ -51,27 +51,6 @@ stop() { kill -TERM "${pids[$1]}"; wait "${pids[$1]}" || true; unset "pids[$1]";
 # CPU seconds a process has used (user + system).
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
 rate() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['throughput']; print(int(r['achieved_per_second']), r['acknowledged'], r['measured_seconds'])" "$1"; }
-# Seconds until every listed node's version vector is the same (polling stats), at most 600.
-converge() {
-  python3 - "$bin/registryctl" "$@" <<'PY'
-import json, subprocess, sys, time
-ctl, endpoints = sys.argv[1], sys.argv[2:]
-started = time.monotonic()
-while time.monotonic() - started < 600:
-    vectors = []
-    for endpoint in endpoints:
-        out = subprocess.run([ctl, "status", "--endpoint", endpoint, "-o", "json"], capture_output=True, text=True).stdout
-        try:
-            vectors.append(json.dumps(json.loads(out)["versionVector"], sort_keys=True))
-        except Exception:
-            vectors.append(None)
-    if None not in vectors and len(set(vectors)) == 1:
-        print(f"{time.monotonic() - started:.2f}")
-        sys.exit(0)
-    time.sleep(0.2)
-print("600"); sys.exit(1)
-PY
-}
 load=(--connections 6 --in-flight 16 --batch 100 --warmup 0s --workload first-install)
 
 echo "== single node: $requests first installs" >&2
@@ -89,7 +68,7 @@ for i in 1 2 3; do before[$i]=$(cpu "${pids[node-$i]}"); done
 started=$(date +%s.%N)
 "$bin/registryload" --endpoints 127.0.0.1:7491,127.0.0.1:7492,127.0.0.1:7493 "${load[@]}" --requests "$requests" --seed 52 \
   --json "$out/cluster.json" > "$out/cluster.txt" 2>&1
-converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
+converge "$bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
 replicated_seconds=$(python3 -c "print($(date +%s.%N) - $started)")
 cluster_cpu=0
 for i in 1 2 3; do cluster_cpu=$(python3 -c "print($cluster_cpu + $(cpu "${pids[node-$i]}") - ${before[$i]})"); done
@@ -103,7 +82,7 @@ pids[node-3]=$!
 wait_for_port 7493 120 || { echo "node-3 did not replay its journal within 120 s" >&2; exit 1; }
 replay_cpu=$(cpu "${pids[node-3]}")
 replayed=$(tail -n +"$((lines + 1))" "$out/node-3.log" | grep -o 'replayed=[0-9]*' | head -1 | cut -d= -f2)
-converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
+converge "$bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
 
 # The cluster's maximum is what it replicates, not what it acknowledges ahead of replication.
 half=$(python3 -c "import json; n=json.load(open('$out/cluster.json'))['throughput']['acknowledged']; print(int(n / $replicated_seconds / 2))")
@@ -123,13 +102,13 @@ if [ "$more" -gt 0 ]; then
   "$bin/registryload" --endpoints 127.0.0.1:7491,127.0.0.1:7492 --connections 6 --in-flight 16 --batch 100 --warmup 0s \
     --workload first-install --requests "$more" --seed 54 > "$out/fill.txt" 2>&1
 fi
-converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
+converge "$bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
 devices=$(python3 -c "import json; print(json.loads(open('/dev/stdin').read())['devices'])" < <("$bin/registryctl" status --endpoint 127.0.0.1:7491 -o json))
 stop node-3
 rm -rf "$out/data-node-3"
 started=$(date +%s.%N)
 start node-3 7493 --peers "$peers"
-catchup_seconds=$(converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
+catchup_seconds=$(converge "$bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
 
 echo "== catch-up from a snapshot: every node snapshots twice, trimming its journal; node-3 is wiped again" >&2
 sleep 2  # every node learns that its peers hold everything (the retention floor), within a second
@@ -142,7 +121,7 @@ rm -rf "$out/data-node-3"
 lines=$(wc -l < "$out/node-3.log")
 started=$(date +%s.%N)
 start node-3 7493 --peers "$peers"
-snapshot_seconds=$(converge 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
+snapshot_seconds=$(converge "$bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493)
 installed=$(tail -n +"$((lines + 1))" "$out/node-3.log" | grep -c "installed a snapshot from a peer" || true)
 echo "raw: solo_cpu=$solo_cpu cluster_cpu=$cluster_cpu replicated=${replicated_seconds}s replay_cpu=$replay_cpu replayed=$replayed devices=$devices catchup=${catchup_seconds}s snapshot_catchup=${snapshot_seconds}s installed=$installed node-1's oldest journal file: $first_file (reports in $out)" >&2
 [ "$installed" -ge 1 ] || { echo "node-3 did not install a snapshot" >&2; exit 1; }

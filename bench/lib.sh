@@ -101,3 +101,27 @@ compare_row_arguments() {
     *) echo "a row is single or batch, not $1" >&2; return 2 ;;
   esac
 }
+
+# converge REGISTRYCTL ENDPOINT...: waits until every listed node reports the same version vector
+# (`registryctl status`, polled), at most 600 s; prints the seconds it took (600 and fails when
+# they did not converge).
+converge() {
+  python3 - "$@" <<'PY'
+import json, subprocess, sys, time
+ctl, endpoints = sys.argv[1], sys.argv[2:]
+started = time.monotonic()
+while time.monotonic() - started < 600:
+    vectors = []
+    for endpoint in endpoints:
+        out = subprocess.run([ctl, "status", "--endpoint", endpoint, "-o", "json"], capture_output=True, text=True).stdout
+        try:
+            vectors.append(json.dumps(json.loads(out)["versionVector"], sort_keys=True))
+        except Exception:
+            vectors.append(None)
+    if None not in vectors and len(set(vectors)) == 1:
+        print(f"{time.monotonic() - started:.2f}")
+        sys.exit(0)
+    time.sleep(0.2)
+print("600"); sys.exit(1)
+PY
+}
