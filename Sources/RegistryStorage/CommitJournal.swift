@@ -97,8 +97,13 @@ public final class CommitJournal {
         records.reserveCapacity(lastSpans.reduce(0) { $0 + $1.count })
         buffer.withUnsafeBytes { raw in
             for span in lastSpans {
-                LogSegment.forEachWrittenRecord(in: UnsafeRawBufferPointer(rebasing: raw[span.records])) { sequence, hlc, payload in
-                    records.append(LogRecord(origin: span.origin, epoch: span.epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
+                do {
+                    try LogSegment.forEachRecord(origin: span.origin, epoch: span.epoch, in: UnsafeRawBufferPointer(rebasing: raw[span.records])) {
+                        (sequence, hlc, payload) throws(StorageError) in
+                        records.append(LogRecord(origin: span.origin, epoch: span.epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
+                    }
+                } catch {
+                    preconditionFailure("a record this journal just wrote does not read back: \(error)")
                 }
             }
         }

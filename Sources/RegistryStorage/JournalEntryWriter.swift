@@ -21,7 +21,7 @@ public struct JournalEntryWriter {
         public var log: LogID { LogID(origin: NodeID(trusted: origin), epoch: epoch) }
     }
 
-    private(set) var bytes: [UInt8]
+    private var bytes: [UInt8]
     private let entryStart: Int
     /// Every segment written, the last one still open.
     private var spans: [Span] = []

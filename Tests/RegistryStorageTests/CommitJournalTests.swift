@@ -223,23 +223,4 @@ import Testing
             try CommitJournal(fs: PosixFileSystem(), directory: "/nonexistent/registry", number: 1, index: JournalIndex())
         }
     }
-
-    @Test func aPayloadWrittenInPlaceMatchesACopiedOneAndAFailedWriteLeavesNoTrace() {
-        struct Refused: Error {}
-        var copied = LogSegment(origin: "node-a", epoch: 7)
-        var inPlace = LogSegment(origin: "node-a", epoch: 7)
-        for sequence in UInt64(1)...4 {
-            let payload = (0..<sequence * 3).map { UInt8($0) }
-            copied.append(sequence: sequence, hlc: 10 + sequence, payload: payload)
-            inPlace.append(sequence: sequence, hlc: 10 + sequence) { (bytes: inout [UInt8]) in bytes += payload }
-        }
-        #expect(inPlace == copied)
-        #expect(throws: Refused.self) {
-            try inPlace.append(sequence: 5, hlc: 15) { (bytes: inout [UInt8]) throws(Refused) in
-                bytes += [1, 2, 3]
-                throw Refused()
-            }
-        }
-        #expect(inPlace == copied)
-    }
 }
