@@ -127,9 +127,15 @@ public struct PipeSink {
     /// Writes all of `bytes`, unless a write failed before; false when any write failed.
     @discardableResult
     public mutating func write(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    /// Writes all of `bytes`, unless a write failed before; false when any write failed.
+    @discardableResult
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var written = 0
         while !failed && written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            let count = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
             if count < 0 && errno == EINTR { continue }
             if count > 0 { written += count } else { failed = true }
         }

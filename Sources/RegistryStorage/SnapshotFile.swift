@@ -212,6 +212,12 @@ public final class SnapshotWriter {
         if block.isFull { try writeBlock() }
     }
 
+    /// Adds one record of `size` bytes, written in place by `write` (``SnapshotBlock/append(recordBytes:writing:)``).
+    public func append(recordBytes size: Int, writing write: (UnsafeMutableRawPointer) -> Void) throws(StorageError) {
+        block.append(recordBytes: size, writing: write)
+        if block.isFull { try writeBlock() }
+    }
+
     /// Adds a whole block, sealed (``SnapshotBlock/seal()``), after the records appended so far.
     /// Its head is checked to announce exactly the bytes that follow it; its checksum is not
     /// checked here (the block comes from this node's own code, and every reader checks it).
@@ -250,7 +256,7 @@ public final class SnapshotWriter {
 
     private func writeBlock() throws(StorageError) {
         let checksum = block.seal()
-        try write(block.bytes)
+        try block.withUnsafeBytes { (bytes) throws(StorageError) in try write(bytes) }
         chain = SnapshotFile.chain(chain, checksum)
         blocks += 1
         records += UInt64(block.records)

@@ -29,7 +29,10 @@ public enum SnapshotCodec {
     }
 
     public static func encode(_ metadata: SnapshotMetadata) -> [UInt8] {
-        var out = Output()
+        Output.bytes { out in encode(metadata, into: &out) }
+    }
+
+    private static func encode(_ metadata: SnapshotMetadata, into out: inout Output) {
         out.string(metadata.nodeID.value)
         out.integer(metadata.epoch)
         out.integer(metadata.clock.rawValue)
@@ -41,7 +44,6 @@ public enum SnapshotCodec {
             out.integer(log.epoch)
             out.integer(sequence)
         }
-        return out.bytes
     }
 
     public static func decodeMetadata(_ bytes: [UInt8]) throws(CodecError) -> SnapshotMetadata {
@@ -65,9 +67,26 @@ public enum SnapshotCodec {
         }.get()
     }
 
-    /// Appends `record`'s bytes to `bytes` (after clearing it).
+    /// Replaces `bytes` with `record`'s bytes.
     public static func encode(_ record: SnapshotRecord, into bytes: inout [UInt8]) {
-        var out = Output(reusing: &bytes)
+        bytes = Output.bytes { out in encode(record, into: &out) }
+    }
+
+    /// How many bytes ``write(_:to:)`` writes for `record`.
+    public static func encodedSize(of record: SnapshotRecord) -> Int {
+        var counter = Output(writingTo: nil)
+        encode(record, into: &counter)
+        return counter.count
+    }
+
+    /// Writes `record`'s bytes from `base` on, ``encodedSize(of:)`` of them: for a caller that
+    /// encodes records straight into a buffer it keeps (a snapshot block).
+    public static func write(_ record: SnapshotRecord, to base: UnsafeMutableRawPointer) {
+        var out = Output(writingTo: base)
+        encode(record, into: &out)
+    }
+
+    private static func encode(_ record: SnapshotRecord, into out: inout Output) {
         switch record {
         case .origin(let origin):
             out.integer(Tag.origin.rawValue)
@@ -152,9 +171,8 @@ public enum SnapshotCodec {
             out.integer(Tag.clone.rawValue)
             let encoded = OperationCodec.encode(.clone(op))
             out.integer(UInt32(encoded.count))
-            out.bytes.append(contentsOf: encoded)
+            out.raw(encoded)
         }
-        bytes = out.bytes
     }
 
     public static func decodeRecord(_ raw: UnsafeRawBufferPointer) throws(CodecError) -> SnapshotRecord {
@@ -251,21 +269,32 @@ public enum SnapshotCodec {
         return record
     }
 
+    /// Where an encoding's bytes go: written from `base` on, or, with no `base`, only counted.
+    /// Fields are stored in place; appending each to an array was most of a snapshot child's
+    /// encoding time (docs/performance.md, "Snapshot records written in place").
     private struct Output {
-        var bytes: [UInt8]
+        let base: UnsafeMutableRawPointer?
+        private(set) var count = 0
 
-        init() {
-            bytes = []
+        init(writingTo base: UnsafeMutableRawPointer?) {
+            self.base = base
         }
 
-        init(reusing storage: inout [UInt8]) {
-            storage.removeAll(keepingCapacity: true)
-            bytes = storage
-            storage = []
+        /// The bytes `encode` writes: counted first, then written into an array of that size.
+        static func bytes(_ encode: (inout Output) -> Void) -> [UInt8] {
+            var counter = Output(writingTo: nil)
+            encode(&counter)
+            return [UInt8](unsafeUninitializedCapacity: counter.count) { buffer, initialized in
+                var out = Output(writingTo: UnsafeMutableRawPointer(buffer.baseAddress))
+                if counter.count > 0 { encode(&out) }
+                precondition(out.count == counter.count, "an encoding wrote \(out.count) bytes after counting \(counter.count)")
+                initialized = out.count
+            }
         }
 
         mutating func integer<Value: FixedWidthInteger>(_ value: Value) {
-            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+            base?.storeBytes(of: value.littleEndian, toByteOffset: count, as: Value.self)
+            count += MemoryLayout<Value>.size
         }
 
         mutating func uuid(_ value: UUID128) {
@@ -274,9 +303,20 @@ public enum SnapshotCodec {
         }
 
         mutating func string(_ text: String) {
-            let utf8 = text.utf8
-            integer(UInt16(utf8.count))
-            bytes.append(contentsOf: utf8)
+            var text = text
+            text.withUTF8 { utf8 in
+                integer(UInt16(utf8.count))
+                raw(UnsafeRawBufferPointer(utf8))
+            }
+        }
+
+        mutating func raw(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { raw($0) }
+        }
+
+        mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+            if let base, let source = bytes.baseAddress { (base + count).copyMemory(from: source, byteCount: bytes.count) }
+            count += bytes.count
         }
     }
 

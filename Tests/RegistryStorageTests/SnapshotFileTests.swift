@@ -77,6 +77,37 @@ import Testing
         #expect(bySealed == byRecord)
     }
 
+    /// Records written in place (``SnapshotBlock/append(recordBytes:writing:)``) make the block
+    /// that the same records copied in make, also past the room the block keeps (a record bigger
+    /// than a whole block) and after a reset, whose head is blank again until sealed.
+    @Test func recordsWrittenInPlaceMakeTheBlockCopiedRecordsMake() throws {
+        var generator = SplitMix64(seed: 11)
+        let huge = (0..<(SnapshotFile.blockBytes + (100 << 10))).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var copied = SnapshotBlock()
+        var inPlace = SnapshotBlock()
+        for round in 0..<2 {
+            var expected = [UInt8](repeating: 0, count: SnapshotFile.blockHeaderBytes)
+            var batch = records(500, seed: generator.next()) + [[], huge]
+            if round == 1 { batch.swapAt(3, batch.count - 1) }
+            for record in batch {
+                copied.append(record)
+                inPlace.append(recordBytes: record.count) { target in
+                    record.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: record.count) }
+                }
+                expected += withUnsafeBytes(of: UInt32(record.count).littleEndian, Array.init) + record
+            }
+            #expect(inPlace.bytes == expected)
+            #expect(inPlace.byteCount == expected.count && inPlace.records == UInt32(batch.count))
+            #expect(inPlace.seal() == copied.seal())
+            #expect(inPlace.bytes == copied.bytes)
+            #expect(inPlace.bytes.prefix(SnapshotFile.blockHeaderBytes) != expected.prefix(SnapshotFile.blockHeaderBytes))
+            #expect(inPlace.withUnsafeBytes { Array($0) } == inPlace.bytes)
+            copied.reset()
+            inPlace.reset()
+            #expect(inPlace.bytes == [UInt8](repeating: 0, count: SnapshotFile.blockHeaderBytes) && inPlace.isEmpty)
+        }
+    }
+
     /// A sealed block whose head does not announce exactly its bytes is refused, and what was
     /// written before it still makes a whole file.
     @Test func aSealedBlockWithAWrongHeadIsRefused() throws {

@@ -56,12 +56,10 @@ struct ForkedSnapshot: Sendable {
             registry.dropDeviceIndexInForkedChild()
             Scheduling.runThisThreadWhenIdle()
             var sink = PipeSink(descriptor: input)
-            var bytes = [UInt8]()
             var block = SnapshotBlock()
             registry.forEachSnapshotRecordInForkedChild(afterReadingIndexes: { childLetGo?.raise() }) { record in
                 guard !sink.failed else { return }
-                SnapshotCodec.encode(record, into: &bytes)
-                block.append(bytes)
+                block.append(recordBytes: SnapshotCodec.encodedSize(of: record)) { SnapshotCodec.write(record, to: $0) }
                 if block.isFull { send(&block, to: &sink) }
             }
             if !block.isEmpty { send(&block, to: &sink) }
@@ -74,7 +72,7 @@ struct ForkedSnapshot: Sendable {
     /// The child's: seals `block`, writes it to the pipe whole, and empties it.
     private static func send(_ block: inout SnapshotBlock, to sink: inout PipeSink) {
         block.seal()
-        sink.write(block.bytes)
+        _ = block.withUnsafeBytes { sink.write($0) }
         block.reset()
     }
 

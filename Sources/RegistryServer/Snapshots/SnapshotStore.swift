@@ -136,13 +136,14 @@ enum SnapshotStore {
 
     /// Appends every record of `registry` to `writer`.
     static func append(_ registry: RegistryState, to writer: SnapshotWriter) throws(StorageError) {
-        var bytes = [UInt8]()
         var failure: StorageError?
         registry.forEachSnapshotRecord { record in
             guard failure == nil else { return }
-            SnapshotCodec.encode(record, into: &bytes)
-            let appended = bytes.withUnsafeBytes { raw in Result { () throws(StorageError) in try writer.append(raw) } }
-            if case .failure(let error) = appended { failure = error }
+            do throws(StorageError) {
+                try writer.append(recordBytes: SnapshotCodec.encodedSize(of: record)) { SnapshotCodec.write(record, to: $0) }
+            } catch {
+                failure = error
+            }
         }
         if let failure { throw failure }
     }
