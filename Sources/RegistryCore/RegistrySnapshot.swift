@@ -49,29 +49,40 @@ public struct SnapshotRestoreError: Error, Equatable, Sendable, CustomStringConv
 }
 
 extension RegistryState {
-    /// Every claim, ordered by owner: restoring them then reads the owners' slots in order, where
-    /// in the index's order each read was a cache miss (a third of a 10M-device restore's time).
+    /// Owners in one group of ``claimsByOwnerGroup(placing:)``: 2^12, whose slots (224 KiB)
+    /// stay in a core's L2 cache while a restore reads them.
+    static let claimOwnerGroupBits = 12
+
+    /// Every claim, grouped by owner: first the claims of owners 0 to 4,095 (in the index's
+    /// order), then those of owners 4,096 to 8,191, and so on (``claimOwnerGroupBits``).
+    /// Restoring them then reads the owners' slots a cached window at a time, where in the
+    /// index's order each read was a cache miss (a third of a 10M-device restore's time).
     ///
-    /// A counting sort straight from the index: one walk counts each owner's claims, and `walk`
-    /// (the index's `forEach`, or a forked child's drain) then puts each claim in its place. Both
-    /// read the index in order and write at random, where gathering the claims and sorting them
-    /// by owner read and wrote them about log2(n) times over (docs/performance.md, "Snapshots from
-    /// a fork"). Both walks must find the same claims (a value's index does not change under it).
-    private func claimsByOwner(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
+    /// A counting sort on the group straight from the index: one walk counts each group's
+    /// claims, and `walk` (the index's `forEach`, or a forked child's drain) then puts each claim
+    /// in its place. Both read the index in order, and with a few thousand groups the counts and
+    /// the places being written stay cached; sorting on the owner itself (one count per owner)
+    /// made each count and each write a cache miss (docs/performance.md, "Snapshots from a
+    /// fork"). Both walks must find the same claims (a value's index does not change under it).
+    private func claimsByOwnerGroup(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
         let count = claims.count
         precondition(count < Int(UInt32.max), "more claims than a 32-bit position holds")
-        // next[o]: where owner o's next claim goes; o's run ends where o + 1's begins.
-        var next = [UInt32](repeating: 0, count: Int(slots.count) + 1)
-        claims.forEach { _, owner in next[Int(owner) + 1] += 1 }
-        for owner in next.indices.dropFirst() { next[owner] += next[owner - 1] }
+        let shift = Self.claimOwnerGroupBits
+        // next[g]: where group g's next claim goes; g's run ends where g + 1's begins.
+        var next = [Int](repeating: 0, count: (slots.count >> shift) + 2)
+        claims.forEach { _, owner in next[Int(owner) >> shift + 1] += 1 }
+        for group in next.indices.dropFirst() { next[group] += next[group - 1] }
         return [(ClaimKey, UInt32)](unsafeUninitializedCapacity: count) { ordered, initialized in
             var placed = 0
-            walk { key, owner in
-                let position = Int(next[Int(owner)])
-                precondition(position < count, "the second walk found claims the first did not")
-                (ordered.baseAddress! + position).initialize(to: (key, owner))
-                next[Int(owner)] += 1
-                placed += 1
+            next.withUnsafeMutableBufferPointer { next in
+                walk { key, owner in
+                    let group = Int(owner) >> shift
+                    let position = next[group]
+                    precondition(position < count, "the second walk found claims the first did not")
+                    (ordered.baseAddress! + position).initialize(to: (key, owner))
+                    next[group] = position + 1
+                    placed += 1
+                }
             }
             precondition(placed == count, "the second walk missed claims the first found")
             initialized = count
@@ -82,7 +93,7 @@ extension RegistryState {
     /// the state as it is; the caller keeps it from changing meanwhile. Devices are numbered as
     /// the state numbers its slots, which the pieces keep.
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
-        try forEachSnapshotRecord(claimsInOrder: claimsByOwner(placing: claims.forEach), body)
+        try forEachSnapshotRecord(claimsInOrder: claimsByOwnerGroup(placing: claims.forEach), body)
     }
 
     /// In a forked child that writes this state out: gives up the child's copy of the device
@@ -96,13 +107,13 @@ extension RegistryState {
     /// `ForkedSnapshot`): until the child lets go of a page of the indexes, every write of the
     /// serving node to it is a copy under the engine's lock, and the node writes them at random.
     /// So the device index, which the records do not need, is let go of at once, and the claim
-    /// index as it is drained into owner order (after one walk that counts each owner's claims),
+    /// index as it is drained into groups of owners (after one walk that counts each group's claims),
     /// before any record is written; then `afterReadingIndexes` is
     /// called (the child tells the node, which then stops holding its new claims aside, see
     /// ``holdNewClaims(until:)``). This state must not be used again in the child.
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
         slotOf.dropPagesInForkedChild()
-        let ordered = claimsByOwner(placing: claims.drainInForkedChild)
+        let ordered = claimsByOwnerGroup(placing: claims.drainInForkedChild)
         afterReadingIndexes()
         try forEachSnapshotRecord(claimsInOrder: ordered, body)
     }

@@ -38,6 +38,34 @@ import Testing
         }
     }
 
+    /// Claims come out grouped by owner, a group of 4,096 owners after another (what a restore
+    /// reads the owners' slots by), every claim once, whatever order they went in.
+    @Test func claimsAreWrittenGroupedByOwner() throws {
+        let devices: Int = (3 << RegistryState.claimOwnerGroupBits) + 100
+        var random = SplitMix64(seed: 8)
+        var input: [SnapshotRecord] = [.origin(NodeID(trusted: "n")), .vendor(Vendor(trusted: "com.v"))]
+        for number in 0..<devices {
+            input.append(.device(id: DeviceID(UUID128(high: 1, low: UInt64(number))), created: HLCTimestamp(millis: 1, counter: 0), origin: 0, vendor: 0))
+        }
+        var claims = [SnapshotRecord]()
+        for index in 0..<2 * devices {
+            let kind: IdentifierKind = index % 2 == 0 ? .idfv : .keychain
+            let identifier = Identifier(kind: kind, value: UUID128(high: 2, low: UInt64(index)))
+            claims.append(.claim(vendor: 0, identifier: identifier, owner: UInt32(index / 2)))
+        }
+        claims.shuffle(using: &random)
+        let state = try restore(input + claims)
+        var groups = [Int]()
+        var written = [SnapshotRecord]()
+        for record in records(of: state) {
+            guard case .claim(_, _, let owner) = record else { continue }
+            groups.append(Int(owner) >> RegistryState.claimOwnerGroupBits)
+            written.append(record)
+        }
+        #expect(groups == groups.sorted() && Set(groups).count == 4)
+        #expect(Set(written) == Set(claims) && written.count == claims.count)
+    }
+
     @Test func anEmptyStateRestoresEmpty() throws {
         let restored = try restore(records(of: RegistryState()))
         #expect(restored.deviceCount == 0 && restored.claimCount == 0)
