@@ -33,10 +33,12 @@ public enum SnapshotRecord: Hashable, Sendable {
     /// Device `device`'s keychain took IDFV claim `claim` at `appeared` (``LaterIDFV``).
     case laterIDFV(device: UInt32, claim: UUID128, appeared: HLCTimestamp)
     /// A suspected keychain clone (``CloneOp``). Its devices and claims are in the snapshot's
-    /// own records; restoring applies it again, which adds only its marks.
-    case clone(CloneOp)
+    /// own records; restoring applies it again, which adds only its marks. Boxed (`indirect`),
+    /// as is a vendor rule: both are rare and several times bigger than the other cases, and a
+    /// record is copied a few times on its way into a snapshot's bytes.
+    indirect case clone(CloneOp)
     /// A change of the cluster's vendor rules (written last).
-    case vendorRule(VendorRuleChange)
+    indirect case vendorRule(VendorRuleChange)
 }
 
 /// Why snapshot records could not be restored: they contradict each other or come out of order.
