@@ -53,7 +53,7 @@ public struct SnapshotRestoreError: Error, Equatable, Sendable, CustomStringConv
 extension RegistryState {
     /// Owners in one group of ``claimsByOwnerGroup(placing:)``: 2^12, whose slots (224 KiB)
     /// stay in a core's L2 cache while a restore reads them.
-    static let claimOwnerGroupBits = 12
+    public static let claimOwnerGroupBits = 12
 
     /// Every claim, grouped by owner: first the claims of owners 0 to 4,095 (in the index's
     /// order), then those of owners 4,096 to 8,191, and so on (``claimOwnerGroupBits``).

@@ -271,7 +271,7 @@ public enum SnapshotCodec {
 
     /// Where an encoding's bytes go: written from `base` on, or, with no `base`, only counted.
     /// Fields are stored in place; appending each to an array was most of a snapshot child's
-    /// encoding time (docs/performance.md, "Snapshot records written in place").
+    /// encoding time (docs/performance.md, "A snapshot child's CPU").
     private struct Output {
         let base: UnsafeMutableRawPointer?
         private(set) var count = 0
@@ -286,7 +286,7 @@ public enum SnapshotCodec {
             encode(&counter)
             return [UInt8](unsafeUninitializedCapacity: counter.count) { buffer, initialized in
                 var out = Output(writingTo: UnsafeMutableRawPointer(buffer.baseAddress))
-                if counter.count > 0 { encode(&out) }
+                encode(&out)
                 precondition(out.count == counter.count, "an encoding wrote \(out.count) bytes after counting \(counter.count)")
                 initialized = out.count
             }
