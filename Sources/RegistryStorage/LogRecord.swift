@@ -1,3 +1,5 @@
+import RegistryCore
+
 /// One operation as the log stores it: its place, (origin, epoch, sequence), its HLC, and its
 /// encoded payload (a `registry.v1.Operation`, which storage does not look into).
 public struct LogRecord: Hashable, Sendable {
@@ -14,4 +16,7 @@ public struct LogRecord: Hashable, Sendable {
         self.hlc = hlc
         self.payload = payload
     }
+
+    /// The log the record belongs to.
+    public var log: LogID { LogID(origin: NodeID(trusted: origin), epoch: epoch) }
 }

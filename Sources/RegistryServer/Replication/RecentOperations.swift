@@ -82,7 +82,7 @@ final class RecentOperations: Sendable {
         guard !operations.isEmpty else { return }
         state.withLock { state in
             guard state.keeping else { return }
-            for run in operations.runs(by: { LogID(origin: NodeID(trusted: $0.origin), epoch: $0.epoch) }) {
+            for run in operations.runs(by: \.log) {
                 let chunk = Array(operations[run.range])
                 // A run that does not follow what is kept (a restart, or remote operations that
                 // arrived out of order across batches) starts the log's tail over.
