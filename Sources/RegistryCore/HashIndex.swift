@@ -165,7 +165,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         precondition(Key.isWholeKey, "an index of partial keys only inserts (insertNew)")
         if !isKnownUniquelyReferenced(&table) { table = table.copy() }
         let hash = key.hash(seed: seed)
-        if let index = table.find(key, hash: hash) {
+        // One probe: it ends at the key's bucket, or at the free bucket a new key goes into.
+        let (index, found) = table.bucket(of: key, hash: hash)
+        if found {
             let previous = table.value(at: index)
             // Not written when unchanged: a page a forked snapshot's child shares is copied when
             // written (``HoldableIndex``), and a returning device sets its claims again.
@@ -175,7 +177,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         // A key still in the old table is shadowed by its copy here; the move skips it later.
         let previous = unmovedValue(for: key, hash: hash)
         if previous == nil { count += 1 }
-        place(key, value, hash: hash)
+        place(key, value, hash: hash, freeBucket: index)
         return previous
     }
 
@@ -187,9 +189,17 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         place(key, value, hash: key.hash(seed: seed))
     }
 
-    private mutating func place(_ key: Key, _ value: UInt32, hash: UInt64) {
-        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) { grow() }
-        table.place(key, value, hash: hash)
+    /// `freeBucket`: the free bucket that ends `key`'s probe in the current table, when the
+    /// caller has just probed for it (the table has not changed since).
+    private mutating func place(_ key: Key, _ value: UInt32, hash: UInt64, freeBucket: Int? = nil) {
+        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) {
+            grow()
+            table.place(key, value, hash: hash)
+        } else if let freeBucket {
+            table.store(key, value, inFreeBucket: freeBucket)
+        } else {
+            table.place(key, value, hash: hash)
+        }
         moveSomeOldBuckets()
         prepareSpare()
     }
@@ -428,6 +438,20 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         }
     }
 
+    /// The bucket of the entry with `key` (`found`), or else the free bucket that ends its probe,
+    /// where ``place(_:_:hash:)`` would put it.
+    @inline(__always)
+    func bucket(of key: Key, hash: UInt64) -> (index: Int, found: Bool) {
+        let mask = capacity - 1
+        var index = startIndex(hash: hash)
+        while true {
+            let bucket = buckets[index]
+            if bucket.stored == 0 { return (index, false) }
+            if bucket.key == key { return (index, true) }
+            index = (index + 1) & mask
+        }
+    }
+
     func value(at index: Int) -> UInt32 { buckets[index].stored - 1 }
 
     func isOccupied(_ index: Int) -> Bool { buckets[index].stored != 0 }
@@ -450,6 +474,15 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         let mask = capacity - 1
         var index = startIndex(hash: hash)
         while buckets[index].stored != 0 { index = (index + 1) & mask }
+        buckets[index] = Bucket(key: key, stored: value + 1)
+        used += 1
+    }
+
+    /// Stores a key known to be absent in `index`, the free bucket that ends its probe
+    /// (``bucket(of:hash:)``).
+    func store(_ key: Key, _ value: UInt32, inFreeBucket index: Int) {
+        precondition(value < .max, "UInt32.max cannot be stored")
+        precondition(buckets[index].stored == 0, "bucket \(index) is not free")
         buckets[index] = Bucket(key: key, stored: value + 1)
         used += 1
     }

@@ -24,7 +24,11 @@
 /// first: a key in both has the same value in both.
 struct HoldableIndex<Key: HashIndexKey>: Sendable {
     private(set) var main: HashIndex<Key>
-    private var held: HashIndex<Key>?
+    /// The held index: empty, and unused, unless ``holdsEntries``. Not an optional: reaching into
+    /// an optional index copied it (retaining its tables) on every lookup and insert.
+    private var held: HashIndex<Key>
+    /// True while entries are held aside, or moving back into the main index.
+    private(set) var holdsEntries = false
     /// Set while holding: true once the hold may end (checked at each ``set(_:_:)``).
     private var mayRelease: (@Sendable () -> Bool)?
     /// Releasing: the held index's buckets below this one have been moved into `main`.
@@ -35,10 +39,11 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     init(_ main: HashIndex<Key>) {
         precondition(Key.isWholeKey, "held entries are found by their keys")
         self.main = main
+        held = main.emptyIndex()
     }
 
     /// Distinct keys.
-    var count: Int { main.count + (held.map { $0.count - heldInMain } ?? 0) }
+    var count: Int { main.count + (holdsEntries ? held.count - heldInMain : 0) }
 
     /// Buckets in the main index's table.
     var capacity: Int { main.capacity }
@@ -46,36 +51,33 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     /// True while new keys go into the held index.
     var isHolding: Bool { mayRelease != nil }
 
-    /// True while entries are held aside, or moving back into the main index.
-    var holdsEntries: Bool { held != nil }
-
     /// True while any entries are on their way to another table: the main index's growth, or
     /// held entries.
-    var isMovingEntries: Bool { main.isMovingEntries || held != nil }
+    var isMovingEntries: Bool { main.isMovingEntries || holdsEntries }
 
     /// The main index first: a key in both has the same value in both, and most lookups are of
-    /// keys the main index has. (Bindings such as `if let held` would copy the index.)
+    /// keys the main index has.
     func value(for key: Key) -> UInt32? {
         if let value = main.value(for: key) { return value }
-        return held?.value(for: key)
+        return holdsEntries ? held.value(for: key) : nil
     }
 
     /// Sets `key` to `value` and returns the value it had, nil when it is new.
     @discardableResult
     mutating func set(_ key: Key, _ value: UInt32) -> UInt32? {
-        guard held != nil else { return main.set(key, value) }
+        guard holdsEntries else { return main.set(key, value) }
         if let mayRelease, mayRelease() {
             release()
-            if held == nil { return main.set(key, value) }
+            if !holdsEntries { return main.set(key, value) }
         }
-        if let previous = held!.value(for: key) {
-            held!.set(key, value)
+        if let previous = held.value(for: key) {
+            held.set(key, value)
             if !isHolding, main.set(key, value) == nil { heldInMain += 1 }
             return previous
         }
         if isHolding {
             if main.value(for: key) != nil { return main.set(key, value) }
-            return held!.set(key, value)
+            return held.set(key, value)
         }
         let previous = main.set(key, value)
         moveOneHeldEntry()
@@ -88,33 +90,40 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     mutating func hold(until mayRelease: @escaping @Sendable () -> Bool) {
         moveHeldEntries()
         held = main.emptyIndex()
+        holdsEntries = true
         self.mayRelease = mayRelease
     }
 
     /// Ends holding: the held entries move into the main index a few at a time from now on.
     mutating func release() {
         mayRelease = nil
-        if held?.count == 0 { held = nil }
+        if holdsEntries, held.count == 0 { dropHeldIndex() }
     }
 
     /// Moves every held entry into the main index now, ending a hold.
     mutating func moveHeldEntries() {
         mayRelease = nil
-        while held != nil { moveOneHeldEntry() }
+        while holdsEntries { moveOneHeldEntry() }
     }
 
     /// One step of the move back: a step of the held index's own growth while it has one,
     /// otherwise the next held entry. Drops the held index after its last bucket.
     private mutating func moveOneHeldEntry() {
-        guard held != nil else { return }
-        if held!.isMovingEntries { return held!.continueMoving() }
+        guard holdsEntries else { return }
+        if held.isMovingEntries { return held.continueMoving() }
         if let (key, value) = nextHeldEntry() {
             if main.set(key, value) == nil { heldInMain += 1 }
             // Where the entry after it goes: cached by the time the next step moves it.
             if let (next, _) = nextHeldEntry(advancing: false) { main.prefetch(next) }
             return
         }
-        held = nil
+        dropHeldIndex()
+    }
+
+    /// Lets the held index go (its tables with it), once it holds nothing `main` lacks.
+    private mutating func dropHeldIndex() {
+        held = main.emptyIndex()
+        holdsEntries = false
         nextHeldBucket = 0
         heldInMain = 0
     }
@@ -122,8 +131,8 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     /// The held entry at or after `nextHeldBucket`, which moves past it when `advancing`; nil
     /// after the last.
     private mutating func nextHeldEntry(advancing: Bool = true) -> (Key, UInt32)? {
-        while nextHeldBucket < held!.capacity {
-            if let entry = held!.entry(atBucket: nextHeldBucket) {
+        while nextHeldBucket < held.capacity {
+            if let entry = held.entry(atBucket: nextHeldBucket) {
                 if advancing { nextHeldBucket += 1 }
                 return entry
             }
@@ -140,7 +149,8 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
 
     /// The held entries that are not in `main`.
     private func forEachHeldOnly(_ body: (Key, UInt32) -> Void) {
-        held?.forEach { key, value in
+        guard holdsEntries else { return }
+        held.forEach { key, value in
             if heldInMain == 0 || main.value(for: key) == nil { body(key, value) }
         }
     }
@@ -150,7 +160,7 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     func drainInForkedChild(_ body: (Key, UInt32) -> Void) {
         // Before the main table, which this walk looks keys up in.
         forEachHeldOnly(body)
-        held?.dropPagesInForkedChild()
+        if holdsEntries { held.dropPagesInForkedChild() }
         main.drainInForkedChild(body)
     }
 
@@ -162,20 +172,20 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
             moveHeldEntries()
             return main.removeAll(where: shouldRemove)
         }
-        return main.removeAll(where: shouldRemove) + held!.removeAll(where: shouldRemove)
+        return main.removeAll(where: shouldRemove) + held.removeAll(where: shouldRemove)
     }
 
     /// True while the held index is moving its own entries into a bigger table (for tests).
-    var heldIndexIsGrowing: Bool { held?.isMovingEntries ?? false }
+    var heldIndexIsGrowing: Bool { holdsEntries && held.isMovingEntries }
 
     /// ``HashIndex/touch(_:)`` in both indexes.
     func touch(_ keys: [Key]) -> UInt32 {
-        main.touch(keys) &+ (held?.touch(keys) ?? 0)
+        main.touch(keys) &+ (holdsEntries ? held.touch(keys) : 0)
     }
 
     /// ``HashIndex/prefetch(_:)`` in both indexes.
     func prefetch(_ key: Key) {
-        held?.prefetch(key)
+        if holdsEntries { held.prefetch(key) }
         main.prefetch(key)
     }
 }
