@@ -32,6 +32,32 @@ public struct SipHash128: Sendable {
         for byte in bytes { combine(byte) }
     }
 
+    /// The eight bytes of `word`, least significant first: the same as combining them one by
+    /// one, a word at a time.
+    public mutating func combine(littleEndianBytesOf word: UInt64) {
+        if tailCount == 0 {
+            compress(word)
+        } else {
+            let shift = UInt64(8 * tailCount)
+            compress(tail | word << shift)
+            tail = word >> (64 - shift)
+        }
+        length &+= 8
+    }
+
+    /// `bytes` in order, eight at a time where they allow.
+    public mutating func combine(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            combine(littleEndianBytesOf: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            offset += 8
+        }
+        while offset < bytes.count {
+            combine(bytes[offset])
+            offset += 1
+        }
+    }
+
     /// The 128-bit output, as the reference's 16 bytes: `first` is bytes 0...7 and `second`
     /// bytes 8...15, each little-endian.
     public consuming func finalize() -> (first: UInt64, second: UInt64) {

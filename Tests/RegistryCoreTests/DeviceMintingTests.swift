@@ -23,6 +23,57 @@ import Testing
             let (first, second) = hasher.finalize()
             let bytes = (0..<8).map { UInt8(truncatingIfNeeded: first >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: second >> (8 * $0)) }
             #expect(bytes == output, "length \(length)")
+            var wordwise = SipHash128(k0: 0x0706_0504_0302_0100, k1: 0x0f0e_0d0c_0b0a_0908)
+            (0..<length).map { UInt8($0) }.withUnsafeBytes { wordwise.combine($0) }
+            #expect(wordwise.finalize() == (first, second), "length \(length), a word at a time")
+        }
+    }
+
+    /// The documented rule, byte for byte: these IDs were computed by a separate SipHash-128
+    /// (in Python, checked against the reference vectors above) over the vendor's UTF-8, the kind
+    /// byte, the UUID's 16 bytes in UUID order and the generation's 4 bytes little-endian, under
+    /// the key each secret derives. IDs minted by a cluster must never change.
+    @Test func mintedIDsAreTheDocumentedSipHashOfTheirBytes() {
+        #expect(
+            DeviceID.minted(vendor: Vendor(trusted: "com.acme"), idfv: UUID128(high: 0x1234, low: 0x5678), key: MintingKey(secret: "s3cret")).description
+                == "2ad873a8-0c1d-80fb-a52a-667139a4d32d")
+        #expect(
+            DeviceID.minted(vendor: Vendor(trusted: "com.acme"), keychain: UUID128(high: 0x1234, low: 0x5678), key: MintingKey(secret: "s3cret")).description
+                == "6002c2bb-c750-8c13-af3f-b26d85b2c3b7")
+        #expect(
+            DeviceID.minted(
+                vendor: Vendor(trusted: "com.example.longer-vendor"), idfv: UUID128(high: 0x0123_4567_89ab_cdef, low: 0xfedc_ba98_7654_3210),
+                generation: 7, key: MintingKey(secret: "cluster")
+            ).description == "b88b6996-14a3-8ad0-ba60-13ce5b937420")
+    }
+
+    /// Words and buffers combine as their bytes one by one do, whatever the bytes before them
+    /// left in the hasher's tail.
+    @Test(arguments: [1 as UInt64, 2, 3])
+    func combiningWordsAndBuffersEqualsCombiningBytes(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<200 {
+            let key = (random.next(), random.next())
+            var bytewise = SipHash128(k0: key.0, k1: key.1)
+            var mixed = SipHash128(k0: key.0, k1: key.1)
+            for _ in 0..<Int(random.next() % 6) {
+                switch random.next() % 3 {
+                case 0:
+                    let byte = UInt8(truncatingIfNeeded: random.next())
+                    bytewise.combine(byte)
+                    mixed.combine(byte)
+                case 1:
+                    let word = random.next()
+                    for shift in stride(from: UInt64(0), to: 64, by: 8) { bytewise.combine(UInt8(truncatingIfNeeded: word >> shift)) }
+                    mixed.combine(littleEndianBytesOf: word)
+                default:
+                    let bytes = (0..<Int(random.next() % 30)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                    for byte in bytes { bytewise.combine(byte) }
+                    bytes.withUnsafeBytes { mixed.combine($0) }
+                }
+            }
+            let (a, b) = (bytewise.finalize(), mixed.finalize())
+            #expect(a.first == b.first && a.second == b.second)
         }
     }
 
