@@ -10,17 +10,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The node's CPU counts a forked snapshot's child too: the children it waited for, and one still
-# running when the load stops, at that moment.
+# running when the load stops, at that moment. Each run also gives the user time alone: the kernel's
+# share (mostly zeroing pages new to the process, which this VM makes dear) swings by a tenth from
+# run to run with the machine's memory, and a change to user code shows through it more clearly.
+# A run prints NAME, then the whole CPU and the user CPU in µs a registration.
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-# node_ticks PID: the node's user and system ticks, with its children's (waited for, or running).
+# node_ticks PID: the node's user and system ticks, with its children's (waited for, or running),
+# then its user ticks alone, the same way.
 node_ticks() {
-  local total child
+  local total user child
   total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
+  user=$(awk '{print $14 + $16}' "/proc/$1/stat")
   for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
     total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+    user=$((user + $(awk '{print $14}' "/proc/$child/stat" 2>/dev/null || echo 0)))
   done
-  echo "$total"
+  echo "$total $user"
 }
 base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}
 arguments=$(compare_row_arguments "$row")
@@ -35,7 +41,7 @@ node_pid=""
 cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true; rm -rf "$out"; }
 trap cleanup EXIT
 
-# run NAME BINARY-DIR: prints NAME and the node's CPU µs a registration.
+# run NAME BINARY-DIR: prints NAME, the node's CPU µs a registration, and its user CPU µs.
 run() {
   local name=$1 bin=$2
   rm -rf "$out/data" && mkdir -p "$out/data"
@@ -50,11 +56,13 @@ run() {
     --json "$out/report.json" > /dev/null 2>&1
   ticks_after=$(node_ticks "$node_pid")
   kill -TERM "$node_pid"; wait "$node_pid" || true; node_pid=""
-  python3 - "$out/report.json" "$name" "$ticks_before" "$ticks_after" "$(getconf CLK_TCK)" <<'PY'
+  # shellcheck disable=SC2086 # each tick count is two words
+  python3 - "$out/report.json" "$name" $ticks_before $ticks_after "$(getconf CLK_TCK)" <<'PY'
 import json, sys
-report, name, before, after, hz = json.load(open(sys.argv[1])), sys.argv[2], *map(int, sys.argv[3:])
-count = report["latency"]["count"]
-print(f"{name}\t{(after - before) * 1e6 / hz / count:.2f}")
+report, name = json.load(open(sys.argv[1])), sys.argv[2]
+total_before, user_before, total_after, user_after, hz = map(int, sys.argv[3:])
+scale = 1e6 / hz / report["latency"]["count"]
+print(f"{name}\t{(total_after - total_before) * scale:.2f}\t{(user_after - user_before) * scale:.2f}")
 PY
 }
 
@@ -63,10 +71,13 @@ for pair in $(seq "$pairs"); do
 done | tee "$out/runs.tsv"
 python3 - "$out/runs.tsv" "$row" <<'PY'
 import statistics, sys
-runs = {}
+runs, user = {}, {}
 for line in open(sys.argv[1]):
-    name, micros = line.split("\t")
+    name, micros, user_micros = line.split("\t")
     runs.setdefault(name, []).append(float(micros))
+    user.setdefault(name, []).append(float(user_micros))
 base, head = statistics.median(runs["base"]), statistics.median(runs["head"])
-print(f"{sys.argv[2]}: base {base:.2f} µs, head {head:.2f} µs a registration (medians of {len(runs['base'])}), ratio {head / base:.3f}")
+user_base, user_head = statistics.median(user["base"]), statistics.median(user["head"])
+print(f"{sys.argv[2]}: base {base:.2f} µs, head {head:.2f} µs a registration (medians of {len(runs['base'])}), ratio {head / base:.3f}; "
+      f"user CPU alone: base {user_base:.2f} µs, head {user_head:.2f} µs, ratio {user_head / user_base:.3f}")
 PY
