@@ -565,15 +565,18 @@ w("```")
 w("")
 w("The PostgreSQL schema and function are in `bench/postgres/schema.sql`, the pgbench script in")
 w("`bench/postgres/first-install.pgbench`, and the Redis script in `bench/redis/register.lua`.")
-# The sections bench/security.sh, bench/cluster.sh, bench/storage.sh and bench/compare.sh (against the reference revision and
-# against the previous one) write, and the journal-writes measurement
-# (made by hand with bench/compare.sh, see its text), are carried over from the current file.
+# Every section another benchmark writes (bench/section.py's markers: bench/security.sh, bench/cluster.sh,
+# bench/storage.sh, bench/compare.sh against the reference revision and the previous one, make
+# bench-snapshot, bench-memory, bench-restart, bench-replay, bench-catchup, bench-cluster-compare,
+# bench-journal-fill, and the journal-writes measurement made by hand) is carried over from the
+# current file, in its order, unless this run wrote it (the change feed's): a make bench run
+# must not drop what the others measured.
 carried = []
 if os.path.exists("BENCHMARKS.md"):
     current = open("BENCHMARKS.md").read()
-    for name in ("journal-writes", "cluster", "storage", "security", "reference", "compare"):
-        found = re.search(rf"<!-- {name}:begin -->.*?<!-- {name}:end -->\n", current, flags=re.S)
-        if found:
+    rendered = "\n".join(out + body)
+    for found in re.finditer(r"<!-- ([a-z0-9-]+):begin -->.*?<!-- \1:end -->\n", current, flags=re.S):
+        if f"<!-- {found.group(1)}:begin -->" not in rendered:
             carried.append(found.group(0))
 
 summary = ["## Summary\n", "| Measure | This run |", "|---|---:|"]
