@@ -88,8 +88,8 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     /// true (it is asked at each ``set(_:_:)``, so it must be cheap) or ``release()`` is called.
     /// Entries still held from an earlier hold are moved into the main index first, at once.
     mutating func hold(until mayRelease: @escaping @Sendable () -> Bool) {
+        // Which leaves a held index that is new and empty (``dropHeldIndex()``).
         moveHeldEntries()
-        held = main.emptyIndex()
         holdsEntries = true
         self.mayRelease = mayRelease
     }

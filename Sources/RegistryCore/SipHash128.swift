@@ -28,7 +28,10 @@ public struct SipHash128: Sendable {
         }
     }
 
+    /// `bytes` in order: a word at a time where they are contiguous (as a raw buffer), else
+    /// one by one.
     public mutating func combine<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        if bytes.withContiguousStorageIfAvailable({ combine(UnsafeRawBufferPointer($0)) }) != nil { return }
         for byte in bytes { combine(byte) }
     }
 
