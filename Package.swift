@@ -207,7 +207,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "RegistryStorageTests", dependencies: ["RegistryStorage", "RegistryCore", "RegistryTestSupport"], swiftSettings: swiftSettings),
+            name: "RegistryStorageTests", dependencies: ["RegistryStorage", "RegistryCore", "RegistryTestSupport", "Platform"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [

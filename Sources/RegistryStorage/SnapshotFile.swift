@@ -168,19 +168,13 @@ public final class SnapshotWriter {
     private let path: String
     private let temporary: String
     private let file: FileHandle
-    private var offset = 0
+    /// Every byte of the file goes through it, past the page cache where the disk allows.
+    private let output: ChunkedFileWriter
     private var block = SnapshotBlock()
     private var blocks: UInt64 = 0
     private var records: UInt64 = 0
     private var chain: UInt64 = 0
     private var finished = false
-    /// Bytes written since the file was last synced.
-    private var unsynced = 0
-    /// The file is synced once this many bytes were written since the last sync, so that the
-    /// snapshot's write-back goes to the disk a little at a time instead of piling up in the page
-    /// cache until the kernel flushes a gigabyte at once, while the journal's commits wait for
-    /// the same disk.
-    public static let syncEveryBytes = 8 << 20
 
     /// Starts snapshot `label` in `directory`, its header holding `metadata`.
     public init(fs: any FileSystem, directory: String, label: UInt64, metadata: [UInt8]) throws(StorageError) {
@@ -189,14 +183,15 @@ public final class SnapshotWriter {
         self.path = directory + "/" + SnapshotFile.name(label: label)
         self.temporary = path + ".tmp"
         try fs.remove(temporary)
-        file = try fs.open(temporary, create: true)
+        file = try fs.openBypassingCache(temporary)
+        output = ChunkedFileWriter(fs: fs, file: file)
         var header = [UInt8]()
         ByteWriter.append(SnapshotFile.headerMagic, to: &header)
         ByteWriter.append(SnapshotFile.format, to: &header)
         ByteWriter.append(UInt32(metadata.count), to: &header)
         ByteWriter.append(metadata.withUnsafeBytes { JournalChecksum.of($0, seed: UInt64(SnapshotFile.headerMagic)) }, to: &header)
         header += metadata
-        try write(header)
+        try output.append(header)
     }
 
     deinit {
@@ -226,7 +221,7 @@ public final class SnapshotWriter {
             throw .corrupt("snapshot \(path): a block of \(sealed.count) bytes whose head does not announce them")
         }
         if !block.isEmpty { try writeBlock() }
-        try write(sealed)
+        try output.append(sealed)
         chain = SnapshotFile.chain(chain, head.checksum)
         blocks += 1
         records += UInt64(head.records)
@@ -242,8 +237,8 @@ public final class SnapshotWriter {
         ByteWriter.append(blocks, to: &trailer)
         ByteWriter.append(records, to: &trailer)
         ByteWriter.append(SnapshotFile.seal(chain: chain, blocks: blocks, records: records), to: &trailer)
-        try write(trailer)
-        try fs.sync(file)
+        try output.append(trailer)
+        try output.finish()
         fs.close(file)
         finished = true
         try fs.rename(temporary, to: path)
@@ -252,33 +247,14 @@ public final class SnapshotWriter {
     }
 
     /// The bytes written so far (for reporting the snapshot's size).
-    public var bytesWritten: Int { offset }
+    public var bytesWritten: Int { output.bytesWritten }
 
     private func writeBlock() throws(StorageError) {
         let checksum = block.seal()
-        try block.withUnsafeBytes { (bytes) throws(StorageError) in try write(bytes) }
+        try block.withUnsafeBytes { (bytes) throws(StorageError) in try output.append(bytes) }
         chain = SnapshotFile.chain(chain, checksum)
         blocks += 1
         records += UInt64(block.records)
         block.reset()
-    }
-
-    private func write(_ bytes: [UInt8]) throws(StorageError) {
-        try fs.write(file, bytes, at: offset)
-        try wrote(bytes.count)
-    }
-
-    private func write(_ bytes: UnsafeRawBufferPointer) throws(StorageError) {
-        try fs.write(file, bytes, at: offset)
-        try wrote(bytes.count)
-    }
-
-    private func wrote(_ count: Int) throws(StorageError) {
-        offset += count
-        unsynced += count
-        if unsynced >= Self.syncEveryBytes {
-            try fs.sync(file)
-            unsynced = 0
-        }
     }
 }

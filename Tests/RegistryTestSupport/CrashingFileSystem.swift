@@ -24,6 +24,10 @@ public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
         try step()
         return try inner.open(path, create: create)
     }
+    public func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle {
+        try step()
+        return try inner.openBypassingCache(path)
+    }
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         try step()
         try inner.write(file, bytes, at: offset)

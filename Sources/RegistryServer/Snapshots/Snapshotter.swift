@@ -235,7 +235,7 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Runs `body` on a thread of its own at `SCHED_IDLE`, and waits for it: the snapshot takes only
     /// CPU time the requests leave (a node kept fully busy puts its snapshots off). Together with
-    /// the writer's periodic syncs (``SnapshotWriter/syncEveryBytes``) this is what keeps a
+    /// writing the file past the page cache (``ChunkedFileWriter``) this is what keeps a
     /// snapshot from the requests' tail; BENCHMARKS.md ("Storage") has the figures.
     private func run(_ body: @escaping @Sendable () throws(StorageError) -> Taken) -> Result<Taken, StorageError> {
         let done = DispatchSemaphore(value: 0)

@@ -11,6 +11,12 @@ public protocol FileSystem: Sendable {
     /// Opens the file at `path` for reading and writing, creating it (empty) when `create` is
     /// true and it does not exist.
     func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle
+    /// Opens the file at `path` as ``open(_:create:)`` does, creating it, for one long write front
+    /// to back of a file that is not read back soon (a snapshot): where the file system allows it,
+    /// a write whose buffer, offset and length are aligned to ``UncachedFiles/alignment`` skips
+    /// the page cache. Writes of any other alignment work as on any handle, through the cache.
+    /// The handle's ``FileHandle/bypassesCache`` says which.
+    func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle
     /// Writes all of `bytes` at `offset`, growing the file when needed.
     func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError)
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
@@ -37,10 +43,13 @@ public protocol FileSystem: Sendable {
 public struct FileHandle: Hashable, Sendable {
     public let path: String
     let number: Int32
+    /// True when aligned writes skip the page cache (``FileSystem/openBypassingCache(_:)``).
+    public let bypassesCache: Bool
 
-    init(path: String, number: Int32) {
+    init(path: String, number: Int32, bypassesCache: Bool = false) {
         self.path = path
         self.number = number
+        self.bypassesCache = bypassesCache
     }
 }
 

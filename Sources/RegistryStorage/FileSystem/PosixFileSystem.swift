@@ -10,16 +10,43 @@ public struct PosixFileSystem: FileSystem {
         return FileHandle(path: path, number: descriptor)
     }
 
+    /// O_DIRECT where the file system offers it, else a plain open.
+    public func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle {
+        if let descriptor = UncachedFiles.open(path, create: true, mode: 0o600) {
+            return FileHandle(path: path, number: descriptor, bypassesCache: true)
+        }
+        guard errno == EINVAL else { throw Self.error(path, "open") }
+        return try open(path, create: true)
+    }
+
+    /// On a handle that bypasses the cache, a write that is not aligned first turns the bypass off
+    /// for good (O_DIRECT would refuse it), and so does a write the file system refuses with
+    /// EINVAL (a file system may accept O_DIRECT at open and not for every write): the write is
+    /// then made through the cache.
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
+        guard bytes.count > 0 else { return }
+        if file.bypassesCache, !UncachedFiles.isAligned(bytes.baseAddress!, offset: offset, count: bytes.count) {
+            try stopBypassingCache(file)
+        }
         var done = 0
+        var mayRetryThroughCache = file.bypassesCache
         while done < bytes.count {
             let written = pwrite(file.number, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if written < 0 {
                 if errno == EINTR { continue }
+                if errno == EINVAL, mayRetryThroughCache {
+                    mayRetryThroughCache = false
+                    try stopBypassingCache(file)
+                    continue
+                }
                 throw Self.error(file.path, "write")
             }
             done += written
         }
+    }
+
+    private func stopBypassingCache(_ file: FileHandle) throws(StorageError) {
+        guard UncachedFiles.stopBypassingCache(file.number) else { throw Self.error(file.path, "fcntl (clearing O_DIRECT)") }
     }
 
     public func read(_ file: FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {

@@ -53,6 +53,11 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// ``open(_:create:)``: there is no cache to bypass, and the durability contract is the same.
+    public func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle {
+        try open(path, create: true)
+    }
+
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         let copy = [UInt8](bytes)
         try state.withLock { (state) throws(StorageError) in

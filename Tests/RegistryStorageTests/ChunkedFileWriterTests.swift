@@ -1,0 +1,130 @@
+import Foundation
+import Platform
+import RegistryCore
+@testable import RegistryStorage
+import RegistryTestSupport
+import Testing
+
+/// ``ChunkedFileWriter`` and the handles it writes through: what is appended, in pieces of any
+/// size, is the file after ``ChunkedFileWriter/finish()``, on the real disk (past the page cache
+/// where it allows) and on the simulated one, whose crashes keep nothing that was not synced.
+@Suite struct ChunkedFileWriterTests {
+    /// Totals around the alignment and the chunk's size, the pieces cut at random (seeded).
+    static let totals = [
+        0, 1, 4095, 4096, 4097, ChunkedFileWriter.chunkBytes - 1, ChunkedFileWriter.chunkBytes,
+        ChunkedFileWriter.chunkBytes + 1, 3 * ChunkedFileWriter.chunkBytes + 17,
+    ]
+
+    /// `total` bytes of a seeded pattern, and the piece sizes to append them in.
+    static func pieces(total: Int, seed: UInt64) -> (bytes: [UInt8], sizes: [Int]) {
+        var random = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: total)
+        bytes.withUnsafeMutableBytes { raw in
+            for word in stride(from: 0, to: total, by: 8) {
+                withUnsafeBytes(of: random.next()) { raw[word..<min(word + 8, total)].copyBytes(from: $0.prefix(total - word)) }
+            }
+        }
+        var sizes = [Int]()
+        var left = total
+        while left > 0 {
+            // Mostly small records, now and then a piece bigger than a chunk.
+            let size = Int.random(in: 0..<10, using: &random) == 0
+                ? Int.random(in: 1...(2 * ChunkedFileWriter.chunkBytes), using: &random) : Int.random(in: 1...5000, using: &random)
+            sizes.append(min(size, left))
+            left -= sizes.last!
+        }
+        return (bytes, sizes)
+    }
+
+    static func write(_ bytes: [UInt8], in sizes: [Int], to writer: ChunkedFileWriter) throws {
+        var start = 0
+        for size in sizes {
+            try bytes.withUnsafeBytes { try writer.append(UnsafeRawBufferPointer(rebasing: $0[start..<(start + size)])) }
+            start += size
+            #expect(writer.bytesWritten == start)
+        }
+    }
+
+    @Test(arguments: totals)
+    func theRealDiskHoldsWhatWasAppended(total: Int) throws {
+        try Self.onTheRealDisk { fs, file in
+            let (bytes, sizes) = Self.pieces(total: total, seed: UInt64(total) &+ 7)
+            let writer = ChunkedFileWriter(fs: fs, file: file)
+            try Self.write(bytes, in: sizes, to: writer)
+            try writer.finish()
+            #expect(try fs.readAll(file.path) == bytes)
+        }
+    }
+
+    /// Calls `body` with a new file opened by ``PosixFileSystem/openBypassingCache(_:)`` in a
+    /// directory of its own under the system's temporary directory, both gone afterwards.
+    static func onTheRealDisk(_ body: (PosixFileSystem, RegistryStorage.FileHandle) throws -> Void) throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let fs = PosixFileSystem()
+        let file = try fs.openBypassingCache(temp.path + "/chunked.bin")
+        defer { fs.close(file) }
+        try body(fs, file)
+    }
+
+    /// Where the disk allows it (ext4 and xfs do), whole chunks are written with O_DIRECT, and the
+    /// last, partial one turns it off: the flag the kernel reports for the descriptor says so.
+    @Test func wholeChunksGoPastThePageCacheAndTheTailThroughIt() throws {
+        try Self.onTheRealDisk { fs, file in
+            guard file.bypassesCache else {
+                // tmpfs before Linux 6.6, or another file system without O_DIRECT: plain writes.
+                #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag == 0)
+                return
+            }
+            let writer = ChunkedFileWriter(fs: fs, file: file)
+            let (bytes, sizes) = Self.pieces(total: 2 * ChunkedFileWriter.chunkBytes + 100, seed: 3)
+            try Self.write(bytes, in: sizes, to: writer)
+            #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag != 0, "two whole chunks were written past the cache")
+            try writer.finish()
+            #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag == 0, "the last 100 bytes went through it")
+            #expect(try fs.readAll(file.path) == bytes)
+        }
+    }
+
+    /// The open file's flags, as /proc/self/fdinfo reports them (octal).
+    static func descriptorFlags(_ file: RegistryStorage.FileHandle) throws -> Int {
+        let info = try String(contentsOfFile: "/proc/self/fdinfo/\(file.number)", encoding: .utf8)
+        let line = try #require(info.split(separator: "\n").first { $0.hasPrefix("flags:") })
+        return try #require(Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8))
+    }
+
+    @Test func aWriteOutOfAlignmentIsMadeThroughTheCache() throws {
+        try Self.onTheRealDisk { fs, file in
+            try fs.write(file, [1, 2, 3], at: 5)
+            #expect(try fs.read(file, at: 0, count: 10) == [0, 0, 0, 0, 0, 1, 2, 3])
+            #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag == 0)
+        }
+    }
+
+    /// Nothing is durable before ``ChunkedFileWriter/finish()``, everything after; a file written
+    /// through the cache (the simulated disk's handles do not bypass it) is synced every
+    /// ``ChunkedFileWriter/syncEveryBytes`` meanwhile.
+    @Test func onlyFinishMakesItDurableAndTheCachedFileIsSyncedAsItGrows() throws {
+        let fs = SimulatedFileSystem()
+        let file = try fs.openBypassingCache("/data/chunked.bin")
+        try fs.syncDirectory("/data")
+        #expect(!file.bypassesCache)
+        let writer = ChunkedFileWriter(fs: fs, file: file)
+        let (bytes, sizes) = Self.pieces(total: ChunkedFileWriter.syncEveryBytes + 3 * ChunkedFileWriter.chunkBytes + 5, seed: 11)
+        let syncsBefore = fs.syncCount
+        try Self.write(bytes, in: sizes, to: writer)
+        #expect(fs.syncCount == syncsBefore + 1, "one sync after the first \(ChunkedFileWriter.syncEveryBytes) bytes")
+        try writer.finish()
+        #expect(try fs.readAll("/data/chunked.bin") == bytes)
+        fs.close(file)
+        fs.crash()
+        #expect(try fs.readAll("/data/chunked.bin") == bytes, "finish synced it")
+
+        let unfinished = try fs.openBypassingCache("/data/unfinished.bin")
+        try fs.syncDirectory("/data")
+        let cut = ChunkedFileWriter(fs: fs, file: unfinished)
+        try Self.write(Array(bytes.prefix(2 * ChunkedFileWriter.chunkBytes)), in: [2 * ChunkedFileWriter.chunkBytes], to: cut)
+        fs.crash()
+        #expect(try fs.readAll("/data/unfinished.bin") == [], "nothing was synced before the crash")
+    }
+}
