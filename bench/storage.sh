@@ -7,10 +7,13 @@
 # open loops logged), then from a snapshot and its tail alone, beside the floor for a restart
 # measured in the same run (bench/restart_floor.c: reading the snapshot's bytes, and writing that
 # many devices and claims into presized tables, nothing else). Last, a growing node (first
-# installs at 70% of the maximum) without a snapshot and during one (issue 42's target 4).
+# installs at 70% of the maximum) without a snapshot, during one, and while the snapshot's floor
+# (bench/snapshot_floor.c: writing as many bytes as registryd does, nothing else) runs (issue 42's
+# target 4).
 #
 # Writes the section between the "storage" markers of BENCHMARKS.md, with the commands.
-# Environment: STORAGE_DEVICES (default 10000000), STORAGE_SECONDS (open-loop seconds, default 15).
+# Environment: STORAGE_DEVICES (default 10000000), STORAGE_SECONDS (open-loop seconds, default 15),
+# STORAGE_BIN (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -22,8 +25,14 @@ out=$(mktemp -d /tmp/registry-storage.XXXXXX)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$out/data"; return 0; }
 trap cleanup EXIT
-for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
-bin=$(swift build -c release --show-bin-path)
+# STORAGE_BIN: a directory holding another build's registryd, registryload and registryctl, to
+# measure it the same way (the section then names that directory instead of this revision).
+if [ -n "${STORAGE_BIN:-}" ]; then
+  bin=$STORAGE_BIN
+else
+  for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
+  bin=$(swift build -c release --show-bin-path)
+fi
 mkdir -p "$out/data"
 node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices * 11 / 10)) --snapshot-every-operations 0"
 start() { # shellcheck disable=SC2086
@@ -57,12 +66,17 @@ snapshot_under_load() {
   ( while true; do memory_in_use >> "$out/$name.used"; sleep 0.05; done ) &
   local sampler=$! started
   started=$(date +%s.%N)
-  "$bin/registryctl" snapshot --endpoint 127.0.0.1:7480 --timeout 900 -o json > "$out/$name.snapshot.json"
+  "${take:-take_snapshot}" "$out/$name.snapshot.json"
   echo "$(python3 -c "print($started - $load_started, $(date +%s.%N) - $load_started)")" > "$out/$name.window"
   kill "$sampler"; wait "$sampler" 2>/dev/null || true
   # A run below its rate exits non-zero; its report says so, and is what is measured.
   wait "$load" || true
 }
+# take_snapshot REPORT: registryctl snapshot, its JSON answer into REPORT.
+take_snapshot() { "$bin/registryctl" snapshot --endpoint 127.0.0.1:7480 --timeout 900 -o json > "$1"; }
+# take_floor REPORT: the snapshot's floor (bench/snapshot_floor.c) writing $floor_bytes into the
+# node's data directory, as registryd writes a snapshot; its line into REPORT.
+take_floor() { "$out/snapshot_floor" "$floor_bytes" "$out/data/floor-write.bin" > "$1"; }
 # memory_in_use: the machine's memory in use (MemTotal - MemAvailable), kB.
 memory_in_use() { awk '/^MemTotal:/ {t = $2} /^MemAvailable:/ {a = $2} END {print t - a}' /proc/meminfo; }
 
@@ -110,20 +124,28 @@ for _ in 1 2 3; do floors="$floors $("$out/restart_floor" "$devices" "$newest" |
 # is another measure's), restarted from the short journal's directory.
 echo "== growing: first installs at 70% of the maximum, without a snapshot, then with one" >&2
 seventy=$((maximum * 7 / 10))
-node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices + seventy * seconds * 5)) --snapshot-every-operations 0"
+node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices + seventy * seconds * 7)) --snapshot-every-operations 0"
 start
 grow="--endpoints 127.0.0.1:7480 --connections 8 --in-flight 16 --batch 100 --rate $seventy --warmup 2s"
 # shellcheck disable=SC2086
 "$bin/registryload" $grow --duration "${seconds}s" --seed 44 --json "$out/growing-quiet.json" > /dev/null 2>&1 || true
 # Long enough for a snapshot half as long again as the one above, the node being bigger.
 snapshot_under_load growing "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 45
+# The floor for that snapshot, in the same run: the same load while bench/snapshot_floor.c writes
+# as many bytes as the snapshot had, as registryd writes them, and does nothing else.
+cc -O2 -o "$out/snapshot_floor" bench/snapshot_floor.c
+floor_bytes=$(python3 -c "import json; print(json.load(open('$out/growing.snapshot.json'))['bytes'])")
+take=take_floor snapshot_under_load growing-floor "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 46
+# And the same bytes written through the page cache, synced every 8 MiB (how registryd wrote its
+# snapshots before ChunkedFileWriter): what writing past the cache buys.
+BUFFERED=1 take=take_floor snapshot_under_load growing-floor-cached "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 47
 kill -TERM "$pid"; wait "$pid" || true; pid=""
 forks=$(grep -o 'fork_micros=[0-9]*' "$out/registryd.log" | cut -d= -f2 | tr '\n' ' ')
 
 echo "raw: maximum=$maximum half=$half memory=$memory peak=$peak snapshot=${snapshot_seconds}s/$snapshot_bytes B stop=${stop_seconds}s restarts=$restarts short_restarts=$short_restarts kept_journal=$kept_journal devices=$registered floors=$floors (reports in $out)" >&2
 
 python3 - "$out" "$devices" "$maximum" "$half" "$memory" "$peak" "$snapshot_seconds" "$snapshot_bytes" "$stop_seconds" "$restarts" "$registered" "$seconds" "$floors" "$short_restarts" "$kept_journal" "$seventy" "$forks" <<'PY'
-import datetime, json, re, statistics, subprocess, sys
+import datetime, json, os, re, statistics, subprocess, sys
 out, devices, maximum, half, memory, peak, snap_s, snap_b, stop_s, restarts, registered, seconds, floors, short, kept, seventy, forks = sys.argv[1:]
 floor_runs = [dict(pair.split("=") for pair in run.split(",")) for run in floors.split()]
 floor_read = sorted(float(run["read_s"]) for run in floor_runs)[len(floor_runs) // 2]
@@ -153,8 +175,12 @@ returning_quiet, returning_during = seconds_p99("quiet"), seconds_p99("during", 
 growing_quiet, growing_during = seconds_p99("growing-quiet"), seconds_p99("growing", window("growing"))
 grow_q, grow_d = run("growing-quiet"), run("growing")
 grow_window = window("growing")
+floor_during, floor_report = seconds_p99("growing-floor", window("growing-floor")), open(f"{out}/growing-floor.snapshot.json").read().split()
+floor_window = window("growing-floor")
+cached_during, cached_report = seconds_p99("growing-floor-cached", window("growing-floor-cached")), open(f"{out}/growing-floor-cached.snapshot.json").read().split()
+cached_window = window("growing-floor-cached")
 ratio = lambda during, quiet: max(during) / max(quiet) if during and quiet else float("nan")
-revision = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+revision = os.environ.get("STORAGE_BIN") or subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
 restart_list = [float(x) for x in restarts.split()]
 lines = ["<!-- storage:begin -->", "## Storage: snapshots and restart (issue 29)", "",
   f"`bench/storage.sh` (`make bench-storage`) on {datetime.date.today()} at `{revision}`: one release node sized for "
@@ -171,6 +197,8 @@ lines = ["<!-- storage:begin -->", "## Storage: snapshots and restart (issue 29)
   f"| the same load, the seconds while the snapshot ran | each second's p99: {summary(returning_during)} (whole run: p99 {during[1]:.2f} ms, {during[0]:,.0f}/s); worst second against worst second without: **{ratio(returning_during, returning_quiet):.2f}×** | at most 2× |",
   f"| growing (first installs at 70% of the maximum, {int(seventy):,}/s), no snapshot | p99 {grow_q[1]:.2f} ms ({grow_q[0]:,.0f}/s); each second's p99: {summary(growing_quiet)} | |",
   f"| growing, the seconds while a snapshot ran ({grow_window[1] - grow_window[0]:.1f} s, {added('growing') / 2**30:.2f} GiB added) | each second's p99: {summary(growing_during)} (whole run: p99 {grow_d[1]:.2f} ms, {grow_d[0]:,.0f}/s); worst second against worst second without: **{ratio(growing_during, growing_quiet):.2f}×** | at most 2× |",
+  f"| the snapshot's floor, the same growing load: the seconds while `bench/snapshot_floor.c` wrote as many bytes, as registryd writes them, at `SCHED_IDLE`, and nothing else ({floor_window[1] - floor_window[0]:.1f} s; {' '.join(floor_report)}) | each second's p99: {summary(floor_during)}; worst second against worst second without: **{ratio(floor_during, growing_quiet):.2f}×** | |",
+  f"| the same floor writing through the page cache, synced every 8 MiB (`BUFFERED=1`: how registryd wrote snapshots before `ChunkedFileWriter`; {cached_window[1] - cached_window[0]:.1f} s; {' '.join(cached_report)}) | each second's p99: {summary(cached_during)}; worst second against worst second without: **{ratio(cached_during, growing_quiet):.2f}×** | |",
   f"| clean stop (snapshots what the open loops added) | {float(stop_s):.1f} s | |",
   f"| restart, three times, keeping the journal the open loops logged for the older snapshot | {', '.join(f'{x:.1f}' for x in restart_list)} s | |",
   f"| restart, three times, from a snapshot and its tail ({int(kept) / 2**20:.0f} MiB of journal kept) | {', '.join(f'{float(x):.1f}' for x in short.split())} s | at most 5 s |",
