@@ -14,8 +14,9 @@ public protocol FileSystem: Sendable {
     /// Opens the file at `path` as ``open(_:create:)`` does, creating it, for one long write front
     /// to back of a file that is not read back soon (a snapshot): where the file system allows it,
     /// a write whose buffer, offset and length are aligned to ``UncachedFiles/alignment`` skips
-    /// the page cache. Writes of any other alignment work as on any handle, through the cache.
-    /// The handle's ``FileHandle/bypassesCache`` says which.
+    /// the page cache. A write of any other alignment works as on any handle, through the cache,
+    /// and so do the handle's writes after it. The handle's ``FileHandle/bypassesCache`` says
+    /// whether it started past the cache. The durability contract is unchanged.
     func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle
     /// Writes all of `bytes` at `offset`, growing the file when needed.
     func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError)
