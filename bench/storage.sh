@@ -124,21 +124,23 @@ for _ in 1 2 3; do floors="$floors $("$out/restart_floor" "$devices" "$newest" |
 # is another measure's), restarted from the short journal's directory.
 echo "== growing: first installs at 70% of the maximum, without a snapshot, then with one" >&2
 seventy=$((maximum * 7 / 10))
-node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices + seventy * seconds * 7)) --snapshot-every-operations 0"
+# Each run below with a snapshot or a floor: long enough for a snapshot half as long again as the
+# one above, the node being bigger. The node is sized for the four runs and their 2 s warm-ups.
+during_seconds=$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")
+node_args="--data-dir $out/data --port 7480 --log-level info --expected-devices $((devices + seventy * (seconds + 2 + 3 * (during_seconds + 2)) * 11 / 10)) --snapshot-every-operations 0"
 start
 grow="--endpoints 127.0.0.1:7480 --connections 8 --in-flight 16 --batch 100 --rate $seventy --warmup 2s"
 # shellcheck disable=SC2086
 "$bin/registryload" $grow --duration "${seconds}s" --seed 44 --json "$out/growing-quiet.json" > /dev/null 2>&1 || true
-# Long enough for a snapshot half as long again as the one above, the node being bigger.
-snapshot_under_load growing "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 45
+snapshot_under_load growing "$during_seconds" $grow --seed 45
 # The floor for that snapshot, in the same run: the same load while bench/snapshot_floor.c writes
 # as many bytes as the snapshot had, as registryd writes them, and does nothing else.
 cc -O2 -o "$out/snapshot_floor" bench/snapshot_floor.c
 floor_bytes=$(python3 -c "import json; print(json.load(open('$out/growing.snapshot.json'))['bytes'])")
-take=take_floor snapshot_under_load growing-floor "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 46
+take=take_floor snapshot_under_load growing-floor "$during_seconds" $grow --seed 46
 # And the same bytes written through the page cache, synced every 8 MiB (how registryd wrote its
 # snapshots before ChunkedFileWriter): what writing past the cache buys.
-BUFFERED=1 take=take_floor snapshot_under_load growing-floor-cached "$(python3 -c "print(int(4 + float('$snapshot_seconds') * 1.5 + 4))")" $grow --seed 47
+BUFFERED=1 take=take_floor snapshot_under_load growing-floor-cached "$during_seconds" $grow --seed 47
 kill -TERM "$pid"; wait "$pid" || true; pid=""
 forks=$(grep -o 'fork_micros=[0-9]*' "$out/registryd.log" | cut -d= -f2 | tr '\n' ' ')
 

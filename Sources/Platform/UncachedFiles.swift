@@ -48,6 +48,16 @@ public enum UncachedFiles {
         #endif
     }
 
+    /// True while `descriptor`'s aligned writes skip the page cache (its O_DIRECT flag is set).
+    public static func isBypassingCache(_ descriptor: Int32) -> Bool {
+        #if os(Linux)
+        let flags = fcntl(descriptor, F_GETFL)
+        return flags >= 0 && Int(flags) & openFlag != 0
+        #else
+        return false
+        #endif
+    }
+
     /// True when a write of `count` bytes from `address` at `offset` may go past the cache.
     public static func isAligned(_ address: UnsafeRawPointer, offset: Int, count: Int) -> Bool {
         (Int(bitPattern: address) | offset | count) & (alignment - 1) == 0

@@ -3,6 +3,7 @@ import Platform
 import RegistryCore
 @testable import RegistryStorage
 import RegistryTestSupport
+import Synchronization
 import Testing
 
 /// ``ChunkedFileWriter`` and the handles it writes through: what is appended, in pieces of any
@@ -71,7 +72,7 @@ import Testing
     /// last, partial one turns it off: the flag the kernel reports for the descriptor says so.
     @Test func wholeChunksGoPastThePageCacheAndTheTailThroughIt() throws {
         try Self.onTheRealDisk { fs, file in
-            guard file.bypassesCache else {
+            guard fs.isBypassingCache(file) else {
                 // tmpfs before Linux 6.6, or another file system without O_DIRECT: plain writes.
                 #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag == 0)
                 return
@@ -80,8 +81,10 @@ import Testing
             let (bytes, sizes) = Self.pieces(total: 2 * ChunkedFileWriter.chunkBytes + 100, seed: 3)
             try Self.write(bytes, in: sizes, to: writer)
             #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag != 0, "two whole chunks were written past the cache")
+            #expect(fs.isBypassingCache(file))
             try writer.finish()
             #expect(try Self.descriptorFlags(file) & UncachedFiles.openFlag == 0, "the last 100 bytes went through it")
+            #expect(!fs.isBypassingCache(file))
             #expect(try fs.readAll(file.path) == bytes)
         }
     }
@@ -108,7 +111,7 @@ import Testing
         let fs = SimulatedFileSystem()
         let file = try fs.openBypassingCache("/data/chunked.bin")
         try fs.syncDirectory("/data")
-        #expect(!file.bypassesCache)
+        #expect(!fs.isBypassingCache(file))
         let writer = ChunkedFileWriter(fs: fs, file: file)
         let (bytes, sizes) = Self.pieces(total: ChunkedFileWriter.syncEveryBytes + 3 * ChunkedFileWriter.chunkBytes + 5, seed: 11)
         let syncsBefore = fs.syncCount
@@ -127,4 +130,85 @@ import Testing
         fs.crash()
         #expect(try fs.readAll("/data/unfinished.bin") == [], "nothing was synced before the crash")
     }
+
+    /// Every write the writer makes is one whole chunk, from aligned memory at an aligned offset,
+    /// but the last; past the cache it syncs only at the end, and once the file system stops
+    /// taking writes past the cache (here: at the third chunk), every 8 MiB again.
+    @Test(arguments: [nil, 2] as [Int?])
+    func writesAreWholeAlignedChunksAndSyncsFollowTheCache(bypassEndsAfter chunks: Int?) throws {
+        let fs = RecordingFileSystem(SimulatedFileSystem(), bypassingForWrites: chunks ?? .max)
+        let file = try fs.openBypassingCache("/data/recorded.bin")
+        let writer = ChunkedFileWriter(fs: fs, file: file)
+        let total = 2 * ChunkedFileWriter.syncEveryBytes + 5 * ChunkedFileWriter.chunkBytes + 321
+        let (bytes, sizes) = Self.pieces(total: total, seed: 5)
+        try Self.write(bytes, in: sizes, to: writer)
+        try writer.finish()
+        #expect(try fs.readAll("/data/recorded.bin") == bytes)
+        let events = fs.events
+        let writes = events.compactMap { if case .write(let write) = $0 { write } else { nil } }
+        #expect(writes.count == total / ChunkedFileWriter.chunkBytes + 1)
+        for (index, write) in writes.enumerated() {
+            #expect(write.offset == index * ChunkedFileWriter.chunkBytes)
+            #expect(write.address % UncachedFiles.alignment == 0)
+            #expect(write.count == (index == writes.count - 1 ? total % ChunkedFileWriter.chunkBytes : ChunkedFileWriter.chunkBytes))
+        }
+        // Syncs between writes: none past the cache; every 8 MiB written through it.
+        let throughCache = total - min(chunks ?? .max, writes.count) * ChunkedFileWriter.chunkBytes
+        let expectedSyncs = chunks == nil ? 1 : (throughCache - total % ChunkedFileWriter.chunkBytes) / ChunkedFileWriter.syncEveryBytes + 1
+        #expect(events.filter { $0 == .sync }.count == expectedSyncs)
+        #expect(events.last == .sync, "finish syncs last")
+    }
+}
+
+/// A file system that records the writes and syncs made through it, and says its handles bypass
+/// the cache until a write after the first `bypassingForWrites` (as Linux's O_DIRECT on a file
+/// system that refuses it at that write, which is then made through the cache, as every one
+/// after it). The writes go to the inner file system as they came.
+final class RecordingFileSystem: FileSystem {
+    enum Event: Equatable {
+        case write(Write)
+        case sync
+    }
+    struct Write: Equatable {
+        let address: Int
+        let offset: Int
+        let count: Int
+    }
+
+    let inner: SimulatedFileSystem
+    private let bypassingForWrites: Int
+    private let log = Mutex([Event]())
+
+    init(_ inner: SimulatedFileSystem, bypassingForWrites: Int) {
+        self.inner = inner
+        self.bypassingForWrites = bypassingForWrites
+    }
+
+    var events: [Event] { log.withLock { $0 } }
+
+    func open(_ path: String, create: Bool) throws(StorageError) -> RegistryStorage.FileHandle { try inner.open(path, create: create) }
+    func openBypassingCache(_ path: String) throws(StorageError) -> RegistryStorage.FileHandle { try inner.openBypassingCache(path) }
+    func isBypassingCache(_ file: RegistryStorage.FileHandle) -> Bool {
+        log.withLock { $0.count(where: { if case .write = $0 { true } else { false } }) } <= bypassingForWrites
+    }
+    func write(_ file: RegistryStorage.FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
+        log.withLock { $0.append(.write(Write(address: Int(bitPattern: bytes.baseAddress), offset: offset, count: bytes.count))) }
+        try inner.write(file, bytes, at: offset)
+    }
+    func read(_ file: RegistryStorage.FileHandle, at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
+        try inner.read(file, at: offset, count: count)
+    }
+    func read(_ file: RegistryStorage.FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(StorageError) -> Int {
+        try inner.read(file, at: offset, into: buffer)
+    }
+    func size(_ file: RegistryStorage.FileHandle) throws(StorageError) -> Int { try inner.size(file) }
+    func sync(_ file: RegistryStorage.FileHandle) throws(StorageError) {
+        log.withLock { $0.append(.sync) }
+        try inner.sync(file)
+    }
+    func close(_ file: RegistryStorage.FileHandle) { inner.close(file) }
+    func rename(_ source: String, to destination: String) throws(StorageError) { try inner.rename(source, to: destination) }
+    func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
+    func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
+    func syncDirectory(_ directory: String) throws(StorageError) { try inner.syncDirectory(directory) }
 }

@@ -28,6 +28,7 @@ public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
         try step()
         return try inner.openBypassingCache(path)
     }
+    public func isBypassingCache(_ file: FileHandle) -> Bool { inner.isBypassingCache(file) }
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         try step()
         try inner.write(file, bytes, at: offset)

@@ -50,6 +50,7 @@ public final class GatedFileSystem: FileSystem, Sendable {
 
     public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle { try inner.open(path, create: create) }
     public func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle { try inner.openBypassingCache(path) }
+    public func isBypassingCache(_ file: FileHandle) -> Bool { inner.isBypassingCache(file) }
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         try inner.write(file, bytes, at: offset)
     }

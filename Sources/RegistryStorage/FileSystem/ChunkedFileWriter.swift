@@ -8,11 +8,12 @@ import Platform
 /// (docs/performance.md, "Writing snapshots past the page cache"). Only the last chunk, partly
 /// filled, goes through the cache.
 ///
-/// Where the handle does not bypass the cache, the file is synced every ``syncEveryBytes``, so
+/// While the handle does not bypass the cache (``FileSystem/isBypassingCache(_:)``: the file
+/// system refused it at the open or at a write), the file is synced every ``syncEveryBytes``, so
 /// that its write-back goes to the disk a little at a time instead of piling up in the page cache
 /// until the kernel flushes a gigabyte at once.
 ///
-/// Nothing is durable before ``finish()`` returns. Used from one thread at a time.
+/// Only what ``finish()`` syncs is sure to be durable. Used from one thread at a time.
 public final class ChunkedFileWriter {
     /// Bytes of one write: large enough that a write's cost is the disk's, small enough to keep.
     public static let chunkBytes = 1 << 20
@@ -26,7 +27,7 @@ public final class ChunkedFileWriter {
     private var filled = 0
     /// Bytes handed to the file: whole chunks, so an aligned offset.
     private var offset = 0
-    /// Bytes handed to the file since it was last synced (only counted through the cache).
+    /// Bytes written through the cache since the file was last synced.
     private var unsynced = 0
 
     /// Writes `file` from its start; `fs` is the file system that opened it.
@@ -67,7 +68,7 @@ public final class ChunkedFileWriter {
     private func writeChunk() throws(StorageError) {
         try fs.write(file, UnsafeRawBufferPointer(rebasing: chunk[..<filled]), at: offset)
         offset += filled
-        guard !file.bypassesCache else {
+        guard !fs.isBypassingCache(file) else {
             filled = 0
             return
         }

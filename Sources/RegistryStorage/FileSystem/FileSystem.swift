@@ -11,13 +11,16 @@ public protocol FileSystem: Sendable {
     /// Opens the file at `path` for reading and writing, creating it (empty) when `create` is
     /// true and it does not exist.
     func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle
-    /// Opens the file at `path` as ``open(_:create:)`` does, creating it, for one long write front
-    /// to back of a file that is not read back soon (a snapshot): where the file system allows it,
-    /// a write whose buffer, offset and length are aligned to ``UncachedFiles/alignment`` skips
-    /// the page cache. A write of any other alignment works as on any handle, through the cache,
-    /// and so do the handle's writes after it. The handle's ``FileHandle/bypassesCache`` says
-    /// whether it started past the cache. The durability contract is unchanged.
+    /// Opens the file at `path` for writing, creating it, for one long write front to back of a
+    /// file that is not read back soon (a snapshot): where the file system allows it, a write
+    /// whose buffer, offset and length are aligned to ``UncachedFiles/alignment`` skips the page
+    /// cache. A write of any other alignment, or one the file system refuses past the cache,
+    /// works as on any handle, through the cache, and so do the handle's writes after it
+    /// (``isBypassingCache(_:)`` says which). The durability contract is unchanged. Read the file
+    /// through another handle: while this one bypasses the cache, its reads must be aligned too.
     func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle
+    /// True while `file`'s aligned writes skip the page cache (``openBypassingCache(_:)``).
+    func isBypassingCache(_ file: FileHandle) -> Bool
     /// Writes all of `bytes` at `offset`, growing the file when needed.
     func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError)
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
@@ -44,13 +47,14 @@ public protocol FileSystem: Sendable {
 public struct FileHandle: Hashable, Sendable {
     public let path: String
     let number: Int32
-    /// True when aligned writes skip the page cache (``FileSystem/openBypassingCache(_:)``).
-    public let bypassesCache: Bool
+    /// True when it was opened to bypass the page cache (``FileSystem/openBypassingCache(_:)``);
+    /// ``FileSystem/isBypassingCache(_:)`` says whether it still does.
+    public let openedBypassingCache: Bool
 
-    init(path: String, number: Int32, bypassesCache: Bool = false) {
+    init(path: String, number: Int32, openedBypassingCache: Bool = false) {
         self.path = path
         self.number = number
-        self.bypassesCache = bypassesCache
+        self.openedBypassingCache = openedBypassingCache
     }
 }
 

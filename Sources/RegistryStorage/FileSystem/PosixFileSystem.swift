@@ -13,7 +13,7 @@ public struct PosixFileSystem: FileSystem {
     /// O_DIRECT where the file system offers it, else a plain open.
     public func openBypassingCache(_ path: String) throws(StorageError) -> FileHandle {
         if let descriptor = UncachedFiles.open(path, create: true, mode: 0o600) {
-            return FileHandle(path: path, number: descriptor, bypassesCache: true)
+            return FileHandle(path: path, number: descriptor, openedBypassingCache: true)
         }
         guard errno == EINVAL else { throw Self.error(path, "open") }
         return try open(path, create: true)
@@ -25,11 +25,11 @@ public struct PosixFileSystem: FileSystem {
     /// then made through the cache.
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         guard bytes.count > 0 else { return }
-        if file.bypassesCache, !UncachedFiles.isAligned(bytes.baseAddress!, offset: offset, count: bytes.count) {
+        if file.openedBypassingCache, !UncachedFiles.isAligned(bytes.baseAddress!, offset: offset, count: bytes.count) {
             try stopBypassingCache(file)
         }
         var done = 0
-        var mayRetryThroughCache = file.bypassesCache
+        var mayRetryThroughCache = file.openedBypassingCache
         while done < bytes.count {
             let written = pwrite(file.number, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if written < 0 {
@@ -43,6 +43,10 @@ public struct PosixFileSystem: FileSystem {
             }
             done += written
         }
+    }
+
+    public func isBypassingCache(_ file: FileHandle) -> Bool {
+        file.openedBypassingCache && UncachedFiles.isBypassingCache(file.number)
     }
 
     private func stopBypassingCache(_ file: FileHandle) throws(StorageError) {

@@ -58,6 +58,9 @@ public final class SimulatedFileSystem: FileSystem {
         try open(path, create: true)
     }
 
+    /// False: there is no cache.
+    public func isBypassingCache(_ file: FileHandle) -> Bool { false }
+
     public func write(_ file: FileHandle, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StorageError) {
         let copy = [UInt8](bytes)
         try state.withLock { (state) throws(StorageError) in
