@@ -36,14 +36,6 @@ static inline int registry_open_direct(const char *path, int flags, unsigned int
 /// The O_DIRECT flag's value, which differs between architectures.
 static inline int registry_o_direct(void) { return O_DIRECT; }
 
-/// Clears O_DIRECT on an open descriptor, so that writes of any alignment go through the page
-/// cache from then on. 0, or -1 and errno.
-static inline int registry_clear_direct(int descriptor) {
-    int flags = fcntl(descriptor, F_GETFL);
-    if (flags < 0) return -1;
-    return (flags & O_DIRECT) ? fcntl(descriptor, F_SETFL, flags & ~O_DIRECT) : 0;
-}
-
 /// getrandom(2) as glibc (2.25 and later) provides it. Declared here rather than by including
 /// sys/random.h, whose types, with _GNU_SOURCE defined, clash with Swift's Glibc module in a clean
 /// build (fd_set). On LP64 Linux these are glibc's types (ssize_t and size_t).

@@ -41,21 +41,16 @@ public enum UncachedFiles {
     /// From now on, `descriptor`'s writes of any alignment go through the page cache. False when
     /// the call failed (`errno` says why).
     public static func stopBypassingCache(_ descriptor: Int32) -> Bool {
-        #if os(Linux)
-        return registry_clear_direct(descriptor) == 0
-        #else
-        return true
-        #endif
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0 else { return false }
+        guard Int(flags) & openFlag != 0 else { return true }
+        return fcntl(descriptor, F_SETFL, flags & ~Int32(openFlag)) == 0
     }
 
     /// True while `descriptor`'s aligned writes skip the page cache (its O_DIRECT flag is set).
     public static func isBypassingCache(_ descriptor: Int32) -> Bool {
-        #if os(Linux)
         let flags = fcntl(descriptor, F_GETFL)
         return flags >= 0 && Int(flags) & openFlag != 0
-        #else
-        return false
-        #endif
     }
 
     /// True when a write of `count` bytes from `address` at `offset` may go past the cache.
