@@ -55,7 +55,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     private var moved = 0
     /// The next table, being made ready (see the type's notes); only for big tables.
     private var spare: BucketTable<Key>?
-    private let seed: UInt64
+    let seed: UInt64
     private let allocator: any TableAllocator
     /// Entries: distinct keys, or for ``HashTag``s the entries inserted.
     private(set) var count = 0
@@ -204,12 +204,15 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         prepareSpare()
     }
 
+    /// In the order of ``drainInForkedChild(_:)``: the old table's unmoved entries, then the
+    /// current table's, each in its buckets' order.
     func forEach(_ body: (Key, UInt32) -> Void) {
-        table.forEach(body)
-        guard let old else { return }
-        old.forEach(from: moved) { key, value in
-            if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
+        if let old {
+            old.forEach(from: moved) { key, value in
+                if !isShadowed(key, hash: key.hash(seed: seed)) { body(key, value) }
+            }
         }
+        table.forEach(body)
     }
 
     /// Removes every entry `shouldRemove` picks and returns them: one pass over the table, and,

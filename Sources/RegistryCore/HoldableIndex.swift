@@ -141,10 +141,10 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
         return nil
     }
 
-    /// Calls `body` once with each key and its value.
+    /// Calls `body` once with each key and its value, in the order of ``drainInForkedChild(_:)``.
     func forEach(_ body: (Key, UInt32) -> Void) {
-        main.forEach(body)
         forEachHeldOnly(body)
+        main.forEach(body)
     }
 
     /// The held entries that are not in `main`.

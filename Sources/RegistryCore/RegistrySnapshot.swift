@@ -51,42 +51,21 @@ public struct SnapshotRestoreError: Error, Equatable, Sendable, CustomStringConv
 }
 
 extension RegistryState {
-    /// Owners in one group of ``claimsByOwnerGroup(placing:)``: 2^12, whose slots (224 KiB)
-    /// stay in a core's L2 cache while a restore reads them.
-    public static let claimOwnerGroupBits = 12
-
-    /// Every claim, grouped by owner: first the claims of owners 0 to 4,095 (in the index's
-    /// order), then those of owners 4,096 to 8,191, and so on (``claimOwnerGroupBits``).
-    /// Restoring them then reads the owners' slots a cached window at a time, where in the
-    /// index's order each read was a cache miss (a third of a 10M-device restore's time).
-    ///
-    /// A counting sort on the group straight from the index: one walk counts each group's
-    /// claims, and `walk` (the index's `forEach`, or a forked child's drain) then puts each claim
-    /// in its place. Both read the index in order, and with a few thousand groups the counts and
-    /// the places being written stay cached; sorting on the owner itself (one count per owner)
-    /// made each count and each write a cache miss (docs/performance.md, "Snapshots from a
-    /// fork"). Both walks must find the same claims (a value's index does not change under it).
-    private func claimsByOwnerGroup(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
+    /// Every claim, in the claim index's order: as `walk` (the index's `forEach`, or a forked
+    /// child's drain) finds them, one pass. A ``Restorer`` whose index has the same seed (see
+    /// ``init(expectedDevices:claimSeed:tables:)``) then writes its buckets front to back, and
+    /// reads each claim's owner slot in runs it asks for ahead (docs/performance.md, "Restoring
+    /// claims in the index's order").
+    private func claimsInIndexOrder(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
         let count = claims.count
-        precondition(count < Int(UInt32.max), "more claims than a 32-bit position holds")
-        let shift = Self.claimOwnerGroupBits
-        // next[g]: where group g's next claim goes; g's run ends where g + 1's begins.
-        var next = [Int](repeating: 0, count: (slots.count >> shift) + 2)
-        claims.forEach { _, owner in next[Int(owner) >> shift + 1] += 1 }
-        for group in next.indices.dropFirst() { next[group] += next[group - 1] }
         return [(ClaimKey, UInt32)](unsafeUninitializedCapacity: count) { ordered, initialized in
             var placed = 0
-            next.withUnsafeMutableBufferPointer { next in
-                walk { key, owner in
-                    let group = Int(owner) >> shift
-                    let position = next[group]
-                    precondition(position < count, "the second walk found claims the first did not")
-                    (ordered.baseAddress! + position).initialize(to: (key, owner))
-                    next[group] = position + 1
-                    placed += 1
-                }
+            walk { key, owner in
+                precondition(placed < count, "the index holds more claims than it counts")
+                (ordered.baseAddress! + placed).initialize(to: (key, owner))
+                placed += 1
             }
-            precondition(placed == count, "the second walk missed claims the first found")
+            precondition(placed == count, "the index holds fewer claims than it counts")
             initialized = count
         }
     }
@@ -95,7 +74,7 @@ extension RegistryState {
     /// the state as it is; the caller keeps it from changing meanwhile. Devices are numbered as
     /// the state numbers its slots, which the pieces keep.
     public func forEachSnapshotRecord(_ body: (SnapshotRecord) throws -> Void) rethrows {
-        try forEachSnapshotRecord(claimsInOrder: claimsByOwnerGroup(placing: claims.forEach), body)
+        try forEachSnapshotRecord(claimsInOrder: claimsInIndexOrder(placing: claims.forEach), body)
     }
 
     /// In a forked child that writes this state out: gives up the child's copy of the device
@@ -109,13 +88,13 @@ extension RegistryState {
     /// `ForkedSnapshot`): until the child lets go of a page of the indexes, every write of the
     /// serving node to it is a copy under the engine's lock, and the node writes them at random.
     /// So the device index, which the records do not need, is let go of at once, and the claim
-    /// index as it is drained into groups of owners (after one walk that counts each group's claims),
+    /// index as it is copied out in its order,
     /// before any record is written; then `afterReadingIndexes` is
     /// called (the child tells the node, which then stops holding its new claims aside, see
     /// ``holdNewClaims(until:)``). This state must not be used again in the child.
     public func forEachSnapshotRecordInForkedChild(afterReadingIndexes: () -> Void, _ body: (SnapshotRecord) throws -> Void) rethrows {
         slotOf.dropPagesInForkedChild()
-        let ordered = claimsByOwnerGroup(placing: claims.drainInForkedChild)
+        let ordered = claimsInIndexOrder(placing: claims.drainInForkedChild)
         afterReadingIndexes()
         try forEachSnapshotRecord(claimsInOrder: ordered, body)
     }
@@ -216,10 +195,10 @@ extension RegistryState {
         /// What warming read: no meaning, kept so that the compiler cannot drop the reads.
         public private(set) var warmth: UInt32 = 0
 
-        /// A restorer whose indexes are sized for `expectedDevices`, from `tables` (see
-        /// ``RegistryState/init(expectedDevices:tables:)``).
-        public init(expectedDevices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
-            state = RegistryState(expectedDevices: expectedDevices, tables: tables)
+        /// A restorer whose indexes are sized for `expectedDevices`, from `tables`, the claim
+        /// index seeded with `claimSeed` (see ``RegistryState/init(expectedDevices:claimSeed:tables:)``).
+        public init(expectedDevices: Int = 0, claimSeed: UInt64? = nil, tables: any TableAllocator = HeapTableAllocator()) {
+            state = RegistryState(expectedDevices: expectedDevices, claimSeed: claimSeed, tables: tables)
             pendingDevices.reserveCapacity(Self.runLength)
             pendingClaims.reserveCapacity(Self.runLength)
         }
@@ -265,6 +244,14 @@ extension RegistryState {
             keys.reserveCapacity(pendingClaims.count)
             for claim in pendingClaims where claim.vendor < 1 << 28 { keys.append(ClaimKey(vendor: claim.vendor, identifier: claim.identifier)) }
             if !state.claims.isMovingEntries { warmth = warmth &+ state.claims.touch(keys) }
+            // Each claim reads its owner's slot (its vendor and its ID, which may sit in two cache
+            // lines); claims in the index's order name owners at random, so their slots are read
+            // here first, the misses overlapping.
+            let slotCount = UInt32(state.slots.count)
+            for claim in pendingClaims where claim.owner < slotCount {
+                let slot = state.slots[claim.owner]
+                warmth = warmth &+ slot.vendor &+ UInt32(truncatingIfNeeded: slot.id.high)
+            }
             for claim in pendingClaims { try addClaim(vendor: claim.vendor, identifier: claim.identifier, owner: claim.owner) }
             pendingClaims.removeAll(keepingCapacity: true)
         }

@@ -119,10 +119,18 @@ public struct RegistryState: Sendable {
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
     /// registry holds more; 0 starts them small. The tables take 75 to 149 bytes per expected
     /// device, from `tables`.
-    public init(expectedDevices devices: Int = 0, tables: any TableAllocator = HeapTableAllocator()) {
+    ///
+    /// `claimSeed` seeds the claim index's hash, which otherwise is random. A node gives each of
+    /// its states the same one (derived from its cluster secret): a snapshot lists the claims in
+    /// the index's order (``forEachSnapshotRecord(_:)``), so that restoring them into an index of
+    /// the same seed writes its buckets front to back rather than at random.
+    public init(expectedDevices devices: Int = 0, claimSeed: UInt64? = nil, tables: any TableAllocator = HeapTableAllocator()) {
         precondition(devices >= 0, "expected devices must not be negative")
         slotOf = DeviceIndex(capacity: DeviceIndex.capacity(holding: devices), allocator: tables)
-        claims = HoldableIndex(HashIndex(capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), allocator: tables))
+        claims = HoldableIndex(
+            HashIndex(
+                capacity: HashIndex<ClaimKey>.capacity(holding: 2 * devices), seed: claimSeed ?? .random(in: .min ... .max),
+                allocator: tables))
     }
 
     /// The most devices ``init(expectedDevices:)`` accepts: slot numbers are 32-bit.
@@ -134,6 +142,9 @@ public struct RegistryState: Sendable {
     public var slotCount: Int { slots.count }
     /// (vendor, identifier) claims.
     public var claimCount: Int { claims.count }
+
+    /// The seed of the claim index's hash (see ``init(expectedDevices:claimSeed:tables:)``).
+    public var claimIndexSeed: UInt64 { claims.main.seed }
 
     /// The buckets of the device-ID and claim indexes' current tables (for tests).
     public var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }

@@ -9,8 +9,8 @@ import Testing
         return records
     }
 
-    func restore(_ records: [SnapshotRecord]) throws -> RegistryState {
-        var restorer = RegistryState.Restorer()
+    func restore(_ records: [SnapshotRecord], expectedDevices: Int = 0, claimSeed: UInt64? = nil) throws -> RegistryState {
+        var restorer = RegistryState.Restorer(expectedDevices: expectedDevices, claimSeed: claimSeed)
         for record in records { try restorer.add(record) }
         return try restorer.finish()
     }
@@ -38,10 +38,14 @@ import Testing
         }
     }
 
-    /// Claims come out grouped by owner, a group of 4,096 owners after another (what a restore
-    /// reads the owners' slots by), every claim once, whatever order they went in.
-    @Test func claimsAreWrittenGroupedByOwner() throws {
-        let devices: Int = (3 << RegistryState.claimOwnerGroupBits) + 100
+    /// Claims come out in the order of their index's buckets, every claim once, whatever order
+    /// they went in; restored into an index of the same seed, they come out in the same order.
+    /// The oracle: each claim's home bucket, from the index's hash and seed, is at most a probe
+    /// run below the highest before it, but for the claims that wrapped past the table's end
+    /// into its first buckets.
+    @Test(arguments: [0x5EED, 0xC0FFEE] as [UInt64])
+    func claimsAreWrittenInTheirIndexOrder(claimSeed: UInt64) throws {
+        let devices = 12_000
         var random = SplitMix64(seed: 8)
         var input: [SnapshotRecord] = [.origin(NodeID(trusted: "n")), .vendor(Vendor(trusted: "com.v"))]
         for number in 0..<devices {
@@ -54,16 +58,33 @@ import Testing
             claims.append(.claim(vendor: 0, identifier: identifier, owner: UInt32(index / 2)))
         }
         claims.shuffle(using: &random)
-        let state = try restore(input + claims)
-        var groups = [Int]()
+        // Sized for them: an index that grows lists an old table's entries first.
+        let state = try restore(input + claims, expectedDevices: devices, claimSeed: claimSeed)
+        #expect(state.claimIndexSeed == claimSeed)
+        let buckets = state.indexCapacities.claims
+        var homes = [Int]()
         var written = [SnapshotRecord]()
         for record in records(of: state) {
-            guard case .claim(_, _, let owner) = record else { continue }
-            groups.append(Int(owner) >> RegistryState.claimOwnerGroupBits)
+            guard case .claim(let vendor, let identifier, _) = record else { continue }
+            let key = RegistryState.ClaimKey(vendor: vendor, identifier: identifier)
+            homes.append(Int(truncatingIfNeeded: key.hash(seed: claimSeed)) & (buckets - 1))
             written.append(record)
         }
-        #expect(groups == groups.sorted() && Set(groups).count == 4)
         #expect(Set(written) == Set(claims) && written.count == claims.count)
+        let wrapped = homes.prefix { $0 >= buckets / 2 }.count
+        #expect(wrapped < buckets / 16, "more claims wrapped past the table's end than a probe run holds")
+        // Linear probing puts an entry at most a probe run past its home (a few hundred buckets
+        // at most at 3/4 load), so in bucket order no home falls further behind the highest
+        // before it; in any other order, homes fall behind by most of the table.
+        var highest = 0
+        var furthestBehind = 0
+        for home in homes.dropFirst(wrapped) {
+            furthestBehind = max(furthestBehind, highest - home)
+            highest = max(highest, home)
+        }
+        #expect(furthestBehind < buckets / 16, "claims out of their buckets' order")
+        let again = try restore(input + written, expectedDevices: devices, claimSeed: claimSeed)
+        #expect(records(of: again) == records(of: state))
     }
 
     @Test func anEmptyStateRestoresEmpty() throws {

@@ -50,10 +50,12 @@ import Testing
         writer.close()
     }
 
-    func start(_ fs: SimulatedFileSystem) throws(NodeStartupError) -> RecoveredStorage {
+    func start(_ fs: SimulatedFileSystem, claimSeed: UInt64? = nil) throws(NodeStartupError) -> RecoveredStorage {
         var logger = Logger(label: "startup-test")
         logger.logLevel = .critical
-        return try StorageStartup.open(fs: fs, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0, wallClock: { 5_000 }, epochEntropy: 0x2A, logger: logger)
+        return try StorageStartup.open(
+            fs: fs, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0, claimSeed: claimSeed,
+            wallClock: { 5_000 }, epochEntropy: 0x2A, logger: logger)
     }
 
     func applied(_ operations: [LoggedOperation]) -> RegistryState {
@@ -168,19 +170,24 @@ import Testing
         expectRefusal(orphan, mentioning: "no node.meta")
     }
 
+    /// Its claim index seeded as the node asks, from the journal alone or from a snapshot (whose
+    /// claims then restore in their index's order).
     @Test func aSnapshotAndTheJournalPastItRebuildTheState() throws {
         let fs = SimulatedFileSystem()
         let ops = try operations(count: 2_000, seed: 3)
         try journal(Array(ops[..<1_200]), on: fs)
+        let fromJournal = try start(fs, claimSeed: 0x5EED)
+        #expect(fromJournal.snapshotLabel == nil && fromJournal.registry.claimIndexSeed == 0x5EED)
         // A snapshot through 1,200, then 800 more in the journal.
         let snapshotter = Snapshotter(
-            fs: fs, directory: "/data", index: try start(fs).index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
-            logger: .quiet("t"))
+            fs: fs, directory: "/data", index: fromJournal.index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0,
+            claimSeed: 0x5EED, logger: .quiet("t"))
         let taken = try snapshotter.takeNow(through: [LogID(origin: NodeID(trusted: "node-a"), epoch: 7): 1_200], clock: ops[1_199].timestamp, currentFile: .max, devices: 1_200).get()
         #expect(taken.label == 1_200)
         try journal(Array(ops[1_200...]), on: fs)
-        let recovered = try start(fs)
+        let recovered = try start(fs, claimSeed: 0x5EED)
         #expect(recovered.snapshotLabel == 1_200 && recovered.replayedOperations == 800)
+        #expect(recovered.registry.claimIndexSeed == 0x5EED)
         #expect(recovered.registry.snapshot() == applied(ops).snapshot())
         #expect(recovered.versionVector[LogID(origin: Self.node, epoch: 7)] == 2_000)
     }

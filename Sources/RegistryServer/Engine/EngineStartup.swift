@@ -32,7 +32,7 @@ struct EngineStartup {
         servingTables = HugePageTableAllocator(releaseGradually: configuration.releaseTablesGradually)
         recovered = try StorageStartup.open(
             fs: fs, directory: path, configuredNodeID: configuration.nodeID, identifierKey: identifierKey.fingerprint,
-            expectedDevices: configuration.expectedDevices, tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy,
+            expectedDevices: configuration.expectedDevices, claimSeed: identifierKey.claimIndexSeed, tables: servingTables, wallClock: wallClock, epochEntropy: epochEntropy,
             feedStart: FeedStart(capacity: configuration.watchHistory, configuredRules: configuration.vendorRules.rules), logger: logger)
         nodeID = NodeID(trusted: recovered.metadata.nodeID)
         defaultScope = try Self.pinDefaultScope(configuration: configuration, recovered: recovered, fs: fs)
@@ -117,7 +117,7 @@ struct EngineStartup {
     func snapshotter(configuration: NodeConfiguration, fs: any FileSystem, logger: Logger) -> Snapshotter {
         Snapshotter(
             fs: fs, directory: configuration.dataDirectory, index: recovered.index, nodeID: nodeID, epoch: peerIdentity.epoch,
-            expectedDevices: configuration.expectedDevices, forks: configuration.snapshotsByFork, tables: HugePageTableAllocator(inBackground: false),
+            expectedDevices: configuration.expectedDevices, claimSeed: identifierKey.claimIndexSeed, forks: configuration.snapshotsByFork, tables: HugePageTableAllocator(inBackground: false),
             logger: logger)
     }
 

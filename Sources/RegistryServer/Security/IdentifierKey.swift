@@ -18,6 +18,11 @@ public struct IdentifierKey: Sendable {
     private let identifiers: IdentifierHMAC
     /// Names the key without revealing it (written to `node.meta`).
     public let fingerprint: UInt64
+    /// The seed of the claim index of every state the node builds, the same on every node of a
+    /// cluster and across restarts, so that a snapshot's claims, listed in their index's order,
+    /// restore front to back (``RegistryState/init(expectedDevices:claimSeed:tables:)``). As
+    /// secret as the key: clients cannot pick identifiers that collide in the index.
+    public let claimIndexSeed: UInt64
 
     /// The key of `secret`: HMAC-SHA256 of a fixed label under the secret's UTF-8 bytes.
     public init(secret: String) {
@@ -28,6 +33,8 @@ public struct IdentifierKey: Sendable {
         identifiers = IdentifierHMAC(key: Array(derived))
         let check = Array(HMAC<SHA256>.authenticationCode(for: Array("fingerprint".utf8), using: key))
         fingerprint = check.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        let seed = Array(HMAC<SHA256>.authenticationCode(for: Array("claim index seed".utf8), using: key))
+        claimIndexSeed = seed.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The identifier as the node keeps it: same kind, the keyed hash as its value. Never the

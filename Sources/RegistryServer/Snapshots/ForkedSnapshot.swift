@@ -11,7 +11,7 @@ import RegistryWire
 /// (``copy(into:)``, ``SnapshotWriter/appendSealed(_:)``). There is no second
 /// state to build: the kernel copies only the pages the node writes while the child reads. The
 /// node writes the indexes' tables at random, so the child lets go of them first (the claim
-/// index once it has grouped its claims by owner), and until then the node holds the claims new
+/// index once it has copied its claims out in the index's order), and until then the node holds the claims new
 /// to it in a table of their own (``RegistryState/holdNewClaims(until:)``).
 ///
 /// The fork happens under the engine's lock, so the state is exactly what ``metadata``'s version

@@ -63,7 +63,7 @@ extension Snapshotter {
     /// file is deleted.
     func loadIncoming(tables: any TableAllocator) throws(StorageError) -> SnapshotStore.Loaded {
         do {
-            return try SnapshotStore.load(path: incomingPath, label: 0, on: fs, expectedDevices: expectedDevices, tables: tables)
+            return try SnapshotStore.load(path: incomingPath, label: 0, on: fs, expectedDevices: expectedDevices, claimSeed: claimSeed, tables: tables)
         } catch {
             discardIncoming()
             throw error

@@ -33,19 +33,20 @@ enum SnapshotStore {
     /// a single-threaded load).
     /// `inBackground`: the caller runs at `SCHED_IDLE` (the snapshotter), and the reading thread
     /// does too; at normal priority it took CPU from the requests while a snapshot ran.
+    /// `claimSeed` seeds the restored claim index (``RegistryState/init(expectedDevices:claimSeed:tables:)``).
     static func load(
-        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
-        inBackground: Bool = false
+        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
         try load(
-            path: directory + "/" + SnapshotFile.name(label: label), label: label, on: fs, expectedDevices: expectedDevices, tables: tables,
-            inBackground: inBackground)
+            path: directory + "/" + SnapshotFile.name(label: label), label: label, on: fs, expectedDevices: expectedDevices, claimSeed: claimSeed,
+            tables: tables, inBackground: inBackground)
     }
 
-    /// Loads the snapshot file at `path` (one a peer sent, say), as ``load(label:in:on:expectedDevices:tables:inBackground:)``.
+    /// Loads the snapshot file at `path` (one a peer sent, say), as ``load(label:in:on:expectedDevices:claimSeed:tables:inBackground:)``.
     static func load(
-        path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
-        inBackground: Bool = false
+        path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
         // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
@@ -90,7 +91,8 @@ enum SnapshotStore {
             switch handoff.take() {
             case .metadata(let decoded):
                 metadata = decoded
-                restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))), tables: tables)
+                restorer = RegistryState.Restorer(
+                    expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))), claimSeed: claimSeed, tables: tables)
             case .records(let records):
                 // After a failure the rest is drained, so that the reader can finish.
                 guard failure == nil, restorer != nil else { continue }
@@ -116,14 +118,16 @@ enum SnapshotStore {
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
     static func loadNewest(
-        in directory: String, on fs: any FileSystem, expectedDevices: Int, tables: any TableAllocator = HeapTableAllocator(),
-        inBackground: Bool = false, logger: Logger
+        in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false, logger: Logger
     ) throws(StorageError) -> (loaded: Loaded?, problems: [String]) {
         var problems = [String]()
         for label in try SnapshotFile.labels(in: directory, on: fs) {
             do {
                 return (
-                    try load(label: label, in: directory, on: fs, expectedDevices: expectedDevices, tables: tables, inBackground: inBackground),
+                    try load(
+                        label: label, in: directory, on: fs, expectedDevices: expectedDevices, claimSeed: claimSeed, tables: tables,
+                        inBackground: inBackground),
                     problems
                 )
             } catch {

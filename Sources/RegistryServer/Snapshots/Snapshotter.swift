@@ -51,6 +51,8 @@ final class Snapshotter: @unchecked Sendable {
     private let nodeID: NodeID
     private let epoch: UInt64
     let expectedDevices: Int
+    /// The seed of the claim index of every state it loads or builds (``RegistryState/init(expectedDevices:claimSeed:tables:)``).
+    let claimSeed: UInt64?
     /// Whether background snapshots are taken by forking (`--snapshot-by`).
     let forks: Bool
     /// Where the snapshot's own state gets its index tables: huge pages, as the serving state's,
@@ -76,8 +78,8 @@ final class Snapshotter: @unchecked Sendable {
     let intakeBusy = Atomic<Bool>(false)
 
     init(
-        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, forks: Bool = true,
-        tables: any TableAllocator = HeapTableAllocator(), logger: Logger
+        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, claimSeed: UInt64? = nil,
+        forks: Bool = true, tables: any TableAllocator = HeapTableAllocator(), logger: Logger
     ) {
         self.fs = fs
         self.directory = directory
@@ -85,6 +87,7 @@ final class Snapshotter: @unchecked Sendable {
         self.nodeID = nodeID
         self.epoch = epoch
         self.expectedDevices = expectedDevices
+        self.claimSeed = claimSeed
         self.forks = forks
         self.tables = tables
         self.logger = logger
@@ -318,10 +321,10 @@ final class Snapshotter: @unchecked Sendable {
         // and fills each smaller table on the way, and moves every entry at each doubling.
         let sizing = max(expectedDevices, devices)
         let base = try SnapshotStore.loadNewest(
-            in: directory, on: fs, expectedDevices: sizing, tables: tables, inBackground: inBackground, logger: logger
+            in: directory, on: fs, expectedDevices: sizing, claimSeed: claimSeed, tables: tables, inBackground: inBackground, logger: logger
         ).loaded
         var replayer = Replayer(
-            registry: base?.registry ?? RegistryState(expectedDevices: sizing, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
+            registry: base?.registry ?? RegistryState(expectedDevices: sizing, claimSeed: claimSeed, tables: tables), vector: base?.metadata.versionVector ?? VersionVector(),
             limits: target)
         try replayer.replay(index.files, in: directory, on: fs, inBackground: inBackground)
         let newest = max(clock, base?.metadata.clock ?? .zero, replayer.newest)

@@ -35,11 +35,12 @@ struct FeedStart {
 /// for an empty directory), the newest usable snapshot, then the journal past it. It refuses,
 /// with a message that says what to do, to serve a state with holes: a missing or damaged journal
 /// file, a journal that does not reach back to what the snapshots cover, or a data directory of
-/// an earlier version. The rebuilt registry's index tables come from `tables`.
+/// an earlier version. The rebuilt registry's index tables come from `tables`, its claim index
+/// seeded with `claimSeed` (``RegistryState/init(expectedDevices:claimSeed:tables:)``).
 enum StorageStartup {
     static func open(
         fs: any FileSystem, directory: String, configuredNodeID: NodeID?, identifierKey: UInt64, expectedDevices: Int,
-        tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
+        claimSeed: UInt64? = nil, tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
         epochEntropy: UInt64 = UInt64.random(in: .min ... .max), feedStart: FeedStart = FeedStart(capacity: 1_000, configuredRules: []),
         logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {
@@ -56,9 +57,9 @@ enum StorageStartup {
             // ready; docs/performance.md, "Replaying registrations", has what that cost).
             let devices = max(expectedDevices, try Self.devicesTheJournalMayHold(in: directory, on: fs))
             let (snapshot, problems) = try SnapshotStore.loadNewest(
-                in: directory, on: fs, expectedDevices: devices, tables: tables, logger: logger)
+                in: directory, on: fs, expectedDevices: devices, claimSeed: claimSeed, tables: tables, logger: logger)
             var replayer = Replayer(
-                registry: snapshot?.registry ?? RegistryState(expectedDevices: devices, tables: tables),
+                registry: snapshot?.registry ?? RegistryState(expectedDevices: devices, claimSeed: claimSeed, tables: tables),
                 vector: snapshot?.metadata.versionVector ?? VersionVector())
             // The replay records the events of what it applies: watchers resume from them. What
             // the snapshot covers is the feed's floor.

@@ -7,12 +7,14 @@ import Testing
 
     /// Expected values computed apart, with Python's hmac module:
     /// k = HMAC-SHA256(b"s3cret", b"registry identifier key v1");
-    /// HMAC-SHA256(k, bytes([kind]) + uuid.bytes)[:16], and HMAC-SHA256(k, b"fingerprint")[:8].
+    /// HMAC-SHA256(k, bytes([kind]) + uuid.bytes)[:16], HMAC-SHA256(k, b"fingerprint")[:8], and
+    /// HMAC-SHA256(k, b"claim index seed")[:8].
     @Test func hashesMatchAnIndependentHMAC() throws {
         let key = IdentifierKey(secret: "s3cret")
         #expect(key.seal(Identifier(kind: .idfv, value: value)).value.text == "3200fde6-68a7-3c08-92ac-25712c2669d5")
         #expect(key.seal(Identifier(kind: .keychain, value: value)).value.text == "55d3059c-83a6-bcc0-c658-4017ff5fb47a")
         #expect(key.fingerprint == 0x0362_56f6_82cf_3d73)
+        #expect(key.claimIndexSeed == 0xe89d_99d7_d8a6_7ad9)
     }
 
     /// The hash with both pads' states kept (``IdentifierHMAC``) gives swift-crypto's
@@ -34,6 +36,7 @@ import Testing
         let identifier = Identifier(kind: .idfv, value: value)
         #expect(one.seal(identifier) != other.seal(identifier))
         #expect(one.fingerprint != other.fingerprint)
+        #expect(one.claimIndexSeed != other.claimIndexSeed)
         #expect(one.seal(identifier) == IdentifierKey(secret: "s3cret").seal(identifier))
     }
 
