@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make bench-restart BASE=REV: how long a node takes to start from a snapshot of RESTART_DEVICES
-# devices, this checkout's registryd against REV's, on the same data directory, in one run.
+# devices, this checkout's registryd against REV's, in one run.
 #
-# This checkout's node, sized for them (--expected-devices 1.1 x RESTART_DEVICES), takes
+# Each build's node, sized for them (--expected-devices 1.1 x RESTART_DEVICES), takes the same
 # RESTART_DEVICES first installs in batches of 100 with snapshots off and stops cleanly, which
-# writes a snapshot of everything. Then each build, in turn, RESTART_ROUNDS times alternating which
-# goes first, starts with the same flags on a fresh copy of that directory; the time is from the
-# start of the process to its port accepting connections (the snapshot loaded, the indexes built).
+# writes a snapshot of everything in that build's own record order. Then each build, in turn,
+# RESTART_ROUNDS times alternating which goes first, starts with the same flags on a fresh copy of
+# its directory; the time is from the start of the process to its port accepting connections (the
+# snapshot loaded, the indexes built).
 #
 # Prints the section and puts it into BENCHMARKS.md (bench/section.py, "restart").
 # Environment: RESTART_DEVICES (default 10000000), RESTART_ROUNDS (default 3), RESTART_BASE_BIN (a
@@ -29,21 +30,29 @@ build_head
 choose_base_registryd "$base" "$worktree" "${RESTART_BASE_BIN:-}"
 flags="--port $port --expected-devices $((devices * 11 / 10)) --snapshot-every-operations 0 --snapshot-every-seconds 0"
 
-echo "== $devices first installs, then a clean stop (a snapshot)" >&2
-mkdir -p "$out/journal"
-# shellcheck disable=SC2086,SC2046 # the flags are words
-"$head_bin/registryd" --data-dir "$out/journal" $flags $(this_machine_flags "$head_bin") > "$out/load.log" 2>&1 &
-pid=$!
-wait_for_port $port 120 || { cat "$out/load.log" >&2; exit 1; }
-"$head_bin/registryload" --endpoints 127.0.0.1:$port --connections 8 --in-flight 16 --batch 100 --requests "$devices" \
-  --warmup 0s --seed 41 > /dev/null 2>&1
-kill -TERM "$pid"; wait "$pid" || true; pid=""
-snapshot_bytes=$(find "$out/journal" -name 'snapshot-*.snap' -printf '%s\n' | sort -n | tail -1)
+# fill NAME BINARY-DIR: that build's node takes the first installs (the same ones for each build,
+# from this checkout's registryload) and stops cleanly, which writes its snapshot: each build
+# restarts from a snapshot it wrote, since the order of the records is the writer's choice.
+fill() {
+  local name=$1 bin=$2
+  echo "== $name: $devices first installs, then a clean stop (a snapshot)" >&2
+  mkdir -p "$out/journal-$name"
+  # shellcheck disable=SC2086,SC2046 # the flags are words
+  "$bin/registryd" --data-dir "$out/journal-$name" $flags $(this_machine_flags "$bin") > "$out/load-$name.log" 2>&1 &
+  pid=$!
+  wait_for_port $port 120 || { cat "$out/load-$name.log" >&2; exit 1; }
+  "$head_bin/registryload" --endpoints 127.0.0.1:$port --connections 8 --in-flight 16 --batch 100 --requests "$devices" \
+    --warmup 0s --seed 41 > /dev/null 2>&1
+  kill -TERM "$pid"; wait "$pid" || true; pid=""
+}
+fill base "$base_bin"
+fill head "$head_bin"
+snapshot_bytes=$(find "$out/journal-head" -name 'snapshot-*.snap' -printf '%s\n' | sort -n | tail -1)
 
 # run NAME BINARY-DIR ROUND: one start of that build on a copy of the directory.
 run() {
   local name=$1 bin=$2 round=$3 started ended
-  rm -rf "$out/data" && cp -r "$out/journal" "$out/data" && sync
+  rm -rf "$out/data" && cp -r "$out/journal-$name" "$out/data" && sync
   started=$(date +%s.%N)
   # shellcheck disable=SC2086,SC2046 # the flags are words
   "$bin/registryd" --data-dir "$out/data" $flags $(this_machine_flags "$bin") > "$out/$name.log" 2>&1 &
@@ -69,8 +78,8 @@ for line in open(path):
     rows[name].append(float(seconds))
 print("## Restart from a snapshot\n")
 print(f"`bench/restart.sh` (`make bench-restart`) on {datetime.date.today()}: registryd at `{head}` against {base_name}, each")
-print(f"starting on a copy of one data directory: {int(devices):,} first installs and a clean stop, so one snapshot of")
-print(f"{int(snapshot_bytes) / 2**20:,.0f} MiB and nothing to replay. From the process's start to its port accepting; {rounds} rounds,")
+print(f"starting on a copy of a data directory it wrote itself: the same {int(devices):,} first installs and a clean stop, so one")
+print(f"snapshot (this revision's: {int(snapshot_bytes) / 2**20:,.0f} MiB) and nothing to replay. From the process's start to its port accepting; {rounds} rounds,")
 print("alternating which goes first; medians, every round in brackets.\n")
 print("| build | restart |")
 print("|---|---:|")

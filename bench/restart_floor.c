@@ -6,9 +6,14 @@
 //   index  N random 16-byte device IDs and 2N random 20-byte claim keys (a first install's
 //          keychain UUID and IDFV) inserted into two open-addressing tables sized in advance
 //          (linear probing, at most 3/4 full, on huge pages as registryd's), and N 40-byte slot
-//          records appended: the memory the restored registry must be written into.
+//          records appended: the memory the restored registry must be written into. A device
+//          bucket holds 32 bits of the ID's hash and the slot number (the slot holds the ID), a
+//          claim bucket the key and the slot number. The device IDs come in slot order, so they
+//          land at random. The claims land at random too, as a journal's replay brings them; with
+//          `--claims-in-table-order`, in their table's order, as a snapshot lists them (sorted
+//          before the clock starts), so they land front to back.
 //
-//   cc -O2 -o restart_floor bench/restart_floor.c && restart_floor N FILE...
+//   cc -O2 -o restart_floor bench/restart_floor.c && restart_floor [--claims-in-table-order] N FILE...
 //
 // Prints `read_s=… index_s=…`. registryd reads and decodes a snapshot on one thread while another
 // restores, so its floor is the larger of the two; a journal's replay does both on one thread,
@@ -54,12 +59,21 @@ static size_t capacity_for(size_t entries) {
     return capacity;
 }
 
-struct device_bucket { uint64_t high, low; uint32_t stored; uint32_t pad; };
-struct claim_bucket { uint64_t high, low; uint32_t vendor_kind; uint32_t stored; uint64_t pad; };
+struct device_bucket { uint32_t tag; uint32_t stored; };
+struct claim_bucket { uint64_t high, low; uint32_t vendor_kind; uint32_t stored; };
 struct slot { uint64_t high, low, created; uint32_t origin, vendor, canonical, app; };
+struct claim { uint64_t high, low; uint32_t kind, owner; size_t home; };
+
+static int by_home(const void *a, const void *b) {
+    size_t x = ((const struct claim *)a)->home, y = ((const struct claim *)b)->home;
+    return (x > y) - (x < y);
+}
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: restart_floor N FILE...\n"); return 64; }
+    int ordered = argc > 1 && strcmp(argv[1], "--claims-in-table-order") == 0;
+    argv += ordered;
+    argc -= ordered;
+    if (argc < 3) { fprintf(stderr, "usage: restart_floor [--claims-in-table-order] N FILE...\n"); return 64; }
     size_t n = strtoull(argv[1], NULL, 10);
 
     double started = now();
@@ -75,24 +89,33 @@ int main(int argc, char **argv) {
     }
     double read_s = now() - started;
 
-    started = now();
     size_t device_capacity = capacity_for(n), claim_capacity = capacity_for(2 * n);
+    // The claims as a snapshot lists them (in their table's order), or as a replay brings them.
+    struct claim *listed = malloc(2 * n * sizeof *listed);
+    uint64_t random = 42;
+    for (size_t i = 0; i < 2 * n; i++) {
+        uint64_t high = splitmix(&random), low = splitmix(&random);
+        uint32_t kind = 1 + (uint32_t)(i & 1);
+        listed[i] = (struct claim){high, low, kind, (uint32_t)(i / 2), mix(high ^ kind, low) & (claim_capacity - 1)};
+    }
+    if (ordered) qsort(listed, 2 * n, sizeof *listed, by_home);
+
+    started = now();
     struct device_bucket *devices = zeroed(device_capacity * sizeof *devices);
     struct claim_bucket *claims = zeroed(claim_capacity * sizeof *claims);
     struct slot *slots = zeroed(n * sizeof *slots);
-    uint64_t random = 42;
     for (size_t i = 0; i < n; i++) {
         uint64_t high = splitmix(&random), low = splitmix(&random);
-        size_t at = mix(high, low) & (device_capacity - 1);
+        uint64_t hash = mix(high, low);
+        size_t at = hash & (device_capacity - 1);
         while (devices[at].stored) at = (at + 1) & (device_capacity - 1);
-        devices[at] = (struct device_bucket){high, low, (uint32_t)i + 1, 0};
+        devices[at] = (struct device_bucket){(uint32_t)(hash >> 32), (uint32_t)i + 1};
         slots[i] = (struct slot){high, low, i, 0, 0, (uint32_t)i, UINT32_MAX};
-        for (int kind = 1; kind <= 2; kind++) {
-            uint64_t claim_high = splitmix(&random), claim_low = splitmix(&random);
-            size_t place = mix(claim_high ^ kind, claim_low) & (claim_capacity - 1);
-            while (claims[place].stored) place = (place + 1) & (claim_capacity - 1);
-            claims[place] = (struct claim_bucket){claim_high, claim_low, (uint32_t)kind, (uint32_t)i + 1, 0};
-        }
+    }
+    for (size_t i = 0; i < 2 * n; i++) {
+        size_t place = listed[i].home;
+        while (claims[place].stored) place = (place + 1) & (claim_capacity - 1);
+        claims[place] = (struct claim_bucket){listed[i].high, listed[i].low, listed[i].kind, listed[i].owner + 1};
     }
     double index_s = now() - started;
     printf("read_s=%.2f index_s=%.2f sum=%llu\n", read_s, index_s, (unsigned long long)(sum & 1));
