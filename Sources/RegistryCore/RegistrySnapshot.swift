@@ -206,18 +206,32 @@ extension RegistryState {
         public mutating func add(_ record: SnapshotRecord) throws(SnapshotRestoreError) {
             switch record {
             case .device(let id, let created, let origin, let vendor):
-                try enter(.devices, record)
-                pendingDevices.append(PendingDevice(id: id, created: created, origin: origin, vendor: vendor))
-                if pendingDevices.count == Self.runLength { try flush() }
+                try addDevice(id: id, created: created, origin: origin, vendor: vendor)
             case .claim(let vendor, let identifier, let owner):
-                try enter(.claims, record)
-                try flushDevices()  // the last devices, if any
-                pendingClaims.append(PendingClaim(vendor: vendor, identifier: identifier, owner: owner))
-                if pendingClaims.count == Self.runLength { try flushClaims() }
+                try addClaim(vendor: vendor, identifier: identifier, owner: owner)
             default:
                 try flush()
                 try apply(record)
             }
+        }
+
+        /// ``add(_:)`` of a `device` record, for a caller that has its fields: the bulk of a
+        /// snapshot, which then need not be copied as ``SnapshotRecord``s.
+        public mutating func addDevice(id: DeviceID, created: HLCTimestamp, origin: UInt32, vendor: UInt32) throws(SnapshotRestoreError) {
+            if phase != .devices { try enter(.devices, .device(id: id, created: created, origin: origin, vendor: vendor)) }
+            pendingDevices.append(PendingDevice(id: id, created: created, origin: origin, vendor: vendor))
+            if pendingDevices.count == Self.runLength { try flush() }
+        }
+
+        /// ``add(_:)`` of a `claim` record, for a caller that has its fields (see
+        /// ``addDevice(id:created:origin:vendor:)``).
+        public mutating func addClaim(vendor: UInt32, identifier: Identifier, owner: UInt32) throws(SnapshotRestoreError) {
+            if phase != .claims {
+                try enter(.claims, .claim(vendor: vendor, identifier: identifier, owner: owner))
+                try flushDevices()  // the last devices, if any
+            }
+            pendingClaims.append(PendingClaim(vendor: vendor, identifier: identifier, owner: owner))
+            if pendingClaims.count == Self.runLength { try flushClaims() }
         }
 
         /// Applies the pending runs, their index buckets read first. The reading is skipped while
@@ -232,7 +246,7 @@ extension RegistryState {
             if !pendingDevices.isEmpty {
                 if !state.slotOf.isMovingEntries { warmth = warmth &+ state.slotOf.touch(pendingDevices.map { $0.id.uuid }) }
                 for device in pendingDevices {
-                    try addDevice(id: device.id, created: device.created, origin: device.origin, vendor: device.vendor)
+                    try insertDevice(id: device.id, created: device.created, origin: device.origin, vendor: device.vendor)
                 }
                 pendingDevices.removeAll(keepingCapacity: true)
             }
@@ -252,11 +266,11 @@ extension RegistryState {
                 let slot = state.slots[claim.owner]
                 warmth = warmth &+ slot.vendor &+ UInt32(truncatingIfNeeded: slot.id.high)
             }
-            for claim in pendingClaims { try addClaim(vendor: claim.vendor, identifier: claim.identifier, owner: claim.owner) }
+            for claim in pendingClaims { try insertClaim(vendor: claim.vendor, identifier: claim.identifier, owner: claim.owner) }
             pendingClaims.removeAll(keepingCapacity: true)
         }
 
-        private mutating func addDevice(id: DeviceID, created: HLCTimestamp, origin: UInt32, vendor: UInt32) throws(SnapshotRestoreError) {
+        private mutating func insertDevice(id: DeviceID, created: HLCTimestamp, origin: UInt32, vendor: UInt32) throws(SnapshotRestoreError) {
             guard origin < state.origins.count, vendor < state.vendors.count else {
                 throw SnapshotRestoreError("device \(id) names an origin or vendor the snapshot does not")
             }
@@ -270,7 +284,7 @@ extension RegistryState {
             state.digest &+= state.deviceFact(number)
         }
 
-        private mutating func addClaim(vendor: UInt32, identifier: Identifier, owner: UInt32) throws(SnapshotRestoreError) {
+        private mutating func insertClaim(vendor: UInt32, identifier: Identifier, owner: UInt32) throws(SnapshotRestoreError) {
             try check(owner)
             guard state.slots[owner].vendor == vendor else {
                 throw SnapshotRestoreError("device \(owner) claims \(identifier) in another vendor than its own")

@@ -1,4 +1,5 @@
 import RegistryCore
+@testable import RegistryServer
 import RegistryStorage
 import RegistryTestSupport
 import RegistryWire
@@ -63,6 +64,41 @@ import Testing
         let (readMetadata, restored) = try readSnapshot(path, on: fs)
         #expect(readMetadata == metadata)
         #expect(restored.snapshot() == state.snapshot())
+    }
+
+    /// The node's loader (``SnapshotStore``) hands devices and claims to the restorer as their
+    /// fields, in chunks, and the other records as records: a state of more devices and claims
+    /// than a chunk holds comes back the same, and records out of their order are still refused.
+    @Test func theLoaderRestoresChunksOfDevicesAndClaimsInTheirOrder() throws {
+        let state = try sampleState(seed: 21, count: 60_000)
+        #expect(state.slotCount > SnapshotStore.chunkRecords && state.claimCount > 2 * SnapshotStore.chunkRecords)
+        let metadata = SnapshotMetadata(
+            nodeID: NodeID(trusted: "node-a"), epoch: 9, clock: HLCTimestamp(millis: 3_000, counter: 0), versionVector: VersionVector(),
+            devices: UInt64(state.slotCount))
+        let fs = SimulatedFileSystem()
+        let path = try writeSnapshot(state, metadata: metadata, label: 60_000, on: fs)
+        let loaded = try SnapshotStore.load(path: path, label: 60_000, on: fs, expectedDevices: 0)
+        #expect(loaded.metadata == metadata)
+        #expect(loaded.registry.snapshot() == state.snapshot())
+
+        let names: [SnapshotRecord] = [.origin(NodeID(trusted: "node-a")), .vendor(Vendor(trusted: "com.v"))]
+        func device(_ low: UInt64) -> SnapshotRecord {
+            .device(id: DeviceID(UUID128(high: 1, low: low)), created: HLCTimestamp(millis: low, counter: 0), origin: 0, vendor: 0)
+        }
+        let claim = SnapshotRecord.claim(vendor: 0, identifier: Identifier(kind: .idfv, value: UUID128(high: 5, low: 5)), owner: 0)
+        let writer = try SnapshotWriter(fs: fs, directory: "/data", label: 7, metadata: SnapshotCodec.encode(metadata))
+        var bytes = [UInt8]()
+        for record in names + [device(1), claim, device(2)] {
+            SnapshotCodec.encode(record, into: &bytes)
+            try bytes.withUnsafeBytes { try writer.append($0) }
+        }
+        let disordered = try writer.finish()
+        #expect {
+            _ = try SnapshotStore.load(path: disordered, label: 7, on: fs, expectedDevices: 0)
+        } throws: { error in
+            guard case StorageError.corrupt(let reason) = error else { return false }
+            return reason.contains("comes after the claims records")
+        }
     }
 
     /// A snapshot lists its claims in the claim index's order, whichever walk reads the index:
