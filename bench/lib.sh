@@ -15,7 +15,7 @@ wait_for_port() {
 journal_bench_cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
   git worktree remove --force "$worktree" 2>/dev/null || true
-  rm -rf "$out/journal" "$out/data"
+  rm -rf "$out/journal" "$out"/journal-* "$out/data"
 }
 
 # write_journal BINARY-DIR DIRECTORY PORT SECONDS [FLAGS]: a data directory whose journal holds

@@ -47,6 +47,9 @@ fill() {
 }
 fill base "$base_bin"
 fill head "$head_bin"
+for name in base head; do
+  find "$out/journal-$name" -name 'snapshot-*.snap' | grep -q . || { echo "the $name build's clean stop wrote no snapshot" >&2; exit 1; }
+done
 snapshot_bytes=$(find "$out/journal-head" -name 'snapshot-*.snap' -printf '%s\n' | sort -n | tail -1)
 
 # run NAME BINARY-DIR ROUND: one start of that build on a copy of the directory.

@@ -74,11 +74,14 @@ int main(int argc, char **argv) {
     argv += ordered;
     argc -= ordered;
     if (argc < 3) { fprintf(stderr, "usage: restart_floor [--claims-in-table-order] N FILE...\n"); return 64; }
-    size_t n = strtoull(argv[1], NULL, 10);
+    char *end;
+    size_t n = strtoull(argv[1], &end, 10);
+    if (*end != '\0' || n == 0) { fprintf(stderr, "restart_floor: N must be a positive number, not %s\n", argv[1]); return 64; }
 
     double started = now();
     size_t block = 1 << 20;
     uint64_t *buffer = malloc(block), sum = 0;
+    if (!buffer) { perror("malloc"); return 71; }
     for (int file = 2; file < argc; file++) {
         int fd = open(argv[file], O_RDONLY);
         if (fd < 0) { perror(argv[file]); return 66; }
@@ -92,6 +95,7 @@ int main(int argc, char **argv) {
     size_t device_capacity = capacity_for(n), claim_capacity = capacity_for(2 * n);
     // The claims as a snapshot lists them (in their table's order), or as a replay brings them.
     struct claim *listed = malloc(2 * n * sizeof *listed);
+    if (!listed) { perror("malloc"); return 71; }
     uint64_t random = 42;
     for (size_t i = 0; i < 2 * n; i++) {
         uint64_t high = splitmix(&random), low = splitmix(&random);

@@ -32,8 +32,8 @@ extension HashIndexKey {
 /// if need be (and hurrying the allocator), up to 7/8: the owner never faults the new table's
 /// pages in under its lock (docs/architecture.md, "Memory", has what that cost).
 ///
-/// Its hash is a keyed multiply-mix (seeded randomly per index, or for ``HashTag``s by their
-/// owner, so clients cannot choose colliding identifiers without knowing the seed), several times cheaper than SipHash on
+/// Its hash is a keyed multiply-mix (seeded randomly per index unless its owner gives a secret
+/// seed, as a node does for its claim index, or for ``HashTag``s by their owner, so clients cannot choose colliding identifiers without knowing the seed), several times cheaper than SipHash on
 /// 20-byte keys.
 ///
 /// A value type: copies share tables until one of them writes (copy on write).

@@ -54,8 +54,8 @@ extension RegistryState {
     /// Every claim, in the claim index's order: as `walk` (the index's `forEach`, or a forked
     /// child's drain) finds them, one pass. A ``Restorer`` whose index has the same seed (see
     /// ``init(expectedDevices:claimSeed:tables:)``) then writes its buckets front to back, and
-    /// reads each claim's owner slot in runs it asks for ahead (docs/performance.md, "Restoring
-    /// claims in the index's order").
+    /// reads each claim's owner slot in runs it asks for ahead (docs/performance.md, "Claims in
+    /// the claim index's order").
     private func claimsInIndexOrder(placing walk: ((ClaimKey, UInt32) -> Void) -> Void) -> [(ClaimKey, UInt32)] {
         let count = claims.count
         return [(ClaimKey, UInt32)](unsafeUninitializedCapacity: count) { ordered, initialized in
@@ -174,23 +174,35 @@ extension RegistryState {
             static func < (a: Phase, b: Phase) -> Bool { a.rawValue < b.rawValue }
         }
         private var phase = Phase.names
-        /// Devices and claims waiting to go into the indexes, a run at a time: the indexes are far
-        /// bigger than the CPU's caches, so each insert is a cache miss, and reading a run's
-        /// buckets first in a tight loop lets the misses overlap (see ``RegistryState/warm(for:newDevices:)``;
-        /// BENCHMARKS.md has the restart it buys).
-        private struct PendingDevice: Sendable {
+        /// A `device` record's fields (see ``addDevice(_:)``).
+        public struct Device: Sendable {
             let id: DeviceID
             let created: HLCTimestamp
             let origin: UInt32
             let vendor: UInt32
+
+            public init(id: DeviceID, created: HLCTimestamp, origin: UInt32, vendor: UInt32) {
+                (self.id, self.created, self.origin, self.vendor) = (id, created, origin, vendor)
+            }
         }
-        private struct PendingClaim: Sendable {
+
+        /// A `claim` record's fields (see ``addClaim(_:)``).
+        public struct Claim: Sendable {
             let vendor: UInt32
             let identifier: Identifier
             let owner: UInt32
+
+            public init(vendor: UInt32, identifier: Identifier, owner: UInt32) {
+                (self.vendor, self.identifier, self.owner) = (vendor, identifier, owner)
+            }
         }
-        private var pendingDevices: [PendingDevice] = []
-        private var pendingClaims: [PendingClaim] = []
+
+        /// Devices and claims waiting to go into the indexes, a run at a time: the indexes are far
+        /// bigger than the CPU's caches, so each insert is a cache miss, and reading a run's
+        /// buckets first in a tight loop lets the misses overlap (see ``RegistryState/warm(for:newDevices:)``;
+        /// BENCHMARKS.md has the restart it buys).
+        private var pendingDevices: [Device] = []
+        private var pendingClaims: [Claim] = []
         private static let runLength = 1_024
         /// What warming read: no meaning, kept so that the compiler cannot drop the reads.
         public private(set) var warmth: UInt32 = 0
@@ -206,9 +218,9 @@ extension RegistryState {
         public mutating func add(_ record: SnapshotRecord) throws(SnapshotRestoreError) {
             switch record {
             case .device(let id, let created, let origin, let vendor):
-                try addDevice(id: id, created: created, origin: origin, vendor: vendor)
+                try addDevice(Device(id: id, created: created, origin: origin, vendor: vendor))
             case .claim(let vendor, let identifier, let owner):
-                try addClaim(vendor: vendor, identifier: identifier, owner: owner)
+                try addClaim(Claim(vendor: vendor, identifier: identifier, owner: owner))
             default:
                 try flush()
                 try apply(record)
@@ -217,20 +229,22 @@ extension RegistryState {
 
         /// ``add(_:)`` of a `device` record, for a caller that has its fields: the bulk of a
         /// snapshot, which then need not be copied as ``SnapshotRecord``s.
-        public mutating func addDevice(id: DeviceID, created: HLCTimestamp, origin: UInt32, vendor: UInt32) throws(SnapshotRestoreError) {
-            if phase != .devices { try enter(.devices, .device(id: id, created: created, origin: origin, vendor: vendor)) }
-            pendingDevices.append(PendingDevice(id: id, created: created, origin: origin, vendor: vendor))
+        public mutating func addDevice(_ device: Device) throws(SnapshotRestoreError) {
+            if phase != .devices {
+                try enter(.devices, .device(id: device.id, created: device.created, origin: device.origin, vendor: device.vendor))
+            }
+            pendingDevices.append(device)
             if pendingDevices.count == Self.runLength { try flush() }
         }
 
         /// ``add(_:)`` of a `claim` record, for a caller that has its fields (see
-        /// ``addDevice(id:created:origin:vendor:)``).
-        public mutating func addClaim(vendor: UInt32, identifier: Identifier, owner: UInt32) throws(SnapshotRestoreError) {
+        /// ``addDevice(_:)``).
+        public mutating func addClaim(_ claim: Claim) throws(SnapshotRestoreError) {
             if phase != .claims {
-                try enter(.claims, .claim(vendor: vendor, identifier: identifier, owner: owner))
+                try enter(.claims, .claim(vendor: claim.vendor, identifier: claim.identifier, owner: claim.owner))
                 try flushDevices()  // the last devices, if any
             }
-            pendingClaims.append(PendingClaim(vendor: vendor, identifier: identifier, owner: owner))
+            pendingClaims.append(claim)
             if pendingClaims.count == Self.runLength { try flushClaims() }
         }
 

@@ -133,12 +133,12 @@ public struct RegistryState: Sendable {
                 allocator: tables))
     }
 
-    /// The most devices ``init(expectedDevices:)`` accepts: slot numbers are 32-bit.
+    /// The most devices ``init(expectedDevices:claimSeed:tables:)`` accepts: slot numbers are 32-bit.
     public static let maxExpectedDevices = 1 << 30
 
     /// Canonical devices.
     public var deviceCount: Int { slots.count - aliasCount }
-    /// Devices and aliases: the records ``init(expectedDevices:)`` sizes the indexes for.
+    /// Devices and aliases: the records ``init(expectedDevices:claimSeed:tables:)`` sizes the indexes for.
     public var slotCount: Int { slots.count }
     /// (vendor, identifier) claims.
     public var claimCount: Int { claims.count }

@@ -98,6 +98,27 @@ struct HoldableIndexTests {
         for number in 0..<5_000 { #expect(index.main.value(for: UUID128(high: 2, low: UInt64(number))) == UInt32(number)) }
     }
 
+    /// `forEach` walks in the order of the forked child's drain (a snapshot lists the claims so,
+    /// whichever walk wrote it): held entries, then the main index's old table's unmoved entries
+    /// while it grows, then its current table. Both see every entry once.
+    @Test func forEachWalksInTheDrainsOrderWhileHoldingAndGrowing() {
+        var index = HoldableIndex(HashIndex<UUID128>(capacity: 16, seed: 11))
+        var number: UInt64 = 0
+        while !(number > 1_000 && index.main.isMovingEntries) {
+            index.set(UUID128(high: 1, low: number), UInt32(number))
+            number += 1
+        }
+        index.hold(until: { false })
+        for held in 0..<500 as Range<UInt64> { index.set(UUID128(high: 2, low: held), UInt32(held)) }
+        #expect(index.main.isMovingEntries && index.holdsEntries)
+        var walked = [UUID128]()
+        index.forEach { key, _ in walked.append(key) }
+        var drained = [UUID128]()
+        index.drainInForkedChild { key, _ in drained.append(key) }  // the index is not used after
+        #expect(walked == drained)
+        #expect(walked.count == Int(number) + 500 && Set(walked).count == walked.count)
+    }
+
     /// Released while the held index is still growing into a bigger table, with held keys set
     /// again while they move back: every answer, the count and the enumeration stay right.
     @Test func aReleaseWhileTheHeldIndexGrowsAndHeldKeysSetAgain() {

@@ -115,7 +115,7 @@ import Testing
         for wall in [5_000, 5_000, 4_000, 9_000] as [UInt64] {
             let recovered = try StorageStartup.open(
                 fs: fs, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0,
-                wallClock: { wall }, epochEntropy: 0x2A, logger: logger)
+                claimSeed: nil, wallClock: { wall }, epochEntropy: 0x2A, logger: logger)
             epochs.append(recovered.metadata.epoch)
         }
         #expect(epochs.map(EpochRule.seconds) == [5, 6, 7, 9] && epochs.allSatisfy { $0 & 0x3FFF_FFFF == 0x2A })
@@ -133,7 +133,7 @@ import Testing
         func start(wall: UInt64, entropy: UInt64, on disk: SimulatedFileSystem) throws -> UInt64 {
             try StorageStartup.open(
                 fs: disk, directory: "/data", configuredNodeID: nil, identifierKey: Self.identifierKey, expectedDevices: 0,
-                wallClock: { wall }, epochEntropy: entropy, logger: logger
+                claimSeed: nil, wallClock: { wall }, epochEntropy: entropy, logger: logger
             ).metadata.epoch
         }
         _ = try start(wall: 90_000, entropy: 1, on: fs)
@@ -201,7 +201,7 @@ import Testing
         try journal(Array(ops[..<500]), on: fs, fileBytes: 16 << 10)
         var index = try start(fs).index
         let snapshotter = { (index: JournalIndex) in
-            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, logger: .quiet("t"))
+            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, claimSeed: nil, logger: .quiet("t"))
         }
         _ = try snapshotter(index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max, devices: 0).get()
         try journal(Array(ops[500..<1_000]), on: fs, fileBytes: 16 << 10)

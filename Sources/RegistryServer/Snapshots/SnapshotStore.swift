@@ -27,25 +27,10 @@ enum SnapshotStore {
     enum Chunk: Sendable {
         case metadata(SnapshotMetadata)
         case records([SnapshotRecord])
-        case devices([Device])
-        case claims([Claim])
+        case devices([RegistryState.Restorer.Device])
+        case claims([RegistryState.Restorer.Claim])
         /// The reader's last item: nil when the file was whole, else what was wrong.
         case finished(StorageError?)
-    }
-
-    /// A `device` record's fields.
-    struct Device: Sendable {
-        let id: DeviceID
-        let created: HLCTimestamp
-        let origin: UInt32
-        let vendor: UInt32
-    }
-
-    /// A `claim` record's fields.
-    struct Claim: Sendable {
-        let vendor: UInt32
-        let identifier: Identifier
-        let owner: UInt32
     }
 
     /// Records decoded on the reading thread, gathered for hand-over in the order they came:
@@ -53,8 +38,8 @@ enum SnapshotStore {
     private struct Gathering {
         let handoff: BoundedHandoff<Chunk>
         var records = [SnapshotRecord]()
-        var devices = [Device]()
-        var claims = [Claim]()
+        var devices = [RegistryState.Restorer.Device]()
+        var claims = [RegistryState.Restorer.Claim]()
 
         init(handoff: BoundedHandoff<Chunk>) {
             self.handoff = handoff
@@ -66,12 +51,12 @@ enum SnapshotStore {
             case .device(let id, let created, let origin, let vendor):
                 if !records.isEmpty || !claims.isEmpty { handOver() }
                 if devices.isEmpty { devices.reserveCapacity(chunkRecords) }
-                devices.append(Device(id: id, created: created, origin: origin, vendor: vendor))
+                devices.append(RegistryState.Restorer.Device(id: id, created: created, origin: origin, vendor: vendor))
                 if devices.count == chunkRecords { handOver() }
             case .claim(let vendor, let identifier, let owner):
                 if !records.isEmpty || !devices.isEmpty { handOver() }
                 if claims.isEmpty { claims.reserveCapacity(chunkRecords) }
-                claims.append(Claim(vendor: vendor, identifier: identifier, owner: owner))
+                claims.append(RegistryState.Restorer.Claim(vendor: vendor, identifier: identifier, owner: owner))
                 if claims.count == chunkRecords { handOver() }
             default:
                 if !devices.isEmpty || !claims.isEmpty { handOver() }
@@ -104,7 +89,7 @@ enum SnapshotStore {
     /// does too; at normal priority it took CPU from the requests while a snapshot ran.
     /// `claimSeed` seeds the restored claim index (``RegistryState/init(expectedDevices:claimSeed:tables:)``).
     static func load(
-        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        label: UInt64, in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
         try load(
@@ -114,7 +99,7 @@ enum SnapshotStore {
 
     /// Loads the snapshot file at `path` (one a peer sent, say), as ``load(label:in:on:expectedDevices:claimSeed:tables:inBackground:)``.
     static func load(
-        path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
@@ -152,32 +137,22 @@ enum SnapshotStore {
         var restorer: RegistryState.Restorer?
         var failure: StorageError?
         loop: while true {
-            switch handoff.take() {
+            let chunk = handoff.take()
+            switch chunk {
             case .metadata(let decoded):
                 metadata = decoded
                 restorer = RegistryState.Restorer(
                     expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))), claimSeed: claimSeed, tables: tables)
-            case .records(let records):
+            case .records, .devices, .claims:
                 // After a failure the rest is drained, so that the reader can finish.
                 guard failure == nil, restorer != nil else { continue }
                 do {
-                    for record in records { try restorer!.add(record) }
-                } catch {
-                    failure = .corrupt("snapshot \(path): \(error)")
-                }
-            case .devices(let devices):
-                guard failure == nil, restorer != nil else { continue }
-                do {
-                    for device in devices {
-                        try restorer!.addDevice(id: device.id, created: device.created, origin: device.origin, vendor: device.vendor)
+                    switch chunk {
+                    case .records(let records): for record in records { try restorer!.add(record) }
+                    case .devices(let devices): for device in devices { try restorer!.addDevice(device) }
+                    case .claims(let claims): for claim in claims { try restorer!.addClaim(claim) }
+                    case .metadata, .finished: break
                     }
-                } catch {
-                    failure = .corrupt("snapshot \(path): \(error)")
-                }
-            case .claims(let claims):
-                guard failure == nil, restorer != nil else { continue }
-                do {
-                    for claim in claims { try restorer!.addClaim(vendor: claim.vendor, identifier: claim.identifier, owner: claim.owner) }
                 } catch {
                     failure = .corrupt("snapshot \(path): \(error)")
                 }
@@ -198,7 +173,7 @@ enum SnapshotStore {
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
     static func loadNewest(
-        in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64? = nil,
+        in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false, logger: Logger
     ) throws(StorageError) -> (loaded: Loaded?, problems: [String]) {
         var problems = [String]()

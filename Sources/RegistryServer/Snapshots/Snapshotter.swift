@@ -78,7 +78,7 @@ final class Snapshotter: @unchecked Sendable {
     let intakeBusy = Atomic<Bool>(false)
 
     init(
-        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, claimSeed: UInt64? = nil,
+        fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, claimSeed: UInt64?,
         forks: Bool = true, tables: any TableAllocator = HeapTableAllocator(), logger: Logger
     ) {
         self.fs = fs

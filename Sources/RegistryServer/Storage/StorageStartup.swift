@@ -40,7 +40,7 @@ struct FeedStart {
 enum StorageStartup {
     static func open(
         fs: any FileSystem, directory: String, configuredNodeID: NodeID?, identifierKey: UInt64, expectedDevices: Int,
-        claimSeed: UInt64? = nil, tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
+        claimSeed: UInt64?, tables: any TableAllocator = HeapTableAllocator(), wallClock: () -> UInt64,
         epochEntropy: UInt64 = UInt64.random(in: .min ... .max), feedStart: FeedStart = FeedStart(capacity: 1_000, configuredRules: []),
         logger: Logger
     ) throws(NodeStartupError) -> RecoveredStorage {

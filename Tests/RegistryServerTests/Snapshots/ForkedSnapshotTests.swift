@@ -19,7 +19,7 @@ import Testing
             fs: PosixFileSystem(), directory: directory, label: label, metadata: SnapshotCodec.encode(forked.metadata))
         try forked.copy(into: writer, silenceMillis: silenceMillis)
         try writer.finish()
-        return try SnapshotStore.load(label: label, in: directory, on: PosixFileSystem(), expectedDevices: 0)
+        return try SnapshotStore.load(label: label, in: directory, on: PosixFileSystem(), expectedDevices: 0, claimSeed: nil)
     }
 
     /// What copying `child`'s stream into a snapshot threw; nil when it threw nothing, or not a
@@ -143,7 +143,7 @@ import Testing
         // still be running when the load ends, and no commit comes after it to start the next.
         #expect((1...Snapshotter.keeping).contains(labels.count))
         for label in labels {
-            let loaded = try SnapshotStore.load(label: label, in: temp.path, on: PosixFileSystem(), expectedDevices: 0)
+            let loaded = try SnapshotStore.load(label: label, in: temp.path, on: PosixFileSystem(), expectedDevices: 0, claimSeed: nil)
             let vector = loaded.metadata.versionVector
             var oracle = Replayer(registry: RegistryState(), vector: VersionVector(), limits: vector.sequences)
             try oracle.replay(engine.index.files, in: temp.path, on: PosixFileSystem())

@@ -77,7 +77,7 @@ import Testing
             devices: UInt64(state.slotCount))
         let fs = SimulatedFileSystem()
         let path = try writeSnapshot(state, metadata: metadata, label: 60_000, on: fs)
-        let loaded = try SnapshotStore.load(path: path, label: 60_000, on: fs, expectedDevices: 0)
+        let loaded = try SnapshotStore.load(path: path, label: 60_000, on: fs, expectedDevices: 0, claimSeed: nil)
         #expect(loaded.metadata == metadata)
         #expect(loaded.registry.snapshot() == state.snapshot())
 
@@ -94,7 +94,7 @@ import Testing
         }
         let disordered = try writer.finish()
         #expect {
-            _ = try SnapshotStore.load(path: disordered, label: 7, on: fs, expectedDevices: 0)
+            _ = try SnapshotStore.load(path: disordered, label: 7, on: fs, expectedDevices: 0, claimSeed: nil)
         } throws: { error in
             guard case StorageError.corrupt(let reason) = error else { return false }
             return reason.contains("comes after the claims records")
