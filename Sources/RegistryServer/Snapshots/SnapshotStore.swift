@@ -21,9 +21,9 @@ enum SnapshotStore {
     static let chunkRecords = 8_192
 
     /// One hand-over from the reading thread to the restoring one. A snapshot's devices and
-    /// claims, nearly all of it, come as their fields: copied as ``SnapshotRecord``s (an enum
-    /// with boxed cases) into a chunk and out of it, they were a sixth of the restoring thread's
-    /// time at 10M devices.
+    /// claims, nearly all of it, come as their fields, not as ``SnapshotRecord``s (an enum with
+    /// boxed cases, dear to copy in bulk; docs/performance.md, "Claims in the claim index's
+    /// order", has what the copies cost).
     enum Chunk: Sendable {
         case metadata(SnapshotMetadata)
         case records([SnapshotRecord])
@@ -34,7 +34,8 @@ enum SnapshotStore {
     }
 
     /// Records decoded on the reading thread, gathered for hand-over in the order they came:
-    /// only one kind of chunk is ever being gathered.
+    /// only one kind of chunk is ever being gathered. One branch a kind, not one generic append
+    /// through a key path: appending through a `WritableKeyPath` copies the whole array.
     private struct Gathering {
         let handoff: BoundedHandoff<Chunk>
         var records = [SnapshotRecord]()
