@@ -52,12 +52,13 @@ proto-tools:
 
 # protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
 # a node in the metrics test; openssl makes the TLS tests' certificates; systemd-analyze and
-# kubernetes-validate check deploy/.
+# kubernetes-validate check deploy/; gdb prints the stacks of a test run that hangs.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
 	@command -v systemd-analyze >/dev/null || $(APT) systemd
 	@command -v openssl >/dev/null || $(APT) openssl
+	@command -v gdb >/dev/null || $(APT) gdb
 	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
 	@python3 -c 'import kubernetes_validate' 2>/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'
@@ -119,9 +120,7 @@ test: deps test-tools check-protos
 	@echo "== building the package and its tests (debug)"
 	$(SWIFT) build --build-tests
 	@echo "== running every test (Swift Testing; the suites start real registryd processes on 127.0.0.1)"
-	@log=$$(mktemp) && trap 'rm -f "$$log"' EXIT && \
-	  { $(SWIFT) test --skip-build --disable-xctest 2>&1 | tee "$$log"; status=$${PIPESTATUS[0]}; } && \
-	  if [ "$$status" -ne 0 ]; then bash scripts/test-failure-summary.sh "$$log"; exit "$$status"; fi
+	SWIFT=$(SWIFT) bash scripts/run-tests.sh
 	@echo "== a short run of each libFuzzer target (make fuzz runs 10M executions each)"
 	SWIFT=$(SWIFT) bash scripts/fuzz.sh short
 
