@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
@@ -23,6 +24,21 @@ static inline int registry_run_when_idle(void) {
 static inline int registry_pipe(int ends[2], int bytes) {
     if (pipe2(ends, O_CLOEXEC) != 0) return -1;
     (void)fcntl(ends[1], F_SETPIPE_SZ, bytes);
+    return 0;
+}
+
+/// Closes every descriptor from 3 up except `keep`: for a forked child, which must hold nothing
+/// of its parent's (sockets, listening ports, lock files) once the parent is gone. close_range(2)
+/// where the kernel has it (5.9 and later), else one close a possible descriptor. 0, or -1 and
+/// errno.
+static inline int registry_close_descriptors_except(int keep) {
+    if (keep > 3 && close_range(3, (unsigned int)keep - 1, 0) != 0 && errno != ENOSYS) return -1;
+    if (close_range((unsigned int)keep + 1, ~0U, 0) == 0) return 0;
+    if (errno != ENOSYS) return -1;
+    long limit = sysconf(_SC_OPEN_MAX);
+    for (long descriptor = 3; descriptor < limit; descriptor++) {
+        if (descriptor != keep) (void)close((int)descriptor);
+    }
     return 0;
 }
 

@@ -12,8 +12,9 @@ import CLinuxFile
 /// a page written, not a second structure.
 ///
 /// The child is the forking thread alone, in a process whose other threads are gone mid-step:
-/// `body` must not take a lock another thread may have held (logging, dispatch, Foundation), nor
-/// touch a descriptor other than the one it is given. glibc's fork makes `malloc` safe in the
+/// `body` must not take a lock another thread may have held (logging, dispatch, Foundation). It
+/// holds no descriptor but the one it is given (and 0 to 2): a child that outlives a killed
+/// parent keeps none of its sockets or files. glibc's fork makes `malloc` safe in the
 /// child. The child runs at the forking thread's priority (`body` may lower it) and ends with
 /// `_exit`, never returning into the caller.
 ///
@@ -38,7 +39,10 @@ public struct ForkedWriter: Sendable {
         guard registry_pipe(&ends, 1 << 20) == 0 else { return .failure(Failure(description: "pipe: \(String(cString: strerror(errno)))")) }
         let pid = fork()
         if pid == 0 {
-            Glibc.close(ends[0])
+            // The child holds only its end of the pipe: were the parent killed, a child still at
+            // work would otherwise keep the parent's listening socket, connections and data
+            // directory lock until it ended, and a restarted node could neither bind nor lock.
+            _ = registry_close_descriptors_except(ends[1])
             signal(SIGPIPE, SIG_DFL)
             let succeeded = body(ends[1])
             _exit(succeeded ? 0 : 1)

@@ -60,6 +60,51 @@ import Testing
         #expect(loaded.metadata == Self.metadataOfTest)
     }
 
+    /// The child holds no descriptor of the parent's but 0 to 2 and its pipe: a file and a
+    /// socket the parent holds open are closed in the child, so a child that outlives a killed
+    /// node keeps none of its sockets or locks.
+    @Test func aChildHoldsNoneOfItsParentsDescriptors() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let file = Glibc.open(temp.path + "/held", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(file >= 0 && socket >= 0)
+        defer {
+            close(file)
+            close(socket)
+        }
+        // The child writes the number of each descriptor it holds open, as 4 bytes each.
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            for descriptor in Int32(0)..<65_536 where fcntl(descriptor, F_GETFD) != -1 {
+                guard sink.write(withUnsafeBytes(of: descriptor) { Array($0) }) else { return false }
+            }
+            return true
+        }.get()
+        defer { child.close() }
+        var bytes = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        reading: while true {
+            let outcome = buffer.withUnsafeMutableBytes { child.read(into: $0, timeoutMillis: 20_000) }
+            switch outcome {
+            case .bytes(let count): bytes += buffer[..<count]
+            case .end: break reading
+            case .silent, .failed:
+                child.stop()
+                Issue.record("the child sent nothing for 20 s, or its pipe failed: \(outcome)")
+                return
+            }
+        }
+        #expect(child.wait())
+        let held = stride(from: 0, to: bytes.count - bytes.count % 4, by: 4).map { offset in
+            bytes[offset..<(offset + 4)].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+        }
+        let beyondStandard = held.filter { $0 > 2 }
+        // Exactly one: its pipe.
+        #expect(beyondStandard.count == 1, "the child held \(beyondStandard)")
+        #expect(!held.contains(file) && !held.contains(socket))
+    }
+
     /// A flag a forked child raises is seen by the parent, without a word through the pipe.
     @Test func aForkSignalRaisedInTheChildIsSeenByTheParent() throws {
         let signal = try #require(ForkSignal())
