@@ -46,9 +46,10 @@ if kill -0 "$runner" 2>/dev/null; then
         timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' -ex 'thread apply all bt 30' 2>/dev/null \
             | grep -E '^(Thread|#)' | cut -c1-220
     done
-    kill -TERM -- "-$runner" 2>/dev/null
+    # The whole session: each node a test started is a process group of its own.
+    pkill -TERM -s "$runner"
     sleep 5
-    kill -KILL -- "-$runner" 2>/dev/null
+    pkill -KILL -s "$runner"
     wait "$runner" 2>/dev/null
     echo "-- the tests that started and did not finish"
     unfinished

@@ -17,9 +17,7 @@ struct BackgroundWatch {
 
     /// Waits for the watch to end (stopping it after 20 s); its exit status and output lines.
     func finish() -> (status: Int32, lines: [Substring]) {
-        let deadline = Date().addingTimeInterval(20)
-        while process.isRunning, Date() < deadline { usleep(50_000) }
-        if process.isRunning { process.terminate() }
+        if !waitForExit(of: process, timeout: 20) { end(process, grace: 5) }
         process.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, text.split(separator: "\n"))

@@ -92,10 +92,7 @@ import Platform
         prometheus.standardOutput = FileHandle.nullDevice
         prometheus.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try prometheus.run()
-        defer {
-            prometheus.terminate()
-            prometheus.waitUntilExit()
-        }
+        defer { end(prometheus, grace: 10) }
 
         // Prometheus's HTTP API, until its scrape shows the 5 registrations (at most 60 s).
         let query = "/api/v1/query?query=registry_registrations_total%7Boutcome%3D%22created%22%7D"

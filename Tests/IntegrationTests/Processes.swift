@@ -42,6 +42,24 @@ struct CommandResult {
     let stderr: String
 }
 
+/// Waits up to `timeout` for `process` to exit; true when it has.
+func waitForExit(of process: Process, timeout: TimeInterval) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning, Date() < deadline { usleep(10_000) }
+    return !process.isRunning
+}
+
+/// Ends `process`: sends it `signal`, and when it has not exited `grace` later, SIGKILL to its
+/// whole process group (Foundation starts each child in a group of its own, which takes in what
+/// the child forked, such as a node's snapshot child); then reaps it. Its exit status.
+@discardableResult
+func end(_ process: Process, signal: Int32 = SIGTERM, grace: TimeInterval) -> Int32 {
+    kill(process.processIdentifier, signal)
+    if !waitForExit(of: process, timeout: grace) { kill(-process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
 /// Runs a command to completion (bounded by `timeout`) and captures its output.
 func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) throws -> CommandResult {
     let process = Process()
@@ -61,11 +79,7 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     process.standardError = FileHandle(forWritingAtPath: errPath)
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-        process.terminate()
-    }
+    if !waitForExit(of: process, timeout: timeout) { end(process, grace: 5) }
     process.waitUntilExit()
     let stdoutData = FileManager.default.contents(atPath: outPath) ?? Data()
     let stderrData = FileManager.default.contents(atPath: errPath) ?? Data()
@@ -109,8 +123,7 @@ final class DaemonProcess {
             usleep(20_000)
         }
         if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+            end(process, grace: 30)
             throw DaemonError.didNotStart(log)
         }
         process.waitUntilExit()
@@ -135,22 +148,16 @@ final class DaemonProcess {
     var endpoint: String { "127.0.0.1:\(port)" }
 
 
-    /// Sends `signal` and waits (up to 30 s) for the exit status.
+    /// Sends `signal` and waits for the exit status; past 30 s, kills the node and what it
+    /// forked (``end(_:signal:grace:)``).
     @discardableResult
     func stop(signal: Int32 = SIGTERM) -> Int32 {
-        kill(process.processIdentifier, signal)
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        end(process, signal: signal, grace: 30)
     }
 
     /// Waits (up to `timeout`) for the process to exit by itself; nil if it is still running.
     func waitForExit(timeout: TimeInterval) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        guard !process.isRunning else { return nil }
+        guard IntegrationTests.waitForExit(of: process, timeout: timeout) else { return nil }
         process.waitUntilExit()
         return process.terminationStatus
     }
