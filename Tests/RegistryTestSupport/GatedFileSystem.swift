@@ -3,15 +3,18 @@ import RegistryStorage
 import Synchronization
 
 /// The real disk, with one call held: the first rename whose destination's name starts with
-/// `prefix`, or the next sync after ``holdNextSync()``, signals ``reached`` and then waits for
-/// ``open()``. A test uses it to act while the code that renames or syncs is stopped at that point
+/// `prefix`, or the next sync after ``holdNextSync()``, is reached (``waitUntilReached(seconds:)``)
+/// and then waits for ``open()``, at most ``holdSeconds``. A test uses it to act while the code that renames or syncs is stopped at that point
 /// (a snapshot install or a commit, inside the log writer's queue), so that a race that depends
 /// on timing happens every time.
 public final class GatedFileSystem: FileSystem, Sendable {
     private let inner = PosixFileSystem()
     private let prefix: String
     /// Signalled once the held rename is reached.
-    public let reached = DispatchSemaphore(value: 0)
+    private let reached = DispatchSemaphore(value: 0)
+    /// How long a held call waits for ``open()`` before going on by itself: a test that failed
+    /// before opening it fails, rather than hangs.
+    public static let holdSeconds = 120
     private let gate = DispatchSemaphore(value: 0)
     private let armed: Mutex<Bool>
     private let syncArmed = Mutex(false)
@@ -30,13 +33,19 @@ public final class GatedFileSystem: FileSystem, Sendable {
     /// Lets the held rename go on.
     public func open() { gate.signal() }
 
+    /// Waits until the held call is reached, up to `seconds`; false when it was not.
+    public func waitUntilReached(seconds: Int = 60) async -> Bool {
+        let reached = self.reached
+        return await Task.detached { reached.wait(timeout: .now() + .seconds(seconds)) == .success }.value
+    }
+
     public func rename(_ source: String, to destination: String) throws(StorageError) {
         let name = destination.split(separator: "/").last.map(String.init) ?? destination
         if name.hasPrefix(prefix) { holdOnce(armed) }
         try inner.rename(source, to: destination)
     }
 
-    /// When `armed` is set, clears it, signals ``reached`` and waits for ``open()``.
+    /// When `armed` is set, clears it, signals that the held call is reached and waits for ``open()``.
     private func holdOnce(_ armed: borrowing Mutex<Bool>) {
         let hold = armed.withLock { armed in
             defer { armed = false }
@@ -44,7 +53,7 @@ public final class GatedFileSystem: FileSystem, Sendable {
         }
         if hold {
             reached.signal()
-            gate.wait()
+            _ = gate.wait(timeout: .now() + .seconds(Self.holdSeconds))
         }
     }
 

@@ -103,7 +103,7 @@ import Testing
 
         disk.holdNextSync()
         try await channel.writeInbound(frames)
-        await Task.detached { disk.reached.wait() }.value
+        try #require(await disk.waitUntilReached(), "the held call was never reached")
         try await channel.testingEventLoop.executeInContext { channel.pipeline.read() }
         #expect(counter.reads.load(ordering: .relaxed) == 1, "four batches wait for the disk: the read is held")
         #expect(receiver.durableVector[sender.peerIdentity.ownLog] == 0)

@@ -90,7 +90,7 @@ import Testing
         try send(a, to: b)
         let installing = b
         let install = Task.detached { installing.installIncomingSnapshot() }
-        await Task.detached { gated.reached.wait() }.value
+        try #require(await gated.waitUntilReached(), "the held call was never reached")
         // The install is inside the writer's queue: A's next operations arrive meanwhile.
         let next = Array(fromA[20..<60])
         let arriving = Task.detached {
