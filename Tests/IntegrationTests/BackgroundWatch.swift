@@ -1,25 +1,36 @@
 import Foundation
 
-/// `registryctl watch ARGUMENTS` in the background: started, given 1.5 s to open its stream,
-/// then read whole once it exits by itself (its `--count`) or 20 s passed.
+/// `registryctl watch ARGUMENTS` in the background, its output in a file: started, and waited for
+/// until its stream is open (it has printed its starting cursor, which `--progress` makes it
+/// print), then read whole once it exits by itself (its `--count`) or 20 s passed.
 struct BackgroundWatch {
     private let process = Process()
-    private let output = Pipe()
+    private let outputPath = NSTemporaryDirectory() + "registry-watch-" + UUID().uuidString
 
+    /// Starts the watch and waits (up to 30 s) for its first line. `arguments` must hold
+    /// `--progress`: a watch from now misses what happens before its stream opens, and the
+    /// starting cursor is what says it has.
     init(_ arguments: [String]) throws {
+        precondition(arguments.contains("--progress"), "a background watch needs --progress, to say when it is watching")
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
         process.arguments = ["watch"] + arguments
-        process.standardOutput = output
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        Thread.sleep(forTimeInterval: 1.5)
+        let deadline = Date().addingTimeInterval(30)
+        while !output.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
     }
+
+    private var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     /// Waits for the watch to end (stopping it after 20 s); its exit status and output lines.
     func finish() -> (status: Int32, lines: [Substring]) {
         if !waitForExit(of: process, timeout: 20) { end(process, grace: 5) }
         process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, text.split(separator: "\n"))
+        let lines = output.split(separator: "\n")
+        try? FileManager.default.removeItem(atPath: outputPath)
+        return (process.terminationStatus, lines)
     }
 }

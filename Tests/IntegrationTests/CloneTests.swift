@@ -41,7 +41,7 @@ import Testing
         #expect(refused.status == 64 && refused.stderr.contains("--clone-window-days must be 1 to 3650"), "\(refused.stderr)")
 
         // A watch for splits, in the background.
-        let watch = try BackgroundWatch(["--endpoint", endpoint, "-o", "json", "--kind", "split", "--kind", "clone_suspected", "--count", "2"])
+        let watch = try BackgroundWatch(["--endpoint", endpoint, "-o", "json", "--progress", "--kind", "split", "--kind", "clone_suspected", "--count", "2"])
 
         // acme: the old phone, the restored one, the old one again.
         let keychain = "AAAAAAAA-1111-4111-8111-111111111111"
