@@ -105,6 +105,35 @@ import Testing
         #expect(!held.contains(file) && !held.contains(socket))
     }
 
+    /// A node killed while its snapshot child runs leaves the data directory's lock free: the
+    /// child held no copy of the lock's descriptor (a `flock` lasts while any copy is open).
+    @Test func aChildLeavesTheDataDirectoryLockToItsParent() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        // The node's lock, taken as `DataDirectory` takes it; closing it without unlocking is
+        // what the kernel does when the node is killed.
+        let lock = Glibc.open(temp.path + "/LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        // The child says it runs (its body starts once it has closed what it must), then sleeps.
+        let child = try ForkedWriter.start { input in
+            var sink = PipeSink(descriptor: input)
+            sink.write([1])
+            sleep(30)
+            return true
+        }.get()
+        defer {
+            child.stop()
+            child.close()
+        }
+        var byte: [UInt8] = [0]
+        let started = byte.withUnsafeMutableBytes { child.read(into: $0, timeoutMillis: 20_000) }
+        #expect(started == .bytes(1))
+        close(lock)
+        #expect(throws: Never.self, "a restarted node locks its data directory while the child still runs") {
+            _ = try DataDirectory(path: temp.path)
+        }
+    }
+
     /// A flag a forked child raises is seen by the parent, without a word through the pipe.
     @Test func aForkSignalRaisedInTheChildIsSeenByTheParent() throws {
         let signal = try #require(ForkSignal())
