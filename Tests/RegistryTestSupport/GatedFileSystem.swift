@@ -33,10 +33,16 @@ public final class GatedFileSystem: FileSystem, Sendable {
     /// Lets the held rename go on.
     public func open() { gate.signal() }
 
-    /// Waits until the held call is reached, up to `seconds`; false when it was not.
+    /// Waits until the held call is reached, up to `seconds`; false when it was not. It polls,
+    /// rather than block one of the few threads that run tasks (as many as cores), which the
+    /// code that reaches the call may need.
     public func waitUntilReached(seconds: Int = 60) async -> Bool {
-        let reached = self.reached
-        return await Task.detached { reached.wait(timeout: .now() + .seconds(seconds)) == .success }.value
+        let deadline = DispatchTime.now() + .seconds(seconds)
+        while reached.wait(timeout: .now()) != .success {
+            guard DispatchTime.now() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
     }
 
     public func rename(_ source: String, to destination: String) throws(StorageError) {
