@@ -12,20 +12,40 @@
 set -uo pipefail
 swift="${SWIFT:-swift}"
 limit="${TEST_TIME_LIMIT:-1800}"
+case "$limit" in
+    '' | *[!0-9]*) echo "TEST_TIME_LIMIT must be a whole number of seconds, not '$limit'" >&2; exit 64 ;;
+esac
 log=$(mktemp)
+follower=""
+
+# The run is a session of its own, so that every process it starts (each node a test starts is
+# a process group of its own) can be found and ended. A command started with & ignores SIGINT
+# and SIGQUIT, and so would everything the run starts: env gives them back their defaults (a
+# test stops a node with SIGINT). stdbuf: events reach the log line by line.
+setsid -w env --default-signal=INT,QUIT stdbuf -oL "$swift" test --skip-build --disable-xctest "$@" > "$log" 2>&1 &
+runner=$!
+
+# Ends the whole run: each process of the session, then the session's leader should pkill miss.
+end_run() {
+    pkill -TERM -s "$runner"
+    sleep 5
+    pkill -KILL -s "$runner"
+    kill -KILL "$runner" 2>/dev/null
+}
+# Interrupted (Ctrl-C, a CI's cancel): the run, out of the terminal's process group, ends too.
+trap 'end_run; [ -n "$follower" ] && kill "$follower" 2>/dev/null; rm -f "$log"; exit 130' INT TERM HUP
 trap 'rm -f "$log"' EXIT
 
-# Line-buffered: a pipe would otherwise hold the last few KiB of events in the test process's
-# buffer, and a run ended by the limit would lose them.
-setsid -w stdbuf -oL -eL "$swift" test --skip-build --disable-xctest "$@" > >(tee "$log") 2>&1 &
-runner=$!
+# The log as it is written, until the run ends.
+tail -n +1 -f --pid="$runner" "$log" &
+follower=$!
 
 # Tests that printed "started" and no result, by name (a name may start more than once).
 unfinished() {
     awk '
-        /^◇ Test case passing/ || $3 == "run" { next }
-        /^◇ Test .* started\.$/ { name = $3; started[name]++; next }
-        /^(✔|✘) Test .* (passed|failed) after / { name = $3; finished[name]++ }
+        $2 != "Test" || $3 == "run" || $3 == "case" { next }
+        $4 == "started." { started[$3]++; next }
+        $4 == "passed" || $4 == "failed" || ($4 == "with" && / (passed|failed) after /) { finished[$3]++ }
         END { for (name in started) if (started[name] > finished[name]) print "  " name }
     ' "$log" | sort
 }
@@ -37,19 +57,22 @@ while kill -0 "$runner" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
 done
 
 if kill -0 "$runner" 2>/dev/null; then
+    # Stop following first: what follows is this script's own report.
+    kill "$follower" 2>/dev/null
+    wait "$follower" 2>/dev/null
     echo
     echo "== the tests ran past ${limit} s (a whole run takes about 4 minutes): something hangs"
     echo "-- the processes of the run"
     ps -o pid,ppid,stat,etime,time,args -s "$runner" | cut -c1-200
+    # The test process: an .xctest whose parent is not one (its forked children are).
     for pid in $(pgrep -s "$runner" -f '\.xctest'); do
+        parent=$(ps -o ppid= -p "$pid" | tr -d ' ')
+        if ps -o args= -p "$parent" | grep -q '\.xctest'; then continue; fi
         echo "-- the threads of test process $pid"
-        timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' -ex 'thread apply all bt 30' 2>/dev/null \
-            | grep -E '^(Thread|#)' | cut -c1-220
+        timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' -ex 'thread apply all bt 30' 2>&1 \
+            | grep -E '^(Thread|#)|ptrace|[Pp]ermission|[Cc]ould not attach' | cut -c1-220
     done
-    # The whole session: each node a test started is a process group of its own.
-    pkill -TERM -s "$runner"
-    sleep 5
-    pkill -KILL -s "$runner"
+    end_run
     wait "$runner" 2>/dev/null
     echo "-- the tests that started and did not finish"
     unfinished
@@ -58,6 +81,7 @@ fi
 
 wait "$runner"
 status=$?
+wait "$follower"
 if [ "$status" -ne 0 ]; then
     bash "$(dirname "$0")/test-failure-summary.sh" "$log"
 fi

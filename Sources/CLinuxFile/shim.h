@@ -33,7 +33,8 @@ static inline int registry_pipe(int ends[2], int bytes) {
 /// errno.
 static inline int registry_close_descriptors_except(int keep) {
     if (keep > 3 && close_range(3, (unsigned int)keep - 1, 0) != 0 && errno != ENOSYS) return -1;
-    if (close_range((unsigned int)keep + 1, ~0U, 0) == 0) return 0;
+    unsigned int above = keep < 3 ? 3 : (unsigned int)keep + 1;
+    if (close_range(above, ~0U, 0) == 0) return 0;
     if (errno != ENOSYS) return -1;
     long limit = sysconf(_SC_OPEN_MAX);
     for (long descriptor = 3; descriptor < limit; descriptor++) {

@@ -42,6 +42,7 @@ public struct ForkedWriter: Sendable {
             // The child holds only its end of the pipe: were the parent killed, a child still at
             // work would otherwise keep the parent's listening socket, connections and data
             // directory lock until it ended, and a restarted node could neither bind nor lock.
+            Glibc.close(ends[0])
             _ = registry_close_descriptors_except(ends[1])
             signal(SIGPIPE, SIG_DFL)
             let succeeded = body(ends[1])

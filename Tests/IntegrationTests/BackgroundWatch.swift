@@ -7,7 +7,8 @@ struct BackgroundWatch {
     private let process = Process()
     private let outputPath = NSTemporaryDirectory() + "registry-watch-" + UUID().uuidString
 
-    /// Starts the watch and waits (up to 30 s) for its first line. `arguments` must hold
+    /// Starts the watch and waits (up to 30 s) for its first line; throws ``NotWatching`` when
+    /// none came. `arguments` must hold
     /// `--progress`: a watch from now misses what happens before its stream opens, and the
     /// starting cursor is what says it has.
     init(_ arguments: [String]) throws {
@@ -21,6 +22,17 @@ struct BackgroundWatch {
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while !output.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
+        guard output.contains("\n") else {
+            if process.isRunning { end(process, grace: 5) }
+            let printed = output
+            try? FileManager.default.removeItem(atPath: outputPath)
+            throw NotWatching(output: printed)
+        }
+    }
+
+    /// The watch printed nothing for 30 s, or exited first.
+    struct NotWatching: Error {
+        let output: String
     }
 
     private var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }

@@ -54,8 +54,14 @@ func waitForExit(of process: Process, timeout: TimeInterval) -> Bool {
 /// the child forked, such as a node's snapshot child); then reaps it. Its exit status.
 @discardableResult
 func end(_ process: Process, signal: Int32 = SIGTERM, grace: TimeInterval) -> Int32 {
-    kill(process.processIdentifier, signal)
-    if !waitForExit(of: process, timeout: grace) { kill(-process.processIdentifier, SIGKILL) }
+    let pid = process.processIdentifier
+    // 0 would signal this test process's own group.
+    precondition(pid > 0, "ending a process that never started")
+    kill(pid, signal)
+    if !waitForExit(of: process, timeout: grace) {
+        if getpgid(pid) == pid { kill(-pid, SIGKILL) }
+        kill(pid, SIGKILL)
+    }
     process.waitUntilExit()
     return process.terminationStatus
 }
