@@ -201,21 +201,31 @@ final class MountNamespace {
     /// `readOnly` mounts it read-only: even root cannot write there.
     init(tmpfsOver directory: String, bytes: Int, readOnly: Bool = false) throws {
         self.directory = directory
-        let output = Pipe()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         holder.arguments = [
             "--mount", "--fork", "--kill-child", "/bin/sh", "-c",
             "mount -t tmpfs -o \(readOnly ? "ro," : "")size=\(bytes) tmpfs \"$1\" && echo $$ && exec sleep 600", "sh", directory,
         ]
-        let errors = Pipe()
-        holder.standardOutput = output
-        holder.standardError = errors
+        // Files, not pipes: read within a bound, whoever else holds a copy of a pipe's end.
+        let outPath = NSTemporaryDirectory() + "registry-mount-" + UUID().uuidString
+        let errPath = outPath + ".err"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: outPath)
+            try? FileManager.default.removeItem(atPath: errPath)
+        }
+        func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        holder.standardOutput = FileHandle(forWritingAtPath: outPath)
+        holder.standardError = FileHandle(forWritingAtPath: errPath)
         holder.standardInput = FileHandle.nullDevice
         try holder.run()
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-        guard let pid = Int32(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            holder.waitUntilExit()
-            throw MountError.notMounted(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        // The sleeper's pid, once the tmpfs is mounted (at most 30 s).
+        let deadline = Date().addingTimeInterval(30)
+        while !contents(outPath).contains("\n"), holder.isRunning, Date() < deadline { usleep(20_000) }
+        guard let pid = Int32(contents(outPath).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            if holder.isRunning { end(holder, signal: SIGKILL, grace: 5) } else { holder.waitUntilExit() }
+            throw MountError.notMounted(contents(errPath))
         }
         self.pid = pid
     }
@@ -240,6 +250,7 @@ final class MountNamespace {
     deinit {
         // unshare --fork ignores SIGTERM while it waits; ending the sleeper ends it.
         kill(pid, SIGKILL)
+        if !waitForExit(of: holder, timeout: 10) { end(holder, signal: SIGKILL, grace: 5) }
         holder.waitUntilExit()
     }
 }
