@@ -5,7 +5,7 @@ import Foundation
 /// print), then read whole once it exits by itself (its `--count`) or 20 s passed.
 struct BackgroundWatch {
     private let process = Process()
-    private let outputPath = NSTemporaryDirectory() + "registry-watch-" + UUID().uuidString
+    private let output: OutputFiles
 
     /// Starts the watch and waits (up to 30 s) for its first line; throws ``NotWatching`` when
     /// none came. `arguments` must hold
@@ -13,36 +13,32 @@ struct BackgroundWatch {
     /// starting cursor is what says it has.
     init(_ arguments: [String]) throws {
         precondition(arguments.contains("--progress"), "a background watch needs --progress, to say when it is watching")
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
         process.arguments = ["watch"] + arguments
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        output = OutputFiles(for: process)
         try process.run()
         let deadline = Date().addingTimeInterval(30)
-        while !output.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
-        guard output.contains("\n") else {
+        while !output.stdout.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
+        guard output.stdout.contains("\n") else {
             if process.isRunning { end(process, grace: 5) }
-            let printed = output
-            try? FileManager.default.removeItem(atPath: outputPath)
+            let printed = output.stdout + output.stderr
+            output.remove()
             throw NotWatching(output: printed)
         }
     }
 
-    /// The watch printed nothing for 30 s, or exited first.
+    /// The watch printed nothing for 30 s, or exited first; `output` is what it printed, errors
+    /// included.
     struct NotWatching: Error {
         let output: String
     }
-
-    private var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     /// Waits for the watch to end (stopping it after 20 s); its exit status and output lines.
     func finish() -> (status: Int32, lines: [Substring]) {
         if !waitForExit(of: process, timeout: 20) { end(process, grace: 5) }
         process.waitUntilExit()
-        let lines = output.split(separator: "\n")
-        try? FileManager.default.removeItem(atPath: outputPath)
+        let lines = output.stdout.split(separator: "\n")
+        output.remove()
         return (process.terminationStatus, lines)
     }
 }

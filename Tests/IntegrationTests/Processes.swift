@@ -66,32 +66,44 @@ func end(_ process: Process, signal: Int32 = SIGTERM, grace: TimeInterval) -> In
     return process.terminationStatus
 }
 
+/// A child's standard output and error, in two temporary files rather than pipes: a chatty child
+/// never blocks on a full pipe, and they can be read within a bound, whoever else holds a copy of
+/// a pipe's end. ``remove()`` deletes them.
+struct OutputFiles {
+    let outPath = NSTemporaryDirectory() + "registry-out-" + UUID().uuidString
+    var errPath: String { outPath + ".err" }
+
+    /// Creates both files and makes them `process`'s standard output and error.
+    init(for process: Process) {
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        process.standardInput = FileHandle.nullDevice
+    }
+
+    /// What the child wrote so far.
+    var stdout: String { String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self) }
+    var stderr: String { String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self) }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: outPath)
+        try? FileManager.default.removeItem(atPath: errPath)
+    }
+}
+
 /// Runs a command to completion (bounded by `timeout`) and captures its output.
 func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 60) throws -> CommandResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    // Files, not pipes: a chatty child can never block on a full pipe.
-    let outPath = NSTemporaryDirectory() + "registry-out-" + UUID().uuidString
-    let errPath = outPath + ".err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(atPath: outPath)
-        try? FileManager.default.removeItem(atPath: errPath)
-    }
-    process.standardOutput = FileHandle(forWritingAtPath: outPath)
-    process.standardError = FileHandle(forWritingAtPath: errPath)
-    process.standardInput = FileHandle.nullDevice
+    let output = OutputFiles(for: process)
+    defer { output.remove() }
     try process.run()
     if !waitForExit(of: process, timeout: timeout) { end(process, grace: 5) }
     process.waitUntilExit()
-    let stdoutData = FileManager.default.contents(atPath: outPath) ?? Data()
-    let stderrData = FileManager.default.contents(atPath: errPath) ?? Data()
-    return CommandResult(
-        status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
-        stderr: String(decoding: stderrData, as: UTF8.self))
+    return CommandResult(status: process.terminationStatus, stdout: output.stdout, stderr: output.stderr)
 }
 
 /// A `registryd` child process on an ephemeral loopback port, its log in a file.
@@ -206,26 +218,15 @@ final class MountNamespace {
             "--mount", "--fork", "--kill-child", "/bin/sh", "-c",
             "mount -t tmpfs -o \(readOnly ? "ro," : "")size=\(bytes) tmpfs \"$1\" && echo $$ && exec sleep 600", "sh", directory,
         ]
-        // Files, not pipes: read within a bound, whoever else holds a copy of a pipe's end.
-        let outPath = NSTemporaryDirectory() + "registry-mount-" + UUID().uuidString
-        let errPath = outPath + ".err"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(atPath: outPath)
-            try? FileManager.default.removeItem(atPath: errPath)
-        }
-        func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-        holder.standardOutput = FileHandle(forWritingAtPath: outPath)
-        holder.standardError = FileHandle(forWritingAtPath: errPath)
-        holder.standardInput = FileHandle.nullDevice
+        let output = OutputFiles(for: holder)
+        defer { output.remove() }
         try holder.run()
         // The sleeper's pid, once the tmpfs is mounted (at most 30 s).
         let deadline = Date().addingTimeInterval(30)
-        while !contents(outPath).contains("\n"), holder.isRunning, Date() < deadline { usleep(20_000) }
-        guard let pid = Int32(contents(outPath).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        while !output.stdout.contains("\n"), holder.isRunning, Date() < deadline { usleep(20_000) }
+        guard let pid = Int32(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             if holder.isRunning { end(holder, signal: SIGKILL, grace: 5) } else { holder.waitUntilExit() }
-            throw MountError.notMounted(contents(errPath))
+            throw MountError.notMounted(output.stderr)
         }
         self.pid = pid
     }
