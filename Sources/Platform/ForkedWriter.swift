@@ -39,9 +39,10 @@ public struct ForkedWriter: Sendable {
         guard registry_pipe(&ends, 1 << 20) == 0 else { return .failure(Failure(description: "pipe: \(String(cString: strerror(errno)))")) }
         let pid = fork()
         if pid == 0 {
-            // The child holds only its end of the pipe: were the parent killed, a child still at
-            // work would otherwise keep the parent's listening socket, connections and data
-            // directory lock until it ended, and a restarted node could neither bind nor lock.
+            // The child holds only its end of the pipe (and 0 to 2): were the parent killed, a
+            // child still at work would otherwise keep the parent's listening socket, connections
+            // and data directory lock until it ended, and a restarted node could neither bind nor
+            // lock.
             Glibc.close(ends[0])
             _ = registry_close_descriptors_except(ends[1])
             signal(SIGPIPE, SIG_DFL)
