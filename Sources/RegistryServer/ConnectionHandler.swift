@@ -49,7 +49,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.machine = ConnectionStateMachine(
             maxInFlight: Int(engine.limits.maxInFlight), tokens: engine.tokens, peersNeedCertificate: ownCertificate != nil)
         self.frames = FrameReader(maxFrameBytes: Int(engine.limits.maxFrameBytes))
-        self.resolver = engine.resolver(capacity: 1024)
+        self.resolver = engine.requests.resolver(capacity: 1024)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -213,7 +213,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func submitBatch(context: ChannelHandlerContext) {
         let frames = batch
         batch = []
-        engine.submit(frames, resolver: &resolver, access: machine.access, deliver: delivery(context: context))
+        engine.requests.submit(frames, resolver: &resolver, access: machine.access, deliver: delivery(context: context))
     }
 
     /// Hands the engine's answers to this handler on its event loop.

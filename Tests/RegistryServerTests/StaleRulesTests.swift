@@ -14,7 +14,7 @@ import Testing
         return await withCheckedContinuation { continuation in
             var resolver = resolver
             let holder = ResolverHolder()
-            engine.submit(frames, resolver: &resolver, access: .unrestricted) { answers in
+            engine.requests.submit(frames, resolver: &resolver, access: .unrestricted) { answers in
                 continuation.resume(returning: (answers.frames.map(\.body), holder.resolver!))
             }
             holder.resolver = resolver
@@ -33,7 +33,7 @@ import Testing
         defer { temp.remove() }
         let engine = try open(temp.path)
         defer { engine.close() }
-        let old = engine.resolver(capacity: 16)
+        let old = engine.requests.resolver(capacity: 16)
         let added = await submit(engine, [.vendor(.add(VendorRuleMessage(name: "acme", prefixes: ["com.acme", "net.acmecdn"])))])
         guard case .vendorRules = added.first else { Issue.record("\(added)"); return }
         let idfv = "6f1c2a9e-0b7d-4c3e-9a51-2d8e4f6a7b91"

@@ -4,7 +4,7 @@ import RegistryWire
 
 /// Holds a group of requests whose causal tokens name operations this node does not hold yet,
 /// until it does (a peer's batch or snapshot brings them) or `--causal-timeout` passes; then the
-/// group is submitted again (``RegistryEngine/wakeCausalWaiters(_:)``). Past the deadline, or with
+/// group is submitted again (``ClientRequests/wakeCausalWaiters(_:)``). Past the deadline, or with
 /// a timeout of 0, such a request is answered NOT_CAUGHT_UP instead, naming the nodes that hold
 /// what it needs, and the rest of the group goes on. A token that names no valid log is refused
 /// as the request's error.

@@ -7,14 +7,15 @@ import RegistryVersion
 import RegistryWire
 import Synchronization
 
-/// A node: it opens storage, and is the request path. Every request a connection reads, and every
-/// peer's batch, is decided here under the engine's one lock by ``NodeState`` (fast, in memory);
-/// what that changes is made durable by the ``CommitPipeline``, and an answer goes only once every
-/// operation it reports, and every operation applied before it, is durable: while a commit runs,
-/// even read-only answers wait for it. The other jobs have owners of their own, which this type
-/// builds and wires: ``ReplicaWaits`` (answers that wait for peers), ``CausalHolding`` (requests
-/// that wait for what their tokens name), ``OwnMembership``, ``SnapshotInstall`` and
-/// ``StatsReport``. docs/architecture.md draws them, with the thread each runs on.
+/// A node: it opens storage, builds the owners of the node's jobs, and wires them. Every request
+/// a connection reads goes to ``ClientRequests``, and every peer's batch to
+/// ``PeerBatches``; both are decided under the engine's one lock by ``NodeState``
+/// (fast, in memory), and what that changes is made durable by the ``CommitPipeline``. An answer
+/// goes only once every operation it reports, and every operation applied before it, is durable:
+/// while a commit runs, even read-only answers wait for it. The other jobs' owners:
+/// ``ReplicaWaits`` (answers that wait for peers), ``CausalHolding`` (requests that wait for what
+/// their tokens name), ``OwnMembership``, ``SnapshotInstall`` and ``StatsReport``.
+/// docs/architecture.md draws them, with the thread each runs on.
 public final class RegistryEngine: Sendable {
     public let nodeID: NodeID
     public let clusterID: String
@@ -23,8 +24,8 @@ public final class RegistryEngine: Sendable {
     /// Drawn at start: a node that dials its own address recognises itself by it.
     let instanceID = UInt64.random(in: 1...UInt64.max)
     public let limits: Limits
-    /// The config file's vendor rules (the seed at a first start; see ``resolver(capacity:)`` for
-    /// the rules in force).
+    /// The config file's vendor rules (the seed at a first start; see
+    /// ``ClientRequests/resolver(capacity:)`` for the rules in force).
     public let configuredRules: VendorRules
     public static let serverVersion = "registryd \(BuildVersion.description)"
     /// Hashes presented identifiers (see ``IdentifierKey``); validation runs off the lock.
@@ -46,7 +47,10 @@ public final class RegistryEngine: Sendable {
     let recent = RecentOperations()
     let links = LinkedPeers()
     let replicas: ReplicaWaits
-    let causal: CausalHolding
+    /// The client request path: every request a connection reads.
+    let requests: ClientRequests
+    /// The remote path: every peer's batch.
+    private let peerBatches: PeerBatches
     let membership: OwnMembership
     private let snapshotInstall: SnapshotInstall
     private let statsReport: StatsReport
@@ -91,7 +95,6 @@ public final class RegistryEngine: Sendable {
         pipeline = CommitPipeline(
             core: core, writer: try start.logWriter(configuration: configuration, fs: fs), snapshots: snapshots, pacing: configuration.commitPacing, recent: recent, counters: counters,
             replicas: replicas, watchHub: watchHub, logger: logger, onFatalError: onFatalError)
-        causal = CausalHolding(core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, wallClock: wallClock)
         membership = OwnMembership(core: core, pipeline: pipeline, nodeID: nodeID, wallClock: wallClock, logger: logger)
         snapshotInstall = SnapshotInstall(
             core: core, pipeline: pipeline, files: snapshots, journal: (fs, path, recovered.index), ownLog: peerIdentity.ownLog,
@@ -99,6 +102,11 @@ public final class RegistryEngine: Sendable {
         statsReport = StatsReport(
             nodeID: nodeID, clusterID: clusterID, startedAt: wallClock(), counters: counters, index: recovered.index, snapshots: snapshots,
             links: links, wallClock: wallClock)
+        requests = ClientRequests(
+            nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
+            causal: CausalHolding(core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, wallClock: wallClock),
+            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
+        peerBatches = PeerBatches(core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
         self.logger = logger
         self.wallClock = wallClock
         start.logOpened(logger)
@@ -131,175 +139,18 @@ public final class RegistryEngine: Sendable {
     var snapshots: Snapshotter { pipeline.snapshots }
 
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
-    /// at once when nothing is waiting to become durable, otherwise from the writer's queue.
+    /// at once when nothing is waiting to become durable, otherwise from the writer's queue
+    /// (``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:)``).
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
-        var resolver = resolver(capacity: 0)
-        submit(frames, resolver: &resolver, access: .unrestricted, deliver: deliver)
+        var resolver = requests.resolver(capacity: 0)
+        requests.submit(frames, resolver: &resolver, access: .unrestricted, deliver: deliver)
     }
 
-    /// A resolver of the vendor rules in force now, remembering `capacity` bundles. The rules can
-    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:)``
-    /// prepares again, under the lock, what was prepared with older rules, and renews the
-    /// resolver.
-    func resolver(capacity: Int) -> BundleResolver {
-        core.withLockedValue { core in
-            core.node.refreshRules()
-            return BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: capacity)
-        }
-    }
-
-    /// As ``submit(_:deliver:)``, validating bundles through the caller's `resolver`.
-    ///
-    /// Validation runs before the lock, and the lock is taken once per frame rather than once
-    /// for the group, so that other connections and the log writer interleave with a long
-    /// group. Ordering stays safe: a group that changed or observed anything not yet durable
-    /// (pending, or in a running commit) is answered only after a later commit pass, and it
-    /// starts that commit itself when none is running.
-    /// `access` is what the connection's token allows (``ConnectionAccess``).
-    ///
-    /// A group in which a request carries a causal token naming operations the node does not
-    /// hold yet waits whole (``CausalHolding``); every answer of a group carries one token, taken
-    /// as the last request is decided, which covers what each of them saw.
-    ///
-    /// Every request a connection reads comes here, and is routed and its access checked here
-    /// (``ConnectionAccess/authorize(_:)``): a snapshot request that its token allows leaves the
-    /// group, to be answered on its own once the snapshot is written, seconds later.
-    func submit(
-        _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping Delivery,
-        causalDeadline: UInt64? = nil
-    ) {
-        var frames = frames
-        var prepared = frames.map {
-            access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
-        }
-        var index = 0
-        while index < prepared.count {
-            guard case .read(.snapshot) = prepared[index] else {
-                index += 1
-                continue
-            }
-            submitSnapshot(requestID: frames.remove(at: index).requestID, deliver: deliver)
-            prepared.remove(at: index)
-        }
-        if frames.isEmpty { return }
-        if frames.contains(where: { !$0.after.isEmpty }),
-            causal.hold(
-                frames, prepared: &prepared, access: access, deliver: deliver, deadline: causalDeadline,
-                expire: { self.wakeCausalWaiters(self.causal.expired()) })
-        {
-            return
-        }
-        let replicasWanted = replicas.wanted(by: frames, prepared: &prepared) { links.count(members: members, own: nodeID) }
-        links.refuseLiveRemovals(&prepared)
-        links.holdMovesBackFromOldMembers(&prepared, members: { members }, own: nodeID)
-        let requestIDs = frames.map(\.requestID)
-        let submittedNanos = SystemClock.monotonicNanos()
-        let wall = wallClock()
-        let clonesAllowed = links.clonesAllowed(wallMillis: wall, members: { members }, own: nodeID)
-        var decisions = [NodeState.Decision]()
-        decisions.reserveCapacity(frames.count)
-        var mustWait = false
-        var ownThrough: UInt64 = 0
-        var token = CausalToken.empty
-        // Every request of the group was prepared with these rules.
-        let preparedWith = resolver.version
-        var renewed: BundleResolver?
-        for (index, (frame, request)) in zip(frames, prepared).enumerated() {
-            let last = index == frames.count - 1
-            let (decision, waits, through) = core.withLockedValue { core -> (NodeState.Decision, Bool, UInt64) in
-                if let failure = core.commits.failure { return (.answer(.error(failure)), false, 0) }
-                // Prepared with rules older than those in force (the cluster changed them since):
-                // prepared again with these. Only what the rules decide is (a request refused
-                // meanwhile, for its replicas say, stays refused).
-                var request = request
-                core.node.clonesAllowed = clonesAllowed
-                core.node.refreshRules()
-                if preparedWith != core.node.rulesVersion, request.dependsOnVendorRules {
-                    if renewed?.version != core.node.rulesVersion {
-                        renewed = BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: resolver.capacity)
-                    }
-                    request = access.authorize(NodeState.prepare(frame.body, resolver: &renewed!, limits: limits, identifierKey: identifierKey))
-                }
-                // Anything pending or being committed is not durable yet: whoever saw it waits.
-                let undurable = core.commits.holdsUndurable
-                let before = core.commits.pendingOperations.count
-                let decision: NodeState.Decision
-                if case .read(.stats) = request {
-                    decision = .answer(.stats(statsReport.message(core)))
-                } else {
-                    decision = core.commits.recordOperations { operations in
-                        core.node.decide(
-                            request, requestID: frame.requestID, wallMillis: wall, generator: &core.generator, operations: &operations,
-                            access: access)
-                    }
-                }
-                let wrote = core.commits.pendingOperations.count > before
-                // Everything the vector holds now is durable, or will be before this group's
-                // answers go (they wait for the pass that holds it), so the token never names an
-                // operation that a crash could take back.
-                // (A node without peers answers none, without building its vector.)
-                if last, core.causalFloor != nil { token = core.node.versionVector.causalToken(above: core.causalFloor) }
-                return (decision, undurable || wrote, wrote ? core.node.nextSequence - 1 : 0)
-            }
-            decisions.append(decision)
-            mustWait = mustWait || waits
-            ownThrough = max(ownThrough, through)
-        }
-        if let renewed { resolver = renewed }
-        let waiter = Waiter(
-            answers: Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
-            replicas: ownThrough > 0 ? replicasWanted : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
-        pipeline.enqueue(.client(waiter), waits: mustWait)
-    }
-
-    /// Submits again held groups (taken out under the lock, and submitted after it): those a peer's
-    /// batch or a snapshot let through, and those whose deadline passed.
-    func wakeCausalWaiters(_ woken: [CausalWaits<CausalWaiter>.Released]) {
-        for (waiter, deadline) in woken {
-            var resolver = resolver(capacity: 0)
-            submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline)
-        }
-    }
-
-    /// Answers a snapshot request (`requestID`) once the snapshot is taken.
-    public func submitSnapshot(requestID: UInt64, deliver: @escaping Delivery) {
-        pipeline.snapshotNow { outcome in
-            let answers = Answers(requestIDs: [requestID], decisions: [.answer(ServerBody(snapshotOutcome: outcome))])
-            self.pipeline.deliverCounted(Waiter(answers: answers, deliver: deliver))
-        }
-    }
-
-    /// Applies a peer's batch of operations through the one remote path
-    /// (``NodeState/applyRemoteBatch(_:wallMillis:applied:)``) and makes what it applied durable
-    /// through the same group commit as client writes. `deliver` gets what this node then holds
-    /// of the batch's logs, once that is durable (as is everything applied before it), or why
-    /// the batch was refused whole.
+    /// Applies a peer's batch (``PeerBatches/submit(_:deliver:)``).
     public func submitRemote(
         _ operations: [LoggedOperation], deliver: @escaping @Sendable (Result<[LogPosition], WireError>) -> Void
     ) {
-        let wall = wallClock()
-        var woken = [CausalWaits<CausalWaiter>.Released]()
-        let (result, waits) = core.withLockedValue { core -> (Result<[LogPosition], WireError>, Bool) in
-            if let failure = core.commits.failure { return (.failure(failure), false) }
-            let undurable = core.commits.holdsUndurable
-            let before = core.commits.pendingOperations.count
-            let refusal = core.commits.recordOperations { pending in
-                core.node.applyRemoteBatch(operations, wallMillis: wall, applied: &pending)
-            }
-            // A refusal waits for what is being made durable too, so that the peer hears of its
-            // earlier batches (acknowledged) before it hears of this one (refused).
-            if let refusal { return (.failure(refusal.wireError), undurable) }
-            woken = core.coveredCausalWaiters()
-            // What the node holds of every log, all of it durable by the time the answer goes.
-            return (.success(core.node.versionVector.positions), undurable || core.commits.pendingOperations.count > before)
-        }
-        wakeCausalWaiters(woken)
-        if case .failure(let error) = result, error.code == .clockSkew {
-            counters.record(error: .clockSkew)
-            counters.hlcRefusals.increment()
-            logger.warning("refused a peer's batch: clock skew", metadata: ["error": "\(error.message)"])
-        }
-        pipeline.enqueue(.peerBatch(result, deliver: deliver), waits: waits)
+        peerBatches.submit(operations, deliver: deliver)
     }
 
     /// Checks and installs the snapshot a peer sent (``SnapshotInstall``); returns what the node
@@ -307,16 +158,14 @@ public final class RegistryEngine: Sendable {
     func installIncomingSnapshot() -> Result<VersionVector, WireError> {
         let (outcome, woken) = snapshotInstall.install()
         if case .success = outcome {
-            wakeCausalWaiters(woken)
+            requests.wakeCausalWaiters(woken)
             pipeline.notifyDurable()
         }
         return outcome
     }
 
     /// The cluster's members, as this node's operations leave them.
-    public var members: [NodeID: Member] {
-        core.withLockedValue { $0.node.registry.clusterMembers }
-    }
+    public var members: [NodeID: Member] { requests.members }
 
     /// What is durable of every log now.
     public var durableVector: VersionVector {
