@@ -12,7 +12,11 @@
 # Environment: COMPARE_ROUNDS (default 3), COMPARE_SECONDS (measured seconds per run, default 15),
 # COMPARE_HEAD_FLAGS and COMPARE_BASE_FLAGS (extra registryd flags for this checkout's node, or
 # the base's, e.g. to switch a feature off and see what it costs; the section then names them),
-# COMPARE_BASE_BIN (a folder holding a registryd built from REV, used instead of building it).
+# COMPARE_BASE_BIN (a folder holding a registryd built from REV, used instead of building it),
+# COMPARE_HEAD_BIN and COMPARE_HEAD_REV (a folder holding a registryd built from another revision,
+# and that revision, measured in place of this checkout's: two past revisions compared),
+# COMPARE_SECTION and COMPARE_TITLE (the BENCHMARKS.md section to write and its heading, for such a
+# comparison, which then leaves the standing sections alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -22,7 +26,7 @@ base=${1:-HEAD~1}
 rounds=${COMPARE_ROUNDS:-3}
 seconds=${COMPARE_SECONDS:-15}
 base_revision=$(git rev-parse --short=12 "$base")
-head_revision=$(git rev-parse --short=12 HEAD)
+head_revision=$(git rev-parse --short=12 "${COMPARE_HEAD_REV:-HEAD}")
 out=$(mktemp -d /tmp/registry-compare.XXXXXX)
 worktree="$out/base"
 registryd_pid=""
@@ -33,9 +37,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== building registryd at $base_revision (base) and at HEAD $head_revision" >&2
+echo "== building registryd at $base_revision (base) and at $head_revision" >&2
 choose_base_registryd "$base" "$worktree" "${COMPARE_BASE_BIN:-}"
+# registryload is always this checkout's: the same load generator drives both builds.
 build_head
+head_registryd=${COMPARE_HEAD_BIN:-$head_bin}
 
 
 # run BUILD-NAME BINARY-DIR ROW ROUND: one row against a fresh node of that build.
@@ -63,14 +69,15 @@ for round in $(seq "$rounds"); do
   for row in single batch; do
     if [ $((round % 2)) = 1 ]; then order="base head"; else order="head base"; fi
     for name in $order; do
-      if [ "$name" = base ]; then run base "$base_bin" "$row" "$round"; else run head "$head_bin" "$row" "$round"; fi
+      if [ "$name" = base ]; then run base "$base_bin" "$row" "$round"; else run head "$head_registryd" "$row" "$round"; fi
     done
   done
 done
 
-python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" "${COMPARE_BASE_BIN:-}" <<'PY'
+python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" "${COMPARE_BASE_BIN:-}" \
+  "${COMPARE_HEAD_BIN:-}" "${COMPARE_SECTION:-}" "${COMPARE_TITLE:-}" <<'PY'
 import statistics, sys, datetime
-path, base, head, rounds, seconds, head_flags, base_flags, base_bin = sys.argv[1:]
+path, base, head, rounds, seconds, head_flags, base_flags, base_bin, head_bin, section, title = sys.argv[1:]
 rows = {}
 for line in open(path):
     name, row, round_, rate, p99 = line.split("\t")
@@ -80,11 +87,14 @@ labels = {"single": "single RegisterRequests, 4 connections x 64 in flight",
 # The reference revision (issue 42) has a standing section of its own; any other base is "the
 # previous revision", the one the change being measured started from.
 reference = base.startswith("67fecdd")
-lines = ["## Against the reference revision (67fecdd)" if reference else "## Against the previous revision", "",
+if not title:
+    title = "Against the reference revision (67fecdd)" if reference else "Against the previous revision"
+lines = [f"## {title}", "",
          f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}`"
          + (f" (built before, in {base_bin})" if base_bin else "")
          + (f" (started with `{base_flags}`)" if base_flags else "") + " "
-         f"against `{head}`" + (f" (started with `{head_flags}`)" if head_flags else "") +
+         f"against `{head}`" + (f" (built before, in {head_bin})" if head_bin else "")
+         + (f" (started with `{head_flags}`)" if head_flags else "") +
          f", {rounds} rounds of {seconds} s each, alternating which goes first, one fresh node per run, "
          "the same registryload driving both. Medians of the rounds; every round in brackets.", "",
          "| Row | base registrations/s | this revision | ratio | base p99 | this revision's p99 |", "|---|---:|---:|---:|---:|---:|"]
@@ -98,5 +108,5 @@ for row in ("single", "batch"):
     lines.append(f"| {labels[row]} | {bm:,.0f} ({each(b)}) | {hm:,.0f} ({each(h)}) | {hm / bm:.3f} | {bp / 1000:.2f} ms | {hp / 1000:.2f} ms |")
 sys.path.insert(0, "bench")
 from section import put
-print(put("reference" if reference else "compare", "\n".join(lines)))
+print(put(section or ("reference" if reference else "compare"), "\n".join(lines)))
 PY
