@@ -74,10 +74,12 @@ for round in $(seq "$rounds"); do
   done
 done
 
+# The COMPARE_* settings of this run, as they would be typed, for the section's command.
+settings=$(for v in $(compgen -e | grep '^COMPARE_' | sort); do printf '%s="%s" ' "$v" "${!v}"; done)
 python3 - "$out/results.tsv" "$base_revision" "$head_revision" "$rounds" "$seconds" "${COMPARE_HEAD_FLAGS:-}" "${COMPARE_BASE_FLAGS:-}" "${COMPARE_BASE_BIN:-}" \
-  "${COMPARE_HEAD_BIN:-}" "${COMPARE_SECTION:-}" "${COMPARE_TITLE:-}" <<'PY'
+  "${COMPARE_HEAD_BIN:-}" "${COMPARE_SECTION:-}" "${COMPARE_TITLE:-}" "$settings" <<'PY'
 import statistics, sys, datetime
-path, base, head, rounds, seconds, head_flags, base_flags, base_bin, head_bin, section, title = sys.argv[1:]
+path, base, head, rounds, seconds, head_flags, base_flags, base_bin, head_bin, section, title, settings = sys.argv[1:]
 rows = {}
 for line in open(path):
     name, row, round_, rate, p99 = line.split("\t")
@@ -90,7 +92,8 @@ reference = base.startswith("67fecdd")
 if not title:
     title = "Against the reference revision (67fecdd)" if reference else "Against the previous revision"
 lines = [f"## {title}", "",
-         f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`) on {datetime.date.today()}: registryd at `{base}`"
+         (f"`{settings}bash bench/compare.sh {base}`" if settings else f"`bench/compare.sh {base}` (`make bench-compare BASE={base}`)")
+         + f" on {datetime.date.today()}: registryd at `{base}`"
          + (f" (built before, in {base_bin})" if base_bin else "")
          + (f" (started with `{base_flags}`)" if base_flags else "") + " "
          f"against `{head}`" + (f" (built before, in {head_bin})" if head_bin else "")
