@@ -8,8 +8,8 @@ import RegistryWire
 struct DrainConnectionEvent: Sendable {}
 
 /// Serves one client connection: cuts the byte stream into frames, decodes them, feeds
-/// ``ConnectionStateMachine``, hands requests to the engine in groups (one per socket read), and
-/// writes the answers.
+/// ``ConnectionStateMachine``, hands requests to ``ClientRequests`` in groups (one per socket
+/// read), and writes the answers.
 ///
 /// It cuts frames itself, rather than behind a `ByteToMessageHandler`, so that it can stop
 /// between two frames: while the connection is at its in-flight limit, or its channel is not

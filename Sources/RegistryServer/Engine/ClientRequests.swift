@@ -2,13 +2,15 @@ import Platform
 import RegistryCore
 import RegistryWire
 
-/// The client request path: every request a connection reads comes here. It is prepared and its
-/// access checked off the lock, held while its causal token names what the node lacks
-/// (``CausalHolding``), decided by ``NodeState`` under the engine's one lock, and handed, with
-/// what it wrote, to the ``CommitPipeline``, which answers once that is durable (and, for
-/// `--ack-replicas`, held by peers: ``ReplicaWaits``). Its one reason to change: how a client's
-/// group of requests becomes answers. ``RegistryEngine`` builds it; connections call it on their
-/// event loops.
+/// Turns a client's group of requests into answers, its one job. Each request is prepared and
+/// its access checked off the lock, the group is held while a causal token names what the node
+/// lacks (``CausalHolding``), each request is decided by ``NodeState`` under the engine's one
+/// lock, and the group goes, with what it wrote, to the ``CommitPipeline``, which answers once
+/// that is durable (and, for `--ack-replicas`, held by peers: ``ReplicaWaits``).
+///
+/// ``RegistryEngine`` builds it. Connections call it on their event loops; a held group is
+/// submitted again through ``wakeCausalWaiters(_:)`` wherever the node learns more (a peer's
+/// batch or snapshot) or the hold expires.
 final class ClientRequests: Sendable {
     private let nodeID: NodeID
     private let limits: Limits
@@ -31,7 +33,7 @@ final class ClientRequests: Sendable {
     }
 
     /// The cluster's members, as this node's operations leave them.
-    var members: [NodeID: Member] {
+    private var members: [NodeID: Member] {
         core.withLockedValue { $0.node.registry.clusterMembers }
     }
 

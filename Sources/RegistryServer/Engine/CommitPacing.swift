@@ -1,5 +1,5 @@
 /// When the log writer waits before a group commit so that more operations join it: a pure
-/// rule, which ``RegistryEngine``'s commit loop carries out.
+/// rule, which ``CommitPipeline``'s commit loop carries out.
 ///
 /// Every commit costs the same write and sync however many operations it carries, so a pass
 /// that follows another directly (the writer is busy back to back) and finds fewer than

@@ -3,8 +3,9 @@ import RegistryCore
 
 /// What requests and commits share, under the engine's one lock: the node's state, the commits
 /// not durable yet, what is durable, when the next snapshot is due, and the requests held for
-/// their causal tokens. Who changes what: the request paths (``ClientRequests``, ``PeerBatches``,
-/// ``OwnMembership``) change `node` and `generator` and record operations in `commits`;
+/// their causal tokens. Who changes what: ``ClientRequests``, ``PeerBatches``, ``OwnMembership``
+/// and the engine's seeding of the vendor rules at a first start change `node` and record
+/// operations in `commits` (client requests draw device IDs from `generator`);
 /// the commit pipeline takes them from `commits` and changes `durable` and `snapshotPolicy`; a
 /// peer's snapshot install, on the pipeline's queue, replaces `node` and raises `durable`;
 /// `causalWaits` is parked by ``CausalHolding`` and released wherever `node` learns more. The

@@ -2,10 +2,11 @@ import Logging
 import RegistryCore
 import RegistryWire
 
-/// The remote path: a peer's batch of operations, applied under the engine's one lock through
-/// ``NodeState/applyRemoteBatch(_:wallMillis:applied:)`` and made durable through the same
-/// group commit as client writes (``CommitPipeline``). Its one reason to change: how a peer's
-/// batch becomes state and an acknowledgement. Peer connections call it on their event loops.
+/// Applies a peer's replicated batch of operations, its one job: under the engine's one lock
+/// through ``NodeState/applyRemoteBatch(_:wallMillis:applied:)``, made durable through the same
+/// group commit as client writes (``CommitPipeline``), which then sends the acknowledgement. It
+/// submits again the client groups the batch lets through (``ClientRequests/wakeCausalWaiters(_:)``)
+/// and counts the batches refused for clock skew. Peer connections call it on their event loops.
 final class PeerBatches: Sendable {
     private let core: SharedCore
     private let pipeline: CommitPipeline

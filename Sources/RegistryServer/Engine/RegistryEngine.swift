@@ -7,15 +7,11 @@ import RegistryVersion
 import RegistryWire
 import Synchronization
 
-/// A node: it opens storage, builds the owners of the node's jobs, and wires them. Every request
-/// a connection reads goes to ``ClientRequests``, and every peer's batch to
-/// ``PeerBatches``; both are decided under the engine's one lock by ``NodeState``
-/// (fast, in memory), and what that changes is made durable by the ``CommitPipeline``. An answer
-/// goes only once every operation it reports, and every operation applied before it, is durable:
-/// while a commit runs, even read-only answers wait for it. The other jobs' owners:
-/// ``ReplicaWaits`` (answers that wait for peers), ``CausalHolding`` (requests that wait for what
-/// their tokens name), ``OwnMembership``, ``SnapshotInstall`` and ``StatsReport``.
-/// docs/architecture.md draws them, with the thread each runs on.
+/// A node's front door: it opens storage, builds the owners of the node's jobs and wires them,
+/// and forwards its callers to them. Client requests go to ``ClientRequests``, peers' batches to
+/// ``PeerBatches``, and what they change is made durable by the ``CommitPipeline``; the other
+/// owners are ``ReplicaWaits``, ``CausalHolding``, ``OwnMembership``, ``SnapshotInstall`` and
+/// ``StatsReport``. docs/architecture.md draws them, with the thread each runs on.
 public final class RegistryEngine: Sendable {
     public let nodeID: NodeID
     public let clusterID: String
@@ -106,7 +102,8 @@ public final class RegistryEngine: Sendable {
             nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
             causal: CausalHolding(core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, wallClock: wallClock),
             replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
-        peerBatches = PeerBatches(core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
+        peerBatches = PeerBatches(
+            core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
         self.logger = logger
         self.wallClock = wallClock
         start.logOpened(logger)
@@ -165,7 +162,9 @@ public final class RegistryEngine: Sendable {
     }
 
     /// The cluster's members, as this node's operations leave them.
-    public var members: [NodeID: Member] { requests.members }
+    public var members: [NodeID: Member] {
+        core.withLockedValue { $0.node.registry.clusterMembers }
+    }
 
     /// What is durable of every log now.
     public var durableVector: VersionVector {
