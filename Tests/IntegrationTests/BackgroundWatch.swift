@@ -17,9 +17,7 @@ struct BackgroundWatch {
         process.arguments = ["watch"] + arguments
         output = OutputFiles(for: process)
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while !output.stdout.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
-        guard output.stdout.contains("\n") else {
+        guard output.waitForFirstLine(of: process, timeout: 30) else {
             if process.isRunning { end(process, grace: 5) }
             let printed = output.stdout + output.stderr
             output.remove()

@@ -82,6 +82,14 @@ struct OutputFiles {
         process.standardInput = FileHandle.nullDevice
     }
 
+    /// Waits up to `timeout` for `process`'s first line of output; false when it exited, or the
+    /// time passed, first.
+    func waitForFirstLine(of process: Process, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !stdout.contains("\n"), process.isRunning, Date() < deadline { usleep(20_000) }
+        return stdout.contains("\n")
+    }
+
     /// What the child wrote so far.
     var stdout: String { String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self) }
     var stderr: String { String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self) }
@@ -222,8 +230,7 @@ final class MountNamespace {
         defer { output.remove() }
         try holder.run()
         // The sleeper's pid, once the tmpfs is mounted (at most 30 s).
-        let deadline = Date().addingTimeInterval(30)
-        while !output.stdout.contains("\n"), holder.isRunning, Date() < deadline { usleep(20_000) }
+        _ = output.waitForFirstLine(of: holder, timeout: 30)
         guard let pid = Int32(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             if holder.isRunning { end(holder, signal: SIGKILL, grace: 5) } else { holder.waitUntilExit() }
             throw MountError.notMounted(output.stderr)

@@ -4,9 +4,9 @@ import Synchronization
 
 /// The real disk, with one call held: the first rename whose destination's name starts with
 /// `prefix`, or the next sync after ``holdNextSync()``, is reached (``waitUntilReached(seconds:)``)
-/// and then waits for ``open()``, at most ``holdSeconds``. A test uses it to act while the code that renames or syncs is stopped at that point
-/// (a snapshot install or a commit, inside the log writer's queue), so that a race that depends
-/// on timing happens every time.
+/// and then waits for ``open()``, at most ``holdSeconds``. A test uses it to act while the code
+/// that renames or syncs is stopped at that point (a snapshot install or a commit, inside the log
+/// writer's queue), so that a race that depends on timing happens every time.
 public final class GatedFileSystem: FileSystem, Sendable {
     private let inner = PosixFileSystem()
     private let prefix: String
@@ -33,13 +33,17 @@ public final class GatedFileSystem: FileSystem, Sendable {
     /// Lets the held rename go on.
     public func open() { gate.signal() }
 
-    /// Waits until the held call is reached, up to `seconds`; false when it was not. It polls,
-    /// rather than block one of the few threads that run tasks (as many as cores), which the
-    /// code that reaches the call may need.
+    /// Waits until the held call is reached, up to `seconds`; false when it was not, and then the
+    /// gate is opened, so that a call reached later (into a directory the failed test removes)
+    /// goes on at once. It polls, rather than block one of the few threads that run tasks (as
+    /// many as cores), which the code that reaches the call may need.
     public func waitUntilReached(seconds: Int = 60) async -> Bool {
         let deadline = DispatchTime.now() + .seconds(seconds)
         while reached.wait(timeout: .now()) != .success {
-            guard DispatchTime.now() < deadline else { return false }
+            guard DispatchTime.now() < deadline else {
+                open()
+                return false
+            }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return true
