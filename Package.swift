@@ -169,7 +169,10 @@ let package = Package(
         // What a watcher pays to decode the change feed, with its floor in the same run (bench/feed.sh runs it).
         .executableTarget(
             name: "WatchDecoding",
-            dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
+            dependencies: [
+                "RegistryWire", "RegistryCore", "WireWalk", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
             path: "bench/Benchmarks/WatchDecoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // What putting a batch of operations on the wire to a peer costs, with its floor in the same run.
@@ -181,10 +184,13 @@ let package = Package(
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
-        // Watchers that read the change feed and decode nothing: the feed's floor (bench/feed.sh).
+        // The change feed's floors (bench/feed.sh): watchers that decode nothing, or only walk every
+        // field; and the feed's bytes alone.
         .executableTarget(
-            name: "FeedFloor", dependencies: ["RegistryWire", "RegistryCore", "Platform", .product(name: "NIOCore", package: "swift-nio")], path: "bench/FeedFloor",
-            swiftSettings: swiftSettings),
+            name: "FeedFloor", dependencies: ["RegistryWire", "RegistryCore", "Platform", "WireWalk", .product(name: "NIOCore", package: "swift-nio")],
+            path: "bench/FeedFloor", swiftSettings: swiftSettings),
+        // The least a watcher that reads its events does: every field of a frame walked, nothing built.
+        .target(name: "WireWalk", path: "bench/WireWalk", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

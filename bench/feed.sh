@@ -2,11 +2,13 @@
 # make bench-feed: the change feed under load, on one node (issue 41's figures), in one run:
 #   1. batched throughput (8 connections x 16 in flight, batches of 100, closed loop) without
 #      watchers, with 10 (registryload's, which decode every event as the client library does),
-#      with 10 of the floor (bench/FeedFloor: they read the stream and decode nothing), and beside
-#      the transport floor (FeedFloor --transport: 10 loopback connections that carry the feed's
-#      bytes at 0.9 of the first round's rate, with no watcher work in the node), each round on a
-#      fresh node, twice through the order 0, 10, floor, transport, transport, floor, 10, 0 so that
-#      drift falls on all (ratios of the medians of 4);
+#      with 10 of the floor (bench/FeedFloor: they read the stream and decode nothing), with 10 of
+#      the reading floor (FeedFloor --read: they also walk every field of every event, building
+#      nothing, the least a watcher that reads its events does), and beside the transport floor
+#      (FeedFloor --transport: 10 loopback connections that carry the feed's bytes at 0.9 of the
+#      first round's rate, with no watcher work in the node), each round on a fresh node, twice
+#      through the order 0, 10, floor, read, transport, transport, read, floor, 10, 0 so that drift
+#      falls on all (ratios of the medians of 4);
 #   2. the feed's lag (an event's operation clock to its delivery) with 10 watchers, open loop at
 #      half the maximum measured in 1 (registryload --watchers);
 #   3. resident memory per idle watcher: the node's RSS with 1,000 idle watchers against the same
@@ -59,12 +61,14 @@ batched="--connections 8 --in-flight 16 --batch 100 --warmup 2s --duration ${sec
 # one node through every round, which grew to 25M devices, rounds of one kind differed by a third),
 # twice through the order.
 round=0
-for watchers in 0 10 floor transport transport floor 10 0 0 10 floor transport transport floor 10 0; do
+for watchers in 0 10 floor read transport transport read floor 10 0 0 10 floor read transport transport read floor 10 0; do
   round=$((round + 1))
   start
-  if [ "$watchers" = floor ] || [ "$watchers" = transport ]; then
+  if [ "$watchers" = floor ] || [ "$watchers" = read ] || [ "$watchers" = transport ]; then
     if [ "$watchers" = floor ]; then
       "$bin/FeedFloor" 127.0.0.1 "$port" 10 > "$out/floor-$round.bytes" &
+    elif [ "$watchers" = read ]; then
+      "$bin/FeedFloor" --read 127.0.0.1 "$port" 10 > "$out/read-$round.bytes" &
     else
       # 0.9 of the first round's rate, without watchers: the target's rate with them.
       "$bin/FeedFloor" --transport "$(field throughput-0-1 "int(r['throughput']['achieved_per_second'] * 0.9)")" 10 &
@@ -80,7 +84,7 @@ for watchers in 0 10 floor transport transport floor 10 0 0 10 floor transport t
     load "throughput-$watchers-$round" $batched --watchers "$watchers" --seed "$((10 + round))"
   fi
 done
-# The median rate of one kind of round (0, 10, floor or transport), and the mean server CPU per
+# The median rate of one kind of round (0, 10, floor, read or transport), and the mean server CPU per
 # registration of those rounds (whole process, warm-up included, from its clock ticks).
 median() {
   python3 -c "import glob,json,statistics; print(statistics.median([json.load(open(f))['throughput']['achieved_per_second'] for f in glob.glob('$out/throughput-$1-*.json')]))"
@@ -99,10 +103,12 @@ PY
 without=$(median 0)
 with=$(median 10)
 floor_with=$(median floor)
+read_with=$(median read)
 transport_with=$(median transport)
 cpu_without=$(cpu_us 0)
 cpu_with=$(cpu_us 10)
 cpu_floor=$(cpu_us floor)
+cpu_read=$(cpu_us read)
 half=$(python3 -c "print(int($without / 2))")
 start
 # shellcheck disable=SC2086
@@ -168,9 +174,11 @@ PY
   printf '| ratio, with / without (target at least 0.90) | %.3f |\n' "$(python3 -c "print($with / $without)")"
   printf '| floor: batched throughput with 10 watchers that decode nothing (bench/FeedFloor) | %.0f/s |\n' "$floor_with"
   printf '| floor ratio, with those / without | %.3f |\n' "$(python3 -c "print($floor_with / $without)")"
+  printf '| reading floor: batched throughput with 10 watchers that walk every field of every event and build nothing (FeedFloor --read) | %.0f/s |\n' "$read_with"
+  printf '| reading floor ratio, with those / without (below 0.90: no watchers that read their events, on this machine beside the node, let it keep 0.90) | %.3f |\n' "$(python3 -c "print($read_with / $without)")"
   printf '| transport floor: batched throughput beside 10 connections carrying the feed'"'"'s bytes at 0.9 of the rate without watchers, no watcher in the node (FeedFloor --transport) | %.0f/s |\n' "$transport_with"
   printf '| transport floor ratio, beside those / without (below 0.90: no node keeps 0.90 on this machine) | %.3f |\n' "$(python3 -c "print($transport_with / $without)")"
-  printf '| server CPU per registration, without / with 10 watchers / with the floor'"'"'s 10 | %.2f / %.2f / %.2f µs |\n' "$cpu_without" "$cpu_with" "$cpu_floor"
+  printf '| server CPU per registration, without / with 10 watchers / with the floor'"'"'s 10 / with the reading floor'"'"'s 10 | %.2f / %.2f / %.2f / %.2f µs |\n' "$cpu_without" "$cpu_with" "$cpu_floor" "$cpu_read"
   printf '| events delivered during the lag run (10 watchers) | %s |\n' "$(field lag "r['feed']['events']")"
   printf '| feed lag p50 / p99 / max at %s/s, half the maximum | %s / %s / %s ms |\n' "$half" \
     "$(field lag "round(r['feed']['lag']['p50_ns'] / 1e6, 1)")" "$(field lag "round(r['feed']['lag']['p99_ns'] / 1e6, 1)")" \
@@ -180,7 +188,7 @@ PY
   printf '| a watcher'"'"'s decoding per event (the client library) / floor (every field read, nothing built) | %s / %s ns |\n' "$decode_ns" "$walk_ns"
   echo
   echo "Commands: \`registryload --endpoints 127.0.0.1:$port $batched --watchers 0|10\`, and \`--watchers 0\` beside"
-  echo "\`FeedFloor 127.0.0.1 $port 10\` or \`FeedFloor --transport <0.9 of round 1's rate> 10\` (fresh nodes, twice the rounds 0, 10, floor, transport, transport, floor, 10, 0),"
+  echo "\`FeedFloor 127.0.0.1 $port 10\`, \`FeedFloor --read 127.0.0.1 $port 10\` or \`FeedFloor --transport <0.9 of round 1's rate> 10\` (fresh nodes, twice the rounds 0, 10, floor, read, transport, transport, read, floor, 10, 0),"
   echo "then \`--rate $half --watchers 10\`, then \`--connections 1 --rate 10 --duration 8s --watchers 0|1000\` on fresh nodes"
   echo "with the RSS read 6 s in; the decoding per event from \`swift package benchmark --target WatchDecoding\` (p50 of frames of"
   echo "100 created events) (\`make bench-feed\`, bench/feed.sh)."

@@ -1,11 +1,15 @@
-// The change feed's floors (bench/feed.sh), two programs that do only the unavoidable work:
+// The change feed's floors (bench/feed.sh), programs that do only the unavoidable work:
 //
 // - `FeedFloor HOST PORT WATCHERS`: N watchers of a node that do only the unavoidable work of a
 //   watcher. Each opens a TCP connection, says hello, sends one WatchRequest for every vendor,
 //   then reads the stream and throws the bytes away, decoding nothing, until it is killed. The
 //   node does all of its feed work for them (the events packed, the frames written), so the
-//   throughput a node keeps with them, against none, is the most a watcher that decodes its events
-//   can hope for on the same machine.
+//   throughput a node keeps with them, against none, is the most a watcher of a node on the same
+//   machine can hope for.
+// - `FeedFloor --read HOST PORT WATCHERS`: the same watchers, which also split the stream into
+//   frames and walk every field of every event in them (bench/WireWalk), building nothing: the
+//   least a watcher that reads its events does. The throughput a node keeps with them is the most
+//   a watcher that decodes its events, as the client library does, can hope for on this machine.
 // - `FeedFloor --transport EVENTS_PER_SECOND WATCHERS`: the transport alone, with no node: one
 //   thread writes watch frames of real created events to N loopback TCP connections at
 //   EVENTS_PER_SECOND each, as a node that did nothing else for its watchers would, and another
@@ -13,35 +17,37 @@
 //   that node's rate, the rate the node keeps is what the machine leaves for registrations when
 //   10 watchers' bytes cross it: when it is below 0.9, no node can keep 0.9 here.
 //
-// Both run until killed (SIGTERM's default action).
+// All run until killed (SIGTERM's default action).
 import Foundation
 import NIOCore
 import Platform
 import RegistryCore
 import RegistryWire
+import WireWalk
 
-let usage = "usage: FeedFloor HOST PORT WATCHERS, or FeedFloor --transport EVENTS_PER_SECOND WATCHERS\n"
-let arguments = CommandLine.arguments
-guard arguments.count == 4, let count = Int(arguments[3]), count > 0 else {
+let usage = "usage: FeedFloor HOST PORT WATCHERS, FeedFloor --read HOST PORT WATCHERS, or FeedFloor --transport EVENTS_PER_SECOND WATCHERS\n"
+
+/// Exits 64 with the usage.
+func usageError() -> Never {
     FileHandle.standardError.write(Data(usage.utf8))
     exit(64)
 }
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+/// Whether the watchers walk every frame they read (`--read`).
+let walksFrames = arguments.first == "--read"
+if walksFrames { arguments.removeFirst() }
+guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else { usageError() }
 /// Events a second to each watcher, in the transport floor; nil when watching a node.
 let transportRate: Int?
 let host: String
 let port: UInt16
-if arguments[1] == "--transport" {
-    guard let rate = Int(arguments[2]), rate > 0 else {
-        FileHandle.standardError.write(Data(usage.utf8))
-        exit(64)
-    }
+if arguments[0] == "--transport", !walksFrames {
+    guard let rate = Int(arguments[1]), rate > 0 else { usageError() }
     (transportRate, host, port) = (rate, "127.0.0.1", 0)
 } else {
-    guard let given = UInt16(arguments[2]) else {
-        FileHandle.standardError.write(Data(usage.utf8))
-        exit(64)
-    }
-    (transportRate, host, port) = (nil, arguments[1], given)
+    guard let given = UInt16(arguments[1]) else { usageError() }
+    (transportRate, host, port) = (nil, arguments[0], given)
 }
 
 func frameBytes(_ frame: ClientFrame) -> [UInt8] {
@@ -148,17 +154,62 @@ enum Transport {
 
 let descriptors = watcherSockets(rate: transportRate)
 
+/// What one watcher has read of its stream and not yet walked (`--read`): the start of a frame.
+struct PartialFrames {
+    var bytes = [UInt8](repeating: 0, count: 1 << 18)
+    var filled = 0
+
+    /// Walks every whole frame held (a 4-byte big-endian length, then a `ServerFrame`), and keeps
+    /// the rest, moved to the front; makes room for a longer frame than fits. Returns the walks' sum.
+    mutating func walkWholeFrames() -> UInt64 {
+        var sum: UInt64 = 0
+        var start = 0
+        var needed = 0
+        bytes.withUnsafeBytes { held in
+            while filled - start >= 4 {
+                let length = Int(held.loadUnaligned(fromByteOffset: start, as: UInt32.self).bigEndian)
+                guard filled - start - 4 >= length else {
+                    needed = 4 + length
+                    break
+                }
+                sum &+= WireWalk.serverFrame(UnsafeRawBufferPointer(rebasing: held[(start + 4)..<(start + 4 + length)]))
+                start += 4 + length
+            }
+        }
+        if start > 0 {
+            bytes.withUnsafeMutableBytes { held in
+                held.baseAddress!.copyMemory(from: held.baseAddress! + start, byteCount: filled - start)
+            }
+            filled -= start
+        }
+        if needed > bytes.count { bytes += [UInt8](repeating: 0, count: needed - bytes.count) }
+        return sum
+    }
+}
+
 // One thread reads every socket as it becomes readable, as an event loop would, until the
 // node closes them all or the process is killed (SIGTERM's default action); then it prints the
-// bytes read.
+// bytes read (and, with --read, the walks' sum).
 var polled = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
 var chunk = [UInt8](repeating: 0, count: 1 << 18)
+var partial = descriptors.map { _ in PartialFrames() }
 var open = descriptors.count
 var bytes = 0
+var walked: UInt64 = 0
 while open > 0 {
     guard poll(&polled, nfds_t(polled.count), -1) > 0 else { continue }
     for index in polled.indices where polled[index].revents != 0 {
-        let received = chunk.withUnsafeMutableBytes { recv(polled[index].fd, $0.baseAddress, $0.count, 0) }
+        let received: Int
+        if walksFrames {
+            let filled = partial[index].filled
+            received = partial[index].bytes.withUnsafeMutableBytes { recv(polled[index].fd, $0.baseAddress! + filled, $0.count - filled, 0) }
+            if received > 0 {
+                partial[index].filled += received
+                walked &+= partial[index].walkWholeFrames()
+            }
+        } else {
+            received = chunk.withUnsafeMutableBytes { recv(polled[index].fd, $0.baseAddress, $0.count, 0) }
+        }
         if received <= 0 {
             polled[index].fd = -1
             open -= 1
@@ -167,4 +218,4 @@ while open > 0 {
         }
     }
 }
-print(bytes)
+print(walksFrames ? "\(bytes) \(walked)" : "\(bytes)")

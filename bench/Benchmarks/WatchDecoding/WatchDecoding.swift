@@ -5,13 +5,14 @@
 // - the client library's decoding, `ServerFrame(decoding:)`, which `RegistryWatch` calls for
 //   every frame, and the frame's events dropped, as a watcher's loop drops them;
 // - the floor: a walk over the same bytes that reads every field of every event (keys, varints,
-//   lengths) and builds nothing. It is written here, apart from the code it bounds;
+//   lengths) and builds nothing (bench/WireWalk, written apart from the code it bounds);
 // - `UUIDText(utf8:)` alone, the device ID's parsing, which the node's request path shares;
 // - the node's side: `WatchFrames.appendEventField`, one event packed (once for every watcher).
 import Benchmark
 import NIOCore
 import RegistryCore
 import RegistryWire
+import WireWalk
 
 /// Events in each frame; the figures are per frame.
 private let eventsPerFrame = 100
@@ -34,39 +35,6 @@ private let frames: [ByteBuffer] = {
         return buffer
     }
 }()
-
-/// The floor's walk: every field of a message and of the messages within it, by the wire format
-/// alone; returns a sum of what it read so that nothing can be left out.
-private func walk(_ bytes: UnsafeRawBufferPointer, depth: Int) -> UInt64 {
-    var offset = 0
-    var sum: UInt64 = 0
-    func varint() -> UInt64 {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < bytes.count {
-            let byte = bytes[offset]
-            offset += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { break }
-            shift += 7
-        }
-        return value
-    }
-    while offset < bytes.count {
-        let key = varint()
-        if key & 7 == 0 {
-            sum &+= varint()
-        } else {
-            let length = Int(varint())
-            let field = UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + length)])
-            // ServerFrame > WatchEvents > WatchEvent > LogPosition: the messages nest three deep.
-            let nested = (depth == 0 && key >> 3 == 13) || (depth == 1 && key >> 3 == 1) || (depth == 2 && key >> 3 == 2)
-            sum &+= nested ? walk(field, depth: depth + 1) : UInt64(field.count) &+ UInt64(field.first ?? 0)
-            offset += length
-        }
-    }
-    return sum
-}
 
 /// 1,024 created events as the node packs them.
 private let createdEvents: [WatchEventMessage] = {
@@ -102,6 +70,6 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(buffer)
     }
     Benchmark("floor: every field of a frame of 100 events read, nothing built") { benchmark in
-        for index in benchmark.scaledIterations { blackHole(frames[index & 15].withUnsafeReadableBytes { walk($0, depth: 0) }) }
+        for index in benchmark.scaledIterations { blackHole(frames[index & 15].withUnsafeReadableBytes { WireWalk.serverFrame($0) }) }
     }
 }
