@@ -202,7 +202,9 @@ let package = Package(
         .testTarget(name: "RegistryAuthTests", dependencies: ["RegistryAuth"], swiftSettings: swiftSettings),
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LoadGenerationTests", dependencies: ["LoadGeneration", "RegistryCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",
             dependencies: [

@@ -75,6 +75,8 @@ public struct RegistryWatch: AsyncSequence, Sendable {
         /// The node being watched, and the endpoint it was reached at.
         public private(set) var server: HelloAccepted?
         private var connection: WatchConnection?
+        /// Frames taken from the connection and not yet handled, the next one last.
+        private var frames: [ServerFrame] = []
         private var pending: [WatchEventMessage] = []
         private var endpoint = 0
         private var failures = 0
@@ -96,27 +98,31 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                     // A failed attempt moved on to the next endpoint already.
                     if connection == nil { continue }
                 }
-                let frame: ServerFrame?
-                do {
-                    // A cancelled task closes the connection: the node gives the watcher's place back.
-                    let connection = self.connection
-                    frame = try await withTaskCancellationHandler {
-                        try await connection?.next()
-                    } onCancel: {
-                        connection?.close()
+                if frames.isEmpty {
+                    let taken: [ServerFrame]?
+                    do {
+                        // A cancelled task closes the connection: the node gives the watcher's place back.
+                        let connection = self.connection
+                        taken = try await withTaskCancellationHandler {
+                            try await connection?.nextFrames()
+                        } onCancel: {
+                            connection?.close()
+                        }
+                        try Task.checkCancellation()
+                    } catch is CancellationError {
+                        drop()
+                        throw CancellationError()
+                    } catch {
+                        try await retry()
+                        continue
                     }
-                    try Task.checkCancellation()
-                } catch is CancellationError {
-                    drop()
-                    throw CancellationError()
-                } catch {
-                    try await retry()
-                    continue
+                    guard let taken else {
+                        try await retry()
+                        continue
+                    }
+                    frames = taken.reversed()
                 }
-                guard let frame else {
-                    try await retry()
-                    continue
-                }
+                let frame = frames.removeLast()
                 switch frame.body {
                 case .watchEvents(let batch):
                     failures = 0
@@ -172,6 +178,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
         private func drop() {
             connection?.close()
             connection = nil
+            frames = []
             pending = []
         }
     }

@@ -3,8 +3,10 @@ import NIOPosix
 import RegistryWire
 
 /// One connection that watches: frames are read from the socket only when the caller asks for
-/// the next one (the channel does not read on its own), so a caller that does not keep up holds
-/// the node back through TCP instead of piling frames up in memory.
+/// more (the channel does not read on its own), so a caller that does not keep up holds the node
+/// back through TCP instead of piling frames up in memory. A caller takes every frame that one
+/// read brought at once (``nextFrames()``): each handing-over between the event loop and the
+/// caller's task wakes a thread, and a node sends its events in frames of at most 256.
 final class WatchConnection: Sendable {
     private let channel: any Channel
     private let handler: NIOLoopBound<WatchFrameHandler>
@@ -41,7 +43,7 @@ final class WatchConnection: Sendable {
         }
         do {
             try await connection.send(ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))))
-            guard let first = try await connection.next() else { throw RegistryClientError.connectionClosed("before the hello was answered") }
+            guard let first = try await connection.nextFrames()?.first else { throw RegistryClientError.connectionClosed("before the hello was answered") }
             switch first.body {
             case .helloAccepted(let accepted):
                 try await connection.send(ClientFrame(requestID: 1, body: .watch(request)))
@@ -61,9 +63,11 @@ final class WatchConnection: Sendable {
         try await channel.writeAndFlush(buffer).get()
     }
 
-    /// The next frame the node sent; nil once the connection closed.
-    func next() async throws -> ServerFrame? {
-        try await channel.eventLoop.flatSubmit { [handler] in handler.value.next() }.get()
+    /// The frames the node sent that are read and not yet taken, at least one (waiting for one
+    /// when none is); nil once the connection closed. The node answers a hello alone, so the
+    /// first call after it returns the hello's answer alone.
+    func nextFrames() async throws -> [ServerFrame]? {
+        try await channel.eventLoop.flatSubmit { [handler] in handler.value.nextFrames() }.get()
     }
 
     func close() {
@@ -71,38 +75,45 @@ final class WatchConnection: Sendable {
     }
 }
 
-/// Cuts nothing itself (a `FrameDecoder` before it does): decodes frames and hands each to the
-/// one caller waiting, reading from the socket only while one waits.
+/// Cuts nothing itself (a `FrameDecoder` before it does): decodes frames and hands them to the
+/// one caller waiting, reading from the socket only while one waits. The frames one read brings
+/// go to the caller together, once the read is complete.
 private final class WatchFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private var context: ChannelHandlerContext?
-    private var frames: CircularBuffer<ServerFrame> = []
-    private var waiting: EventLoopPromise<ServerFrame?>?
+    /// Frames read and not yet taken.
+    private var frames: [ServerFrame] = []
+    private var waiting: EventLoopPromise<[ServerFrame]?>?
     private var ended: (any Error)??
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
     }
 
-    /// The next frame, read from the socket when none is buffered.
-    func next() -> EventLoopFuture<ServerFrame?> {
+    /// The frames read and not yet taken, read from the socket when there are none.
+    func nextFrames() -> EventLoopFuture<[ServerFrame]?> {
         guard let context else { return MultiThreadedEventLoopGroup.singleton.any().makeSucceededFuture(nil) }
-        if let frame = frames.popFirst() { return context.eventLoop.makeSucceededFuture(frame) }
+        if !frames.isEmpty { return context.eventLoop.makeSucceededFuture(takeFrames()) }
         if let ended {
             if let error = ended { return context.eventLoop.makeFailedFuture(error) }
             return context.eventLoop.makeSucceededFuture(nil)
         }
-        let promise = context.eventLoop.makePromise(of: ServerFrame?.self)
+        let promise = context.eventLoop.makePromise(of: [ServerFrame]?.self)
         waiting = promise
         context.read()
         return promise.futureResult
     }
 
+    private func takeFrames() -> [ServerFrame] {
+        defer { frames = [] }
+        return frames
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let payload = unwrapInboundIn(data)
         do {
-            deliver(try ServerFrame(decoding: payload))
+            frames.append(try ServerFrame(decoding: payload))
         } catch {
             end(RegistryClientError.unexpectedResponse("a frame that does not decode: \(error)"))
             context.close(promise: nil)
@@ -110,8 +121,14 @@ private final class WatchFrameHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        // A read that brought no whole frame: read on for the caller still waiting.
-        if waiting != nil { context.read() }
+        guard let promise = waiting else { return }
+        if frames.isEmpty {
+            // A read that brought no whole frame: read on for the caller still waiting.
+            context.read()
+        } else {
+            waiting = nil
+            promise.succeed(takeFrames())
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -124,20 +141,14 @@ private final class WatchFrameHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    private func deliver(_ frame: ServerFrame) {
-        if let promise = waiting {
-            waiting = nil
-            promise.succeed(frame)
-        } else {
-            frames.append(frame)
-        }
-    }
-
+    /// The connection ends after the frames read: a caller waiting gets those first, and the
+    /// end (`error`, or nil for a clean close) with its next call.
     private func end(_ error: (any Error)?) {
         guard ended == nil else { return }
         ended = .some(error)
         if let promise = waiting {
             waiting = nil
+            if !frames.isEmpty { return promise.succeed(takeFrames()) }
             if let error { promise.fail(error) } else { promise.succeed(nil) }
         }
     }

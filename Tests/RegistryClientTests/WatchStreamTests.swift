@@ -1,0 +1,146 @@
+import Foundation
+import NIOCore
+import RegistryClient
+import RegistryWire
+import Synchronization
+import Testing
+
+/// `RegistryWatch` against a scripted server on loopback: a plain socket that answers the hello,
+/// waits for the watch request, then sends what the test gives it in one write and closes. Many
+/// frames in one write reach the watch through one read, and it takes them together.
+@Suite struct WatchStreamTests {
+    /// A watch frame of `count` created events from `first` on, ending with the cursor after them.
+    private static func eventsFrame(first: UInt64, count: Int) -> ServerFrame {
+        let events = (first..<first + UInt64(count)).map { sequence in
+            WatchEventMessage(
+                kind: WatchEventKind.created.rawValue, operation: LogPosition(origin: "node-a", epoch: 7, sequence: sequence), hlc: sequence << 16,
+                vendor: "com.vendor", deviceID: String(format: "00000000-0000-4000-8000-%012llX", sequence))
+        }
+        let cursor = WatchCursor(clusterID: "cluster-t", positions: [LogPosition(origin: "node-a", epoch: 7, sequence: first + UInt64(count) - 1)])
+        return ServerFrame(requestID: 1, body: .watchEvents(WatchEventsMessage(events: events, cursor: cursor)))
+    }
+
+    @Test func framesSentTogetherAreYieldedInOrderAndTheLastBeforeTheCloseIsNotLost() async throws {
+        // 40 frames of 50 events, about 170 KB in one write: the watch reads them in a few reads,
+        // several frames each.
+        let frames = (0..<40).map { Self.eventsFrame(first: UInt64($0 * 50 + 1), count: 50) }
+        let server = try ScriptedWatchServer(sending: frames)
+        let watch = RegistryWatch(
+            endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
+            maxAttempts: 2, connectTimeout: .seconds(2))
+        var sequences = [UInt64]()
+        var cursors = [UInt64]()
+        let iterator = watch.makeAsyncIterator()
+        // After the 40 updates the server is gone: the watch fails its attempts to reconnect.
+        await #expect(throws: RegistryClientError.self) {
+            while let update = try await iterator.next() {
+                sequences += update.events.map(\.operation.sequence)
+                cursors.append(update.cursor.positions[0].sequence)
+            }
+        }
+        #expect(sequences == Array(1...2_000))
+        #expect(cursors == (1...40).map { UInt64($0 * 50) })
+        #expect(server.receivedWatchRequest())
+    }
+
+    @Test func framesReadBeforeOneThatDoesNotDecodeAreYieldedBeforeTheWatchFails() async throws {
+        // Three frames and a fourth whose bytes are no ServerFrame, in one write: the three reach
+        // the client in the same read as the bad one, which ends the connection.
+        let frames = (0..<3).map { Self.eventsFrame(first: UInt64($0 * 10 + 1), count: 10) }
+        let server = try ScriptedWatchServer(sending: frames, then: [0, 0, 0, 3, 0xFF, 0xFF, 0xFF])
+        let watch = RegistryWatch(
+            endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
+            maxAttempts: 2, connectTimeout: .seconds(2))
+        var sequences = [UInt64]()
+        let iterator = watch.makeAsyncIterator()
+        await #expect(throws: RegistryClientError.self) {
+            while let update = try await iterator.next() { sequences += update.events.map(\.operation.sequence) }
+        }
+        #expect(sequences == Array(1...30))
+        #expect(server.receivedWatchRequest())
+    }
+}
+
+/// One connection's worth of a node: accepts once on 127.0.0.1, answers the first frame (the
+/// hello) with `HelloAccepted`, reads the second (the watch request), writes `frames` and then
+/// the bytes `trailing` in one write, and closes. Runs on a thread of its own.
+private final class ScriptedWatchServer: Sendable {
+    let port: UInt16
+    private let done = DispatchSemaphore(value: 0)
+    private let sawWatch = Mutex(false)
+
+    init(sending frames: [ServerFrame], then trailing: [UInt8] = []) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound, "cannot listen on 127.0.0.1")
+        port = UInt16(bigEndian: address.sin_port)
+        var hello = ByteBuffer()
+        try ServerFrame(
+            requestID: 0,
+            body: .helloAccepted(HelloAccepted(version: .current, nodeID: "node-a", clusterID: "cluster-t", serverVersion: "test", limits: .default))
+        ).encodeFrame(into: &hello)
+        var stream = ByteBuffer()
+        for frame in frames { try frame.encodeFrame(into: &stream) }
+        let helloBytes = Array(hello.readableBytesView)
+        let streamBytes = Array(stream.readableBytesView) + trailing
+        let thread = Thread { [self] in
+            defer { done.signal() }
+            let connection = accept(listener, nil, nil)
+            close(listener)
+            guard connection >= 0 else { return }
+            defer { close(connection) }
+            guard Self.readFrame(connection) != nil, Self.send(helloBytes, to: connection) else { return }
+            guard let request = Self.readFrame(connection), (try? ClientFrame(decoding: ByteBuffer(bytes: request)))?.body.isWatch == true else { return }
+            sawWatch.withLock { $0 = true }
+            _ = Self.send(streamBytes, to: connection)
+        }
+        thread.start()
+    }
+
+    /// Whether the watch request came, once the server is done.
+    func receivedWatchRequest() -> Bool {
+        done.wait()
+        return sawWatch.withLock { $0 }
+    }
+
+    /// One length-prefixed frame's payload; nil if the connection ends first.
+    private static func readFrame(_ descriptor: Int32) -> [UInt8]? {
+        guard let head = readExactly(4, from: descriptor) else { return nil }
+        let length = head.reduce(0) { $0 << 8 | Int($1) }
+        return readExactly(length, from: descriptor)
+    }
+
+    private static func readExactly(_ count: Int, from descriptor: Int32) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let received = bytes.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + filled, count - filled, 0) }
+            guard received > 0 else { return nil }
+            filled += received
+        }
+        return bytes
+    }
+
+    private static func send(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { return false }
+            sent += written
+        }
+        return true
+    }
+}
+
+extension ClientBody {
+    fileprivate var isWatch: Bool {
+        if case .watch = self { return true }
+        return false
+    }
+}
