@@ -26,6 +26,10 @@ final class WatchConnection: Sendable {
             connection = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
                 .channelOption(.autoRead, value: false)
+                // Reads grow to 1 MiB (NIO's default stops at 64 KiB) while a watcher keeps
+                // finding its socket full: fewer reads and hand-overs for a watcher that follows a
+                // busy node; an idle one's reads shrink back as NIO's do.
+                .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 1 << 20))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }
