@@ -5,27 +5,31 @@
 /// two replicas that applied operations in different orders (a merge of two concurrent first
 /// installs is reported by whichever of the two a replica applied second). Folded in the order a
 /// replica gives them, they bring a follower's view to that replica's state.
+///
+/// The cases larger than a first install's are `indirect`: a node holds a million events for its
+/// watchers (`--watch-history`), nearly all of them `created`, and each takes the size of the
+/// largest inline case (`docs/performance.md`, "The change feed").
 public enum FeedEvent: Hashable, Sendable {
     /// A device this replica did not hold before.
     case created(device: DeviceID, vendor: Vendor)
     /// `replaced` are one device with `winner` from now on: every device of the merge set other
     /// than the winner, not only the ones this change joined, so that the event stands alone.
-    case merged(winner: DeviceID, replaced: [DeviceID], vendor: Vendor)
+    indirect case merged(winner: DeviceID, replaced: [DeviceID], vendor: Vendor)
     /// The devices of a forgotten merge set (``ForgetOp``); `vendor` is nil for a device the
     /// replica does not hold (the forget arrived first).
     case forgotten(devices: [DeviceID], vendor: Vendor?)
     /// The account is bound to the device now; `bound` is every device it is bound to now.
-    case bound(account: AccountKey, device: DeviceID, bound: [DeviceID])
+    indirect case bound(account: AccountKey, device: DeviceID, bound: [DeviceID])
     /// The account is not bound to the device now: an unbind, the policy (replaced by another
     /// device), or its bind lost to concurrent ones (``UnboundDevice/Reason``); `bound` is every
     /// device it is bound to now.
-    case unbound(account: AccountKey, device: DeviceID, reason: UnboundDevice.Reason, bound: [DeviceID])
+    indirect case unbound(account: AccountKey, device: DeviceID, reason: UnboundDevice.Reason, bound: [DeviceID])
     /// The device's keychain UUID was seen with two IDFVs that are both in use (``CloneOp``,
     /// flagged): most likely a backup restored onto a second phone. The device is unchanged.
     case cloneSuspected(device: DeviceID, vendor: Vendor)
     /// As ``cloneSuspected(device:vendor:)``, and the later IDFV now has `newDevice` of its own
     /// (``CloneOp``, split).
-    case split(device: DeviceID, newDevice: DeviceID, vendor: Vendor)
+    indirect case split(device: DeviceID, newDevice: DeviceID, vendor: Vendor)
 
     /// What kind of change it is, for filters.
     public var kind: FeedEventKind {

@@ -228,4 +228,22 @@ import Testing
         pages.append(contentsOf: [entry(12_001)])
         #expect(pages.count == 1 && pages[0] == entry(12_001))
     }
+
+    @Test func aFeedThatRollsOnThroughManyPagesReusesThemAndKeepsItsOrder() {
+        // As a full feed does: each commit's events in, the oldest out, so dropped pages are
+        // taken up again by the pages started after them.
+        var pages = FeedPages()
+        var next: UInt64 = 1
+        var oldest: UInt64 = 1
+        for round in 0..<12 {
+            let added = 1_000 + round * 700
+            pages.append(contentsOf: (next..<next + UInt64(added)).map(entry))
+            next += UInt64(added)
+            let dropped = pages.count > 6_000 ? pages.count - 6_000 : 0
+            pages.dropFirst(dropped)
+            oldest += UInt64(dropped)
+            #expect(pages.count == Int(next - oldest))
+            #expect((0..<pages.count).allSatisfy { pages[$0] == entry(oldest + UInt64($0)) })
+        }
+    }
 }

@@ -134,12 +134,12 @@ extension NodeSetting {
     static let watchHistory = NodeSetting(
         flag: "watch-history", environment: "REGISTRY_WATCH_HISTORY", fileKey: "watchHistory", fileType: .wholeNumber,
         defaultText: "1000000",
-        help: "Events the node keeps for watchers to resume from (1000...100000000), 128 bytes each in memory.",
+        help: "Events the node keeps for watchers to resume from (1000...100000000), 88 bytes each in memory.",
         discussion: """
             A watcher whose cursor names events older than the node keeps (or than the snapshot it restarted from) \
             gets CURSOR_EXPIRED and must read the state again. More history lets watchers pause longer, for memory: \
-            an event takes 128 bytes (a merge's and an account's more, for their lists of devices), so the default \
-            holds about 128 MB once full.
+            an event takes 88 bytes (a merge's, an account's and a split's more, held apart with their lists of devices), \
+            so the default holds about 88 MB once full.
             """
     ) { text, configuration throws(SettingValueError) in
         configuration.watchHistory = try SettingValueError.wholeNumber(text, in: 1_000...100_000_000, "watch history")
