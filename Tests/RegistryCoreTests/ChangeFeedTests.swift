@@ -229,9 +229,8 @@ import Testing
         #expect(pages.count == 1 && pages[0] == entry(12_001))
     }
 
-    @Test func aFeedThatRollsOnThroughManyPagesReusesThemAndKeepsItsOrder() {
-        // As a full feed does: each commit's events in, the oldest out, so dropped pages are
-        // taken up again by the pages started after them.
+    @Test func aFeedThatRollsOnThroughManyPagesKeepsItsOrder() {
+        // As a full feed does: each commit's events in, the oldest out.
         var pages = FeedPages()
         var next: UInt64 = 1
         var oldest: UInt64 = 1
