@@ -203,7 +203,7 @@ let package = Package(
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LoadGenerationTests", dependencies: ["LoadGeneration", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire", .product(name: "NIOCore", package: "swift-nio")],
+            name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire", "RegistryTestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import RegistryClient
+import RegistryTestSupport
 import RegistryWire
 import Synchronization
 import Testing
@@ -70,16 +71,9 @@ private final class ScriptedWatchServer: Sendable {
     private let sawWatch = Mutex(false)
 
     init(sending frames: [ServerFrame], then trailing: [UInt8] = []) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound, "cannot listen on 127.0.0.1")
-        port = UInt16(bigEndian: address.sin_port)
+        let (listener, port) = try #require(boundLoopbackSocket(), "no free port on 127.0.0.1")
+        try #require(listen(listener, 1) == 0, "cannot listen on 127.0.0.1:\(port)")
+        self.port = UInt16(port)
         var hello = ByteBuffer()
         try ServerFrame(
             requestID: 0,
