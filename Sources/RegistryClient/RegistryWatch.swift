@@ -92,7 +92,11 @@ public struct RegistryWatch: AsyncSequence, Sendable {
 
         public func next() async throws -> WatchUpdate? {
             while true {
-                try Task.checkCancellation()
+                // A cancelled task gives the node its watcher's place back, frames held or not.
+                if Task.isCancelled {
+                    drop()
+                    throw CancellationError()
+                }
                 if connection == nil {
                     try await connect()
                     // A failed attempt moved on to the next endpoint already.

@@ -28,7 +28,9 @@ final class WatchConnection: Sendable {
                 .channelOption(.autoRead, value: false)
                 // Reads grow to 1 MiB (NIO's default stops at 64 KiB) while a watcher keeps
                 // finding its socket full: fewer reads and hand-overs for a watcher that follows a
-                // busy node; an idle one's reads shrink back as NIO's do.
+                // busy node; an idle one's reads shrink back as NIO's do. One `read()` reads the
+                // socket at most 4 times (NIO's `maxMessagesPerRead`), so a hand-over carries at
+                // most 4 MiB of the stream.
                 .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 1 << 20))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -47,7 +49,11 @@ final class WatchConnection: Sendable {
         }
         do {
             try await connection.send(ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))))
-            guard let first = try await connection.nextFrames()?.first else { throw RegistryClientError.connectionClosed("before the hello was answered") }
+            guard let answer = try await connection.nextFrames() else { throw RegistryClientError.connectionClosed("before the hello was answered") }
+            // The node answers a hello alone: nothing else comes before the watch request.
+            guard answer.count == 1, let first = answer.first else {
+                throw RegistryClientError.unexpectedResponse("\(answer.count) frames in answer to Hello")
+            }
             switch first.body {
             case .helloAccepted(let accepted):
                 try await connection.send(ClientFrame(requestID: 1, body: .watch(request)))
@@ -68,8 +74,7 @@ final class WatchConnection: Sendable {
     }
 
     /// The frames the node sent that are read and not yet taken, at least one (waiting for one
-    /// when none is); nil once the connection closed. The node answers a hello alone, so the
-    /// first call after it returns the hello's answer alone.
+    /// when none is); nil once the connection closed.
     func nextFrames() async throws -> [ServerFrame]? {
         try await channel.eventLoop.flatSubmit { [handler] in handler.value.nextFrames() }.get()
     }
@@ -115,6 +120,10 @@ private final class WatchFrameHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // After a frame that does not decode, the frames behind it (which the decoder still hands
+        // on as the channel closes) are dropped: yielding a later frame's cursor would skip the
+        // bad frame's events, which the next connection sends again from the cursor before it.
+        guard ended == nil else { return }
         let payload = unwrapInboundIn(data)
         do {
             frames.append(try ServerFrame(decoding: payload))

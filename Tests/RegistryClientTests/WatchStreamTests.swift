@@ -9,7 +9,7 @@ import Testing
 /// `RegistryWatch` against a scripted server on loopback: a plain socket that answers the hello,
 /// waits for the watch request, then sends what the test gives it in one write and closes. Many
 /// frames in one write reach the watch through one read, and it takes them together.
-@Suite struct WatchStreamTests {
+@Suite(.timeLimit(.minutes(1))) struct WatchStreamTests {
     /// A watch frame of `count` created events from `first` on, ending with the cursor after them.
     private static func eventsFrame(first: UInt64, count: Int) -> ServerFrame {
         let events = (first..<first + UInt64(count)).map { sequence in
@@ -44,11 +44,14 @@ import Testing
         #expect(server.receivedWatchRequest())
     }
 
-    @Test func framesReadBeforeOneThatDoesNotDecodeAreYieldedBeforeTheWatchFails() async throws {
-        // Three frames and a fourth whose bytes are no ServerFrame, in one write: the three reach
-        // the client in the same read as the bad one, which ends the connection.
+    @Test func framesReadBeforeOneThatDoesNotDecodeAreYieldedBeforeTheWatchFailsAndNoneAfterIt() async throws {
+        // Three frames, a fourth whose bytes are no ServerFrame, and a fifth, in one write: the
+        // three reach the client in the same read as the bad one, which ends the connection. The
+        // fifth is not yielded: its cursor would skip the bad frame's events.
         let frames = (0..<3).map { Self.eventsFrame(first: UInt64($0 * 10 + 1), count: 10) }
-        let server = try ScriptedWatchServer(sending: frames, then: [0, 0, 0, 3, 0xFF, 0xFF, 0xFF])
+        var after = ByteBuffer()
+        try Self.eventsFrame(first: 41, count: 10).encodeFrame(into: &after)
+        let server = try ScriptedWatchServer(sending: frames, then: [0, 0, 0, 3, 0xFF, 0xFF, 0xFF] + Array(after.readableBytesView))
         let watch = RegistryWatch(
             endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
             maxAttempts: 2, connectTimeout: .seconds(2))
@@ -64,7 +67,8 @@ import Testing
 
 /// One connection's worth of a node: accepts once on 127.0.0.1, answers the first frame (the
 /// hello) with `HelloAccepted`, reads the second (the watch request), writes `frames` and then
-/// the bytes `trailing` in one write, and closes. Runs on a thread of its own.
+/// the bytes `trailing` in one write, and closes. Runs on a thread of its own, whose socket calls
+/// give up after 10 s, so that a client that never connects or never asks fails the test.
 private final class ScriptedWatchServer: Sendable {
     let port: UInt16
     private let done = DispatchSemaphore(value: 0)
@@ -72,7 +76,7 @@ private final class ScriptedWatchServer: Sendable {
 
     init(sending frames: [ServerFrame], then trailing: [UInt8] = []) throws {
         let (listener, port) = try #require(boundLoopbackSocket(), "no free port on 127.0.0.1")
-        try #require(listen(listener, 1) == 0, "cannot listen on 127.0.0.1:\(port)")
+        try #require(listen(listener, 1) == 0 && Self.limitWaits(of: listener), "cannot listen on 127.0.0.1:\(port)")
         self.port = UInt16(port)
         var hello = ByteBuffer()
         try ServerFrame(
@@ -89,6 +93,7 @@ private final class ScriptedWatchServer: Sendable {
             close(listener)
             guard connection >= 0 else { return }
             defer { close(connection) }
+            guard Self.limitWaits(of: connection) else { return }
             guard Self.readFrame(connection) != nil, Self.send(helloBytes, to: connection) else { return }
             guard let request = Self.readFrame(connection), (try? ClientFrame(decoding: ByteBuffer(bytes: request)))?.body.isWatch == true else { return }
             sawWatch.withLock { $0 = true }
@@ -97,10 +102,16 @@ private final class ScriptedWatchServer: Sendable {
         thread.start()
     }
 
-    /// Whether the watch request came, once the server is done.
+    /// Whether the watch request came, once the server is done (false if it is not within 30 s).
     func receivedWatchRequest() -> Bool {
-        done.wait()
+        guard done.wait(timeout: .now() + .seconds(30)) == .success else { return false }
         return sawWatch.withLock { $0 }
+    }
+
+    /// Makes `accept` and `recv` on `descriptor` fail after 10 s rather than wait for ever.
+    private static func limitWaits(of descriptor: Int32) -> Bool {
+        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        return setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0
     }
 
     /// One length-prefixed frame's payload; nil if the connection ends first.
