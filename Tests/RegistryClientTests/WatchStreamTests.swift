@@ -9,7 +9,7 @@ import Testing
 /// `RegistryWatch` against a scripted server on loopback: a plain socket that answers the hello,
 /// waits for the watch request, then sends what the test gives it in one write and closes. Many
 /// frames in one write reach the watch through one read, and it takes them together.
-@Suite(.timeLimit(.minutes(1))) struct WatchStreamTests {
+@Suite(.timeLimit(.minutes(3))) struct WatchStreamTests {
     /// A watch frame of `count` created events from `first` on, ending with the cursor after them.
     private static func eventsFrame(first: UInt64, count: Int) -> ServerFrame {
         let events = (first..<first + UInt64(count)).map { sequence in
@@ -28,7 +28,7 @@ import Testing
         let server = try ScriptedWatchServer(sending: frames)
         let watch = RegistryWatch(
             endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
-            maxAttempts: 2, connectTimeout: .seconds(2))
+            maxAttempts: 2, connectTimeout: .seconds(10))
         var sequences = [UInt64]()
         var cursors = [UInt64]()
         let iterator = watch.makeAsyncIterator()
@@ -41,7 +41,7 @@ import Testing
         }
         #expect(sequences == Array(1...2_000))
         #expect(cursors == (1...40).map { UInt64($0 * 50) })
-        #expect(server.receivedWatchRequest())
+        #expect(await server.receivedWatchRequest())
     }
 
     @Test func framesReadBeforeOneThatDoesNotDecodeAreYieldedBeforeTheWatchFailsAndNoneAfterIt() async throws {
@@ -54,29 +54,30 @@ import Testing
         let server = try ScriptedWatchServer(sending: frames, then: [0, 0, 0, 3, 0xFF, 0xFF, 0xFF] + Array(after.readableBytesView))
         let watch = RegistryWatch(
             endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
-            maxAttempts: 2, connectTimeout: .seconds(2))
+            maxAttempts: 2, connectTimeout: .seconds(10))
         var sequences = [UInt64]()
         let iterator = watch.makeAsyncIterator()
         await #expect(throws: RegistryClientError.self) {
             while let update = try await iterator.next() { sequences += update.events.map(\.operation.sequence) }
         }
         #expect(sequences == Array(1...30))
-        #expect(server.receivedWatchRequest())
+        #expect(await server.receivedWatchRequest())
     }
 }
 
 /// One connection's worth of a node: accepts once on 127.0.0.1, answers the first frame (the
 /// hello) with `HelloAccepted`, reads the second (the watch request), writes `frames` and then
 /// the bytes `trailing` in one write, and closes. Runs on a thread of its own, whose socket calls
-/// give up after 10 s, so that a client that never connects or never asks fails the test.
+/// give up after 60 s, so that a client that never connects or never asks fails the test rather
+/// than hangs it (the limit is long: a full test run can keep a client's task waiting for seconds).
 private final class ScriptedWatchServer: Sendable {
     let port: UInt16
-    private let done = DispatchSemaphore(value: 0)
-    private let sawWatch = Mutex(false)
+    /// Whether the watch request came; nil while the server runs.
+    private let outcome = Mutex<Bool?>(nil)
 
     init(sending frames: [ServerFrame], then trailing: [UInt8] = []) throws {
-        let (listener, port) = try #require(boundLoopbackSocket(), "no free port on 127.0.0.1")
-        try #require(listen(listener, 1) == 0 && Self.limitWaits(of: listener), "cannot listen on 127.0.0.1:\(port)")
+        let (listener, port) = try #require(listeningLoopbackSocket(), "cannot listen on 127.0.0.1")
+        try #require(Self.limitWaits(of: listener), "cannot set a receive timeout")
         self.port = UInt16(port)
         var hello = ByteBuffer()
         try ServerFrame(
@@ -88,7 +89,8 @@ private final class ScriptedWatchServer: Sendable {
         let helloBytes = Array(hello.readableBytesView)
         let streamBytes = Array(stream.readableBytesView) + trailing
         let thread = Thread { [self] in
-            defer { done.signal() }
+            var sawWatch = false
+            defer { outcome.withLock { $0 = sawWatch } }
             let connection = accept(listener, nil, nil)
             close(listener)
             guard connection >= 0 else { return }
@@ -96,21 +98,25 @@ private final class ScriptedWatchServer: Sendable {
             guard Self.limitWaits(of: connection) else { return }
             guard Self.readFrame(connection) != nil, Self.send(helloBytes, to: connection) else { return }
             guard let request = Self.readFrame(connection), (try? ClientFrame(decoding: ByteBuffer(bytes: request)))?.body.isWatch == true else { return }
-            sawWatch.withLock { $0 = true }
+            sawWatch = true
             _ = Self.send(streamBytes, to: connection)
         }
         thread.start()
     }
 
-    /// Whether the watch request came, once the server is done (false if it is not within 30 s).
-    func receivedWatchRequest() -> Bool {
-        guard done.wait(timeout: .now() + .seconds(30)) == .success else { return false }
-        return sawWatch.withLock { $0 }
+    /// Whether the watch request came, once the server is done (false if it is not within 90 s);
+    /// waits without holding a thread.
+    func receivedWatchRequest() async -> Bool {
+        for _ in 0..<9_000 {
+            if let sawWatch = outcome.withLock({ $0 }) { return sawWatch }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
     }
 
-    /// Makes `accept` and `recv` on `descriptor` fail after 10 s rather than wait for ever.
+    /// Makes `accept` and `recv` on `descriptor` fail after 60 s rather than wait for ever.
     private static func limitWaits(of descriptor: Int32) -> Bool {
-        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        var limit = timeval(tv_sec: 60, tv_usec: 0)
         return setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0
     }
 

@@ -12,6 +12,19 @@ public func boundLoopbackSocket() -> (descriptor: Int32, port: Int)? {
     return bindLoopback(port: 0)
 }
 
+/// A TCP socket listening on 127.0.0.1, on a port the kernel picks, for a server a test keeps
+/// running: its descriptor and port, or nil. The kernel picks from its ephemeral range, which
+/// ``boundLoopbackSocket()`` stays below, so no other test can have been told the port is free
+/// (and connect to it, taking it for its own server).
+public func listeningLoopbackSocket(backlog: Int32 = 16) -> (descriptor: Int32, port: Int)? {
+    guard let bound = bindLoopback(port: 0) else { return nil }
+    guard listen(bound.descriptor, backlog) == 0 else {
+        close(bound.descriptor)
+        return nil
+    }
+    return bound
+}
+
 /// A TCP socket bound to 127.0.0.1:`port` (0: a port the kernel picks), and the port.
 private func bindLoopback(port: UInt16) -> (descriptor: Int32, port: Int)? {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
