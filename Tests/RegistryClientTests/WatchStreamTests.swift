@@ -8,9 +8,9 @@ import Testing
 
 /// `RegistryWatch` against a scripted server on loopback: a plain socket that answers the hello,
 /// waits for the watch request, then sends what the test gives it in one write and closes. Many
-/// frames in one write reach the watch through one read, and it takes them together. In a full
-/// test run these take minutes (a CI rehearsal: 130 and 140 s, against 0.03 s alone): the client's
-/// task waits its turn on the cooperative threads the other suites hold; hence the long limits.
+/// frames in one write reach the watch through one read, and it takes them together. The limits
+/// are long: in a full test run a client's task can wait minutes for its turn on the cooperative
+/// threads that the other suites hold.
 @Suite(.timeLimit(.minutes(10))) struct WatchStreamTests {
     /// A watch frame of `count` created events from `first` on, ending with the cursor after them.
     private static func eventsFrame(first: UInt64, count: Int) -> ServerFrame {
