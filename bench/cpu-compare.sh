@@ -6,6 +6,9 @@
 # percent from run to run, while the CPU each registration costs spreads far less: this tells two
 # builds apart where `make bench-compare` cannot. Prints one line a run and the medians.
 # Build the two first, e.g. `swift build -c release --product registryd` in two checkouts.
+# BASE-BIN-DIR may be the word `floor`: the base is then bench/registration_floor.c, the least a
+# node can do for these registrations (issue 42's first target; its comment says what it does),
+# built here with the system's C compiler and OpenSSL's libcrypto.
 # REGISTRYLOAD_DIR names a folder holding a release registryload, to skip building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,13 +43,21 @@ out=$(mktemp -d /tmp/registry-cpu.XXXXXX)
 node_pid=""
 cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true; rm -rf "$out"; }
 trap cleanup EXIT
+if [ "$base_bin" = floor ]; then
+  [ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
+  "$(command -v cc || command -v clang)" -O2 -Wall -msse4.2 -o "$out/registration_floor" bench/registration_floor.c -lcrypto
+fi
 
 # run NAME BINARY-DIR: prints NAME, the node's CPU µs a registration, and its user CPU µs.
 run() {
   local name=$1 bin=$2
   rm -rf "$out/data" && mkdir -p "$out/data"
-  # shellcheck disable=SC2046 # the flags are words
-  "$bin/registryd" --data-dir "$out/data" --port 7462 --log-level warning $(this_machine_flags "$bin") > "$out/node.log" 2>&1 &
+  if [ "$bin" = floor ]; then
+    "$out/registration_floor" 7462 "$out/data/journal" > "$out/node.log" 2>&1 &
+  else
+    # shellcheck disable=SC2046 # the flags are words
+    "$bin/registryd" --data-dir "$out/data" --port 7462 --log-level warning $(this_machine_flags "$bin") > "$out/node.log" 2>&1 &
+  fi
   node_pid=$!
   wait_for_port 7462 || { cat "$out/node.log" >&2; exit 1; }
   local ticks_before ticks_after
