@@ -80,12 +80,19 @@ public struct JournalEntryWriter {
     }
 
     /// Closes the entry for journal file `file` (its header and checksum) and returns the buffer
-    /// and what each segment holds.
-    consuming func finish(file: UInt64) -> (bytes: [UInt8], spans: [Span]) {
+    /// and what each segment holds, leaving the writer empty.
+    ///
+    /// `mutating`, not `consuming`: a consuming method's first write to the buffer copied all of
+    /// it (the whole entry, every commit, into freshly allocated pages: 1.5% of a batched
+    /// registration's CPU in a profile of 9c51163), as the consumed value was not known to be the
+    /// buffer's sole owner. Swapping the buffer out hands it back without a copy.
+    mutating func finish(file: UInt64) -> (bytes: [UInt8], spans: [Span]) {
         closeSegment()
         store(UInt32(spans.count), at: entryStart + JournalEntry.headerBytes + 8)
         JournalEntry.sealHeader(of: &bytes, at: entryStart, magic: JournalEntry.entryMagic, file: file)
-        return (bytes, spans)
+        var finished = [UInt8]()
+        swap(&finished, &bytes)
+        return (finished, spans)
     }
 
     private mutating func closeSegment() {

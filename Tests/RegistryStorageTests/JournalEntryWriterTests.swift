@@ -62,6 +62,21 @@ import Testing
 
     /// The journal's in-place append makes durable what it wrote, and the index learns each
     /// segment's range from the writer.
+    /// The journal reuses one buffer for every commit: finishing an entry must hand back the
+    /// storage it was written into, not a copy.
+    @Test func finishingHandsBackTheBufferWithoutACopy() throws {
+        var writer = JournalEntryWriter(appendingTo: [], clock: 7)
+        writer.startSegment(origin: "node-a", epoch: 1)
+        var storage: UInt = 0
+        writer.appendRecord(sequence: 1, hlc: 2) { bytes in
+            bytes.append(contentsOf: [1, 2, 3])
+            storage = bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        }
+        let (bytes, spans) = writer.finish(file: 1)
+        #expect(bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == storage)
+        #expect(spans.count == 1 && spans[0].count == 1)
+    }
+
     @Test func theJournalAppendsEntriesWrittenInPlace() throws {
         let fs = SimulatedFileSystem()
         let index = JournalIndex()
