@@ -14,15 +14,23 @@ public struct FeedStaging: Sendable {
         var end = 0
         var last: (log: LogID, held: UInt64)?
         while end < entries.count {
-            let entry = entries[end]
+            // Read in place: a copy of the entry would retain and release its event's strings.
             // One lookup per run of one log.
-            if last?.log != entry.log { last = (entry.log, vector[entry.log]) }
-            guard entry.sequence <= last!.held else { break }
+            if last?.log != entries[end].log { last = (entries[end].log, vector[entries[end].log]) }
+            guard entries[end].sequence <= last!.held else { break }
             end += 1
         }
         guard end > 0 else { return [] }
-        defer { entries.removeFirst(end) }
-        return Array(entries[..<end])
+        // The entries after the prefix are moved out of the buffer, which is then the prefix
+        // and is returned: `popLast`, `append` and `reverse` move entries, where copying the
+        // prefix out and removing it from the front retained and released every event's strings
+        // (2.5% of a batched registration's CPU, with the commit a step behind the decisions).
+        var taken = entries
+        entries = []
+        entries.reserveCapacity(taken.count)
+        while taken.count > end { entries.append(taken.popLast()!) }
+        entries.reverse()
+        return taken
     }
 
     /// Takes every entry.
@@ -48,8 +56,11 @@ extension RegistryState {
         // (emptying a copy that is still shared would allocate a new one every operation).
         var events = feedRecording!.events
         feedRecording!.events = []
-        for event in events { staging.append(FeedEntry(log: log, sequence: sequence, time: time, event: event)) }
-        events.removeAll(keepingCapacity: true)
+        // Moved out one by one from the back (`popLast`, after a `reverse` that moves too): a
+        // `for` loop copies each event and the emptying releases it, a retain and a release of
+        // each of its strings.
+        events.reverse()
+        while let event = events.popLast() { staging.append(FeedEntry(log: log, sequence: sequence, time: time, event: event)) }
         feedRecording!.events = events
     }
 }
