@@ -398,21 +398,24 @@ struct NodeState {
             // Each valid registration ticks the clock once, in order, and may mint a device: both
             // are made first, so that the state can warm every index bucket the batch will touch.
             let stamps = batch.registrations.map { _ in clock.tick(wallMillis: wallMillis) }
-            let candidates = zip(batch.registrations, stamps).map { registration, stamp in
-                DeviceID.new(for: registration, at: stamp, key: mintingKey, using: &generator)
+            // The registrations are read in place, by index: binding one to a name (or zipping
+            // them) copies it, retaining and releasing each of its strings and arrays.
+            let candidates = batch.registrations.indices.map { index in
+                DeviceID.new(for: batch.registrations[index], at: stamps[index], key: mintingKey, using: &generator)
             }
             registry.warm(for: batch.registrations, newDevices: candidates)
             return .registeredBatch(
                 batch.items.map { item in
                     item.map { index in
-                        let (registration, stamp) = (batch.registrations[index], stamps[index])
                         // A later generation only after a forget (``RegistryState/register(_:at:origin:mint:)``).
-                        return register(
-                            registration, at: stamp,
+                        register(
+                            batch.registrations[index], at: stamps[index],
                             mint: { [mintingKey] generation in
                                 generation == 0
                                     ? candidates[index]
-                                    : DeviceID.new(for: registration, at: stamp, generation: generation, key: mintingKey, using: &generator)
+                                    : DeviceID.new(
+                                        for: batch.registrations[index], at: stamps[index], generation: generation, key: mintingKey,
+                                        using: &generator)
                             }, operations: &operations)
                     }
                 })
@@ -491,10 +494,14 @@ struct NodeState {
     ) -> RegistrationOutcome {
         let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
+        // A copy of the operation is kept only when a clone may follow from it: otherwise the
+        // log takes it as it is (a copy retains and releases each of its strings and arrays).
+        let mayShowClone = clonesAllowed && registry.mayShowClone(after: op)
+        let decided = mayShowClone ? op : nil
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
-        logSuspectedClone(of: registration, decided: op, wallMillis: now.millis, operations: &operations)
+        if let decided { logSuspectedClone(of: registration, decided: decided, wallMillis: now.millis, operations: &operations) }
         return outcome
     }
 
