@@ -1,5 +1,10 @@
 /// A state change as it is logged and replicated. Applying one is idempotent and commutes with
 /// every other, so replicas converge whatever order operations arrive in.
+///
+/// The cases larger than a registration's are `indirect` (a box on the heap): every operation is
+/// as large as its largest inline case, and a registration's is moved from the decision to the
+/// commit pipeline, the journal and the peer links. A clone mark inline made every operation 241
+/// bytes instead of 112 (`docs/performance.md`, "Copies the floor comparison found").
 public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     case membership(MembershipOp)
@@ -8,9 +13,9 @@ public enum Operation: Hashable, Sendable {
     /// A device erased (``ForgetOp`` says what it does).
     case forget(ForgetOp)
     /// A change of the cluster's vendor rules (``VendorRuleHistory`` says what it does).
-    case vendorRule(VendorRuleChange)
+    indirect case vendorRule(VendorRuleChange)
     /// A suspected keychain clone, flagged or split (``CloneOp`` says what it does).
-    case clone(CloneOp)
+    indirect case clone(CloneOp)
 }
 
 /// One registration as it changed the state.
