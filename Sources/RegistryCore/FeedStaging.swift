@@ -23,9 +23,8 @@ public struct FeedStaging: Sendable {
         guard end > 0 else { return [] }
         // The entries after the prefix are moved out of the buffer, which is then the prefix
         // and is returned: `popLast`, `append` and `reverse` move entries, where copying the
-        // prefix out and removing it from the front retained and released every event's strings
-        // (with the copies `moveEvents` made, 2.5% of a batched registration's samples in a
-        // profile; a commit is most often a step behind the decisions, so a prefix is taken).
+        // prefix out and removing it from the front retains and releases every event's strings.
+        // A commit is most often a step behind the decisions, so this is the usual path.
         var taken = entries
         entries = []
         entries.reserveCapacity(taken.count)

@@ -2,9 +2,9 @@
 /// every other, so replicas converge whatever order operations arrive in.
 ///
 /// The cases larger than a registration's are `indirect` (a box on the heap): every operation is
-/// as large as its largest inline case, and a registration's is moved from the decision to the
-/// commit pipeline, the journal and the peer links. A clone mark inline made every operation 241
-/// bytes instead of 112 (`docs/performance.md`, "Copies the floor comparison found").
+/// as large as its largest inline case, and registrations, nearly every operation logged, are
+/// moved from the decision to the commit pipeline, the journal and the peer links
+/// (`OperationLayoutTests` holds an operation to a registration's size).
 public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     case membership(MembershipOp)

@@ -2,11 +2,18 @@ import RegistryCore
 import RegistryWire
 
 extension NodeState {
+    /// Whether a registration that decided `op` may show a clone: the cluster allows clone
+    /// operations and the device's keychain took a later IDFV. Only then is
+    /// ``logSuspectedClone(of:decided:wallMillis:operations:)`` called, so that nothing else
+    /// keeps a copy of the operation.
+    func mayLogClone(after op: RegistrationOp) -> Bool {
+        clonesAllowed && registry.mayShowClone(after: op)
+    }
+
     /// Logs the clone operation a registration just decided shows, if any (``RegistryState/suspectedClone(of:decided:policy:at:origin:key:)``),
-    /// after the registration in the log. The vendor's policy is read only when the device's
-    /// keychain took a later IDFV: otherwise the registration can show no clone.
+    /// after the registration in the log. Called only when ``mayLogClone(after:)`` holds; the
+    /// vendor's policy is read only then.
     mutating func logSuspectedClone(of registration: Registration, decided op: RegistrationOp, wallMillis: UInt64, operations: inout [LoggedOperation]) {
-        guard clonesAllowed, registry.mayShowClone(after: op) else { return }
         let policy = rules.clonePolicy(of: op.device.vendor)
         guard policy.action != .off else { return }
         let time = clock.tick(wallMillis: wallMillis)

@@ -399,10 +399,9 @@ struct NodeState {
             // are made first, so that the state can warm every index bucket the batch will touch.
             let stamps = batch.registrations.map { _ in clock.tick(wallMillis: wallMillis) }
             // The registrations are read through a buffer pointer, by index: an array's element
-            // passed as an argument (or bound to a name, or zipped) was copied and destroyed,
-            // retaining and releasing each of its strings and arrays. In a profile of batches of
-            // 100, those copies fell from 3.6% to 2.8% of the node's samples; the call to
-            // `DeviceID.new` still copies its registration.
+            // passed as an argument (or bound to a name, or zipped) is copied and destroyed,
+            // retaining and releasing each of its strings and arrays (`docs/performance.md`,
+            // "Copies the floor comparison found").
             return batch.registrations.withUnsafeBufferPointer { registrations in
                 let candidates = registrations.indices.map { index in
                     DeviceID.new(for: registrations[index], at: stamps[index], key: mintingKey, using: &generator)
@@ -501,8 +500,7 @@ struct NodeState {
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
         // A copy of the operation is kept only when a clone may follow from it: otherwise the
         // log takes it as it is (a copy retains and releases each of its strings and arrays).
-        let mayShowClone = clonesAllowed && registry.mayShowClone(after: op)
-        let decided = mayShowClone ? op : nil
+        let decided = mayLogClone(after: op) ? op : nil
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
