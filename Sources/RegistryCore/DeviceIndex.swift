@@ -4,9 +4,10 @@
 struct HashTag: HashIndexKey {
     let bits: UInt32
 
-    /// The bits are a hash already: they place the entry as they are (a ``DeviceIndex`` holds
-    /// at most 2^31 entries, so its tables have at most 2^32 buckets).
-    func hash(seed: UInt64) -> UInt64 { UInt64(bits) }
+    /// The bits are a hash already: they place the entry as they are, as the high word that
+    /// ``BucketTable`` places by (a ``DeviceIndex`` holds at most 2^31 entries, so its tables
+    /// have at most 2^32 buckets, and the tag's high bits choose among them).
+    func hash(seed: UInt64) -> UInt64 { UInt64(bits) << 32 }
 
     static var isWholeKey: Bool { false }
 }

@@ -63,17 +63,19 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// Buckets of a new index's table unless it is sized for more.
     static var minimumCapacity: Int { 1024 }
 
+    /// `capacity` is taken as it is (at least 16), not rounded up to a power of two: a node sized
+    /// for N devices gets the buckets that hold N, not up to twice that.
     init(capacity: Int = minimumCapacity, seed: UInt64 = .random(in: .min ... .max), allocator: any TableAllocator = HeapTableAllocator()) {
-        var size = 16
-        while size < capacity { size <<= 1 }
-        table = BucketTable(capacity: size, allocator: allocator)
+        table = BucketTable(capacity: max(16, capacity), allocator: allocator)
         self.seed = seed
         self.allocator = allocator
     }
 
-    /// The capacity that holds `entries` without growing (at most 3/4 full).
+    /// The capacity that holds `entries` without growing, and without making the next table
+    /// ready either (that starts past ``spareFromTenths`` of the buckets): a node sized for N
+    /// devices allocates nothing more for its indexes below N.
     static func capacity(holding entries: Int) -> Int {
-        max(minimumCapacity, entries + entries / 3 + 1)
+        max(minimumCapacity, entries * 10 / spareFromTenths + 1)
     }
 
     /// In a forked child (`ForkedWriter`) that reads this index no more: gives up the child's copy
@@ -334,8 +336,12 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 }
 
-/// One open-addressing table: `capacity` (a power of two) buckets in a ``TableBlock``.
+/// One open-addressing table: `capacity` buckets (any number) in a ``TableBlock``.
 /// A bucket's stored word is its value plus one, so zero means free.
+///
+/// A hash's probe starts at `hash × capacity / 2^64` (the high word of the product): any
+/// capacity, where a mask wanted a power of two, and a home that keeps the hashes' order in
+/// tables of every size, so entries listed in one table's order fill another front to back.
 ///
 /// `@unchecked Sendable`: the memory is written only through ``HashIndex``'s mutating methods,
 /// which first copy a table that is not uniquely referenced, so a table reachable from more
@@ -354,7 +360,7 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     private let buckets: UnsafeMutablePointer<Bucket>
 
     init(capacity: Int, allocator: any TableAllocator) {
-        precondition(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
+        precondition(capacity > 0, "a table needs buckets")
         self.capacity = capacity
         self.allocator = allocator
         memory = allocator.zeroedBlock(bytes: capacity * MemoryLayout<Bucket>.stride)
@@ -390,7 +396,17 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     /// The first bucket of `hash`'s probe sequence.
     @inline(__always)
-    func startIndex(hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (capacity - 1) }
+    func startIndex(hash: UInt64) -> Int { Self.home(of: hash, capacity: capacity) }
+
+    /// See the type's notes: the high bits of the hash place it.
+    @inline(__always)
+    static func home(of hash: UInt64, capacity: Int) -> Int {
+        Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(truncatingIfNeeded: capacity)).high)
+    }
+
+    /// The bucket after `index`, past the last one the first.
+    @inline(__always)
+    func next(_ index: Int) -> Int { index + 1 == capacity ? 0 : index + 1 }
 
     /// Asks the CPU for the bucket where `hash`'s probe starts.
     @inline(__always)
@@ -401,11 +417,11 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
     /// Only buckets from `lowest` on are read.
     func sumOfStoredWords(at hashes: [UInt64], notBelow lowest: Int = 0) -> UInt32 {
-        let (buckets, mask) = (self.buckets, capacity - 1)
+        let (buckets, capacity) = (self.buckets, capacity)
         var sum: UInt32 = 0
         hashes.withUnsafeBufferPointer { hashes in
             for hash in hashes {
-                let index = Int(truncatingIfNeeded: hash) & mask
+                let index = Self.home(of: hash, capacity: capacity)
                 if index >= lowest { sum &+= buckets[index].stored }
             }
         }
@@ -416,10 +432,10 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// start their probes, added up (see ``HashIndex/touch(_:)``).
     func sumOfStoredWords(whereEntriesOf range: Range<Int>, land target: BucketTable, seed: UInt64) -> UInt32 {
         precondition(range.lowerBound >= 0 && range.upperBound <= capacity, "buckets \(range) are not all in the table")
-        let (buckets, targetBuckets, mask) = (self.buckets, target.buckets, target.capacity - 1)
+        let (buckets, targetBuckets, targetCapacity) = (self.buckets, target.buckets, target.capacity)
         var sum: UInt32 = 0
         for index in range where buckets[index].stored != 0 {
-            sum &+= targetBuckets[Int(truncatingIfNeeded: buckets[index].key.hash(seed: seed)) & mask].stored
+            sum &+= targetBuckets[Self.home(of: buckets[index].key.hash(seed: seed), capacity: targetCapacity)].stored
         }
         return sum
     }
@@ -431,13 +447,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// The bucket of the entry with `key` whose value `accepts` takes.
     @inline(__always)
     func find(_ key: Key, hash: UInt64, where accepts: (UInt32) -> Bool) -> Int? {
-        let mask = capacity - 1
         var index = startIndex(hash: hash)
         while true {
             let bucket = buckets[index]
             if bucket.stored == 0 { return nil }
             if bucket.key == key && accepts(bucket.stored - 1) { return index }
-            index = (index + 1) & mask
+            index = next(index)
         }
     }
 
@@ -445,13 +460,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// where ``place(_:_:hash:)`` would put it.
     @inline(__always)
     func bucket(of key: Key, hash: UInt64) -> (index: Int, found: Bool) {
-        let mask = capacity - 1
         var index = startIndex(hash: hash)
         while true {
             let bucket = buckets[index]
             if bucket.stored == 0 { return (index, false) }
             if bucket.key == key { return (index, true) }
-            index = (index + 1) & mask
+            index = next(index)
         }
     }
 
@@ -474,9 +488,8 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// free bucket of its probe sequence.
     func place(_ key: Key, _ value: UInt32, hash: UInt64) {
         precondition(value < .max, "UInt32.max cannot be stored")
-        let mask = capacity - 1
         var index = startIndex(hash: hash)
-        while buckets[index].stored != 0 { index = (index + 1) & mask }
+        while buckets[index].stored != 0 { index = next(index) }
         buckets[index] = Bucket(key: key, stored: value + 1)
         used += 1
     }

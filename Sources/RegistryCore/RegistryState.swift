@@ -117,7 +117,7 @@ public struct RegistryState: Sendable {
 
     /// A state whose indexes are sized for `devices` devices (with two claims each) from the
     /// start, so that they do not grow, and do not move entries into bigger tables, until the
-    /// registry holds more; 0 starts them small. The tables take 75 to 149 bytes per expected
+    /// registry holds more; 0 starts them small. The tables take 80 bytes per expected
     /// device, from `tables`.
     ///
     /// `claimSeed` seeds the claim index's hash, which otherwise is random. A node gives each of

@@ -67,7 +67,7 @@ public struct NodeConfiguration: Equatable, Sendable {
     /// Devices the in-memory indexes are sized for at start-up; 0 lets them start small and
     /// grow. An index that grows allocates a table twice the size, waits for the kernel to
     /// provide its pages, then moves its entries over while it serves: CPU time, and a latency
-    /// tail, that a node sized for its devices never pays. The tables take 75 to 149 bytes per
+    /// tail, that a node sized for its devices never pays. The tables take 80 bytes per
     /// expected device from the start.
     public var expectedDevices = 0
     /// Whether a grown index gives its old table back to the kernel a piece at a time

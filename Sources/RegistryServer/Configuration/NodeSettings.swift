@@ -288,7 +288,7 @@ extension NodeSetting {
         flag: "expected-devices", environment: "REGISTRY_EXPECTED_DEVICES", fileKey: "expectedDevices",
         fileType: .wholeNumber, defaultText: "0, start small and grow",
         help: "Devices to size the in-memory indexes for at start-up (0...1073741824).",
-        discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 75 to 149 bytes of memory per expected device from the start."
+        discussion: "Below this many devices the indexes never grow, so no request pays for a bigger table; they take 80 bytes of memory per expected device from the start, and nothing more is allocated for them below it."
     ) { text, configuration throws(SettingValueError) in
         configuration.expectedDevices = try SettingValueError.wholeNumber(text, in: 0...RegistryState.maxExpectedDevices, "expected devices")
     }
