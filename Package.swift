@@ -181,12 +181,6 @@ let package = Package(
             dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
             path: "bench/Benchmarks/BatchEncoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
-        // The journal's checksum per entry, the one before it and its floor in the same run (bench/checksum.sh runs it).
-        .executableTarget(
-            name: "JournalChecksum",
-            dependencies: ["RegistryStorage", "RegistryCore", .product(name: "Benchmark", package: "package-benchmark")],
-            path: "bench/Benchmarks/JournalChecksum", swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),
