@@ -3,9 +3,7 @@
 /// Encoding is pure, so the format is tested without files.
 ///
 /// A record on disk, little-endian: `magic u32 | payload length u32 | file number u64 |
-/// checksum u64 | payload`. The checksum covers the payload and the file number: an entry's is
-/// ``JournalChecksum/striped(_:seed:)`` ("RRJ3"); entries of earlier versions ("RRJ2") were sealed
-/// with ``JournalChecksum/of(_:seed:)`` and read still, so a journal of either, or of both, replays. An entry's
+/// checksum u64 | payload`. The checksum covers the payload and the file number. An entry's
 /// payload is `clock u64 | segment count u32` and then per segment
 /// `origin length u16 | origin UTF-8 | epoch u64 | records length u32 | records`
 /// (records in ``LogSegment``'s blob format). A rotation marker has its own magic and no
@@ -21,9 +19,7 @@ public struct JournalEntry: Equatable, Sendable {
         self.clock = clock
     }
 
-    static let entryMagic: UInt32 = 0x334A_5252  // "RRJ3"
-    /// An entry of an earlier version, its checksum one chain: read, never written.
-    static let serialEntryMagic: UInt32 = 0x324A_5252  // "RRJ2"
+    static let entryMagic: UInt32 = 0x324A_5252  // "RRJ2"
     static let rotationMagic: UInt32 = 0x454A_5252  // "RRJE"
     public static let headerBytes = 24
     /// Larger payloads are refused when read back: no commit writes one (see ``LogWriter``).
@@ -49,7 +45,7 @@ public struct JournalEntry: Equatable, Sendable {
     static func sealHeader(of bytes: inout [UInt8], at start: Int, magic: UInt32, file: UInt64) {
         let payloadCount = bytes.count - start - headerBytes
         let checksum = bytes.withUnsafeBytes {
-            Self.checksum(of: UnsafeRawBufferPointer(rebasing: $0[(start + headerBytes)...]), magic: magic, file: file)
+            JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[(start + headerBytes)...]), seed: file)
         }
         bytes.withUnsafeMutableBytes { raw in
             raw.storeBytes(of: magic.littleEndian, toByteOffset: start, as: UInt32.self)
@@ -81,7 +77,7 @@ public struct JournalEntry: Equatable, Sendable {
         guard bytes.count - offset >= headerBytes else { return .torn(reason: "a partial record header") }
         let magic = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
         let number = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-        guard magic == entryMagic || magic == serialEntryMagic || magic == rotationMagic, number == file else { return .end }
+        guard magic == entryMagic || magic == rotationMagic, number == file else { return .end }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         let checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
         let payloadStart = offset + headerBytes
@@ -89,15 +85,9 @@ public struct JournalEntry: Equatable, Sendable {
             return .torn(reason: "a record of \(length) bytes with \(bytes.count - payloadStart) left")
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + length])
-        guard Self.checksum(of: payload, magic: magic, file: file) == checksum else { return .torn(reason: "a checksum mismatch") }
+        guard JournalChecksum.of(payload, seed: file) == checksum else { return .torn(reason: "a checksum mismatch") }
         if magic == rotationMagic { return .rotated }
         return .entry(try decodePayload(payload), next: payloadStart + length)
-    }
-
-    /// The checksum a record of `magic` carries: the striped one for an entry, the single chain
-    /// for an entry of an earlier version and for a rotation marker (no payload).
-    private static func checksum(of payload: UnsafeRawBufferPointer, magic: UInt32, file: UInt64) -> UInt64 {
-        magic == entryMagic ? JournalChecksum.striped(payload, seed: file) : JournalChecksum.of(payload, seed: file)
     }
 
     private static func decodePayload(_ payload: UnsafeRawBufferPointer) throws(StorageError) -> JournalEntry {

@@ -17,19 +17,9 @@ public struct NodeMetadata: Equatable, Sendable {
 /// The data directory's small metadata file, `node.meta`: a few lines of text an operator can
 /// read, replaced whole (written to a temporary name, synced, renamed, and the directory synced),
 /// so that a crash leaves the old file or the new one.
-///
-/// Its first line names the format of the whole directory. Format 2 says the journal may hold
-/// entries with the striped checksum ("RRJ3", ``JournalEntry``), which versions that wrote format
-/// 1 do not read: they would take the first such entry for the end of the journal and seal it
-/// there, losing what follows. Those versions refuse a `node.meta` of another format, and read it
-/// before anything else in the directory, so a node downgraded past this version stops at start-up
-/// instead. This version reads both, and writes format 2 at every start, before its journal.
 public enum NodeMetadataFile {
     public static let name = "node.meta"
-    static let format = "registry-node-meta 2"
-    /// The formats this version reads: its own, and format 1, whose journals hold only "RRJ2"
-    /// entries, which it reads too.
-    static let readableFormats: Set<String> = ["registry-node-meta 1", format]
+    static let format = "registry-node-meta 1"
 
     /// The metadata of the directory, nil when it has none (a new directory).
     public static func read(from directory: String, on fs: some FileSystem) throws(StorageError) -> NodeMetadata? {
@@ -38,10 +28,7 @@ public enum NodeMetadataFile {
         let text = String(decoding: try fs.readAll(path), as: UTF8.self)
         var fields = [String: String]()
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let first = lines.first.map(String.init) ?? ""
-        guard readableFormats.contains(first) else {
-            throw .corrupt("\(path) starts with \"\(first.prefix(40))\", not a format this version reads (\(readableFormats.sorted().joined(separator: ", ")))")
-        }
+        guard lines.first.map(String.init) == format else { throw .corrupt("\(path) does not start with \"\(format)\"") }
         for line in lines.dropFirst() where !line.isEmpty {
             guard let equals = line.firstIndex(of: "=") else { throw .corrupt("\(path): the line \"\(line)\" is not key=value") }
             fields[String(line[..<equals])] = String(line[line.index(after: equals)...])

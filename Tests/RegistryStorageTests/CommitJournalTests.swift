@@ -83,44 +83,6 @@ import Testing
         #expect(end == .torn(reason: "a checksum mismatch"))
     }
 
-    /// `bytes` (whole entries of file `file`) as an earlier version wrote them: the magic "RRJ2"
-    /// and the single-chain checksum, put in here from the layout, apart from the writer.
-    func asSerialEntries(_ bytes: [UInt8], file: UInt64) -> [UInt8] {
-        var bytes = bytes
-        var offset = 0
-        while offset < bytes.count {
-            let length = bytes.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))) }
-            let start = offset + JournalEntry.headerBytes
-            let checksum = bytes.withUnsafeBytes { JournalChecksum.of(UnsafeRawBufferPointer(rebasing: $0[start..<start + length]), seed: file) }
-            bytes.withUnsafeMutableBytes {
-                $0.storeBytes(of: UInt32(0x324A_5252).littleEndian, toByteOffset: offset, as: UInt32.self)
-                $0.storeBytes(of: checksum.littleEndian, toByteOffset: offset + 16, as: UInt64.self)
-            }
-            offset = start + length
-        }
-        return bytes
-    }
-
-    /// Entries an earlier version wrote ("RRJ2", the single-chain checksum) still read, before and
-    /// after entries of this one, and a flipped byte in one still fails its checksum; an entry
-    /// of this version whose checksum is the single chain does not read.
-    @Test func entriesOfTheEarlierFormatStillRead() throws {
-        let old = entries(3)
-        let new = [JournalEntry(segments: [segment(100...140)], clock: 50)]
-        let mixed = asSerialEntries(encoded(old, file: 4), file: 4) + encoded(new, file: 4)
-        #expect(mixed.prefix(4) == [0x52, 0x52, 0x4A, 0x32] && mixed.suffix(encoded(new, file: 4).count).prefix(4) == [0x52, 0x52, 0x4A, 0x33])
-        let (read, end) = try readAll(mixed, file: 4)
-        #expect(read == old + new && end == .end)
-
-        var damaged = mixed
-        damaged[JournalEntry.headerBytes + 5] ^= 0x01
-        #expect(try readAll(damaged, file: 4).end == .torn(reason: "a checksum mismatch"))
-
-        var newWithOldChecksum = asSerialEntries(encoded(new, file: 4), file: 4)
-        newWithOldChecksum.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(0x334A_5252).littleEndian, toByteOffset: 0, as: UInt32.self) }
-        #expect(try readAll(newWithOldChecksum, file: 4).end == .torn(reason: "a checksum mismatch"))
-    }
-
     /// Every entry recovery hands over, in order, and what it found.
     func recoverAll(_ directory: String, on fs: some FileSystem) throws -> ([JournalEntry], CommitJournal.Recovered) {
         var all = [JournalEntry]()
