@@ -13,9 +13,14 @@ public struct Registration: Hashable, Sendable {
         try self.init(bundle: bundle, identifiers: presented, resolver: &resolver)
     }
 
-    /// Validates with a ``BundleResolver``, which remembers bundles already seen.
+    /// Validates with a ``BundleResolver``, which remembers bundles already seen. Each valid
+    /// identifier is kept as `transform` gives it back, which must keep its kind (the node's keyed
+    /// hashing of identifiers at rest): applied here, as the identifiers are made, rather than by
+    /// ``replacingIdentifiers(_:)`` after, which makes a second array (one allocation of the three
+    /// a registration took on its way in).
     public init(
-        bundle: String, identifiers presented: [PresentedIdentifier], resolver: inout BundleResolver
+        bundle: String, identifiers presented: [PresentedIdentifier], resolver: inout BundleResolver,
+        transform: (Identifier) -> Identifier = { $0 }
     ) throws(IdentityError) {
         let (bundle, vendor) = try resolver.resolve(bundle)
         guard !presented.isEmpty else { throw .missingIdentifier }
@@ -33,7 +38,7 @@ public struct Registration: Hashable, Sendable {
         var firstRejection: IdentityError?
         for item in presented {
             do {
-                valid.append(try Identifier(item))
+                valid.append(transform(try Identifier(item)))
             } catch {
                 rejected.append(item)
                 firstRejection = firstRejection ?? error

@@ -340,8 +340,8 @@ struct NodeState {
         _ request: RegisterRequest, resolver: inout BundleResolver, identifierKey: IdentifierKey
     ) -> Result<Registration, WireError> {
         do {
-            let registration = try Registration(bundle: request.bundleID, identifiers: request.identifiers, resolver: &resolver)
-            return .success(identifierKey.seal(registration))
+            return .success(
+                try Registration(bundle: request.bundleID, identifiers: request.identifiers, resolver: &resolver) { identifierKey.seal($0) })
         } catch {
             return .failure(WireError(error))
         }

@@ -135,6 +135,25 @@ let key2 = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
         }
     }
 
+    /// A registration keeps each valid identifier as the transform gives it back (the node's
+    /// keyed hashing), sorted by kind as ever, and the rejected ones as presented; the same as
+    /// ``Registration/replacingIdentifiers(_:)`` after, with one array fewer.
+    @Test func theTransformKeepsEachValidIdentifierAsItGivesItBack() throws {
+        let zero = "00000000-0000-0000-0000-000000000000"
+        let presented = [
+            PresentedIdentifier(rawKind: 2, text: idfv1), PresentedIdentifier(rawKind: 1, text: key1), PresentedIdentifier(rawKind: 3, text: zero),
+        ]
+        let flip = { (identifier: Identifier) in
+            Identifier(kind: identifier.kind, value: UUID128(high: ~identifier.value.high, low: identifier.value.low &+ 7))
+        }
+        var resolver = BundleResolver(rules: try VendorRules(), capacity: 0)
+        let transformed = try Registration(bundle: "com.v.a", identifiers: presented, resolver: &resolver, transform: flip)
+        let plain = try Registration(bundle: "com.v.a", identifiers: presented, rules: try VendorRules())
+        #expect(transformed == plain.replacingIdentifiers(flip))
+        #expect(transformed.identifiers.map(\.kind) == [.keychain, .idfv] && transformed.identifiers != plain.identifiers)
+        #expect(transformed.rejected == [PresentedIdentifier(rawKind: 3, text: zero)])
+    }
+
     @Test func identifiersAreCaseInsensitive() throws {
         var h = CoreHarness()
         let lower = try h.register("com.v.a", idfv: idfv1)
