@@ -14,6 +14,7 @@
 #   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
 #   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-registration-floor   registryd's CPU a registration against the least a node can do (bench/registration_floor.c); into BENCHMARKS.md
+#   make bench-allocations   heap allocations a registration, counted, registryd beside the floor; into BENCHMARKS.md
 #   make bench-journal-fill   the journal's zeros ahead of its records against appending, on this disk; into BENCHMARKS.md
 #   make bench-snapshot BASE=REV   one snapshot of an idle node: CPU and peak memory, this revision against REV's; into BENCHMARKS.md
 #   make bench-memory BASE=REV   resident memory per device at 10M devices, sized and grown, this revision against REV's; into BENCHMARKS.md
@@ -38,7 +39,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: bench-registration-floor settings-docs bench-cluster-compare bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: bench-allocations bench-registration-floor settings-docs bench-cluster-compare bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -160,6 +161,10 @@ bench-feed: deps
 # bench/registration_floor.c's, both rows, the same run; about 3 minutes a pair.
 bench-registration-floor: deps
 	bash bench/registration-floor.sh
+
+# Heap allocations a registration, counted in registryd and in the floor, both rows; a minute or two.
+bench-allocations: deps
+	bash bench/allocations.sh
 
 # One snapshot of an idle node, this revision's registryd against the one at BASE, a few minutes.
 bench-snapshot: deps
