@@ -157,8 +157,16 @@ extension ServerFrame {
             })
     }
 
-    /// Appends this frame as protobuf bytes (no length prefix) to `buffer`.
+    /// Appends this frame as protobuf bytes (no length prefix) to `buffer`. Answers to
+    /// registrations are written directly (``RegisterResultsWriter``); the rest through protobuf-c.
     public func encode(into buffer: inout ByteBuffer) throws(CodecError) {
+        if RegisterResultsWriter.write(requestID: requestID, body: body, token: token, into: &buffer) { return }
+        try encodeThroughProtobufC(into: &buffer)
+    }
+
+    /// ``encode(into:)`` through protobuf-c's message graph and packing, for every body: what
+    /// ``RegisterResultsWriter``'s bytes are checked against.
+    func encodeThroughProtobufC(into buffer: inout ByteBuffer) throws(CodecError) {
         let arena = CArena()
         var frame = Registry__V1__ServerFrame()
         registry__v1__server_frame__init(&frame)
