@@ -71,6 +71,9 @@ struct RegistrationOpReader {
                 bundle = parsed
             case (3, .lengthDelimited):
                 guard let body = reader.delimited(), let claim = Self.claim(body) else { return nil }
+                // Room for a first install's two claims at once: appended one by one from empty,
+                // the second moved the array into a new allocation.
+                if claims.isEmpty { claims.reserveCapacity(2) }
                 claims.append(claim)
             case (4, .lengthDelimited):
                 guard let body = reader.delimited(), let ref = deviceRef(body) else { return nil }
