@@ -5,7 +5,10 @@
 # bench/compare.sh (batches of 100 on 8 connections x 16 in flight; single requests on 4 x 64), a
 # fresh node, snapshots off, takes ALLOCATIONS_WARMUP registrations, then ALLOCATIONS_REQUESTS more
 # between two readings of the counters; the same for bench/registration_floor.c, the least a node
-# can do (issue 42, target 1), beside it. Writes the "allocations" section of BENCHMARKS.md.
+# can do (issue 42, target 1), beside it. And per operation a peer sends (issue 42, target 3): node-1
+# of a two-node cluster takes ALLOCATIONS_REQUESTS registrations in batches with node-2 down; node-2
+# starts empty under the counter, is read, and is read again once it has caught up from node-1's
+# journal. Writes the "allocations" section of BENCHMARKS.md.
 # Environment: ALLOCATIONS_REQUESTS (default 1000000), ALLOCATIONS_WARMUP (default 200000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +17,15 @@ source bench/lib.sh
 export PATH="/opt/swift/usr/bin:$PATH"
 requests=${ALLOCATIONS_REQUESTS:-1000000}
 warmup=${ALLOCATIONS_WARMUP:-200000}
-for product in registryd registryload; do swift build -c release --product "$product" >&2; done
+for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)
 out=$(mktemp -d /tmp/registry-allocations.XXXXXX)
 node_pid=""
-cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true; rm -rf "$out"; }
+peer_pid=""
+cleanup() {
+  for pid in $node_pid $peer_pid; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$out"
+}
 trap cleanup EXIT
 compiler=$(command -v cc || command -v clang)
 "$compiler" -O2 -Wall -shared -fPIC -o "$out/malloc_count.so" bench/malloc_count.c
@@ -60,7 +67,52 @@ print(server, row, *(f"{(b - a) / requests:.2f}" for a, b in zip(before, after))
 PY
 }
 
+# replicated: prints "registryd replicated allocations frees", per operation node-2 took from node-1.
+replicated() {
+  local peers="127.0.0.1:7465,127.0.0.1:7466"
+  local cluster="--cluster-id allocations --cluster-secret allocations-secret --peers $peers --metrics-port 0 --log-level warning"
+  cluster+=" --snapshot-every-operations 0 --snapshot-every-seconds 0"
+  rm -rf "$out/node-1" "$out/node-2" && mkdir -p "$out/node-1" "$out/node-2" && : > "$out/counts"
+  # shellcheck disable=SC2086 # the flags are words
+  "$bin/registryd" --data-dir "$out/node-1" --node-id node-1 --port 7465 $cluster > "$out/node-1.log" 2>&1 &
+  peer_pid=$!
+  wait_for_port 7465 60 || { cat "$out/node-1.log" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  "$bin/registryload" --endpoints 127.0.0.1:7465 $(compare_row_arguments batch) --warmup 0s --requests "$requests" --seed 9 > /dev/null 2> "$out/load.err"
+  kill "$peer_pid"; wait "$peer_pid" 2>/dev/null || true; peer_pid=""
+  # shellcheck disable=SC2086
+  LD_PRELOAD="$out/malloc_count.so" MALLOC_COUNT_OUT="$out/counts" "$bin/registryd" --data-dir "$out/node-2" --node-id node-2 --port 7466 \
+    $cluster > "$out/node-2.log" 2>&1 &
+  node_pid=$!
+  wait_for_port 7466 60 || { cat "$out/node-2.log" >&2; exit 1; }
+  reading
+  # shellcheck disable=SC2086
+  "$bin/registryd" --data-dir "$out/node-1" --node-id node-1 --port 7465 $cluster >> "$out/node-1.log" 2>&1 &
+  peer_pid=$!
+  wait_for_port 7465 60 || { cat "$out/node-1.log" >&2; exit 1; }
+  local deadline=$((SECONDS + 300))
+  until [ "$(vector 7466)" = "$(vector 7465)" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "node-2 did not catch up within 300 s" >&2; exit 1; }
+    sleep 0.1
+  done
+  reading
+  kill "$node_pid" "$peer_pid"; wait "$node_pid" "$peer_pid" 2>/dev/null || true; node_pid="" peer_pid=""
+  python3 - "$out/counts" "$requests" <<'PY'
+import sys
+path, requests = sys.argv[1], int(sys.argv[2])
+before, after = ([int(x) for x in line.split()] for line in open(path).read().split("\n")[:2])
+print("registryd", "replicated", *(f"{(b - a) / requests:.2f}" for a, b in zip(before, after)), sep="\t")
+PY
+}
+
+# vector PORT: the node's version vector, as one line of JSON.
+vector() {
+  "$bin/registryctl" status --endpoint "127.0.0.1:$1" -o json 2>/dev/null \
+    | python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin)['versionVector'], sort_keys=True))" 2>/dev/null || echo none
+}
+
 for row in batch single; do run registryd "$row" | tee -a "$out/results.tsv"; run floor "$row" | tee -a "$out/results.tsv"; done
+replicated | tee -a "$out/results.tsv"
 
 python3 - "$out/results.tsv" "$(git rev-parse --short=12 HEAD)" "$requests" "$warmup" > "$out/section.md" <<'PY'
 import datetime, sys
@@ -79,6 +131,8 @@ print("|---|---:|---:|---:|---:|")
 for row, label in (("batch", "batches of 100, 8 connections x 16 in flight"), ("single", "single requests, 4 connections x 64 in flight")):
     r, f = rows[("registryd", row)], rows[("floor", row)]
     print(f"| {label} | {r[0]:.2f} | {r[1]:.2f} | {f[0]:.2f} | {f[1]:.2f} |")
+r = rows[("registryd", "replicated")]
+print(f"| an operation from a peer, applied by a node catching up from its journal (the batch row's registrations) | {r[0]:.2f} | {r[1]:.2f} | | |")
 PY
 cat "$out/section.md"
 python3 bench/section.py allocations "$out/section.md"
