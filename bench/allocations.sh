@@ -40,6 +40,17 @@ reading() {
   echo "the node wrote no counters" >&2; return 1
 }
 
+# per_registration SERVER ROW: prints SERVER, ROW, and how much each counter grew between the two
+# readings, per registration.
+per_registration() {
+  python3 - "$out/counts" "$requests" "$1" "$2" <<'PY'
+import sys
+path, requests, server, row = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+before, after = ([int(x) for x in line.split()] for line in open(path).read().split("\n")[:2])
+print(server, row, *(f"{(b - a) / requests:.2f}" for a, b in zip(before, after)), sep="\t")
+PY
+}
+
 # run SERVER ROW: prints SERVER ROW allocations frees, per registration.
 run() {
   local server=$1 row=$2
@@ -59,12 +70,7 @@ run() {
   "$bin/registryload" --endpoints 127.0.0.1:7464 $(compare_row_arguments "$row") --warmup 0s --requests "$requests" --seed 9 > /dev/null 2> "$out/load.err"
   reading
   kill "$node_pid"; wait "$node_pid" 2>/dev/null || true; node_pid=""
-  python3 - "$out/counts" "$requests" "$server" "$row" <<'PY'
-import sys
-path, requests, server, row = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-before, after = ([int(x) for x in line.split()] for line in open(path).read().split("\n")[:2])
-print(server, row, *(f"{(b - a) / requests:.2f}" for a, b in zip(before, after)), sep="\t")
-PY
+  per_registration "$server" "$row"
 }
 
 # replicated: prints "registryd replicated allocations frees", per operation node-2 took from node-1.
@@ -90,25 +96,10 @@ replicated() {
   "$bin/registryd" --data-dir "$out/node-1" --node-id node-1 --port 7465 $cluster >> "$out/node-1.log" 2>&1 &
   peer_pid=$!
   wait_for_port 7465 60 || { cat "$out/node-1.log" >&2; exit 1; }
-  local deadline=$((SECONDS + 300))
-  until [ "$(vector 7466)" = "$(vector 7465)" ]; do
-    [ $SECONDS -lt $deadline ] || { echo "node-2 did not catch up within 300 s" >&2; exit 1; }
-    sleep 0.1
-  done
+  converge "$bin/registryctl" 127.0.0.1:7465 127.0.0.1:7466 > /dev/null || { echo "node-2 did not catch up" >&2; exit 1; }
   reading
   kill "$node_pid" "$peer_pid"; wait "$node_pid" "$peer_pid" 2>/dev/null || true; node_pid="" peer_pid=""
-  python3 - "$out/counts" "$requests" <<'PY'
-import sys
-path, requests = sys.argv[1], int(sys.argv[2])
-before, after = ([int(x) for x in line.split()] for line in open(path).read().split("\n")[:2])
-print("registryd", "replicated", *(f"{(b - a) / requests:.2f}" for a, b in zip(before, after)), sep="\t")
-PY
-}
-
-# vector PORT: the node's version vector, as one line of JSON.
-vector() {
-  "$bin/registryctl" status --endpoint "127.0.0.1:$1" -o json 2>/dev/null \
-    | python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin)['versionVector'], sort_keys=True))" 2>/dev/null || echo none
+  per_registration registryd replicated
 }
 
 for row in batch single; do run registryd "$row" | tee -a "$out/results.tsv"; run floor "$row" | tee -a "$out/results.tsv"; done

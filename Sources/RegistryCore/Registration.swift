@@ -15,9 +15,8 @@ public struct Registration: Hashable, Sendable {
 
     /// Validates with a ``BundleResolver``, which remembers bundles already seen. Each valid
     /// identifier is kept as `transform` gives it back, which must keep its kind (the node's keyed
-    /// hashing of identifiers at rest): applied here, as the identifiers are made, rather than by
-    /// ``replacingIdentifiers(_:)`` after, which makes a second array (one allocation of the three
-    /// a registration took on its way in).
+    /// hashing of identifiers at rest): applied as the identifiers are made, so that keying them
+    /// takes no second array.
     public init(
         bundle: String, identifiers presented: [PresentedIdentifier], resolver: inout BundleResolver,
         transform: (Identifier) -> Identifier = { $0 }
@@ -49,19 +48,6 @@ public struct Registration: Hashable, Sendable {
         self.bundle = bundle
         self.vendor = vendor
         self.identifiers = valid
-        self.rejected = rejected
-    }
-
-    /// The same registration with each identifier replaced by `transform`'s answer, which must
-    /// keep its kind (the node's keyed hashing of identifiers at rest).
-    public func replacingIdentifiers(_ transform: (Identifier) -> Identifier) -> Registration {
-        Registration(bundle: bundle, vendor: vendor, identifiers: identifiers.map(transform), rejected: rejected)
-    }
-
-    private init(bundle: BundleID, vendor: Vendor, identifiers: [Identifier], rejected: [PresentedIdentifier]) {
-        self.bundle = bundle
-        self.vendor = vendor
-        self.identifiers = identifiers
         self.rejected = rejected
     }
 

@@ -76,9 +76,4 @@ public struct IdentifierKey: Sendable {
             UUID128(high: bytes.loadUnaligned(as: UInt64.self).bigEndian, low: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
         }
     }
-
-    /// `registration` with every identifier sealed.
-    public func seal(_ registration: Registration) -> Registration {
-        registration.replacingIdentifiers { seal($0) }
-    }
 }

@@ -41,12 +41,11 @@ import Testing
     }
 
     @Test func sealingARegistrationKeepsItsBundleKindsAndRejections() throws {
-        let registration = try Registration(
-            bundle: "com.acme.app",
-            identifiers: [
-                PresentedIdentifier(rawKind: 2, text: value.text), PresentedIdentifier(rawKind: 1, text: "not a uuid"),
-            ], rules: VendorRules())
-        let sealed = IdentifierKey(secret: "s3cret").seal(registration)
+        let presented = [PresentedIdentifier(rawKind: 2, text: value.text), PresentedIdentifier(rawKind: 1, text: "not a uuid")]
+        let registration = try Registration(bundle: "com.acme.app", identifiers: presented, rules: VendorRules())
+        var resolver = BundleResolver(rules: try VendorRules(), capacity: 0)
+        let key = IdentifierKey(secret: "s3cret")
+        let sealed = try Registration(bundle: "com.acme.app", identifiers: presented, resolver: &resolver) { key.seal($0) }
         #expect(sealed.bundle == registration.bundle && sealed.vendor == registration.vendor)
         #expect(sealed.identifiers.map(\.kind) == [.idfv])
         #expect(sealed.identifiers[0].value != value)
