@@ -24,13 +24,13 @@ public struct RegistrationOp: Hashable, Sendable {
     public let device: DeviceRef
     public let bundle: BundleID
     /// Identifiers claimed for `device`. A claim that meets another device's claim merges them.
-    public let claims: [Identifier]
+    public let claims: IdentifierList
     /// Other devices found to be the same physical device; each is merged with `device`.
     public let merged: [DeviceRef]
     /// When the app was seen.
     public let seen: HLCTimestamp
 
-    public init(device: DeviceRef, bundle: BundleID, claims: [Identifier], merged: [DeviceRef], seen: HLCTimestamp) {
+    public init(device: DeviceRef, bundle: BundleID, claims: IdentifierList, merged: [DeviceRef], seen: HLCTimestamp) {
         self.device = device
         self.bundle = bundle
         self.claims = claims

@@ -4,8 +4,8 @@
 public struct Registration: Hashable, Sendable {
     public let bundle: BundleID
     public let vendor: Vendor
-    /// Sorted by kind.
-    public let identifiers: [Identifier]
+    /// Sorted by kind, at most one of each.
+    public let identifiers: IdentifierList
     public let rejected: [PresentedIdentifier]
 
     public init(bundle: String, identifiers presented: [PresentedIdentifier], rules: VendorRules) throws(IdentityError) {
@@ -31,8 +31,8 @@ public struct Registration: Hashable, Sendable {
             let kind = IdentifierKind(rawValue: withNUL.rawKind).map { "\($0)" } ?? "identifier of kind \(withNUL.rawKind)"
             throw .invalidIdentifier("\(kind) \(quoted(withNUL.text)) holds a NUL byte")
         }
-        var valid = [Identifier]()
-        valid.reserveCapacity(presented.count)
+        // At most one of each known kind (``refuseRepeatedKinds(_:)``): they fit the list.
+        var valid = IdentifierList()
         var rejected = [PresentedIdentifier]()
         var firstRejection: IdentityError?
         for item in presented {
@@ -73,7 +73,7 @@ public struct Registration: Hashable, Sendable {
     }
 }
 
-extension Array {
+extension RandomAccessCollection where Index == Int {
     func isSorted(by areInIncreasingOrder: (Element, Element) -> Bool) -> Bool {
         indices.dropFirst().allSatisfy { !areInIncreasingOrder(self[$0], self[$0 - 1]) }
     }

@@ -203,7 +203,7 @@ public struct RegistryState: Sendable {
         var generations: [UInt32] = []
         if let vendorNumber, !goneRoots.isEmpty || !splitClaims.isEmpty {
             let live = keys.map { liveClaim(of: $0, vendor: vendorNumber, passing: &owners) }
-            keys = live.map(\.key)
+            keys = IdentifierList(live.lazy.map(\.key))
             generations = live.map(\.generation)
         }
         // A keychain UUID links nothing, and is neither looked up nor claimed, when the IDFV

@@ -200,6 +200,10 @@ public enum OperationCodec {
             } catch {
                 throw .invalidOperation("\(error)")
             }
+            // A registration presents at most one identifier of each kind, and claims some of them.
+            guard op.n_claims <= IdentifierList.capacity else {
+                throw .invalidOperation("a registration claims at most \(IdentifierList.capacity) identifiers, not \(op.n_claims)")
+            }
             let claims = try CRead.messages(op.n_claims, op.claims) { (claim) throws(CodecError) -> Identifier in
                 guard let kind = IdentifierKind(rawValue: Int32(truncatingIfNeeded: claim.kind.rawValue)),
                     let value = CRead.uuid(claim.value), !value.isZero
@@ -212,7 +216,7 @@ public enum OperationCodec {
             }
             return .registration(
                 RegistrationOp(
-                    device: device, bundle: bundle, claims: claims, merged: merged, seen: HLCTimestamp(rawValue: op.seen_hlc)))
+                    device: device, bundle: bundle, claims: IdentifierList(claims), merged: merged, seen: HLCTimestamp(rawValue: op.seen_hlc)))
         }
     }
 

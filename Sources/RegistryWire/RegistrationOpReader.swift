@@ -56,7 +56,7 @@ struct RegistrationOpReader {
         var reader = ProtobufReader(bytes)
         var device: DeviceRef?
         var bundle: BundleID?
-        var claims = [Identifier]()
+        var claims = IdentifierList()
         var merged = [DeviceRef]()
         var seen: UInt64 = 0
         while !reader.isAtEnd {
@@ -70,10 +70,8 @@ struct RegistrationOpReader {
                 else { return nil }
                 bundle = parsed
             case (3, .lengthDelimited):
-                guard let body = reader.delimited(), let claim = Self.claim(body) else { return nil }
-                // Room for a first install's two claims at once: appended one by one from empty,
-                // the second moved the array into a new allocation.
-                if claims.isEmpty { claims.reserveCapacity(2) }
+                // More claims than a registration can make: protobuf-c's path refuses them.
+                guard !claims.isFull, let body = reader.delimited(), let claim = Self.claim(body) else { return nil }
                 claims.append(claim)
             case (4, .lengthDelimited):
                 guard let body = reader.delimited(), let ref = deviceRef(body) else { return nil }

@@ -66,7 +66,7 @@ import Testing
             let claims = (0..<Int(generator.next() % 3)).map { _ in identifiers[Int(generator.next() % 10)] }
             let merged = generator.next() % 5 == 0 ? [devices[Int(generator.next() % 16)]] : []
             return RegistrationOp(
-                device: device, bundle: bundle, claims: Array(Set(claims)), merged: merged,
+                device: device, bundle: bundle, claims: IdentifierList(Set(claims)), merged: merged,
                 seen: HLCTimestamp(millis: 100 + UInt64(step), counter: 0))
         }
     }
@@ -141,7 +141,7 @@ import Testing
         let idfv = Identifier(kind: .idfv, value: UUID128(high: 8, low: 8))
         let m = DeviceID(UUID128(high: 1, low: 0))
         let b = DeviceID(UUID128(high: 2, low: 0))
-        func op(_ id: DeviceID, created: UInt64, origin: String, claims: [Identifier]) -> RegistrationOp {
+        func op(_ id: DeviceID, created: UInt64, origin: String, claims: IdentifierList) -> RegistrationOp {
             let ref = DeviceRef(id: id, created: HLCTimestamp(millis: created, counter: 0), origin: NodeID(trusted: origin), vendor: vendor)
             return RegistrationOp(device: ref, bundle: bundle, claims: claims, merged: [], seen: HLCTimestamp(millis: 100 + created, counter: 0))
         }

@@ -11,7 +11,7 @@ import Testing
             device: DeviceRef(
                 id: DeviceID(UUID128(high: 1, low: device)), created: HLCTimestamp(millis: created, counter: 0),
                 origin: NodeID(trusted: "node-a"), vendor: vendor),
-            bundle: bundle, claims: claims.map { Identifier(kind: .idfv, value: UUID128(high: 7, low: $0)) }, merged: [],
+            bundle: bundle, claims: IdentifierList(claims.map { Identifier(kind: .idfv, value: UUID128(high: 7, low: $0)) }), merged: [],
             seen: HLCTimestamp(millis: seen, counter: 0))
     }
 

@@ -205,9 +205,9 @@ import Testing
         for _ in 0..<500 {
             let op = RegistrationOp(
                 device: ref(), bundle: try BundleID(parsing: text("com.v.a", ["b", "0", "-"], upTo: 150)),
-                claims: (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                claims: IdentifierList((0..<Int.random(in: 0...2, using: &random)).map { _ in
                     Identifier(kind: IdentifierKind.allCases.randomElement(using: &random)!, value: UUID128(high: random.next(), low: random.next()))
-                },
+                }),
                 merged: (0..<Int.random(in: 0...2, using: &random)).map { _ in ref() }, seen: hlc())
             let encoded = OperationCodec.encode(.registration(op))
             #expect(encoded == (try Self.packedByProtobufC(op)))
@@ -255,6 +255,28 @@ import Testing
             try OperationCodec.decode(bytes)
         }
         #expect(throws: CodecError.self) { try OperationCodec.decode([0xFF, 0xFF, 0xFF]) }
+    }
+
+    /// A registration presents at most one identifier of each kind, two in all: an operation
+    /// that claims more was not made by a node, and is refused with a typed error.
+    @Test func aRegistrationWithMoreThanTwoClaimsIsRefused() throws {
+        // Protobuf written by hand: every length and value here is below 128, one byte each.
+        func field(_ number: UInt8, _ payload: [UInt8]) -> [UInt8] { [number << 3 | 2, UInt8(payload.count)] + payload }
+        func varint(_ number: UInt8, _ value: UInt8) -> [UInt8] { [number << 3, value] }
+        func claim(_ kind: UInt8, _ low: UInt8) -> [UInt8] {
+            field(3, varint(1, kind) + field(2, [UInt8](repeating: 0, count: 15) + [low]))
+        }
+        func operation(claims: [[UInt8]]) -> [UInt8] {
+            let device = field(1, [UInt8](repeating: 0x11, count: 16)) + varint(2, 5) + field(3, Array("node-a".utf8)) + field(4, Array("com.v".utf8))
+            return field(1, field(1, device) + field(2, Array("com.v.a".utf8)) + claims.joined() + varint(5, 6))
+        }
+        let two = try OperationCodec.decode(operation(claims: [claim(1, 1), claim(2, 2)]))
+        guard case .registration(let op) = two else { Issue.record("not a registration: \(two)"); return }
+        #expect(Array(op.claims) == [Identifier(kind: .keychain, value: UUID128(high: 0, low: 1)), Identifier(kind: .idfv, value: UUID128(high: 0, low: 2))])
+        let three = operation(claims: [claim(1, 1), claim(2, 2), claim(2, 3)])
+        let refusal = CodecError.invalidOperation("a registration claims at most 2 identifiers, not 3")
+        #expect(throws: refusal) { try OperationCodec.decode(three) }
+        #expect(throws: refusal) { try OperationCodec.decode(ByteBuffer(bytes: three)) }
     }
 
     @Test(arguments: [

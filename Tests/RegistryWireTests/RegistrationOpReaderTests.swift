@@ -18,9 +18,9 @@ import Testing
         }
         return RegistrationOp(
             device: ref(), bundle: try BundleID(parsing: pick(["com.load7.app1", "com.load7.app2", "org.example.a-b"])),
-            claims: (0..<random.next() % 4).map { _ in
+            claims: IdentifierList((0..<random.next() % 3).map { _ in
                 Identifier(kind: IdentifierKind.allCases[Int(random.next() % 2)], value: UUID128(high: random.next() | 1, low: random.next()))
-            },
+            }),
             merged: (0..<random.next() % 3).map { _ in ref() }, seen: hlc())
     }
 

@@ -22,7 +22,7 @@ for index in 0..<count {
     var idfv = UUID128(high: random.next() | 1, low: random.next())
     if vendor == a { idfvs.append(idfv) } else if index % 20 == 1 { idfv = idfvs[index / 2] }
     let device = DeviceID(UUID128(high: random.next() | 1, low: random.next()))
-    let claims = [Identifier(kind: .idfv, value: idfv), Identifier(kind: .keychain, value: UUID128(high: random.next() | 1, low: random.next()))]
+    let claims: IdentifierList = [Identifier(kind: .idfv, value: idfv), Identifier(kind: .keychain, value: UUID128(high: random.next() | 1, low: random.next()))]
     state.apply(
         .registration(
             RegistrationOp(
