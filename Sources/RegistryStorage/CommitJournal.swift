@@ -91,17 +91,24 @@ public final class CommitJournal {
 
     /// The records of the entry the last ``append(clock:_:)`` made durable, in order, as the
     /// journal holds them: what peer links send of them, read from the bytes just written rather
-    /// than encoded again.
+    /// than encoded again. Their payloads are slices of one copy of the entry's records.
     public func lastEntryRecords() -> [LogRecord] {
+        // One copy of every span's records, so that the buffer can be reused for the next entry.
+        var copied = [UInt8]()
+        copied.reserveCapacity(lastSpans.reduce(0) { $0 + $1.records.count })
+        var starts = [Int]()
+        starts.reserveCapacity(lastSpans.count)
+        for span in lastSpans {
+            starts.append(copied.count)
+            copied.append(contentsOf: buffer[span.records])
+        }
         var records = [LogRecord]()
         records.reserveCapacity(lastSpans.reduce(0) { $0 + $1.count })
-        buffer.withUnsafeBytes { raw in
-            for span in lastSpans {
+        copied.withUnsafeBytes { raw in
+            for (span, start) in zip(lastSpans, starts) {
                 do {
-                    try LogSegment.forEachRecord(origin: span.origin, epoch: span.epoch, in: UnsafeRawBufferPointer(rebasing: raw[span.records])) {
-                        (sequence, hlc, payload) throws(StorageError) in
-                        records.append(LogRecord(origin: span.origin, epoch: span.epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
-                    }
+                    let region = UnsafeRawBufferPointer(rebasing: raw[start..<start + span.records.count])
+                    records += try LogSegment.records(origin: span.origin, epoch: span.epoch, in: region, slicing: copied, at: start)
                 } catch {
                     preconditionFailure("a record this journal just wrote does not read back: \(error)")
                 }

@@ -7,9 +7,12 @@ public struct LogRecord: Hashable, Sendable {
     public let epoch: UInt64
     public let sequence: UInt64
     public let hlc: UInt64
-    public let payload: [UInt8]
+    /// A slice of the bytes the records of one commit or one stored blob share: copying them
+    /// out one array a record was an allocation an operation (`docs/performance.md`,
+    /// "Allocations a registration makes").
+    public let payload: ArraySlice<UInt8>
 
-    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, payload: [UInt8]) {
+    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, payload: ArraySlice<UInt8>) {
         self.origin = origin
         self.epoch = epoch
         self.sequence = sequence

@@ -60,11 +60,9 @@ public struct LogSegment: Equatable, Sendable {
 
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
     public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
-        var records = [LogRecord]()
-        try forEachRecord(origin: origin, epoch: epoch, blob: blob) { (sequence, hlc, payload) throws(StorageError) in
-            records.append(LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: Array(payload)))
-        }
-        return records
+        try blob.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in try records(origin: origin, epoch: epoch, in: raw, slicing: blob, at: 0) }
+        }.get()
     }
 
     /// Hands each record's sequence, HLC and payload to `body`, in order, the payload in place
@@ -102,5 +100,20 @@ public struct LogSegment: Equatable, Sendable {
             }
             try body(sequence, hlc, try reader.bytes(length))
         }
+    }
+
+    /// The records in ``LogSegment``'s blob format that `raw` holds, their payloads sliced from
+    /// `bytes`, whose elements from `offset` on are `raw`'s bytes: every record shares `bytes`
+    /// rather than copying its payload into an array of its own.
+    static func records(
+        origin: String, epoch: UInt64, in raw: UnsafeRawBufferPointer, slicing bytes: [UInt8], at offset: Int
+    ) throws(StorageError) -> [LogRecord] {
+        var records = [LogRecord]()
+        try forEachRecord(origin: origin, epoch: epoch, in: raw) { (sequence, hlc, payload) throws(StorageError) in
+            let start = offset + (payload.baseAddress.map { $0 - raw.baseAddress! } ?? 0)
+            records.append(
+                LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: bytes[start..<start + payload.count]))
+        }
+        return records
     }
 }

@@ -125,8 +125,10 @@ final class CArena {
     }
 
     /// A protobuf-c `bytes` field holding a copy of `bytes`.
-    func bytes(_ bytes: [UInt8]) -> ProtobufCBinaryData {
-        guard let pointer = array(bytes) else { return ProtobufCBinaryData(len: 0, data: nil) }
+    func bytes(_ bytes: some Collection<UInt8>) -> ProtobufCBinaryData {
+        guard !bytes.isEmpty else { return ProtobufCBinaryData(len: 0, data: nil) }
+        let pointer = allocate(bytes: bytes.count).bindMemory(to: UInt8.self, capacity: bytes.count)
+        _ = UnsafeMutableBufferPointer(start: pointer, count: bytes.count).initialize(from: bytes)
         return ProtobufCBinaryData(len: bytes.count, data: pointer)
     }
 }

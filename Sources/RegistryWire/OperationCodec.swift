@@ -220,7 +220,7 @@ public enum OperationCodec {
         }
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
+    public static func decode(_ bytes: some RandomAccessCollection<UInt8>) throws(CodecError) -> Operation {
         var decoder = OperationDecoder(remembering: 1)
         return try decoder.decode(bytes)
     }

@@ -27,10 +27,12 @@ public struct OperationDecoder {
         return try OperationCodec.decodedByProtobufC(ByteBuffer(bytes: bytes))
     }
 
-    /// The operation `bytes` hold, or the codec's error.
-    public mutating func decode(_ bytes: [UInt8]) throws(CodecError) -> Operation {
-        let decoded = bytes.withUnsafeBytes { raw in Result { () throws(CodecError) in try decode(raw) } }
-        return try decoded.get()
+    /// The operation `bytes` hold (an array, or a slice of one), or the codec's error.
+    public mutating func decode(_ bytes: some RandomAccessCollection<UInt8>) throws(CodecError) -> Operation {
+        let decoded = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(CodecError) in try decode(UnsafeRawBufferPointer(buffer)) }
+        }
+        return try (decoded ?? Array(bytes).withUnsafeBytes { raw in Result { () throws(CodecError) in try decode(raw) } }).get()
     }
 
     /// The node ID `text` names, checked; the last one is remembered, as a peer's batch names one

@@ -38,7 +38,7 @@ extension PeerFrame {
                     operations: try CRead.messages(batch.n_operations, batch.operations) { operation in
                         PeerOperation(
                             origin: CRead.string(operation.origin), epoch: operation.epoch, sequence: operation.sequence,
-                            hlc: operation.hlc, operation: CRead.bytes(operation.operation))
+                            hlc: operation.hlc, operation: CRead.bytes(operation.operation)[...])
                     }))
         case REGISTRY__V1__PEER_FRAME__BODY_ACK:
             guard let ack = frame.ack?.pointee else { return .unknown }

@@ -76,9 +76,9 @@ public struct PeerOperation: Equatable, Sendable {
     public var epoch: UInt64
     public var sequence: UInt64
     public var hlc: UInt64
-    public var operation: [UInt8]
+    public var operation: ArraySlice<UInt8>
 
-    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, operation: [UInt8]) {
+    public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, operation: ArraySlice<UInt8>) {
         self.origin = origin
         self.epoch = epoch
         self.sequence = sequence
@@ -90,7 +90,7 @@ public struct PeerOperation: Equatable, Sendable {
     public init(_ logged: LoggedOperation) {
         self.init(
             origin: logged.origin.value, epoch: logged.epoch, sequence: logged.sequence, hlc: logged.timestamp.rawValue,
-            operation: OperationCodec.encode(logged.operation))
+            operation: OperationCodec.encode(logged.operation)[...])
     }
 
     /// Decodes and checks the operation: a typed error for a bad node ID, epoch 0, sequence 0, or

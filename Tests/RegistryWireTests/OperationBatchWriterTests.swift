@@ -33,7 +33,8 @@ import Testing
                 PeerOperation(
                     origin: ["", "n", "node-with-a-longer-name"][Int(random.next() % 3)], epoch: edges[Int(random.next() % 7)],
                     sequence: edges[Int(random.next() % 7)], hlc: edges[Int(random.next() % 7)],
-                    operation: (0..<[0, 1, 127, 128, 300][Int(random.next() % 5)]).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+                    // A slice that does not start at 0, as a record's payload in a commit's shared bytes.
+                    operation: ([7, 7] + (0..<[0, 1, 127, 128, 300][Int(random.next() % 5)]).map { _ in UInt8(truncatingIfNeeded: random.next()) })[2...])
             }
             let batch = OperationBatch(batchID: edges[Int(random.next() % 7)], operations: operations)
             #expect(try written(batch) == packed(batch))

@@ -22,7 +22,7 @@ import Testing
                 id: DeviceID(UUID128(high: 0xAB, low: sequence)), created: stamp, origin: NodeID(trusted: "node-x"), vendor: Vendor(trusted: "com.peer")),
             bundle: try BundleID(parsing: "com.peer.app"), claims: [Identifier(kind: .idfv, value: UUID128(high: 0xCD, low: sequence))],
             merged: [], seen: stamp)
-        return PeerOperation(origin: "node-x", epoch: epoch, sequence: sequence, hlc: stamp.rawValue, operation: bytes ?? OperationCodec.encode(.registration(op)))
+        return PeerOperation(origin: "node-x", epoch: epoch, sequence: sequence, hlc: stamp.rawValue, operation: (bytes ?? OperationCodec.encode(.registration(op)))[...])
     }
 
     @Test func badPeerInputIsRefusedWholeAndTheConnectionClosed() async throws {

@@ -28,7 +28,7 @@ import Testing
             bundle: try BundleID(parsing: "com.v.app"), claims: [Identifier(kind: .idfv, value: UUID128(high: 2, low: sequence))], merged: [],
             seen: stamp)
         return PeerOperation(
-            origin: "node-b", epoch: 1, sequence: sequence, hlc: stamp.rawValue, operation: bytes ?? OperationCodec.encode(.registration(op)))
+            origin: "node-b", epoch: 1, sequence: sequence, hlc: stamp.rawValue, operation: (bytes ?? OperationCodec.encode(.registration(op)))[...])
     }
 
     /// `frame` as the handler receives it: protobuf bytes, which a batch is read from directly.
