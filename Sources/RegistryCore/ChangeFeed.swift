@@ -32,7 +32,7 @@ public struct FeedEntry: Hashable, Sendable {
 public struct ChangeFeed: Sendable {
     /// Events held at most (a batch bigger than that is held alone until the next).
     public let capacity: Int
-    private var entries = FeedPages()
+    private var entries: FeedPages
     /// Position of the oldest event held.
     public private(set) var firstPosition: UInt64 = 0
     /// Each batch held: its first event's position, and what the node held before it.
@@ -48,10 +48,11 @@ public struct ChangeFeed: Sendable {
     public private(set) var generation = 0
 
     /// An empty feed of a node that holds `vector` (its state is what came before: the start is
-    /// the floor).
-    public init(capacity: Int, holding vector: VersionVector) {
+    /// the floor). Its pages of events come from `pages` (see ``FeedPages``).
+    public init(capacity: Int, holding vector: VersionVector, pages: any TableAllocator = HeapTableAllocator()) {
         precondition(capacity > 0, "a feed holds at least one event")
         self.capacity = capacity
+        entries = FeedPages(allocator: pages)
         floor = vector
         published = vector
     }

@@ -1,20 +1,43 @@
 /// The feed's events in pages of 4,096: appending never moves what is held, and dropping the
 /// oldest frees whole pages, so no step moves the whole feed (compacting one array of a million
 /// events would move them all at once, on the commit path).
+///
+/// Pages come from a ``TableAllocator``, and a page the feed drops is emptied and kept for the
+/// next one (up to ``sparePages``) rather than freed. A node's allocator maps its pages apart
+/// from the heap and keeps them out of a forked snapshot's child (`MADV_DONTFORK`): the child
+/// never reads the feed, and a page of the heap that the parent writes while the child lives,
+/// or first writes after a fork at all, costs a page fault and a TLB shootdown across the cores
+/// (`docs/performance.md`, "Feed pages a snapshot's child does not share"). Reusing a page also
+/// keeps the memory new to the process down to the feed's size.
+///
+/// A value: copies share pages, which are only read through them; before writing to its last
+/// page, a feed that does not hold the only reference to it copies the page first.
 struct FeedPages: Sendable {
-    static let pageSize = 4_096
+    static let pageSize = FeedPage.capacity
+    /// Emptied pages kept for reuse: the feed drops a page about as often as it starts one.
+    static let sparePages = 2
+
+    private let allocator: any TableAllocator
     /// Every page but the last is full.
-    private var pages: [[FeedEntry]] = []
+    private var pages: [FeedPage] = []
+    /// Emptied pages, held by nothing else.
+    private var spare: [FeedPage] = []
     /// Index in `pages[0]` of the oldest event held.
     private var head = 0
     private(set) var count = 0
 
+    init(allocator: any TableAllocator = HeapTableAllocator()) {
+        self.allocator = allocator
+    }
+
     mutating func append(contentsOf entries: [FeedEntry]) {
         for entry in entries {
-            if pages.isEmpty || pages[pages.count - 1].count == Self.pageSize {
-                var page = [FeedEntry]()
-                page.reserveCapacity(Self.pageSize)
-                pages.append(page)
+            if pages.isEmpty || pages[pages.count - 1].isFull {
+                pages.append(newPage())
+            } else if !isKnownUniquelyReferenced(&pages[pages.count - 1]) {
+                let copy = newPage()
+                copy.append(contentsOf: pages[pages.count - 1])
+                pages[pages.count - 1] = copy
             }
             pages[pages.count - 1].append(entry)
         }
@@ -28,12 +51,12 @@ struct FeedPages: Sendable {
         count -= dropped
         while !pages.isEmpty, head >= pages[0].count {
             head -= pages[0].count
-            pages.removeFirst()
+            keep(pages.removeFirst())
         }
     }
 
     mutating func removeAll() {
-        pages = []
+        while let page = pages.popLast() { keep(page) }
         head = 0
         count = 0
     }
@@ -41,12 +64,71 @@ struct FeedPages: Sendable {
     /// `body`'s answer about the `index`-th event held, lent rather than copied.
     func withEntry<Result>(at index: Int, _ body: (borrowing FeedEntry) -> Result) -> Result {
         let at = head + index
-        return body(pages[at / Self.pageSize][at % Self.pageSize])
+        return pages[at / Self.pageSize].withEntry(at: at % Self.pageSize, body)
     }
 
     /// The `index`-th event held, from the oldest.
     subscript(index: Int) -> FeedEntry {
-        let at = head + index
-        return pages[at / Self.pageSize][at % Self.pageSize]
+        withEntry(at: index) { (entry: borrowing FeedEntry) in copy entry }
+    }
+
+    private mutating func newPage() -> FeedPage {
+        spare.popLast() ?? FeedPage(allocator: allocator)
+    }
+
+    /// Keeps a dropped page for reuse when there is room and nothing else holds it.
+    private mutating func keep(_ page: consuming FeedPage) {
+        var page = page
+        guard spare.count < Self.sparePages, isKnownUniquelyReferenced(&page) else { return }
+        page.removeAll()
+        spare.append(page)
+    }
+}
+
+/// Up to ``capacity`` feed entries in a block from a ``TableAllocator``, in order.
+///
+/// `@unchecked Sendable`: the entries are reached through a pointer, which the compiler cannot
+/// check. ``FeedPages`` writes to a page (``append(_:)``, ``removeAll()``) only while it holds
+/// the only reference to it (`isKnownUniquelyReferenced`, on the one thread that holds that
+/// `FeedPages` mutably), and every other use only reads entries already written; so no write
+/// races a read.
+final class FeedPage: @unchecked Sendable {
+    static let capacity = 4_096
+
+    /// Holds the memory; freed with the page.
+    private let block: any TableBlock
+    private let entries: UnsafeMutablePointer<FeedEntry>
+    private(set) var count = 0
+
+    init(allocator: any TableAllocator) {
+        block = allocator.zeroedBlock(bytes: Self.capacity * MemoryLayout<FeedEntry>.stride)
+        precondition(Int(bitPattern: block.base) % MemoryLayout<FeedEntry>.alignment == 0, "a feed page's block is misaligned")
+        entries = block.base.bindMemory(to: FeedEntry.self, capacity: Self.capacity)
+    }
+
+    deinit {
+        entries.deinitialize(count: count)
+    }
+
+    var isFull: Bool { count == Self.capacity }
+
+    func append(_ entry: FeedEntry) {
+        precondition(!isFull, "a feed page holds \(Self.capacity) entries")
+        (entries + count).initialize(to: entry)
+        count += 1
+    }
+
+    func append(contentsOf page: FeedPage) {
+        for index in 0..<page.count { append(page.entries[index]) }
+    }
+
+    func removeAll() {
+        entries.deinitialize(count: count)
+        count = 0
+    }
+
+    func withEntry<Result>(at index: Int, _ body: (borrowing FeedEntry) -> Result) -> Result {
+        precondition(index >= 0 && index < count, "entry \(index) of a page of \(count)")
+        return body(entries[index])
     }
 }

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import RegistryCore
 
@@ -245,4 +246,48 @@ import Testing
             #expect((0..<pages.count).allSatisfy { pages[$0] == entry(oldest + UInt64($0)) })
         }
     }
+    /// A copy of the feed's pages reads what it held, whatever the original does next (it shares
+    /// their pages, and neither writes to a page the other holds).
+    @Test func aCopyKeepsItsEventsWhileTheOriginalAppendsAndDrops() {
+        var pages = FeedPages()
+        pages.append(contentsOf: (1...5_000).map(entry))
+        var copy = pages
+        pages.append(contentsOf: (5_001...9_000).map(entry))
+        pages.dropFirst(8_000)
+        pages.append(contentsOf: (9_001...20_000).map(entry))
+        #expect(copy.count == 5_000 && (0..<copy.count).allSatisfy { copy[$0] == entry(UInt64(1 + $0)) })
+        #expect(pages.count == 12_000 && (0..<pages.count).allSatisfy { pages[$0] == entry(UInt64(8_001 + $0)) })
+        // The copy writes too: into a page of its own, not into the one the original filled on.
+        copy.append(contentsOf: (30_001...30_010).map(entry))
+        #expect(copy.count == 5_010 && copy[4_999] == entry(5_000) && copy[5_000] == entry(30_001))
+        #expect(pages[0] == entry(8_001) && pages[11_999] == entry(20_000))
+        pages.removeAll()
+        #expect(copy[0] == entry(1) && copy[5_009] == entry(30_010))
+    }
+
+    /// A rolling feed takes its pages from the ones it dropped: the memory it asks for stays
+    /// near its size, however many events pass through it.
+    @Test func aRollingFeedReusesTheBlocksOfThePagesItDropped() {
+        let allocator = CountingAllocator()
+        var pages = FeedPages(allocator: allocator)
+        var next: UInt64 = 1
+        for _ in 0..<40 {
+            pages.append(contentsOf: (next..<next + 2_000).map(entry))
+            next += 2_000
+            if pages.count > 6_000 { pages.dropFirst(pages.count - 6_000) }
+        }
+        #expect(pages.count == 6_000 && pages[0] == entry(next - 6_000) && pages[5_999] == entry(next - 1))
+        // 80,000 events took 20 pages' worth; at most 3 hold the 6,000 kept, and 2 wait spare.
+        #expect(allocator.blocks.load(ordering: .relaxed) <= 3 + FeedPages.sparePages)
+    }
+}
+
+/// Counts the blocks handed out, from `calloc`.
+private final class CountingAllocator: TableAllocator {
+    let blocks = Atomic(0)
+    func zeroedBlock(bytes: Int) -> any TableBlock {
+        blocks.add(1, ordering: .relaxed)
+        return HeapTableAllocator().zeroedBlock(bytes: bytes)
+    }
+    func preparesInBackground(bytes: Int) -> Bool { false }
 }

@@ -64,7 +64,7 @@ enum StorageStartup {
             // The replay records the events of what it applies: watchers resume from them. What
             // the snapshot covers is the feed's floor.
             replayer.registry.recordEvents(configuredRules: feedStart.configuredRules)
-            var feed = ChangeFeed(capacity: feedStart.capacity, holding: replayer.vector)
+            var feed = ChangeFeed(capacity: feedStart.capacity, holding: replayer.vector, pages: UnforkedTableAllocator())
             var clock = snapshot?.metadata.clock ?? .zero
             var gap: (log: LogID, missing: ClosedRange<UInt64>)?
             // The journal is read and decoded on a thread of its own while this one applies it.
