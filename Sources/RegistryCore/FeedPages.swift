@@ -1,6 +1,6 @@
 /// The feed's events in pages of 4,096: appending never moves what is held, and dropping the
-/// oldest frees whole pages, so no step moves the whole feed (compacting one array of a million
-/// events would move them all at once, on the commit path).
+/// oldest lets go of whole pages, so no step moves the whole feed (compacting one array of a
+/// million events would move them all at once, on the commit path).
 ///
 /// Pages come from a ``TableAllocator``, and a page the feed drops is emptied and kept for the
 /// next one (up to ``sparePages``) rather than freed. A node's allocator maps its pages apart
@@ -20,7 +20,8 @@ struct FeedPages: Sendable {
     private let allocator: any TableAllocator
     /// Every page but the last is full.
     private var pages: [FeedPage] = []
-    /// Emptied pages, held by nothing else.
+    /// Emptied pages, held by nothing else when kept; a copy of the feed shares them, so each is
+    /// checked again when taken.
     private var spare: [FeedPage] = []
     /// Index in `pages[0]` of the oldest event held.
     private var head = 0
@@ -56,7 +57,7 @@ struct FeedPages: Sendable {
     }
 
     mutating func removeAll() {
-        while let page = pages.popLast() { keep(page) }
+        while let page = pages.popLast() { keep(consume page) }
         head = 0
         count = 0
     }
@@ -72,8 +73,13 @@ struct FeedPages: Sendable {
         withEntry(at: index) { (entry: borrowing FeedEntry) in copy entry }
     }
 
+    /// A kept page that nothing else holds (a copy of this feed, which shares `spare`, may have
+    /// taken one), or else a new one.
     private mutating func newPage() -> FeedPage {
-        spare.popLast() ?? FeedPage(allocator: allocator)
+        while var page = spare.popLast() {
+            if isKnownUniquelyReferenced(&page) { return page }
+        }
+        return FeedPage(allocator: allocator)
     }
 
     /// Keeps a dropped page for reuse when there is room and nothing else holds it.
@@ -89,9 +95,10 @@ struct FeedPages: Sendable {
 ///
 /// `@unchecked Sendable`: the entries are reached through a pointer, which the compiler cannot
 /// check. ``FeedPages`` writes to a page (``append(_:)``, ``removeAll()``) only while it holds
-/// the only reference to it (`isKnownUniquelyReferenced`, on the one thread that holds that
-/// `FeedPages` mutably), and every other use only reads entries already written; so no write
-/// races a read.
+/// the only reference to it (`isKnownUniquelyReferenced`, checked on the one thread that holds
+/// that `FeedPages` mutably: before appending to its last page, before emptying a dropped page,
+/// and before reusing a kept one), and every other use only reads entries already written; so
+/// no write races a read.
 final class FeedPage: @unchecked Sendable {
     static let capacity = 4_096
 

@@ -91,7 +91,8 @@ public final class CommitJournal {
 
     /// The records of the entry the last ``append(clock:_:)`` made durable, in order, as the
     /// journal holds them: what peer links send of them, read from the bytes just written rather
-    /// than encoded again. Their payloads are slices of one copy of the entry's records.
+    /// than encoded again. Their payloads are slices of one copy of the entry's records, which
+    /// stays in memory while any of them does.
     public func lastEntryRecords() -> [LogRecord] {
         // One copy of every span's records, so that the buffer can be reused for the next entry.
         var copied = [UInt8]()

@@ -59,6 +59,7 @@ public struct LogSegment: Equatable, Sendable {
     }
 
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
+    /// Their payloads are slices of `blob`, which stays in memory while any of them does.
     public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         try blob.withUnsafeBytes { raw in
             Result { () throws(StorageError) in try records(origin: origin, epoch: epoch, in: raw, slicing: blob, at: 0) }

@@ -265,6 +265,26 @@ import Testing
         #expect(copy[0] == entry(1) && copy[5_009] == entry(30_010))
     }
 
+    /// A copy made while pages wait for reuse shares them with the original: each must write
+    /// into a page of its own, never into one the other took.
+    @Test func copiesThatShareKeptPagesTakeNoneTheOtherTook() {
+        var pages = FeedPages()
+        pages.append(contentsOf: (1...5_000).map(entry))
+        pages.dropFirst(4_096)
+        var copy = pages
+        // Each fills its shared last page's rest and starts another, from the kept pages.
+        pages.append(contentsOf: (5_001...9_000).map(entry))
+        copy.append(contentsOf: (10_001...14_000).map(entry))
+        #expect(pages.count == 4_904 && (0..<pages.count).allSatisfy { pages[$0] == entry(UInt64(4_097 + $0)) })
+        #expect(copy.count == 4_904 && (0..<904).allSatisfy { copy[$0] == entry(UInt64(4_097 + $0)) })
+        #expect((904..<copy.count).allSatisfy { copy[$0] == entry(UInt64(10_001 - 904 + $0)) })
+        // And on past another page each.
+        pages.append(contentsOf: (20_001...25_000).map(entry))
+        copy.append(contentsOf: (30_001...35_000).map(entry))
+        #expect(pages[4_904] == entry(20_001) && pages[pages.count - 1] == entry(25_000) && pages[903] == entry(5_000))
+        #expect(copy[4_904] == entry(30_001) && copy[copy.count - 1] == entry(35_000) && copy[904] == entry(10_001))
+    }
+
     /// A rolling feed takes its pages from the ones it dropped: the memory it asks for stays
     /// near its size, however many events pass through it.
     @Test func aRollingFeedReusesTheBlocksOfThePagesItDropped() {
