@@ -1,6 +1,7 @@
 import RegistryCore
 import RegistryTestSupport
 import RegistryWire
+import Synchronization
 import Testing
 @testable import RegistryServer
 
@@ -13,19 +14,37 @@ import Testing
         let frames = bodies.enumerated().map { ClientFrame(requestID: UInt64($0.offset + 1), body: $0.element) }
         return await withCheckedContinuation { continuation in
             var resolver = resolver
-            let holder = ResolverHolder()
+            let meeting = Meeting(continuation)
             engine.requests.submit(frames, resolver: &resolver, access: .unrestricted) { answers in
-                continuation.resume(returning: (answers.frames.map(\.body), holder.resolver!))
+                meeting.answered(answers.frames.map(\.body))
             }
-            holder.resolver = resolver
+            meeting.renewed(resolver)
         }
     }
 
-    /// Carries the resolver a submit renewed to its delivery (set before the answers go, which
-    /// wait for the commit).
-    final class ResolverHolder: @unchecked Sendable {
-        // Written once, by the submitting thread, before the commit that delivers; read after.
-        var resolver: BundleResolver?
+    /// Resumes with the answers and the resolver a submit renewed, once it has both: the answers
+    /// come from the commit pipeline's thread, which can deliver them before `submit` returns
+    /// the resolver.
+    final class Meeting: Sendable {
+        private let continuation: CheckedContinuation<(answers: [ServerBody], resolver: BundleResolver), Never>
+        private let parts = Mutex<(answers: [ServerBody]?, resolver: BundleResolver?)>((nil, nil))
+
+        init(_ continuation: CheckedContinuation<(answers: [ServerBody], resolver: BundleResolver), Never>) {
+            self.continuation = continuation
+        }
+
+        func answered(_ answers: [ServerBody]) {
+            resumeIfComplete(parts.withLock { $0.answers = answers; return $0 })
+        }
+
+        func renewed(_ resolver: BundleResolver) {
+            resumeIfComplete(parts.withLock { $0.resolver = resolver; return $0 })
+        }
+
+        private func resumeIfComplete(_ parts: (answers: [ServerBody]?, resolver: BundleResolver?)) {
+            guard let answers = parts.answers, let resolver = parts.resolver else { return }
+            continuation.resume(returning: (answers, resolver))
+        }
     }
 
     @Test func everyRequestOfAGroupPreparedWithOlderRulesIsFiledByTheRulesInForce() async throws {
