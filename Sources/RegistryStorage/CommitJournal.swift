@@ -97,16 +97,13 @@ public final class CommitJournal {
         // One copy of every span's records, so that the buffer can be reused for the next entry.
         var copied = [UInt8]()
         copied.reserveCapacity(lastSpans.reduce(0) { $0 + $1.records.count })
-        var starts = [Int]()
-        starts.reserveCapacity(lastSpans.count)
-        for span in lastSpans {
-            starts.append(copied.count)
-            copied.append(contentsOf: buffer[span.records])
-        }
+        for span in lastSpans { copied.append(contentsOf: buffer[span.records]) }
         var records = [LogRecord]()
         records.reserveCapacity(lastSpans.reduce(0) { $0 + $1.count })
         copied.withUnsafeBytes { raw in
-            for (span, start) in zip(lastSpans, starts) {
+            var start = 0
+            for span in lastSpans {
+                defer { start += span.records.count }
                 do {
                     let region = UnsafeRawBufferPointer(rebasing: raw[start..<start + span.records.count])
                     records += try LogSegment.records(origin: span.origin, epoch: span.epoch, in: region, slicing: copied, at: start)

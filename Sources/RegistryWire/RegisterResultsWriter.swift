@@ -91,13 +91,17 @@ enum RegisterResultsWriter {
 
     private static func write(_ items: [BatchItem], with writer: inout ProtobufWriter) {
         for item in items {
-            writer.header(Field.items, length: size(item))
+            // Each item's body is sized once here: its header and its item's header both need it.
             switch item {
             case .result(let result):
-                writer.header(Field.itemResult, length: size(result))
+                let resultBytes = size(result)
+                writer.header(Field.items, length: ProtobufWriter.delimitedSize(Field.itemResult, length: resultBytes))
+                writer.header(Field.itemResult, length: resultBytes)
                 write(result, with: &writer)
             case .error(let error):
-                writer.header(Field.itemError, length: size(error))
+                let errorBytes = size(error)
+                writer.header(Field.items, length: ProtobufWriter.delimitedSize(Field.itemError, length: errorBytes))
+                writer.header(Field.itemError, length: errorBytes)
                 writer.int32(Field.errorCode, error.code.rawValue)
                 writer.string(Field.errorMessage, error.message)
                 writer.uint64(Field.errorRetryable, error.retryable ? 1 : 0)
