@@ -10,6 +10,10 @@
 # node can do for these registrations (issue 42's first target; its comment says what it does),
 # built here with the system's C compiler and OpenSSL's libcrypto.
 # REGISTRYLOAD_DIR names a folder holding a release registryload, to skip building this one.
+# CPU_COMPARE_SETTLE_SECONDS (default 0) waits that long after a node opens its port before the
+# load and the measurement start: with BENCH_NODE_FLAGS="--expected-devices N", a node whose tables
+# are allocated and populated before its first registration (docs/performance.md, "Against the
+# reference on a sized node").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The node's CPU counts a forked snapshot's child too: the children it waited for, and one still
@@ -61,6 +65,7 @@ run() {
   node_pid=$!
   wait_for_port 7462 || { cat "$out/node.log" >&2; exit 1; }
   local ticks_before ticks_after
+  sleep "${CPU_COMPARE_SETTLE_SECONDS:-0}"
   ticks_before=$(node_ticks "$node_pid")
   # shellcheck disable=SC2086 # the arguments are words
   "$load_bin/registryload" --endpoints 127.0.0.1:7462 --duration 10s --warmup 0s $arguments --seed 1 \

@@ -13,6 +13,9 @@ import sys
 # (class, patterns): the first class whose patterns all match takes the sample.
 CLASSES = {
     "registration": [
+        # First: the forked child runs RegistryState's code (it walks the claim index), which
+        # the state's class below would take, and a fork's page faults would go to zeroing.
+        ("snapshots", ["ForkedSnapshot"]),
         ("the kernel zeroing new pages for the index tables (index-populate)", ["DetachedThread", "clear_page_erms"]),
         ("the kernel zeroing new pages elsewhere", ["clear_page_erms"]),
         ("the journal: copying into the page cache", ["copy_folio_from_iter"]),
