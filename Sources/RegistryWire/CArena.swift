@@ -65,11 +65,12 @@ final class CArena {
         return pointer
     }
 
-    /// A C array of `values`, nil when empty (protobuf-c reads no pointer for a count of 0).
-    func array<T>(_ values: [T]) -> UnsafeMutablePointer<T>? {
+    /// A C array of `values` (an array, or a slice of one), nil when empty (protobuf-c reads no
+    /// pointer for a count of 0).
+    func array<T>(_ values: some Collection<T>) -> UnsafeMutablePointer<T>? {
         guard !values.isEmpty else { return nil }
         let pointer = allocate(bytes: MemoryLayout<T>.stride * values.count).bindMemory(to: T.self, capacity: values.count)
-        pointer.initialize(from: values, count: values.count)
+        _ = UnsafeMutableBufferPointer(start: pointer, count: values.count).initialize(from: values)
         return pointer
     }
 
@@ -126,9 +127,7 @@ final class CArena {
 
     /// A protobuf-c `bytes` field holding a copy of `bytes`.
     func bytes(_ bytes: some Collection<UInt8>) -> ProtobufCBinaryData {
-        guard !bytes.isEmpty else { return ProtobufCBinaryData(len: 0, data: nil) }
-        let pointer = allocate(bytes: bytes.count).bindMemory(to: UInt8.self, capacity: bytes.count)
-        _ = UnsafeMutableBufferPointer(start: pointer, count: bytes.count).initialize(from: bytes)
+        guard let pointer = array(bytes) else { return ProtobufCBinaryData(len: 0, data: nil) }
         return ProtobufCBinaryData(len: bytes.count, data: pointer)
     }
 }
