@@ -64,6 +64,10 @@ struct DeviceIndex: Sendable {
     /// Buckets in the current table.
     var capacity: Int { tags.capacity }
 
+    /// See ``HashIndex/reserve(holding:)``.
+    @discardableResult
+    mutating func reserve(holding devices: Int) -> Bool { tags.reserve(holding: devices) }
+
     /// Devices indexed.
     var count: Int { tags.count }
 }

@@ -55,6 +55,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     private var moved = 0
     /// The next table, being made ready (see the type's notes); only for big tables.
     private var spare: BucketTable<Key>?
+    /// Buckets the next table has at least, when more than twice the current table's: set by
+    /// ``reserve(holding:)``, and spent by the switch to that table.
+    private var reservedCapacity = 0
     let seed: UInt64
     private let allocator: any TableAllocator
     /// Entries: distinct keys, or for ``HashTag``s the entries inserted.
@@ -194,7 +197,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// `freeBucket`: the free bucket that ends `key`'s probe in the current table, when the
     /// caller has just probed for it (the table has not changed since).
     private mutating func place(_ key: Key, _ value: UInt32, hash: UInt64, freeBucket: Int? = nil) {
-        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) {
+        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) || reservedTableReady {
             grow()
             table.place(key, value, hash: hash)
         } else if let freeBucket {
@@ -240,14 +243,50 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     private mutating func grow() {
         // A move still under way (which the step size makes rare) is finished first.
         while old != nil { moveSomeOldBuckets(all: true) }
+        let next = nextCapacity
         old = table
         moved = 0
-        if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == table.capacity * 2 {
+        if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == next {
             table = spare!
         } else {
-            table = BucketTable(capacity: table.capacity * 2, allocator: allocator)
+            table = BucketTable(capacity: next, allocator: allocator)
         }
         spare = nil
+        reservedCapacity = 0
+    }
+
+    /// Buckets of the table the index switches to next: twice the current one's, or what
+    /// ``reserve(holding:)`` asked for.
+    private var nextCapacity: Int { max(table.capacity * 2, reservedCapacity) }
+
+    /// Sizes the index for `entries` at once, when that is more than its next table would hold:
+    /// for an owner about to take many entries it knows of (a node catching up from a peer),
+    /// which would otherwise grow through every size on the way, moving every entry and making
+    /// every table ready again each time. The index switches to a table that holds them as
+    /// soon as that table is ready (when the allocator prepares it in the background; at once
+    /// otherwise), and moves its entries over a few at each insert, as any growth does. Fewer
+    /// entries than the next doubling holds change nothing: growth gets there by itself.
+    /// Returns whether the index acted.
+    @discardableResult
+    mutating func reserve(holding entries: Int) -> Bool {
+        let wanted = Self.capacity(holding: entries)
+        guard wanted > table.capacity * 2, wanted > reservedCapacity else { return false }
+        reservedCapacity = wanted
+        if allocator.preparesInBackground(bytes: wanted * MemoryLayout<BucketTable<Key>.Bucket>.stride) {
+            // A smaller spare being made ready is given up: the reserved one replaces it.
+            spare = BucketTable(capacity: wanted, allocator: allocator)
+        } else {
+            if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+            grow()
+        }
+        return true
+    }
+
+    /// True when a table made for ``reserve(holding:)`` is ready to switch to, at any load, and
+    /// no move is under way (a switch finishes the one under way first, all at once).
+    @inline(__always)
+    private var reservedTableReady: Bool {
+        reservedCapacity > 0 && old == nil && spare?.isReady == true
     }
 
     /// Load at which the next table starts being made ready, as a fraction over 10.
@@ -273,7 +312,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 
     private func hasSpare(capacity: Int) -> Bool {
-        allocator.preparesInBackground(bytes: capacity * 2 * MemoryLayout<BucketTable<Key>.Bucket>.stride)
+        allocator.preparesInBackground(bytes: max(capacity * 2, reservedCapacity) * MemoryLayout<BucketTable<Key>.Bucket>.stride)
     }
 
     /// From 70% load, allocates the next table, when the allocator makes it ready in the
@@ -282,7 +321,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         guard old == nil, table.used * 10 >= table.capacity * Self.spareFromTenths, hasSpare(capacity: table.capacity)
         else { return }
         // A copy of this index may share the spare: then this one makes its own.
-        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2, allocator: allocator) }
+        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: nextCapacity, allocator: allocator) }
     }
 
     /// An empty index that takes its tables from the same allocator, with a seed of its own.

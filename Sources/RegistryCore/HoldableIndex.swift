@@ -48,6 +48,10 @@ struct HoldableIndex<Key: HashIndexKey>: Sendable {
     /// Buckets in the main index's table.
     var capacity: Int { main.capacity }
 
+    /// ``HashIndex/reserve(holding:)`` of the main index, which every entry ends in.
+    @discardableResult
+    mutating func reserve(holding entries: Int) -> Bool { main.reserve(holding: entries) }
+
     /// True while new keys go into the held index.
     var isHolding: Bool { mayRelease != nil }
 

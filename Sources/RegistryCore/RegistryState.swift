@@ -149,6 +149,18 @@ public struct RegistryState: Sendable {
     /// The buckets of the device-ID and claim indexes' current tables (for tests).
     public var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }
 
+    /// Sizes the indexes at once for `slots` devices and aliases and `claims` claims in all, when
+    /// that is more than their next tables would hold (``HashIndex/reserve(holding:)``): for a
+    /// state about to take that many (a node catching up from a peer that holds them), which
+    /// would otherwise grow through every size on the way. Changes no content. Returns whether
+    /// either index acted.
+    @discardableResult
+    public mutating func reserve(slots: Int, claims claimEntries: Int) -> Bool {
+        let devices = slotOf.reserve(holding: min(slots, Self.maxExpectedDevices))
+        let claimed = claims.reserve(holding: min(claimEntries, 2 * Self.maxExpectedDevices))
+        return devices || claimed
+    }
+
     // MARK: - Register
 
     /// Reads the index buckets that registering a batch will touch, before any of it is

@@ -127,6 +127,77 @@ struct HashIndexTests {
         #expect(index.capacity == capacity * 2)
     }
 
+    /// Reserving room for many more entries than the next table holds makes a table that holds
+    /// them ready in the background, switches to it once ready (below 3/4 load), and then takes
+    /// them all without growing again; every key keeps its value through the move.
+    @Test func aReservedTableIsSwitchedToOnceReadyAndHoldsWhatWasReserved() {
+        let allocator = ControlledAllocator()
+        var random = SplitMix64(seed: 11)
+        var index = HashIndex<UUID128>(capacity: 4_096, seed: random.next(), allocator: allocator)
+        var keys = [UUID128]()
+        func insert() {
+            let key = UUID128(high: random.next(), low: random.next())
+            keys.append(key)
+            index.set(key, UInt32(keys.count - 1))
+        }
+        for _ in 0..<1_000 { insert() }
+        let reserved = HashIndex<UUID128>.capacity(holding: 50_000)
+        let acted = index.reserve(holding: 50_000)
+        #expect(acted)
+        #expect(index.isPreparingNextTable && index.capacity == 4_096)
+        // Not ready: the index goes on in its table.
+        for _ in 0..<100 { insert() }
+        #expect(index.capacity == 4_096)
+        allocator.ready.withLock { $0 = true }
+        insert()
+        #expect(index.capacity == reserved && index.isMoving && !index.isPreparingNextTable)
+        for (value, key) in keys.enumerated() { #expect(index.value(for: key) == UInt32(value)) }
+        while keys.count < 50_000 { insert() }
+        #expect(index.capacity == reserved && !index.isMoving && !index.isPreparingNextTable && index.count == 50_000)
+        for (value, key) in keys.enumerated() where value % 7 == 0 { #expect(index.value(for: key) == UInt32(value)) }
+    }
+
+    /// A reservation the next growth covers anyway changes nothing; nor does one already made.
+    @Test func aReservationWithinTheNextGrowthChangesNothing() {
+        let allocator = ControlledAllocator()
+        var index = HashIndex<UUID128>(capacity: 4_096, seed: 3, allocator: allocator)
+        let withinGrowth = index.reserve(holding: 5_000)
+        #expect(!withinGrowth && !index.isPreparingNextTable && index.capacity == 4_096)
+        let beyond = index.reserve(holding: 40_000)
+        let again = index.reserve(holding: 40_000)
+        let less = index.reserve(holding: 30_000)
+        #expect(beyond && !again && !less)
+    }
+
+    /// Without background preparation the switch comes at once, and a move under way is
+    /// finished first. Checked against a Dictionary at every step, with a reservation at a
+    /// seeded random step, while the index may be moving into its doubled table.
+    @Test(arguments: [1 as UInt64, 2, 3])
+    func aReservationAgreesWithADictionary(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next())
+        var reference = [UUID128: UInt32]()
+        var keys = [UUID128]()
+        let reserveAt = 100 + Int(random.next() % 2_000)
+        var reservedCapacity = 0
+        for step in 0..<12_000 {
+            if step == reserveAt {
+                let acted = index.reserve(holding: 12_000)
+                #expect(acted)
+                reservedCapacity = index.capacity
+                #expect(reservedCapacity == HashIndex<UUID128>.capacity(holding: 12_000) && index.isMoving)
+            }
+            let key = nextKey(&random, &keys, oldOneIn: 4)
+            #expect(index.set(key, UInt32(step)) == reference.updateValue(UInt32(step), forKey: key))
+            let probe = keys[Int(random.next() % UInt64(keys.count))]
+            #expect(index.value(for: probe) == reference[probe])
+        }
+        #expect(index.capacity == reservedCapacity && index.count == reference.count)
+        var seen = [UUID128: UInt32]()
+        index.forEach { key, value in #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice") }
+        #expect(seen == reference)
+    }
+
     @Test func aRegistrySizedForNDevicesHasIndexesForThemAndTheirClaims() {
         #expect(RegistryState(expectedDevices: 50_000).indexCapacities == (71_429, 142_858))
         #expect(RegistryState(expectedDevices: 0).indexCapacities == RegistryState().indexCapacities)
