@@ -76,6 +76,17 @@ extension VersionVector {
         return joined
     }
 
+    /// How many operations this vector holds that `other` lacks: over every log, how far this
+    /// one is ahead (saturating at `UInt64.max`).
+    public func operationsAhead(of other: VersionVector) -> UInt64 {
+        var ahead: UInt64 = 0
+        for (log, sequence) in held where sequence > other[log] {
+            let (sum, overflow) = ahead.addingReportingOverflow(sequence - other[log])
+            ahead = overflow ? .max : sum
+        }
+        return ahead
+    }
+
     /// Whether this vector holds everything `other` holds.
     public func covers(_ other: VersionVector) -> Bool {
         other.sequences.allSatisfy { self[$0.key] >= $0.value }

@@ -23,6 +23,26 @@ import Testing
         #expect(vector.description == "node-a/1: 2, node-b/1: 9")
     }
 
+    /// How far one vector is ahead of another: summed over the logs where it is ahead, none
+    /// counted where it is behind, and saturating rather than wrapping.
+    @Test func operationsAheadCountsOnlyWhatTheOtherLacks() {
+        var peer = VersionVector()
+        peer.recordAll(through: 10, in: a1)
+        peer.recordAll(through: 3, in: b1)
+        var own = VersionVector()
+        own.recordAll(through: 4, in: a1)
+        own.recordAll(through: 7, in: b1)
+        own.recordAll(through: 5, in: a2)
+        #expect(peer.operationsAhead(of: own) == 6)
+        #expect(own.operationsAhead(of: peer) == 4 + 5)
+        #expect(peer.operationsAhead(of: peer) == 0 && VersionVector().operationsAhead(of: own) == 0)
+        #expect(peer.operationsAhead(of: VersionVector()) == 13)
+        var huge = VersionVector()
+        huge.recordAll(through: .max, in: a1)
+        huge.recordAll(through: .max, in: b1)
+        #expect(huge.operationsAhead(of: VersionVector()) == .max)
+    }
+
     /// Random deliveries (repeats, reorderings, gaps) to a node that applies only what the
     /// vector admits as next and retries what it held back: the vector always equals the
     /// longest run 1...n the model holds, and nothing is applied twice or out of order.
