@@ -22,7 +22,7 @@ extension PeerFrame {
                     version: CRead.version(hello.version),
                     versionVector: try CRead.positions(hello.n_version_vector, hello.version_vector),
                     mintingKeyFingerprint: hello.minting_key_fingerprint, proof: CRead.bytes(hello.proof), challenge: hello.challenge,
-                    vendorRulesFingerprint: hello.vendor_rules_fingerprint))
+                    vendorRulesFingerprint: hello.vendor_rules_fingerprint, deviceRecords: hello.device_records, claims: hello.claims))
         case REGISTRY__V1__PEER_FRAME__BODY_WELCOME:
             guard let welcome = frame.welcome?.pointee else { return .unknown }
             return .welcome(
@@ -79,6 +79,8 @@ extension PeerFrame {
             message.proof = arena.bytes(hello.proof)
             message.challenge = hello.challenge
             message.vendor_rules_fingerprint = hello.vendorRulesFingerprint
+            message.device_records = hello.deviceRecords
+            message.claims = hello.claims
             frame.body_case = REGISTRY__V1__PEER_FRAME__BODY_HELLO
             frame.hello = arena.new(message)
         case .welcome(let welcome):

@@ -28,12 +28,19 @@ public struct PeerHello: Equatable, Sendable {
     public var challenge: UInt64
     /// Names the sender's vendor rules; 0 says nothing.
     public var vendorRulesFingerprint: UInt64
+    /// How many device records (devices and aliases) and claims the sender holds, for a
+    /// receiver far behind to size its indexes by; 0 says nothing (peer.proto).
+    public var deviceRecords: UInt64
+    public var claims: UInt64
 
     public init(
         clusterID: String, nodeID: String, epoch: UInt64, version: ProtocolVersion = .current, versionVector: [LogPosition],
-        mintingKeyFingerprint: UInt64, proof: [UInt8] = [], challenge: UInt64 = 0, vendorRulesFingerprint: UInt64 = 0
+        mintingKeyFingerprint: UInt64, proof: [UInt8] = [], challenge: UInt64 = 0, vendorRulesFingerprint: UInt64 = 0,
+        deviceRecords: UInt64 = 0, claims: UInt64 = 0
     ) {
         self.vendorRulesFingerprint = vendorRulesFingerprint
+        self.deviceRecords = deviceRecords
+        self.claims = claims
         self.proof = proof
         self.challenge = challenge
         self.clusterID = clusterID

@@ -417,6 +417,10 @@ def main():
     # with Python's hmac from the specification; the node signs this script's challenge back.
     peer_hello.hello.proof = peer_proof(secret, "hello", peer_accepted.hello_accepted.challenge, "python-peer")
     peer_hello.hello.challenge = 0x5EED5EED
+    # What this peer holds (fields 10 and 11): one device record and one claim, which sizes nothing
+    # on a node that lacks one operation of it; an unknown field here would be a malformed hello.
+    peer_hello.hello.device_records = 1
+    peer_hello.hello.claims = 1
     peer.send(peer_hello)
     welcome = peer_receive()
     check(welcome.WhichOneof("body") == "welcome" and welcome.welcome.node_id == accepted.hello_accepted.node_id, f"welcome: {welcome}")

@@ -484,7 +484,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_frame__descriptor =
   (ProtobufCMessageInit) registry__v1__peer_frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[9] =
+static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptors[11] =
 {
   {
     "cluster_id",
@@ -594,10 +594,36 @@ static const ProtobufCFieldDescriptor registry__v1__peer_hello__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "device_records",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerHello, device_records),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "claims",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__PeerHello, claims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__peer_hello__field_indices_by_name[] = {
   7,   /* field[7] = challenge */
+  10,   /* field[10] = claims */
   0,   /* field[0] = cluster_id */
+  9,   /* field[9] = device_records */
   2,   /* field[2] = epoch */
   5,   /* field[5] = minting_key_fingerprint */
   1,   /* field[1] = node_id */
@@ -609,7 +635,7 @@ static const unsigned registry__v1__peer_hello__field_indices_by_name[] = {
 static const ProtobufCIntRange registry__v1__peer_hello__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
 {
@@ -619,7 +645,7 @@ const ProtobufCMessageDescriptor registry__v1__peer_hello__descriptor =
   "Registry__V1__PeerHello",
   "registry.v1",
   sizeof(Registry__V1__PeerHello),
-  9,
+  11,
   registry__v1__peer_hello__field_descriptors,
   registry__v1__peer_hello__field_indices_by_name,
   1,  registry__v1__peer_hello__number_ranges,

@@ -114,10 +114,19 @@ struct  Registry__V1__PeerHello
    * (VENDOR_RULES_MISMATCH); 0 says nothing (an earlier version).
    */
   uint64_t vendor_rules_fingerprint;
+  /*
+   * How many device records (devices and their aliases) and claims the
+   * sender holds. A receiver far behind sizes its indexes for what it is
+   * about to take, at once, instead of growing them through every size on
+   * the way; it never sizes for more than the operations it lacks could add.
+   * 0 says nothing (an earlier version, or a sender that holds none).
+   */
+  uint64_t device_records;
+  uint64_t claims;
 };
 #define REGISTRY__V1__PEER_HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__peer_hello__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0, {0,NULL}, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, 0, {0,NULL}, 0, 0, 0, 0 }
 
 
 /*
