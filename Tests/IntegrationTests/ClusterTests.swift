@@ -301,6 +301,30 @@ import Testing
         #expect(result.status == 0 && result.stdout.contains("0 lost, 0 mismatched"), "\(result.stdout)\n\(result.stderr)")
     }
 
+    /// A node that comes back far behind its peers sizes its indexes once, from what their hellos
+    /// say they hold, before the first operations it takes (``PeerHoldings``), and catches up; the
+    /// peers, which lack next to nothing of it, size nothing.
+    @Test func aNodeFarBehindSizesItsIndexesOnceToCatchUp() async throws {
+        let cluster = try Cluster()
+        defer { cluster.stop() }
+        try await ClusterTests.waitUntilStreaming(cluster.nodes[2].endpoint, to: 2)
+        #expect(cluster.nodes[2].stop() == 0)
+        let written = try load([
+            "--endpoints", "\(cluster.nodes[0].endpoint),\(cluster.nodes[1].endpoint)", "--connections", "4", "--threads", "1",
+            "--batch", "100", "--requests", "200000", "--warmup", "0s", "--seed", "6",
+        ])
+        #expect(written.status == 0, "\(written.stdout)\n\(written.stderr)")
+        cluster.nodes[2] = try cluster.start(2)
+        let stats = try await cluster.converged(within: 90)
+        #expect(stats[2].deviceCount >= 200_000 && stats[2].deviceCount == stats[0].deviceCount)
+        let sized = cluster.nodes[2].log.components(separatedBy: "\n").filter { $0.contains("sizing the indexes to catch up with a peer") }
+        #expect(!sized.isEmpty, "node-c did not size its indexes:\n\(cluster.nodes[2].log.suffix(3_000))")
+        #expect(sized.allSatisfy { !$0.contains("device_records=0") }, "\(sized)")
+        for index in 0..<2 {
+            #expect(!cluster.nodes[index].log.contains("sizing the indexes"), "\(Cluster.names[index]) sized its indexes for node-c")
+        }
+    }
+
     /// A node joins by naming one member: the others learn of it from the membership operation it
     /// logs, link to it, and all four converge. Removed, it is refused from then on.
     @Test func aNodeJoinsByNamingOneMemberAndARemovedOneIsRefused() async throws {

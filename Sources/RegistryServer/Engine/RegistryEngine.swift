@@ -171,6 +171,32 @@ public final class RegistryEngine: Sendable {
         core.withLockedValue { $0.durable.vector }
     }
 
+    /// What a peer hello tells of this node: what is durable of every log, and how many device
+    /// records (devices and aliases) and claims the state holds.
+    var holdings: (vector: VersionVector, deviceRecords: Int, claims: Int) {
+        core.withLockedValue { ($0.durable.vector, $0.node.registry.slotCount, $0.node.registry.claimCount) }
+    }
+
+    /// Sizes the state's indexes for what a peer that is far ahead holds (``PeerHoldings``), before
+    /// the first operations this node takes from it, and logs it; nothing when this node is not
+    /// far behind.
+    func sizeIndexes(toCatchUpWith peer: NodeID, holding holdings: PeerHoldings) {
+        let sized = core.withLockedValue { core -> (deviceRecords: Int, claims: Int)? in
+            // Counted in place: a copy of the state would share its tables, and the reserve
+            // below would then copy them.
+            guard
+                let sizing = holdings.indexSizing(
+                    ownHolds: core.node.versionVector, ownDeviceRecords: core.node.registry.slotCount,
+                    ownClaims: core.node.registry.claimCount)
+            else { return nil }
+            return core.node.registry.reserve(slots: sizing.deviceRecords, claims: sizing.claims) ? sizing : nil
+        }
+        guard let sized else { return }
+        logger.info(
+            "sizing the indexes to catch up with a peer",
+            metadata: ["peer_node": "\(peer)", "device_records": "\(sized.deviceRecords)", "claims": "\(sized.claims)"])
+    }
+
     /// A reader of `log` from sequence `from`, following the journal as the node commits.
     public func logReader(for log: LogID, from: UInt64) throws(JournalReadError) -> LogReader {
         LogReader(try JournalReader(log: log, from: from, in: directory, on: fs, index: index))

@@ -154,6 +154,9 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                     WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"), context: context)
             }
         case .apply(let batchID, let operations):
+            if let holdings = machine.holdingsBeforeFirstBatch(), case .streaming(let peer) = machine.state {
+                engine.sizeIndexes(toCatchUpWith: peer, holding: holdings)
+            }
             flow.took()
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let loop = context.eventLoop

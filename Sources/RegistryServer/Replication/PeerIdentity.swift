@@ -57,13 +57,18 @@ struct PeerIdentity: Sendable {
         return nil
     }
 
-    /// This node's hello, with what it holds, signing the `challenge` of the peer's
-    /// HelloAccepted and asking the peer to sign `ownChallenge`.
-    func hello(holding vector: VersionVector, challenge: UInt64, ownChallenge: UInt64, binding: [UInt8] = []) -> PeerHello {
+    /// This node's hello, with what it holds (every log's sequence in `vector`, and how many
+    /// device records and claims), signing the `challenge` of the peer's HelloAccepted and
+    /// asking the peer to sign `ownChallenge`.
+    func hello(
+        holding vector: VersionVector, deviceRecords: Int = 0, claims: Int = 0, challenge: UInt64, ownChallenge: UInt64,
+        binding: [UInt8] = []
+    ) -> PeerHello {
         PeerHello(
             clusterID: clusterID, nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions,
             mintingKeyFingerprint: mintingKeyFingerprint, proof: proof.sign(.hello, challenge: challenge, nodeID: nodeID.value, binding: binding),
-            challenge: ownChallenge, vendorRulesFingerprint: vendorRulesFingerprint)
+            challenge: ownChallenge, vendorRulesFingerprint: vendorRulesFingerprint, deviceRecords: UInt64(deviceRecords),
+            claims: UInt64(claims))
     }
 }
 

@@ -176,8 +176,10 @@ final class PeerLink: @unchecked Sendable {
             let hello = Hello(version: .current, role: .peer, clientName: "registryd \(engine.nodeID)")
             send { buffer throws(CodecError) in try ClientFrame(requestID: 0, body: .hello(hello)).encodeFrame(into: &buffer) }
         case .sendPeerHello(let challenge, let ownChallenge):
+            let (vector, records, claims) = engine.holdings
             let hello = engine.peerIdentity.hello(
-                holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge, binding: machine.binding)
+                holding: vector, deviceRecords: records, claims: claims, challenge: challenge, ownChallenge: ownChallenge,
+                binding: machine.binding)
             send { buffer throws(CodecError) in try PeerFrame.hello(hello).encodeFrame(into: &buffer) }
         case .stream:
             if case .streaming(let peer) = machine.state, logger[metadataKey: "peer_node"] == nil {

@@ -43,6 +43,9 @@ struct PeerSessionStateMachine {
     let challenge: UInt64
     /// Decodes the session's operations, remembering the texts they repeat.
     private var decoder = OperationDecoder()
+    /// What the peer's hello said it holds, until the first batch of operations takes it
+    /// (``holdingsBeforeFirstBatch()``).
+    private var peerHoldings: PeerHoldings?
 
     init(identity: PeerIdentity, challenge: UInt64, maxBatchOperations: Int, removed: Set<NodeID> = []) {
         self.identity = identity
@@ -77,6 +80,7 @@ struct PeerSessionStateMachine {
                 return refuse(WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"))
             }
             state = .streaming(peer: peer)
+            peerHoldings = PeerHoldings(hello)
             return .welcome(peer: peer, challenge: hello.challenge)
         case (.streaming, .batch(let batch)):
             guard batch.operations.count <= maxBatchOperations else {
@@ -114,6 +118,17 @@ struct PeerSessionStateMachine {
             return refuse(
                 WireError(code: .unexpectedPeerFrame, message: "a sender may send only OperationBatch and SnapshotChunk after its hello"))
         }
+    }
+
+    /// What the peer's hello said it holds, once, for the handler to size the state's indexes
+    /// by before it applies the first batch (``RegistryEngine/sizeIndexes(toCatchUpWith:holding:)``);
+    /// nil after that, and when the hello said nothing of it. Not at the hello: a peer whose
+    /// journal no longer holds what this node lacks sends a snapshot first, and installing it
+    /// builds a state of its own size, which indexes sized before would only have doubled in
+    /// memory meanwhile.
+    mutating func holdingsBeforeFirstBatch() -> PeerHoldings? {
+        defer { peerHoldings = nil }
+        return peerHoldings
     }
 
     /// The state refused a batch (a gap, clock skew): the session ends.

@@ -10,14 +10,15 @@ import Testing
         clusterID: "c1", nodeID: NodeID(trusted: "node-a"), epoch: 3, mintingKeyFingerprint: 42, proof: .test, vendorRulesFingerprint: 77)
 
     func hello(
-        cluster: String = "c1", node: String = "node-b", fingerprint: UInt64 = 42, major: UInt32 = 1, rules: UInt64 = 77
+        cluster: String = "c1", node: String = "node-b", fingerprint: UInt64 = 42, major: UInt32 = 1, rules: UInt64 = 77,
+        vector: [LogPosition] = [], deviceRecords: UInt64 = 0, claims: UInt64 = 0
     ) -> PeerFrame {
         .hello(
             PeerHello(
-                clusterID: cluster, nodeID: node, epoch: 1, version: ProtocolVersion(major: major, minor: 0), versionVector: [],
+                clusterID: cluster, nodeID: node, epoch: 1, version: ProtocolVersion(major: major, minor: 0), versionVector: vector,
                 mintingKeyFingerprint: fingerprint,
                 proof: PeerProof.test.sign(.hello, challenge: PeerSessionStateMachine.testChallenge, nodeID: node), challenge: 5,
-                vendorRulesFingerprint: rules))
+                vendorRulesFingerprint: rules, deviceRecords: deviceRecords, claims: claims))
     }
 
     func operation(sequence: UInt64, bytes: [UInt8]? = nil) throws -> PeerOperation {
@@ -41,6 +42,26 @@ import Testing
     func refusalCode(_ action: PeerSessionStateMachine.Action) -> ErrorCode? {
         if case .refuse(let error) = action { return error.code }
         return nil
+    }
+
+    /// What a hello says the peer holds is handed over once, before the first batch; a hello
+    /// that says nothing of its counts (an earlier version), or names an invalid log, hands
+    /// over nothing.
+    @Test func thePeersHoldingsAreHandedOverOnceBeforeTheFirstBatch() throws {
+        let vector = [LogPosition(origin: "node-b", epoch: 1, sequence: 900)]
+        var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        _ = machine.received(hello(vector: vector, deviceRecords: 800, claims: 1_600))
+        var expected = VersionVector()
+        expected.recordAll(through: 900, in: LogID(origin: NodeID(trusted: "node-b"), epoch: 1))
+        #expect(machine.holdingsBeforeFirstBatch() == PeerHoldings(vector: expected, deviceRecords: 800, claims: 1_600))
+        #expect(machine.holdingsBeforeFirstBatch() == nil)
+
+        var earlier = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        _ = earlier.received(hello(vector: vector))
+        #expect(earlier.holdingsBeforeFirstBatch() == nil)
+        var invalid = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        _ = invalid.received(hello(vector: [LogPosition(origin: "", epoch: 1, sequence: 9)], deviceRecords: 8, claims: 16))
+        #expect(invalid.holdingsBeforeFirstBatch() == nil)
     }
 
     @Test func aHelloFromTheClusterIsWelcomedAndItsBatchesDecoded() throws {

@@ -1,0 +1,50 @@
+import RegistryCore
+import RegistryWire
+
+/// What a peer said in its hello that it holds: every log's sequence, and how many device
+/// records (devices and aliases) and claims. A node far behind it sizes its indexes from this,
+/// once, before the first operations it takes from that peer (``indexSizing(ownHolds:ownDeviceRecords:ownClaims:)``),
+/// instead of growing them through every size while it catches up (docs/performance.md,
+/// "Catching up into indexes sized at once").
+struct PeerHoldings: Equatable, Sendable {
+    let vector: VersionVector
+    let deviceRecords: UInt64
+    let claims: UInt64
+
+    /// From a hello; nil when it says nothing of its counts (a node before they were sent) or
+    /// names an invalid log.
+    init?(_ hello: PeerHello) {
+        guard hello.deviceRecords > 0 || hello.claims > 0, let vector = try? VersionVector(positions: hello.versionVector) else { return nil }
+        self.init(vector: vector, deviceRecords: hello.deviceRecords, claims: hello.claims)
+    }
+
+    init(vector: VersionVector, deviceRecords: UInt64, claims: UInt64) {
+        self.vector = vector
+        self.deviceRecords = deviceRecords
+        self.claims = claims
+    }
+
+    /// Claims a registration adds at most, for the bound below: a first install's keychain UUID
+    /// and IDFV, what `--expected-devices` sizes for too.
+    static let claimsPerOperation: UInt64 = 2
+
+    /// The device records and claims a node holding `ownHolds`, `ownDeviceRecords` and
+    /// `ownClaims` should size its indexes for before taking this peer's operations: what the
+    /// peer holds, but no more than what the operations it lacks could add (each at most one
+    /// device record and ``claimsPerOperation`` claims), so that a node slightly behind a big
+    /// peer sizes for nothing. Nil when that is no more than the node holds. The indexes then
+    /// act only on sizes past their next growth (``RegistryState/reserve(slots:claims:)``).
+    func indexSizing(ownHolds: VersionVector, ownDeviceRecords: Int, ownClaims: Int) -> (deviceRecords: Int, claims: Int)? {
+        let missing = vector.operationsAhead(of: ownHolds)
+        guard missing > 0 else { return nil }
+        func bounded(_ peer: UInt64, own: Int, perOperation: UInt64) -> Int {
+            let (added, tooMany) = missing.multipliedReportingOverflow(by: perOperation)
+            let (most, beyond) = UInt64(own).addingReportingOverflow(tooMany ? .max : added)
+            return Int(clamping: min(peer, beyond ? .max : most))
+        }
+        let records = bounded(deviceRecords, own: ownDeviceRecords, perOperation: 1)
+        let claims = bounded(claims, own: ownClaims, perOperation: Self.claimsPerOperation)
+        guard records > ownDeviceRecords || claims > ownClaims else { return nil }
+        return (max(records, ownDeviceRecords), max(claims, ownClaims))
+    }
+}

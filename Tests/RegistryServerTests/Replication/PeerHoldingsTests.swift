@@ -1,0 +1,48 @@
+import RegistryCore
+import Testing
+@testable import RegistryServer
+
+/// What a node far behind a peer sizes its indexes for, from what the peer's hello says.
+@Suite struct PeerHoldingsTests {
+    let a1 = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+    let b1 = LogID(origin: NodeID(trusted: "node-b"), epoch: 1)
+
+    func vector(_ sequences: [LogID: UInt64]) -> VersionVector {
+        var vector = VersionVector()
+        for (log, sequence) in sequences { vector.recordAll(through: sequence, in: log) }
+        return vector
+    }
+
+    /// An empty node behind a peer of 1M operations sizes for what the peer holds.
+    @Test func anEmptyNodeSizesForWhatThePeerHolds() {
+        let peer = PeerHoldings(vector: vector([a1: 1_000_000]), deviceRecords: 900_000, claims: 1_700_000)
+        let sizing = peer.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 0, ownClaims: 0)
+        #expect(sizing?.deviceRecords == 900_000 && sizing?.claims == 1_700_000)
+    }
+
+    /// A node a few operations behind a big peer sizes for no more than those operations add: one
+    /// device record and two claims each at most.
+    @Test func aNodeSlightlyBehindSizesForWhatItLacksAtMost() {
+        let peer = PeerHoldings(vector: vector([a1: 1_000_000, b1: 500]), deviceRecords: 900_000, claims: 1_700_000)
+        let own = vector([a1: 999_990, b1: 400])
+        let sizing = peer.indexSizing(ownHolds: own, ownDeviceRecords: 899_000, ownClaims: 1_650_000)
+        #expect(sizing?.deviceRecords == 899_110 && sizing?.claims == 1_650_220)
+    }
+
+    /// Nothing when the node lacks nothing, or already holds as much as the peer.
+    @Test func nothingWhenTheNodeIsNotBehind() {
+        let peer = PeerHoldings(vector: vector([a1: 50]), deviceRecords: 40, claims: 80)
+        #expect(peer.indexSizing(ownHolds: vector([a1: 50, b1: 9]), ownDeviceRecords: 0, ownClaims: 0) == nil)
+        #expect(peer.indexSizing(ownHolds: vector([a1: 10]), ownDeviceRecords: 40, ownClaims: 90) == nil)
+        // More claims to come, but no more device records: the claims alone.
+        let sizing = peer.indexSizing(ownHolds: vector([a1: 10]), ownDeviceRecords: 40, ownClaims: 20)
+        #expect(sizing?.deviceRecords == 40 && sizing?.claims == 80)
+    }
+
+    /// Counts and vectors at the top of their range saturate instead of wrapping.
+    @Test func hugeFiguresSaturate() {
+        let peer = PeerHoldings(vector: vector([a1: .max, b1: .max]), deviceRecords: .max, claims: .max)
+        let sizing = peer.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 5, ownClaims: 7)
+        #expect(sizing?.deviceRecords == Int.max && sizing?.claims == Int.max)
+    }
+}
