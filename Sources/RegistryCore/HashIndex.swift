@@ -55,9 +55,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     private var moved = 0
     /// The next table, being made ready (see the type's notes); only for big tables.
     private var spare: BucketTable<Key>?
-    /// Buckets the next table has at least, when more than twice the current table's: set by
-    /// ``reserve(holding:)``, and spent by the switch to that table.
-    private var reservedCapacity = 0
+    /// A table for what ``reserve(holding:)`` asked for, being made ready in the background;
+    /// the index grows as usual meanwhile.
+    private var reserved: BucketTable<Key>?
     let seed: UInt64
     private let allocator: any TableAllocator
     /// Entries: distinct keys, or for ``HashTag``s the entries inserted.
@@ -88,6 +88,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         table.dropPagesInForkedChild()
         old?.dropPagesInForkedChild()
         spare?.dropPagesInForkedChild()
+        reserved?.dropPagesInForkedChild()
     }
 
     /// ``forEach(_:)`` in a forked child that reads this index once, to write it out: each stretch
@@ -197,7 +198,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// `freeBucket`: the free bucket that ends `key`'s probe in the current table, when the
     /// caller has just probed for it (the table has not changed since).
     private mutating func place(_ key: Key, _ value: UInt32, hash: UInt64, freeBucket: Int? = nil) {
-        if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) || reservedTableReady {
+        if reserved != nil, switchToReservedTable() {
+            table.place(key, value, hash: hash)
+        } else if Self.mustGrow(used: table.used + 1, capacity: table.capacity, nextTableReady: nextTableReady()) {
             grow()
             table.place(key, value, hash: hash)
         } else if let freeBucket {
@@ -241,52 +244,61 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 
     private mutating func grow() {
-        // A move still under way (which the step size makes rare) is finished first.
-        while old != nil { moveSomeOldBuckets(all: true) }
-        let next = nextCapacity
-        old = table
-        moved = 0
-        if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == next {
-            table = spare!
+        if spare != nil, isKnownUniquelyReferenced(&spare), spare!.capacity == table.capacity * 2 {
+            switchTable(to: spare!)
         } else {
-            table = BucketTable(capacity: next, allocator: allocator)
+            switchTable(to: BucketTable(capacity: table.capacity * 2, allocator: allocator))
         }
         spare = nil
-        reservedCapacity = 0
+        // Grown as far by itself: the reservation has nothing left to buy.
+        if let reserved, reserved.capacity <= table.capacity * 2 { self.reserved = nil }
     }
 
-    /// Buckets of the table the index switches to next: twice the current one's, or what
-    /// ``reserve(holding:)`` asked for.
-    private var nextCapacity: Int { max(table.capacity * 2, reservedCapacity) }
+    /// Makes `next` the current table and the current one the old table, whose entries then
+    /// move a few at each insert. A move still under way (which the step size makes rare) is
+    /// finished first.
+    private mutating func switchTable(to next: BucketTable<Key>) {
+        while old != nil { moveSomeOldBuckets(all: true) }
+        old = table
+        moved = 0
+        table = next
+    }
 
     /// Sizes the index for `entries` at once, when that is more than its next table would hold:
     /// for an owner about to take many entries it knows of (a node catching up from a peer),
     /// which would otherwise grow through every size on the way, moving every entry and making
-    /// every table ready again each time. The index switches to a table that holds them as
-    /// soon as that table is ready (when the allocator prepares it in the background; at once
-    /// otherwise), and moves its entries over a few at each insert, as any growth does. Fewer
-    /// entries than the next doubling holds change nothing: growth gets there by itself.
-    /// Returns whether the index acted.
+    /// every table ready again each time. When the allocator prepares a table of that size in
+    /// the background, the index goes on as before (growing as usual) until it is ready, then
+    /// switches to it at its next insert, at any load; otherwise it switches at once. Either
+    /// way its entries then move over a few at each insert, as in any growth. Fewer entries
+    /// than the next doubling holds change nothing: growth gets there by itself. Returns
+    /// whether the index acted.
     @discardableResult
     mutating func reserve(holding entries: Int) -> Bool {
         let wanted = Self.capacity(holding: entries)
-        guard wanted > table.capacity * 2, wanted > reservedCapacity else { return false }
-        reservedCapacity = wanted
+        guard wanted > table.capacity * 2, wanted > reserved?.capacity ?? 0 else { return false }
         if allocator.preparesInBackground(bytes: wanted * MemoryLayout<BucketTable<Key>.Bucket>.stride) {
-            // A smaller spare being made ready is given up: the reserved one replaces it.
-            spare = BucketTable(capacity: wanted, allocator: allocator)
+            reserved = BucketTable(capacity: wanted, allocator: allocator)
         } else {
             if !isKnownUniquelyReferenced(&table) { table = table.copy() }
-            grow()
+            switchTable(to: BucketTable(capacity: wanted, allocator: allocator))
+            (spare, reserved) = (nil, nil)
         }
         return true
     }
 
-    /// True when a table made for ``reserve(holding:)`` is ready to switch to, at any load, and
-    /// no move is under way (a switch finishes the one under way first, all at once).
-    @inline(__always)
-    private var reservedTableReady: Bool {
-        reservedCapacity > 0 && old == nil && spare?.isReady == true
+    /// Switches to the reserved table when it is ready and no move is under way (a switch
+    /// would finish that move at once); returns whether it did. A copy of this index that shares
+    /// the reserved table gives it up instead: only one of them may write into it.
+    private mutating func switchToReservedTable() -> Bool {
+        guard old == nil, reserved!.isReady else { return false }
+        guard isKnownUniquelyReferenced(&reserved) else {
+            reserved = nil
+            return false
+        }
+        switchTable(to: reserved!)
+        (spare, reserved) = (nil, nil)
+        return true
     }
 
     /// Load at which the next table starts being made ready, as a fraction over 10.
@@ -312,7 +324,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     }
 
     private func hasSpare(capacity: Int) -> Bool {
-        allocator.preparesInBackground(bytes: max(capacity * 2, reservedCapacity) * MemoryLayout<BucketTable<Key>.Bucket>.stride)
+        allocator.preparesInBackground(bytes: capacity * 2 * MemoryLayout<BucketTable<Key>.Bucket>.stride)
     }
 
     /// From 70% load, allocates the next table, when the allocator makes it ready in the
@@ -321,7 +333,7 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         guard old == nil, table.used * 10 >= table.capacity * Self.spareFromTenths, hasSpare(capacity: table.capacity)
         else { return }
         // A copy of this index may share the spare: then this one makes its own.
-        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: nextCapacity, allocator: allocator) }
+        if spare == nil || !isKnownUniquelyReferenced(&spare) { spare = BucketTable(capacity: table.capacity * 2, allocator: allocator) }
     }
 
     /// An empty index that takes its tables from the same allocator, with a seed of its own.
@@ -345,6 +357,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
 
     /// True while a next table is being made ready (for tests).
     var isPreparingNextTable: Bool { spare != nil }
+
+    /// True while a table for ``reserve(holding:)`` is being made ready (for tests).
+    var isPreparingReservedTable: Bool { reserved != nil }
 
     /// True once the next table is ready (for tests).
     var isNextTableReady: Bool { spare?.isReady ?? false }

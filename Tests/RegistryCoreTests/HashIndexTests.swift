@@ -128,33 +128,53 @@ struct HashIndexTests {
     }
 
     /// Reserving room for many more entries than the next table holds makes a table that holds
-    /// them ready in the background, switches to it once ready (below 3/4 load), and then takes
-    /// them all without growing again; every key keeps its value through the move.
+    /// them ready in the background while the index grows as usual, switches to it at the first
+    /// insert once it is ready (at any load), and then takes them all without growing again;
+    /// every key keeps its value through the moves.
     @Test func aReservedTableIsSwitchedToOnceReadyAndHoldsWhatWasReserved() {
-        let allocator = ControlledAllocator()
+        // Tables under 1 MiB are ready at once; bigger ones (the reserved one) when the test says.
+        let allocator = ControlledAllocator(readyBelowBytes: 1 << 20)
         var random = SplitMix64(seed: 11)
-        var index = HashIndex<UUID128>(capacity: 4_096, seed: random.next(), allocator: allocator)
+        var index = HashIndex<UUID128>(capacity: 1_024, seed: random.next(), allocator: allocator)
         var keys = [UUID128]()
         func insert() {
             let key = UUID128(high: random.next(), low: random.next())
             keys.append(key)
             index.set(key, UInt32(keys.count - 1))
         }
-        for _ in 0..<1_000 { insert() }
-        let reserved = HashIndex<UUID128>.capacity(holding: 50_000)
-        let acted = index.reserve(holding: 50_000)
-        #expect(acted)
-        #expect(index.isPreparingNextTable && index.capacity == 4_096)
-        // Not ready: the index goes on in its table.
-        for _ in 0..<100 { insert() }
-        #expect(index.capacity == 4_096)
-        allocator.ready.withLock { $0 = true }
-        insert()
-        #expect(index.capacity == reserved && index.isMoving && !index.isPreparingNextTable)
+        for _ in 0..<500 { insert() }
+        let reserved = HashIndex<UUID128>.capacity(holding: 200_000)
+        let acted = index.reserve(holding: 200_000)
+        #expect(acted && index.isPreparingReservedTable && index.capacity == 1_024)
+        // Not ready: the index grows through the small sizes as before.
+        for _ in 0..<5_000 { insert() }
+        #expect(index.capacity >= 8_192 && index.capacity < reserved && index.isPreparingReservedTable)
         for (value, key) in keys.enumerated() { #expect(index.value(for: key) == UInt32(value)) }
-        while keys.count < 50_000 { insert() }
-        #expect(index.capacity == reserved && !index.isMoving && !index.isPreparingNextTable && index.count == 50_000)
+        allocator.ready.withLock { $0 = true }
+        // The switch waits for a move under way to finish.
+        while index.isMoving { insert() }
+        insert()
+        #expect(index.capacity == reserved && index.isMoving && !index.isPreparingReservedTable)
+        for (value, key) in keys.enumerated() { #expect(index.value(for: key) == UInt32(value)) }
+        while keys.count < 200_000 { insert() }
+        #expect(index.capacity == reserved && !index.isMoving && index.count == 200_000)
         for (value, key) in keys.enumerated() where value % 7 == 0 { #expect(index.value(for: key) == UInt32(value)) }
+    }
+
+    /// A reserved table that is never ready is given up once the index has grown as far by itself.
+    @Test func aReservationIsGivenUpOnceGrowthGetsThereFirst() {
+        let allocator = ControlledAllocator(readyBelowBytes: 1 << 20)
+        var random = SplitMix64(seed: 12)
+        var index = HashIndex<UUID128>(capacity: 1_024, seed: random.next(), allocator: allocator)
+        let acted = index.reserve(holding: 50_000)
+        #expect(acted && index.isPreparingReservedTable)
+        var inserted = 0
+        while index.isPreparingReservedTable, inserted < 200_000 {
+            index.set(UUID128(high: random.next(), low: random.next()), UInt32(inserted))
+            inserted += 1
+        }
+        #expect(!index.isPreparingReservedTable && index.capacity * 2 >= HashIndex<UUID128>.capacity(holding: 50_000))
+        #expect(index.count == inserted)
     }
 
     /// A reservation the next growth covers anyway changes nothing; nor does one already made.
@@ -162,7 +182,7 @@ struct HashIndexTests {
         let allocator = ControlledAllocator()
         var index = HashIndex<UUID128>(capacity: 4_096, seed: 3, allocator: allocator)
         let withinGrowth = index.reserve(holding: 5_000)
-        #expect(!withinGrowth && !index.isPreparingNextTable && index.capacity == 4_096)
+        #expect(!withinGrowth && !index.isPreparingReservedTable && index.capacity == 4_096)
         let beyond = index.reserve(holding: 40_000)
         let again = index.reserve(holding: 40_000)
         let less = index.reserve(holding: 30_000)
@@ -235,8 +255,16 @@ private final class ControlledAllocator: TableAllocator {
     let ready = Mutex(false)
     private let hurriedFlag = Mutex(false)
     var hurried: Bool { hurriedFlag.withLock { $0 } }
+    /// Blocks smaller than this are ready from the start, whatever `ready` says.
+    let readyBelowBytes: Int
 
-    func zeroedBlock(bytes: Int) -> any TableBlock { ControlledBlock(owner: self, heap: HeapTableAllocator().zeroedBlock(bytes: bytes)) }
+    init(readyBelowBytes: Int = 0) {
+        self.readyBelowBytes = readyBelowBytes
+    }
+
+    func zeroedBlock(bytes: Int) -> any TableBlock {
+        ControlledBlock(owner: self, heap: HeapTableAllocator().zeroedBlock(bytes: bytes), alwaysReady: bytes < readyBelowBytes)
+    }
     func preparesInBackground(bytes: Int) -> Bool { true }
     fileprivate func hurry() { hurriedFlag.withLock { $0 = true } }
 }
@@ -244,12 +272,14 @@ private final class ControlledAllocator: TableAllocator {
 private final class ControlledBlock: TableBlock {
     let owner: ControlledAllocator
     let heap: any TableBlock
-    init(owner: ControlledAllocator, heap: any TableBlock) {
+    let alwaysReady: Bool
+    init(owner: ControlledAllocator, heap: any TableBlock, alwaysReady: Bool) {
         self.owner = owner
         self.heap = heap
+        self.alwaysReady = alwaysReady
     }
     var base: UnsafeMutableRawPointer { heap.base }
-    var isReady: Bool { owner.ready.withLock { $0 } }
+    var isReady: Bool { alwaysReady || owner.ready.withLock { $0 } }
     func hurry() { owner.hurry() }
 }
 
