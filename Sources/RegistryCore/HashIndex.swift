@@ -21,7 +21,8 @@ extension HashIndexKey {
 ///
 /// Why not `Dictionary`: growing a dictionary rehashes every entry at once, and at a million
 /// devices that held the engine's lock for a tenth of a second, which was the whole latency
-/// tail. This index grows incrementally: when full it switches to a table twice the size and
+/// tail. This index grows incrementally: when full it switches to a table twice the size (or,
+/// once ready, to one its owner reserved for many entries to come, ``reserve(holding:)``) and
 /// moves a few old buckets (and the rest of their cluster) on every insert, so no single call
 /// does more than a small amount of work: clusters at 3/4 load are a few buckets long on
 /// average and, by linear probing's known bounds, a few hundred at most in tables of millions.
@@ -269,14 +270,16 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// which would otherwise grow through every size on the way, moving every entry and making
     /// every table ready again each time. When the allocator prepares a table of that size in
     /// the background, the index goes on as before (growing as usual) until it is ready, then
-    /// switches to it at its next insert, at any load; otherwise it switches at once. Either
-    /// way its entries then move over a few at each insert, as in any growth. Fewer entries
-    /// than the next doubling holds change nothing: growth gets there by itself. Returns
-    /// whether the index acted.
+    /// switches to it at its first insert after that with no move under way, at any load;
+    /// otherwise it switches at once. Either way its entries then move over a few at each
+    /// insert, as in any growth. Fewer entries than the next doubling of the table, or of the
+    /// one already reserved, holds change nothing: growth gets there by itself, and a table
+    /// being made ready is not thrown away for one a little bigger. Returns whether the index
+    /// acted.
     @discardableResult
     mutating func reserve(holding entries: Int) -> Bool {
         let wanted = Self.capacity(holding: entries)
-        guard wanted > table.capacity * 2, wanted > reserved?.capacity ?? 0 else { return false }
+        guard wanted > max(table.capacity, reserved?.capacity ?? 0) * 2 else { return false }
         if allocator.preparesInBackground(bytes: wanted * MemoryLayout<BucketTable<Key>.Bucket>.stride) {
             reserved = BucketTable(capacity: wanted, allocator: allocator)
         } else {

@@ -150,8 +150,13 @@ struct HashIndexTests {
         for _ in 0..<5_000 { insert() }
         #expect(index.capacity >= 8_192 && index.capacity < reserved && index.isPreparingReservedTable)
         for (value, key) in keys.enumerated() { #expect(index.value(for: key) == UInt32(value)) }
+        // Ready while a doubling's move is under way: the switch waits for the move to finish.
+        let small = index.capacity
+        while index.capacity == small { insert() }
+        #expect(index.isMoving)
         allocator.ready.withLock { $0 = true }
-        // The switch waits for a move under way to finish.
+        insert()
+        #expect(index.capacity == small * 2 && index.isMoving && index.isPreparingReservedTable)
         while index.isMoving { insert() }
         insert()
         #expect(index.capacity == reserved && index.isMoving && !index.isPreparingReservedTable)
@@ -177,6 +182,71 @@ struct HashIndexTests {
         #expect(index.count == inserted)
     }
 
+    /// The background path against a Dictionary, with keys set again: a reservation at a seeded
+    /// step, its table ready at another, lookups at every step.
+    @Test(arguments: [4 as UInt64, 5, 6])
+    func aReservationMadeReadyInTheBackgroundAgreesWithADictionary(seed: UInt64) {
+        let allocator = ControlledAllocator(readyBelowBytes: 64 << 10)
+        var random = SplitMix64(seed: seed)
+        var index = HashIndex<UUID128>(capacity: 16, seed: random.next(), allocator: allocator)
+        var reference = [UUID128: UInt32]()
+        var keys = [UUID128]()
+        let reserveAt = 50 + Int(random.next() % 500)
+        let readyAt = reserveAt + 1 + Int(random.next() % 3_000)
+        var switched = false
+        for step in 0..<16_000 {
+            if step == reserveAt {
+                let acted = index.reserve(holding: 16_000)
+                #expect(acted && index.isPreparingReservedTable)
+            }
+            if step == readyAt { allocator.ready.withLock { $0 = true } }
+            let key = nextKey(&random, &keys, oldOneIn: 4)
+            #expect(index.set(key, UInt32(step)) == reference.updateValue(UInt32(step), forKey: key))
+            for _ in 0..<2 {
+                let probe = keys[Int(random.next() % UInt64(keys.count))]
+                #expect(index.value(for: probe) == reference[probe])
+            }
+            switched = switched || index.capacity == HashIndex<UUID128>.capacity(holding: 16_000)
+        }
+        #expect(switched && index.count == reference.count)
+        var seen = [UUID128: UInt32]()
+        index.forEach { key, value in #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice") }
+        #expect(seen == reference)
+    }
+
+    /// Two copies of an index share a reserved table: only one of them may write into it. The
+    /// first to insert once it is ready gives it up; the other, then its only holder, switches.
+    /// Both keep their own entries.
+    @Test func copiesSharingAReservationDoNotBothWriteIntoIt() {
+        let allocator = ControlledAllocator(readyBelowBytes: 64 << 10)
+        var original = HashIndex<UUID128>(capacity: 1_024, seed: 8, allocator: allocator)
+        for n in 1...100 as ClosedRange<UInt64> { original.set(UUID128(high: n, low: 0), UInt32(n)) }
+        let acted = original.reserve(holding: 20_000)
+        #expect(acted)
+        var copy = original
+        allocator.ready.withLock { $0 = true }
+        copy.set(UUID128(high: 1_000, low: 1), 1_000)
+        #expect(!copy.isPreparingReservedTable && copy.capacity == 1_024)
+        original.set(UUID128(high: 2_000, low: 2), 2_000)
+        #expect(original.capacity == HashIndex<UUID128>.capacity(holding: 20_000))
+        #expect(copy.value(for: UUID128(high: 2_000, low: 2)) == nil && original.value(for: UUID128(high: 1_000, low: 1)) == nil)
+        #expect(copy.value(for: UUID128(high: 1_000, low: 1)) == 1_000 && original.value(for: UUID128(high: 2_000, low: 2)) == 2_000)
+        for n in 1...100 as ClosedRange<UInt64> {
+            #expect(original.value(for: UUID128(high: n, low: 0)) == UInt32(n) && copy.value(for: UUID128(high: n, low: 0)) == UInt32(n))
+        }
+    }
+
+    /// A state reserves each index for its own count: device records for the device index,
+    /// claims for the claim index (here without background preparation: at once).
+    @Test func aStateReservesEachIndexForItsOwnCount() {
+        var state = RegistryState()
+        let acted = state.reserve(slots: 100_000, claims: 300_000)
+        #expect(acted)
+        #expect(state.indexCapacities == (DeviceIndex.capacity(holding: 100_000), HashIndex<RegistryState.ClaimKey>.capacity(holding: 300_000)))
+        let again = state.reserve(slots: 100_000, claims: 300_000)
+        #expect(!again)
+    }
+
     /// A reservation the next growth covers anyway changes nothing; nor does one already made.
     @Test func aReservationWithinTheNextGrowthChangesNothing() {
         let allocator = ControlledAllocator()
@@ -186,7 +256,10 @@ struct HashIndexTests {
         let beyond = index.reserve(holding: 40_000)
         let again = index.reserve(holding: 40_000)
         let less = index.reserve(holding: 30_000)
-        #expect(beyond && !again && !less)
+        // Only more than twice the table being made ready replaces it.
+        let littleMore = index.reserve(holding: 60_000)
+        let muchMore = index.reserve(holding: 200_000)
+        #expect(beyond && !again && !less && !littleMore && muchMore)
     }
 
     /// Without background preparation the switch comes at once, and a move under way is

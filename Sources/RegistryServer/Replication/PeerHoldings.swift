@@ -24,16 +24,18 @@ struct PeerHoldings: Equatable, Sendable {
         self.claims = claims
     }
 
-    /// Claims a registration adds at most, for the bound below: a first install's keychain UUID
+    /// Claims an operation is taken to add, for the bound below: a first install's keychain UUID
     /// and IDFV, what `--expected-devices` sizes for too.
     static let claimsPerOperation: UInt64 = 2
 
     /// The device records and claims a node holding `ownHolds`, `ownDeviceRecords` and
     /// `ownClaims` should size its indexes for before taking this peer's operations: what the
-    /// peer holds, but no more than what the operations it lacks could add (each at most one
-    /// device record and ``claimsPerOperation`` claims), so that a node slightly behind a big
-    /// peer sizes for nothing. Nil when that is no more than the node holds. The indexes then
-    /// act only on sizes past their next growth (``RegistryState/reserve(slots:claims:)``).
+    /// peer holds, but no more than what the operations it lacks would add if each were a first
+    /// install (one device record and ``claimsPerOperation`` claims), so that a node slightly
+    /// behind a big peer sizes for nothing. Only an estimate: a registration that merges devices
+    /// this node has not seen, or a clone, adds more, and the indexes then grow as usual past
+    /// it. Nil when that is no more than the node holds. The indexes act only on sizes past
+    /// their next growth (``RegistryState/reserve(slots:claims:)``).
     func indexSizing(ownHolds: VersionVector, ownDeviceRecords: Int, ownClaims: Int) -> (deviceRecords: Int, claims: Int)? {
         let missing = vector.operationsAhead(of: ownHolds)
         guard missing > 0 else { return nil }
