@@ -49,10 +49,10 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
         if sequence > 0 { held[log] = sequence }
     }
 
-    /// Every log with something held, in order of origin and epoch.
     /// Every log held, to the sequence it is held through.
     public var sequences: [LogID: UInt64] { held }
 
+    /// Every log with something held, in order of origin and epoch.
     public var logs: [(log: LogID, sequence: UInt64)] {
         held.sorted { $0.key < $1.key }.map { (log: $0.key, sequence: $0.value) }
     }
