@@ -273,8 +273,11 @@ w("|---:|---:|---:|")
 for devices, rss, _ in memory:
     w(f"| {devices:,} | {rss / 1024 / 1024:,.0f} MiB | {rss / devices:.0f} |")
 w("\nA point shortly after an index doubled also holds the old table while its entries move to the new one,")
-w("about six buckets per insert (for the doubling at 6.3M devices, until about 7.8M), and then while the node gives it back")
-w("to the kernel 16 MiB a second (see docs/architecture.md): the peak is old and new tables together.")
+w("about six buckets per insert (a move lasts about a sixth as many inserts as the old table has buckets), and then while")
+w("the node gives it back to the kernel 16 MiB a second (see docs/architecture.md): the peak is old and new tables together.")
+w("Where the doublings land depends on the sizes the node started from: it restarts after each point, sized for the")
+w("snapshot it loads, and the next point's doublings start from there, so the same count can fall before a doubling in one revision and")
+w("during its move in another.")
 settling = [(devices, seconds) for devices, _, seconds in memory if seconds is not None]
 if settling:
     w("Each point was read once the resident memory had stopped falling: "
