@@ -1,11 +1,13 @@
 /// A state change as it is logged and replicated. Applying one is idempotent and commutes with
 /// every other, so replicas converge whatever order operations arrive in.
 ///
-/// The cases larger than a registration's are `indirect` (a box on the heap): every operation is
-/// as large as its largest inline case, and registrations, nearly every operation logged, are
-/// moved from the decision to the commit pipeline, the journal and the peer links
-/// (`OperationLayoutTests` holds an operation to a registration's size).
-public enum Operation: Hashable, Sendable {
+/// Every case is `indirect` (a box on the heap), so an operation is one reference to move and
+/// copy. Operations are moved many times between being decoded or decided and being applied:
+/// out of the decoders' optionals, into a `LoggedOperation`, into arrays, through the commit
+/// pipeline, the journal writer and the peer links. Inline, each move copied the largest case,
+/// a registration's 144 bytes (docs/performance.md, "Operations in boxes";
+/// `OperationLayoutTests` keeps it one word).
+public indirect enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     case membership(MembershipOp)
     /// An account bound to, or unbound from, a device (``AccountBindings`` says what it does).
@@ -13,9 +15,9 @@ public enum Operation: Hashable, Sendable {
     /// A device erased (``ForgetOp`` says what it does).
     case forget(ForgetOp)
     /// A change of the cluster's vendor rules (``VendorRuleHistory`` says what it does).
-    indirect case vendorRule(VendorRuleChange)
+    case vendorRule(VendorRuleChange)
     /// A suspected keychain clone, flagged or split (``CloneOp`` says what it does).
-    indirect case clone(CloneOp)
+    case clone(CloneOp)
 }
 
 /// One registration as it changed the state.

@@ -36,20 +36,21 @@ struct RegistrationOpReader {
     /// The registration `bytes` holds, or nil when protobuf-c is to decode them.
     mutating func operation(_ bytes: UnsafeRawBufferPointer) -> Operation? {
         var reader = ProtobufReader(bytes)
-        var registration: RegistrationOp?
+        // Boxed as soon as it is read: an operation is one word to move, a registration 144 bytes.
+        var registration: Operation?
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
             case (1, .lengthDelimited):
                 guard registration == nil, let body = reader.delimited(), let op = registrationOp(body) else { return nil }
-                registration = op
+                registration = .registration(op)
             case (1...6, _):
                 return nil
             default:
                 guard reader.skip(key.type) else { return nil }
             }
         }
-        return registration.map { .registration($0) }
+        return registration
     }
 
     private mutating func registrationOp(_ bytes: UnsafeRawBufferPointer) -> RegistrationOp? {
