@@ -12,6 +12,10 @@
 # replicated operation costs; operations over seconds (from node-2's start) is the catch-up's rate.
 # Reports medians, and every round.
 #
+# The floor, in the same run: bench/registration_floor.c takes the same load, and then, once a round,
+# its replica mode takes every record of that journal from its send mode. Its CPU per record over its
+# CPU per client registration is the least the target's ratio can be on this machine.
+#
 # Prints the section and puts it into BENCHMARKS.md (bench/section.py, "catchup").
 # Environment: CATCHUP_SECONDS (default 8), CATCHUP_ROUNDS (default 3), CATCHUP_BASE_BIN (a folder
 # holding a registryd built from REV, used instead of building it again).
@@ -66,6 +70,32 @@ client_cpu=$(python3 -c "print($(cpu "${pids[node-1]}") - $before)")
 stop node-1
 registered=$(python3 -c "import json; print(json.load(open('$out/load.json'))['throughput']['acknowledged'])")
 
+echo "== the floor: the same load on bench/registration_floor.c, then its replica catching up" >&2
+[ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
+"$(command -v cc || command -v clang)" -O2 -Wall -msse4.2 -o "$out/registration_floor" bench/registration_floor.c -lcrypto
+"$out/registration_floor" 7483 "$out/floor-journal" > "$out/floor.log" 2>&1 &
+pids[floor]=$!
+wait_for_port 7483 || { echo "the floor did not start" >&2; cat "$out/floor.log" >&2; exit 1; }
+before=$(cpu "${pids[floor]}")
+"$head_bin/registryload" --endpoints 127.0.0.1:7483 --connections 8 --in-flight 16 --batch 100 --warmup 0s \
+  --duration "${seconds}s" --seed 1 --json "$out/floor-load.json" > "$out/floor-load.txt" 2>&1 || true
+floor_client_cpu=$(python3 -c "print($(cpu "${pids[floor]}") - $before)")
+stop floor
+floor_registered=$(python3 -c "import json; print(json.load(open('$out/floor-load.json'))['throughput']['acknowledged'])")
+# floor_round ROUND: the floor's replica takes every record of the floor's journal from its sender;
+# appends "floor ROUND operations seconds cpu-seconds" to results.
+floor_round() {
+  rm -f "$out/floor-replica-journal"
+  local started; started=$(date +%s.%N)
+  "$out/registration_floor" replica 7484 "$out/floor-replica-journal" > "$out/floor-replica.txt" 2>> "$out/floor.log" &
+  local replica=$!
+  "$out/registration_floor" send "$out/floor-journal" 7484 2>> "$out/floor.log"
+  wait "$replica" || { echo "the floor's replica failed" >&2; cat "$out/floor.log" "$out/floor-replica.txt" >&2; exit 1; }
+  local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
+  read -r _ operations _ _ _ user _ system < "$out/floor-replica.txt"
+  echo "floor $1 $operations $took $(python3 -c "print($user + $system)")" | tee -a "$out/results" >&2
+}
+
 # round NAME BINARY-DIR ROUND: one catch-up; appends "NAME ROUND operations seconds cpu-seconds" to results.
 round() {
   local name=$1 bin=$2 round=$3
@@ -89,24 +119,26 @@ round() {
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then round base "$base_bin" "$r"; round head "$head_bin" "$r"
   else round head "$head_bin" "$r"; round base "$base_bin" "$r"; fi
+  floor_round "$r"
 done
 
 python3 - "$out/results" "$base_name" "$(git rev-parse --short=12 HEAD)" "$seconds" "$rounds" "$(date -u +%Y-%m-%d)" \
-  "$client_cpu" "$registered" > "$out/section.md" <<'PY'
+  "$client_cpu" "$registered" "$floor_client_cpu" "$floor_registered" > "$out/section.md" <<'PY'
 import statistics, sys
-path, base_name, head, seconds, rounds, day, client_cpu, registered = sys.argv[1:]
+path, base_name, head, seconds, rounds, day, client_cpu, registered, floor_cpu, floor_registered = sys.argv[1:]
 client_us = float(client_cpu) / int(registered) * 1e6
-runs = {"base": [], "head": []}
+floor_client_us = float(floor_cpu) / int(floor_registered) * 1e6
+runs = {"base": [], "head": [], "floor": []}
 for line in open(path):
     name, _, operations, took, cpu = line.split()
     runs[name].append((int(operations), float(took), float(cpu)))
 def rate(run): return run[0] / run[1]
 def cost(run): return run[2] / run[0] * 1e6
-def row(label, name):
+def row(label, name, client=client_us):
     rates, costs = [rate(r) for r in runs[name]], [cost(r) for r in runs[name]]
     return (f"| {label} | {statistics.median(rates):,.0f} ({', '.join(f'{x:,.0f}' for x in rates)}) "
             f"| {statistics.median(costs):.2f} µs ({', '.join(f'{x:.2f}' for x in costs)}) "
-            f"| {statistics.median(costs) / client_us:.2f} |")
+            f"| {statistics.median(costs) / client:.2f} |")
 ratio = statistics.median(rate(r) for r in runs["head"]) / statistics.median(rate(r) for r in runs["base"])
 print("## Catching up from a peer")
 print()
@@ -119,9 +151,15 @@ print("| build | operations/s, median (each round) | node-2's CPU per operation 
 print("|---|---:|---:|---:|")
 print(row("base", "base"))
 print(row("this revision", "head"))
+print(row("floor (`bench/registration_floor.c`)", "floor", floor_client_us))
 print()
 print(f"A client registration cost node-1 {client_us:.2f} µs of CPU during the load (this revision). Ratio of the")
 print(f"catch-up rates, this revision / base: **{ratio:.3f}**. Target (issue 42): a replicated operation at most half a client registration.")
+print()
+print(f"The floor row is the least a node can spend, in the same run: `registration_floor` took {int(floor_registered):,} registrations")
+print(f"of the same load at {floor_client_us:.2f} µs of CPU each, and its `replica` mode took every record of that journal from its")
+print("`send` mode, sized once for them (the comment at the top of the file says what each does); its last column divides by the")
+print("floor's own client registration.")
 PY
 cat "$out/section.md"
 python3 bench/section.py catchup "$out/section.md" > /dev/null

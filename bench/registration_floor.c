@@ -26,6 +26,28 @@
 // from /proc the same way.
 //
 //   registration_floor PORT JOURNAL_FILE      (stops on SIGTERM or SIGINT)
+//
+// Its second mode is the least a node can spend on another node's registration (issue 42's third
+// target, which holds a replicated operation to half a client registration). `send` streams a
+// journal the first mode wrote to `replica`, which, for each record, does only what a node that
+// takes it from a peer cannot skip:
+//
+//   - cut the stream into frames (a 4-byte big-endian length, then one journal entry's records)
+//     and walk each record's protobuf Operation by hand;
+//   - intern its bundle and vendor, and look its device up by ID and its claims by (vendor, keyed
+//     value), a batch's buckets asked for first as above; a device it does not hold joins the
+//     device table and the index by ID, a claim it does not hold joins the claim table. Its tables
+//     are sized once, for the count `send` announces first (registryd sizes its indexes from its
+//     peers' hellos the same way);
+//   - copy the records, as received, into one journal entry a frame, made durable with one pwrite
+//     and one fdatasync.
+//
+// It keys nothing (the values arrive keyed), mints nothing, answers nothing and journals nothing it
+// encoded. At the end of the stream it prints the operations it took and its own CPU time
+// (getrusage) and exits; bench/catchup.sh reports it beside registryd's node catching up.
+//
+//   registration_floor send JOURNAL_FILE PORT
+//   registration_floor replica PORT JOURNAL_FILE
 #define _GNU_SOURCE
 #define OPENSSL_SUPPRESS_DEPRECATED  // SHA256_Transform: the block function, without EVP's context
 #include <errno.h>
@@ -42,6 +64,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -789,24 +812,274 @@ static void commit_round(void) {
   journal.count = 16;
 }
 
+static void open_journal(const char *path) {
+  journal_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (journal_fd < 0) die(path);
+  reserve(&journal, 1 << 20);
+  journal.count = 16;
+}
+
+static int listen_on(const char *port, int flags) {
+  int listener = socket(AF_INET, SOCK_STREAM | flags, 0), one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (bind(listener, (struct sockaddr *)&address, sizeof address) != 0 || listen(listener, 128) != 0) die("listen");
+  return listener;
+}
+
+// ---- a replica: records taken from a peer ----
+
+static uint64_t load_be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+  return v;
+}
+
+// One peer's record read, not yet applied.
+typedef struct {
+  uint8_t id[16];
+  uint64_t created_hlc, seen;
+  uint32_t vendor, bundle;
+  int claimed;
+  uint8_t kinds[4];
+  uint64_t hashes[4][2];
+} Replicated;
+
+#define REPLICA_BATCH 256
+#define MAX_ENTRY_BYTES (64u << 20)
+static Replicated replicated[REPLICA_BATCH];
+
+// Sizes the tables once for `records` first installs of two claims each, below 3/4 load.
+static void state_size(uint64_t records) {
+  if (records + 1 > device_capacity) {
+    size_t old = device_capacity * sizeof *devices;
+    while (records + 1 > device_capacity) device_capacity *= 2;
+    devices = mremap(devices, old, device_capacity * sizeof *devices, MREMAP_MAYMOVE);
+    if (devices == MAP_FAILED) die("mremap");
+  }
+  uint64_t claim_buckets = claim_mask + 1, id_buckets = by_id_mask + 1;
+  while (2 * records * 4 > claim_buckets * 3) claim_buckets *= 2;
+  while ((records + 1) * 4 > id_buckets * 3) id_buckets *= 2;
+  munmap(claims, (claim_mask + 1) * sizeof *claims);
+  munmap(by_id, (by_id_mask + 1) * sizeof *by_id);
+  claim_mask = claim_buckets - 1, by_id_mask = id_buckets - 1;
+  claims = zeroed(claim_buckets * sizeof *claims);
+  by_id = zeroed(id_buckets * sizeof *by_id);
+}
+
+// Reads Operation { registration = 1 { device = 1 { device_id = 1, created_hlc = 2, origin_node_id
+// = 3, vendor = 4 }, bundle_id = 2, claims = 3 { kind = 1, value = 2 }..., seen_hlc = 5 } } and
+// asks the CPU for the buckets applying it reads. False on anything else.
+static bool read_replicated(Reader operation, Replicated *r) {
+  Reader body = {0}, registration = {0}, device = {0}, vendor = {0}, bundle = {0};
+  uint64_t value;
+  unsigned field;
+  bool has_id = false;
+  memset(r, 0, sizeof *r);
+  while (operation.at < operation.end) {
+    if (!read_field(&operation, &field, &body, &value)) return false;
+    if (field == 1 && value == UINT64_MAX) registration = body;
+  }
+  if (!registration.at) return false;
+  while (registration.at < registration.end) {
+    if (!read_field(&registration, &field, &body, &value)) return false;
+    if (field == 1 && value == UINT64_MAX) device = body;
+    else if (field == 2 && value == UINT64_MAX) bundle = body;
+    else if (field == 5 && value != UINT64_MAX) r->seen = value;
+    else if (field == 3 && value == UINT64_MAX) {
+      if (r->claimed == 4) return false;
+      Reader claim = body, claim_value = {0};
+      uint64_t kind = 0;
+      while (claim.at < claim.end) {
+        if (!read_field(&claim, &field, &body, &value)) return false;
+        if (field == 1 && value != UINT64_MAX) kind = value;
+        if (field == 2 && value == UINT64_MAX) claim_value = body;
+      }
+      if (claim_value.end - claim_value.at != 16) return false;
+      r->kinds[r->claimed] = (uint8_t)kind;
+      r->hashes[r->claimed][0] = load_be64(claim_value.at), r->hashes[r->claimed][1] = load_be64(claim_value.at + 8);
+      r->claimed++;
+    }
+  }
+  while (device.at < device.end) {
+    if (!read_field(&device, &field, &body, &value)) return false;
+    if (field == 1 && value == UINT64_MAX && body.end - body.at == 16) memcpy(r->id, body.at, 16), has_id = true;
+    else if (field == 2 && value != UINT64_MAX) r->created_hlc = value;
+    else if (field == 4 && value == UINT64_MAX) vendor = body;
+  }
+  size_t vendor_length = (size_t)(vendor.end - vendor.at), bundle_length = (size_t)(bundle.end - bundle.at);
+  if (!has_id || !vendor.at || !bundle.at || vendor_length > bundle_length || bundle_length > 255) return false;
+  r->bundle = intern_bundle((const char *)bundle.at, bundle_length, vendor_length);
+  r->vendor = bundles[r->bundle].vendor;
+  for (int i = 0; i < r->claimed; i++) __builtin_prefetch(&claims[claim_bucket(r->hashes[i], r->vendor)]);
+  __builtin_prefetch(&by_id[id_word(r->id) & by_id_mask]);
+  return true;
+}
+
+static uint32_t find_by_id(const uint8_t id[16]) {
+  for (uint64_t i = id_word(id) & by_id_mask; by_id[i]; i = (i + 1) & by_id_mask)
+    if (memcmp(devices[by_id[i]].id, id, 16) == 0) return by_id[i];
+  return 0;
+}
+
+// Joins one record into the state: the device if it is new, the claims it does not hold, the
+// latest sighting.
+static void apply_replicated(const Replicated *r) {
+  uint32_t holders[4];
+  for (int i = 0; i < r->claimed; i++) holders[i] = find_claim(r->hashes[i], r->vendor);
+  uint32_t found = find_by_id(r->id);
+  state_reserve(r->claimed);
+  if (!found) {
+    found = device_count++;
+    Device *d = &devices[found];
+    memcpy(d->id, r->id, 16);
+    d->created_hlc = r->created_hlc, d->vendor = r->vendor;
+    insert_by_id(found);
+  }
+  for (int i = 0; i < r->claimed; i++) {
+    if (holders[i]) continue;
+    insert_claim((Claim){{r->hashes[i][0], r->hashes[i][1]}, r->vendor, found});
+    claim_count++;
+  }
+  if (r->seen >= devices[found].last_seen_hlc) devices[found].last_seen_hlc = r->seen, devices[found].app = r->bundle;
+}
+
+// Takes one frame of records (sequence u64, HLC u64, length u32, then the Operation): reads a
+// batch of them, then applies it, and copies the frame into this round's journal entry.
+static uint64_t take_frame(const uint8_t *at, const uint8_t *end) {
+  uint64_t taken = 0;
+  reserve(&journal, (size_t)(end - at));
+  put_raw(&journal, at, (size_t)(end - at));
+  while (at < end) {
+    int count = 0;
+    for (; count < REPLICA_BATCH && at < end; count++) {
+      uint32_t length;
+      if (end - at < 20) die("replica: a record cut short");
+      memcpy(&length, at + 16, 4);
+      if ((size_t)(end - at - 20) < length) die("replica: a record cut short");
+      if (!read_replicated((Reader){at + 20, at + 20 + length}, &replicated[count])) die("replica: a record that is not a registration");
+      at += 20 + length;
+    }
+    for (int i = 0; i < count; i++) apply_replicated(&replicated[i]);
+    taken += (uint64_t)count;
+  }
+  return taken;
+}
+
+static int replica_main(const char *port, const char *journal_path) {
+  state_init();
+  open_journal(journal_path);
+  int listener = listen_on(port, 0);
+  fprintf(stderr, "registration_floor replica: listening on 127.0.0.1:%s\n", port);
+  int fd = accept(listener, NULL, NULL);
+  if (fd < 0) die("accept");
+  Bytes in = {0};
+  uint64_t announced = 0, taken = 0;
+  bool sized = false;
+  for (bool open = true; open;) {
+    reserve(&in, 1 << 20);
+    ssize_t n = read(fd, in.bytes + in.count, in.capacity - in.count);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) die("read");
+    if (n == 0) open = false;
+    in.count += (size_t)n;
+    size_t at = 0;
+    if (!sized && in.count >= 8) memcpy(&announced, in.bytes, 8), state_size(announced), sized = true, at = 8;
+    while (sized && in.count - at >= 4) {
+      uint32_t length;
+      memcpy(&length, in.bytes + at, 4);
+      length = __builtin_bswap32(length);
+      if (length > MAX_ENTRY_BYTES) die("replica: a frame too large");
+      if (in.count - at - 4 < length) {
+        reserve(&in, length + 4);
+        break;
+      }
+      taken += take_frame(in.bytes + at + 4, in.bytes + at + 4 + length);
+      at += 4 + length;
+    }
+    memmove(in.bytes, in.bytes + at, in.count - at);
+    in.count -= at;
+    commit_round();
+  }
+  if (in.count) die("replica: the stream ended inside a frame");
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  printf("operations %llu announced %llu user %.6f system %.6f\n", (unsigned long long)taken, (unsigned long long)announced,
+         usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6, usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6);
+  return taken == announced ? 0 : 1;
+}
+
+// Streams the entries of a journal the first mode wrote: the count of their records, then each
+// entry's records as a frame. Returns once the replica closed the connection.
+static int send_main(const char *journal_path, const char *port) {
+  int file = open(journal_path, O_RDONLY);
+  if (file < 0) die(journal_path);
+  off_t size = lseek(file, 0, SEEK_END);
+  const uint8_t *bytes = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, file, 0) : NULL;
+  if (size > 0 && bytes == MAP_FAILED) die("mmap");
+  uint64_t records = 0;
+  off_t end = 0;
+  for (off_t at = 0; at + 16 <= size;) {
+    uint32_t header[4];
+    memcpy(header, bytes + at, 16);
+    if (header[0] != 0x464C5252 || at + 16 + (off_t)header[1] > size) break;
+    for (off_t r = at + 16; r + 20 <= at + 16 + (off_t)header[1];) {
+      uint32_t length;
+      memcpy(&length, bytes + r + 16, 4);
+      r += 20 + length, records++;
+    }
+    at += 16 + header[1], end = at;
+  }
+  // The replica may not listen yet: tried for up to 10 s (a probe of its port would be taken for
+  // the stream).
+  struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd = -1;
+  for (int attempt = 0; fd < 0; attempt++) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) == 0) break;
+    if (errno != ECONNREFUSED || attempt == 200) die("connect");
+    close(fd), fd = -1;
+    nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+  }
+  Bytes out = {0};
+  reserve(&out, 8 + (size_t)end);
+  put_raw(&out, &records, 8);
+  for (off_t at = 0; at < end;) {
+    uint32_t header[4];
+    memcpy(header, bytes + at, 16);
+    uint32_t length = __builtin_bswap32(header[1]);
+    put_raw(&out, &length, 4);
+    put_raw(&out, bytes + at + 16, header[1]);
+    at += 16 + header[1];
+  }
+  for (size_t done = 0; done < out.count;) {
+    ssize_t n = write(fd, out.bytes + done, out.count - done);
+    if (n < 0 && errno != EINTR) die("write");
+    if (n > 0) done += (size_t)n;
+  }
+  shutdown(fd, SHUT_WR);
+  char drain[64];
+  while (read(fd, drain, sizeof drain) > 0) {}
+  fprintf(stderr, "registration_floor send: %llu records\n", (unsigned long long)records);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "replica") == 0) return replica_main(argv[2], argv[3]);
+  if (argc == 4 && strcmp(argv[1], "send") == 0) return send_main(argv[2], argv[3]);
   if (argc != 3) {
-    fprintf(stderr, "usage: registration_floor PORT JOURNAL_FILE\n");
+    fprintf(stderr, "usage: registration_floor PORT JOURNAL_FILE\n"
+                    "       registration_floor send JOURNAL_FILE PORT\n"
+                    "       registration_floor replica PORT JOURNAL_FILE\n");
     return 2;
   }
   keys_init();
   hex_init();
   state_init();
-  journal_fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
-  if (journal_fd < 0) die(argv[2]);
-  reserve(&journal, 1 << 20);
-  journal.count = 16;
-
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  if (bind(listener, (struct sockaddr *)&address, sizeof address) != 0 || listen(listener, 128) != 0) die("listen");
+  open_journal(argv[2]);
+  int listener = listen_on(argv[1], SOCK_NONBLOCK), one = 1;
   epoll_fd = epoll_create1(0);
   struct epoll_event event = {.events = EPOLLIN, .data.ptr = NULL};  // NULL: the listener
   epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listener, &event);
