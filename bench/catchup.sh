@@ -34,7 +34,7 @@ declare -A pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   git worktree remove --force "$worktree" 2>/dev/null || true
-  rm -rf "$out"/data-* "$out/loaded"
+  rm -rf "$out"/data-* "$out/loaded" "$out"/floor-*journal
 }
 trap cleanup EXIT
 
