@@ -1,12 +1,13 @@
 /// A state change as it is logged and replicated. Applying one is idempotent and commutes with
 /// every other, so replicas converge whatever order operations arrive in.
 ///
-/// Every case is `indirect` (a box on the heap), so an operation is one reference to move and
-/// copy. Operations are moved many times between being decoded or decided and being applied:
-/// out of the decoders' optionals, into a `LoggedOperation`, into arrays, through the commit
-/// pipeline, the journal writer and the peer links. Inline, each move copied the largest case,
-/// a registration's 144 bytes (docs/performance.md, "Operations in boxes";
-/// `OperationLayoutTests` keeps it one word).
+/// Every case is `indirect` (a box on the heap): an operation is one reference, so a move takes
+/// one word and a copy one retain, where a registration inline took 144 bytes and a retain of
+/// each of its strings and arrays. Operations are moved and copied many times between being
+/// decoded or decided and being applied: out of the decoders, into a `LoggedOperation`, into
+/// arrays, through the commit pipeline, the journal writer and the peer links. The box costs
+/// one allocation an operation, a client registration's too (docs/performance.md, "Operations
+/// in boxes"; `OperationLayoutTests` keeps the enum `indirect`).
 public indirect enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     case membership(MembershipOp)

@@ -36,7 +36,7 @@ struct RegistrationOpReader {
     /// The registration `bytes` holds, or nil when protobuf-c is to decode them.
     mutating func operation(_ bytes: UnsafeRawBufferPointer) -> Operation? {
         var reader = ProtobufReader(bytes)
-        // Boxed as soon as it is read: an operation is one word to move, a registration 144 bytes.
+        // Held boxed: the optional then moves one word, not a registration's 144 bytes.
         var registration: Operation?
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }

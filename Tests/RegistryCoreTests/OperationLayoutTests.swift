@@ -1,12 +1,12 @@
 import Testing
 @testable import RegistryCore
 
-/// Operations are moved many times between their decoding and their application; every case of
-/// `Operation` is boxed so that each move copies one reference, not the largest case's fields.
+/// Operations are moved many times between their decoding and their application; `Operation` is
+/// an `indirect` enum so that each move takes one reference, not the largest case's fields.
 @Suite struct OperationLayoutTests {
     @Test func anOperationIsOneReference() {
         #expect(
             MemoryLayout<Operation>.size == MemoryLayout<UnsafeRawPointer>.size,
-            "Operation is \(MemoryLayout<Operation>.size) bytes: a case that is not indirect puts its fields inline, in every operation")
+            "Operation is \(MemoryLayout<Operation>.size) bytes: an enum that is not `indirect` holds its largest case inline, in every operation")
     }
 }
