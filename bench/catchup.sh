@@ -14,7 +14,7 @@
 #
 # The floor, in the same run: bench/registration_floor.c takes the same load, and then, once a round,
 # its replica mode takes every record of that journal from its send mode. Its CPU per record over its
-# CPU per client registration is the least the target's ratio can be on this machine.
+# CPU per client registration says whether this machine lets a node reach the target's ratio at all.
 #
 # Prints the section and puts it into BENCHMARKS.md (bench/section.py, "catchup").
 # Environment: CATCHUP_SECONDS (default 8), CATCHUP_ROUNDS (default 3), CATCHUP_BASE_BIN (a folder
@@ -88,9 +88,11 @@ floor_round() {
   rm -f "$out/floor-replica-journal"
   local started; started=$(date +%s.%N)
   "$out/registration_floor" replica 7484 "$out/floor-replica-journal" > "$out/floor-replica.txt" 2>> "$out/floor.log" &
-  local replica=$!
-  "$out/registration_floor" send "$out/floor-journal" 7484 2>> "$out/floor.log"
-  wait "$replica" || { echo "the floor's replica failed" >&2; cat "$out/floor.log" "$out/floor-replica.txt" >&2; exit 1; }
+  pids[floor-replica]=$!
+  "$out/registration_floor" send "$out/floor-journal" 7484 2>> "$out/floor.log" \
+    || { echo "the floor's sender failed" >&2; cat "$out/floor.log" >&2; exit 1; }
+  wait "${pids[floor-replica]}" || { echo "the floor's replica failed" >&2; cat "$out/floor.log" "$out/floor-replica.txt" >&2; exit 1; }
+  unset "pids[floor-replica]"
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
   read -r _ operations _ _ _ user _ system < "$out/floor-replica.txt"
   echo "floor $1 $operations $took $(python3 -c "print($user + $system)")" | tee -a "$out/results" >&2

@@ -34,13 +34,15 @@
 //
 //   - cut the stream into frames (a 4-byte big-endian length, then one journal entry's records)
 //     and walk each record's protobuf Operation by hand;
-//   - intern its bundle and vendor, and look its device up by ID and its claims by (vendor, keyed
-//     value), a batch's buckets asked for first as above; a device it does not hold joins the
-//     device table and the index by ID, a claim it does not hold joins the claim table. Its tables
-//     are sized once, for the count `send` announces first (registryd sizes its indexes from its
-//     peers' hellos the same way);
-//   - copy the records, as received, into one journal entry a frame, made durable with one pwrite
-//     and one fdatasync.
+//   - intern its bundle, vendor and origin node, and check its claims' kinds;
+//   - look its device up by ID and its claims by (vendor, keyed value), a batch's buckets asked
+//     for first as above; a device it does not hold joins the device table and the index by ID,
+//     a claim it does not hold joins the claim table. Its tables are sized once, for the count
+//     `send` announces first (registryd sizes its indexes from its peers' hellos the same way);
+//   - check that each record's sequence follows the one before, and join its HLC to the clock;
+//   - copy the records, as received, into the journal, and make what one read of the socket
+//     brought durable with one pwrite and one fdatasync (a group commit: registryd's commit
+//     pipeline, too, commits together the batches that wait for it).
 //
 // It keys nothing (the values arrive keyed), mints nothing, answers nothing and journals nothing it
 // encoded. At the end of the stream it prints the operations it took and its own CPU time
@@ -302,6 +304,7 @@ typedef struct {
   uint8_t id[16];
   uint64_t created_hlc, last_seen_hlc;
   uint32_t vendor, app;  // the app it was last seen in
+  uint32_t origin;       // the node that created it (a replica's merge order needs it), 0 here
 } Device;
 
 typedef struct {
@@ -840,7 +843,7 @@ static uint64_t load_be64(const uint8_t *p) {
 typedef struct {
   uint8_t id[16];
   uint64_t created_hlc, seen;
-  uint32_t vendor, bundle;
+  uint32_t vendor, bundle, origin;
   int claimed;
   uint8_t kinds[4];
   uint64_t hashes[4][2];
@@ -868,11 +871,29 @@ static void state_size(uint64_t records) {
   by_id = zeroed(id_buckets * sizeof *by_id);
 }
 
+// Origin nodes numbered by first sight; the last one is remembered, as a peer's records name few.
+static char origin_texts[16][64];
+static uint8_t origin_lengths[16];
+static uint32_t origin_count, last_origin;
+
+static bool origin_of(Reader text, uint32_t *origin) {
+  size_t n = (size_t)(text.end - text.at);
+  if (n == 0 || n > 64) return false;
+  if (origin_count && origin_lengths[last_origin] == n && memcmp(origin_texts[last_origin], text.at, n) == 0)
+    return *origin = last_origin, true;
+  for (uint32_t o = 0; o < origin_count; o++)
+    if (origin_lengths[o] == n && memcmp(origin_texts[o], text.at, n) == 0) return *origin = last_origin = o, true;
+  if (origin_count == 16) return false;
+  memcpy(origin_texts[origin_count], text.at, n);
+  origin_lengths[origin_count] = (uint8_t)n;
+  return *origin = last_origin = origin_count++, true;
+}
+
 // Reads Operation { registration = 1 { device = 1 { device_id = 1, created_hlc = 2, origin_node_id
 // = 3, vendor = 4 }, bundle_id = 2, claims = 3 { kind = 1, value = 2 }..., seen_hlc = 5 } } and
 // asks the CPU for the buckets applying it reads. False on anything else.
 static bool read_replicated(Reader operation, Replicated *r) {
-  Reader body = {0}, registration = {0}, device = {0}, vendor = {0}, bundle = {0};
+  Reader body = {0}, registration = {0}, device = {0}, vendor = {0}, bundle = {0}, origin = {0};
   uint64_t value;
   unsigned field;
   bool has_id = false;
@@ -896,7 +917,7 @@ static bool read_replicated(Reader operation, Replicated *r) {
         if (field == 1 && value != UINT64_MAX) kind = value;
         if (field == 2 && value == UINT64_MAX) claim_value = body;
       }
-      if (claim_value.end - claim_value.at != 16) return false;
+      if (claim_value.end - claim_value.at != 16 || (kind != KIND_KEYCHAIN && kind != KIND_IDFV)) return false;
       r->kinds[r->claimed] = (uint8_t)kind;
       r->hashes[r->claimed][0] = load_be64(claim_value.at), r->hashes[r->claimed][1] = load_be64(claim_value.at + 8);
       r->claimed++;
@@ -906,10 +927,15 @@ static bool read_replicated(Reader operation, Replicated *r) {
     if (!read_field(&device, &field, &body, &value)) return false;
     if (field == 1 && value == UINT64_MAX && body.end - body.at == 16) memcpy(r->id, body.at, 16), has_id = true;
     else if (field == 2 && value != UINT64_MAX) r->created_hlc = value;
+    else if (field == 3 && value == UINT64_MAX) origin = body;
     else if (field == 4 && value == UINT64_MAX) vendor = body;
   }
   size_t vendor_length = (size_t)(vendor.end - vendor.at), bundle_length = (size_t)(bundle.end - bundle.at);
-  if (!has_id || !vendor.at || !bundle.at || vendor_length > bundle_length || bundle_length > 255) return false;
+  if (!has_id || !vendor.at || !bundle.at || vendor_length > bundle_length || bundle_length > 255 || !origin.at ||
+      !origin_of(origin, &r->origin))
+    return false;
+  // A bundle's grammar is checked where it was first registered; a replica that checked each new
+  // one again would do so once a bundle, which is nothing here.
   r->bundle = intern_bundle((const char *)bundle.at, bundle_length, vendor_length);
   r->vendor = bundles[r->bundle].vendor;
   for (int i = 0; i < r->claimed; i++) __builtin_prefetch(&claims[claim_bucket(r->hashes[i], r->vendor)]);
@@ -934,7 +960,7 @@ static void apply_replicated(const Replicated *r) {
     found = device_count++;
     Device *d = &devices[found];
     memcpy(d->id, r->id, 16);
-    d->created_hlc = r->created_hlc, d->vendor = r->vendor;
+    d->created_hlc = r->created_hlc, d->vendor = r->vendor, d->origin = r->origin;
     insert_by_id(found);
   }
   for (int i = 0; i < r->claimed; i++) {
@@ -946,7 +972,9 @@ static void apply_replicated(const Replicated *r) {
 }
 
 // Takes one frame of records (sequence u64, HLC u64, length u32, then the Operation): reads a
-// batch of them, then applies it, and copies the frame into this round's journal entry.
+// batch of them, then applies it, and copies the frame into this round's journal entry. Each
+// record's sequence must follow the one before (one origin's log, as `send` streams it), and its
+// HLC joins this node's clock.
 static uint64_t take_frame(const uint8_t *at, const uint8_t *end) {
   uint64_t taken = 0;
   reserve(&journal, (size_t)(end - at));
@@ -955,7 +983,11 @@ static uint64_t take_frame(const uint8_t *at, const uint8_t *end) {
     int count = 0;
     for (; count < REPLICA_BATCH && at < end; count++) {
       uint32_t length;
+      uint64_t header[2];
       if (end - at < 20) die("replica: a record cut short");
+      memcpy(header, at, 16);
+      if (header[0] != sequence + 1) die("replica: a record out of sequence");
+      sequence = header[0], hlc = header[1] > hlc ? header[1] : hlc;
       memcpy(&length, at + 16, 4);
       if ((size_t)(end - at - 20) < length) die("replica: a record cut short");
       if (!read_replicated((Reader){at + 20, at + 20 + length}, &replicated[count])) die("replica: a record that is not a registration");
