@@ -10,7 +10,7 @@
 #   make bench   benchmarks against PostgreSQL and Redis baselines; writes BENCHMARKS.md
 #   make bench-compare BASE=REV   this revision's registryd against REV's, same run; into BENCHMARKS.md
 #   make bench-replay BASE=REV   start-up's journal replay, this revision's registryd against REV's; into BENCHMARKS.md
-#   make bench-catchup BASE=REV   a wiped node catching up from a peer's journal, this revision against REV; into BENCHMARKS.md
+#   make bench-catchup BASE=REV   a wiped node catching up from a peer's journal, this revision against REV, beside the floor's replica; into BENCHMARKS.md
 #   make bench-security   plain against tokens against TLS, and the cost of keyed hashing; into BENCHMARKS.md
 #   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-registration-floor   registryd's CPU a registration against the least a node can do (bench/registration_floor.c); into BENCHMARKS.md
@@ -141,7 +141,8 @@ bench-compare: deps
 bench-replay: deps
 	bash bench/replay.sh $(BASE)
 
-# A wiped node catching up from a peer's journal: its CPU per operation, this revision against BASE.
+# A wiped node catching up from a peer's journal: its CPU per operation, this revision against BASE,
+# beside bench/registration_floor.c's replica (target 3's floor) in the same run.
 bench-catchup: deps
 	bash bench/catchup.sh $(BASE)
 
