@@ -19,11 +19,7 @@ struct HashIndexTests {
             reference[key] = UInt32(step)
             guard index.isMoving else { continue }
             stepsWhileMoving += 1
-            var seen = [UUID128: UInt32]()
-            index.forEach { key, value in
-                #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice")
-            }
-            #expect(seen == reference)
+            expectEnumeratesExactly(index, reference)
         }
         #expect(stepsWhileMoving > 100, "the moves were not seen under way")
     }
@@ -49,11 +45,7 @@ struct HashIndexTests {
             }
             #expect(index.value(for: UUID128(high: random.next(), low: 1)) == nil)
             if step % 1_999 == 0 {
-                var seen = [UUID128: UInt32]()
-                index.forEach { key, value in
-                    #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice")
-                }
-                #expect(seen == reference)
+                expectEnumeratesExactly(index, reference)
             }
         }
         for key in keys { #expect(index.value(for: key) == reference[key]) }
@@ -209,9 +201,7 @@ struct HashIndexTests {
             switched = switched || index.capacity == HashIndex<UUID128>.capacity(holding: 16_000)
         }
         #expect(switched && index.count == reference.count)
-        var seen = [UUID128: UInt32]()
-        index.forEach { key, value in #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice") }
-        #expect(seen == reference)
+        expectEnumeratesExactly(index, reference)
     }
 
     /// Two copies of an index share a reserved table: only one of them may write into it. The
@@ -286,9 +276,7 @@ struct HashIndexTests {
             #expect(index.value(for: probe) == reference[probe])
         }
         #expect(index.capacity == reservedCapacity && index.count == reference.count)
-        var seen = [UUID128: UInt32]()
-        index.forEach { key, value in #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice") }
-        #expect(seen == reference)
+        expectEnumeratesExactly(index, reference)
     }
 
     @Test func aRegistrySizedForNDevicesHasIndexesForThemAndTheirClaims() {
@@ -354,6 +342,15 @@ private final class ControlledBlock: TableBlock {
     var base: UnsafeMutableRawPointer { heap.base }
     var isReady: Bool { alwaysReady || owner.ready.withLock { $0 } }
     func hurry() { owner.hurry() }
+}
+
+/// Expects `index` to enumerate exactly `reference`'s entries, each once.
+func expectEnumeratesExactly(_ index: HashIndex<UUID128>, _ reference: [UUID128: UInt32], sourceLocation: SourceLocation = #_sourceLocation) {
+    var seen = [UUID128: UInt32]()
+    index.forEach { key, value in
+        #expect(seen.updateValue(value, forKey: key) == nil, "a key enumerated twice", sourceLocation: sourceLocation)
+    }
+    #expect(seen == reference, sourceLocation: sourceLocation)
 }
 
 /// The key for the next step of a seeded index test: one of `keys` again, one time in
