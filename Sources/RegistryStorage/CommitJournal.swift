@@ -106,7 +106,7 @@ public final class CommitJournal {
                 defer { start += span.records.count }
                 do {
                     let region = UnsafeRawBufferPointer(rebasing: raw[start..<start + span.records.count])
-                    records += try LogSegment.records(origin: span.origin, epoch: span.epoch, in: region, slicing: copied, at: start)
+                    try LogSegment.appendRecords(origin: span.origin, epoch: span.epoch, in: region, slicing: copied, at: start, to: &records)
                 } catch {
                     preconditionFailure("a record this journal just wrote does not read back: \(error)")
                 }

@@ -62,7 +62,11 @@ public struct LogSegment: Equatable, Sendable {
     /// Their payloads are slices of `blob`, which stays in memory while any of them does.
     public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         try blob.withUnsafeBytes { raw in
-            Result { () throws(StorageError) in try records(origin: origin, epoch: epoch, in: raw, slicing: blob, at: 0) }
+            Result { () throws(StorageError) in
+                var records = [LogRecord]()
+                try appendRecords(origin: origin, epoch: epoch, in: raw, slicing: blob, at: 0, to: &records)
+                return records
+            }
         }.get()
     }
 
@@ -103,18 +107,19 @@ public struct LogSegment: Equatable, Sendable {
         }
     }
 
-    /// The records in ``LogSegment``'s blob format that `raw` holds, their payloads sliced from
-    /// `bytes`, whose elements from `offset` on are `raw`'s bytes: every record shares `bytes`
-    /// rather than copying its payload into an array of its own.
-    static func records(
-        origin: String, epoch: UInt64, in raw: UnsafeRawBufferPointer, slicing bytes: [UInt8], at offset: Int
-    ) throws(StorageError) -> [LogRecord] {
-        var records = [LogRecord]()
+    /// Appends to `records` the records in ``LogSegment``'s blob format that `raw` holds, their
+    /// payloads sliced from `bytes`, whose elements from `offset` on are `raw`'s bytes: every
+    /// record shares `bytes` rather than copying its payload into an array of its own. Appended in
+    /// place, as a commit's segments are gathered into one array: an array a segment, added on,
+    /// would retain and release each record once more.
+    static func appendRecords(
+        origin: String, epoch: UInt64, in raw: UnsafeRawBufferPointer, slicing bytes: [UInt8], at offset: Int,
+        to records: inout [LogRecord]
+    ) throws(StorageError) {
         try forEachRecord(origin: origin, epoch: epoch, in: raw) { (sequence, hlc, payload) throws(StorageError) in
             let start = offset + (payload.baseAddress.map { $0 - raw.baseAddress! } ?? 0)
             records.append(
                 LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: bytes[start..<start + payload.count]))
         }
-        return records
     }
 }
