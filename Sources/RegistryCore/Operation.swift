@@ -44,23 +44,48 @@ public struct RegistrationOp: Hashable, Sendable {
 
 /// An operation with its place in a node's log: (origin, epoch, sequence) names it uniquely,
 /// and the HLC stamps it.
+///
+/// Equality and hashing are the operation's and its place's: ``encoded`` is how the bytes came,
+/// not part of the value.
 public struct LoggedOperation: Hashable, Sendable {
     public let origin: NodeID
     public let epoch: UInt64
     public let sequence: UInt64
     public let timestamp: HLCTimestamp
     public let operation: Operation
+    /// The operation as it arrived from a peer, a `registry.v1.Operation` as its origin encoded
+    /// it; nil for one this node made. The journal writes these bytes as they are rather than
+    /// encoding the operation again (docs/performance.md, "A peer's operation journaled as it
+    /// came"), so every node's journal holds a replicated operation as its origin's does, fields
+    /// this version does not know included. They must decode to ``operation``.
+    public let encoded: ArraySlice<UInt8>?
 
-    public init(origin: NodeID, epoch: UInt64, sequence: UInt64, timestamp: HLCTimestamp, operation: Operation) {
+    public init(
+        origin: NodeID, epoch: UInt64, sequence: UInt64, timestamp: HLCTimestamp, operation: Operation, encoded: ArraySlice<UInt8>? = nil
+    ) {
         self.origin = origin
         self.epoch = epoch
         self.sequence = sequence
         self.timestamp = timestamp
         self.operation = operation
+        self.encoded = encoded
     }
 
     /// The log it belongs to.
     public var log: LogID { LogID(origin: origin, epoch: epoch) }
+
+    public static func == (lhs: LoggedOperation, rhs: LoggedOperation) -> Bool {
+        lhs.origin == rhs.origin && lhs.epoch == rhs.epoch && lhs.sequence == rhs.sequence && lhs.timestamp == rhs.timestamp
+            && lhs.operation == rhs.operation
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(origin)
+        hasher.combine(epoch)
+        hasher.combine(sequence)
+        hasher.combine(timestamp)
+        hasher.combine(operation)
+    }
 }
 
 extension Array where Element == LoggedOperation {

@@ -35,6 +35,10 @@ extension OperationDecoder {
             }
         }
         guard let body else { return nil }
+        // An empty batch: no field set, nothing to copy.
+        guard let bodyStart = body.baseAddress, !body.isEmpty else { return DecodedBatch(batchID: 0, operations: []) }
+        // One copy of the batch, which every operation's ``LoggedOperation/encoded`` slices.
+        let shared = [UInt8](UnsafeBufferPointer(start: bodyStart.assumingMemoryBound(to: UInt8.self), count: body.count))
         var reader = ProtobufReader(body)
         var batchID: UInt64 = 0
         var operations = [LoggedOperation]()
@@ -47,7 +51,8 @@ extension OperationDecoder {
                 guard let value = reader.varint() else { return nil }
                 batchID = value
             case (2, .lengthDelimited):
-                guard operations.count < limit, let bytes = reader.delimited(), let operation = peerOperation(bytes) else { return nil }
+                guard operations.count < limit, let bytes = reader.delimited(), let operation = peerOperation(bytes, in: shared, at: bodyStart)
+                else { return nil }
                 operations.append(operation)
             case (1...2, _):
                 return nil
@@ -58,14 +63,17 @@ extension OperationDecoder {
         return DecodedBatch(batchID: batchID, operations: operations)
     }
 
-    /// One `PeerOperation`, decoded and checked; nil for anything unusual or refused.
-    private mutating func peerOperation(_ bytes: UnsafeRawBufferPointer) -> LoggedOperation? {
+    /// One `PeerOperation`, decoded and checked; nil for anything unusual or refused. `bytes` lie
+    /// in the batch, which `shared` holds a copy of from `bodyStart` on: the operation's
+    /// ``LoggedOperation/encoded`` is a slice of it.
+    private mutating func peerOperation(_ bytes: UnsafeRawBufferPointer, in shared: [UInt8], at bodyStart: UnsafeRawPointer) -> LoggedOperation? {
         var reader = ProtobufReader(bytes)
         var origin: NodeID?
         var epoch: UInt64 = 0
         var sequence: UInt64 = 0
         var hlc: UInt64 = 0
         var operation: Operation?
+        var encoded: ArraySlice<UInt8>?
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
             switch (key.field, key.type) {
@@ -84,6 +92,8 @@ extension OperationDecoder {
             case (5, .lengthDelimited):
                 guard operation == nil, let body = reader.delimited(), let decoded = try? decode(body) else { return nil }
                 operation = decoded
+                let start = body.baseAddress.map { $0 - bodyStart } ?? 0
+                encoded = shared[start..<start + body.count]
             case (1...5, _):
                 return nil
             default:
@@ -91,6 +101,7 @@ extension OperationDecoder {
             }
         }
         guard let origin, let operation, epoch > 0, sequence > 0 else { return nil }
-        return LoggedOperation(origin: origin, epoch: epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc), operation: operation)
+        return LoggedOperation(
+            origin: origin, epoch: epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc), operation: operation, encoded: encoded)
     }
 }

@@ -121,7 +121,7 @@ public struct PeerOperation: Equatable, Sendable {
         }
         return LoggedOperation(
             origin: node, epoch: epoch, sequence: sequence, timestamp: HLCTimestamp(rawValue: hlc),
-            operation: try decoder.decode(operation))
+            operation: try decoder.decode(operation), encoded: operation)
     }
 }
 

@@ -44,4 +44,28 @@ import Testing
         let unkept = writer.queue.sync { writer.write(Array(written.prefix(3)), clock: written.last!.timestamp, keepingRecords: false) }
         #expect(try unkept.get().records.isEmpty)
     }
+
+    /// A peer's operation is journaled as it came (``LoggedOperation/encoded``), a field this
+    /// version does not know included; one this node made is encoded.
+    @Test func aPeersOperationIsJournaledAsItCame() throws {
+        let fs = SimulatedFileSystem()
+        let made = operations(count: 40, seed: 4)
+        // Field 15 of `Operation`, a varint this version does not have, after what it encodes.
+        let written = made.enumerated().map { index, operation in
+            guard index % 2 == 0 else { return operation }
+            return LoggedOperation(
+                origin: operation.origin, epoch: operation.epoch, sequence: operation.sequence, timestamp: operation.timestamp,
+                operation: operation.operation, encoded: (OperationCodec.encode(operation.operation) + [0x78, 0x2A])[...])
+        }
+        #expect(written == made, "the bytes it came in are not part of the value")
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
+        defer { writer.close() }
+        let records = try writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }.get().records
+        #expect(records.count == written.count)
+        for (record, operation) in zip(records, written) {
+            let expected = operation.encoded.map(Array.init) ?? OperationCodec.encode(operation.operation)
+            #expect(Array(record.payload) == expected)
+            #expect(try OperationCodec.decode(record.payload) == operation.operation)
+        }
+    }
 }

@@ -99,6 +99,30 @@ import Testing
         #expect(readDirectly(try packed(.batch(OperationBatch(batchID: 4, operations: [])))) == DecodedBatch(batchID: 4, operations: []))
     }
 
+    /// Each operation keeps its bytes as the frame carried them (what the journal writes), by
+    /// either path, a field this version does not know included.
+    @Test func operationsKeepTheirBytesAsTheFrameCarriedThem() throws {
+        var random = SplitMix64(seed: 64)
+        for round in 0..<200 {
+            var batch = try randomBatch(&random)
+            if round % 2 == 0, !batch.operations.isEmpty {
+                // Field 15 of `Operation`, a varint this version does not have.
+                let first = batch.operations[0]
+                batch.operations[0] = PeerOperation(
+                    origin: first.origin, epoch: first.epoch, sequence: first.sequence, hlc: first.hlc,
+                    operation: first.operation + [0x78, 0x2A])
+            }
+            let bytes = try packed(.batch(batch))
+            let direct = try #require(readDirectly(bytes))
+            let byProtobufC = try readByProtobufC(bytes)
+            #expect(direct == byProtobufC)
+            for (index, sent) in batch.operations.enumerated() {
+                #expect(direct.operations[index].encoded.map(Array.init) == Array(sent.operation))
+                #expect(byProtobufC.operations[index].encoded.map(Array.init) == Array(sent.operation))
+            }
+        }
+    }
+
     @Test func aMutatedBatchItReadsItReadsAsProtobufCDoes() throws {
         try MutatedFrames.expectAgreement(
             seed: 63, frame: { try packed(.batch(try randomBatch(&$0))) }, direct: { readDirectly($0) }, protobufC: readByProtobufC)

@@ -32,7 +32,8 @@ final class LogWriter: @unchecked Sendable {
 
     /// Durably appends `operations`, with the clock, as one journal entry: the operations of
     /// each (origin, epoch) run become a segment, each encoded straight into the journal's buffer
-    /// (``JournalEntryWriter``). With `keepingRecords`, also returns the records as written (for
+    /// (``JournalEntryWriter``), or copied there as it came when it came from a peer
+    /// (``LoggedOperation/encoded``). With `keepingRecords`, also returns the records as written (for
     /// ``RecentOperations``).
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool) -> Result<Written, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -46,8 +47,13 @@ final class LogWriter: @unchecked Sendable {
                     let epoch = operations[index].epoch
                     let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
                     if continues != true { entry.startSegment(origin: origin, epoch: epoch) }
-                    entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) {
-                        OperationCodec.encode(operations[index].operation, appendingTo: &$0)
+                    entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) { bytes in
+                        // A peer's operation is written as it came, its origin's encoding.
+                        if let encoded = operations[index].encoded {
+                            bytes.append(contentsOf: encoded)
+                        } else {
+                            OperationCodec.encode(operations[index].operation, appendingTo: &bytes)
+                        }
                     }
                 }
             }
