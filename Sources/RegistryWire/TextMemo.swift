@@ -5,14 +5,23 @@ import Platform
 /// (a string, its validation, its hash) is a large part of decoding a registration
 /// (docs/performance.md, "Replaying registrations", has the measurement).
 ///
-/// Direct-mapped: `slots` entries, each text in the one its bytes hash to, replacing what was
-/// there; the last text made is also checked first. With one slot it holds the last text only,
-/// and allocates nothing. A value is made once for each run of misses, so `make` must give the
-/// same value for the same bytes.
+/// Set-associative: `slots` entries in sets of up to ``ways``, each text in the set its bytes
+/// hash to, newest first; a text new to a full set pushes out its oldest. The last text made or
+/// found is also checked first. With one slot it holds
+/// the last text only, and allocates nothing. A value is made once for each run of misses, so
+/// `make` must give the same value for the same bytes.
+///
+/// Sets of four, where it was direct-mapped: registryload's 300 bundle IDs left 87 of them sharing
+/// a slot of 1,024 with another, each evicting the other (docs/performance.md, "Texts a decoder
+/// remembers").
 struct TextMemo<Value> {
-    private typealias Entry = (text: String, value: Value)
+    private typealias Entry = (hash: UInt64, text: String, value: Value)
+    /// Entries a set holds at most.
+    static var ways: Int { 4 }
     private let slots: Int
-    private var last: Entry?
+    private let ways: Int
+    private var last: (text: String, value: Value)?
+    /// `slots / ways` sets of `ways` entries each, in order, allocated at the first text made.
     private var table: [Entry?] = []
 
     /// `slots` is rounded up to a power of two.
@@ -20,24 +29,37 @@ struct TextMemo<Value> {
         var size = 1
         while size < slots { size <<= 1 }
         self.slots = size
+        ways = min(size, Self.ways)
     }
 
     /// The value of the text `bytes` hold (UTF-8, invalid bytes repaired), made by `make` unless
     /// remembered; nil when `make` refuses the text (a refusal is not remembered).
     mutating func value(_ bytes: UnsafeRawBufferPointer, make: (String) -> Value?) -> Value? {
         if let held = last, Self.holds(held.text, bytes) { return held.value }
-        let slot = slots == 1 ? -1 : Int(truncatingIfNeeded: Self.hash(bytes)) & (slots - 1)
-        if slot >= 0, !table.isEmpty, let held = table[slot], Self.holds(held.text, bytes) {
-            last = held
-            return held.value
+        guard slots > 1 else {
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let value = make(text) else { return nil }
+            last = (text, value)
+            return value
+        }
+        let hash = Self.hash(bytes)
+        let first = (Int(truncatingIfNeeded: hash) & (slots / ways - 1)) * ways
+        if !table.isEmpty {
+            for way in first..<first + ways {
+                guard let held = table[way] else { break }
+                if held.hash == hash, Self.holds(held.text, bytes) {
+                    last = (held.text, held.value)
+                    return held.value
+                }
+            }
         }
         let text = String(decoding: bytes, as: UTF8.self)
         guard let value = make(text) else { return nil }
         last = (text, value)
-        if slot >= 0 {
-            if table.isEmpty { table = Array(repeating: nil, count: slots) }
-            table[slot] = (text, value)
-        }
+        if table.isEmpty { table = Array(repeating: nil, count: slots) }
+        // In first, the others one place on; the oldest, at the set's end, goes.
+        for way in stride(from: first + ways - 1, to: first, by: -1) { table[way] = table[way - 1] }
+        table[first] = (hash, text, value)
         return value
     }
 
