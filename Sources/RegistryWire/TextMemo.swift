@@ -7,9 +7,9 @@ import Platform
 ///
 /// Set-associative: `slots` entries in sets of up to ``ways``, each text in the set its bytes
 /// hash to, newest first; a text new to a full set pushes out its oldest. The last text made or
-/// found is also checked first. With one slot it holds
-/// the last text only, and allocates nothing. A value is made once for each run of misses, so
-/// `make` must give the same value for the same bytes.
+/// found is also checked first. With one slot it holds the last text only, and allocates
+/// nothing. A value is made once for each run of misses, so `make` must give the same value for
+/// the same bytes.
 ///
 /// Sets of four, where it was direct-mapped: registryload's 300 bundle IDs left 87 of them sharing
 /// a slot of 1,024 with another, each evicting the other (docs/performance.md, "Texts a decoder
