@@ -53,13 +53,17 @@ public struct LoggedOperation: Hashable, Sendable {
     public let sequence: UInt64
     public let timestamp: HLCTimestamp
     public let operation: Operation
-    /// The operation as it arrived from a peer, a `registry.v1.Operation` as its origin encoded
-    /// it; nil for one this node made. The journal writes these bytes as they are rather than
-    /// encoding the operation again (docs/performance.md, "A peer's operation journaled as it
-    /// came"), so every node's journal holds a replicated operation as its origin's does, fields
-    /// this version does not know included. They must decode to ``operation``.
+    /// The operation as it arrived in a peer's batch, a `registry.v1.Operation` as the sender's
+    /// journal held it; nil when it was not decoded from a batch (one this node made, or read from
+    /// its own journal). The journal writes these bytes as they are rather than encoding the
+    /// operation again (docs/performance.md, "A peer's operation journaled as it came"), so fields
+    /// this version does not know are kept, and while every node on the way runs this version a
+    /// replicated operation is journaled everywhere as its origin encoded it. They must decode to
+    /// ``operation``.
     public let encoded: ArraySlice<UInt8>?
 
+    /// - Parameter encoded: the bytes `operation` was decoded from, when it came in a peer's
+    ///   batch (see ``encoded``); nil otherwise.
     public init(
         origin: NodeID, epoch: UInt64, sequence: UInt64, timestamp: HLCTimestamp, operation: Operation, encoded: ArraySlice<UInt8>? = nil
     ) {

@@ -49,6 +49,9 @@ public enum FuzzBodies {
             let decoded = batch.operations.map { try? $0.decoded() }
             if let direct {
                 precondition(direct.batchID == batch.batchID && direct.operations.map { Optional($0) } == decoded, "the direct reader read \(direct), protobuf-c \(batch)")
+                // The bytes each keeps, which the journal writes, are the same too.
+                let directBytes = direct.operations.map { $0.encoded.map { Array($0) } }
+                precondition(directBytes == decoded.map { $0.flatMap { $0.encoded.map { Array($0) } } }, "the two keep different bytes of \(batch)")
             }
         } else {
             precondition(direct == nil, "the direct reader read a batch where protobuf-c found \(frame)")

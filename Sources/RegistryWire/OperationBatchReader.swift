@@ -9,9 +9,10 @@ public struct DecodedBatch: Equatable, Sendable {
 
 extension OperationDecoder {
     /// The batch a `PeerFrame` payload holds, read straight from its bytes: each operation is
-    /// decoded where it lies, with no protobuf-c message graph and no copy of its bytes, which is
-    /// most of what receiving a batch cost besides applying it (docs/performance.md, "Catching
-    /// up from a peer").
+    /// decoded where it lies, with no protobuf-c message graph, which is most of what receiving a
+    /// batch cost besides applying it (docs/performance.md, "Catching up from a peer"). The
+    /// batch's bytes are copied once, for the operations to keep theirs
+    /// (``LoggedOperation/encoded``).
     ///
     /// Nil when the frame is anything else: another body, a batch of more than `limit`
     /// operations, anything unusual in its shape (a field with the wrong wire type, the batch or
@@ -35,10 +36,9 @@ extension OperationDecoder {
             }
         }
         guard let body else { return nil }
-        // An empty batch: no field set, nothing to copy.
-        guard let bodyStart = body.baseAddress, !body.isEmpty else { return DecodedBatch(batchID: 0, operations: []) }
-        // One copy of the batch, which every operation's ``LoggedOperation/encoded`` slices.
-        let shared = [UInt8](UnsafeBufferPointer(start: bodyStart.assumingMemoryBound(to: UInt8.self), count: body.count))
+        // One copy of the batch, made at its first operation (a probe has none), which every
+        // operation's ``LoggedOperation/encoded`` slices.
+        var shared: [UInt8]?
         var reader = ProtobufReader(body)
         var batchID: UInt64 = 0
         var operations = [LoggedOperation]()
@@ -51,8 +51,9 @@ extension OperationDecoder {
                 guard let value = reader.varint() else { return nil }
                 batchID = value
             case (2, .lengthDelimited):
-                guard operations.count < limit, let bytes = reader.delimited(), let operation = peerOperation(bytes, in: shared, at: bodyStart)
-                else { return nil }
+                guard operations.count < limit, let bytes = reader.delimited(), let bodyStart = body.baseAddress else { return nil }
+                if shared == nil { shared = [UInt8](UnsafeBufferPointer(start: bodyStart.assumingMemoryBound(to: UInt8.self), count: body.count)) }
+                guard let operation = peerOperation(bytes, in: shared!, at: bodyStart) else { return nil }
                 operations.append(operation)
             case (1...2, _):
                 return nil

@@ -93,11 +93,12 @@ public struct PeerOperation: Equatable, Sendable {
         self.operation = operation
     }
 
-    /// The operation encoded for sending.
+    /// The operation for sending: the bytes it came in when it came from a peer
+    /// (``LoggedOperation/encoded``), encoded otherwise.
     public init(_ logged: LoggedOperation) {
         self.init(
             origin: logged.origin.value, epoch: logged.epoch, sequence: logged.sequence, hlc: logged.timestamp.rawValue,
-            operation: OperationCodec.encode(logged.operation)[...])
+            operation: logged.encoded ?? OperationCodec.encode(logged.operation)[...])
     }
 
     /// Decodes and checks the operation: a typed error for a bad node ID, epoch 0, sequence 0, or

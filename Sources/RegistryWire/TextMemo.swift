@@ -56,6 +56,8 @@ struct TextMemo<Value> {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let value = make(text) else { return nil }
         last = (text, value)
+        // A text repaired from invalid UTF-8 would never be found: it would only push out others.
+        guard Self.holds(text, bytes) else { return value }
         if table.isEmpty { table = Array(repeating: nil, count: slots) }
         // In first, the others one place on; the oldest, at the set's end, goes.
         for way in stride(from: first + ways - 1, to: first, by: -1) { table[way] = table[way - 1] }

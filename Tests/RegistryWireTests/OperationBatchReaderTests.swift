@@ -123,8 +123,20 @@ import Testing
         }
     }
 
+    /// A batch as read, with the bytes each operation keeps (``LoggedOperation/encoded``, which
+    /// equality leaves out): what the journal writes.
+    struct ReadWithBytes: Equatable {
+        let batch: DecodedBatch
+        let bytes: [[UInt8]?]
+        init(_ batch: DecodedBatch) {
+            self.batch = batch
+            bytes = batch.operations.map { $0.encoded.map { Array($0) } }
+        }
+    }
+
     @Test func aMutatedBatchItReadsItReadsAsProtobufCDoes() throws {
         try MutatedFrames.expectAgreement(
-            seed: 63, frame: { try packed(.batch(try randomBatch(&$0))) }, direct: { readDirectly($0) }, protobufC: readByProtobufC)
+            seed: 63, frame: { try packed(.batch(try randomBatch(&$0))) }, direct: { readDirectly($0).map(ReadWithBytes.init) },
+            protobufC: { ReadWithBytes(try readByProtobufC($0)) })
     }
 }

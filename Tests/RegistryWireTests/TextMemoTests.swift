@@ -51,11 +51,25 @@ import Testing
         var memo = TextMemo<String>(slots: 2)
         var made = 0
         var random = SystemRandomNumberGenerator()
-        let texts = ["a", "b", "c", "", "é", "com.x.y", "com.x.z", "com.y.y"]
+        // The last two have one hash (it reads the first and last eight bytes and the length),
+        // so only their bytes tell them apart.
+        let texts = ["a", "b", "c", "", "é", "com.x.y", "com.x.z", "com.y.y", "com.load1x.common.app", "com.load2x.common.app"]
         for _ in 0..<200 {
             let text = texts.randomElement(using: &random)!
             #expect(value(&memo, text, made: &made) == "value of " + text)
         }
+    }
+
+    /// A set holds its four newest texts: a fifth pushes out the oldest, and only it.
+    @Test func aFullSetLosesItsOldestText() {
+        var memo = TextMemo<String>(slots: 4)
+        var made = 0
+        for text in ["a", "b", "c", "d", "e"] { _ = value(&memo, text, made: &made) }
+        #expect(made == 5)
+        for text in ["b", "c", "d", "e"] { #expect(value(&memo, text, made: &made) == "value of " + text) }
+        #expect(made == 5)
+        #expect(value(&memo, "a", made: &made) == "value of a")
+        #expect(made == 6)
     }
 
     @Test func doesNotRememberRefusals() {

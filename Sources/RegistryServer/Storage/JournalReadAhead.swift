@@ -10,7 +10,8 @@ import RegistryWire
 /// registrations").
 ///
 /// The reading thread runs at most ``batchesAhead`` batches of about ``batchRecords`` records
-/// ahead, which bounds the memory a slow apply lets pile up. A replay in the background runs on
+/// ahead, which bounds the memory a slow apply lets pile up (with the applied batches handed back
+/// for it to free, about twice that). A replay in the background runs on
 /// its caller's thread alone (see `readingAhead`).
 enum JournalReadAhead {
     /// Records per batch handed over, about: a batch ends with the entry that reaches this.

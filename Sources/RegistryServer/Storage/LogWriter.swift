@@ -32,7 +32,7 @@ final class LogWriter: @unchecked Sendable {
 
     /// Durably appends `operations`, with the clock, as one journal entry: the operations of
     /// each (origin, epoch) run become a segment, each encoded straight into the journal's buffer
-    /// (``JournalEntryWriter``), or copied there as it came when it came from a peer
+    /// (``JournalEntryWriter``), or copied there as it came when it came in a peer's batch
     /// (``LoggedOperation/encoded``). With `keepingRecords`, also returns the records as written (for
     /// ``RecentOperations``).
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool) -> Result<Written, StorageError> {
@@ -48,7 +48,7 @@ final class LogWriter: @unchecked Sendable {
                     let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
                     if continues != true { entry.startSegment(origin: origin, epoch: epoch) }
                     entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) { bytes in
-                        // A peer's operation is written as it came, its origin's encoding.
+                        // A peer's operation is written as it came (the sender's journal's bytes).
                         if let encoded = operations[index].encoded {
                             bytes.append(contentsOf: encoded)
                         } else {
