@@ -11,8 +11,8 @@ import RegistryWire
 ///
 /// The reading thread runs at most ``batchesAhead`` batches of about ``batchRecords`` records
 /// ahead, which bounds the memory a slow apply lets pile up (with the applied batches handed back
-/// for it to free, about twice that). A replay in the background runs on
-/// its caller's thread alone (see `readingAhead`).
+/// for it to free, about twice that). A replay in the background runs on its caller's thread
+/// alone (see `readingAhead`).
 enum JournalReadAhead {
     /// Records per batch handed over, about: a batch ends with the entry that reaches this.
     static var batchRecords: Int { 4096 }
@@ -45,10 +45,11 @@ enum JournalReadAhead {
             return try read { (entry) throws(StorageError) in try apply(DecodedEntry(entry, decoder: &decoder, unlessHeldBy: held)) }
         }
         let handoff = BoundedHandoff<Batch<Finished>>(capacity: batchesAhead)
-        // Batches applied, handed back for the reading thread to free: it allocated their
-        // operations, and glibc's malloc frees a block faster on the thread whose arena it came
-        // from (docs/performance.md, "Operations in boxes"). The reading thread empties it each
-        // time it hands a batch over, so it holds at most about `batchesAhead + 1` batches.
+        // Batches applied, handed back for the reading thread to free: freeing their operations
+        // then stays off the applying thread, which sets a replay's pace, and on the thread whose
+        // malloc arena they came from (docs/performance.md, "Operations in boxes", measures what
+        // the two bought together). The reading thread empties it each time it hands a batch
+        // over, so it holds at most about `batchesAhead + 1` batches.
         let spent = NIOLockedValueBox<[[DecodedEntry]]>([])
         let reader: @Sendable () -> Void = {
             var decoder = OperationDecoder()
