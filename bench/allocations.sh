@@ -29,8 +29,7 @@ cleanup() {
 trap cleanup EXIT
 compiler=$(command -v cc || command -v clang)
 "$compiler" -O2 -Wall -shared -fPIC -o "$out/malloc_count.so" bench/malloc_count.c
-[ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
-"$compiler" -O2 -Wall -msse4.2 -o "$out/registration_floor" bench/registration_floor.c -lcrypto
+build_registration_floor "$out/registration_floor"
 
 # reading: asks the node for its counters and waits for the line.
 reading() {

@@ -71,8 +71,7 @@ stop node-1
 registered=$(python3 -c "import json; print(json.load(open('$out/load.json'))['throughput']['acknowledged'])")
 
 echo "== the floor: the same load on bench/registration_floor.c, then its replica catching up" >&2
-[ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
-"$(command -v cc || command -v clang)" -O2 -Wall -msse4.2 -o "$out/registration_floor" bench/registration_floor.c -lcrypto
+build_registration_floor "$out/registration_floor"
 "$out/registration_floor" 7483 "$out/floor-journal" > "$out/floor.log" 2>&1 &
 pids[floor]=$!
 wait_for_port 7483 || { echo "the floor did not start" >&2; cat "$out/floor.log" >&2; exit 1; }

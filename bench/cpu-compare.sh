@@ -48,8 +48,7 @@ node_pid=""
 cleanup() { [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true; rm -rf "$out"; }
 trap cleanup EXIT
 if [ "$base_bin" = floor ]; then
-  [ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
-  "$(command -v cc || command -v clang)" -O2 -Wall -msse4.2 -o "$out/registration_floor" bench/registration_floor.c -lcrypto
+  build_registration_floor "$out/registration_floor"
 fi
 
 # run NAME BINARY-DIR: prints NAME, the node's CPU µs a registration, and its user CPU µs.

@@ -60,6 +60,13 @@ build_base_registryd() {
   (cd "$2" && swift build -c release --scratch-path "$root/.build-compare" --show-bin-path)
 }
 
+# build_registration_floor PATH: compiles bench/registration_floor.c (the least a node can do) to
+# PATH, installing OpenSSL's headers first if they are missing.
+build_registration_floor() {
+  [ -f /usr/include/openssl/sha.h ] || scripts/apt-install.sh libssl-dev >&2
+  "$(command -v cc || command -v clang)" -O2 -Wall -msse4.2 -o "$1" bench/registration_floor.c -lcrypto
+}
+
 # build_head: builds this checkout's registryd and registryload (release) and sets head_bin, the
 # folder that holds them.
 build_head() {

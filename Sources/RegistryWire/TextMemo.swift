@@ -11,9 +11,8 @@ import Platform
 /// nothing. A value is made once for each run of misses, so `make` must give the same value for
 /// the same bytes.
 ///
-/// Sets of four, where it was direct-mapped: registryload's 300 bundle IDs left 87 of them sharing
-/// a slot of 1,024 with another, each evicting the other (docs/performance.md, "Texts a decoder
-/// remembers").
+/// Sets rather than one slot a text: texts that hash to one slot would evict each other on every
+/// turn, though the memo had room for both (docs/performance.md, "Texts a decoder remembers").
 struct TextMemo<Value> {
     private typealias Entry = (hash: UInt64, text: String, value: Value)
     /// Entries a set holds at most.
