@@ -34,16 +34,27 @@ struct ReplicationCursor: Sendable {
     /// The log sent last, so that the next choice starts after it.
     private var lastLog: LogID?
 
-    /// The node whose own logs go out at once; every other origin's are forwarded only after
-    /// the receiver has lacked them for ``forwardDelayMillis``.
+    /// The node whose own logs go out at once; every other origin's are forwarded only once the
+    /// receiver has stopped getting them from elsewhere for ``forwardDelayMillis``.
     let ownOrigin: NodeID
     /// Normally an operation reaches every node from its origin within milliseconds. Forwarding
     /// it at once as well would send each operation to each node once per node of the cluster;
     /// waiting this long first sends it only where its origin does not reach.
     let forwardDelayMillis: UInt64
-    /// For each log of another origin, since when (ms) this node has held operations of it that
-    /// the receiver lacks, as far as the receiver's acknowledgements tell.
-    private var behindSince: [LogID: UInt64] = [:]
+
+    /// A log of another origin of which this node holds operations that the receiver lacks.
+    struct Lack: Sendable {
+        /// Since when (ms) the receiver has got none of the log from elsewhere.
+        var since: UInt64
+        /// What the receiver held of the log then.
+        var held: UInt64
+    }
+
+    /// The logs of other origins that the receiver lacks operations of, as far as its
+    /// acknowledgements tell. Under load a receiver always lacks the newest operations of a log
+    /// that its origin is still delivering: what decides forwarding is whether its holding still
+    /// grows by more than this node sent it, not whether it lacks some.
+    private var lacks: [LogID: Lack] = [:]
     /// When the receiver's holdings were last learned (ms).
     private(set) var lastHeardMillis: UInt64
 
@@ -62,19 +73,19 @@ struct ReplicationCursor: Sendable {
     /// The next run to send: a log of `local` (what this node holds durably) with operations
     /// neither held by the receiver nor sent, and the sequence to start from; nil when there is
     /// none, none is due yet, or the window is full. This node's own logs are due at once;
-    /// another origin's once the receiver has lacked them for ``forwardDelayMillis``.
+    /// another origin's once the receiver, lacking some of it, has got none of it from elsewhere
+    /// for ``forwardDelayMillis``.
     mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
         var candidates = [(log: LogID, from: UInt64)]()
         for entry in local.logs {
-            let from = max(receiverHolds[entry.log], sent[entry.log] ?? 0) + 1
+            let held = receiverHolds[entry.log]
+            let from = max(held, sent[entry.log] ?? 0) + 1
             guard entry.sequence >= from else {
-                if entry.sequence <= receiverHolds[entry.log] { behindSince[entry.log] = nil }
+                if entry.sequence <= held { lacks[entry.log] = nil }
                 continue
             }
             if entry.log.origin != ownOrigin {
-                let since = behindSince[entry.log] ?? nowMillis
-                behindSince[entry.log] = since
-                guard nowMillis >= since + forwardDelayMillis else { continue }
+                guard forwardingDue(entry.log, held: held, nowMillis: nowMillis) else { continue }
             }
             candidates.append((entry.log, from))
         }
@@ -83,11 +94,29 @@ struct ReplicationCursor: Sendable {
         return candidates.first { $0.log > lastLog } ?? candidates.first
     }
 
+    /// Whether another origin's `log`, of which the receiver holds through `held` and this node
+    /// more, is to be forwarded now. Its holding growing past both what it held when last looked
+    /// at and what this node sent it means something else (its origin, most likely) delivers the
+    /// log: the wait starts again. Growth by this node's own batches does not count, so a
+    /// receiver cut off from the origin is forwarded the whole log at the pace of its
+    /// acknowledgements, not a batch each delay.
+    private mutating func forwardingDue(_ log: LogID, held: UInt64, nowMillis: UInt64) -> Bool {
+        guard var lack = lacks[log] else {
+            lacks[log] = Lack(since: nowMillis, held: held)
+            return forwardDelayMillis == 0
+        }
+        if held > max(lack.held, sent[log] ?? 0) {
+            lack = Lack(since: nowMillis, held: held)
+            lacks[log] = lack
+        }
+        return nowMillis >= lack.since + forwardDelayMillis
+    }
+
     /// Whether to ask the receiver what it holds (an empty batch, whose acknowledgement says):
     /// nothing is in flight, and this node holds operations of another origin that the receiver
     /// lacked when it last said, half the forwarding delay ago or longer.
     func probeDue(nowMillis: UInt64) -> Bool {
-        inFlight.isEmpty && !behindSince.isEmpty && nowMillis >= lastHeardMillis + forwardDelayMillis / 2
+        inFlight.isEmpty && !lacks.isEmpty && nowMillis >= lastHeardMillis + forwardDelayMillis / 2
     }
 
     /// Records a batch of `operations` operations of `log`, through sequence `through`, as sent;

@@ -23,14 +23,14 @@ import Testing
         // Node c's log: its origin normally delivers it, so not yet.
         #expect(cursor.nextRun(local: local, nowMillis: 1_200) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_300), "a batch is in flight; its acknowledgement will tell")
-        try cursor.acknowledged(1, held: VersionVector.holding([(a, 10), (c, 1)]), nowMillis: 1_300)
+        try cursor.acknowledged(1, held: VersionVector.holding([(a, 10)]), nowMillis: 1_300)
         #expect(cursor.nextRun(local: local, nowMillis: 1_400) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_400) && cursor.probeDue(nowMillis: 1_550))
-        // Still lacking c's operations 2...4 half a second on: forwarded.
+        // Still holding none of c's operations half a second on: forwarded.
         let secondRun = cursor.nextRun(local: local, nowMillis: 1_500)
         let second = try #require(secondRun)
-        #expect(second.log == c && second.from == 2)
-        _ = cursor.sending(log: c, through: 4, operations: 3, oldestMillis: 9)
+        #expect(second.log == c && second.from == 1)
+        _ = cursor.sending(log: c, through: 4, operations: 4, oldestMillis: 9)
         #expect(cursor.nextRun(local: local, nowMillis: 2_000) == nil, "everything is sent")
         #expect(cursor.oldestUnacknowledgedMillis == 9)
     }
@@ -44,6 +44,72 @@ import Testing
         try cursor.acknowledged(probe, held: VersionVector.holding([(c, 4)]), nowMillis: 1_260)
         #expect(cursor.nextRun(local: local, nowMillis: 5_000) == nil && !cursor.probeDue(nowMillis: 5_000))
         #expect(cursor.backlog(local: local) == 0)
+    }
+
+    /// Under steady load a receiver always lacks the newest operations of another origin, which
+    /// that origin is still delivering. Lacking some is not lacking the same ones: as long as it
+    /// keeps getting more of the log from elsewhere, nothing is forwarded.
+    @Test func aReceiverKeptBusyByTheOriginIsNotForwardedItsLog() throws {
+        var cursor = cursor(holding: VersionVector())
+        var now: UInt64 = 1_000
+        // Every 100 ms this node holds 1,000 more of c's operations, and the receiver, fed by c,
+        // is 300 behind: its acknowledgement of this node's own batch says so.
+        for step in 1...50 {
+            now += 100
+            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000))])
+            let next = cursor.nextRun(local: local, nowMillis: now)
+            let run = try #require(next)
+            #expect(run.log == a, "step \(step): only this node's own log is sent, not c's (\(run))")
+            let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
+            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
+            try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000 - 300))]), nowMillis: now + 1)
+        }
+    }
+
+    /// A receiver whose holding of another origin's log stops growing is forwarded it once the
+    /// forwarding delay has passed, and then at the pace of acknowledgements, not one batch each
+    /// delay: its holding grows again, but only by what this node sent.
+    @Test func aReceiverCutOffFromTheOriginIsForwardedTheWholeLogWithoutPausing() throws {
+        var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]))
+        let local = VersionVector.holding([(c, 10_000)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_499) == nil)
+        var now: UInt64 = 1_500
+        var held: UInt64 = 1_000
+        while held < 10_000 {
+            let next = cursor.nextRun(local: local, nowMillis: now)
+            let run = try #require(next, "holding \(held) at \(now) ms")
+            #expect(run.log == c && run.from == held + 1)
+            let through = min(held + 1_024, 10_000)
+            let batch = cursor.sending(log: c, through: through, operations: Int(through - held), oldestMillis: 1, nowMillis: now)
+            now += 10
+            held = through
+            try cursor.acknowledged(batch, held: VersionVector.holding([(c, held)]), nowMillis: now)
+        }
+        #expect(now < 1_600, "forwarded at the pace of acknowledgements")
+        #expect(cursor.nextRun(local: local, nowMillis: now) == nil && !cursor.probeDue(nowMillis: now + 1_000))
+    }
+
+    /// Forwarding stops once the receiver holds more of the log than this node sent it: the
+    /// origin reaches it again.
+    @Test func forwardingStopsWhenTheOriginReachesTheReceiverAgain() throws {
+        var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]))
+        var local = VersionVector.holding([(c, 5_000)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        let next = cursor.nextRun(local: local, nowMillis: 1_500)
+        let run = try #require(next)
+        #expect(run.log == c && run.from == 1_001)
+        let batch = cursor.sending(log: c, through: 2_024, operations: 1_024, oldestMillis: 1, nowMillis: 1_500)
+        // Meanwhile the origin delivered up to 4,000.
+        try cursor.acknowledged(batch, held: VersionVector.holding([(c, 4_000)]), nowMillis: 1_510)
+        local = VersionVector.holding([(c, 6_000)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_510) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_900) == nil)
+        // Then nothing more arrives from the origin for half a second: forwarding resumes.
+        let probe = cursor.probing(nowMillis: 1_900)
+        try cursor.acknowledged(probe, held: VersionVector.holding([(c, 4_000)]), nowMillis: 1_901)
+        #expect(cursor.nextRun(local: local, nowMillis: 2_009) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 2_010)?.from == 4_001)
     }
 
     @Test func theWindowBoundsBatchesInFlightAndAcknowledgementsOpenIt() throws {
