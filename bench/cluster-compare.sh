@@ -8,8 +8,9 @@
 # first installs in batches of 100 spread over the 3 nodes (6 connections x 16 in flight, the same
 # registryload for both builds), until every node holds every write. Reports, medians and every
 # round: registrations acknowledged a second, registrations a second until every node holds every
-# one (the cluster's sustained rate), and the 3 nodes' CPU per registration (each registration is
-# applied on its node and on both peers, and sent to both).
+# one (the cluster's sustained rate), the 3 nodes' CPU per registration (each registration is
+# applied on its node and on both peers, and sent to both), and the operations the links sent per
+# registration (`registryctl cluster status`: 2 when each crosses each link once, from its origin).
 #
 # Prints the section and puts it into BENCHMARKS.md (bench/section.py, "cluster-compare").
 # Environment: CLUSTER_COMPARE_ROUNDS (default 4), CLUSTER_COMPARE_REQUESTS (default 1000000),
@@ -39,7 +40,7 @@ choose_base_registryd "$base" "$worktree" "${CLUSTER_COMPARE_BASE_BIN:-}"
 
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
 
-# round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds cpu-seconds".
+# round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds cpu-seconds sends".
 round() {
   local name=$1 bin=$2 round=$3
   rm -rf "$out"/data-*
@@ -61,9 +62,14 @@ round() {
   converge "$head_bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
   for i in 1 2 3; do after=$(python3 -c "print($after + $(cpu "${pids[$i]}"))"); done
+  # Operations every link sent, per operation the cluster holds.
+  local sends; sends=$("$head_bin/registryctl" cluster status --endpoint 127.0.0.1:7491 -o json | python3 -c "
+import json, sys
+nodes = json.load(sys.stdin)['nodes']
+print(sum(peer['sentOperations'] for node in nodes for peer in node['peers']) / nodes[0]['logOperations'])")
   for i in 1 2 3; do kill -TERM "${pids[$i]}"; wait "${pids[$i]}" || true; unset "pids[$i]"; done
   local acked; acked=$(python3 -c "import json; t = json.load(open('$out/load.json'))['throughput']; print(t['acknowledged'], t['achieved_per_second'])")
-  echo "$name $round $acked $took $(python3 -c "print($after - $before)")" | tee -a "$out/results" >&2
+  echo "$name $round $acked $took $(python3 -c "print($after - $before)") $sends" | tee -a "$out/results" >&2
 }
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then round base "$base_bin" "$r"; round head "$head_bin" "$r"
@@ -75,8 +81,8 @@ import statistics, sys
 path, base_name, head, rounds, requests, day = sys.argv[1:]
 runs = {"base": [], "head": []}
 for line in open(path):
-    name, _, acknowledged, acked_rate, took, cpu = line.split()
-    runs[name].append((int(acknowledged), float(acked_rate), float(took), float(cpu)))
+    name, _, acknowledged, acked_rate, took, cpu, sends = line.split()
+    runs[name].append((int(acknowledged), float(acked_rate), float(took), float(cpu), float(sends)))
 def column(name, value, form):
     values = [value(r) for r in runs[name]]
     return f"{form(statistics.median(values))} ({', '.join(form(v) for v in values)})"
@@ -85,17 +91,21 @@ micros = lambda x: f"{x:.2f} µs"
 acked = lambda r: r[1]
 replicated = lambda r: r[0] / r[2]
 cost = lambda r: r[3] / r[0] * 1e6
+sends = lambda r: r[4]
+share = lambda x: f"{x:.2f}"
 print("## A 3-node cluster, against the previous revision")
 print()
 print(f"`bench/cluster-compare.sh` (`make bench-cluster-compare`) on {day}: registryd at `{head}` against {base_name}. {rounds} times")
 print(f"for each build, alternating which goes first, a fresh 3-node cluster on this machine took {int(requests):,} first installs in")
 print("batches of 100 spread over its nodes (6 connections × 16 in flight), until every node held every one. CPU is the 3 nodes'")
-print("together, per registration: each is applied on its node and on both peers, and sent to both. Medians, every round in brackets.")
+print("together, per registration: each is applied on its node and on both peers, and sent to both. Sends are the operations")
+print("every link sent, per operation the cluster holds (`registryctl cluster status`): 2 when each crosses each link once, from")
+print("its origin. Medians, every round in brackets.")
 print()
-print("| build | acknowledged a second | until every node holds every one, a second | the cluster's CPU a registration |")
-print("|---|---:|---:|---:|")
+print("| build | acknowledged a second | until every node holds every one, a second | the cluster's CPU a registration | sends a registration |")
+print("|---|---:|---:|---:|---:|")
 for label, name in (("base", "base"), ("this revision", "head")):
-    print(f"| {label} | {column(name, acked, whole)} | {column(name, replicated, whole)} | {column(name, cost, micros)} |")
+    print(f"| {label} | {column(name, acked, whole)} | {column(name, replicated, whole)} | {column(name, cost, micros)} | {column(name, sends, share)} |")
 print()
 ratio = statistics.median(cost(r) for r in runs["head"]) / statistics.median(cost(r) for r in runs["base"])
 rate = statistics.median(replicated(r) for r in runs["head"]) / statistics.median(replicated(r) for r in runs["base"])
