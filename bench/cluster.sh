@@ -30,7 +30,12 @@ seconds=${CLUSTER_SECONDS:-20}
 samples=${CLUSTER_LAG_SAMPLES:-300}
 out=$(mktemp -d /tmp/registry-cluster.XXXXXX)
 declare -A pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$out"/data-*; return 0; }
+# Kills the nodes and waits for them, so that none still writes into a data directory being removed.
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$out"/data-* || true
+}
 trap cleanup EXIT
 for product in registryd registryload registryctl; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)
