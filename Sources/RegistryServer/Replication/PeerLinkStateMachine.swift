@@ -195,7 +195,7 @@ struct PeerLinkStateMachine {
                 return fail("a snapshot acknowledgement names an invalid log", random: &random)
             }
             transfer = nil
-            cursor?.learned(held, nowMillis: nowMillis)
+            cursor?.installedSnapshot(holding: held, nowMillis: nowMillis)
             return .stream
         case (_, .refusal(let error)):
             return fail("the peer refused", refusal: error, random: &random)

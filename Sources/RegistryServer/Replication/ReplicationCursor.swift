@@ -35,25 +35,36 @@ struct ReplicationCursor: Sendable {
     private var lastLog: LogID?
 
     /// The node whose own logs go out at once; every other origin's are forwarded only once the
-    /// receiver has stopped getting them from elsewhere for ``forwardDelayMillis``.
+    /// receiver does not get them from elsewhere (see ``forwardingDue(_:held:local:nowMillis:)``).
     let ownOrigin: NodeID
     /// Normally an operation reaches every node from its origin within milliseconds. Forwarding
     /// it at once as well would send each operation to each node once per node of the cluster;
     /// waiting this long first sends it only where its origin does not reach.
     let forwardDelayMillis: UInt64
+    /// How long a receiver may take to get what this node held of a log, before it is forwarded
+    /// the log although it still gets some of it from elsewhere, unless it is catching up: ten
+    /// forwarding delays.
+    var slowDeliveryMillis: UInt64 { forwardDelayMillis * 10 }
 
-    /// A log of another origin of which this node holds operations that the receiver lacks.
+    /// A log of another origin of which this node holds operations that the receiver lacks: the
+    /// waits before forwarding it.
     struct Lack: Sendable {
-        /// Since when (ms) the receiver has got none of the log from elsewhere.
-        var since: UInt64
+        /// When the receiver last got some of the log from elsewhere (ms), or the wait began.
+        var grewSince: UInt64
         /// What the receiver held of the log then.
         var held: UInt64
+        /// What this node held of the log at `targetSince`, which the receiver is to reach.
+        var target: UInt64
+        /// When this node held `target` (ms).
+        var targetSince: UInt64
+        /// What the receiver held of the log at `targetSince`.
+        var heldAtTarget: UInt64
     }
 
     /// The logs of other origins that the receiver lacks operations of, as far as its
     /// acknowledgements tell. Under load a receiver always lacks the newest operations of a log
-    /// that its origin is still delivering: what decides forwarding is whether its holding still
-    /// grows by more than this node sent it, not whether it lacks some.
+    /// that its origin is still delivering: what decides forwarding is whether it still gets the
+    /// log from elsewhere, and soon enough, not whether it lacks some.
     private var lacks: [LogID: Lack] = [:]
     /// When the receiver's holdings were last learned (ms).
     private(set) var lastHeardMillis: UInt64
@@ -73,8 +84,8 @@ struct ReplicationCursor: Sendable {
     /// The next run to send: a log of `local` (what this node holds durably) with operations
     /// neither held by the receiver nor sent, and the sequence to start from; nil when there is
     /// none, none is due yet, or the window is full. This node's own logs are due at once;
-    /// another origin's once the receiver, lacking some of it, has got none of it from elsewhere
-    /// for ``forwardDelayMillis``.
+    /// another origin's once the receiver, lacking some of it, does not get it from elsewhere
+    /// (see ``forwardingDue(_:held:local:nowMillis:)``).
     mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
         var candidates = [(log: LogID, from: UInt64)]()
         for entry in local.logs {
@@ -85,7 +96,7 @@ struct ReplicationCursor: Sendable {
                 continue
             }
             if entry.log.origin != ownOrigin {
-                guard forwardingDue(entry.log, held: held, nowMillis: nowMillis) else { continue }
+                guard forwardingDue(entry.log, held: held, local: entry.sequence, nowMillis: nowMillis) else { continue }
             }
             candidates.append((entry.log, from))
         }
@@ -95,21 +106,34 @@ struct ReplicationCursor: Sendable {
     }
 
     /// Whether another origin's `log`, of which the receiver holds through `held` and this node
-    /// more, is to be forwarded now. Its holding growing past both what it held when last looked
-    /// at and what this node sent it means something else (its origin, most likely) delivers the
-    /// log: the wait starts again. Growth by this node's own batches does not count, so a
-    /// receiver cut off from the origin is forwarded the whole log at the pace of its
-    /// acknowledgements, not a batch each delay.
-    private mutating func forwardingDue(_ log: LogID, held: UInt64, nowMillis: UInt64) -> Bool {
+    /// through `local`, more, is to be forwarded now: when the receiver has got none of it from
+    /// elsewhere (its origin, most likely) for ``forwardDelayMillis``; or when it has not got,
+    /// within ``slowDeliveryMillis``, what this node held of it then, and meanwhile got less of
+    /// the log than this node did (it is not catching up).
+    ///
+    /// The first covers a receiver cut off from the origin; the second one that the origin feeds
+    /// slower than the log grows, whose holding grows but falls further behind. A receiver that
+    /// its origin keeps up to date, as under load, where it always lacks the newest operations,
+    /// meets neither, and nor does one far behind that its origin is catching up. Growth by this
+    /// node's own batches is not getting the log from elsewhere, so a forwarded log goes on at
+    /// the pace of acknowledgements, not a batch each delay, until the receiver holds more of it
+    /// than this node sent it.
+    private mutating func forwardingDue(_ log: LogID, held: UInt64, local: UInt64, nowMillis: UInt64) -> Bool {
         guard var lack = lacks[log] else {
-            lacks[log] = Lack(since: nowMillis, held: held)
+            lacks[log] = Lack(grewSince: nowMillis, held: held, target: local, targetSince: nowMillis, heldAtTarget: held)
             return forwardDelayMillis == 0
         }
         if held > max(lack.held, sent[log] ?? 0) {
-            lack = Lack(since: nowMillis, held: held)
-            lacks[log] = lack
+            (lack.grewSince, lack.held) = (nowMillis, held)
         }
-        return nowMillis >= lack.since + forwardDelayMillis
+        let reached = held >= lack.target
+        // Both only grow; guarded all the same, so that a wrong caller cannot trap the link.
+        let catchingUp = (held > lack.heldAtTarget ? held - lack.heldAtTarget : 0) > (local > lack.target ? local - lack.target : 0)
+        if reached || (nowMillis >= lack.targetSince + slowDeliveryMillis && catchingUp) {
+            (lack.target, lack.targetSince, lack.heldAtTarget) = (local, nowMillis, held)
+        }
+        lacks[log] = lack
+        return nowMillis >= lack.grewSince + forwardDelayMillis || nowMillis >= lack.targetSince + slowDeliveryMillis
     }
 
     /// Whether to ask the receiver what it holds (an empty batch, whose acknowledgement says):
@@ -150,8 +174,16 @@ struct ReplicationCursor: Sendable {
         learned(held, nowMillis: nowMillis)
     }
 
-    /// The receiver said it holds `held` (after installing a snapshot).
-    mutating func learned(_ held: VersionVector, nowMillis: UInt64) {
+    /// The receiver installed a snapshot this node sent, and now holds `held`. What the snapshot
+    /// brought counts as sent by this node, not as the receiver getting logs from elsewhere, so
+    /// forwarding what follows it does not wait again.
+    mutating func installedSnapshot(holding held: VersionVector, nowMillis: UInt64) {
+        for (log, sequence) in held.logs where sequence > (sent[log] ?? 0) { sent[log] = sequence }
+        learned(held, nowMillis: nowMillis)
+    }
+
+    /// The receiver said it holds `held`.
+    private mutating func learned(_ held: VersionVector, nowMillis: UInt64) {
         lastHeardMillis = nowMillis
         for (log, sequence) in held.logs where sequence > receiverHolds[log] {
             receiverHolds.recordAll(through: sequence, in: log)

@@ -23,14 +23,18 @@ import Testing
         // Node c's log: its origin normally delivers it, so not yet.
         #expect(cursor.nextRun(local: local, nowMillis: 1_200) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_300), "a batch is in flight; its acknowledgement will tell")
-        try cursor.acknowledged(1, held: VersionVector.holding([(a, 10)]), nowMillis: 1_300)
+        // The receiver got c's first operation from elsewhere: the wait starts again when this
+        // node learns of it.
+        try cursor.acknowledged(1, held: VersionVector.holding([(a, 10), (c, 1)]), nowMillis: 1_300)
         #expect(cursor.nextRun(local: local, nowMillis: 1_400) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_400) && cursor.probeDue(nowMillis: 1_550))
-        // Still holding none of c's operations half a second on: forwarded.
-        let secondRun = cursor.nextRun(local: local, nowMillis: 1_500)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_500) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_899) == nil)
+        // Still lacking c's operations 2...4 half a second after the last growth: forwarded.
+        let secondRun = cursor.nextRun(local: local, nowMillis: 1_900)
         let second = try #require(secondRun)
-        #expect(second.log == c && second.from == 1)
-        _ = cursor.sending(log: c, through: 4, operations: 4, oldestMillis: 9)
+        #expect(second.log == c && second.from == 2)
+        _ = cursor.sending(log: c, through: 4, operations: 3, oldestMillis: 9)
         #expect(cursor.nextRun(local: local, nowMillis: 2_000) == nil, "everything is sent")
         #expect(cursor.oldestUnacknowledgedMillis == 9)
     }
@@ -53,8 +57,9 @@ import Testing
         var cursor = cursor(holding: VersionVector())
         var now: UInt64 = 1_000
         // Every 100 ms this node holds 1,000 more of c's operations, and the receiver, fed by c,
-        // is 300 behind: its acknowledgement of this node's own batch says so.
-        for step in 1...50 {
+        // is 300 behind: its acknowledgement of this node's own batch says so. For 10 s, twice
+        // the slow-delivery wait.
+        for step in 1...100 {
             now += 100
             let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000))])
             let next = cursor.nextRun(local: local, nowMillis: now)
@@ -64,6 +69,103 @@ import Testing
             #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
             try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000 - 300))]), nowMillis: now + 1)
         }
+    }
+
+    /// A receiver that gets another origin's log from elsewhere, but slower than the log grows,
+    /// falls further behind: forwarded once it has not got, in ten forwarding delays, what this
+    /// node held when it began to wait, though its holding never stops growing.
+    @Test func aReceiverFedSlowerThanTheLogGrowsIsForwardedIt() throws {
+        var cursor = cursor(holding: VersionVector())
+        #expect(cursor.slowDeliveryMillis == 5_000)
+        var now: UInt64 = 1_000
+        var forwardedAt: UInt64?
+        for step in 1...80 where forwardedAt == nil {
+            now += 100
+            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000))])
+            while let run = cursor.nextRun(local: local, nowMillis: now) {
+                if run.log == c {
+                    forwardedAt = forwardedAt ?? now
+                    _ = cursor.sending(log: c, through: UInt64(step * 1_000), operations: 1, oldestMillis: now, nowMillis: now)
+                } else {
+                    let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
+                    // The receiver gets 100 of c's operations every 100 ms from elsewhere.
+                    try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 100))]), nowMillis: now)
+                }
+            }
+        }
+        // It got what this node held at 1,100 ms (1,000) by 2,000 ms; what this node held then
+        // (10,000) it has not got 5 s on.
+        let forwarded = try #require(forwardedAt, "c's log was never forwarded")
+        #expect(forwarded == 7_000, "forwarded at \(forwarded) ms")
+    }
+
+    /// A receiver far behind on another origin's log, which the origin is catching up faster
+    /// than the log grows, is not forwarded it, though it lacks for 25 s what this node held.
+    @Test func aReceiverCatchingUpFromTheOriginIsNotForwardedItsLog() throws {
+        var cursor = cursor(holding: VersionVector())
+        var now: UInt64 = 1_000
+        for step in 1...300 {
+            now += 100
+            // This node holds 50,000 of c's operations and gets 100 more every 100 ms; the
+            // receiver gets 300 every 100 ms from c.
+            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(50_000 + step * 100))])
+            let next = cursor.nextRun(local: local, nowMillis: now)
+            let run = try #require(next)
+            #expect(run.log == a, "step \(step): only this node's own log is sent, not c's (\(run))")
+            let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
+            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
+            let held = min(UInt64(step * 300), UInt64(50_000 + step * 100))
+            try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, held)]), nowMillis: now)
+        }
+        #expect(cursor.backlog(local: VersionVector.holding([(a, 300), (c, 80_000)])) == 0)
+    }
+
+    /// A node with no operations of its own in flight learns what the receiver holds from probes
+    /// alone: it forwards nothing while the receiver keeps pace, and forwards once it stops.
+    @Test func probesAloneTellWhetherTheReceiverKeepsPace() throws {
+        var cursor = cursor(holding: VersionVector())
+        var now: UInt64 = 1_000
+        for step in 1...20 {
+            now += 100
+            let local = VersionVector.holding([(c, UInt64(step * 1_000))])
+            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
+            if cursor.probeDue(nowMillis: now) {
+                let probe = cursor.probing(nowMillis: now)
+                try cursor.acknowledged(probe, held: VersionVector.holding([(c, UInt64(step * 1_000 - 500))]), nowMillis: now)
+            }
+        }
+        // The receiver stops getting c's log; this node does not.
+        let stalled = VersionVector.holding([(c, 19_500)])
+        let local = VersionVector.holding([(c, 25_000)])
+        var forwarded: UInt64?
+        while forwarded == nil, now < 5_000 {
+            now += 50
+            if cursor.nextRun(local: local, nowMillis: now) != nil {
+                forwarded = now
+            } else if cursor.probeDue(nowMillis: now) {
+                try cursor.acknowledged(cursor.probing(nowMillis: now), held: stalled, nowMillis: now)
+            }
+        }
+        let at = try #require(forwarded)
+        #expect(at > 3_000 && at <= 3_700, "forwarded at \(at) ms")
+    }
+
+    @Test func withNoDelayAnotherOriginsLogIsForwardedAtOnce() throws {
+        var cursor = ReplicationCursor(
+            receiverHolds: VersionVector(), window: 8, ownOrigin: a.origin, forwardDelayMillis: 0, nowMillis: 1_000)
+        #expect(cursor.nextRun(local: VersionVector.holding([(c, 3)]), nowMillis: 1_000)?.from == 1)
+    }
+
+    /// What a snapshot from this node brought the receiver is this node's doing: forwarding the
+    /// log past it does not wait again.
+    @Test func aSnapshotThisNodeSentDoesNotRestartTheWait() throws {
+        var cursor = cursor(holding: VersionVector.holding([(c, 10)]))
+        var local = VersionVector.holding([(c, 5_000)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_500)?.from == 11)
+        cursor.installedSnapshot(holding: VersionVector.holding([(c, 4_000)]), nowMillis: 1_600)
+        local = VersionVector.holding([(c, 5_100)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_600)?.from == 4_001)
     }
 
     /// A receiver whose holding of another origin's log stops growing is forwarded it once the

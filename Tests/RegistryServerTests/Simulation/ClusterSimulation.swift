@@ -102,6 +102,8 @@ final class ClusterSimulation {
         var batchesApplied = 0, refusals = 0, dropped = 0, snapshotsTaken = 0, snapshotsInstalled = 0
         /// Batches sent from the engine's memory (`RecentOperations`) and from its journal.
         var batchesFromMemory = 0, batchesFromJournal = 0
+        /// Operations sent of another origin's log than the sender's (forwarded).
+        var forwardedOperations = 0
     }
 
     static let maxClockSkewMillis: UInt64 = 5_000
@@ -612,6 +614,13 @@ final class ClusterSimulation {
         }
     }
 
+    /// Cuts the link between `one` and `other` alone (both ways), dropping what is in flight on it.
+    func cutLink(_ one: Int, _ other: Int) {
+        counts.partitions += 1
+        network.cut.insert([one, other])
+        network.cut.insert([other, one])
+    }
+
     func healAll() {
         network.cut = []
     }
@@ -779,6 +788,7 @@ final class ClusterSimulation {
                 let batchID = link.machine.sending(
                     log: run.log, through: last.sequence, operations: batch.count, oldestMillis: batch[0].hlc >> 16, nowMillis: wall)
             else { break }
+            if run.log.origin != nodes[sender].name { counts.forwardedOperations += batch.count }
             links[sender][receiver] = link
             send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: batchID, operations: batch)))
             link = links[sender][receiver]!
