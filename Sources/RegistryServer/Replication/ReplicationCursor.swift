@@ -27,6 +27,11 @@ struct ReplicationCursor: Sendable {
     private(set) var receiverHolds: VersionVector
     /// For each log, the last sequence sent.
     private var sent: [LogID: UInt64] = [:]
+    /// For each log, the last sequence of the newest batch of it that the receiver acknowledged
+    /// (or that a snapshot this node sent brought). A receiver applies one session's batches in
+    /// order, so what it holds beyond this when it acknowledges came from elsewhere; `sent`,
+    /// which counts batches still in flight, would hide that.
+    private var acknowledgedThrough: [LogID: UInt64] = [:]
     private(set) var inFlight: [InFlight] = []
     /// The most batches in flight at once.
     let window: Int
@@ -49,7 +54,8 @@ struct ReplicationCursor: Sendable {
     /// A log of another origin of which this node holds operations that the receiver lacks: the
     /// waits before forwarding it.
     struct Lack: Sendable {
-        /// When the receiver last got some of the log from elsewhere (ms), or the wait began.
+        /// When the wait began, or the receiver last said it had got some of the log from
+        /// elsewhere (ms, ``lastHeardMillis`` then).
         var grewSince: UInt64
         /// What the receiver held of the log then.
         var held: UInt64
@@ -106,34 +112,38 @@ struct ReplicationCursor: Sendable {
     }
 
     /// Whether another origin's `log`, of which the receiver holds through `held` and this node
-    /// through `local`, more, is to be forwarded now: when the receiver has got none of it from
-    /// elsewhere (its origin, most likely) for ``forwardDelayMillis``; or when it has not got,
-    /// within ``slowDeliveryMillis``, what this node held of it then, and meanwhile got less of
-    /// the log than this node did (it is not catching up).
+    /// through `local`, more, is to be forwarded now: when a report of the receiver's (an
+    /// acknowledgement) ``forwardDelayMillis`` or more after it last said it got some of the log
+    /// from elsewhere (its origin, most likely) still says it got none; or when a report
+    /// ``slowDeliveryMillis`` after this node held some operations says the receiver lacks them
+    /// still, and got no more of the log meanwhile than this node did (it is not catching up).
+    /// Only reports count: a report that is late is not taken for a receiver that got nothing.
     ///
     /// The first covers a receiver cut off from the origin; the second one that the origin feeds
     /// slower than the log grows, whose holding grows but falls further behind. A receiver that
     /// its origin keeps up to date, as under load, where it always lacks the newest operations,
-    /// meets neither, and nor does one far behind that its origin is catching up. Growth by this
-    /// node's own batches is not getting the log from elsewhere, so a forwarded log goes on at
-    /// the pace of acknowledgements, not a batch each delay, until the receiver holds more of it
-    /// than this node sent it.
+    /// meets neither, and nor does one far behind that its origin is catching up. What this
+    /// node's own batches brought is not getting the log from elsewhere, so a forwarded log goes
+    /// on at the pace of acknowledgements, not a batch each delay, until the receiver holds more
+    /// of it than the batches of this node it acknowledged; once it holds all that this node
+    /// does, operations that arrive later wait again.
     private mutating func forwardingDue(_ log: LogID, held: UInt64, local: UInt64, nowMillis: UInt64) -> Bool {
         guard var lack = lacks[log] else {
             lacks[log] = Lack(grewSince: nowMillis, held: held, target: local, targetSince: nowMillis, heldAtTarget: held)
             return forwardDelayMillis == 0
         }
-        if held > max(lack.held, sent[log] ?? 0) {
-            (lack.grewSince, lack.held) = (nowMillis, held)
+        if held > max(lack.held, acknowledgedThrough[log] ?? 0) {
+            (lack.grewSince, lack.held) = (lastHeardMillis, held)
         }
         let reached = held >= lack.target
         // Both only grow; guarded all the same, so that a wrong caller cannot trap the link.
-        let catchingUp = (held > lack.heldAtTarget ? held - lack.heldAtTarget : 0) > (local > lack.target ? local - lack.target : 0)
-        if reached || (nowMillis >= lack.targetSince + slowDeliveryMillis && catchingUp) {
+        let catchingUp = (held > lack.heldAtTarget ? held - lack.heldAtTarget : 0) >= (local > lack.target ? local - lack.target : 0)
+        let slow = lastHeardMillis >= lack.targetSince + slowDeliveryMillis
+        if reached || (slow && catchingUp) {
             (lack.target, lack.targetSince, lack.heldAtTarget) = (local, nowMillis, held)
         }
         lacks[log] = lack
-        return nowMillis >= lack.grewSince + forwardDelayMillis || nowMillis >= lack.targetSince + slowDeliveryMillis
+        return lastHeardMillis >= lack.grewSince + forwardDelayMillis || lastHeardMillis >= lack.targetSince + slowDeliveryMillis
     }
 
     /// Whether to ask the receiver what it holds (an empty batch, whose acknowledgement says):
@@ -170,7 +180,10 @@ struct ReplicationCursor: Sendable {
     mutating func acknowledged(_ batchID: UInt64, held: VersionVector, nowMillis: UInt64) throws(UnknownBatch) {
         guard let index = inFlight.firstIndex(where: { $0.batchID == batchID }) else { throw UnknownBatch(batchID: batchID) }
         let batch = inFlight.remove(at: index)
-        if let log = batch.log { receiverHolds.recordAll(through: max(receiverHolds[log], batch.through), in: log) }
+        if let log = batch.log {
+            receiverHolds.recordAll(through: max(receiverHolds[log], batch.through), in: log)
+            acknowledgedThrough[log] = max(acknowledgedThrough[log] ?? 0, batch.through)
+        }
         learned(held, nowMillis: nowMillis)
     }
 
@@ -178,7 +191,10 @@ struct ReplicationCursor: Sendable {
     /// brought counts as sent by this node, not as the receiver getting logs from elsewhere, so
     /// forwarding what follows it does not wait again.
     mutating func installedSnapshot(holding held: VersionVector, nowMillis: UInt64) {
-        for (log, sequence) in held.logs where sequence > (sent[log] ?? 0) { sent[log] = sequence }
+        for (log, sequence) in held.logs {
+            sent[log] = max(sent[log] ?? 0, sequence)
+            acknowledgedThrough[log] = max(acknowledgedThrough[log] ?? 0, sequence)
+        }
         learned(held, nowMillis: nowMillis)
     }
 

@@ -29,8 +29,11 @@ import Testing
         #expect(cursor.nextRun(local: local, nowMillis: 1_400) == nil)
         #expect(!cursor.probeDue(nowMillis: 1_400) && cursor.probeDue(nowMillis: 1_550))
         #expect(cursor.nextRun(local: local, nowMillis: 1_500) == nil)
-        #expect(cursor.nextRun(local: local, nowMillis: 1_899) == nil)
-        // Still lacking c's operations 2...4 half a second after the last growth: forwarded.
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_550), held: VersionVector.holding([(a, 10), (c, 1)]), nowMillis: 1_550)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_900) == nil, "no report since 1,300 ms is half a second old")
+        // A report half a second after the growth says the receiver still lacks c's operations
+        // 2...4: forwarded.
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_850), held: VersionVector.holding([(a, 10), (c, 1)]), nowMillis: 1_850)
         let secondRun = cursor.nextRun(local: local, nowMillis: 1_900)
         let second = try #require(secondRun)
         #expect(second.log == c && second.from == 2)
@@ -150,6 +153,44 @@ import Testing
         #expect(at > 3_000 && at <= 3_700, "forwarded at \(at) ms")
     }
 
+    /// While this node forwards, its batches in flight run ahead of what the receiver
+    /// acknowledged; what the receiver holds beyond the batches it acknowledged came from
+    /// elsewhere, and stops the forwarding although it is less than this node sent.
+    @Test func forwardingStopsOnceTheReceiverGetsTheLogFromElsewhereWithBatchesInFlight() throws {
+        var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]), window: 4)
+        let local = VersionVector.holding([(c, 20_000)])
+        #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_500), held: VersionVector.holding([(c, 1_000)]), nowMillis: 1_500)
+        var batches = [UInt64]()
+        var through: UInt64 = 1_000
+        while let run = cursor.nextRun(local: local, nowMillis: 1_500) {
+            #expect(run.log == c && run.from == through + 1)
+            through += 1_024
+            batches.append(cursor.sending(log: c, through: through, operations: 1_024, oldestMillis: 1, nowMillis: 1_500))
+        }
+        #expect(batches.count == 4 && through == 5_096)
+        // The first batch applied, the receiver also holds what the origin, back, sent meanwhile.
+        try cursor.acknowledged(batches[0], held: VersionVector.holding([(c, 3_000)]), nowMillis: 1_510)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_510) == nil)
+        #expect(cursor.nextRun(local: local, nowMillis: 1_900) == nil)
+    }
+
+    /// Reports that come slower than the forwarding delay, each saying the receiver got more of
+    /// the log from its origin, forward nothing: a late report is not a receiver that got none.
+    @Test func reportsSlowerThanTheDelayForwardNothingWhileTheReceiverKeepsGettingTheLog() throws {
+        var cursor = cursor(holding: VersionVector())
+        var now: UInt64 = 1_000
+        for step in 1...100 {
+            now += 100
+            let local = VersionVector.holding([(c, UInt64(step * 1_000))])
+            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
+            // A probe answered every 700 ms, 500 operations behind.
+            if step % 7 == 0 {
+                try cursor.acknowledged(cursor.probing(nowMillis: now), held: VersionVector.holding([(c, UInt64(step * 1_000 - 500))]), nowMillis: now)
+            }
+        }
+    }
+
     @Test func withNoDelayAnotherOriginsLogIsForwardedAtOnce() throws {
         var cursor = ReplicationCursor(
             receiverHolds: VersionVector(), window: 8, ownOrigin: a.origin, forwardDelayMillis: 0, nowMillis: 1_000)
@@ -162,6 +203,7 @@ import Testing
         var cursor = cursor(holding: VersionVector.holding([(c, 10)]))
         var local = VersionVector.holding([(c, 5_000)])
         #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_500), held: VersionVector.holding([(c, 10)]), nowMillis: 1_500)
         #expect(cursor.nextRun(local: local, nowMillis: 1_500)?.from == 11)
         cursor.installedSnapshot(holding: VersionVector.holding([(c, 4_000)]), nowMillis: 1_600)
         local = VersionVector.holding([(c, 5_100)])
@@ -175,7 +217,9 @@ import Testing
         var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]))
         let local = VersionVector.holding([(c, 10_000)])
         #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_250), held: VersionVector.holding([(c, 1_000)]), nowMillis: 1_250)
         #expect(cursor.nextRun(local: local, nowMillis: 1_499) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_500), held: VersionVector.holding([(c, 1_000)]), nowMillis: 1_500)
         var now: UInt64 = 1_500
         var held: UInt64 = 1_000
         while held < 10_000 {
@@ -198,6 +242,7 @@ import Testing
         var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]))
         var local = VersionVector.holding([(c, 5_000)])
         #expect(cursor.nextRun(local: local, nowMillis: 1_000) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_500), held: VersionVector.holding([(c, 1_000)]), nowMillis: 1_500)
         let next = cursor.nextRun(local: local, nowMillis: 1_500)
         let run = try #require(next)
         #expect(run.log == c && run.from == 1_001)
@@ -207,10 +252,13 @@ import Testing
         local = VersionVector.holding([(c, 6_000)])
         #expect(cursor.nextRun(local: local, nowMillis: 1_510) == nil)
         #expect(cursor.nextRun(local: local, nowMillis: 1_900) == nil)
-        // Then nothing more arrives from the origin for half a second: forwarding resumes.
-        let probe = cursor.probing(nowMillis: 1_900)
-        try cursor.acknowledged(probe, held: VersionVector.holding([(c, 4_000)]), nowMillis: 1_901)
+        // Then nothing more arrives from the origin: the first report half a second after the
+        // last growth resumes forwarding.
+        try cursor.acknowledged(cursor.probing(nowMillis: 1_900), held: VersionVector.holding([(c, 4_000)]), nowMillis: 1_901)
         #expect(cursor.nextRun(local: local, nowMillis: 2_009) == nil)
+        try cursor.acknowledged(cursor.probing(nowMillis: 2_009), held: VersionVector.holding([(c, 4_000)]), nowMillis: 2_009)
+        #expect(cursor.nextRun(local: local, nowMillis: 2_010) == nil, "reported at 2,009 ms, less than half a second after 1,510")
+        try cursor.acknowledged(cursor.probing(nowMillis: 2_010), held: VersionVector.holding([(c, 4_000)]), nowMillis: 2_010)
         #expect(cursor.nextRun(local: local, nowMillis: 2_010)?.from == 4_001)
     }
 

@@ -4,11 +4,12 @@ import Testing
 
 /// Forwarding (docs/cluster.md, "Forwarding") in whole simulated clusters: with every link up, a
 /// link sends only its own node's logs, however long the writes go on; with one link cut, the
-/// nodes on either side still get each other's writes, through the third.
+/// nodes on either side still get each other's writes, through the third, which stops once the
+/// link is back.
 @Suite struct ForwardingSimulationTests {
-    /// Writes on every node, 20 ms apart, for 8 s of simulated time (longer than both forwarding
-    /// waits, 300 ms and 3 s here): receivers always lack the newest operations, and every one
-    /// still crosses each link once, from its origin.
+    /// Writes on every node, 20 ms apart, for 8 s of simulated time (the forwarding delay is
+    /// 300 ms here): every operation crosses each link once, from its origin. (1afc5a7's rule
+    /// forwarded 33 operations here.)
     @Test func underSteadyWritesNoLinkForwards() throws {
         let simulation = try ClusterSimulation(seed: 7)
         for _ in 0..<400 {
@@ -40,6 +41,31 @@ import Testing
         #expect(simulation.isQuiet, "not quiet 20 s on, across the cut link: \(simulation.linkReport)")
         #expect(simulation.counts.registrations >= 290)
         #expect(simulation.counts.forwardedOperations >= simulation.counts.registrations)
+        try ClusterSimulationTests.check(simulation)
+    }
+
+    /// Once the cut link is back (and its links have reconnected, within the simulation's 1 s
+    /// backoff), the nodes on either side get each other's writes from their origin again, and
+    /// the third node stops forwarding them while the writes go on.
+    @Test func forwardingStopsOnceTheCutLinkIsBack() throws {
+        let simulation = try ClusterSimulation(seed: 13)
+        simulation.advance(by: 100)
+        simulation.cutLink(0, 2)
+        func write(for steps: Int) {
+            for _ in 0..<steps {
+                simulation.randomRegistration(at: 0)
+                simulation.randomRegistration(at: 2)
+                simulation.advance(by: 20)
+            }
+        }
+        write(for: 100)
+        #expect(simulation.counts.forwardedOperations > 0)
+        simulation.healAll()
+        write(for: 100)
+        let settled = simulation.counts.forwardedOperations
+        write(for: 200)
+        #expect(simulation.counts.forwardedOperations == settled, "forwarded \(simulation.counts.forwardedOperations - settled) more in the 4 s after")
+        try ClusterSimulationTests.quiesce(simulation, faults: .none)
         try ClusterSimulationTests.check(simulation)
     }
 }
