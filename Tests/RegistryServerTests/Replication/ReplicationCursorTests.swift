@@ -53,73 +53,57 @@ import Testing
         #expect(cursor.backlog(local: local) == 0)
     }
 
-    /// Under steady load a receiver always lacks the newest operations of another origin, which
-    /// that origin is still delivering. Lacking some is not lacking the same ones: as long as it
-    /// keeps getting more of the log from elsewhere, nothing is forwarded.
-    @Test func aReceiverKeptBusyByTheOriginIsNotForwardedItsLog() throws {
-        var cursor = cursor(holding: VersionVector())
+    /// Drives `cursor` in steps of 100 ms from 1,000 ms: at each, this node holds `step` of its
+    /// own log and `local(step)` of c's, and sends whatever is due; a batch of its own log is
+    /// acknowledged at once, the receiver then holding `held(step)` of c's. Returns when c's
+    /// log was first forwarded, or nil when it never was.
+    func firstForwarding(
+        _ cursor: inout ReplicationCursor, steps: Int, local: (Int) -> UInt64, held: (Int) -> UInt64
+    ) throws -> UInt64? {
         var now: UInt64 = 1_000
-        // Every 100 ms this node holds 1,000 more of c's operations, and the receiver, fed by c,
-        // is 300 behind: its acknowledgement of this node's own batch says so. For 10 s, twice
-        // the slow-delivery wait.
-        for step in 1...100 {
+        for step in 1...steps {
             now += 100
-            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000))])
-            let next = cursor.nextRun(local: local, nowMillis: now)
-            let run = try #require(next)
-            #expect(run.log == a, "step \(step): only this node's own log is sent, not c's (\(run))")
-            let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
-            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
-            try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000 - 300))]), nowMillis: now + 1)
+            let holding = VersionVector.holding([(a, UInt64(step)), (c, local(step))])
+            while let run = cursor.nextRun(local: holding, nowMillis: now) {
+                if run.log == c { return now }
+                let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
+                try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, held(step))]), nowMillis: now)
+            }
         }
+        return nil
     }
 
-    /// A receiver that gets another origin's log from elsewhere, but slower than the log grows,
-    /// falls further behind: forwarded once it has not got, in ten forwarding delays, what this
-    /// node held when it began to wait, though its holding never stops growing.
+    /// Under steady load a receiver always lacks the newest operations of another origin, which
+    /// that origin is still delivering. Lacking some is not lacking the same ones: as long as it
+    /// keeps getting the log from elsewhere, nothing is forwarded. Every 100 ms this node holds
+    /// 1,000 more of c's operations and the receiver, fed by c, is 300 behind, for 10 s, twice
+    /// the slow-delivery wait.
+    @Test func aReceiverKeptBusyByTheOriginIsNotForwardedItsLog() throws {
+        var cursor = cursor(holding: VersionVector())
+        #expect(try firstForwarding(&cursor, steps: 100, local: { UInt64($0 * 1_000) }, held: { UInt64($0 * 1_000 - 300) }) == nil)
+    }
+
+    /// A receiver that gets another origin's log from elsewhere, but slower than the log grows
+    /// (100 operations every 100 ms against 1,000), falls further behind: forwarded once it has
+    /// not got, in ten forwarding delays, what this node held when it began to wait, though its
+    /// holding never stops growing.
     @Test func aReceiverFedSlowerThanTheLogGrowsIsForwardedIt() throws {
         var cursor = cursor(holding: VersionVector())
         #expect(cursor.slowDeliveryMillis == 5_000)
-        var now: UInt64 = 1_000
-        var forwardedAt: UInt64?
-        for step in 1...80 where forwardedAt == nil {
-            now += 100
-            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 1_000))])
-            while let run = cursor.nextRun(local: local, nowMillis: now) {
-                if run.log == c {
-                    forwardedAt = forwardedAt ?? now
-                    _ = cursor.sending(log: c, through: UInt64(step * 1_000), operations: 1, oldestMillis: now, nowMillis: now)
-                } else {
-                    let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
-                    // The receiver gets 100 of c's operations every 100 ms from elsewhere.
-                    try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, UInt64(step * 100))]), nowMillis: now)
-                }
-            }
-        }
         // It got what this node held at 1,100 ms (1,000) by 2,000 ms; what this node held then
         // (10,000) it has not got 5 s on.
-        let forwarded = try #require(forwardedAt, "c's log was never forwarded")
-        #expect(forwarded == 7_000, "forwarded at \(forwarded) ms")
+        #expect(try firstForwarding(&cursor, steps: 80, local: { UInt64($0 * 1_000) }, held: { UInt64($0 * 100) }) == 7_000)
     }
 
     /// A receiver far behind on another origin's log, which the origin is catching up faster
-    /// than the log grows, is not forwarded it, though it lacks for 25 s what this node held.
+    /// than the log grows, is not forwarded it, though it lacks for 25 s what this node held:
+    /// this node holds 50,000 of c's operations and gets 100 more every 100 ms, and the receiver
+    /// gets 300 every 100 ms from c.
     @Test func aReceiverCatchingUpFromTheOriginIsNotForwardedItsLog() throws {
         var cursor = cursor(holding: VersionVector())
-        var now: UInt64 = 1_000
-        for step in 1...300 {
-            now += 100
-            // This node holds 50,000 of c's operations and gets 100 more every 100 ms; the
-            // receiver gets 300 every 100 ms from c.
-            let local = VersionVector.holding([(a, UInt64(step)), (c, UInt64(50_000 + step * 100))])
-            let next = cursor.nextRun(local: local, nowMillis: now)
-            let run = try #require(next)
-            #expect(run.log == a, "step \(step): only this node's own log is sent, not c's (\(run))")
-            let batch = cursor.sending(log: a, through: UInt64(step), operations: 1, oldestMillis: now, nowMillis: now)
-            #expect(cursor.nextRun(local: local, nowMillis: now) == nil, "step \(step)")
-            let held = min(UInt64(step * 300), UInt64(50_000 + step * 100))
-            try cursor.acknowledged(batch, held: VersionVector.holding([(a, UInt64(step)), (c, held)]), nowMillis: now)
-        }
+        let forwarded = try firstForwarding(
+            &cursor, steps: 300, local: { UInt64(50_000 + $0 * 100) }, held: { UInt64(min($0 * 300, 50_000 + $0 * 100)) })
+        #expect(forwarded == nil)
         #expect(cursor.backlog(local: VersionVector.holding([(a, 300), (c, 80_000)])) == 0)
     }
 
