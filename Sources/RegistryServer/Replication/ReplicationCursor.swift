@@ -116,7 +116,7 @@ struct ReplicationCursor: Sendable {
     /// acknowledgement) ``forwardDelayMillis`` or more after it last said it got some of the log
     /// from elsewhere (its origin, most likely) still says it got none; or when a report
     /// ``slowDeliveryMillis`` after this node held some operations says the receiver lacks them
-    /// still, and got no more of the log meanwhile than this node did (it is not catching up).
+    /// still, and got less of the log meanwhile than this node did (it is not catching up).
     /// Only reports count: a report that is late is not taken for a receiver that got nothing.
     ///
     /// The first covers a receiver cut off from the origin; the second one that the origin feeds
