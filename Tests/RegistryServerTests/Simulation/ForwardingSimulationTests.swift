@@ -8,8 +8,7 @@ import Testing
 /// link is back.
 @Suite struct ForwardingSimulationTests {
     /// Writes on every node, 20 ms apart, for 8 s of simulated time (the forwarding delay is
-    /// 300 ms here): every operation crosses each link once, from its origin. (1afc5a7's rule
-    /// forwarded 33 operations here.)
+    /// 300 ms here): every operation crosses each link once, from its origin.
     @Test func underSteadyWritesNoLinkForwards() throws {
         let simulation = try ClusterSimulation(seed: 7)
         for _ in 0..<400 {
@@ -28,11 +27,7 @@ import Testing
         let simulation = try ClusterSimulation(seed: 11)
         simulation.advance(by: 100)
         simulation.cutLink(0, 2)
-        for _ in 0..<150 {
-            simulation.randomRegistration(at: 0)
-            simulation.randomRegistration(at: 2)
-            simulation.advance(by: 20)
-        }
+        writeOnNodes0And2(simulation, steps: 150)
         var steps = 0
         while !simulation.isQuiet, steps < 1_000 {
             simulation.advance(by: 20)
@@ -51,21 +46,23 @@ import Testing
         let simulation = try ClusterSimulation(seed: 13)
         simulation.advance(by: 100)
         simulation.cutLink(0, 2)
-        func write(for steps: Int) {
-            for _ in 0..<steps {
-                simulation.randomRegistration(at: 0)
-                simulation.randomRegistration(at: 2)
-                simulation.advance(by: 20)
-            }
-        }
-        write(for: 100)
+        writeOnNodes0And2(simulation, steps: 100)
         #expect(simulation.counts.forwardedOperations > 0)
         simulation.healAll()
-        write(for: 100)
+        writeOnNodes0And2(simulation, steps: 100)
         let settled = simulation.counts.forwardedOperations
-        write(for: 200)
+        writeOnNodes0And2(simulation, steps: 200)
         #expect(simulation.counts.forwardedOperations == settled, "forwarded \(simulation.counts.forwardedOperations - settled) more in the 4 s after")
         try ClusterSimulationTests.quiesce(simulation, faults: .none)
         try ClusterSimulationTests.check(simulation)
+    }
+
+    /// A registration on node 0 and one on node 2 every 20 ms, `steps` times.
+    func writeOnNodes0And2(_ simulation: ClusterSimulation, steps: Int) {
+        for _ in 0..<steps {
+            simulation.randomRegistration(at: 0)
+            simulation.randomRegistration(at: 2)
+            simulation.advance(by: 20)
+        }
     }
 }
