@@ -290,7 +290,7 @@ final class PeerLink: @unchecked Sendable {
         while let run = machine.nextRun(local: local, nowMillis: now) {
             let operations: [PeerOperation]
             do {
-                operations = try take(run.log, from: run.from)
+                operations = try take(run.log, from: run.from, through: run.through)
             } catch .trimmed(_, _, let through) {
                 wrote = startSnapshot(on: channel, reason: "it lacks \(run.log) from \(run.from), trimmed through \(through)", nowMillis: now) || wrote
                 return
@@ -382,17 +382,18 @@ final class PeerLink: @unchecked Sendable {
     /// The next operations of `log` from `from`, at most a batch's worth, in order: from memory
     /// when the engine still keeps them (``RecentOperations``), otherwise from the journal. Both
     /// hold them as the journal wrote them, so nothing is encoded again.
-    private func take(_ log: LogID, from: UInt64) throws(JournalReadError) -> [PeerOperation] {
+    private func take(_ log: LogID, from: UInt64, through: UInt64) throws(JournalReadError) -> [PeerOperation] {
         if let recent = engine.recent.read(log, from: from, atMost: Self.maxBatchOperations) {
             buffered[log] = nil
             var taken = recent[...]
-            return batch(from: &taken).map(PeerOperation.init)
+            return batch(from: &taken, through: through).map(PeerOperation.init)
         }
-        return try takeFromJournal(log, from: from).map(PeerOperation.init)
+        return try takeFromJournal(log, from: from, through: through).map(PeerOperation.init)
     }
 
-    /// The next records of `log` from `from` in the journal: at most a batch's worth, in order.
-    private func takeFromJournal(_ log: LogID, from: UInt64) throws(JournalReadError) -> [LogRecord] {
+    /// The next records of `log` from `from` through `through` at most in the journal: at most a
+    /// batch's worth, in order.
+    private func takeFromJournal(_ log: LogID, from: UInt64, through: UInt64) throws(JournalReadError) -> [LogRecord] {
         if let first = buffered[log]?.first, first.sequence != from { buffered[log] = nil }
         if buffered[log]?.isEmpty ?? true {
             var reader = readers[log]
@@ -403,17 +404,17 @@ final class PeerLink: @unchecked Sendable {
             buffered[log] = try reader!.nextRecords(atMost: Self.maxBatchOperations)[...]
         }
         guard var pending = buffered[log], !pending.isEmpty else { return [] }
-        let records = batch(from: &pending)
+        let records = batch(from: &pending, through: through)
         buffered[log] = pending
         return records
     }
 
     /// Takes from the front of `pending` what one batch carries: at most ``maxBatchOperations``
-    /// records and ``batchBytes`` (at least one record).
-    private func batch(from pending: inout ArraySlice<LogRecord>) -> [LogRecord] {
+    /// records and ``batchBytes`` (at least one record), through sequence `through` at most.
+    private func batch(from pending: inout ArraySlice<LogRecord>, through: UInt64) -> [LogRecord] {
         var records = [LogRecord]()
         var bytes = 0
-        while let record = pending.first, records.count < Self.maxBatchOperations {
+        while let record = pending.first, records.count < Self.maxBatchOperations, record.sequence <= through {
             bytes += Self.encodedBytes(record.payload.count, origin: record.origin)
             guard records.isEmpty || bytes <= batchBytes else { break }
             records.append(record)

@@ -206,7 +206,7 @@ struct PeerLinkStateMachine {
 
     /// The next run to send (see ``ReplicationCursor/nextRun(local:nowMillis:)``); none while a
     /// snapshot is being sent.
-    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> ReplicationCursor.Run? {
         guard transfer == nil else { return nil }
         return cursor?.nextRun(local: local, nowMillis: nowMillis)
     }

@@ -18,6 +18,14 @@ struct ReplicationCursor: Sendable {
         let sentMillis: UInt64
     }
 
+    /// A run of one log to send: its operations from `from` through `through` at most (a batch
+    /// may carry fewer).
+    struct Run: Equatable, Sendable {
+        let log: LogID
+        let from: UInt64
+        let through: UInt64
+    }
+
     /// A protocol violation by the receiver: an acknowledgement of a batch never sent.
     struct UnknownBatch: Error, Equatable {
         let batchID: UInt64
@@ -72,6 +80,9 @@ struct ReplicationCursor: Sendable {
     /// that its origin is still delivering: what decides forwarding is whether it still gets the
     /// log from elsewhere, and soon enough, not whether it lacks some.
     private var lacks: [LogID: Lack] = [:]
+    /// What this node held of each other origin's log over the last forwarding delay: only what
+    /// it has held that long is forwarded.
+    private var holding: [LogID: HoldingHistory] = [:]
     /// When the receiver's holdings were last learned (ms).
     private(set) var lastHeardMillis: UInt64
 
@@ -88,23 +99,32 @@ struct ReplicationCursor: Sendable {
     var canSend: Bool { inFlight.count < window }
 
     /// The next run to send: a log of `local` (what this node holds durably) with operations
-    /// neither held by the receiver nor sent, and the sequence to start from; nil when there is
-    /// none, none is due yet, or the window is full. This node's own logs are due at once;
-    /// another origin's once the receiver, lacking some of it, does not get it from elsewhere
-    /// (see ``forwardingDue(_:held:local:nowMillis:)``).
-    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> (log: LogID, from: UInt64)? {
-        var candidates = [(log: LogID, from: UInt64)]()
+    /// neither held by the receiver nor sent; nil when there is none, none is due yet, or the
+    /// window is full. This node's own logs are due at once, through all it holds. Another
+    /// origin's are due once the receiver, lacking some of it, does not get it from elsewhere
+    /// (see ``forwardingDue(_:held:local:nowMillis:)``), and then only through what this node has
+    /// held for ``forwardDelayMillis``: the origin's own copies, one hop from the receiver where
+    /// this node's are two, normally arrive first, and show that it gets the log from elsewhere
+    /// again.
+    mutating func nextRun(local: VersionVector, nowMillis: UInt64) -> Run? {
+        var candidates = [Run]()
         for entry in local.logs {
             let held = receiverHolds[entry.log]
             let from = max(held, sent[entry.log] ?? 0) + 1
+            let forwarded = entry.log.origin != ownOrigin
+            var through = entry.sequence
+            if forwarded {
+                through = holding[entry.log, default: HoldingHistory(span: forwardDelayMillis, spacing: max(1, forwardDelayMillis / 10))]
+                    .heldForSpan(holding: entry.sequence, nowMillis: nowMillis)
+            }
             guard entry.sequence >= from else {
                 if entry.sequence <= held { lacks[entry.log] = nil }
                 continue
             }
-            if entry.log.origin != ownOrigin {
-                guard forwardingDue(entry.log, held: held, local: entry.sequence, nowMillis: nowMillis) else { continue }
+            if forwarded {
+                guard forwardingDue(entry.log, held: held, local: entry.sequence, nowMillis: nowMillis), through >= from else { continue }
             }
-            candidates.append((entry.log, from))
+            candidates.append(Run(log: entry.log, from: from, through: through))
         }
         guard canSend else { return nil }
         guard let lastLog else { return candidates.first }
@@ -125,8 +145,10 @@ struct ReplicationCursor: Sendable {
     /// meets neither, and nor does one far behind that its origin is catching up. What this
     /// node's own batches brought is not getting the log from elsewhere, so a forwarded log goes
     /// on at the pace of acknowledgements, not a batch each delay, until the receiver holds more
-    /// of it than the batches of this node it acknowledged; once it holds all that this node
-    /// does, operations that arrive later wait again.
+    /// of it than the batches of this node it acknowledged: as ``nextRun(local:nowMillis:)``
+    /// forwards only what this node has held for the delay, that is as soon as the origin's own
+    /// copies reach the receiver within the delay again. Once the receiver holds all that this
+    /// node does, operations that arrive later wait again.
     private mutating func forwardingDue(_ log: LogID, held: UInt64, local: UInt64, nowMillis: UInt64) -> Bool {
         guard var lack = lacks[log] else {
             lacks[log] = Lack(grewSince: nowMillis, held: held, target: local, targetSince: nowMillis, heldAtTarget: held)

@@ -246,6 +246,41 @@ import Testing
         #expect(cursor.nextRun(local: local, nowMillis: 2_010)?.from == 4_001)
     }
 
+    /// Only what this node has held for the forwarding delay is forwarded, so a receiver cut off
+    /// from the origin gets the log that much later. Once the origin reaches it again, its copies
+    /// arrive first although they come slower than this node's would (100 ms after this node
+    /// holds an operation, where this node's batches arrive at once and are acknowledged 10 ms
+    /// on), and forwarding stops at the first report that shows them. This node holds c's log
+    /// through its clock's millisecond; the origin is back at 3,000 ms.
+    @Test func onlyWhatThisNodeHeldForTheDelayIsForwardedSoTheOriginsSlowerCopiesStopIt() throws {
+        var cursor = cursor(holding: VersionVector.holding([(c, 1_000)]))
+        var now: UInt64 = 1_000
+        var brought: UInt64 = 1_000  // what this node's batches brought the receiver
+        var unacknowledged = [UInt64]()
+        var forwardedWhileCut: UInt64 = 0
+        var forwardedAfter: UInt64 = 0
+        func receiverHolds() -> VersionVector {
+            VersionVector.holding([(c, max(brought, now >= 3_000 ? now - 100 : 0))])
+        }
+        while now < 8_000 {
+            now += 10
+            for batch in unacknowledged { try cursor.acknowledged(batch, held: receiverHolds(), nowMillis: now) }
+            unacknowledged.removeAll()
+            let local = VersionVector.holding([(c, now)])
+            while let run = cursor.nextRun(local: local, nowMillis: now) {
+                #expect(run.log == c && run.through <= now - 500, "forwarded through \(run.through) at \(now) ms")
+                let through = min(run.through, run.from + 99)
+                unacknowledged.append(
+                    cursor.sending(log: c, through: through, operations: Int(through - run.from + 1), oldestMillis: 1, nowMillis: now))
+                if now < 3_000 { forwardedWhileCut += through - run.from + 1 } else if now >= 3_100 { forwardedAfter += through - run.from + 1 }
+                brought = max(brought, through)
+            }
+            if cursor.probeDue(nowMillis: now) { unacknowledged.append(cursor.probing(nowMillis: now)) }
+        }
+        #expect(forwardedWhileCut > 1_000)
+        #expect(forwardedAfter == 0)
+    }
+
     @Test func theWindowBoundsBatchesInFlightAndAcknowledgementsOpenIt() throws {
         var cursor = cursor(holding: VersionVector(), window: 2)
         var local = VersionVector.holding([(a, 1)])

@@ -621,6 +621,12 @@ final class ClusterSimulation {
         network.cut.insert([other, one])
     }
 
+    /// Makes messages from `from` to `to` take `millis` longer (0 for as before). Messages of one
+    /// connection still arrive in the order sent.
+    func slowLink(from: Int, to: Int, byMillis millis: UInt64) {
+        network.slow[[from, to]] = millis == 0 ? nil : millis
+    }
+
     func healAll() {
         network.cut = []
     }
@@ -764,7 +770,7 @@ final class ClusterSimulation {
             // `PeerLink` reads it), otherwise from the journal.
             let batch: [PeerOperation]
             if let kept = engine.recent.read(run.log, from: run.from, atMost: 40) {
-                batch = kept.map(PeerOperation.init)
+                batch = kept.prefix { $0.sequence <= run.through }.map(PeerOperation.init)
                 counts.batchesFromMemory += 1
             } else {
                 let records: [LogRecord]
@@ -781,7 +787,7 @@ final class ClusterSimulation {
                 } catch {
                     break
                 }
-                batch = records.prefix(40).map(PeerOperation.init)
+                batch = records.prefix(40).prefix { $0.sequence <= run.through }.map(PeerOperation.init)
                 if !batch.isEmpty { counts.batchesFromJournal += 1 }
             }
             guard let last = batch.last,

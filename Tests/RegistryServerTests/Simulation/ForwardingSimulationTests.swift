@@ -5,7 +5,7 @@ import Testing
 /// Forwarding (docs/cluster.md, "Forwarding") in whole simulated clusters: with every link up, a
 /// link sends only its own node's logs, however long the writes go on; with one link cut, the
 /// nodes on either side still get each other's writes, through the third, which stops once the
-/// link is back.
+/// link is back, even slower than the way through the third.
 @Suite struct ForwardingSimulationTests {
     /// Writes on every node, 20 ms apart, for 8 s of simulated time (the forwarding delay is
     /// 300 ms here): every operation crosses each link once, from its origin.
@@ -41,11 +41,17 @@ import Testing
 
     /// Once the cut link is back (and its links have reconnected, within the simulation's 1 s
     /// backoff), the nodes on either side get each other's writes from their origin again, and
-    /// the third node stops forwarding them while the writes go on.
-    @Test func forwardingStopsOnceTheCutLinkIsBack() throws {
+    /// the third node stops forwarding them while the writes go on: also when the link comes back
+    /// slower than the path through the third node (150 ms more each way, where that path takes
+    /// two or three 20 ms steps), as the third forwards only what it has held for the forwarding
+    /// delay.
+    @Test(arguments: [UInt64(0), 150])
+    func forwardingStopsOnceTheCutLinkIsBack(extraMillis: UInt64) throws {
         let simulation = try ClusterSimulation(seed: 13)
         simulation.advance(by: 100)
         simulation.cutLink(0, 2)
+        simulation.slowLink(from: 0, to: 2, byMillis: extraMillis)
+        simulation.slowLink(from: 2, to: 0, byMillis: extraMillis)
         writeOnNodes0And2(simulation, steps: 100)
         #expect(simulation.counts.forwardedOperations > 0)
         simulation.healAll()

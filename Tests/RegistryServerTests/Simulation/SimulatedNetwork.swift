@@ -35,6 +35,8 @@ struct SimulatedNetwork {
     var faults = Faults.none
     /// Directed pairs that cannot reach each other.
     var cut: Set<[Int]> = []
+    /// Directed pairs whose messages take this many milliseconds more.
+    var slow: [[Int]: UInt64] = [:]
 
     func reaches(_ from: Int, _ to: Int) -> Bool { !cut.contains([from, to]) }
 
@@ -47,7 +49,7 @@ struct SimulatedNetwork {
         if faults.drop > 0, Int.random(in: 0..<1_000, using: &random) < faults.drop { return }
         let copies = faults.duplicate > 0 && Int.random(in: 0..<1_000, using: &random) < faults.duplicate ? 2 : 1
         for _ in 0..<copies {
-            let delay = 1 + (faults.maxExtraDelayMillis > 0 ? UInt64.random(in: 0...faults.maxExtraDelayMillis, using: &random) : 0)
+            let delay = 1 + (slow[[from, to]] ?? 0) + (faults.maxExtraDelayMillis > 0 ? UInt64.random(in: 0...faults.maxExtraDelayMillis, using: &random) : 0)
             sent += 1
             queue.append(
                 Message(
