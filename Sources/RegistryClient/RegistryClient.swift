@@ -287,4 +287,18 @@ public final class RegistryClient: Sendable {
     public func close() async {
         try? await channel.close()
     }
+
+    /// Gives the connection up without waiting any longer: every request still waiting for an
+    /// answer, and every later one, fails with ``RegistryClientError/connectionClosed(_:)``
+    /// carrying `reason`, and the connection closes. For a caller that stops waiting for a
+    /// server that stopped answering. Callable from any thread.
+    public func abandon(reason: String) {
+        channel.pipeline.fireErrorCaught(Abandoned(reason: reason))
+    }
+
+    /// Why the caller gave the connection up (``abandon(reason:)``).
+    struct Abandoned: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { reason }
+    }
 }

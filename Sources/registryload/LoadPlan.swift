@@ -20,6 +20,9 @@ struct LoadPlan: Sendable {
     var threads: Int
     var verify: Bool
     var verifyWait: DurationText
+    /// How long a connection may have requests outstanding and no answer before the run gives
+    /// it up as lost; zero waits for ever.
+    var answerTimeout: DurationText
     var objectives: [ServiceLevelObjective]
     /// The write concern of every registration; nil leaves it to the nodes.
     var ackReplicas: UInt32? = nil

@@ -29,6 +29,7 @@ struct LoadRun {
         var report = await measure(shards, startedAt: startedAt, watchers: watchers)
         if let watchers { report.feed = await watchers.finish() }
         for shard in shards {
+            try? await shard.loop.submit { shard.stopWatchingAnswers() }.get()
             for lane in shard.lanes { await lane.client.close() }
         }
         try? await group.shutdownGracefully()

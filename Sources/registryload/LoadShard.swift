@@ -36,9 +36,11 @@ struct FailureCode: Error, Hashable {
 /// to latency.
 ///
 /// A lane whose connection closes is lost: its unanswered requests count as `CONNECTION_CLOSED`
-/// failures, and no step is sent on it again. The others carry on with their own share of the
-/// in-flight limit; once every lane is lost the shard stops, and what it had still to send counts
-/// as failed too.
+/// failures, and no step is sent on it again. So is one that has had requests outstanding and no
+/// answer for the plan's `answerTimeout`: its connection is given up, so that a node that stopped
+/// answering (stalled, or gone without closing the connection) cannot keep the run from ending.
+/// The others carry on with their own share of the in-flight limit; once every lane is lost the
+/// shard stops, and what it had still to send counts as failed too.
 ///
 /// `@unchecked Sendable`: every stored `var` is read and written only on `loop`. The public
 /// entry points (`start`, `takeInterval`, `finish`, `verify`) are called through
@@ -65,6 +67,14 @@ final class LoadShard: @unchecked Sendable {
     private var flushScheduled = false
     /// Lanes whose connection closed, with the reason the client gave.
     private(set) var lostLanes: [Int: String] = [:]
+    /// For each lane, the requests sent on it and not yet answered.
+    private var unanswered: [Int]
+    /// For each lane, since when it has gone without an answer (monotonic ns): its last answer,
+    /// or the request that found none outstanding.
+    private var quietSince: [UInt64]
+    /// Gives up lanes whose answers stopped (``abandonSilentLanes()``); nil when the plan waits
+    /// for ever.
+    private var answerWatch: RepeatedTask?
     private var done: EventLoopPromise<Void>?
 
     private(set) var total = ShardTotals()
@@ -77,6 +87,8 @@ final class LoadShard: @unchecked Sendable {
         self.rate = rate
         self.requestLimit = requestLimit
         self.workload = WorkloadGenerator(mix: plan.mix, catalogue: plan.catalogue, seed: seed, trackDevices: plan.verify)
+        self.unanswered = Array(repeating: 0, count: lanes.count)
+        self.quietSince = Array(repeating: 0, count: lanes.count)
     }
 
     // MARK: - Running
@@ -87,6 +99,12 @@ final class LoadShard: @unchecked Sendable {
         let promise = loop.makePromise(of: Void.self)
         done = promise
         measureStart = startTime + plan.warmup.nanoseconds
+        if plan.answerTimeout.nanoseconds > 0 {
+            // Checked four times a timeout, and at least every second: a silent lane is given up
+            // within a quarter of the timeout after it.
+            let period = TimeAmount.nanoseconds(Int64(max(1_000_000, min(plan.answerTimeout.nanoseconds / 4, 1_000_000_000))))
+            answerWatch = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in self.abandonSilentLanes() }
+        }
         if let duration = plan.duration {
             let end = measureStart + duration.nanoseconds
             loop.scheduleTask(deadline: .uptimeNanoseconds(end)) { self.stop(at: end) }
@@ -271,13 +289,35 @@ final class LoadShard: @unchecked Sendable {
         _ body: ClientBody, on lane: Int, after: CausalToken = .empty,
         answered: @escaping (Result<ServerReply, RegistryClientError>) -> Void
     ) {
+        if unanswered[lane] == 0 { quietSince[lane] = monotonicNanos() }
+        unanswered[lane] += 1
         let callback = NIOLoopBound(
             { (result: Result<ServerReply, RegistryClientError>) in
+                self.unanswered[lane] -= 1
+                self.quietSince[lane] = monotonicNanos()
                 if case .failure(.connectionClosed(let reason)) = result { self.laneLost(lane, reason: reason) }
                 answered(result)
             }, eventLoop: loop)
         lanes[lane].client.enqueue(body, after: after) { result in callback.value(result) }
         markDirty(lane)
+    }
+
+    /// Gives up every connected lane that has had requests outstanding and no answer for the
+    /// plan's `answerTimeout`: its connection closes, and its requests fail as
+    /// `CONNECTION_CLOSED` (``laneLost(_:reason:)``).
+    private func abandonSilentLanes() {
+        let now = monotonicNanos()
+        let silent = lanes.indices.filter { lane in
+            lostLanes[lane] == nil && unanswered[lane] > 0 && now - quietSince[lane] >= plan.answerTimeout.nanoseconds
+        }
+        for lane in silent { lanes[lane].client.abandon(reason: "no answer in \(plan.answerTimeout)") }
+    }
+
+    /// Stops watching for lanes whose answers stopped: the run, verification included, is over.
+    func stopWatchingAnswers() {
+        loop.preconditionInEventLoop()
+        answerWatch?.cancel()
+        answerWatch = nil
     }
 
     /// Stops using a lane whose connection closed; with none left, stops the run and counts

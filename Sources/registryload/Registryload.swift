@@ -112,6 +112,14 @@ struct Registryload: AsyncParsableCommand {
     var verifyWait = "10s"
 
     @Option(
+        name: .customLong("answer-timeout"),
+        help: """
+            How long a connection may have requests outstanding and no answer before the run gives it up as lost: its \
+            unanswered requests count as CONNECTION_CLOSED and the run is invalid. 0s waits for ever.
+            """)
+    var answerTimeout = "30s"
+
+    @Option(
         name: .customLong("slo"),
         help: ArgumentHelp("A latency objective such as p99=2ms, p99.9=10ms or max=50ms; repeatable.", valueName: "objective"))
     var objectives: [String] = []
@@ -168,7 +176,7 @@ struct Registryload: AsyncParsableCommand {
                 duration: measured ?? (requests == nil ? DurationText(nanoseconds: 10_000_000_000) : nil), requests: requests,
                 warmup: try DurationText(parsing: warmup), seed: seed ?? UInt64.random(in: 1 ... UInt64.max), mix: try WorkloadMix(parsing: workload),
                 catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
-                verifyWait: try DurationText(parsing: verifyWait),
+                verifyWait: try DurationText(parsing: verifyWait), answerTimeout: try DurationText(parsing: answerTimeout),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
                 ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA, causalTokens: causalTokens, watchers: watchers)
         } catch let error as LoadConfigurationError {

@@ -183,6 +183,31 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { _ = Platform.kill(pid, SIGKILL) }
     }
 
+    /// A node that stops answering without closing its connection (stopped with SIGSTOP a second
+    /// into the run): registryload gives the connection up after `--answer-timeout`, counts its
+    /// unanswered registrations as CONNECTION_CLOSED, and ends the run by itself, reported
+    /// invalid. Without the timeout the run waited for those answers for ever.
+    @Test func aNodeThatStopsAnsweringIsGivenUpAndTheRunEnds() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let pid = node.process.processIdentifier
+        defer { _ = Platform.kill(pid, SIGCONT) }  // before the stop above, which it must receive
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { _ = Platform.kill(pid, SIGSTOP) }
+        let reportPath = temp.path + "/stalled.json"
+        let result = try load([
+            "--endpoints", node.endpoint, "--connections", "1", "--in-flight", "4", "--duration", "3s", "--warmup", "0s",
+            "--answer-timeout", "2s", "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("lost 1 of 1 connections (first: \(node.endpoint): no answer in 2s)"), "\(result.stdout)")
+        let errors = try #require(try report(at: reportPath)["errors"] as? [String: Int])
+        // At most what was in flight when the node stopped.
+        #expect((errors["CONNECTION_CLOSED"] ?? 0) > 0 && (errors["CONNECTION_CLOSED"] ?? 0) <= 4, "\(errors)")
+    }
+
     /// One of two nodes dies a second into the run: its connection's unanswered registrations
     /// count as CONNECTION_CLOSED, the run goes on against the other node to its end, and the run
     /// is reported invalid (exit 2) rather than crashing or spinning on the dead connection.
@@ -239,6 +264,7 @@ import Testing
         (["--connections", "0"], "--connections"),
         (["--slo", "p99"], "p99=2ms"),
         (["--duration", "10"], "needs a unit"),
+        (["--answer-timeout", "soon"], "needs a unit"),
         (["--endpoints", "nohost"], "host:port"),
         (["--rate", "-5"], "--rate"),
         (["--coalesce", "0"], "--coalesce must be at least 1"),
