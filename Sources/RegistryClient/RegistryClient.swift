@@ -43,6 +43,9 @@ public final class RegistryClient: Sendable {
     ///   (`registryctl token issue`); without one such a node refuses the hello with
     ///   `unauthenticated`.
     /// - Parameter tls: connect with TLS, trusting what it names (a node run with `--tls-cert`).
+    /// - Parameter handshakeTimeout: how long to wait for the node's answer to the hello once
+    ///   connected, before giving the connection up (``RegistryClientError/connectionClosed(_:)``):
+    ///   a node that accepts connections but stopped answering; nil waits for ever.
     /// - Parameter session: read your writes: every request carries the session's causal token,
     ///   and every answer's token joins it (``CausalSession``). By default each client has its
     ///   own; pass one session to the clients of several nodes for a guarantee across them, or
@@ -50,7 +53,7 @@ public final class RegistryClient: Sendable {
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil, tls: ClientTLS? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
-        maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
+        handshakeTimeout: TimeAmount? = .seconds(10), maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         let failure = ConnectionFailure()
@@ -77,6 +80,12 @@ public final class RegistryClient: Sendable {
         } catch {
             throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
         }
+        let handshakeWatch = handshakeTimeout.map { timeout in
+            channel.eventLoop.scheduleTask(in: timeout) {
+                channel.pipeline.fireErrorCaught(Abandoned(reason: "no answer to the hello in \(Double(timeout.nanoseconds) / 1e9)s"))
+            }
+        }
+        defer { handshakeWatch?.cancel() }
         let answer: ServerBody
         do {
             answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel).body
@@ -289,9 +298,9 @@ public final class RegistryClient: Sendable {
     }
 
     /// Gives the connection up without waiting any longer: every request still waiting for an
-    /// answer, and every later one, fails with ``RegistryClientError/connectionClosed(_:)``
-    /// carrying `reason`, and the connection closes. For a caller that stops waiting for a
-    /// server that stopped answering. Callable from any thread.
+    /// answer fails with ``RegistryClientError/connectionClosed(_:)`` carrying `reason`, and the
+    /// connection closes; later requests fail with `connectionClosed` too. For a caller that
+    /// stops waiting for a server that stopped answering. Callable from any thread.
     public func abandon(reason: String) {
         channel.pipeline.fireErrorCaught(Abandoned(reason: reason))
     }

@@ -142,6 +142,7 @@ struct LoadRun {
                 let endpoint = k % plan.endpoints.count
                 let client = try await RegistryClient.connect(
                     to: plan.endpoints[endpoint], clientName: "registryload", token: plan.token, tls: tls, group: loop,
+                    handshakeTimeout: plan.answerTimeout.nanoseconds > 0 ? .nanoseconds(Int64(plan.answerTimeout.nanoseconds)) : nil,
                     maxCoalesced: plan.coalesce,
                     ackReplicas: plan.ackReplicas, session: nil)
                 let limits = client.server.limits
@@ -237,9 +238,16 @@ struct LoadRun {
         return result
     }
 
-    /// Asks endpoint `index` for its stats over the first connection to it.
+    /// Asks endpoint `index` for its stats over the first connection to it, through its shard,
+    /// so that a node that stopped answering is given up as the load's requests are.
     private func stats(ofEndpoint index: Int, _ shards: [LoadShard]) async -> StatsMessage? {
-        guard let lane = shards.lazy.flatMap(\.lanes).first(where: { $0.endpoint == index }) else { return nil }
-        return try? await lane.client.stats()
+        guard let shard = shards.first(where: { !$0.lanes(to: index).isEmpty }) else { return nil }
+        let answer = try? await shard.loop.flatSubmit { () -> EventLoopFuture<ServerReply> in
+            let promise = shard.loop.makePromise(of: ServerReply.self)
+            shard.send(.stats, on: shard.lanes(to: index)[0]) { promise.completeWith($0.mapError { $0 as any Error }) }
+            return promise.futureResult
+        }.get()
+        guard case .stats(let stats)? = answer?.body else { return nil }
+        return stats
     }
 }

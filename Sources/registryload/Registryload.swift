@@ -115,7 +115,8 @@ struct Registryload: AsyncParsableCommand {
         name: .customLong("answer-timeout"),
         help: """
             How long a connection may have requests outstanding and no answer before the run gives it up as lost: its \
-            unanswered requests count as CONNECTION_CLOSED and the run is invalid. 0s waits for ever.
+            unanswered requests count as CONNECTION_CLOSED and the run is invalid. It also bounds the wait for a node's \
+            answer to the hello. 0s waits for ever.
             """)
     var answerTimeout = "30s"
 

@@ -1,6 +1,8 @@
 import Foundation
 import Platform
 import RegistryTestSupport
+import RegistryWire
+import Synchronization
 import Testing
 
 /// `registryload` against a real `registryd` process: short, bounded runs.
@@ -183,10 +185,11 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { _ = Platform.kill(pid, SIGKILL) }
     }
 
-    /// A node that stops answering without closing its connection (stopped with SIGSTOP a second
-    /// into the run): registryload gives the connection up after `--answer-timeout`, counts its
-    /// unanswered registrations as CONNECTION_CLOSED, and ends the run by itself, reported
-    /// invalid. Without the timeout the run waited for those answers for ever.
+    /// A node that stops answering without closing its connection (stopped with SIGSTOP once it
+    /// holds a device, so mid-run): registryload gives the connection up after
+    /// `--answer-timeout`, counts its unanswered registrations as CONNECTION_CLOSED, and ends the
+    /// run by itself, reported invalid. Without the timeout the run waited for those answers for
+    /// ever.
     @Test func aNodeThatStopsAnsweringIsGivenUpAndTheRunEnds() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
@@ -195,17 +198,49 @@ import Testing
         defer { node.stop() }
         let pid = node.process.processIdentifier
         defer { _ = Platform.kill(pid, SIGCONT) }  // before the stop above, which it must receive
-        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { _ = Platform.kill(pid, SIGSTOP) }
+        let (port, stopped) = (node.port, Flag())
+        let watcher = Thread {
+            // Asks the node for its stats until it holds a device, then stops it.
+            guard let connection = try? RawConnection(port: port), (try? connection.sendHello()) != nil else { return }
+            defer { connection.close() }
+            for request in 1...1_500 {
+                guard (try? connection.send(ClientFrame(requestID: UInt64(request), body: .stats))) != nil else { return }
+                if case .stats(let stats)? = connection.readFrames().first?.body, stats.deviceCount > 0 {
+                    _ = Platform.kill(pid, SIGSTOP)
+                    stopped.raised.withLock { $0 = true }
+                    return
+                }
+                usleep(20_000)
+            }
+        }
+        watcher.start()
         let reportPath = temp.path + "/stalled.json"
         let result = try load([
             "--endpoints", node.endpoint, "--connections", "1", "--in-flight", "4", "--duration", "3s", "--warmup", "0s",
             "--answer-timeout", "2s", "--json", reportPath,
         ])
+        try #require(stopped.raised.withLock { $0 }, "the node was never stopped")
         #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("lost 1 of 1 connections (first: \(node.endpoint): no answer in 2s)"), "\(result.stdout)")
         let errors = try #require(try report(at: reportPath)["errors"] as? [String: Int])
         // At most what was in flight when the node stopped.
         #expect((errors["CONNECTION_CLOSED"] ?? 0) > 0 && (errors["CONNECTION_CLOSED"] ?? 0) <= 4, "\(errors)")
+    }
+
+    /// A node that accepts connections but does not answer the hello (stopped before the run)
+    /// is given up after `--answer-timeout` too: registryload cannot reach it, and says why.
+    @Test func aNodeThatDoesNotAnswerTheHelloIsGivenUp() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        defer { node.stop() }
+        let pid = node.process.processIdentifier
+        _ = Platform.kill(pid, SIGSTOP)
+        defer { _ = Platform.kill(pid, SIGCONT) }
+        let result = try load(["--endpoints", node.endpoint, "--requests", "10", "--answer-timeout", "1s"])
+        #expect(result.status == 69, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stderr.contains("no answer to the hello in 1.0s"), "\(result.stderr)")
     }
 
     /// One of two nodes dies a second into the run: its connection's unanswered registrations
@@ -281,4 +316,9 @@ import Testing
         #expect(result.status == 69)
         #expect(result.stderr.contains("cannot reach 127.0.0.1:1"), "\(result.stderr)")
     }
+}
+
+/// A flag one thread raises and another reads.
+private final class Flag: Sendable {
+    let raised = Mutex(false)
 }

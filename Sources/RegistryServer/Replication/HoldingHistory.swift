@@ -4,8 +4,9 @@
 /// them for the forwarding delay, so that the origin's own copies, one hop away, arrive first).
 ///
 /// Samples are taken at most every ``spacing`` milliseconds: an operation first seen between two
-/// samples counts from the later one, so the answer errs towards operations held longer, never
-/// shorter. It keeps at most about `span / spacing + 2` samples.
+/// samples counts from the later one, so it may count later than it could, never sooner. It keeps
+/// at most about `span / spacing + 2` samples. Times are the caller's clock (the node's wall
+/// clock): one that jumps forward makes what is held look older by the jump.
 struct HoldingHistory: Sendable {
     private struct Sample: Sendable {
         let millis: UInt64
@@ -27,7 +28,7 @@ struct HoldingHistory: Sendable {
     /// Records that this node holds the log through `sequence` at `nowMillis`, and returns the
     /// last sequence it has held since ``span`` ago or earlier: 0 when it held none that long
     /// (this history began less than ``span`` ago). A clock that went back starts the history
-    /// again, as though everything held was new: the answer errs towards holding longer.
+    /// again, as though everything held was new: operations count later, never sooner.
     mutating func heldForSpan(holding sequence: UInt64, nowMillis: UInt64) -> UInt64 {
         guard span > 0 else { return sequence }
         if let last = samples.last, nowMillis < last.millis { samples.removeAll() }

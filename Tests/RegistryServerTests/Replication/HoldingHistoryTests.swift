@@ -51,7 +51,8 @@ import Testing
         var now: UInt64 = 1_000
         var sequence: UInt64 = 0
         for _ in 0..<2_000 {
-            now += UInt64.random(in: 0...40, using: &random)
+            // Mostly calls close together; now and then a pause longer than the span.
+            now += Int.random(in: 0..<50, using: &random) == 0 ? UInt64.random(in: 0...1_000, using: &random) : UInt64.random(in: 0...40, using: &random)
             if Bool.random(using: &random) { sequence += UInt64.random(in: 1...100, using: &random) }
             calls.append((now, sequence))
             let answer = history.heldForSpan(holding: sequence, nowMillis: now)

@@ -258,6 +258,7 @@ import Testing
         var brought: UInt64 = 1_000  // what this node's batches brought the receiver
         var unacknowledged = [UInt64]()
         var forwardedWhileCut: UInt64 = 0
+        var broughtWhenTheOriginReturned: UInt64 = 0
         var forwardedAfter: UInt64 = 0
         func receiverHolds() -> VersionVector {
             VersionVector.holding([(c, max(brought, now >= 3_000 ? now - 100 : 0))])
@@ -266,6 +267,7 @@ import Testing
             now += 10
             for batch in unacknowledged { try cursor.acknowledged(batch, held: receiverHolds(), nowMillis: now) }
             unacknowledged.removeAll()
+            if now == 3_000 { broughtWhenTheOriginReturned = brought }
             let local = VersionVector.holding([(c, now)])
             while let run = cursor.nextRun(local: local, nowMillis: now) {
                 #expect(run.log == c && run.through <= now - 500, "forwarded through \(run.through) at \(now) ms")
@@ -278,6 +280,9 @@ import Testing
             if cursor.probeDue(nowMillis: now) { unacknowledged.append(cursor.probing(nowMillis: now)) }
         }
         #expect(forwardedWhileCut > 1_000)
+        // Forwarding kept up with the bound (what this node held half a second before, sampled
+        // every 50 ms, acknowledged 10 ms on) until the origin came back.
+        #expect(broughtWhenTheOriginReturned >= 2_400, "brought through \(broughtWhenTheOriginReturned) by 3,000 ms")
         #expect(forwardedAfter == 0)
     }
 

@@ -622,7 +622,8 @@ final class ClusterSimulation {
     }
 
     /// Makes messages from `from` to `to` take `millis` longer (0 for as before). Messages of one
-    /// connection still arrive in the order sent.
+    /// connection still arrive in the order sent, as long as no extra random delay is set and the
+    /// slowdown does not shrink while messages are in flight.
     func slowLink(from: Int, to: Int, byMillis millis: UInt64) {
         network.slow[[from, to]] = millis == 0 ? nil : millis
     }
