@@ -11,6 +11,12 @@ import Testing
         try run(Binaries.path("registryload"), arguments, timeout: 90)
     }
 
+    /// A node started on an empty data directory in `temp`.
+    func freshNode(in temp: TemporaryDirectory) throws -> DaemonProcess {
+        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
+        return try DaemonProcess(dataDirectory: temp.path + "/data")
+    }
+
     func report(at path: String) throws -> [String: Any] {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
         return try #require(object as? [String: Any])
@@ -19,8 +25,7 @@ import Testing
     @Test func aMixedRunVerifiesEveryAcknowledgedRegistrationAndWritesAReport() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let reportPath = temp.path + "/report.json"
         let result = try load([
@@ -78,8 +83,7 @@ import Testing
     @Test func bindsAndMovesUnderLoadAreVerified() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let reportPath = temp.path + "/accounts.json"
         let result = try load([
@@ -120,8 +124,7 @@ import Testing
     @Test func threadsAndEndpointsShareOutDistinctDevices() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let reportPath = temp.path + "/threads.json"
         let result = try load([
@@ -148,8 +151,7 @@ import Testing
     @Test func anOpenLoopRunReportsItsIntendedRateAndAMissedObjectiveExitsOne() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let reportPath = temp.path + "/open.json"
         let open = try load([
@@ -193,8 +195,7 @@ import Testing
     @Test func aNodeThatStopsAnsweringIsGivenUpAndTheRunEnds() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let pid = node.process.processIdentifier
         defer { _ = Platform.kill(pid, SIGCONT) }  // before the stop above, which it must receive
@@ -232,8 +233,7 @@ import Testing
     @Test func aNodeThatDoesNotAnswerTheHelloIsGivenUp() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop() }
         let pid = node.process.processIdentifier
         _ = Platform.kill(pid, SIGSTOP)
@@ -276,8 +276,7 @@ import Testing
     @Test func losingEveryConnectionStopsTheRun() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        try FileManager.default.createDirectory(atPath: temp.path + "/data", withIntermediateDirectories: true)
-        let node = try DaemonProcess(dataDirectory: temp.path + "/data")
+        let node = try freshNode(in: temp)
         defer { node.stop(signal: SIGKILL) }
         let reportPath = temp.path + "/stopped.json"
         kill(node, after: 1)
