@@ -45,7 +45,8 @@ public final class RegistryClient: Sendable {
     /// - Parameter tls: connect with TLS, trusting what it names (a node run with `--tls-cert`).
     /// - Parameter handshakeTimeout: how long to wait for the node's answer to the hello once
     ///   connected, before giving the connection up (``RegistryClientError/connectionClosed(_:)``):
-    ///   a node that accepts connections but stopped answering; nil waits for ever.
+    ///   a node that accepts connections but stopped answering. nil (the default) waits as long
+    ///   as the connection lasts.
     /// - Parameter session: read your writes: every request carries the session's causal token,
     ///   and every answer's token joins it (``CausalSession``). By default each client has its
     ///   own; pass one session to the clients of several nodes for a guarantee across them, or
@@ -53,7 +54,7 @@ public final class RegistryClient: Sendable {
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil, tls: ClientTLS? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
-        handshakeTimeout: TimeAmount? = .seconds(10), maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
+        handshakeTimeout: TimeAmount? = nil, maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         let failure = ConnectionFailure()
@@ -80,15 +81,10 @@ public final class RegistryClient: Sendable {
         } catch {
             throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
         }
-        let handshakeWatch = handshakeTimeout.map { timeout in
-            channel.eventLoop.scheduleTask(in: timeout) {
-                channel.pipeline.fireErrorCaught(Abandoned(reason: "no answer to the hello in \(Double(timeout.nanoseconds) / 1e9)s"))
-            }
-        }
-        defer { handshakeWatch?.cancel() }
         let answer: ServerBody
         do {
-            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel).body
+            let giveUp = handshakeTimeout.map { ($0, "no answer to the hello in \(Double($0.nanoseconds) / 1e9)s") }
+            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel, giveUp: giveUp).body
         } catch {
             try? await channel.close()
             // A TLS handshake the server refused closes the channel, and the hello's write can
@@ -107,8 +103,19 @@ public final class RegistryClient: Sendable {
         }
     }
 
-    private static func send(_ body: ClientBody, after: CausalToken, on channel: any Channel) async throws(RegistryClientError) -> ServerReply {
+    /// Sends `body` on `channel` and waits for its answer. With `giveUp`, a request still
+    /// unanswered after that long gives the connection up (``abandon(reason:)``, with that
+    /// reason). The answer cancels the watch on the channel's event loop, where the watch runs
+    /// too, so an answer in time never loses the connection.
+    private static func send(
+        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)? = nil
+    ) async throws(RegistryClientError) -> ServerReply {
         let promise = channel.eventLoop.makePromise(of: ServerReply.self)
+        if let giveUp {
+            let watch = channel.eventLoop.scheduleTask(in: giveUp.after) { channel.pipeline.fireErrorCaught(Abandoned(reason: giveUp.reason)) }
+            // Registered before the request is written, so before any answer can complete it.
+            promise.futureResult.whenComplete { _ in watch.cancel() }
+        }
         // A write that never reaches the handler (the channel already closed) must still
         // complete the request.
         channel.writeAndFlush(PendingRequest(body: body, after: after, answer: .promise(promise))).whenFailure { error in

@@ -42,10 +42,11 @@ struct FailureCode: Error, Hashable {
 /// The others carry on with their own share of the in-flight limit; once every lane is lost the
 /// shard stops, and what it had still to send counts as failed too.
 ///
-/// `@unchecked Sendable`: every stored `var` is read and written only on `loop`. The public
-/// entry points (`start`, `takeInterval`, `finish`, `verify`) are called through
-/// `loop.submit`/`loop.execute`, and client callbacks run on `loop` because every lane's channel
-/// was created on it (`RegistryClient.enqueue` calls back on the channel's event loop).
+/// `@unchecked Sendable`: every stored `var` is read and written only on `loop`. The entry
+/// points (`start`, `takeInterval`, `verify`, `send`, `stopWatchingAnswers`) are called through
+/// `loop.submit`/`loop.execute`/`loop.flatSubmit`, the answer watch is a task scheduled on `loop`,
+/// and client callbacks run on `loop` because every lane's channel was created on it
+/// (`RegistryClient.enqueue` calls back on the channel's event loop).
 final class LoadShard: @unchecked Sendable {
     let loop: any EventLoop
     let lanes: [Lane]
@@ -101,7 +102,7 @@ final class LoadShard: @unchecked Sendable {
         measureStart = startTime + plan.warmup.nanoseconds
         if plan.answerTimeout.nanoseconds > 0 {
             // Checked four times a timeout, and at least every second: a silent lane is given up
-            // within a quarter of the timeout after it.
+            // at most a quarter of the timeout (or a second) after it has been silent that long.
             let period = TimeAmount.nanoseconds(Int64(max(1_000_000, min(plan.answerTimeout.nanoseconds / 4, 1_000_000_000))))
             answerWatch = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in self.abandonSilentLanes() }
         }
