@@ -68,11 +68,13 @@ final class LoadShard: @unchecked Sendable {
     private var flushScheduled = false
     /// Lanes whose connection closed, with the reason the client gave.
     private(set) var lostLanes: [Int: String] = [:]
-    /// For each lane, the requests sent on it and not yet answered.
+    /// For each lane, the requests sent on it and not yet answered, and the answers it has had
+    /// (counted on the request path; the clock is read only by ``abandonSilentLanes()``).
     private var unanswered: [Int]
-    /// For each lane, since when it has gone without an answer (monotonic ns): its last answer,
-    /// or the request that found none outstanding.
-    private var quietSince: [UInt64]
+    private var answers: [UInt64]
+    /// For each lane, its answers at the last check that found it answering or with nothing
+    /// outstanding, and when that was (monotonic ns).
+    private var lastProgress: [(answers: UInt64, at: UInt64)]
     /// Gives up lanes whose answers stopped (``abandonSilentLanes()``); nil when the plan waits
     /// for ever.
     private var answerWatch: RepeatedTask?
@@ -89,7 +91,8 @@ final class LoadShard: @unchecked Sendable {
         self.requestLimit = requestLimit
         self.workload = WorkloadGenerator(mix: plan.mix, catalogue: plan.catalogue, seed: seed, trackDevices: plan.verify)
         self.unanswered = Array(repeating: 0, count: lanes.count)
-        self.quietSince = Array(repeating: 0, count: lanes.count)
+        self.answers = Array(repeating: 0, count: lanes.count)
+        self.lastProgress = Array(repeating: (0, 0), count: lanes.count)
     }
 
     // MARK: - Running
@@ -101,6 +104,7 @@ final class LoadShard: @unchecked Sendable {
         done = promise
         measureStart = startTime + plan.warmup.nanoseconds
         if plan.answerTimeout.nanoseconds > 0 {
+            lastProgress = lastProgress.map { ($0.answers, monotonicNanos()) }
             // Checked four times a timeout, and at least every second: a silent lane is given up
             // at most a quarter of the timeout (or a second) after it has been silent that long.
             let period = TimeAmount.nanoseconds(Int64(max(1_000_000, min(plan.answerTimeout.nanoseconds / 4, 1_000_000_000))))
@@ -290,12 +294,11 @@ final class LoadShard: @unchecked Sendable {
         _ body: ClientBody, on lane: Int, after: CausalToken = .empty,
         answered: @escaping (Result<ServerReply, RegistryClientError>) -> Void
     ) {
-        if unanswered[lane] == 0 { quietSince[lane] = monotonicNanos() }
         unanswered[lane] += 1
         let callback = NIOLoopBound(
             { (result: Result<ServerReply, RegistryClientError>) in
                 self.unanswered[lane] -= 1
-                self.quietSince[lane] = monotonicNanos()
+                self.answers[lane] += 1
                 if case .failure(.connectionClosed(let reason)) = result { self.laneLost(lane, reason: reason) }
                 answered(result)
             }, eventLoop: loop)
@@ -303,13 +306,18 @@ final class LoadShard: @unchecked Sendable {
         markDirty(lane)
     }
 
-    /// Gives up every connected lane that has had requests outstanding and no answer for the
-    /// plan's `answerTimeout`: its connection closes, and its requests fail as
+    /// Gives up every connected lane that has had requests outstanding and no answer at each
+    /// check for the plan's `answerTimeout`: its connection closes, and its requests fail as
     /// `CONNECTION_CLOSED` (``laneLost(_:reason:)``).
     private func abandonSilentLanes() {
         let now = monotonicNanos()
-        let silent = lanes.indices.filter { lane in
-            lostLanes[lane] == nil && unanswered[lane] > 0 && now - quietSince[lane] >= plan.answerTimeout.nanoseconds
+        var silent = [Int]()
+        for lane in lanes.indices where lostLanes[lane] == nil {
+            if unanswered[lane] == 0 || answers[lane] != lastProgress[lane].answers {
+                lastProgress[lane] = (answers[lane], now)
+            } else if now - lastProgress[lane].at >= plan.answerTimeout.nanoseconds {
+                silent.append(lane)
+            }
         }
         for lane in silent { lanes[lane].client.abandon(reason: "no answer in \(plan.answerTimeout)") }
     }
