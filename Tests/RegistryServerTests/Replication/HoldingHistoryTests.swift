@@ -14,8 +14,8 @@ import Testing
         #expect(history.heldForSpan(holding: 90, nowMillis: 9_000) == 90)
     }
 
-    /// Growth seen less than `spacing` after the last sample counts from the next sample: held
-    /// longer than it was, never shorter.
+    /// Growth seen less than `spacing` after the last sample counts from the next sample: later
+    /// than it could, never sooner.
     @Test func growthBetweenSamplesCountsFromTheLaterSample() {
         var history = HoldingHistory(span: 500, spacing: 50)
         _ = history.heldForSpan(holding: 10, nowMillis: 1_000)
