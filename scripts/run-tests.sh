@@ -17,6 +17,10 @@ case "$limit" in
 esac
 log=$(mktemp)
 follower=""
+# The cluster tests keep their nodes' logs here (ClusterTests.Cluster.stop); a failed run's
+# summary shows those of the tests that failed.
+export REGISTRY_TEST_LOGS
+REGISTRY_TEST_LOGS=$(mktemp -d)
 
 # The run is a session of its own, so that every process it starts (each node a test starts is
 # a process group of its own) can be found and ended. A command started with & ignores SIGINT
@@ -33,8 +37,8 @@ end_run() {
     kill -KILL "$runner" 2>/dev/null
 }
 # Interrupted (Ctrl-C, a CI's cancel): the run, out of the terminal's process group, ends too.
-trap 'end_run; [ -n "$follower" ] && kill "$follower" 2>/dev/null; rm -f "$log"; exit 130' INT TERM HUP
-trap 'rm -f "$log"' EXIT
+trap 'end_run; [ -n "$follower" ] && kill "$follower" 2>/dev/null; rm -rf "$log" "$REGISTRY_TEST_LOGS"; exit 130' INT TERM HUP
+trap 'rm -rf "$log" "$REGISTRY_TEST_LOGS"' EXIT
 
 # The log as it is written, until the run ends.
 tail -n +1 -f --pid="$runner" "$log" &
@@ -83,6 +87,6 @@ wait "$runner"
 status=$?
 wait "$follower"
 if [ "$status" -ne 0 ]; then
-    bash "$(dirname "$0")/test-failure-summary.sh" "$log"
+    bash "$(dirname "$0")/test-failure-summary.sh" "$log" "$REGISTRY_TEST_LOGS"
 fi
 exit "$status"

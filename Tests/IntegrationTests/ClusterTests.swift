@@ -28,6 +28,8 @@ import Testing
         let ports: [Int]
         var nodes: [DaemonProcess]
         let lists: [String]
+        /// The test that started the cluster, to file its nodes' logs under (``keepLogs()``).
+        let testName = Test.current.map { String($0.name.prefix { $0 != "(" }) } ?? "unnamed"
         static let names = ["node-a", "node-b", "node-c"]
 
         init(peerLists: (([Int]) -> [String])? = nil, ports given: [Int]? = nil, extra: [String] = [], perNode: [[String]] = []) throws {
@@ -62,7 +64,20 @@ import Testing
 
         func stop() {
             for node in nodes { node.stop() }
+            keepLogs()
             temp.remove()
+        }
+
+        /// With `REGISTRY_TEST_LOGS` set (scripts/run-tests.sh sets it), copies the nodes' logs
+        /// into a folder of it named after the test, so that a failed run can show them
+        /// (scripts/test-failure-summary.sh); the data directories go as before.
+        private func keepLogs() {
+            guard let root = ProcessInfo.processInfo.environment["REGISTRY_TEST_LOGS"], !root.isEmpty else { return }
+            let folder = root + "/" + testName + "." + UUID().uuidString.prefix(8)
+            guard (try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)) != nil else { return }
+            for index in Self.names.indices {
+                try? FileManager.default.copyItem(atPath: directory(index) + ".log", toPath: folder + "/" + Self.names[index] + ".log")
+            }
         }
 
         /// Waits (up to `seconds`) until every node holds the same operations and content.
