@@ -241,10 +241,10 @@ struct LoadRun {
     /// Asks endpoint `index` for its stats over the first connection to it, through its shard,
     /// so that a node that stopped answering is given up as the load's requests are.
     private func stats(ofEndpoint index: Int, _ shards: [LoadShard]) async -> StatsMessage? {
-        guard let shard = shards.first(where: { !$0.lanes(to: index).isEmpty }) else { return nil }
+        guard let (shard, lane) = shards.lazy.compactMap({ shard in shard.lanes(to: index).first.map { (shard, $0) } }).first else { return nil }
         let answer = try? await shard.loop.flatSubmit { () -> EventLoopFuture<ServerReply> in
             let promise = shard.loop.makePromise(of: ServerReply.self)
-            shard.send(.stats, on: shard.lanes(to: index)[0]) { promise.completeWith($0.mapError { $0 as any Error }) }
+            shard.send(.stats, on: lane) { promise.completeWith($0.mapError { $0 as any Error }) }
             return promise.futureResult
         }.get()
         guard case .stats(let stats)? = answer?.body else { return nil }

@@ -104,7 +104,8 @@ final class LoadShard: @unchecked Sendable {
         done = promise
         measureStart = startTime + plan.warmup.nanoseconds
         if plan.answerTimeout.nanoseconds > 0 {
-            lastProgress = lastProgress.map { ($0.answers, monotonicNanos()) }
+            let now = monotonicNanos()
+            lastProgress = lastProgress.map { ($0.answers, now) }
             // Checked four times a timeout, and at least every second: a silent lane is given up
             // at most a quarter of the timeout (or a second) after it has been silent that long.
             let period = TimeAmount.nanoseconds(Int64(max(1_000_000, min(plan.answerTimeout.nanoseconds / 4, 1_000_000_000))))
