@@ -94,23 +94,17 @@ public struct LoggedOperation: Hashable, Sendable {
 
 extension Array where Element == LoggedOperation {
     /// The operations cut into runs of one log each (consecutive operations of one origin and
-    /// epoch), in order: what a commit or a peer's batch holds, a few runs long.
+    /// epoch), in order: what a commit or a peer's batch holds, a few runs long. Each operation's
+    /// origin and epoch are compared where they lie: a copy of the operation would retain and
+    /// release its parts.
     public var runsByLog: [(log: LogID, range: Range<Int>)] {
-        runs { $0.log }.map { (log: $0.key, range: $0.range) }
-    }
-}
-
-extension Array {
-    /// The elements cut into runs of consecutive ones with the same `key`, in order, each with
-    /// its key.
-    public func runs<Key: Equatable>(by key: (Element) -> Key) -> [(key: Key, range: Range<Int>)] {
-        var runs = [(key: Key, range: Range<Int>)]()
+        var runs = [(log: LogID, range: Range<Int>)]()
         var index = startIndex
         while index < endIndex {
-            let first = key(self[index])
+            let log = LogID(origin: self[index].origin, epoch: self[index].epoch)
             var end = index + 1
-            while end < endIndex, key(self[end]) == first { end += 1 }
-            runs.append((first, index..<end))
+            while end < endIndex, self[end].epoch == log.epoch, self[end].origin == log.origin { end += 1 }
+            runs.append((log, index..<end))
             index = end
         }
         return runs

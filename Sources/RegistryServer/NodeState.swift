@@ -138,17 +138,19 @@ struct NodeState {
         } catch {
             return .clockRefused(error)
         }
-        applyAdmitted(operation, of: log)
+        applyAdmitted(operation.operation, of: log, sequence: operation.sequence, timestamp: operation.timestamp)
         otherLogs.record(operation.sequence, in: log)
         return .applied
     }
 
     /// Applies `operation`, the next of `log`, its timestamp observed; the caller records it in
-    /// the version vector.
-    private mutating func applyAdmitted(_ operation: LoggedOperation, of log: LogID) {
-        registry.apply(operation.operation)
+    /// the version vector. Takes the logged operation's parts, not the whole: a batch's loop
+    /// passes them from where they lie in its array, where a `LoggedOperation` argument was a copy
+    /// of each one (its origin, its operation's box and its bytes retained, then released).
+    private mutating func applyAdmitted(_ operation: Operation, of log: LogID, sequence: UInt64, timestamp: HLCTimestamp) {
+        registry.apply(operation)
         if registry.recordsEvents {
-            registry.moveEvents(to: &feedStaging, log: log, sequence: operation.sequence, time: operation.timestamp)
+            registry.moveEvents(to: &feedStaging, log: log, sequence: sequence, time: timestamp)
         }
     }
 
@@ -222,7 +224,8 @@ struct NodeState {
                 // Checked above against the same wall clock: a refusal here would be a bug, and
                 // the rest of the run (a gap then) stays unapplied, as applyRemote would leave it.
                 guard (try? clock.observe(operations[index].timestamp, wallMillis: wallMillis)) != nil else { break }
-                applyAdmitted(operations[index], of: log)
+                applyAdmitted(
+                    operations[index].operation, of: log, sequence: operations[index].sequence, timestamp: operations[index].timestamp)
                 held = operations[index].sequence
                 if appliedRanges.last?.upperBound == index {
                     appliedRanges[appliedRanges.count - 1] = appliedRanges[appliedRanges.count - 1].lowerBound..<(index + 1)
