@@ -90,29 +90,26 @@ public final class CommitJournal {
     }
 
     /// The records of the entry the last ``append(clock:_:)`` made durable, in order, as the
-    /// journal holds them: what peer links send of them, read from the bytes just written rather
-    /// than encoded again. Their payloads are slices of one copy of the entry's records, which
-    /// stays in memory while any of them does.
+    /// journal holds them: every segment's ``lastEntryRecords(ofSegment:)`` in turn.
     public func lastEntryRecords() -> [LogRecord] {
-        // One copy of every span's records, so that the buffer can be reused for the next entry.
-        var copied = [UInt8]()
-        copied.reserveCapacity(lastSpans.reduce(0) { $0 + $1.records.count })
-        for span in lastSpans { copied.append(contentsOf: buffer[span.records]) }
-        var records = [LogRecord]()
-        records.reserveCapacity(lastSpans.reduce(0) { $0 + $1.count })
-        copied.withUnsafeBytes { raw in
-            var start = 0
-            for span in lastSpans {
-                defer { start += span.records.count }
-                do {
-                    let region = UnsafeRawBufferPointer(rebasing: raw[start..<start + span.records.count])
-                    try LogSegment.appendRecords(origin: span.origin, epoch: span.epoch, in: region, slicing: copied, at: start, to: &records)
-                } catch {
-                    preconditionFailure("a record this journal just wrote does not read back: \(error)")
-                }
-            }
+        lastSpans.indices.flatMap { lastEntryRecords(ofSegment: $0) }
+    }
+
+    /// The segments of the entry the last ``append(clock:_:)`` made durable.
+    public var lastEntrySegmentCount: Int { lastSpans.count }
+
+    /// The records of segment `segment` (in the order written) of the entry the last
+    /// ``append(clock:_:)`` made durable, as the journal holds them: what peer links send of them,
+    /// read from the bytes just written rather than encoded again. Their payloads are slices of
+    /// one copy of the segment's records, which stays in memory while any of them does.
+    public func lastEntryRecords(ofSegment segment: Int) -> [LogRecord] {
+        let span = lastSpans[segment]
+        do {
+            // A copy, so that the buffer can be reused for the next entry.
+            return try LogSegment.records(origin: span.origin, epoch: span.epoch, blob: Array(buffer[span.records]))
+        } catch {
+            preconditionFailure("a record this journal just wrote does not read back: \(error)")
         }
-        return records
     }
 
     /// Closes the current file and starts the next now, so that what follows is in files of its

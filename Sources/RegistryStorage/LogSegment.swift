@@ -59,12 +59,17 @@ public struct LogSegment: Equatable, Sendable {
     }
 
     /// The records of a stored blob; throws ``StorageError/corrupt(_:)`` when it does not parse.
-    /// Their payloads are slices of `blob`, which stays in memory while any of them does.
+    /// Their payloads are slices of `blob`, which stays in memory while any of them does: every
+    /// record shares it rather than copying its payload into an array of its own.
     public static func records(origin: String, epoch: UInt64, blob: [UInt8]) throws(StorageError) -> [LogRecord] {
         try blob.withUnsafeBytes { raw in
             Result { () throws(StorageError) in
                 var records = [LogRecord]()
-                try appendRecords(origin: origin, epoch: epoch, in: raw, slicing: blob, at: 0, to: &records)
+                try forEachRecord(origin: origin, epoch: epoch, in: raw) { (sequence, hlc, payload) throws(StorageError) in
+                    let start = payload.baseAddress.map { $0 - raw.baseAddress! } ?? 0
+                    records.append(
+                        LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: blob[start..<start + payload.count]))
+                }
                 return records
             }
         }.get()
@@ -87,11 +92,10 @@ public struct LogSegment: Equatable, Sendable {
         }.get()
     }
 
-    /// Walks records in ``LogSegment``'s blob format where they lie (a blob, or a segment of an
-    /// entry ``JournalEntryWriter`` just wrote), handing each one's sequence, HLC and payload (in
-    /// place, valid only during the call) to `body`. Throws ``StorageError/corrupt(_:)`` for a
+    /// Walks the records of a blob where they lie, handing each one's sequence, HLC and payload
+    /// (in place, valid only during the call) to `body`. Throws ``StorageError/corrupt(_:)`` for a
     /// record cut short.
-    static func forEachRecord(
+    private static func forEachRecord(
         origin: String, epoch: UInt64, in raw: UnsafeRawBufferPointer,
         _ body: (UInt64, UInt64, UnsafeRawBufferPointer) throws(StorageError) -> Void
     ) throws(StorageError) {
@@ -104,22 +108,6 @@ public struct LogSegment: Equatable, Sendable {
                 throw .corrupt("a log segment of \(origin)/\(epoch) ends inside record \(sequence)")
             }
             try body(sequence, hlc, try reader.bytes(length))
-        }
-    }
-
-    /// Appends to `records` the records in ``LogSegment``'s blob format that `raw` holds, their
-    /// payloads sliced from `bytes`, whose elements from `offset` on are `raw`'s bytes: every
-    /// record shares `bytes` rather than copying its payload into an array of its own. Appended in
-    /// place, as a commit's segments are gathered into one array: an array a segment, added on,
-    /// would retain and release each record once more.
-    static func appendRecords(
-        origin: String, epoch: UInt64, in raw: UnsafeRawBufferPointer, slicing bytes: [UInt8], at offset: Int,
-        to records: inout [LogRecord]
-    ) throws(StorageError) {
-        try forEachRecord(origin: origin, epoch: epoch, in: raw) { (sequence, hlc, payload) throws(StorageError) in
-            let start = offset + (payload.baseAddress.map { $0 - raw.baseAddress! } ?? 0)
-            records.append(
-                LogRecord(origin: origin, epoch: epoch, sequence: sequence, hlc: hlc, payload: bytes[start..<start + payload.count]))
         }
     }
 }

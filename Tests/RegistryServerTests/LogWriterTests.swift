@@ -35,14 +35,16 @@ import Testing
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
         defer { writer.close() }
         let result = writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }
-        let records = try result.get().records
+        let runs = try result.get().runs
+        #expect(runs.allSatisfy { run in run.allSatisfy { $0.log == run[0].log } }, "a run is of one log")
+        let records = runs.flatMap { $0 }
         #expect(records.count == written.count)
         var decoder = OperationDecoder()
         for (record, operation) in zip(records, written) {
             #expect(try PeerOperation(record).decoded(using: &decoder) == operation)
         }
         let unkept = writer.queue.sync { writer.write(Array(written.prefix(3)), clock: written.last!.timestamp, keepingRecords: false) }
-        #expect(try unkept.get().records.isEmpty)
+        #expect(try unkept.get().runs.isEmpty)
     }
 
     /// A peer's operation is journaled as it came (``LoggedOperation/encoded``), a field this
@@ -60,12 +62,42 @@ import Testing
         #expect(written == made, "the bytes it came in are not part of the value")
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
         defer { writer.close() }
-        let records = try writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }.get().records
+        let records = try writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }.get().runs
+            .flatMap { $0 }
         #expect(records.count == written.count)
         for (record, operation) in zip(records, written) {
             let expected = operation.encoded.map(Array.init) ?? OperationCodec.encode(operation.operation)
             #expect(Array(record.payload) == expected)
             #expect(try OperationCodec.decode(record.payload) == operation.operation)
         }
+    }
+
+    /// A commit of peers' operations alone keeps, for the peer links, records made from the
+    /// bytes they came in rather than from a copy of the entry: they must be the records the
+    /// journal holds, segment by segment, read back from its file. A commit that mixes them with
+    /// this node's operations keeps what the journal holds too.
+    @Test func recordsOfPeersOperationsAreTheRecordsTheJournalHolds() throws {
+        let fs = SimulatedFileSystem()
+        let made = operations(count: 9_000, seed: 5)
+        let cameInBatches = made.map { operation in
+            LoggedOperation(
+                origin: operation.origin, epoch: operation.epoch, sequence: operation.sequence, timestamp: operation.timestamp,
+                operation: operation.operation, encoded: OperationCodec.encode(operation.operation)[...])
+        }
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
+        let commits = [Array(cameInBatches[..<6_000]), Array(made[6_000..<6_500]) + Array(cameInBatches[6_500...])]
+        var kept = [[LogRecord]]()
+        for commit in commits {
+            kept += try writer.queue.sync { writer.write(commit, clock: commit.last!.timestamp, keepingRecords: true) }.get().runs
+        }
+        writer.close()
+        var journaled = [[LogRecord]]()
+        _ = try CommitJournal.recover(in: "/data", on: fs) { (_, entry) throws(StorageError) in
+            for segment in entry.segments { journaled.append(try segment.records()) }
+        }
+        #expect(kept.count > 4, "several segments: both logs, and node-a's longest run cut in two")
+        #expect(kept.map(\.count) == journaled.map(\.count))
+        let differing = zip(kept.joined(), journaled.joined()).filter { $0.0 != $0.1 }.map(\.0.sequence)
+        #expect(differing.isEmpty, "records kept unlike the journal's: \(differing.prefix(5))")
     }
 }

@@ -112,7 +112,7 @@ final class CommitPipeline: Sendable {
             switch writer.write(operations, clock: clock, keepingRecords: recent.isKeeping) {
             case .success(let written):
                 let syncMicros = written.syncMicros
-                recent.append(written.records)
+                recent.append(runs: written.runs)
                 let (snapshotThrough, events, durable) = core.withLockedValue { core in
                     core.durable.committed(operations, syncMicros: syncMicros)
                     let due = core.snapshotPolicy.shouldStart(

@@ -77,22 +77,24 @@ final class RecentOperations: Sendable {
     /// hand its records over.
     var isKeeping: Bool { state.withLock { $0.keeping } }
 
-    /// Records operations just made durable (a commit's records, in log order within each log).
-    func append(_ operations: [LogRecord]) {
-        guard !operations.isEmpty else { return }
+    /// Records operations just made durable: each run the records of one log in sequence order
+    /// (a commit's segments), kept as it is.
+    func append(runs: [[LogRecord]]) {
+        guard runs.contains(where: { !$0.isEmpty }) else { return }
         state.withLock { state in
             guard state.keeping else { return }
-            for run in operations.runs(by: \.log) {
-                let chunk = Array(operations[run.range])
+            for run in runs {
+                guard let first = run.first else { continue }
+                let log = first.log
                 // A run that does not follow what is kept (a restart, or remote operations that
                 // arrived out of order across batches) starts the log's tail over.
-                if let last = state.tails[run.key]?.chunks.last?.operations.last, last.sequence + 1 != chunk[0].sequence {
-                    while state.tails[run.key] != nil { state.removeFirstChunk(of: run.key) }
+                if let last = state.tails[log]?.chunks.last?.operations.last, last.sequence + 1 != first.sequence {
+                    while state.tails[log] != nil { state.removeFirstChunk(of: log) }
                 }
                 state.nextID += 1
-                state.tails[run.key, default: Tail()].chunks.append(Chunk(id: state.nextID, operations: chunk))
-                state.order.append((run.key, state.nextID))
-                state.count += chunk.count
+                state.tails[log, default: Tail()].chunks.append(Chunk(id: state.nextID, operations: run))
+                state.order.append((log, state.nextID))
+                state.count += run.count
             }
             state.trim(to: capacity)
         }

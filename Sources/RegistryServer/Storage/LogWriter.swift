@@ -24,10 +24,10 @@ final class LogWriter: @unchecked Sendable {
     static let segmentRecords = 4096
 
     /// What a commit's write did: how long the journal's write and sync took, and the records it
-    /// wrote when asked for them.
+    /// wrote when asked for them, a run of one log for each segment of the entry.
     struct Written {
         let syncMicros: UInt64
-        let records: [LogRecord]
+        let runs: [[LogRecord]]
     }
 
     /// Durably appends `operations`, with the clock, as one journal entry: the operations of
@@ -38,6 +38,8 @@ final class LogWriter: @unchecked Sendable {
     func write(_ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool) -> Result<Written, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
+        // Where each segment of the entry starts in `operations`.
+        var segmentStarts = [Int]()
         do {
             let syncNanos = try journal.append(clock: clock.rawValue) { entry in
                 // Each operation is read in place through the array: binding it to a loop variable
@@ -46,7 +48,10 @@ final class LogWriter: @unchecked Sendable {
                     let origin = operations[index].origin.value
                     let epoch = operations[index].epoch
                     let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
-                    if continues != true { entry.startSegment(origin: origin, epoch: epoch) }
+                    if continues != true {
+                        entry.startSegment(origin: origin, epoch: epoch)
+                        segmentStarts.append(index)
+                    }
                     entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) { bytes in
                         // A peer's operation is written as it came (the sender's journal's bytes).
                         if let encoded = operations[index].encoded {
@@ -57,10 +62,32 @@ final class LogWriter: @unchecked Sendable {
                     }
                 }
             }
-            return .success(Written(syncMicros: syncNanos / 1_000, records: keepingRecords ? journal.lastEntryRecords() : []))
+            guard keepingRecords else { return .success(Written(syncMicros: syncNanos / 1_000, runs: [])) }
+            precondition(segmentStarts.count == journal.lastEntrySegmentCount, "a segment the log writer did not start")
+            let runs = segmentStarts.indices.map { segment in
+                let end = segment + 1 < segmentStarts.count ? segmentStarts[segment + 1] : operations.count
+                return Self.recordsAsTheyCame(operations, segmentStarts[segment]..<end) ?? journal.lastEntryRecords(ofSegment: segment)
+            }
+            return .success(Written(syncMicros: syncNanos / 1_000, runs: runs))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The records of operations `range`, when every one of them came in a peer's batch: the
+    /// bytes they came in are what the journal wrote, so each record's payload is a slice of them,
+    /// with no copy of the entry to take and parse again. Nil when one of them was made here.
+    private static func recordsAsTheyCame(_ operations: [LoggedOperation], _ range: Range<Int>) -> [LogRecord]? {
+        var records = [LogRecord]()
+        records.reserveCapacity(range.count)
+        for index in range {
+            guard let encoded = operations[index].encoded else { return nil }
+            records.append(
+                LogRecord(
+                    origin: operations[index].origin.value, epoch: operations[index].epoch, sequence: operations[index].sequence,
+                    hlc: operations[index].timestamp.rawValue, payload: encoded))
+        }
+        return records
     }
 
     /// A snapshot from a peer was installed: the journal goes on in a new file, so that no file

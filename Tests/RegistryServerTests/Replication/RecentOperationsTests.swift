@@ -15,9 +15,9 @@ import Testing
     @Test func keepsTheNewestOperationsOfEachLogAndReadsThemInOrder() throws {
         let recent = RecentOperations(capacity: 12)
         let logA = LogID(origin: a, epoch: 1)
-        recent.append(try ops(a, 1...4) + ops(b, 1...2) + ops(a, 5...6))
-        recent.append(try ops(a, 7...12))
-        recent.append(try ops(a, 13...20))
+        recent.append(runs: [try ops(a, 1...4), try ops(b, 1...2), try ops(a, 5...6)])
+        recent.append(runs: [try ops(a, 7...12)])
+        recent.append(runs: [try ops(a, 13...20)])
         // At least 12 kept in all, in whole commits: b's 1...2 and a's 1...6 went first.
         #expect(recent.read(logA, from: 5, atMost: 100) == nil, "no longer kept: read the journal")
         #expect(recent.read(logA, from: 7, atMost: 100)?.map(\.sequence) == Array(7...20))
@@ -25,7 +25,7 @@ import Testing
         #expect(recent.read(logA, from: 21, atMost: 3) == nil, "not made durable yet")
         #expect(recent.read(LogID(origin: b, epoch: 1), from: 2, atMost: 9) == nil)
         // A run that does not follow the tail starts it over.
-        recent.append(try ops(a, 30...31))
+        recent.append(runs: [try ops(a, 30...31)])
         #expect(recent.read(logA, from: 20, atMost: 9) == nil && recent.read(logA, from: 30, atMost: 9)?.count == 2)
     }
 
@@ -35,7 +35,7 @@ import Testing
         let recent = RecentOperations(capacity: 100)
         for epoch in 1...50 as ClosedRange<UInt64> {
             let node = NodeID(trusted: "node-\(epoch % 3)")
-            recent.append(try ops(node, 1...10, epoch: epoch))
+            recent.append(runs: [try ops(node, 1...10, epoch: epoch)])
         }
         #expect(recent.count >= 100 && recent.count <= 110, "\(recent.count)")
         let newest = LogID(origin: NodeID(trusted: "node-2"), epoch: 50)
@@ -46,10 +46,10 @@ import Testing
         #expect(recent.read(newest, from: 1, atMost: 20) == nil && recent.count >= 90)
         recent.keepOnly(unheldBy: nil)
         #expect(recent.count == 0)
-        recent.append(try ops(a, 1...5))
+        recent.append(runs: [try ops(a, 1...5)])
         #expect(recent.count == 0, "a node with no peer keeps nothing")
         recent.keepOnly(unheldBy: [:])
-        recent.append(try ops(a, 1...5))
+        recent.append(runs: [try ops(a, 1...5)])
         #expect(recent.count == 5)
     }
 }
