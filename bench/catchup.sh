@@ -10,7 +10,8 @@
 # node-1 on a fresh copy of that directory, node-2 on an empty one, which takes every operation from
 # node-1's journal, until the two version vectors are the same. Node-2's CPU per operation is what a
 # replicated operation costs; operations over seconds (from node-2's start) is the catch-up's rate.
-# Reports medians, and every round.
+# Reports medians, and every round, and each median's user and system parts: the system part is
+# mostly this VM's price for memory new to the process, the user part the program's own.
 #
 # The floor, in the same run: bench/registration_floor.c takes the same load, and then, once a round,
 # its replica mode takes every record of that journal from its send mode. Its CPU per record over its
@@ -54,7 +55,10 @@ start() {
   wait_for_port "$port" 300 || { echo "$name did not start" >&2; tail "$out/$name.log" >&2; exit 1; }
 }
 stop() { kill -TERM "${pids[$1]}"; wait "${pids[$1]}" || true; unset "pids[$1]"; }
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# cpu PID: the process's user and system CPU seconds so far, as "USER,SYSTEM".
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f,%.3f\n", $14 / hz, $15 / hz }' "/proc/$1/stat"; }
+# spent BEFORE AFTER: the user and system CPU seconds between two readings of cpu, as "USER,SYSTEM".
+spent() { python3 -c "b, a = ($1), ($2); print('%.3f,%.3f' % (a[0] - b[0], a[1] - b[1]))"; }
 # vector PORT: the node's version vector, as one line of JSON.
 vector() {
   "$head_bin/registryctl" status --endpoint "127.0.0.1:$1" -o json 2>/dev/null \
@@ -66,7 +70,7 @@ start node-1 "$head_bin" "$out/loaded"
 before=$(cpu "${pids[node-1]}")
 "$head_bin/registryload" --endpoints 127.0.0.1:7481 --connections 8 --in-flight 16 --batch 100 --warmup 0s \
   --duration "${seconds}s" --seed 1 --json "$out/load.json" > "$out/load.txt" 2>&1 || true
-client_cpu=$(python3 -c "print($(cpu "${pids[node-1]}") - $before)")
+client_cpu=$(spent "$before" "$(cpu "${pids[node-1]}")")
 stop node-1
 registered=$(python3 -c "import json; print(json.load(open('$out/load.json'))['throughput']['acknowledged'])")
 
@@ -78,11 +82,11 @@ wait_for_port 7483 || { echo "the floor did not start" >&2; cat "$out/floor.log"
 before=$(cpu "${pids[floor]}")
 "$head_bin/registryload" --endpoints 127.0.0.1:7483 --connections 8 --in-flight 16 --batch 100 --warmup 0s \
   --duration "${seconds}s" --seed 1 --json "$out/floor-load.json" > "$out/floor-load.txt" 2>&1 || true
-floor_client_cpu=$(python3 -c "print($(cpu "${pids[floor]}") - $before)")
+floor_client_cpu=$(spent "$before" "$(cpu "${pids[floor]}")")
 stop floor
 floor_registered=$(python3 -c "import json; print(json.load(open('$out/floor-load.json'))['throughput']['acknowledged'])")
 # floor_round ROUND: the floor's replica takes every record of the floor's journal from its sender;
-# appends "floor ROUND operations seconds cpu-seconds" to results.
+# appends "floor ROUND operations seconds user-seconds,system-seconds" to results.
 floor_round() {
   rm -f "$out/floor-replica-journal"
   local started; started=$(date +%s.%N)
@@ -94,10 +98,11 @@ floor_round() {
   unset "pids[floor-replica]"
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
   read -r _ operations _ _ _ user _ system < "$out/floor-replica.txt"
-  echo "floor $1 $operations $took $(python3 -c "print($user + $system)")" | tee -a "$out/results" >&2
+  echo "floor $1 $operations $took $user,$system" | tee -a "$out/results" >&2
 }
 
-# round NAME BINARY-DIR ROUND: one catch-up; appends "NAME ROUND operations seconds cpu-seconds" to results.
+# round NAME BINARY-DIR ROUND: one catch-up; appends "NAME ROUND operations seconds user-seconds,system-seconds"
+# to results.
 round() {
   local name=$1 bin=$2 round=$3
   rm -rf "$out/data-node-1" "$out/data-node-2" && cp -r "$out/loaded" "$out/data-node-1"
@@ -127,19 +132,24 @@ python3 - "$out/results" "$base_name" "$(git rev-parse --short=12 HEAD)" "$secon
   "$client_cpu" "$registered" "$floor_client_cpu" "$floor_registered" > "$out/section.md" <<'PY'
 import statistics, sys
 path, base_name, head, seconds, rounds, day, client_cpu, registered, floor_cpu, floor_registered = sys.argv[1:]
-client_us = float(client_cpu) / int(registered) * 1e6
-floor_client_us = float(floor_cpu) / int(floor_registered) * 1e6
+def per_operation(cpu, operations):
+    """(total, user, system) microseconds an operation, from "USER,SYSTEM" seconds."""
+    user, system = (float(x) / int(operations) * 1e6 for x in cpu.split(","))
+    return user + system, user, system
+client = per_operation(client_cpu, registered)
+floor_client = per_operation(floor_cpu, floor_registered)
 runs = {"base": [], "head": [], "floor": []}
 for line in open(path):
     name, _, operations, took, cpu = line.split()
-    runs[name].append((int(operations), float(took), float(cpu)))
+    runs[name].append((int(operations), float(took), per_operation(cpu, operations)))
 def rate(run): return run[0] / run[1]
-def cost(run): return run[2] / run[0] * 1e6
-def row(label, name, client=client_us):
-    rates, costs = [rate(r) for r in runs[name]], [cost(r) for r in runs[name]]
+def row(label, name, client=client):
+    rates = [rate(r) for r in runs[name]]
+    costs, users, systems = ([r[2][kind] for r in runs[name]] for kind in range(3))
     return (f"| {label} | {statistics.median(rates):,.0f} ({', '.join(f'{x:,.0f}' for x in rates)}) "
             f"| {statistics.median(costs):.2f} µs ({', '.join(f'{x:.2f}' for x in costs)}) "
-            f"| {statistics.median(costs) / client:.2f} |")
+            f"| {statistics.median(users):.2f} / {statistics.median(systems):.2f} µs "
+            f"| {statistics.median(costs) / client[0]:.2f} | {statistics.median(users) / client[1]:.2f} |")
 ratio = statistics.median(rate(r) for r in runs["head"]) / statistics.median(rate(r) for r in runs["base"])
 print("## Catching up from a peer")
 print()
@@ -148,19 +158,23 @@ print(f"two-node cluster took {int(registered):,} first installs ({seconds} s, b
 print("each build, alternating which goes first, node-1 starts on a copy of that directory and node-2 on an empty one,")
 print("until node-2 holds what node-1 holds. Node-2's process CPU per operation is what a replicated operation costs.")
 print()
-print("| build | operations/s, median (each round) | node-2's CPU per operation (each round) | / a client registration |")
-print("|---|---:|---:|---:|")
+print("| build | operations/s, median (each round) | node-2's CPU per operation (each round) | user / system, medians | / a client registration | user time / a client registration's |")
+print("|---|---:|---:|---:|---:|---:|")
 print(row("base", "base"))
 print(row("this revision", "head"))
-print(row("floor (`bench/registration_floor.c`)", "floor", floor_client_us))
+print(row("floor (`bench/registration_floor.c`)", "floor", floor_client))
 print()
-print(f"A client registration cost node-1 {client_us:.2f} µs of CPU during the load (this revision). Ratio of the")
-print(f"catch-up rates, this revision / base: **{ratio:.3f}**. Target (issue 42): a replicated operation at most half a client registration.")
+print(f"A client registration cost node-1 {client[0]:.2f} µs of CPU during the load (this revision; user {client[1]:.2f}, system")
+print(f"{client[2]:.2f}). Ratio of the catch-up rates, this revision / base: **{ratio:.3f}**. Target (issue 42): a replicated")
+print("operation at most half a client registration.")
 print()
 print(f"The floor row is the least a node can spend, in the same run: `registration_floor` took {int(floor_registered):,} registrations")
-print(f"of the same load at {floor_client_us:.2f} µs of CPU each, and its `replica` mode took every record of that journal from its")
-print("`send` mode, sized once for them (the comment at the top of the file says what each does); its last column divides by the")
-print("floor's own client registration.")
+print(f"of the same load at {floor_client[0]:.2f} µs of CPU each (user {floor_client[1]:.2f}, system {floor_client[2]:.2f}), and its `replica` mode")
+print("took every record of that journal from its `send` mode, sized once for them (the comment at the top of the file says")
+print("what each does); its ratios divide by the floor's own client registration. System time is mostly the kernel zeroing")
+print("memory new to the process (index tables, page cache for the journal), which this VM charges far more for than an")
+print("ordinary server does (docs/performance.md, \"The least a replicated operation can cost\"): the user column is the")
+print("part that is the program's own.")
 PY
 cat "$out/section.md"
 python3 bench/section.py catchup "$out/section.md" > /dev/null
