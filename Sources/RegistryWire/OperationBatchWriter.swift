@@ -11,13 +11,17 @@ public enum OperationBatchWriter {
     /// Appends the frame of `PeerFrame.batch(OperationBatch(batchID:operations:))` to `buffer`.
     /// Throws, leaving `buffer` as it was, when an origin holds a NUL, which a protobuf-c string
     /// field cannot carry (``PeerFrame/encodeFrame(into:)`` refuses it alike).
+    ///
+    /// The operations are read where they lie in the array (`operations[index]`): a loop variable
+    /// would copy each one, retaining and releasing its origin and its bytes.
     public static func writeFrame(batchID: UInt64, operations: [PeerOperation], into buffer: inout ByteBuffer) throws(CodecError) {
         var batchBytes = ProtobufWriter.uint64Size(Field.batchID, batchID)
-        for operation in operations {
-            if operation.origin.containsNUL {
-                throw .invalidField("\(operation.origin.debugDescription) holds a NUL byte, which a protobuf-c string field cannot carry")
+        for index in operations.indices {
+            if operations[index].origin.containsNUL {
+                throw .invalidField(
+                    "\(operations[index].origin.debugDescription) holds a NUL byte, which a protobuf-c string field cannot carry")
             }
-            batchBytes += ProtobufWriter.delimitedSize(Field.operations, length: size(operation))
+            batchBytes += ProtobufWriter.delimitedSize(Field.operations, length: size(operations[index]))
         }
         let frameBytes = ProtobufWriter.delimitedSize(Field.batch, length: batchBytes)
         buffer.writeInteger(UInt32(frameBytes), endianness: .big)
@@ -26,13 +30,13 @@ public enum OperationBatchWriter {
             var writer = ProtobufWriter(at: start)
             writer.header(Field.batch, length: batchBytes)
             writer.uint64(Field.batchID, batchID)
-            for operation in operations {
-                writer.header(Field.operations, length: size(operation))
-                writer.string(Field.origin, operation.origin)
-                writer.uint64(Field.epoch, operation.epoch)
-                writer.uint64(Field.sequence, operation.sequence)
-                writer.uint64(Field.hlc, operation.hlc)
-                operation.operation.withUnsafeBufferPointer { writer.bytes(Field.operation, $0) }
+            for index in operations.indices {
+                writer.header(Field.operations, length: size(operations[index]))
+                writer.string(Field.origin, operations[index].origin)
+                writer.uint64(Field.epoch, operations[index].epoch)
+                writer.uint64(Field.sequence, operations[index].sequence)
+                writer.uint64(Field.hlc, operations[index].hlc)
+                operations[index].operation.withUnsafeBufferPointer { writer.bytes(Field.operation, $0) }
             }
             precondition(writer.cursor == start + frameBytes, "a batch frame's size was misjudged")
             return frameBytes

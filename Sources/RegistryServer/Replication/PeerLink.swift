@@ -386,14 +386,14 @@ final class PeerLink: @unchecked Sendable {
         if let recent = engine.recent.read(log, from: from, atMost: Self.maxBatchOperations) {
             buffered[log] = nil
             var taken = recent[...]
-            return batch(from: &taken, through: through).map(PeerOperation.init)
+            return batch(from: &taken, through: through)
         }
-        return try takeFromJournal(log, from: from, through: through).map(PeerOperation.init)
+        return try takeFromJournal(log, from: from, through: through)
     }
 
-    /// The next records of `log` from `from` through `through` at most in the journal: at most a
-    /// batch's worth, in order.
-    private func takeFromJournal(_ log: LogID, from: UInt64, through: UInt64) throws(JournalReadError) -> [LogRecord] {
+    /// The next operations of `log` from `from` through `through` at most in the journal: at most
+    /// a batch's worth, in order.
+    private func takeFromJournal(_ log: LogID, from: UInt64, through: UInt64) throws(JournalReadError) -> [PeerOperation] {
         if let first = buffered[log]?.first, first.sequence != from { buffered[log] = nil }
         if buffered[log]?.isEmpty ?? true {
             var reader = readers[log]
@@ -409,18 +409,22 @@ final class PeerLink: @unchecked Sendable {
         return records
     }
 
-    /// Takes from the front of `pending` what one batch carries: at most ``maxBatchOperations``
-    /// records and ``batchBytes`` (at least one record), through sequence `through` at most.
-    private func batch(from pending: inout ArraySlice<LogRecord>, through: UInt64) -> [LogRecord] {
-        var records = [LogRecord]()
+    /// Takes from the front of `pending` what one batch carries, as the batch's operations: at
+    /// most ``maxBatchOperations`` records and ``batchBytes`` (at least one record), through
+    /// sequence `through` at most. Each record is read where it lies: a copy of it would retain
+    /// and release its origin and its bytes once more.
+    private func batch(from pending: inout ArraySlice<LogRecord>, through: UInt64) -> [PeerOperation] {
+        var operations = [PeerOperation]()
         var bytes = 0
-        while let record = pending.first, records.count < Self.maxBatchOperations, record.sequence <= through {
-            bytes += Self.encodedBytes(record.payload.count, origin: record.origin)
-            guard records.isEmpty || bytes <= batchBytes else { break }
-            records.append(record)
-            pending.removeFirst()
+        var next = pending.startIndex
+        while next < pending.endIndex, operations.count < Self.maxBatchOperations, pending[next].sequence <= through {
+            bytes += Self.encodedBytes(pending[next].payload.count, origin: pending[next].origin)
+            guard operations.isEmpty || bytes <= batchBytes else { break }
+            operations.append(PeerOperation(pending[next]))
+            next += 1
         }
-        return records
+        pending = pending[next...]
+        return operations
     }
 
     private func publishStatus(local: VersionVector? = nil) {
