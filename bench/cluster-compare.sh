@@ -8,8 +8,8 @@
 # first installs in batches of 100 spread over the 3 nodes (6 connections x 16 in flight, the same
 # registryload for both builds), until every node holds every write. Reports, medians and every
 # round: registrations acknowledged a second, registrations a second until every node holds every
-# one (the cluster's sustained rate), the 3 nodes' CPU per registration (each registration is
-# applied on its node and on both peers, and sent to both), and the operations the links sent per
+# one (the cluster's sustained rate), the 3 nodes' CPU per registration and its user part (each
+# registration is applied on its node and on both peers, and sent to both), and the operations the links sent per
 # registration (`registryctl cluster status`: 2 when each crosses each link once, from its origin).
 #
 # Prints the section and puts it into BENCHMARKS.md (bench/section.py, "cluster-compare").
@@ -38,9 +38,13 @@ for product in registryd registryload registryctl; do swift build -c release --p
 head_bin=$(swift build -c release --show-bin-path)
 choose_base_registryd "$base" "$worktree" "${CLUSTER_COMPARE_BASE_BIN:-}"
 
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# cpu PID: the process's user CPU seconds so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $14 / hz }' "/proc/$1/stat"; }
+# system_cpu PID: the process's system CPU seconds so far.
+system_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $15 / hz }' "/proc/$1/stat"; }
 
-# round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds cpu-seconds sends".
+# round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds user-seconds
+# system-seconds sends".
 round() {
   local name=$1 bin=$2 round=$3
   rm -rf "$out"/data-*
@@ -54,14 +58,20 @@ round() {
   done
   for i in 1 2 3; do wait_for_port "749$i" 300 || { echo "node-$i did not start" >&2; tail "$out/$name-node-$i.log" >&2; exit 1; }; done
   sleep 1
-  local before=0 after=0
-  for i in 1 2 3; do before=$(python3 -c "print($before + $(cpu "${pids[$i]}"))"); done
+  local before=0 after=0 system_before=0 system_after=0
+  for i in 1 2 3; do
+    before=$(python3 -c "print($before + $(cpu "${pids[$i]}"))")
+    system_before=$(python3 -c "print($system_before + $(system_cpu "${pids[$i]}"))")
+  done
   local started; started=$(date +%s.%N)
   "$head_bin/registryload" --endpoints 127.0.0.1:7491,127.0.0.1:7492,127.0.0.1:7493 --connections 6 --in-flight 16 --batch 100 \
     --warmup 0s --workload first-install --requests "$requests" --seed 52 --json "$out/load.json" > "$out/load.txt" 2>&1
   converge "$head_bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
-  for i in 1 2 3; do after=$(python3 -c "print($after + $(cpu "${pids[$i]}"))"); done
+  for i in 1 2 3; do
+    after=$(python3 -c "print($after + $(cpu "${pids[$i]}"))")
+    system_after=$(python3 -c "print($system_after + $(system_cpu "${pids[$i]}"))")
+  done
   # Operations every link sent, per operation the cluster holds.
   local sends; sends=$("$head_bin/registryctl" cluster status --endpoint 127.0.0.1:7491 -o json | python3 -c "
 import json, sys
@@ -69,7 +79,8 @@ nodes = json.load(sys.stdin)['nodes']
 print(sum(peer['sentOperations'] for node in nodes for peer in node['peers']) / nodes[0]['logOperations'])")
   for i in 1 2 3; do kill -TERM "${pids[$i]}"; wait "${pids[$i]}" || true; unset "pids[$i]"; done
   local acked; acked=$(python3 -c "import json; t = json.load(open('$out/load.json'))['throughput']; print(t['acknowledged'], t['achieved_per_second'])")
-  echo "$name $round $acked $took $(python3 -c "print($after - $before)") $sends" | tee -a "$out/results" >&2
+  echo "$name $round $acked $took $(python3 -c "print($after - $before)") $(python3 -c "print($system_after - $system_before)") $sends" \
+    | tee -a "$out/results" >&2
 }
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then round base "$base_bin" "$r"; round head "$head_bin" "$r"
@@ -81,8 +92,8 @@ import statistics, sys
 path, base_name, head, rounds, requests, day = sys.argv[1:]
 runs = {"base": [], "head": []}
 for line in open(path):
-    name, _, acknowledged, acked_rate, took, cpu, sends = line.split()
-    runs[name].append((int(acknowledged), float(acked_rate), float(took), float(cpu), float(sends)))
+    name, _, acknowledged, acked_rate, took, user, system, sends = line.split()
+    runs[name].append((int(acknowledged), float(acked_rate), float(took), float(user) + float(system), float(sends), float(user)))
 def column(name, value, form):
     values = [value(r) for r in runs[name]]
     return f"{form(statistics.median(values))} ({', '.join(form(v) for v in values)})"
@@ -91,6 +102,7 @@ micros = lambda x: f"{x:.2f} µs"
 acked = lambda r: r[1]
 replicated = lambda r: r[0] / r[2]
 cost = lambda r: r[3] / r[0] * 1e6
+user_cost = lambda r: r[5] / r[0] * 1e6
 sends = lambda r: r[4]
 share = lambda x: f"{x:.2f}"
 print("## A 3-node cluster, against the previous revision")
@@ -100,16 +112,19 @@ print(f"for each build, alternating which goes first, a fresh 3-node cluster on 
 print("batches of 100 spread over its nodes (6 connections × 16 in flight), until every node held every one. CPU is the 3 nodes'")
 print("together, per registration: each is applied on its node and on both peers, and sent to both. Sends are the operations")
 print("every link sent, per operation the cluster holds (`registryctl cluster status`): 2 when each crosses each link once, from")
-print("its origin. Medians, every round in brackets.")
+print("its origin. The user part of the CPU is the program's own; the system part is mostly the kernel zeroing memory new to")
+print("the processes, which this VM charges for by its history (docs/performance.md), and spreads the rounds most. Medians,")
+print("every round in brackets.")
 print()
-print("| build | acknowledged a second | until every node holds every one, a second | the cluster's CPU a registration | sends a registration |")
-print("|---|---:|---:|---:|---:|")
+print("| build | acknowledged a second | until every node holds every one, a second | the cluster's CPU a registration | of it user time | sends a registration |")
+print("|---|---:|---:|---:|---:|---:|")
 for label, name in (("base", "base"), ("this revision", "head")):
-    print(f"| {label} | {column(name, acked, whole)} | {column(name, replicated, whole)} | {column(name, cost, micros)} | {column(name, sends, share)} |")
+    print(f"| {label} | {column(name, acked, whole)} | {column(name, replicated, whole)} | {column(name, cost, micros)} "
+          f"| {column(name, user_cost, micros)} | {column(name, sends, share)} |")
 print()
-ratio = statistics.median(cost(r) for r in runs["head"]) / statistics.median(cost(r) for r in runs["base"])
-rate = statistics.median(replicated(r) for r in runs["head"]) / statistics.median(replicated(r) for r in runs["base"])
-print(f"This revision / base: **{ratio:.3f}** of the CPU a registration, **{rate:.3f}** of the rate until every node holds every write.")
+def ratio(value): return statistics.median(value(r) for r in runs["head"]) / statistics.median(value(r) for r in runs["base"])
+print(f"This revision / base: **{ratio(cost):.3f}** of the CPU a registration (**{ratio(user_cost):.3f}** of its user time), "
+      f"**{ratio(replicated):.3f}** of the rate until every node holds every write.")
 PY
 cat "$out/section.md"
 python3 bench/section.py cluster-compare "$out/section.md" > /dev/null
