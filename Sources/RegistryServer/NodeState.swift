@@ -239,11 +239,44 @@ struct NodeState {
         // batch's array itself rather than a copy of every operation in it.
         if applied.isEmpty, appliedRanges == [operations.indices] {
             applied = operations
+        } else if appliedRanges == [operations.indices] {
+            applied.append(contentsOf: operations)
         } else {
-            for range in appliedRanges { applied.append(contentsOf: operations[range]) }
+            Self.appendApart(operations, appliedRanges, to: &applied)
         }
         refreshRules()
         return nil
+    }
+
+    /// Appends operations `ranges` of a batch applied in part, their bytes
+    /// (``LoggedOperation/encoded``) copied out of the batch's into one array of their own: the
+    /// records the commit keeps for the peer links slice them (``LogWriter``), and a slice of the
+    /// batch's bytes would keep all of them in memory for the few operations applied. So what
+    /// ``RecentOperations`` keeps stays about the size of the operations it keeps, however many
+    /// batches they came from.
+    static func appendApart(_ operations: [LoggedOperation], _ ranges: [Range<Int>], to applied: inout [LoggedOperation]) {
+        var bytes = [UInt8]()
+        var spans = [Range<Int>?]()
+        for range in ranges {
+            for index in range {
+                guard let encoded = operations[index].encoded else {
+                    spans.append(nil)
+                    continue
+                }
+                spans.append(bytes.count..<bytes.count + encoded.count)
+                bytes.append(contentsOf: encoded)
+            }
+        }
+        var span = spans.makeIterator()
+        for range in ranges {
+            for index in range {
+                let op = operations[index]
+                applied.append(
+                    LoggedOperation(
+                        origin: op.origin, epoch: op.epoch, sequence: op.sequence, timestamp: op.timestamp, operation: op.operation,
+                        encoded: span.next()!.map { bytes[$0] }))
+            }
+        }
     }
 
     /// A request after the checks that need no state.

@@ -86,6 +86,47 @@ import Testing
         #expect(applied.map(\.sequence) == [1, 2] && state.versionVector[log] == 2 && state.registry.deviceCount == 2)
     }
 
+    /// A batch applied in part hands over the operations applied with their bytes as they came,
+    /// copied out of the batch's: the records kept for the peer links slice them, and must not
+    /// keep the whole batch's bytes in memory for a few of its operations. One applied whole
+    /// hands over the batch's own bytes.
+    @Test func aBatchAppliedInPartKeepsItsOperationsBytesApartFromTheBatchs() throws {
+        var state = try makeState()
+        var applied = [LoggedOperation]()
+        // A batch as a peer's frame brings it: every operation's bytes a slice of one array.
+        func batch(_ sequences: ClosedRange<UInt64>) throws -> (frame: [UInt8], operations: [LoggedOperation]) {
+            var frame = [UInt8](repeating: 0xEE, count: 7)
+            var spans = [Range<Int>]()
+            let made = try sequences.map { try remote($0) }
+            for operation in made {
+                let encoded = OperationCodec.encode(operation.operation)
+                spans.append(frame.count..<frame.count + encoded.count)
+                frame += encoded + [0xEE]
+            }
+            let operations = zip(made, spans).map { operation, span in
+                LoggedOperation(
+                    origin: operation.origin, epoch: operation.epoch, sequence: operation.sequence, timestamp: operation.timestamp,
+                    operation: operation.operation, encoded: frame[span])
+            }
+            return (frame, operations)
+        }
+        func lies(_ slice: ArraySlice<UInt8>, in frame: [UInt8]) -> Bool {
+            slice.withUnsafeBytes { bytes in
+                frame.withUnsafeBytes { whole in bytes.baseAddress! >= whole.baseAddress! && bytes.baseAddress! < whole.baseAddress! + whole.count }
+            }
+        }
+        let whole = try batch(1...3)
+        #expect(state.applyRemoteBatch(whole.operations, wallMillis: 3_000, applied: &applied) == nil)
+        #expect(applied.allSatisfy { lies($0.encoded!, in: whole.frame) }, "a batch applied whole is handed over as it is")
+        applied = []
+        // Operations 2 and 3 are held already: they are skipped, and 4 and 5 applied.
+        let part = try batch(2...5)
+        #expect(state.applyRemoteBatch(part.operations, wallMillis: 3_000, applied: &applied) == nil)
+        #expect(applied == Array(part.operations[2...]))
+        #expect(applied.map { Array($0.encoded!) } == part.operations[2...].map { Array($0.encoded!) })
+        #expect(applied.allSatisfy { !lies($0.encoded!, in: part.frame) }, "the bytes of operations applied in part are copied out")
+    }
+
     /// A batch applied whole is what `applied` gets, after what it held.
     @Test func aBatchAppliedWholeIsAppendedWhole() throws {
         var state = try makeState()
