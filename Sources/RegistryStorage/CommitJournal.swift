@@ -89,12 +89,6 @@ public final class CommitJournal {
         return took
     }
 
-    /// The records of the entry the last ``append(clock:_:)`` made durable, in order, as the
-    /// journal holds them: every segment's ``lastEntryRecords(ofSegment:)`` in turn.
-    public func lastEntryRecords() -> [LogRecord] {
-        lastSpans.indices.flatMap { lastEntryRecords(ofSegment: $0) }
-    }
-
     /// The segments of the entry the last ``append(clock:_:)`` made durable.
     public var lastEntrySegmentCount: Int { lastSpans.count }
 

@@ -7,9 +7,10 @@ public struct LogRecord: Hashable, Sendable {
     public let epoch: UInt64
     public let sequence: UInt64
     public let hlc: UInt64
-    /// A slice of the bytes the records of one commit or one stored blob share: copying them
-    /// out one array a record was an allocation an operation (`docs/performance.md`,
-    /// "Allocations a registration makes").
+    /// A slice of bytes that many records share (a stored blob, a copy of a journal segment just
+    /// written, or the batch of a peer the operation came in): copying them out one array a
+    /// record was an allocation an operation (`docs/performance.md`, "Allocations a registration
+    /// makes").
     public let payload: ArraySlice<UInt8>
 
     public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, payload: ArraySlice<UInt8>) {

@@ -5,16 +5,15 @@ import Testing
 @testable import RegistryServer
 
 /// The records a commit hands to the peer links are the operations it wrote: each decodes, as a
-/// peer decodes it, to the operation at its place in the log. The commit is long enough that one
-/// log's run is cut into several segments.
+/// peer decodes it, to the operation at its place in the log.
 @Suite struct LogWriterTests {
-    func operations(count: Int, seed: UInt64) -> [LoggedOperation] {
+    /// `count` operations: runs of node-a's log, `runs` long, with 100 of node-b's between them.
+    func operations(count: Int, seed: UInt64, runs: Int = 900) -> [LoggedOperation] {
         var random = SplitMix64(seed: seed)
         var next: [String: UInt64] = [:]
         let vendor = Vendor(trusted: "com.vendor")
         return (0..<count).map { index in
-            // Long runs of node-a's log with node-b's operations between them.
-            let origin = index % 1_000 < 900 ? "node-a" : "node-b"
+            let origin = index % (runs + 100) < runs ? "node-a" : "node-b"
             let sequence = next[origin, default: 0] + 1
             next[origin] = sequence
             let node = NodeID(trusted: origin)
@@ -28,15 +27,16 @@ import Testing
         }
     }
 
+    /// The commit is long enough that node-a's first run is cut into two segments.
     @Test func theRecordsKeptForPeersAreTheOperationsWritten() throws {
         let fs = SimulatedFileSystem()
-        let written = operations(count: 5_000, seed: 3)
-        #expect(written.filter { $0.origin.value == "node-a" }.count > LogWriter.segmentRecords)
+        let written = operations(count: 6_000, seed: 3, runs: 5_000)
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
         defer { writer.close() }
         let result = writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true) }
         let runs = try result.get().runs
         #expect(runs.allSatisfy { run in run.allSatisfy { $0.log == run[0].log } }, "a run is of one log")
+        #expect(runs.map(\.count) == [LogWriter.segmentRecords, 5_000 - LogWriter.segmentRecords, 100, 900])
         let records = runs.flatMap { $0 }
         #expect(records.count == written.count)
         var decoder = OperationDecoder()
@@ -75,14 +75,15 @@ import Testing
     /// A commit of peers' operations alone keeps, for the peer links, records made from the
     /// bytes they came in rather than from a copy of the entry: they must be the records the
     /// journal holds, segment by segment, read back from its file. A commit that mixes them with
-    /// this node's operations keeps what the journal holds too.
+    /// this node's operations keeps what the journal holds too. The bytes they came in carry a
+    /// field this version does not know, which encoding them again would drop.
     @Test func recordsOfPeersOperationsAreTheRecordsTheJournalHolds() throws {
         let fs = SimulatedFileSystem()
-        let made = operations(count: 9_000, seed: 5)
+        let made = operations(count: 9_000, seed: 5, runs: 5_000)
         let cameInBatches = made.map { operation in
             LoggedOperation(
                 origin: operation.origin, epoch: operation.epoch, sequence: operation.sequence, timestamp: operation.timestamp,
-                operation: operation.operation, encoded: OperationCodec.encode(operation.operation)[...])
+                operation: operation.operation, encoded: (OperationCodec.encode(operation.operation) + [0x78, 0x2A])[...])
         }
         let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
         let commits = [Array(cameInBatches[..<6_000]), Array(made[6_000..<6_500]) + Array(cameInBatches[6_500...])]
@@ -95,8 +96,12 @@ import Testing
         _ = try CommitJournal.recover(in: "/data", on: fs) { (_, entry) throws(StorageError) in
             for segment in entry.segments { journaled.append(try segment.records()) }
         }
-        #expect(kept.count > 4, "several segments: both logs, and node-a's longest run cut in two")
+        // The first commit: node-a's 5,000 in two segments, node-b's 100, node-a's 900. The second:
+        // node-a's next 3,000, the first 500 of them (5,901 to 6,400) made here.
+        #expect(kept.map(\.count) == [LogWriter.segmentRecords, 5_000 - LogWriter.segmentRecords, 100, 900, 3_000])
         #expect(kept.map(\.count) == journaled.map(\.count))
+        let madeHere = Set(made[6_000..<6_500].map(\.sequence))
+        #expect(kept.joined().allSatisfy { ($0.payload.suffix(2) == [0x78, 0x2A]) != ($0.origin == "node-a" && madeHere.contains($0.sequence)) })
         let differing = zip(kept.joined(), journaled.joined()).filter { $0.0 != $0.1 }.map(\.0.sequence)
         #expect(differing.isEmpty, "records kept unlike the journal's: \(differing.prefix(5))")
     }

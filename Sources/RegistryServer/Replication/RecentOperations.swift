@@ -3,8 +3,9 @@ import RegistryStorage
 import Synchronization
 
 /// The operations most recently made durable, kept in memory so that peer links send them
-/// without reading the journal back: each as the journal holds it (a ``LogRecord``, taken from
-/// the bytes the commit wrote), so that sending it encodes nothing again. A link that is further
+/// without reading the journal back: each as the journal holds it (a ``LogRecord``: the bytes
+/// the commit wrote, or those a peer's operation came in, which the journal wrote as they were;
+/// ``LogWriter``), so that sending it encodes nothing again. A link that is further
 /// behind than what is kept (a peer back from a long absence) reads the journal instead
 /// (``LogReader``).
 ///
@@ -13,12 +14,13 @@ import Synchronization
 /// "Cluster").
 ///
 /// Memory is bounded for the whole node, whatever the number of logs (each start of each node
-/// opens one): at most about ``capacity`` operations in all, the oldest commits dropped first, and
+/// opens one): at most about ``capacity`` operations in all, the oldest runs dropped first, and
 /// nothing that every member already holds (``keepOnly(unheldBy:)``). With no peer at all it
-/// keeps nothing.
+/// keeps nothing. The bytes kept are about the operations' own: a peer's batch applied in part
+/// hands its operations over with their bytes copied out (``NodeState/appendApart(_:_:to:)``).
 final class RecentOperations: Sendable {
     /// Operations kept in all: at least this many of the newest not yet held by every member
-    /// (whole commits, so up to a commit more).
+    /// (whole runs, a commit's segments, so up to a segment more).
     let capacity: Int
 
     private struct Chunk {
@@ -27,7 +29,8 @@ final class RecentOperations: Sendable {
     }
 
     private struct Tail {
-        /// Contiguous operations of one log, oldest first, in chunks as they were committed.
+        /// Contiguous operations of one log, oldest first, in chunks as they were committed (a
+        /// segment each).
         var chunks: [Chunk] = []
         var first: UInt64 { chunks.first?.operations.first?.sequence ?? 0 }
     }

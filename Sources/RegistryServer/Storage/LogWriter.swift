@@ -78,10 +78,11 @@ final class LogWriter: @unchecked Sendable {
     /// bytes they came in are what the journal wrote, so each record's payload is a slice of them,
     /// with no copy of the entry to take and parse again. Nil when one of them was made here.
     private static func recordsAsTheyCame(_ operations: [LoggedOperation], _ range: Range<Int>) -> [LogRecord]? {
+        guard range.allSatisfy({ operations[$0].encoded != nil }) else { return nil }
         var records = [LogRecord]()
         records.reserveCapacity(range.count)
         for index in range {
-            guard let encoded = operations[index].encoded else { return nil }
+            guard let encoded = operations[index].encoded else { preconditionFailure("checked above") }
             records.append(
                 LogRecord(
                     origin: operations[index].origin.value, epoch: operations[index].epoch, sequence: operations[index].sequence,

@@ -16,9 +16,10 @@ import Testing
         let recent = RecentOperations(capacity: 12)
         let logA = LogID(origin: a, epoch: 1)
         recent.append(runs: [try ops(a, 1...4), try ops(b, 1...2), try ops(a, 5...6)])
-        recent.append(runs: [try ops(a, 7...12)])
+        // A commit's segments: one log's run cut in two, and an empty run.
+        recent.append(runs: [try ops(a, 7...9), [], try ops(a, 10...12)])
         recent.append(runs: [try ops(a, 13...20)])
-        // At least 12 kept in all, in whole commits: b's 1...2 and a's 1...6 went first.
+        // At least 12 kept in all, in whole runs: b's 1...2 and a's 1...6 went first.
         #expect(recent.read(logA, from: 5, atMost: 100) == nil, "no longer kept: read the journal")
         #expect(recent.read(logA, from: 7, atMost: 100)?.map(\.sequence) == Array(7...20))
         #expect(recent.read(logA, from: 12, atMost: 3)?.map(\.sequence) == [12, 13, 14])
