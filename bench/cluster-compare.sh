@@ -38,8 +38,8 @@ for product in registryd registryload registryctl; do swift build -c release --p
 head_bin=$(swift build -c release --show-bin-path)
 choose_base_registryd "$base" "$worktree" "${CLUSTER_COMPARE_BASE_BIN:-}"
 
-# cpu PID: the process's user CPU seconds so far.
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $14 / hz }' "/proc/$1/stat"; }
+# user_cpu PID: the process's user CPU seconds so far.
+user_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $14 / hz }' "/proc/$1/stat"; }
 # system_cpu PID: the process's system CPU seconds so far.
 system_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $15 / hz }' "/proc/$1/stat"; }
 
@@ -58,9 +58,9 @@ round() {
   done
   for i in 1 2 3; do wait_for_port "749$i" 300 || { echo "node-$i did not start" >&2; tail "$out/$name-node-$i.log" >&2; exit 1; }; done
   sleep 1
-  local before=0 after=0 system_before=0 system_after=0
+  local user_before=0 user_after=0 system_before=0 system_after=0
   for i in 1 2 3; do
-    before=$(python3 -c "print($before + $(cpu "${pids[$i]}"))")
+    user_before=$(python3 -c "print($user_before + $(user_cpu "${pids[$i]}"))")
     system_before=$(python3 -c "print($system_before + $(system_cpu "${pids[$i]}"))")
   done
   local started; started=$(date +%s.%N)
@@ -69,7 +69,7 @@ round() {
   converge "$head_bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
   for i in 1 2 3; do
-    after=$(python3 -c "print($after + $(cpu "${pids[$i]}"))")
+    user_after=$(python3 -c "print($user_after + $(user_cpu "${pids[$i]}"))")
     system_after=$(python3 -c "print($system_after + $(system_cpu "${pids[$i]}"))")
   done
   # Operations every link sent, per operation the cluster holds.
@@ -79,7 +79,7 @@ nodes = json.load(sys.stdin)['nodes']
 print(sum(peer['sentOperations'] for node in nodes for peer in node['peers']) / nodes[0]['logOperations'])")
   for i in 1 2 3; do kill -TERM "${pids[$i]}"; wait "${pids[$i]}" || true; unset "pids[$i]"; done
   local acked; acked=$(python3 -c "import json; t = json.load(open('$out/load.json'))['throughput']; print(t['acknowledged'], t['achieved_per_second'])")
-  echo "$name $round $acked $took $(python3 -c "print($after - $before)") $(python3 -c "print($system_after - $system_before)") $sends" \
+  echo "$name $round $acked $took $(python3 -c "print($user_after - $user_before)") $(python3 -c "print($system_after - $system_before)") $sends" \
     | tee -a "$out/results" >&2
 }
 for r in $(seq "$rounds"); do
