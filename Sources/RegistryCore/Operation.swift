@@ -56,12 +56,11 @@ public struct LoggedOperation: Hashable, Sendable {
     /// The operation as it arrived in a peer's batch, a `registry.v1.Operation` as the sender's
     /// journal held it; nil when it was not decoded from a batch (one this node made, or read from
     /// its own journal). The journal writes these bytes as they are rather than encoding the
-    /// operation again, and when a commit's segment holds only such operations the records kept
-    /// for the peer links slice them too (docs/performance.md, "A peer's operation journaled as
-    /// it came"), so fields
+    /// operation again (docs/performance.md, "A peer's operation journaled as it came"), so fields
     /// this version does not know are kept, and while every node on the way runs this version a
-    /// replicated operation is journaled everywhere as its origin encoded it. They must decode to
-    /// ``operation``.
+    /// replicated operation is journaled everywhere as its origin encoded it. When a commit's
+    /// segment holds only such operations, the records kept for the peer links slice these bytes
+    /// too. They must decode to ``operation``.
     public let encoded: ArraySlice<UInt8>?
 
     /// - Parameter encoded: the bytes `operation` was decoded from, when it came in a peer's

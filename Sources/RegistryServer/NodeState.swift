@@ -236,7 +236,8 @@ struct NodeState {
             if held > otherLogs[log] { otherLogs.recordAll(through: held, in: log) }
         }
         // The usual batch is applied whole: then `applied`, when it holds nothing yet, takes the
-        // batch's array itself rather than a copy of every operation in it.
+        // batch's array itself rather than a copy of every operation in it. A batch applied in
+        // part hands over copies of its applied operations' bytes (`appendApart`).
         if applied.isEmpty, appliedRanges == [operations.indices] {
             applied = operations
         } else if appliedRanges == [operations.indices] {
@@ -256,6 +257,8 @@ struct NodeState {
     /// batches they came from.
     static func appendApart(_ operations: [LoggedOperation], _ ranges: [Range<Int>], to applied: inout [LoggedOperation]) {
         var bytes = [UInt8]()
+        // Sized at once: every slice keeps the whole array, spare capacity included.
+        bytes.reserveCapacity(ranges.joined().reduce(0) { $0 + (operations[$1].encoded?.count ?? 0) })
         var spans = [Range<Int>?]()
         for range in ranges {
             for index in range {

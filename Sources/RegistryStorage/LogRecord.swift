@@ -8,7 +8,8 @@ public struct LogRecord: Hashable, Sendable {
     public let sequence: UInt64
     public let hlc: UInt64
     /// A slice of bytes that many records share (a stored blob, a copy of a journal segment just
-    /// written, or the batch of a peer the operation came in): copying them out one array a
+    /// written, the batch of a peer the operation came in, or a copy of the operations applied
+    /// of such a batch): copying them out one array a
     /// record was an allocation an operation (`docs/performance.md`, "Allocations a registration
     /// makes").
     public let payload: ArraySlice<UInt8>

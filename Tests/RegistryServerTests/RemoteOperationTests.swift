@@ -89,16 +89,20 @@ import Testing
     /// A batch applied in part hands over the operations applied with their bytes as they came,
     /// copied out of the batch's: the records kept for the peer links slice them, and must not
     /// keep the whole batch's bytes in memory for a few of its operations. One applied whole
-    /// hands over the batch's own bytes.
+    /// hands over the batch's own bytes, whatever `applied` held before.
     @Test func aBatchAppliedInPartKeepsItsOperationsBytesApartFromTheBatchs() throws {
         var state = try makeState()
         var applied = [LoggedOperation]()
-        // A batch as a peer's frame brings it: every operation's bytes a slice of one array.
-        func batch(_ sequences: ClosedRange<UInt64>) throws -> (frame: [UInt8], operations: [LoggedOperation]) {
+        // A batch as a peer's frame brings it: every operation's bytes a slice of one array, but
+        // those at `bare`, which came without (as one this node made would).
+        func batch(_ made: [LoggedOperation], bare: Set<Int> = []) -> (frame: [UInt8], operations: [LoggedOperation]) {
             var frame = [UInt8](repeating: 0xEE, count: 7)
-            var spans = [Range<Int>]()
-            let made = try sequences.map { try remote($0) }
-            for operation in made {
+            var spans = [Range<Int>?]()
+            for (index, operation) in made.enumerated() {
+                guard !bare.contains(index) else {
+                    spans.append(nil)
+                    continue
+                }
                 let encoded = OperationCodec.encode(operation.operation)
                 spans.append(frame.count..<frame.count + encoded.count)
                 frame += encoded + [0xEE]
@@ -106,25 +110,43 @@ import Testing
             let operations = zip(made, spans).map { operation, span in
                 LoggedOperation(
                     origin: operation.origin, epoch: operation.epoch, sequence: operation.sequence, timestamp: operation.timestamp,
-                    operation: operation.operation, encoded: frame[span])
+                    operation: operation.operation, encoded: span.map { frame[$0] })
             }
             return (frame, operations)
         }
-        func lies(_ slice: ArraySlice<UInt8>, in frame: [UInt8]) -> Bool {
-            slice.withUnsafeBytes { bytes in
+        func lies(_ slice: ArraySlice<UInt8>?, in frame: [UInt8]) -> Bool {
+            guard let slice else { return false }
+            return slice.withUnsafeBytes { bytes in
                 frame.withUnsafeBytes { whole in bytes.baseAddress! >= whole.baseAddress! && bytes.baseAddress! < whole.baseAddress! + whole.count }
             }
         }
-        let whole = try batch(1...3)
+        func bytes(_ operations: some Collection<LoggedOperation>) -> [[UInt8]?] { operations.map { $0.encoded.map(Array.init) } }
+
+        let whole = batch(try (1...3).map { try remote($0) })
         #expect(state.applyRemoteBatch(whole.operations, wallMillis: 3_000, applied: &applied) == nil)
-        #expect(applied.allSatisfy { lies($0.encoded!, in: whole.frame) }, "a batch applied whole is handed over as it is")
-        applied = []
+        #expect(applied.allSatisfy { lies($0.encoded, in: whole.frame) }, "a batch applied whole is handed over as it is")
         // Operations 2 and 3 are held already: they are skipped, and 4 and 5 applied.
-        let part = try batch(2...5)
+        applied = []
+        let part = batch(try (2...5).map { try remote($0) })
         #expect(state.applyRemoteBatch(part.operations, wallMillis: 3_000, applied: &applied) == nil)
-        #expect(applied == Array(part.operations[2...]))
-        #expect(applied.map { Array($0.encoded!) } == part.operations[2...].map { Array($0.encoded!) })
-        #expect(applied.allSatisfy { !lies($0.encoded!, in: part.frame) }, "the bytes of operations applied in part are copied out")
+        #expect(applied == Array(part.operations[2...]) && bytes(applied) == bytes(part.operations[2...]))
+        #expect(applied.allSatisfy { !lies($0.encoded, in: part.frame) }, "the bytes of operations applied in part are copied out")
+        // Two ranges applied (node-c's 1 comes twice), one operation without bytes among them, after
+        // what `applied` held.
+        let node = "node-c"
+        let parts = batch(
+            [try remote(5), try remote(6), try remote(1, of: node, shared: nil), try remote(1, of: node, shared: nil), try remote(2, of: node, shared: nil)],
+            bare: [1])
+        let held = applied
+        #expect(state.applyRemoteBatch(parts.operations, wallMillis: 3_000, applied: &applied) == nil)
+        let expected = [parts.operations[1], parts.operations[2], parts.operations[4]]
+        #expect(applied == held + expected && bytes(applied.dropFirst(held.count)) == bytes(expected))
+        #expect(applied.dropFirst(held.count).allSatisfy { !lies($0.encoded, in: parts.frame) })
+        // A batch applied whole after what `applied` held: its own bytes still.
+        let next = batch(try (7...8).map { try remote($0) })
+        let before = applied.count
+        #expect(state.applyRemoteBatch(next.operations, wallMillis: 3_000, applied: &applied) == nil)
+        #expect(applied.count == before + 2 && applied.dropFirst(before).allSatisfy { lies($0.encoded, in: next.frame) })
     }
 
     /// A batch applied whole is what `applied` gets, after what it held.

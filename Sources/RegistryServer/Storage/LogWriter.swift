@@ -82,11 +82,10 @@ final class LogWriter: @unchecked Sendable {
         var records = [LogRecord]()
         records.reserveCapacity(range.count)
         for index in range {
-            guard let encoded = operations[index].encoded else { preconditionFailure("checked above") }
             records.append(
                 LogRecord(
                     origin: operations[index].origin.value, epoch: operations[index].epoch, sequence: operations[index].sequence,
-                    hlc: operations[index].timestamp.rawValue, payload: encoded))
+                    hlc: operations[index].timestamp.rawValue, payload: operations[index].encoded!))
         }
         return records
     }
