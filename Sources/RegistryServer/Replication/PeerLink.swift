@@ -404,9 +404,9 @@ final class PeerLink: @unchecked Sendable {
             buffered[log] = try reader!.nextRecords(atMost: Self.maxBatchOperations)[...]
         }
         guard var pending = buffered[log], !pending.isEmpty else { return [] }
-        let records = batch(from: &pending, through: through)
+        let operations = batch(from: &pending, through: through)
         buffered[log] = pending
-        return records
+        return operations
     }
 
     /// Takes from the front of `pending` what one batch carries, as the batch's operations: at
