@@ -11,15 +11,74 @@ import Platform
 /// nothing. A value is made once for each run of misses, so `make` must give the same value for
 /// the same bytes.
 ///
+/// Texts are told apart by their bytes as they came (a text repaired from invalid UTF-8 too):
+/// first by a ``Fingerprint`` of a few words, which for texts of up to 16 bytes (most origins,
+/// vendors and bundle IDs) is all that is compared; a longer text's bytes are compared too
+/// (docs/performance.md, "Texts a decoder remembers").
+///
 /// Sets rather than one slot a text: texts that hash to one slot would evict each other on every
-/// turn, though the memo had room for both (docs/performance.md, "Texts a decoder remembers").
+/// turn, though the memo had room for both.
 struct TextMemo<Value> {
-    private typealias Entry = (hash: UInt64, text: String, value: Value)
+    /// A text's length and its first and last eight bytes, which overlap below 16 bytes and are
+    /// zero-padded below eight: equal fingerprints are equal texts up to 16 bytes.
+    private struct Fingerprint: Equatable {
+        let head: UInt64
+        let tail: UInt64
+        let count: Int
+
+        init(_ bytes: UnsafeRawBufferPointer) {
+            var head: UInt64 = 0
+            var tail: UInt64 = 0
+            count = bytes.count
+            if count >= 8 {
+                head = bytes.loadUnaligned(as: UInt64.self)
+                tail = bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            } else if count > 0 {
+                withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: bytes) }
+                tail = head
+            }
+            self.head = head
+            self.tail = tail
+        }
+
+        /// Whether a text with this fingerprint has bytes the fingerprint does not hold.
+        var hasMiddle: Bool { count > 16 }
+
+        /// Mixed by SplitMix64's finaliser so that every input bit reaches the set bits (texts of
+        /// one vendor differ in their last byte or two); a collision costs only a miss.
+        var hash: UInt64 {
+            var mixed = head &+ (tail ^ UInt64(count)) &* 0x9E37_79B9_7F4A_7C15
+            mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+            return mixed ^ (mixed >> 31)
+        }
+    }
+
+    private struct Entry {
+        let fingerprint: Fingerprint
+        /// The text's bytes when the fingerprint does not hold them all; empty otherwise.
+        let bytes: [UInt8]
+        let value: Value
+
+        init(_ fingerprint: Fingerprint, _ bytes: UnsafeRawBufferPointer, _ value: Value) {
+            self.fingerprint = fingerprint
+            self.bytes = fingerprint.hasMiddle ? Array(bytes) : []
+            self.value = value
+        }
+
+        /// Whether this entry is the text `bytes`, whose fingerprint is `fingerprint`.
+        func holds(_ fingerprint: Fingerprint, _ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard self.fingerprint == fingerprint else { return false }
+            guard fingerprint.hasMiddle else { return true }
+            return self.bytes.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+        }
+    }
+
     /// Entries a set holds at most.
     static var ways: Int { 4 }
     private let slots: Int
     private let ways: Int
-    private var last: (text: String, value: Value)?
+    private var last: Entry?
     /// `slots / ways` sets of `ways` entries each, in order, allocated at the first text made.
     private var table: [Entry?] = []
 
@@ -34,57 +93,30 @@ struct TextMemo<Value> {
     /// The value of the text `bytes` hold (UTF-8, invalid bytes repaired), made by `make` unless
     /// remembered; nil when `make` refuses the text (a refusal is not remembered).
     mutating func value(_ bytes: UnsafeRawBufferPointer, make: (String) -> Value?) -> Value? {
-        if let held = last, Self.holds(held.text, bytes) { return held.value }
+        let fingerprint = Fingerprint(bytes)
+        if last?.holds(fingerprint, bytes) == true { return last!.value }
         guard slots > 1 else {
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard let value = make(text) else { return nil }
-            last = (text, value)
+            guard let value = make(String(decoding: bytes, as: UTF8.self)) else { return nil }
+            last = Entry(fingerprint, bytes, value)
             return value
         }
-        let hash = Self.hash(bytes)
-        let first = (Int(truncatingIfNeeded: hash) & (slots / ways - 1)) * ways
+        let first = (Int(truncatingIfNeeded: fingerprint.hash) & (slots / ways - 1)) * ways
         if !table.isEmpty {
             for way in first..<first + ways {
-                guard let held = table[way] else { break }
-                if held.hash == hash, Self.holds(held.text, bytes) {
-                    last = (held.text, held.value)
-                    return held.value
+                guard table[way] != nil else { break }
+                if table[way]!.holds(fingerprint, bytes) {
+                    last = table[way]
+                    return last!.value
                 }
             }
         }
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard let value = make(text) else { return nil }
-        last = (text, value)
-        // A text repaired from invalid UTF-8 would never be found: it would only push out others.
-        guard Self.holds(text, bytes) else { return value }
+        guard let value = make(String(decoding: bytes, as: UTF8.self)) else { return nil }
+        let entry = Entry(fingerprint, bytes, value)
+        last = entry
         if table.isEmpty { table = Array(repeating: nil, count: slots) }
         // In first, the others one place on; the oldest, at the set's end, goes.
         for way in stride(from: first + ways - 1, to: first, by: -1) { table[way] = table[way - 1] }
-        table[first] = (hash, text, value)
+        table[first] = entry
         return value
-    }
-
-    /// Whether `text` was made from exactly `bytes`. A text made by repairing invalid UTF-8
-    /// differs from its bytes, so those are made again each time, and give the same value.
-    private static func holds(_ text: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
-            utf8.count == bytes.count && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-        }
-    }
-
-    /// The first and last eight bytes and the length, mixed by SplitMix64's finaliser so that every
-    /// input bit reaches the slot bits (texts of one vendor differ in their last byte or two); a
-    /// collision costs only a miss.
-    private static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var head: UInt64 = 0
-        var tail: UInt64 = 0
-        let count = bytes.count
-        withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<min(8, count)])) }
-        withUnsafeMutableBytes(of: &tail) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[max(0, count - 8)..<count])) }
-        var mixed = head &+ (tail ^ UInt64(count)) &* 0x9E37_79B9_7F4A_7C15
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
     }
 }
