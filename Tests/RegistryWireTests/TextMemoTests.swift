@@ -72,6 +72,64 @@ import Testing
         #expect(made == 6)
     }
 
+    /// Texts of every length up to 24 bytes that differ in one byte, at any place: each is told
+    /// from the other, up to 16 bytes by the length and the first and last eight bytes alone,
+    /// beyond by the bytes between too; and each is made once.
+    @Test func tellsApartTextsThatDifferInAnyOneByte() {
+        var memo = TextMemo<String>(slots: 1024)
+        var made = 0
+        var texts = [String]()
+        for length in 1...24 {
+            let plain = String(repeating: "a", count: length)
+            texts.append(plain)
+            for place in 0..<length {
+                var changed = Array(plain.utf8)
+                changed[place] = UInt8(ascii: "b")
+                texts.append(String(decoding: changed, as: UTF8.self))
+            }
+        }
+        texts.append("")
+        for round in 0..<2 {
+            for text in texts { #expect(value(&memo, text, made: &made) == "value of " + text, "round \(round): \(text)") }
+        }
+        // 325 texts: sets of four fill, so some are made again; none is ever mistaken for another.
+        #expect(made >= texts.count)
+    }
+
+    /// Two texts longer than 16 bytes with the same length, first and last eight bytes, which
+    /// only the bytes between tell apart, are each made once.
+    @Test func textsThatDifferOnlyInTheMiddleAreEachMadeOnce() {
+        var memo = TextMemo<String>(slots: 1024)
+        var made = 0
+        for _ in 0..<5 {
+            for text in ["com.load1x.common.app", "com.load2x.common.app"] {
+                #expect(value(&memo, text, made: &made) == "value of " + text)
+            }
+        }
+        #expect(made == 2)
+    }
+
+    /// Bytes that are not valid UTF-8 are remembered by the bytes that came: made once, into the
+    /// repaired text, and told apart from the repaired text's own bytes.
+    @Test func remembersTextsRepairedFromInvalidUTF8ByTheirBytes() {
+        var memo = TextMemo<String>(slots: 1024)
+        var made = 0
+        let invalid: [UInt8] = Array("com.bad".utf8) + [0xC3, 0x28]
+        let repaired = String(decoding: invalid, as: UTF8.self)
+        for _ in 0..<3 {
+            let got = invalid.withUnsafeBytes { bytes in
+                memo.value(bytes) { text in
+                    made += 1
+                    return "value of " + text
+                }
+            }
+            #expect(got == "value of " + repaired)
+        }
+        #expect(made == 1)
+        #expect(value(&memo, repaired, made: &made) == "value of " + repaired)
+        #expect(made == 2, "the repaired text's bytes are not the bytes that came")
+    }
+
     @Test func doesNotRememberRefusals() {
         var memo = TextMemo<String>(slots: 1)
         var made = 0
