@@ -181,6 +181,15 @@ let package = Package(
             dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
             path: "bench/Benchmarks/BatchEncoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // What reading a peer's batch of operations costs, with its floor in the same run.
+        .executableTarget(
+            name: "BatchDecoding",
+            dependencies: [
+                "RegistryWire", "RegistryCore", "WireWalk", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "bench/Benchmarks/BatchDecoding", swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),

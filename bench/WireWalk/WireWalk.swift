@@ -1,18 +1,27 @@
-// The change feed's reading floor, shared by bench/Benchmarks/WatchDecoding (its cost per event)
-// and bench/FeedFloor --read (watchers of a node that do it to every frame they receive).
+// The floor of reading a message: the change feed's, shared by bench/Benchmarks/WatchDecoding (its
+// cost per event) and bench/FeedFloor --read (watchers of a node that do it to every frame they
+// receive); and a peer's batch's, in bench/Benchmarks/BatchDecoding.
 
-/// A walk over a `ServerFrame` of watch events that reads every field of the frame and of the
-/// messages nested in it, by the wire format alone, and builds nothing: the least a watcher that
-/// reads its events can do. It is written here, apart from the client library's decoding
-/// (`ServerFrame(decoding:)`), which it bounds.
+/// A walk over a message that reads every field of it and of the messages nested in it, by the
+/// wire format alone, and builds nothing: for a `ServerFrame` of watch events, the least a
+/// watcher that reads its events can do. It is written here, apart from the decoders it bounds
+/// (the client library's `ServerFrame(decoding:)`, a node's `OperationDecoder`).
 public enum WireWalk {
     /// Walks one `ServerFrame` payload (no length prefix). Returns a sum of what it read, so that
     /// no read can be left out by the compiler.
     public static func serverFrame(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        walk(bytes, depth: 0)
+        // ServerFrame > WatchEvents > WatchEvent > LogPosition: the messages nest three deep.
+        walk(bytes, messages: [[13], [1], [2]])
     }
 
-    private static func walk(_ bytes: UnsafeRawBufferPointer, depth: Int) -> UInt64 {
+    /// Walks one message: every field read, and the fields `messages[depth]` names (by number)
+    /// at each depth walked as messages themselves; every other length-delimited field is read as
+    /// bytes (its length and first byte). Returns a sum of what it read.
+    public static func walk(_ bytes: UnsafeRawBufferPointer, messages: [[UInt64]]) -> UInt64 {
+        walk(bytes, messages: messages, depth: 0)
+    }
+
+    private static func walk(_ bytes: UnsafeRawBufferPointer, messages: [[UInt64]], depth: Int) -> UInt64 {
         var offset = 0
         var sum: UInt64 = 0
         func varint() -> UInt64 {
@@ -34,9 +43,8 @@ public enum WireWalk {
             } else {
                 let length = Int(varint())
                 let field = UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + length)])
-                // ServerFrame > WatchEvents > WatchEvent > LogPosition: the messages nest three deep.
-                let nested = (depth == 0 && key >> 3 == 13) || (depth == 1 && key >> 3 == 1) || (depth == 2 && key >> 3 == 2)
-                sum &+= nested ? walk(field, depth: depth + 1) : UInt64(field.count) &+ UInt64(field.first ?? 0)
+                let nested = depth < messages.count && messages[depth].contains(key >> 3)
+                sum &+= nested ? walk(field, messages: messages, depth: depth + 1) : UInt64(field.count) &+ UInt64(field.first ?? 0)
                 offset += length
             }
         }

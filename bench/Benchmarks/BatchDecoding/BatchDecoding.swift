@@ -1,0 +1,63 @@
+// What a node pays to read a peer's batch, per batch of 1,024 registrations shaped as
+// registryload's batched first installs leave them (one origin, 10 vendors of 3 apps each, an IDFV
+// and a keychain UUID each), measured with ordo-one's package-benchmark (`swift package benchmark
+// --target BatchDecoding`; docs/performance.md cites it). In one run:
+// - `OperationDecoder.batch(inFrame:limit:)`, which a peer session runs on every batch frame, one
+//   decoder kept across batches as a session keeps it (its memo of texts warm);
+// - the floor: every field of the frame walked, by the wire format alone, building nothing
+//   (bench/WireWalk, written apart from the decoder).
+import Benchmark
+import NIOCore
+import RegistryCore
+import RegistryWire
+import WireWalk
+
+/// Operations in each batch; the figures are per batch.
+private let operationsPerBatch = 1_024
+
+/// The frame's payload (no length prefix), as a peer session hands it to the decoder.
+private let payload: [UInt8] = {
+    var generator = SplitMix64(seed: 53)
+    let origin = NodeID(trusted: "node-94d1718d")
+    let operations = (1...operationsPerBatch).map { sequence in
+        let stamp = HLCTimestamp(rawValue: (1_764_000_000_000 + UInt64(sequence) / 50) << 16)
+        let vendor = "com.load\(generator.next() % 10)"
+        let device = DeviceRef(
+            id: DeviceID(UUID128(high: generator.next(), low: generator.next())), created: stamp, origin: origin,
+            vendor: Vendor(trusted: vendor))
+        let op = RegistrationOp(
+            device: device, bundle: try! BundleID(parsing: "\(vendor).app\(generator.next() % 3)"),
+            claims: [
+                Identifier(kind: .idfv, value: UUID128(high: generator.next(), low: generator.next())),
+                Identifier(kind: .keychain, value: UUID128(high: generator.next(), low: generator.next())),
+            ], merged: [], seen: stamp)
+        return PeerOperation(
+            LoggedOperation(origin: origin, epoch: 1, sequence: UInt64(sequence), timestamp: stamp, operation: .registration(op)))
+    }
+    var buffer = ByteBuffer()
+    try! OperationBatchWriter.writeFrame(batchID: 7, operations: operations, into: &buffer)
+    buffer.moveReaderIndex(forwardBy: 4)
+    return Array(buffer.readableBytesView)
+}()
+
+/// PeerFrame > OperationBatch > PeerOperation > Operation > RegistrationOp > DeviceRef and
+/// ClaimedIdentifier: the fields that hold messages at each depth (Protos/registry/v1).
+private let nestedMessages: [[UInt64]] = [[3], [2], [5], [1], [1, 3, 4]]
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(3))
+
+    Benchmark("OperationDecoder.batch, a batch of 1,024 operations") { benchmark in
+        var decoder = OperationDecoder()
+        for _ in benchmark.scaledIterations {
+            let batch = payload.withUnsafeBytes { decoder.batch(inFrame: $0, limit: .max) }
+            precondition(batch?.operations.count == operationsPerBatch, "the batch did not decode")
+            blackHole(batch)
+        }
+    }
+    Benchmark("floor: every field of a batch of 1,024 operations walked") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(payload.withUnsafeBytes { WireWalk.walk($0, messages: nestedMessages) })
+        }
+    }
+}
