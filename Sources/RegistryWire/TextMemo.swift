@@ -12,9 +12,9 @@ import Platform
 /// the same bytes.
 ///
 /// Texts are told apart by their bytes as they came (a text repaired from invalid UTF-8 too):
-/// first by a ``Fingerprint`` of a few words, which for texts of up to 16 bytes (most origins,
-/// vendors and bundle IDs) is all that is compared; a longer text's bytes are compared too
-/// (docs/performance.md, "Texts a decoder remembers").
+/// first by a ``Fingerprint`` of a few words, which for texts of up to 16 bytes is all that is
+/// compared; a longer text's bytes are compared too (docs/performance.md, "Texts a decoder
+/// remembers").
 ///
 /// Sets rather than one slot a text: texts that hash to one slot would evict each other on every
 /// turn, though the memo had room for both.
@@ -54,23 +54,26 @@ struct TextMemo<Value> {
         }
     }
 
+    /// A text remembered, and the value made from it.
     private struct Entry {
         let fingerprint: Fingerprint
-        /// The text's bytes when the fingerprint does not hold them all; empty otherwise.
-        let bytes: [UInt8]
+        /// The text's bytes when the fingerprint does not hold them all; nil otherwise, so that
+        /// copying the entry of a short text retains nothing but its value.
+        let bytes: [UInt8]?
         let value: Value
 
         init(_ fingerprint: Fingerprint, _ bytes: UnsafeRawBufferPointer, _ value: Value) {
             self.fingerprint = fingerprint
-            self.bytes = fingerprint.hasMiddle ? Array(bytes) : []
+            self.bytes = fingerprint.hasMiddle ? Array(bytes) : nil
             self.value = value
         }
 
         /// Whether this entry is the text `bytes`, whose fingerprint is `fingerprint`.
         func holds(_ fingerprint: Fingerprint, _ bytes: UnsafeRawBufferPointer) -> Bool {
             guard self.fingerprint == fingerprint else { return false }
-            guard fingerprint.hasMiddle else { return true }
-            return self.bytes.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+            guard let kept = self.bytes else { return true }
+            // Equal fingerprints: the same length, past 16 bytes.
+            return kept.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
         }
     }
 

@@ -3,20 +3,25 @@
 // receive); and a peer's batch's, in bench/Benchmarks/BatchDecoding.
 
 /// A walk over a message that reads every field of it and of the messages nested in it, by the
-/// wire format alone, and builds nothing: for a `ServerFrame` of watch events, the least a
+/// wire format alone (varints and length-delimited fields), and builds nothing: for a `ServerFrame` of watch events, the least a
 /// watcher that reads its events can do. It is written here, apart from the decoders it bounds
 /// (the client library's `ServerFrame(decoding:)`, a node's `OperationDecoder`).
 public enum WireWalk {
     /// Walks one `ServerFrame` payload (no length prefix). Returns a sum of what it read, so that
     /// no read can be left out by the compiler.
     public static func serverFrame(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        // ServerFrame > WatchEvents > WatchEvent > LogPosition: the messages nest three deep.
-        walk(bytes, messages: [[13], [1], [2]])
+        walk(bytes, messages: serverFrameMessages)
     }
 
-    /// Walks one message: every field read, and the fields `messages[depth]` names (by number)
-    /// at each depth walked as messages themselves; every other length-delimited field is read as
-    /// bytes (its length and first byte). Returns a sum of what it read.
+    /// ServerFrame > WatchEvents > WatchEvent > LogPosition: the messages nest three deep. Made
+    /// once, so that a walk allocates nothing.
+    private static let serverFrameMessages: [[UInt64]] = [[13], [1], [2]]
+
+    /// Walks one message of varint and length-delimited fields (the only kinds the messages it
+    /// walks hold; a fixed-width field would be misread): every field read, and the fields
+    /// `messages[depth]` names (by number) at each depth walked as messages themselves; every
+    /// other length-delimited field is read as bytes (its length and first byte). Returns a sum
+    /// of what it read.
     public static func walk(_ bytes: UnsafeRawBufferPointer, messages: [[UInt64]]) -> UInt64 {
         walk(bytes, messages: messages, depth: 0)
     }
