@@ -178,14 +178,17 @@ let package = Package(
         // What putting a batch of operations on the wire to a peer costs, with its floor in the same run.
         .executableTarget(
             name: "BatchEncoding",
-            dependencies: ["RegistryWire", "RegistryCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Benchmark", package: "package-benchmark")],
+            dependencies: [
+                "RegistryWire", "RegistryCore", "PeerBatchSample", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
             path: "bench/Benchmarks/BatchEncoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // What reading a peer's batch of operations costs, with its floor in the same run.
         .executableTarget(
             name: "BatchDecoding",
             dependencies: [
-                "RegistryWire", "RegistryCore", "WireWalk", .product(name: "NIOCore", package: "swift-nio"),
+                "RegistryWire", "RegistryCore", "WireWalk", "PeerBatchSample", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "bench/Benchmarks/BatchDecoding", swiftSettings: swiftSettings,
@@ -200,6 +203,8 @@ let package = Package(
             path: "bench/FeedFloor", swiftSettings: swiftSettings),
         // The least a watcher that reads its events does: every field of a frame walked, nothing built.
         .target(name: "WireWalk", path: "bench/WireWalk", swiftSettings: swiftSettings),
+        // The peer batch the batch benchmarks encode and decode.
+        .target(name: "PeerBatchSample", dependencies: ["RegistryWire", "RegistryCore"], path: "bench/PeerBatchSample", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.
         .target(

@@ -8,6 +8,7 @@
 //   (bench/WireWalk, written apart from the decoder).
 import Benchmark
 import NIOCore
+import PeerBatchSample
 import RegistryCore
 import RegistryWire
 import WireWalk
@@ -17,23 +18,7 @@ private let operationsPerBatch = 1_024
 
 /// The frame's payload (no length prefix), as a peer session hands it to the decoder.
 private let payload: [UInt8] = {
-    var generator = SplitMix64(seed: 53)
-    let origin = NodeID(trusted: "node-94d1718d")
-    let operations = (1...operationsPerBatch).map { sequence in
-        let stamp = HLCTimestamp(rawValue: (1_764_000_000_000 + UInt64(sequence) / 50) << 16)
-        let vendor = "com.load\(generator.next() % 10)"
-        let device = DeviceRef(
-            id: DeviceID(UUID128(high: generator.next(), low: generator.next())), created: stamp, origin: origin,
-            vendor: Vendor(trusted: vendor))
-        let op = RegistrationOp(
-            device: device, bundle: try! BundleID(parsing: "\(vendor).app\(generator.next() % 3)"),
-            claims: [
-                Identifier(kind: .idfv, value: UUID128(high: generator.next(), low: generator.next())),
-                Identifier(kind: .keychain, value: UUID128(high: generator.next(), low: generator.next())),
-            ], merged: [], seen: stamp)
-        return PeerOperation(
-            LoggedOperation(origin: origin, epoch: 1, sequence: UInt64(sequence), timestamp: stamp, operation: .registration(op)))
-    }
+    let operations = PeerBatchSample.registrations(count: operationsPerBatch, seed: 53)
     var buffer = ByteBuffer()
     try! OperationBatchWriter.writeFrame(batchID: 7, operations: operations, into: &buffer)
     buffer.moveReaderIndex(forwardBy: 4)

@@ -9,31 +9,14 @@
 //   written here, apart from the code it bounds.
 import Benchmark
 import NIOCore
+import PeerBatchSample
 import RegistryCore
 import RegistryWire
 
 /// Operations in each batch; the figures are per batch.
 private let operationsPerBatch = 1_024
 
-private let batch: [PeerOperation] = {
-    var generator = SplitMix64(seed: 47)
-    let origin = NodeID(trusted: "node-94d1718d")
-    return (1...operationsPerBatch).map { sequence in
-        let stamp = HLCTimestamp(rawValue: (1_764_000_000_000 + UInt64(sequence) / 50) << 16)
-        let vendor = "com.load\(generator.next() % 10)"
-        let device = DeviceRef(
-            id: DeviceID(UUID128(high: generator.next(), low: generator.next())), created: stamp, origin: origin,
-            vendor: Vendor(trusted: vendor))
-        let op = RegistrationOp(
-            device: device, bundle: try! BundleID(parsing: "\(vendor).app\(generator.next() % 3)"),
-            claims: [
-                Identifier(kind: .idfv, value: UUID128(high: generator.next(), low: generator.next())),
-                Identifier(kind: .keychain, value: UUID128(high: generator.next(), low: generator.next())),
-            ], merged: [], seen: stamp)
-        return PeerOperation(
-            LoggedOperation(origin: origin, epoch: 1, sequence: UInt64(sequence), timestamp: stamp, operation: .registration(op)))
-    }
-}()
+private let batch = PeerBatchSample.registrations(count: operationsPerBatch, seed: 47)
 
 private let capacity = batch.reduce(64) { $0 + $1.operation.count + 48 }
 

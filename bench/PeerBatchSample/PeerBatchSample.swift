@@ -1,0 +1,28 @@
+// The peer batch the batch benchmarks measure (bench/Benchmarks/BatchEncoding and BatchDecoding).
+import RegistryCore
+import RegistryWire
+
+/// A batch of registrations shaped as registryload's batched first installs leave them in the
+/// journal: one origin, 10 vendors of 3 apps each, an IDFV and a keychain UUID each, created and
+/// seen at once, sequences from 1, 50 to a millisecond. The same `seed` gives the same batch.
+public enum PeerBatchSample {
+    public static func registrations(count: Int, seed: UInt64) -> [PeerOperation] {
+        var generator = SplitMix64(seed: seed)
+        let origin = NodeID(trusted: "node-94d1718d")
+        return (1...count).map { sequence in
+            let stamp = HLCTimestamp(rawValue: (1_764_000_000_000 + UInt64(sequence) / 50) << 16)
+            let vendor = "com.load\(generator.next() % 10)"
+            let device = DeviceRef(
+                id: DeviceID(UUID128(high: generator.next(), low: generator.next())), created: stamp, origin: origin,
+                vendor: Vendor(trusted: vendor))
+            let op = RegistrationOp(
+                device: device, bundle: try! BundleID(parsing: "\(vendor).app\(generator.next() % 3)"),
+                claims: [
+                    Identifier(kind: .idfv, value: UUID128(high: generator.next(), low: generator.next())),
+                    Identifier(kind: .keychain, value: UUID128(high: generator.next(), low: generator.next())),
+                ], merged: [], seen: stamp)
+            return PeerOperation(
+                LoggedOperation(origin: origin, epoch: 1, sequence: UInt64(sequence), timestamp: stamp, operation: .registration(op)))
+        }
+    }
+}
