@@ -3,9 +3,10 @@
 // receive); and a peer's batch's, in bench/Benchmarks/BatchDecoding.
 
 /// A walk over a message that reads every field of it and of the messages nested in it, by the
-/// wire format alone (varints and length-delimited fields), and builds nothing: for a `ServerFrame` of watch events, the least a
-/// watcher that reads its events can do. It is written here, apart from the decoders it bounds
-/// (the client library's `ServerFrame(decoding:)`, a node's `OperationDecoder`).
+/// wire format alone (varints and length-delimited fields), and builds nothing: for a
+/// `ServerFrame` of watch events, the least a watcher that reads its events can do. It is
+/// written here, apart from the decoders it bounds (the client library's
+/// `ServerFrame(decoding:)`, a node's `OperationDecoder`).
 public enum WireWalk {
     /// Walks one `ServerFrame` payload (no length prefix). Returns a sum of what it read, so that
     /// no read can be left out by the compiler.
