@@ -81,6 +81,9 @@ struct TextMemo<Value> {
     static var ways: Int { 4 }
     private let slots: Int
     private let ways: Int
+    /// `slots / ways - 1`: a hash's set, masked (the sets are a power of two), without a division
+    /// at each lookup.
+    private let setMask: Int
     private var last: Entry?
     /// `slots / ways` sets of `ways` entries each, in order, allocated at the first text made.
     private var table: [Entry?] = []
@@ -91,6 +94,7 @@ struct TextMemo<Value> {
         while size < slots { size <<= 1 }
         self.slots = size
         ways = min(size, Self.ways)
+        setMask = size / ways - 1
     }
 
     /// The value of the text `bytes` hold (UTF-8, invalid bytes repaired), made by `make` unless
@@ -103,7 +107,7 @@ struct TextMemo<Value> {
             last = Entry(fingerprint, bytes, value)
             return value
         }
-        let first = (Int(truncatingIfNeeded: fingerprint.hash) & (slots / ways - 1)) * ways
+        let first = (Int(truncatingIfNeeded: fingerprint.hash) & setMask) &* ways
         if !table.isEmpty {
             for way in first..<first + ways {
                 guard table[way] != nil else { break }
