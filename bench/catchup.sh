@@ -55,8 +55,8 @@ start() {
   wait_for_port "$port" 300 || { echo "$name did not start" >&2; tail "$out/$name.log" >&2; exit 1; }
 }
 stop() { kill -TERM "${pids[$1]}"; wait "${pids[$1]}" || true; unset "pids[$1]"; }
-# cpu PID: the process's user and system CPU seconds so far, as "USER,SYSTEM".
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f,%.3f\n", $14 / hz, $15 / hz }' "/proc/$1/stat"; }
+# cpu PID: the process's user and system CPU seconds so far, as "USER,SYSTEM" (cpu_seconds, bench/lib.sh).
+cpu() { cpu_seconds "$1" | tr ' ' ','; }
 # spent BEFORE AFTER: the user and system CPU seconds between two readings of cpu, as "USER,SYSTEM".
 spent() { python3 -c "b, a = ($1), ($2); print('%.3f,%.3f' % (a[0] - b[0], a[1] - b[1]))"; }
 # vector PORT: the node's version vector, as one line of JSON.

@@ -38,10 +38,10 @@ for product in registryd registryload registryctl; do swift build -c release --p
 head_bin=$(swift build -c release --show-bin-path)
 choose_base_registryd "$base" "$worktree" "${CLUSTER_COMPARE_BASE_BIN:-}"
 
-# user_cpu PID: the process's user CPU seconds so far.
-user_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $14 / hz }' "/proc/$1/stat"; }
-# system_cpu PID: the process's system CPU seconds so far.
-system_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", $15 / hz }' "/proc/$1/stat"; }
+# cluster_cpu: the 3 nodes' user and system CPU seconds so far, summed, as "USER SYSTEM".
+cluster_cpu() {
+  for i in 1 2 3; do cpu_seconds "${pids[$i]}"; done | awk '{ u += $1; s += $2 } END { printf "%.3f %.3f\n", u, s }'
+}
 
 # round NAME BINARY-DIR ROUND: one cluster run; appends "NAME ROUND acknowledged acked/s seconds user-seconds
 # system-seconds sends".
@@ -58,20 +58,14 @@ round() {
   done
   for i in 1 2 3; do wait_for_port "749$i" 300 || { echo "node-$i did not start" >&2; tail "$out/$name-node-$i.log" >&2; exit 1; }; done
   sleep 1
-  local user_before=0 user_after=0 system_before=0 system_after=0
-  for i in 1 2 3; do
-    user_before=$(python3 -c "print($user_before + $(user_cpu "${pids[$i]}"))")
-    system_before=$(python3 -c "print($system_before + $(system_cpu "${pids[$i]}"))")
-  done
+  local user_before system_before user_after system_after
+  read -r user_before system_before < <(cluster_cpu)
   local started; started=$(date +%s.%N)
   "$head_bin/registryload" --endpoints 127.0.0.1:7491,127.0.0.1:7492,127.0.0.1:7493 --connections 6 --in-flight 16 --batch 100 \
     --warmup 0s --workload first-install --requests "$requests" --seed 52 --json "$out/load.json" > "$out/load.txt" 2>&1
   converge "$head_bin/registryctl" 127.0.0.1:7491 127.0.0.1:7492 127.0.0.1:7493 > /dev/null
   local took; took=$(python3 -c "print($(date +%s.%N) - $started)")
-  for i in 1 2 3; do
-    user_after=$(python3 -c "print($user_after + $(user_cpu "${pids[$i]}"))")
-    system_after=$(python3 -c "print($system_after + $(system_cpu "${pids[$i]}"))")
-  done
+  read -r user_after system_after < <(cluster_cpu)
   # Operations every link sent, per operation the cluster holds.
   local sends; sends=$("$head_bin/registryctl" cluster status --endpoint 127.0.0.1:7491 -o json | python3 -c "
 import json, sys

@@ -10,6 +10,10 @@ wait_for_port() {
   return 1
 }
 
+# cpu_seconds PID: the process's user and system CPU seconds so far, as "USER SYSTEM"
+# (bench/catchup.sh, bench/cluster-compare.sh).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f %.3f\n", $14 / hz, $15 / hz }' "/proc/$1/stat"; }
+
 # journal_bench_cleanup: on exit from bench/replay.sh, snapshot.sh, memory.sh and restart.sh, ends their node
 # ($pid), removes the base's worktree ($worktree) and the journal and data copies under $out.
 journal_bench_cleanup() {

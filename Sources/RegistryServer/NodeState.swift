@@ -259,26 +259,21 @@ struct NodeState {
         var bytes = [UInt8]()
         // Sized at once: every slice keeps the whole array, spare capacity included.
         bytes.reserveCapacity(ranges.joined().reduce(0) { $0 + (operations[$1].encoded?.count ?? 0) })
-        var spans = [Range<Int>?]()
-        for range in ranges {
-            for index in range {
-                guard let encoded = operations[index].encoded else {
-                    spans.append(nil)
-                    continue
-                }
-                spans.append(bytes.count..<bytes.count + encoded.count)
-                bytes.append(contentsOf: encoded)
-            }
+        // Filled before any slice is taken: a slice would make the next append copy the array.
+        for index in ranges.joined() {
+            if let encoded = operations[index].encoded { bytes.append(contentsOf: encoded) }
         }
-        var span = spans.makeIterator()
-        for range in ranges {
-            for index in range {
-                let op = operations[index]
-                applied.append(
-                    LoggedOperation(
-                        origin: op.origin, epoch: op.epoch, sequence: op.sequence, timestamp: op.timestamp, operation: op.operation,
-                        encoded: span.next()!.map { bytes[$0] }))
+        var start = 0
+        for index in ranges.joined() {
+            let op = operations[index]
+            let encoded = op.encoded.map { encoded in
+                defer { start += encoded.count }
+                return bytes[start..<start + encoded.count]
             }
+            applied.append(
+                LoggedOperation(
+                    origin: op.origin, epoch: op.epoch, sequence: op.sequence, timestamp: op.timestamp, operation: op.operation,
+                    encoded: encoded))
         }
     }
 

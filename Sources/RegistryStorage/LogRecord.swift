@@ -9,9 +9,8 @@ public struct LogRecord: Hashable, Sendable {
     public let hlc: UInt64
     /// A slice of bytes that many records share (a stored blob, a copy of a journal segment just
     /// written, the batch of a peer the operation came in, or a copy of the operations applied
-    /// of such a batch): copying them out one array a
-    /// record was an allocation an operation (`docs/performance.md`, "Allocations a registration
-    /// makes").
+    /// of such a batch): copying them out one array a record was an allocation an operation
+    /// (`docs/performance.md`, "Allocations a registration makes").
     public let payload: ArraySlice<UInt8>
 
     public init(origin: String, epoch: UInt64, sequence: UInt64, hlc: UInt64, payload: ArraySlice<UInt8>) {
