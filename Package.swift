@@ -193,6 +193,15 @@ let package = Package(
             ],
             path: "bench/Benchmarks/BatchDecoding", swiftSettings: swiftSettings,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // What applying a peer's batch costs the state, with its floor in the same run.
+        .executableTarget(
+            name: "BatchApplying",
+            dependencies: [
+                "RegistryCore", "RegistryWire", "RegistryServer", "Platform", "PeerBatchSample", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "bench/Benchmarks/BatchApplying", swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
         // The memory a binding takes in the state, against a flat array of packed records (bench/run.sh).
         .executableTarget(name: "BindingMemory", dependencies: ["RegistryCore"], path: "bench/BindingMemory", swiftSettings: swiftSettings),
         .executableTarget(name: "VendorMove", dependencies: ["RegistryCore"], path: "bench/VendorMove", swiftSettings: swiftSettings),

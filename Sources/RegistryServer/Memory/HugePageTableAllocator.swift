@@ -9,15 +9,23 @@ import RegistryCore
 /// `inBackground: false` keeps the huge pages but drops the threads: pages fault in as the owner
 /// writes them, and a freed table is unmapped at once. For a state built off the request path
 /// (the snapshotter's), which must give its memory back before the next one is built.
-struct HugePageTableAllocator: TableAllocator {
+///
+/// Public for the benchmarks (bench/Benchmarks/BatchApplying), which build a state on the tables a
+/// node's state has.
+public struct HugePageTableAllocator: TableAllocator {
     var inBackground = true
     /// Whether a freed table goes back to the kernel a piece at a time (``GradualRelease``)
     /// rather than at once (`--release-tables-gradually`).
     var releaseGradually = false
 
-    func zeroedBlock(bytes: Int) -> any TableBlock {
+    public init(inBackground: Bool = true, releaseGradually: Bool = false) {
+        self.inBackground = inBackground
+        self.releaseGradually = releaseGradually
+    }
+
+    public func zeroedBlock(bytes: Int) -> any TableBlock {
         ZeroedMemory(bytes: bytes, inBackground: inBackground, releaseGradually: releaseGradually)
     }
 
-    func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
+    public func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
 }
