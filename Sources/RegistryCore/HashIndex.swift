@@ -138,6 +138,9 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         return old.value(at: index)
     }
 
+    /// True while the entries of an old table are being moved into the current one.
+    var isMovingEntries: Bool { old != nil }
+
     /// Reads the buckets that looking up and then inserting `keys` will touch, and returns a word
     /// made of them (meaningless: callers only need the reads to happen). The loops do nothing
     /// else, no reference counting in particular, whose atomic instructions would wait for each
@@ -146,9 +149,6 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// While the index grows, that is also where the keys' lookups start in the old table, and
     /// the new buckets that the old entries moved by as many inserts land in: without these,
     /// a registration cost twice as much CPU during a move as after it.
-    /// True while the entries of an old table are being moved into the current one.
-    var isMovingEntries: Bool { old != nil }
-
     func touch(_ keys: [Key]) -> UInt32 {
         let hashes = keys.map { $0.hash(seed: seed) }
         let sum = table.sumOfStoredWords(at: hashes)
@@ -465,11 +465,34 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     @inline(__always)
     func next(_ index: Int) -> Int { index + 1 == capacity ? 0 : index + 1 }
 
-    /// Asks the CPU for the bucket where `hash`'s probe starts.
+    /// Asks the CPU for the buckets `hash`'s probe will look at, to be written: the cache lines of
+    /// the ``probeBuckets`` from where it starts.
     @inline(__always)
     func prefetch(hash: UInt64) {
-        Prefetch.forWriting(buckets + startIndex(hash: hash))
+        prefetchProbe(from: startIndex(hash: hash))
     }
+
+    /// Asks for the cache lines of the ``probeBuckets`` from bucket `index` on, to be written.
+    @inline(__always)
+    private func prefetchProbe(from index: Int) {
+        let start = UInt(bitPattern: buckets + index)
+        var line = start & ~UInt(Self.cacheLineBytes - 1)
+        while line < start + UInt(Self.probeBytes) {
+            Prefetch.forWriting(UnsafeRawPointer(bitPattern: line)!)
+            line += UInt(Self.cacheLineBytes)
+        }
+    }
+
+    /// Buckets an insert's probe looks at on average when the table is fullest (3/4 load before it
+    /// switches to its next one): linear probing looks at (1 + 1/(1 − α)²)/2 buckets for a key it
+    /// does not hold, 8.5 at α = 3/4. A claim's probe of 24-byte buckets spans three or four cache
+    /// lines then, and prefetching only the first left the others to miss in turn
+    /// (docs/performance.md, "Prefetching a whole probe").
+    static var probeBuckets: Int { 8 }
+
+    private static var probeBytes: Int { probeBuckets * MemoryLayout<Bucket>.stride }
+
+    private static var cacheLineBytes: Int { 64 }
 
     /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
     /// Only buckets from `lowest` on are read.
