@@ -158,8 +158,8 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
             &+ old.sumOfStoredWords(whereEntriesOf: toMove, land: table, seed: seed)
     }
 
-    /// Asks the CPU for the bucket where looking `key` up starts (``Prefetch``), in the old table
-    /// too while it holds keys not yet moved.
+    /// Asks the CPU for the cache lines of `key`'s probe (``BucketTable/prefetch(hash:)``), in the
+    /// old table too while it holds keys not yet moved.
     func prefetch(_ key: Key) {
         let hash = key.hash(seed: seed)
         table.prefetch(hash: hash)
@@ -483,11 +483,12 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
         }
     }
 
-    /// Buckets an insert's probe looks at on average when the table is fullest (3/4 load before it
-    /// switches to its next one): linear probing looks at (1 + 1/(1 − α)²)/2 buckets for a key it
-    /// does not hold, 8.5 at α = 3/4. A claim's probe of 24-byte buckets spans three or four cache
-    /// lines then, and prefetching only the first left the others to miss in turn
-    /// (docs/performance.md, "Prefetching a whole probe").
+    /// Buckets whose cache lines ``prefetch(hash:)`` asks for. A probe for a key the table does not
+    /// hold, as every insert of a new key is, looks at (1 + 1/(1 − α)²)/2 buckets on average with
+    /// linear probing: 3.1 at α = 0.56, 8.5 at 3/4. Asking for only the line where a probe starts
+    /// left the rest of a claim's 24-byte buckets to miss in turn. Eight was the fastest of 1, 4, 8
+    /// and 12 in `swift package benchmark --target BatchApplying` (docs/performance.md,
+    /// "Prefetching a whole probe").
     static var probeBuckets: Int { 8 }
 
     private static var probeBytes: Int { probeBuckets * MemoryLayout<Bucket>.stride }

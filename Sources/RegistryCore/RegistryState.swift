@@ -146,7 +146,8 @@ public struct RegistryState: Sendable {
     /// The seed of the claim index's hash (see ``init(expectedDevices:claimSeed:tables:)``).
     public var claimIndexSeed: UInt64 { claims.main.seed }
 
-    /// The buckets of the device-ID and claim indexes' current tables (for tests).
+    /// The buckets of the device-ID and claim indexes' current tables (for tests, and for the
+    /// floor of bench/Benchmarks/BatchApplying, which sizes its tables alike).
     public var indexCapacities: (devices: Int, claims: Int) { (slotOf.capacity, claims.capacity) }
 
     /// Sizes the indexes at once for `slots` devices and aliases and `claims` claims in all, when

@@ -10,22 +10,23 @@ import RegistryCore
 /// writes them, and a freed table is unmapped at once. For a state built off the request path
 /// (the snapshotter's), which must give its memory back before the next one is built.
 ///
-/// Public for the benchmarks (bench/Benchmarks/BatchApplying), which build a state on the tables a
-/// node's state has.
-public struct HugePageTableAllocator: TableAllocator {
+/// `package`: the benchmarks (bench/Benchmarks/BatchApplying) build a state on the tables a node's
+/// state has.
+package struct HugePageTableAllocator: TableAllocator {
     var inBackground = true
     /// Whether a freed table goes back to the kernel a piece at a time (``GradualRelease``)
     /// rather than at once (`--release-tables-gradually`).
     var releaseGradually = false
 
-    public init(inBackground: Bool = true, releaseGradually: Bool = false) {
+    /// `inBackground` and `releaseGradually`: see the type's notes and ``releaseGradually``.
+    package init(inBackground: Bool = true, releaseGradually: Bool = false) {
         self.inBackground = inBackground
         self.releaseGradually = releaseGradually
     }
 
-    public func zeroedBlock(bytes: Int) -> any TableBlock {
+    package func zeroedBlock(bytes: Int) -> any TableBlock {
         ZeroedMemory(bytes: bytes, inBackground: inBackground, releaseGradually: releaseGradually)
     }
 
-    public func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
+    package func preparesInBackground(bytes: Int) -> Bool { inBackground && bytes >= ZeroedMemory.hugePageBytes }
 }

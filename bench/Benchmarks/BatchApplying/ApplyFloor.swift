@@ -8,8 +8,11 @@ import RegistryWire
 /// state's device index holds them), its two claims into a table of 24-byte buckets (an
 /// identifier, its kind and a value), both with linear probing, in tables of the capacities the
 /// state's indexes have and on the same huge pages; and a 56-byte record (a slot's size)
-/// appended. The cache lines of the device `RegistryState.prefetchDistance` ahead's probes are
-/// asked for first, as the state does. No lookup of an existing key can match: the devices are new.
+/// appended. Each insert probes to the first free bucket, as a lookup of a key the table does not
+/// hold does, and stores there: every key here is new, as a first install's are. The cache lines
+/// of the first eight buckets of the probes of the device `RegistryState.prefetchDistance` ahead
+/// are asked for first, the most the state asks for (`BucketTable.probeBuckets`). The records go
+/// to a huge-page block, where the state's slots are in 4 KiB pages from the heap.
 struct ApplyFloor {
     /// One device's keys, read out of its operation before the run.
     private struct Keys {
@@ -86,8 +89,7 @@ struct ApplyFloor {
         }
     }
 
-    /// Asks for the cache lines of the eight buckets from `start` on: an insert's probe at 3/4
-    /// load looks at 8.5 buckets on average.
+    /// Asks for the cache lines of the eight buckets from `start` on, as the state does.
     private static func prefetch(_ start: UnsafeMutableRawPointer, _ bucketBytes: Int) {
         var line = UInt(bitPattern: start) & ~63
         while line < UInt(bitPattern: start) + UInt(8 * bucketBytes) {
