@@ -34,20 +34,39 @@ public struct LoadUnit: Sendable {
     public var registrations: Int { partnerApp == nil && kind != .move ? 1 : 2 }
 }
 
-/// The app names the generator registers: `com.load<v>.app<a>`, so that the default vendor rule
-/// (the first two labels) makes each `com.load<v>` one vendor.
+/// The app names the generator registers: `<prefix><v>.app<a>` (`com.load<v>.app<a>` by
+/// default), so that the default vendor rule (the first two labels) makes each `<prefix><v>` one
+/// vendor.
 public struct LoadCatalogue: Sendable {
+    public static let defaultVendorPrefix = "com.load"
+
     public let vendors: Int
     public let appsPerVendor: Int
     private let bundles: [String]
     private let vendorNames: [String]
 
-    public init(vendors: Int, appsPerVendor: Int) {
+    /// `vendorPrefix` must pass ``check(vendorPrefix:)``.
+    public init(vendors: Int, appsPerVendor: Int, vendorPrefix: String = defaultVendorPrefix) {
         precondition(vendors > 0 && appsPerVendor > 0)
         self.vendors = vendors
         self.appsPerVendor = appsPerVendor
-        vendorNames = (0..<vendors).map { "com.load\($0)" }
-        bundles = (0..<vendors).flatMap { vendor in (0..<appsPerVendor).map { "com.load\(vendor).app\($0)" } }
+        vendorNames = (0..<vendors).map { "\(vendorPrefix)\($0)" }
+        bundles = (0..<vendors).flatMap { vendor in (0..<appsPerVendor).map { "\(vendorPrefix)\(vendor).app\($0)" } }
+    }
+
+    /// Refuses a prefix that does not make each `<prefix><v>` a vendor of two labels under the
+    /// default rule and each `<prefix><v>.app<a>` a valid bundle ID: exactly one `.`, inside it,
+    /// and labels of ASCII letters, digits and `-`.
+    public static func check(vendorPrefix: String) throws(LoadConfigurationError) {
+        guard vendorPrefix.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 1, !vendorPrefix.hasPrefix("."), !vendorPrefix.hasSuffix(".")
+        else {
+            throw .invalidOption("--vendor-prefix \"\(vendorPrefix)\" must be two labels such as com.load, one '.' between them")
+        }
+        do {
+            _ = try BundleID(parsing: "\(vendorPrefix)0.app0")
+        } catch {
+            throw .invalidOption("--vendor-prefix \"\(vendorPrefix)\" does not make valid bundle IDs: \(error)")
+        }
     }
 
     public func bundle(vendor: Int, app: Int) -> String { bundles[vendor * appsPerVendor + app] }

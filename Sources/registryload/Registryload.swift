@@ -86,6 +86,17 @@ struct Registryload: AsyncParsableCommand {
     @Option(help: "Vendors the workload spreads devices over (bundles com.load<N>.app<M>).")
     var vendors = 100
 
+    @Option(
+        name: .customLong("vendor-prefix"),
+        help: ArgumentHelp(
+            "The vendors' names up to their number: two labels, vendors <prefix><N>, bundles <prefix><N>.app<M>.",
+            discussion: """
+                The default's bundle IDs are at most 15 bytes, which Swift keeps inline; most real ones are \
+                longer, and a node then counts references to each copy of them. A longer prefix \
+                (com.example-vendor) measures that.
+                """))
+    var vendorPrefix = LoadCatalogue.defaultVendorPrefix
+
     @Option(name: .customLong("apps-per-vendor"), help: "Apps per vendor, for sibling registrations.")
     var appsPerVendor = 3
 
@@ -168,6 +179,7 @@ struct Registryload: AsyncParsableCommand {
             guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
             guard coalesce >= 1 else { throw ValidationError("--coalesce must be at least 1") }
             guard vendors >= 1, appsPerVendor >= 1 else { throw ValidationError("--vendors and --apps-per-vendor must be at least 1") }
+            try LoadCatalogue.check(vendorPrefix: vendorPrefix)
             if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be a positive number") } }
             if let requests { guard requests > 0 else { throw ValidationError("--requests must be positive") } }
             let measured = try duration.map { text throws(LoadConfigurationError) in try DurationText(parsing: text) }
@@ -176,7 +188,7 @@ struct Registryload: AsyncParsableCommand {
                 endpoints: endpointList, connections: connections, inFlight: inFlight, batch: batch, coalesce: coalesce, rate: rate,
                 duration: measured ?? (requests == nil ? DurationText(nanoseconds: 10_000_000_000) : nil), requests: requests,
                 warmup: try DurationText(parsing: warmup), seed: seed ?? UInt64.random(in: 1 ... UInt64.max), mix: try WorkloadMix(parsing: workload),
-                catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor), threads: threads, verify: verify,
+                catalogue: LoadCatalogue(vendors: vendors, appsPerVendor: appsPerVendor, vendorPrefix: vendorPrefix), threads: threads, verify: verify,
                 verifyWait: try DurationText(parsing: verifyWait), answerTimeout: try DurationText(parsing: answerTimeout),
                 objectives: try objectives.map { text throws(LoadConfigurationError) in try ServiceLevelObjective(parsing: text) },
                 ackReplicas: ackReplicas, token: try token(), tlsCA: tlsCA, causalTokens: causalTokens, watchers: watchers)

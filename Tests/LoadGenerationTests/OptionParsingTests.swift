@@ -34,6 +34,32 @@ struct OptionParsingTests {
         }
     }
 
+    @Test func vendorPrefixNamesEveryVendorAndBundle() throws {
+        try LoadCatalogue.check(vendorPrefix: "com.example-vendor")
+        let catalogue = LoadCatalogue(vendors: 12, appsPerVendor: 2, vendorPrefix: "com.example-vendor")
+        #expect(catalogue.vendorName(11) == "com.example-vendor11")
+        #expect(catalogue.bundle(vendor: 11, app: 1) == "com.example-vendor11.app1")
+        // Past 15 bytes: what the option is for.
+        #expect(catalogue.bundle(vendor: 0, app: 0).utf8.count > 15)
+        #expect(LoadCatalogue(vendors: 1, appsPerVendor: 1).bundle(vendor: 0, app: 0) == "com.load0.app0")
+    }
+
+    @Test(arguments: [
+        ("comload", "two labels"),
+        ("com.example.team", "two labels"),
+        (".com", "two labels"),
+        ("com.", "two labels"),
+        ("com.ex ample", "valid bundle IDs"),
+        ("com.exam_ple", "valid bundle IDs"),
+    ])
+    func badVendorPrefixesAreRefusedWithTheReason(prefix: String, reason: String) {
+        #expect {
+            try LoadCatalogue.check(vendorPrefix: prefix)
+        } throws: { error in
+            "\(error)".contains(reason) && "\(error)".contains("--vendor-prefix")
+        }
+    }
+
     @Test func durations() throws {
         #expect(try DurationText(parsing: "250us").nanoseconds == 250_000)
         #expect(try DurationText(parsing: "2ms").nanoseconds == 2_000_000)
