@@ -45,7 +45,7 @@ public struct LoadCatalogue: Sendable {
     private let bundles: [String]
     private let vendorNames: [String]
 
-    /// `vendorPrefix` must pass ``check(vendorPrefix:)``.
+    /// `vendorPrefix` must pass ``check(vendorPrefix:vendors:appsPerVendor:)`` for these counts.
     public init(vendors: Int, appsPerVendor: Int, vendorPrefix: String = defaultVendorPrefix) {
         precondition(vendors > 0 && appsPerVendor > 0)
         self.vendors = vendors
@@ -56,14 +56,15 @@ public struct LoadCatalogue: Sendable {
 
     /// Refuses a prefix that does not make each `<prefix><v>` a vendor of two labels under the
     /// default rule and each `<prefix><v>.app<a>` a valid bundle ID: exactly one `.`, inside it,
-    /// and labels of ASCII letters, digits and `-`.
-    public static func check(vendorPrefix: String) throws(LoadConfigurationError) {
+    /// labels of ASCII letters, digits and `-`, and the longest name (the last vendor's last app)
+    /// within a bundle ID's 255 bytes.
+    public static func check(vendorPrefix: String, vendors: Int, appsPerVendor: Int) throws(LoadConfigurationError) {
         guard vendorPrefix.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 1, !vendorPrefix.hasPrefix("."), !vendorPrefix.hasSuffix(".")
         else {
             throw .invalidOption("--vendor-prefix \"\(vendorPrefix)\" must be two labels such as com.load, one '.' between them")
         }
         do {
-            _ = try BundleID(parsing: "\(vendorPrefix)0.app0")
+            _ = try BundleID(parsing: "\(vendorPrefix)\(max(vendors - 1, 0)).app\(max(appsPerVendor - 1, 0))")
         } catch {
             throw .invalidOption("--vendor-prefix \"\(vendorPrefix)\" does not make valid bundle IDs: \(error)")
         }

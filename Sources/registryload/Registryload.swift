@@ -83,17 +83,19 @@ struct Registryload: AsyncParsableCommand {
     @Option(help: "A workload kind, or a weighted mix such as first-install=80,returning=20.")
     var workload = "first-install"
 
-    @Option(help: "Vendors the workload spreads devices over (bundles com.load<N>.app<M>).")
+    @Option(help: "Vendors the workload spreads devices over (bundles <vendor-prefix><N>.app<M>).")
     var vendors = 100
 
     @Option(
         name: .customLong("vendor-prefix"),
         help: ArgumentHelp(
-            "The vendors' names up to their number: two labels, vendors <prefix><N>, bundles <prefix><N>.app<M>.",
+            "How vendor names start (two labels): vendors are <prefix><N>, their apps <prefix><N>.app<M>.",
             discussion: """
-                The default's bundle IDs are at most 15 bytes, which Swift keeps inline; most real ones are \
-                longer, and a node then counts references to each copy of them. A longer prefix \
-                (com.example-vendor) measures that.
+                With the default and up to 100 vendors, bundle IDs are at most 15 bytes, short enough \
+                for the node to keep them inside its string values. Most real bundle IDs are longer, and \
+                cost a node about 8% more CPU a registration (docs/load-testing.md); BENCHMARKS.md's \
+                throughput figures use the default. For capacity figures, use a longer prefix such as \
+                com.example-vendor.
                 """))
     var vendorPrefix = LoadCatalogue.defaultVendorPrefix
 
@@ -179,7 +181,7 @@ struct Registryload: AsyncParsableCommand {
             guard batch >= 1 else { throw ValidationError("--batch must be at least 1") }
             guard coalesce >= 1 else { throw ValidationError("--coalesce must be at least 1") }
             guard vendors >= 1, appsPerVendor >= 1 else { throw ValidationError("--vendors and --apps-per-vendor must be at least 1") }
-            try LoadCatalogue.check(vendorPrefix: vendorPrefix)
+            try LoadCatalogue.check(vendorPrefix: vendorPrefix, vendors: vendors, appsPerVendor: appsPerVendor)
             if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be a positive number") } }
             if let requests { guard requests > 0 else { throw ValidationError("--requests must be positive") } }
             let measured = try duration.map { text throws(LoadConfigurationError) in try DurationText(parsing: text) }

@@ -35,7 +35,8 @@ struct OptionParsingTests {
     }
 
     @Test func vendorPrefixNamesEveryVendorAndBundle() throws {
-        try LoadCatalogue.check(vendorPrefix: "com.example-vendor")
+        try LoadCatalogue.check(vendorPrefix: LoadCatalogue.defaultVendorPrefix, vendors: 100, appsPerVendor: 3)
+        try LoadCatalogue.check(vendorPrefix: "com.example-vendor", vendors: 12, appsPerVendor: 2)
         let catalogue = LoadCatalogue(vendors: 12, appsPerVendor: 2, vendorPrefix: "com.example-vendor")
         #expect(catalogue.vendorName(11) == "com.example-vendor11")
         #expect(catalogue.bundle(vendor: 11, app: 1) == "com.example-vendor11.app1")
@@ -54,9 +55,22 @@ struct OptionParsingTests {
     ])
     func badVendorPrefixesAreRefusedWithTheReason(prefix: String, reason: String) {
         #expect {
-            try LoadCatalogue.check(vendorPrefix: prefix)
+            try LoadCatalogue.check(vendorPrefix: prefix, vendors: 1, appsPerVendor: 1)
         } throws: { error in
             "\(error)".contains(reason) && "\(error)".contains("--vendor-prefix")
+        }
+    }
+
+    /// The last vendor's last app is the longest name: a prefix that fits with one vendor can
+    /// make it past a bundle ID's 255 bytes.
+    @Test func vendorPrefixIsCheckedAgainstTheLongestBundleID() throws {
+        let prefix = "com." + String(repeating: "x", count: 245)
+        try LoadCatalogue.check(vendorPrefix: prefix, vendors: 1, appsPerVendor: 1)
+        #expect("\(prefix)0.app0".utf8.count == 255)
+        #expect {
+            try LoadCatalogue.check(vendorPrefix: prefix, vendors: 100, appsPerVendor: 3)
+        } throws: { error in
+            "\(error)".contains("--vendor-prefix") && "\(error)".contains("255")
         }
     }
 
