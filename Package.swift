@@ -212,7 +212,7 @@ let package = Package(
             path: "bench/FeedFloor", swiftSettings: swiftSettings),
         // The least a watcher that reads its events does: every field of a frame walked, nothing built.
         .target(name: "WireWalk", path: "bench/WireWalk", swiftSettings: swiftSettings),
-        // The peer batch the batch benchmarks encode and decode.
+        // The peer batch the batch benchmarks encode, decode and apply.
         .target(name: "PeerBatchSample", dependencies: ["RegistryWire", "RegistryCore"], path: "bench/PeerBatchSample", swiftSettings: swiftSettings),
 
         // Helpers the test targets share.

@@ -469,13 +469,7 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
     /// the ``probeBuckets`` from where it starts.
     @inline(__always)
     func prefetch(hash: UInt64) {
-        prefetchProbe(from: startIndex(hash: hash))
-    }
-
-    /// Asks for the cache lines of the ``probeBuckets`` from bucket `index` on, to be written.
-    @inline(__always)
-    private func prefetchProbe(from index: Int) {
-        let start = UInt(bitPattern: buckets + index)
+        let start = UInt(bitPattern: buckets + startIndex(hash: hash))
         var line = start & ~UInt(Self.cacheLineBytes - 1)
         while line < start + UInt(Self.probeBytes) {
             Prefetch.forWriting(UnsafeRawPointer(bitPattern: line)!)

@@ -1,4 +1,4 @@
-// The peer batch the batch benchmarks measure (bench/Benchmarks/BatchEncoding and BatchDecoding).
+// The peer batch the batch benchmarks measure (bench/Benchmarks/BatchEncoding, BatchDecoding and BatchApplying).
 import RegistryCore
 import RegistryWire
 
