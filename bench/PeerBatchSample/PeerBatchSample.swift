@@ -6,12 +6,20 @@ import RegistryWire
 /// journal: one origin, 10 vendors of 3 apps each, an IDFV and a keychain UUID each, created and
 /// seen at once, sequences from 1, 50 to a millisecond. The same `seed` gives the same batch.
 public enum PeerBatchSample {
-    public static func registrations(count: Int, seed: UInt64) -> [PeerOperation] {
+    /// registryload's default vendor prefix: its vendors (9 bytes) and bundle IDs (14) fit the
+    /// 15 bytes a Swift string holds in place.
+    public static let shortPrefix = "com.load"
+    /// `registryload --vendor-prefix com.example-vendor`: vendors of 19 bytes and bundle IDs of
+    /// 24, past the 15 a Swift string holds in place, as most real ones are.
+    public static let longPrefix = "com.example-vendor"
+
+    /// Vendors are named `<vendorPrefix><N>` and their apps `<vendorPrefix><N>.app<M>`.
+    public static func registrations(count: Int, seed: UInt64, vendorPrefix: String = shortPrefix) -> [PeerOperation] {
         var generator = SplitMix64(seed: seed)
         let origin = NodeID(trusted: "node-94d1718d")
         return (1...count).map { sequence in
             let stamp = HLCTimestamp(rawValue: (1_764_000_000_000 + UInt64(sequence) / 50) << 16)
-            let vendor = "com.load\(generator.next() % 10)"
+            let vendor = "\(vendorPrefix)\(generator.next() % 10)"
             let device = DeviceRef(
                 id: DeviceID(UUID128(high: generator.next(), low: generator.next())), created: stamp, origin: origin,
                 vendor: Vendor(trusted: vendor))

@@ -1,3 +1,4 @@
+import PeerBatchSample
 import Platform
 import RegistryCore
 import RegistryServer
@@ -47,10 +48,10 @@ struct ApplyFloor {
         (deviceBuckets, claimBuckets, records) = (blocks[0].base, blocks[1].base, blocks[2].base)
         var decoder = OperationDecoder()
         for number in 0..<SampleBatches.heldBatches {
-            insert(Self.keys(of: SampleBatches.batch(number, decoder: &decoder)))
+            insert(Self.keys(of: SampleBatches.batch(number, vendorPrefix: PeerBatchSample.shortPrefix, decoder: &decoder)))
         }
         measured = (0..<SampleBatches.measuredBatches).map {
-            Self.keys(of: SampleBatches.batch(SampleBatches.heldBatches + $0, decoder: &decoder))
+            Self.keys(of: SampleBatches.batch(SampleBatches.heldBatches + $0, vendorPrefix: PeerBatchSample.shortPrefix, decoder: &decoder))
         }
         next = 0
     }

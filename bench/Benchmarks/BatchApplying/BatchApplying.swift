@@ -6,10 +6,13 @@
 // - `RegistryState.apply(_:)` on each operation, the buckets of the one
 //   `RegistryState.prefetchDistance` ahead asked for first (`RegistryState.prefetch(for:)`), as
 //   `NodeState.applyRemoteBatch` and the journal's replay do it;
+// - the same with vendors and bundle IDs past the 15 bytes a Swift string holds in place
+//   (`PeerBatchSample.longPrefix`), as most real ones are, on a state of its own;
 // - the floor: the same device IDs and claims inserted into two bare open-addressing tables of
 //   the same sizes and bucket widths, and a record of a slot's size appended for each device
 //   (ApplyFloor.swift, written apart from the state's indexes).
 import Benchmark
+import PeerBatchSample
 import RegistryCore
 import RegistryServer
 import RegistryWire
@@ -17,6 +20,8 @@ import Synchronization
 
 /// The state and the batches still to apply; each sample takes the next batch.
 private struct StateFixture {
+    /// Vendors are named `<vendorPrefix><N>`, apps `<vendorPrefix><N>.app<M>`.
+    let vendorPrefix: String
     var state = RegistryState(expectedDevices: 0)
     var batches: [[LoggedOperation]] = []
     var next = 0
@@ -26,9 +31,9 @@ private struct StateFixture {
             expectedDevices: SampleBatches.expectedDevices, claimSeed: 1, tables: HugePageTableAllocator(inBackground: false))
         var decoder = OperationDecoder()
         for number in 0..<SampleBatches.heldBatches {
-            Self.apply(SampleBatches.batch(number, decoder: &decoder), to: &state)
+            Self.apply(SampleBatches.batch(number, vendorPrefix: vendorPrefix, decoder: &decoder), to: &state)
         }
-        batches = (0..<SampleBatches.measuredBatches).map { SampleBatches.batch(SampleBatches.heldBatches + $0, decoder: &decoder) }
+        batches = (0..<SampleBatches.measuredBatches).map { SampleBatches.batch(SampleBatches.heldBatches + $0, vendorPrefix: vendorPrefix, decoder: &decoder) }
         next = 0
     }
 
@@ -44,28 +49,32 @@ private struct StateFixture {
     }
 }
 
-private let stateFixture = Mutex(StateFixture())
+/// One state for each vendor prefix, in `prefixes`' order.
+private let prefixes = [("", PeerBatchSample.shortPrefix), (", names past 15 bytes", PeerBatchSample.longPrefix)]
+private let stateFixtures = Mutex(prefixes.map { StateFixture(vendorPrefix: $0.1) })
 private let floorFixture = Mutex(ApplyFloor())
 
 let benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock], warmupIterations: 0, maxDuration: .seconds(10), maxIterations: SampleBatches.measuredBatches)
 
-    Benchmark(
-        "RegistryState.apply, a batch of 1,024 new devices", configuration: configuration,
-        closure: { benchmark in
-            stateFixture.withLock { fixture in
-                for _ in benchmark.scaledIterations {
-                    precondition(fixture.next < fixture.batches.count, "more samples than batches prepared")
-                    let batch = fixture.batches[fixture.next]
-                    benchmark.startMeasurement()
-                    StateFixture.apply(batch, to: &fixture.state)
-                    benchmark.stopMeasurement()
-                    fixture.next += 1
+    for (index, (name, _)) in prefixes.enumerated() {
+        Benchmark(
+            "RegistryState.apply, a batch of 1,024 new devices\(name)", configuration: configuration,
+            closure: { benchmark in
+                stateFixtures.withLock { fixtures in
+                    for _ in benchmark.scaledIterations {
+                        precondition(fixtures[index].next < fixtures[index].batches.count, "more samples than batches prepared")
+                        let batch = fixtures[index].batches[fixtures[index].next]
+                        benchmark.startMeasurement()
+                        StateFixture.apply(batch, to: &fixtures[index].state)
+                        benchmark.stopMeasurement()
+                        fixtures[index].next += 1
+                    }
                 }
-            }
-        },
-        setup: { stateFixture.withLock { $0.prepare() } })
+            },
+            setup: { stateFixtures.withLock { $0[index].prepare() } })
+    }
 
     Benchmark(
         "floor: the same devices and claims inserted into bare tables", configuration: configuration,

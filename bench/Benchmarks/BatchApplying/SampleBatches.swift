@@ -20,9 +20,9 @@ enum SampleBatches {
     /// measured.
     static let expectedDevices = (heldBatches + measuredBatches) * operationsPerBatch * 5 / 4
 
-    /// Batch `number`, decoded.
-    static func batch(_ number: Int, decoder: inout OperationDecoder) -> [LoggedOperation] {
-        let operations = PeerBatchSample.registrations(count: operationsPerBatch, seed: UInt64(number))
+    /// Batch `number`, decoded; its vendors are named `<vendorPrefix><N>`.
+    static func batch(_ number: Int, vendorPrefix: String, decoder: inout OperationDecoder) -> [LoggedOperation] {
+        let operations = PeerBatchSample.registrations(count: operationsPerBatch, seed: UInt64(number), vendorPrefix: vendorPrefix)
         var buffer = ByteBuffer()
         try! OperationBatchWriter.writeFrame(batchID: UInt64(number), operations: operations, into: &buffer)
         buffer.moveReaderIndex(forwardBy: 4)
