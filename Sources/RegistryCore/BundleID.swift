@@ -7,10 +7,11 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// The maximum length in bytes.
     public static let maxLength = 255
 
+    /// The lower-case text, interned for the process: a copy counts no references
+    /// (``InternedText``).
+    public let text: InternedText
     /// Lower-case text.
-    public let value: String
-    /// `value`'s ``TextHash``, computed once: the registry interns a bundle on every registration.
-    let valueHash: UInt64
+    public var value: String { text.string }
     /// The labels, lower-case.
     public var labels: [Substring] { value.split(separator: ".", omittingEmptySubsequences: false) }
 
@@ -21,6 +22,13 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Shared by bundle IDs and vendor-rule prefixes, which follow the same label grammar.
     init(parsing text: String, minimumLabels: Int, what: String) throws(IdentityError) {
+        self.text = InternedText(try Self.normalized(text, minimumLabels: minimumLabels, what: what))
+    }
+
+    /// `text` validated and lower-cased, as a bundle ID made from it holds it, without making
+    /// one: a read that names a bundle must not add its text to the process's
+    /// (``InternedText``). `what` names the text in the errors.
+    static func normalized(_ text: String, minimumLabels: Int = 2, what: String = "bundle ID") throws(IdentityError) -> String {
         let utf8 = text.utf8
         guard !utf8.isEmpty else { throw .invalidBundleID("the \(what) is empty") }
         guard utf8.count <= Self.maxLength else {
@@ -52,13 +60,17 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
         guard labels >= minimumLabels else {
             throw .invalidBundleID("\(quoted(text)) needs at least \(minimumLabels) labels separated by '.'")
         }
-        value = String(decoding: lowered, as: UTF8.self)
-        valueHash = TextHash.of(value)
+        return String(decoding: lowered, as: UTF8.self)
     }
 
     /// True when `prefix`'s labels are the first labels of this ID (`com.acme` prefixes
     /// `com.acme.app` and `com.acme`, not `com.acmecorp.app`).
     public func hasLabelPrefix(_ prefix: String) -> Bool {
+        Self.hasLabelPrefix(value, prefix)
+    }
+
+    /// ``hasLabelPrefix(_:)`` of a normalised bundle ID's text.
+    static func hasLabelPrefix(_ value: String, _ prefix: String) -> Bool {
         guard value.hasPrefix(prefix) else { return false }
         let rest = value.utf8.dropFirst(prefix.utf8.count)
         return rest.isEmpty || rest.first == UInt8(ascii: ".")
@@ -66,13 +78,13 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public var description: String { value }
 
-    public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.value < rhs.value }
+    public static func < (lhs: BundleID, rhs: BundleID) -> Bool { lhs.text < rhs.text }
 
-    public static func == (lhs: BundleID, rhs: BundleID) -> Bool { lhs.value == rhs.value }
+    public static func == (lhs: BundleID, rhs: BundleID) -> Bool { lhs.text == rhs.text }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(valueHash) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
 }
 
 extension BundleID: Internable {
-    var internHash: UInt64 { valueHash }
+    var internHash: UInt64 { text.textHash }
 }

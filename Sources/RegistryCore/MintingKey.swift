@@ -49,7 +49,7 @@ extension DeviceID {
 
     private static func minted(vendor: Vendor, kindByte: UInt8, value: UUID128, generation: UInt32, key: MintingKey) -> DeviceID {
         var hasher = SipHash128(k0: key.k0, k1: key.k1)
-        hasher.combine(vendor.name.utf8)
+        hasher.combine(vendor.text.utf8)
         hasher.combine(kindByte)
         // The UUID's 16 bytes in UUID order (each word's most significant byte first), then the
         // generation's 4 bytes little-endian.

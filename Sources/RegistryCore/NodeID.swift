@@ -3,7 +3,10 @@
 public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public static let maxLength = 64
 
-    public let value: String
+    /// The name, interned for the process: a copy counts no references (``InternedText``).
+    public let text: InternedText
+
+    public var value: String { text.string }
 
     /// Thrown for a name that breaks the rules; the message says which.
     public struct Invalid: Error, CustomStringConvertible, Equatable {
@@ -21,23 +24,25 @@ public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
         guard allowed else {
             throw Invalid(description: "node ID \(quoted(text)) may hold only lower-case letters, digits and '-'")
         }
-        value = text
+        self.text = InternedText(text)
     }
 
     /// For values read back from this node's own durable log, which were validated when written.
     public init(trusted text: String) {
-        value = text
+        self.text = InternedText(text)
     }
 
     public var description: String { value }
 
     public static func < (lhs: NodeID, rhs: NodeID) -> Bool {
-        lhs.value.utf8.lexicographicallyPrecedes(rhs.value.utf8)
+        lhs.text != rhs.text && lhs.text.utf8.lexicographicallyPrecedes(rhs.text.utf8)
     }
+
+    public static func == (lhs: NodeID, rhs: NodeID) -> Bool { lhs.text == rhs.text }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
 }
 
 extension NodeID: Internable {
-    /// Computed each time: a node interns its own ID almost always, which ``Interner`` finds
-    /// without hashing.
-    var internHash: UInt64 { TextHash.of(value) }
+    var internHash: UInt64 { text.textHash }
 }

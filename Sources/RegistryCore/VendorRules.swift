@@ -133,11 +133,23 @@ public struct VendorRules: Equatable, Sendable {
     /// The vendor the rules or the default scope name for `bundle`, before moves: where a change
     /// of the rules sends the bundle's devices (``RegistryState/devicesMoved(from:to:changing:)``).
     public func namedVendor(of bundle: BundleID) -> Vendor {
-        for entry in byPrefix where bundle.hasLabelPrefix(entry.prefix) {
-            return Vendor(trusted: entry.vendor)
+        Vendor(trusted: vendorName(ofNormalized: bundle.value))
+    }
+
+    /// ``namedVendor(of:)``'s name, of a bundle ID's normalised text.
+    private func vendorName(ofNormalized bundle: String) -> String {
+        for entry in byPrefix where BundleID.hasLabelPrefix(bundle, entry.prefix) {
+            return entry.vendor
         }
-        let labels = bundle.labels
-        return Vendor(trusted: labels.prefix(defaultScope.vendorLabelCount(labels)).joined(separator: "."))
+        let labels = bundle.split(separator: ".", omittingEmptySubsequences: false)
+        return labels.prefix(defaultScope.vendorLabelCount(labels)).joined(separator: ".")
+    }
+
+    /// The name of ``vendor(of:)``'s vendor for the bundle ID `text`, without making the bundle
+    /// ID or the vendor (a read must not add names to the process's ``InternedText``s); throws as
+    /// ``BundleID/init(parsing:)`` does.
+    public func vendorName(ofBundle text: String) throws(IdentityError) -> String {
+        aliases.name(of: vendorName(ofNormalized: try BundleID.normalized(text)))
     }
 
     /// The binding policy of `vendor`: its rule's, or ``BindingPolicy/default`` for a vendor
@@ -155,17 +167,23 @@ public struct VendorRules: Equatable, Sendable {
     /// Checks that `name` is a scope these rules can produce (a rule name, or a name the default
     /// scope gives) so a lookup by vendor gets a clear error for a typo.
     public func vendor(named name: String) throws(IdentityError) -> Vendor {
+        Vendor(trusted: try vendorName(named: name))
+    }
+
+    /// ``vendor(named:)``'s name, without making the vendor (a read must not add names to the
+    /// process's ``InternedText``s).
+    public func vendorName(named name: String) throws(IdentityError) -> String {
         let lowered = name.lowercased()
         // A name moves joined vendors under is one too, whether or not a rule still names it.
         if rules.contains(where: { $0.name == lowered }) || aliases.canonical[lowered] != nil || aliases.canonical.values.contains(lowered) {
-            return aliases.filing(Vendor(trusted: lowered))
+            return aliases.name(of: lowered)
         }
         let refusal = IdentityError.invalidVendor(
             "\(quoted(name)) is neither a vendor rule's name nor a vendor that \(defaultScope) names")
-        guard let parsed = try? BundleID(parsing: lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),
-            defaultScope.namesVendor(parsed.labels)
+        guard let normalized = try? BundleID.normalized(lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),
+            defaultScope.namesVendor(normalized.split(separator: ".", omittingEmptySubsequences: false))
         else { throw refusal }
-        return vendor(of: parsed)
+        return aliases.name(of: vendorName(ofNormalized: normalized))
     }
 
     public static func == (lhs: VendorRules, rhs: VendorRules) -> Bool {
@@ -175,25 +193,33 @@ public struct VendorRules: Equatable, Sendable {
 
 /// A vendor scope. All data is partitioned by it; nothing links devices across vendors.
 public struct Vendor: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let name: String
-    /// `name`'s ``TextHash``, computed once: the registry interns a vendor on every registration.
-    let nameHash: UInt64
+    /// The name, interned for the process: a copy counts no references (``InternedText``).
+    public let text: InternedText
+
+    public var name: String { text.string }
 
     /// Only ``VendorRules`` and replayed operations create vendors.
     public init(trusted name: String) {
-        self.name = name
-        nameHash = TextHash.of(name)
+        text = InternedText(name)
     }
 
-    public static func == (lhs: Vendor, rhs: Vendor) -> Bool { lhs.name == rhs.name }
+    /// The vendor named `name` when this process has made one of that name; nil otherwise, when
+    /// nothing the process holds can be of it. For reads, which must not add names to the
+    /// process's ``InternedText``s.
+    public init?(known name: String) {
+        guard let text = InternedText.existing(name) else { return nil }
+        self.text = text
+    }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(nameHash) }
+    public static func == (lhs: Vendor, rhs: Vendor) -> Bool { lhs.text == rhs.text }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
 
     public var description: String { name }
 
-    public static func < (lhs: Vendor, rhs: Vendor) -> Bool { lhs.name < rhs.name }
+    public static func < (lhs: Vendor, rhs: Vendor) -> Bool { lhs.text < rhs.text }
 }
 
 extension Vendor: Internable {
-    var internHash: UInt64 { nameHash }
+    var internHash: UInt64 { text.textHash }
 }

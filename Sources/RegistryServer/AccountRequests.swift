@@ -17,7 +17,7 @@ extension NodeState {
         _ kind: BindingChange.Kind, _ request: BindingRequest, rules: VendorRules, identifierKey: IdentifierKey
     ) -> Result<BindingIntent, WireError> {
         do throws(IdentityError) {
-            let vendor = try Self.namedVendor(request.scope, rules: rules)
+            let vendor = Vendor(trusted: try Self.namedVendorName(request.scope, rules: rules))
             let account = try AccountName(validating: request.account)
             let device = try DeviceID(parsing: request.deviceID)
             return .success(BindingIntent(kind: kind, vendor: vendor, account: identifierKey.seal(account), device: device))
@@ -26,19 +26,21 @@ extension NodeState {
         }
     }
 
-    /// The vendor a request names, by bundle ID or by name; nil when it names none.
-    static func vendor(of scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> Vendor? {
+    /// The name of the vendor a request names, by bundle ID or by name, without making the
+    /// vendor (a read must not add names to the process's texts, ``InternedText``); nil when
+    /// it names none.
+    static func vendorName(of scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> String? {
         switch scope {
-        case .bundle(let text): return rules.vendor(of: try BundleID(parsing: text))
-        case .vendor(let name): return try rules.vendor(named: name)
+        case .bundle(let text): return try rules.vendorName(ofBundle: text)
+        case .vendor(let name): return try rules.vendorName(named: name)
         case .unspecified: return nil
         }
     }
 
-    /// The vendor an account request names, which it must.
-    private static func namedVendor(_ scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> Vendor {
-        guard let vendor = try vendor(of: scope, rules: rules) else { throw .invalidVendor("the request names neither a bundle_id nor a vendor") }
-        return vendor
+    /// The name of the vendor an account request names, which it must.
+    private static func namedVendorName(_ scope: LookupRequest.Scope, rules: VendorRules) throws(IdentityError) -> String {
+        guard let name = try vendorName(of: scope, rules: rules) else { throw .invalidVendor("the request names neither a bundle_id nor a vendor") }
+        return name
     }
 
     /// Decides a bind or an unbind at `wallMillis` (``AccountBindings/decide(_:policy:canonical:)``):
@@ -84,20 +86,25 @@ extension NodeState {
     /// Answers an account request: one account's devices, or a device's accounts.
     func answerAccount(_ query: AccountQuery, access: ConnectionAccess) -> ServerBody {
         do throws(IdentityError) {
-            let vendor = try Self.namedVendor(query.scope, rules: rules)
-            guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
+            let name = try Self.namedVendorName(query.scope, rules: rules)
+            guard access.allows(.read, vendor: name) else { return .error(ConnectionAccess.denied(.read, vendor: name)) }
+            // A vendor this process never made holds nothing (``Vendor/init(known:)``).
+            let vendor = Vendor(known: name)
             switch query.subject {
             case .account(let text):
-                let key = AccountKey(vendor: vendor, account: identifierKey.seal(try AccountName(validating: text)))
+                let account = identifierKey.seal(try AccountName(validating: text))
+                guard let vendor else { return .accounts([]) }
+                let key = AccountKey(vendor: vendor, account: account)
                 return .accounts(registry.bindings(of: key) == nil ? [] : [accountMessage(key)])
             case .accountKey(let text):
                 guard let account = UUID128(text: text) else { throw .invalidAccount("account key \(text.debugDescription) is not UUID text") }
+                guard let vendor else { return .accounts([]) }
                 let key = AccountKey(vendor: vendor, account: account)
                 return .accounts(registry.bindings(of: key) == nil ? [] : [accountMessage(key)])
             case .device(let text):
                 let device = try DeviceID(parsing: text)
-                guard registry.vendor(of: device) == vendor else {
-                    return .error(WireError(code: .notFound, message: "no device \(device) in vendor \(vendor)"))
+                guard let vendor, registry.vendor(of: device) == vendor else {
+                    return .error(WireError(code: .notFound, message: "no device \(device) in vendor \(name)"))
                 }
                 if registry.isGone(device) { return .error(Self.gone(device)) }
                 return .accounts(registry.accounts(of: device).filter { $0.vendor == vendor }.map { accountMessage($0) })

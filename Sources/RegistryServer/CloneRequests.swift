@@ -29,24 +29,30 @@ extension NodeState {
         guard access.allows(.read) else { return .error(ConnectionAccess.denied(.read)) }
         var vendor: Vendor?
         if !text.isEmpty {
+            let name: String
             do throws(IdentityError) {
-                vendor = try Self.vendor(namedOrOwning: text, rules: rules)
+                name = try Self.vendorName(namedOrOwning: text, rules: rules)
             } catch {
                 return .error(WireError(error))
             }
-            guard access.allows(.read, vendor: vendor!.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor!.name)) }
+            guard access.allows(.read, vendor: name) else { return .error(ConnectionAccess.denied(.read, vendor: name)) }
+            // A vendor this process never made holds nothing (``Vendor/init(known:)``).
+            guard let known = Vendor(known: name) else { return .clones([]) }
+            vendor = known
         }
         let clones = registry.suspectedClones(in: vendor).filter { vendor != nil || access.allows(.read, vendor: $0.vendor.name) }
         return .clones(clones.map { SuspectedCloneMessage($0) })
     }
 
-    /// The vendor `text` names: a vendor's name, else the vendor of a bundle ID.
-    private static func vendor(namedOrOwning text: String, rules: VendorRules) throws(IdentityError) -> Vendor {
+    /// The name of the vendor `text` names, a vendor's name, else the vendor of a bundle ID,
+    /// without making the vendor (a read must not add names to the process's texts,
+    /// ``InternedText``).
+    private static func vendorName(namedOrOwning text: String, rules: VendorRules) throws(IdentityError) -> String {
         do {
-            return try rules.vendor(named: text)
+            return try rules.vendorName(named: text)
         } catch {
-            guard let bundle = try? BundleID(parsing: text) else { throw error }
-            return rules.vendor(of: bundle)
+            guard let name = try? rules.vendorName(ofBundle: text) else { throw error }
+            return name
         }
     }
 }

@@ -564,14 +564,15 @@ struct NodeState {
 
     private func lookup(_ request: LookupRequest, access: ConnectionAccess) -> ServerBody {
         do throws(IdentityError) {
-            guard let vendor = try Self.vendor(of: request.scope, rules: rules) else {
+            guard let name = try Self.vendorName(of: request.scope, rules: rules) else {
                 return .error(WireError(code: .invalidArgument, message: "a lookup needs a bundle_id or a vendor"))
             }
-            guard access.allows(.read, vendor: vendor.name) else { return .error(ConnectionAccess.denied(.read, vendor: vendor.name)) }
+            guard access.allows(.read, vendor: name) else { return .error(ConnectionAccess.denied(.read, vendor: name)) }
             guard let presented = request.identifier else { throw IdentityError.missingIdentifier }
             let identifier = try Identifier(presented)
-            guard let record = registry.lookup(vendor: vendor, identifier: identifierKey.seal(identifier)) else {
-                return .error(WireError(code: .notFound, message: "no device claims \(identifier) in vendor \(vendor)"))
+            // A vendor this process never made holds nothing (``Vendor/init(known:)``).
+            guard let vendor = Vendor(known: name), let record = registry.lookup(vendor: vendor, identifier: identifierKey.seal(identifier)) else {
+                return .error(WireError(code: .notFound, message: "no device claims \(identifier) in vendor \(name)"))
             }
             return .device(DeviceRecordMessage(record))
         } catch {

@@ -24,32 +24,32 @@ public enum OperationCodec {
         case .registration(let op):
             append(field: Field.registration, length: size(op), to: &bytes) { write(op, to: &$0) }
         case .membership(let op):
-            let length = ProtobufWriter.stringSize(Field.nodeID, op.node.value) + ProtobufWriter.stringSize(Field.address, op.address)
+            let length = ProtobufWriter.stringSize(Field.nodeID, op.node.text) + ProtobufWriter.stringSize(Field.address, op.address)
                 + (op.removed ? ProtobufWriter.uint64Size(Field.removed, 1) : 0) + ProtobufWriter.uint64Size(Field.atHLC, op.at.rawValue)
             append(field: Field.membership, length: length, to: &bytes) { writer in
-                writer.string(Field.nodeID, op.node.value)
+                writer.string(Field.nodeID, op.node.text)
                 writer.string(Field.address, op.address)
                 if op.removed { writer.uint64(Field.removed, 1) }
                 writer.uint64(Field.atHLC, op.at.rawValue)
             }
         case .binding(let change):
             let length = ProtobufWriter.int32Size(Field.bindingKind, Int32(change.kind.rawValue))
-                + ProtobufWriter.stringSize(Field.bindingVendor, change.vendor.name) + ProtobufWriter.uuidSize(Field.account)
+                + ProtobufWriter.stringSize(Field.bindingVendor, change.vendor.text) + ProtobufWriter.uuidSize(Field.account)
                 + ProtobufWriter.uuidSize(Field.bindingDevice) + ProtobufWriter.uint64Size(Field.bindingAtHLC, change.time.rawValue)
-                + ProtobufWriter.stringSize(Field.bindingOrigin, change.origin.value)
+                + ProtobufWriter.stringSize(Field.bindingOrigin, change.origin.text)
             append(field: Field.binding, length: length, to: &bytes) { writer in
                 writer.int32(Field.bindingKind, Int32(change.kind.rawValue))
-                writer.string(Field.bindingVendor, change.vendor.name)
+                writer.string(Field.bindingVendor, change.vendor.text)
                 writer.uuid(Field.account, change.account)
                 writer.uuid(Field.bindingDevice, change.device.uuid)
                 writer.uint64(Field.bindingAtHLC, change.time.rawValue)
-                writer.string(Field.bindingOrigin, change.origin.value)
+                writer.string(Field.bindingOrigin, change.origin.text)
             }
         case .forget(let op):
-            let length = ProtobufWriter.uuidSize(Field.forgetDevice) + ProtobufWriter.stringSize(Field.forgetVendor, op.vendor.name)
+            let length = ProtobufWriter.uuidSize(Field.forgetDevice) + ProtobufWriter.stringSize(Field.forgetVendor, op.vendor.text)
             append(field: Field.forget, length: length, to: &bytes) { writer in
                 writer.uuid(Field.forgetDevice, op.device.uuid)
-                writer.string(Field.forgetVendor, op.vendor.name)
+                writer.string(Field.forgetVendor, op.vendor.text)
             }
         case .vendorRule(let change):
             append(field: Field.vendorRule, length: VendorRuleCodec.size(change), to: &bytes) { VendorRuleCodec.write(change, to: &$0) }
@@ -96,7 +96,7 @@ public enum OperationCodec {
 
     private static func size(_ op: RegistrationOp) -> Int {
         var total = ProtobufWriter.delimitedSize(Field.device, length: size(op.device))
-        total += ProtobufWriter.stringSize(Field.bundleID, op.bundle.value)
+        total += ProtobufWriter.stringSize(Field.bundleID, op.bundle.text)
         for claim in op.claims { total += ProtobufWriter.delimitedSize(Field.claims, length: size(claim)) }
         for ref in op.merged { total += ProtobufWriter.delimitedSize(Field.merged, length: size(ref)) }
         return total + ProtobufWriter.uint64Size(Field.seenHLC, op.seen.rawValue)
@@ -104,7 +104,7 @@ public enum OperationCodec {
 
     private static func write(_ op: RegistrationOp, to writer: inout ProtobufWriter) {
         write(op.device, field: Field.device, to: &writer)
-        writer.string(Field.bundleID, op.bundle.value)
+        writer.string(Field.bundleID, op.bundle.text)
         for claim in op.claims {
             writer.header(Field.claims, length: size(claim))
             writer.int32(Field.kind, claim.kind.rawValue)
@@ -118,7 +118,7 @@ public enum OperationCodec {
         var total = ProtobufWriter.int32Size(Field.cloneAction, Int32(op.action.rawValue))
         total += ProtobufWriter.delimitedSize(Field.cloneDevice, length: size(op.device)) + ProtobufWriter.uuidSize(Field.laterIDFV)
         total += ProtobufWriter.uint64Size(Field.appearedHLC, op.appeared.rawValue) + ProtobufWriter.uint64Size(Field.earlierSeenHLC, op.earlierSeen.rawValue)
-        total += ProtobufWriter.stringSize(Field.cloneBundle, op.bundle.value)
+        total += ProtobufWriter.stringSize(Field.cloneBundle, op.bundle.text)
         if op.keychain != nil { total += ProtobufWriter.uuidSize(Field.keychain) }
         if let newDevice = op.newDevice { total += ProtobufWriter.delimitedSize(Field.newDevice, length: size(newDevice)) }
         return total + ProtobufWriter.stringSize(Field.decidedBy, op.decidedBy.value)
@@ -130,7 +130,7 @@ public enum OperationCodec {
         writer.uuid(Field.laterIDFV, op.laterIDFV.value)
         writer.uint64(Field.appearedHLC, op.appeared.rawValue)
         writer.uint64(Field.earlierSeenHLC, op.earlierSeen.rawValue)
-        writer.string(Field.cloneBundle, op.bundle.value)
+        writer.string(Field.cloneBundle, op.bundle.text)
         if let keychain = op.keychain { writer.uuid(Field.keychain, keychain.value) }
         if let newDevice = op.newDevice { write(newDevice, field: Field.newDevice, to: &writer) }
         writer.string(Field.decidedBy, op.decidedBy.value)
@@ -142,16 +142,16 @@ public enum OperationCodec {
 
     private static func size(_ ref: DeviceRef) -> Int {
         ProtobufWriter.uuidSize(Field.deviceID) + ProtobufWriter.uint64Size(Field.createdHLC, ref.created.rawValue)
-            + ProtobufWriter.stringSize(Field.originNodeID, ref.origin.value)
-            + ProtobufWriter.stringSize(Field.vendor, ref.vendor.name)
+            + ProtobufWriter.stringSize(Field.originNodeID, ref.origin.text)
+            + ProtobufWriter.stringSize(Field.vendor, ref.vendor.text)
     }
 
     private static func write(_ ref: DeviceRef, field: UInt64, to writer: inout ProtobufWriter) {
         writer.header(field, length: size(ref))
         writer.uuid(Field.deviceID, ref.id.uuid)
         writer.uint64(Field.createdHLC, ref.created.rawValue)
-        writer.string(Field.originNodeID, ref.origin.value)
-        writer.string(Field.vendor, ref.vendor.name)
+        writer.string(Field.originNodeID, ref.origin.text)
+        writer.string(Field.vendor, ref.vendor.text)
     }
 
     public static func decode(_ bytes: ByteBuffer) throws(CodecError) -> Operation {

@@ -60,6 +60,12 @@ struct ProtobufWriter {
         value.withUTF8 { bytes(field, $0) }
     }
 
+    /// A `string` field holding an interned text's bytes, left out when empty: no `String` is
+    /// read, so a long name is not retained.
+    mutating func string(_ field: UInt64, _ text: InternedText) {
+        bytes(field, text.utf8)
+    }
+
     /// A `string` field holding `text`, left out when empty.
     mutating func string(_ field: UInt64, _ text: UUIDText) {
         let count = text.utf8Count
@@ -121,6 +127,11 @@ struct ProtobufWriter {
 
     static func stringSize(_ field: UInt64, _ value: String) -> Int {
         let count = value.utf8.count
+        return count == 0 ? 0 : delimitedSize(field, length: count)
+    }
+
+    static func stringSize(_ field: UInt64, _ text: InternedText) -> Int {
+        let count = text.utf8.count
         return count == 0 ? 0 : delimitedSize(field, length: count)
     }
 

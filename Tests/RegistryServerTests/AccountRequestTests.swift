@@ -149,6 +149,47 @@ import Testing
         #expect(IdentifierKey(secret: "other").seal(try AccountName(validating: "alice")).text != key)
     }
 
+    /// A read names a vendor by text; a node keeps every name it makes for good
+    /// (``InternedText``), so a read of a vendor it never held must make no name: it answers
+    /// as for a vendor holding nothing, and the names stay unmade.
+    @Test func readsOfAVendorNeverHeldAnswerNothingAndMakeNoName() throws {
+        var state = try node()
+        let phone = device(&state, "com.acme.mail", idfv: idfvs[0])
+        // Unique to this run, so that no other test in the process made them.
+        let vendor = "com.never-held-\(UInt64.random(in: 1 ... .max))"
+        let bundle = "\(vendor).app"
+        let idfv = PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, text: idfvs[1])
+        func accounts(_ subject: AccountQuery.Subject, _ scope: LookupRequest.Scope) -> [AccountBindingsMessage]? {
+            if case .accounts(let accounts) = ask(&state, .account(AccountQuery(scope: scope, subject: subject))).body { return accounts }
+            return nil
+        }
+        for scope in [LookupRequest.Scope.vendor(vendor), .bundle(bundle), .vendor(vendor.uppercased())] {
+            #expect(errorCode(ask(&state, .lookup(LookupRequest(scope: scope, identifier: idfv)))) == .notFound)
+            #expect(accounts(.account("alice"), scope) == [])
+            #expect(accounts(.accountKey(UUID128(high: 1, low: 2).text), scope) == [])
+            #expect(errorCode(ask(&state, .account(AccountQuery(scope: scope, subject: .device(phone))))) == .notFound)
+            // Bad inputs are still refused first.
+            #expect(errorCode(ask(&state, .account(AccountQuery(scope: scope, subject: .accountKey("nope"))))) == .invalidArgument)
+        }
+        for text in [vendor, bundle] {
+            if case .clones(let clones) = ask(&state, .clones(vendor: text)).body {
+                #expect(clones.isEmpty)
+            } else {
+                Issue.record("the clones of \(text) were not listed")
+            }
+        }
+        #expect(InternedText.existing(vendor) == nil)
+        #expect(InternedText.existing(bundle) == nil)
+        // Once a device of the vendor registers, the same reads find it.
+        let held = device(&state, bundle, idfv: idfvs[1])
+        #expect(InternedText.existing(vendor) != nil)
+        guard case .device(let found) = ask(&state, .lookup(LookupRequest(scope: .vendor(vendor), identifier: idfv))).body else {
+            Issue.record("the device of \(vendor) was not found")
+            return
+        }
+        #expect(found.deviceID == held)
+    }
+
     @Test func badInputsGetTypedErrorsAndChangeNothing() throws {
         var state = try node()
         let phone = device(&state, "com.acme.mail", idfv: idfvs[0])
