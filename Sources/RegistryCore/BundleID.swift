@@ -26,7 +26,7 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// `text` validated and lower-cased, as a bundle ID made from it holds it, without making
-    /// one: a read that names a bundle must not add its text to the process's
+    /// one: a read that names a bundle must not add its text to the process's interned texts
     /// (``InternedText``). `what` names the text in the errors.
     static func normalized(_ text: String, minimumLabels: Int = 2, what: String = "bundle ID") throws(IdentityError) -> String {
         let utf8 = text.utf8

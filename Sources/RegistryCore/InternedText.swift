@@ -3,17 +3,19 @@ import Synchronization
 /// A text stored once for the life of the process and named by a pointer to it: a copy is one
 /// word and counts no references, and two are equal exactly when they point to the same text.
 ///
-/// Vendors and bundle IDs are interned texts. Held as `String`s, a name of more than the 15
-/// bytes a string keeps in place lived in a heap buffer that every copy retained and released,
-/// and an operation's names are copied many times between a decoder and the state (measured in
-/// docs/performance.md, "Names interned for the process").
+/// Vendors, bundle IDs and node IDs are interned texts. Held as `String`s, a name of more than
+/// the 15 bytes a string keeps in place lived in a heap buffer that every copy retained and
+/// released, and an operation's names are copied many times between a decoder and the state
+/// (measured in docs/performance.md, "Names interned for the process").
 ///
-/// Texts are told apart by their UTF-8 bytes. A text is never freed: there is one for each
-/// distinct name the process was given, which its state keeps anyway (it numbers every vendor
-/// and bundle it holds), so only names given and then refused are kept for nothing. Making one
-/// looks it up in a table behind a lock; the callers on every operation's path remember the
-/// texts they made (``BundleResolver``, the decoders' memos), so that the lock is taken once a
-/// distinct name, not once an operation.
+/// Texts are told apart, and ordered, by their UTF-8 bytes. A text is never freed: there is one
+/// for each distinct name the process made, which its state mostly keeps anyway (it numbers
+/// every vendor, bundle and node it holds). So text a client sends is made into a name only
+/// where the client may write what it names: reads (lookups, causal tokens, watch cursors) use
+/// ``existing(_:)``, and a request of a role its token grants on no vendor is refused before
+/// its names are read (docs/security.md, "Exposure"). Making a text looks it up in a table
+/// behind a lock; registrations, whose names the callers remember (``BundleResolver``, the
+/// decoders' memos), take it once a distinct name, other operations once each.
 public struct InternedText: Hashable, Comparable, CustomStringConvertible {
     /// What a text's pointer names. Never changed or freed once made.
     struct Storage {
@@ -41,7 +43,7 @@ public struct InternedText: Hashable, Comparable, CustomStringConvertible {
     }
 
     /// The text as a string. A string of more than 15 bytes shares the text's buffer: reading
-    /// it retains that, so every read on an operation's path reads ``withUTF8(_:)`` instead.
+    /// it retains that, so every read on an operation's path reads ``utf8`` instead.
     public var string: String { storage.pointee.string }
 
     /// The text's UTF-8 bytes, valid for the life of the process.
@@ -56,9 +58,12 @@ public struct InternedText: Hashable, Comparable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(textHash) }
 
-    /// The strings' order (Unicode scalars, as `String` orders them).
+    /// Byte order, consistent with equality. For the ASCII that vendors, bundle IDs and node IDs
+    /// are checked to be it is `String`'s order too; `String`'s own would call two spellings of
+    /// one accented letter neither equal nor ordered here (a vendor decoded from a peer is not
+    /// checked).
     public static func < (lhs: InternedText, rhs: InternedText) -> Bool {
-        lhs.storage != rhs.storage && lhs.string < rhs.string
+        lhs.storage != rhs.storage && lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
     }
 }
 

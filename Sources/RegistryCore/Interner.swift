@@ -4,7 +4,7 @@ protocol Internable: Equatable, Sendable {
 }
 
 /// Gives each distinct value a small number, so that millions of records can name one of a few
-/// thousand vendors, bundles or nodes in 4 bytes instead of a string.
+/// thousand vendors, bundles or nodes in 4 bytes instead of a word each.
 ///
 /// Its table is open addressing over the values' own hashes, so a lookup costs one multiply-mix
 /// hash (usually computed once, when the value was made) and one comparison, where a

@@ -14,6 +14,24 @@ public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     public init(_ text: String) throws(Invalid) {
+        try Self.check(text)
+        self.text = InternedText(text)
+    }
+
+    /// The node `text` names when this process has made that node ID; nil otherwise, or when
+    /// `text` is no node ID. For a client's text (a causal token, a watch cursor), which must
+    /// not add names to the process's ``InternedText``s.
+    public init?(known text: String) {
+        guard (try? Self.check(text)) != nil, let known = InternedText.existing(text) else { return nil }
+        self.text = known
+    }
+
+    /// Whether `text` is a valid node ID, without making one.
+    public static func isValid(_ text: String) -> Bool {
+        (try? check(text)) != nil
+    }
+
+    private static func check(_ text: String) throws(Invalid) {
         guard !text.isEmpty, text.utf8.count <= Self.maxLength else {
             throw Invalid(description: "node ID \(quoted(text)) must be 1 to \(Self.maxLength) bytes")
         }
@@ -24,7 +42,6 @@ public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
         guard allowed else {
             throw Invalid(description: "node ID \(quoted(text)) may hold only lower-case letters, digits and '-'")
         }
-        self.text = InternedText(text)
     }
 
     /// For values read back from this node's own durable log, which were validated when written.
@@ -34,9 +51,8 @@ public struct NodeID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     public var description: String { value }
 
-    public static func < (lhs: NodeID, rhs: NodeID) -> Bool {
-        lhs.text != rhs.text && lhs.text.utf8.lexicographicallyPrecedes(rhs.text.utf8)
-    }
+    /// Byte by byte (``InternedText``'s order).
+    public static func < (lhs: NodeID, rhs: NodeID) -> Bool { lhs.text < rhs.text }
 
     public static func == (lhs: NodeID, rhs: NodeID) -> Bool { lhs.text == rhs.text }
 

@@ -19,13 +19,13 @@ public struct VendorRule: Equatable, Sendable {
         guard !prefixes.isEmpty else { throw .invalidVendor("a vendor rule needs at least one prefix") }
         var normalised = [String]()
         for prefix in prefixes {
-            let parsed: BundleID
+            // Normalised, not made into a bundle ID: only its text is kept, and a rule checked
+            // (a preview, a refused change) must not add names to the process's InternedTexts.
             do {
-                parsed = try BundleID(parsing: prefix, minimumLabels: 2, what: "vendor prefix")
+                normalised.append(try BundleID.normalized(prefix, what: "vendor prefix"))
             } catch {
                 throw .invalidVendor("prefix \(quoted(prefix)): \(error)")
             }
-            normalised.append(parsed.value)
         }
         let chosen = (name ?? normalised[0]).lowercased()
         guard !chosen.isEmpty, chosen.utf8.count <= BundleID.maxLength else {
@@ -203,9 +203,9 @@ public struct Vendor: Hashable, Comparable, Sendable, CustomStringConvertible {
         text = InternedText(name)
     }
 
-    /// The vendor named `name` when this process has made one of that name; nil otherwise, when
-    /// nothing the process holds can be of it. For reads, which must not add names to the
-    /// process's ``InternedText``s.
+    /// The vendor named `name` when this process has made a name of that text (a vendor's, or
+    /// any other); nil otherwise, when nothing the process holds can be of that vendor. For
+    /// reads, which must not add names to the process's ``InternedText``s.
     public init?(known name: String) {
         guard let text = InternedText.existing(name) else { return nil }
         self.text = text

@@ -146,7 +146,7 @@ struct NodeState {
     /// Applies `operation`, the next of `log`, its timestamp observed; the caller records it in
     /// the version vector. Takes the logged operation's parts, not the whole: a batch's loop
     /// passes them from where they lie in its array, where a `LoggedOperation` argument was a copy
-    /// of each one (its origin, its operation's box and its bytes retained, then released).
+    /// of each one (its operation's box and its bytes retained, then released).
     private mutating func applyAdmitted(_ operation: Operation, of log: LogID, sequence: UInt64, timestamp: HLCTimestamp) {
         registry.apply(operation)
         if registry.recordsEvents {

@@ -58,7 +58,8 @@ struct TextMemo<Value> {
     private struct Entry {
         let fingerprint: Fingerprint
         /// The text's bytes when the fingerprint does not hold them all; nil otherwise, so that
-        /// copying the entry of a short text retains nothing but its value.
+        /// copying the entry of a short text retains nothing (the values made, vendors, bundle
+        /// IDs and node IDs, are plain data).
         let bytes: [UInt8]?
         let value: Value
 

@@ -27,7 +27,7 @@ import Testing
 
     func ask(_ node: inout NodeState, _ body: ClientBody, access: ConnectionAccess = .unrestricted, wallMillis: UInt64 = 1_000) -> Answer {
         var resolver = BundleResolver(rules: node.rules, capacity: 0)
-        let prepared = access.authorize(NodeState.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey))
+        let prepared = access.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey)
         var generator = SplitMix64(seed: 7)
         var operations = [LoggedOperation]()
         let body = node.decide(prepared, requestID: 1, wallMillis: wallMillis, generator: &generator, operations: &operations, access: access).body

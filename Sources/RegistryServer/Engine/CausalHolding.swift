@@ -22,7 +22,7 @@ struct CausalHolding: Sendable {
         _ frames: [ClientFrame], prepared: inout [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery,
         deadline: UInt64?, expire: @escaping @Sendable () -> Void
     ) -> Bool {
-        var required = [VersionVector?](repeating: nil, count: frames.count)
+        var required = [(heard: VersionVector, unheard: [LogPosition])?](repeating: nil, count: frames.count)
         for index in frames.indices where !frames[index].after.isEmpty {
             if case .refused = prepared[index] { continue }
             let after = frames[index].after
@@ -34,7 +34,7 @@ struct CausalHolding: Sendable {
                 continue
             }
             do {
-                required[index] = try VersionVector(positions: after.positions)
+                required[index] = try VersionVector.fromClient(after.positions)
             } catch {
                 prepared[index] = .refused(WireError(code: .invalidArgument, message: "the causal token: \(error.message)"))
             }
@@ -44,14 +44,17 @@ struct CausalHolding: Sendable {
         var refusals = [(Int, WireError)]()
         let parked = core.withLockedValue { core -> Bool in
             let held = core.node.versionVector
-            var unmet = [(index: Int, shortfall: [VersionVector.Shortage])]()
+            var unmet = [(index: Int, shortfall: [VersionVector.Shortage], unheard: [LogPosition])]()
             var needed = VersionVector()
             for index in frames.indices {
                 guard let required = required[index] else { continue }
-                let shortfall = held.shortfall(against: required)
-                guard !shortfall.isEmpty else { continue }
-                unmet.append((index, shortfall))
+                let shortfall = held.shortfall(against: required.heard)
+                guard !shortfall.isEmpty || !required.unheard.isEmpty else { continue }
+                unmet.append((index, shortfall, required.unheard))
                 for entry in shortfall { needed.recordAll(through: max(entry.needed, needed[entry.log]), in: entry.log) }
+                // A log of a node this one has not heard of is waited for until the deadline,
+                // when the group comes back here and its tokens are read again.
+                if !required.unheard.isEmpty { needed.recordAll(through: 1, in: VersionVector.unheardLog) }
             }
             if unmet.isEmpty { return false }
             if now < deadline {
@@ -60,8 +63,8 @@ struct CausalHolding: Sendable {
                 return true
             }
             let members = core.node.registry.clusterMembers
-            for (index, shortfall) in unmet {
-                refusals.append((index, Self.notCaughtUp(shortfall, members: members, waited: timeoutMillis)))
+            for (index, shortfall, unheard) in unmet {
+                refusals.append((index, Self.notCaughtUp(shortfall, unheard: unheard, members: members, waited: timeoutMillis)))
             }
             return false
         }
@@ -79,13 +82,17 @@ struct CausalHolding: Sendable {
         core.withLockedValue { $0.causalWaits.expired(nowMillis: wallClock()) }
     }
 
-    /// NOT_CAUGHT_UP for what `shortfall` lacks: each log's origin, where it is reached, and how
-    /// far this node is behind in it.
-    static func notCaughtUp(_ shortfall: [VersionVector.Shortage], members: [NodeID: Member], waited: UInt64) -> WireError {
-        let logs = shortfall.map { entry -> String in
-            let address = members[entry.log.origin].map { $0.address.isEmpty ? "" : " at \($0.address)" } ?? ""
-            return "\(entry.log.origin)\(address) holds its log \(entry.log.epoch) through \(entry.needed), this node through \(entry.held)"
-        }
+    /// NOT_CAUGHT_UP for what `shortfall` lacks, and the logs `unheard` of nodes this one has
+    /// not heard of: each log's origin, where it is reached, and how far this node is behind in it.
+    static func notCaughtUp(
+        _ shortfall: [VersionVector.Shortage], unheard: [LogPosition] = [], members: [NodeID: Member], waited: UInt64
+    ) -> WireError {
+        let logs =
+            shortfall.map { entry -> String in
+                let address = members[entry.log.origin].map { $0.address.isEmpty ? "" : " at \($0.address)" } ?? ""
+                return "\(entry.log.origin)\(address) holds its log \(entry.log.epoch) through \(entry.needed), this node through \(entry.held)"
+            }
+            + unheard.map { "\($0.origin) holds its log \($0.epoch) through \($0.sequence), this node through 0" }
         return WireError(
             code: .notCaughtUp,
             message: "this node does not hold what the causal token names after \(waited) ms: \(logs.joined(separator: "; ")); retry later, or on that node",

@@ -63,7 +63,7 @@ final class ClientRequests: Sendable {
     /// as the last request is decided, which covers what each of them saw.
     ///
     /// Every request a connection reads comes here, and is routed and its access checked here
-    /// (``ConnectionAccess/authorize(_:)``): a snapshot request that its token allows leaves the
+    /// (``ConnectionAccess/prepare(_:resolver:limits:identifierKey:)``): a snapshot request that its token allows leaves the
     /// group, to be answered on its own once the snapshot is written, seconds later.
     func submit(
         _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery,
@@ -71,7 +71,7 @@ final class ClientRequests: Sendable {
     ) {
         var frames = frames
         var prepared = frames.map {
-            access.authorize(NodeState.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
+            access.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey)
         }
         var index = 0
         while index < prepared.count {
@@ -119,7 +119,7 @@ final class ClientRequests: Sendable {
                     if renewed?.version != core.node.rulesVersion {
                         renewed = BundleResolver(rules: core.node.rules, version: core.node.rulesVersion, capacity: resolver.capacity)
                     }
-                    request = access.authorize(NodeState.prepare(frame.body, resolver: &renewed!, limits: limits, identifierKey: identifierKey))
+                    request = access.prepare(frame.body, resolver: &renewed!, limits: limits, identifierKey: identifierKey)
                 }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable

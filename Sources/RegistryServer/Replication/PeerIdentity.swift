@@ -34,7 +34,9 @@ struct PeerIdentity: Sendable {
             return WireError(
                 code: .duplicateNodeID, message: "peer claims node ID \(hello.nodeID), which is this node's own: two nodes share one ID")
         }
-        guard (try? NodeID(hello.nodeID)) != nil, hello.epoch > 0 else {
+        // Checked, not made: the proof below is not checked yet, and a node keeps every node ID
+        // it makes (InternedText).
+        guard NodeID.isValid(hello.nodeID), hello.epoch > 0 else {
             return WireError(code: .invalidArgument, message: "peer hello names no valid node ID and epoch")
         }
         guard hello.mintingKeyFingerprint == mintingKeyFingerprint else {
@@ -78,15 +80,45 @@ extension VersionVector {
         logs.map { LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence) }
     }
 
-    /// A vector from wire log positions, which must name valid nodes and epochs.
+    /// A vector from wire log positions, which must name valid nodes and epochs. Makes their
+    /// node IDs: for a peer's positions; a client's are ``fromClient(_:)``.
     init(positions: [LogPosition]) throws(WireError) {
         self.init()
         for position in positions {
-            guard let origin = try? NodeID(position.origin), position.epoch > 0 else {
-                throw WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
-            }
-            let log = LogID(origin: origin, epoch: position.epoch)
-            recordAll(through: max(position.sequence, self[log]), in: log)
+            guard position.epoch > 0, let origin = try? NodeID(position.origin) else { throw Self.invalid(position) }
+            try record(position, of: origin)
         }
+    }
+
+    /// Log positions a client sent (a causal token, a watch cursor), which must name valid
+    /// nodes and epochs, read without making node IDs: a client may name any node, and a node
+    /// keeps every node ID it makes (``InternedText``). `heard`: the positions of nodes this
+    /// process has made the IDs of; `unheard`: the others, whose logs it holds nothing of.
+    static func fromClient(_ positions: [LogPosition]) throws(WireError) -> (heard: VersionVector, unheard: [LogPosition]) {
+        var heard = VersionVector()
+        var unheard = [LogPosition]()
+        for position in positions {
+            if let origin = NodeID(known: position.origin) {
+                try heard.record(position, of: origin)
+            } else {
+                guard NodeID.isValid(position.origin), position.epoch > 0 else { throw invalid(position) }
+                unheard.append(position)
+            }
+        }
+        return (heard, unheard)
+    }
+
+    /// A log no node writes, standing for the logs of nodes a process has not heard of
+    /// (``fromClient(_:)``): a vector that names it is covered by no node's.
+    static let unheardLog = LogID(origin: NodeID(trusted: "(a node not heard of)"), epoch: 1)
+
+    private mutating func record(_ position: LogPosition, of origin: NodeID) throws(WireError) {
+        guard position.epoch > 0 else { throw Self.invalid(position) }
+        let log = LogID(origin: origin, epoch: position.epoch)
+        recordAll(through: max(position.sequence, self[log]), in: log)
+    }
+
+    private static func invalid(_ position: LogPosition) -> WireError {
+        WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
     }
 }

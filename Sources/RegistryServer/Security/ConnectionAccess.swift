@@ -1,4 +1,5 @@
 import RegistryAuth
+import RegistryCore
 import RegistryWire
 
 /// What one client connection may do: everything, on a node without a token secret, or what
@@ -36,6 +37,37 @@ enum ConnectionAccess: Sendable, Equatable {
         WireError(
             code: .permissionDenied,
             message: vendor.map { "the token does not grant \(role) on vendor \($0)" } ?? "the token does not grant \(role)")
+    }
+
+    /// `body` prepared (``NodeState/prepare(_:resolver:limits:identifierKey:)``) and authorised
+    /// (``authorize(_:)``), or refused unprepared when the token grants a role it needs on no
+    /// vendor: preparing makes the names a request gives (vendors, bundle IDs, node IDs), which a
+    /// node keeps for good (``InternedText``).
+    func prepare(
+        _ body: ClientBody, resolver: inout BundleResolver, limits: Limits, identifierKey: IdentifierKey
+    ) -> NodeState.Prepared {
+        if let refusal = refusalUnprepared(body) { return refusal }
+        return authorize(NodeState.prepare(body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
+    }
+
+    /// What ``authorize(_:)`` refuses whatever vendor `body` names, in the form it would; nil
+    /// for the rest.
+    private func refusalUnprepared(_ body: ClientBody) -> NodeState.Prepared? {
+        guard case .token = self else { return nil }
+        switch body {
+        case .register where !allows(.register):
+            return .register(.failure(Self.denied(.register)))
+        case .registerBatch(let requests) where !allows(.register):
+            var batch = NodeState.ValidatedBatch()
+            batch.items = requests.map { _ in .failure(Self.denied(.register)) }
+            return .registerBatch(batch)
+        case .bind, .unbind:
+            return allows(.register) || allows(.admin) ? nil : .binding(.failure(Self.denied(.register)))
+        case .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
+            return allows(.admin) ? nil : .refused(Self.denied(.admin))
+        default:
+            return nil
+        }
     }
 
     /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each

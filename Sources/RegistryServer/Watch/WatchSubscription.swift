@@ -25,7 +25,14 @@ struct WatchSubscription: Equatable {
                         message: "the cursor was made by cluster \(given.clusterID.debugDescription); this node is of cluster \(clusterID.debugDescription)"))
             }
             do {
-                cursor = try VersionVector(positions: given.positions)
+                // A node this one has not heard of is filed under a log no node holds: the cursor
+                // is not held, as it is not, until the watcher asks again after it was heard of.
+                let read = try VersionVector.fromClient(given.positions)
+                var vector = read.heard
+                if let furthest = read.unheard.map(\.sequence).max() {
+                    vector.recordAll(through: max(furthest, 1), in: VersionVector.unheardLog)
+                }
+                cursor = vector
             } catch {
                 return .failure(WireError(code: .invalidCursor, message: "the cursor is malformed: \(error.message)"))
             }

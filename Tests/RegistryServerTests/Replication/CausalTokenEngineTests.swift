@@ -127,6 +127,25 @@ import Testing
         #expect(b.counters.errorCounts[.notCaughtUp] == 1)
     }
 
+    /// A token may name any node, and a node keeps every node ID it makes (``InternedText``):
+    /// a node this one never heard of is read without making its ID. The request waits out the
+    /// timeout, as for a log this node lacks, and is answered NOT_CAUGHT_UP naming that node.
+    @Test func aTokenNamingANodeNeverHeardOfWaitsAndMakesNoNodeID() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let b = try open(temp.path + "/b", node: "node-b", causalTimeoutMillis: 200)
+        defer { b.close() }
+        let unheard = "node-unheard-\(UInt64.random(in: 1 ... .max))"
+        let token = CausalToken(positions: [LogPosition(origin: unheard, epoch: 7, sequence: 3)])
+        let started = Date()
+        let frames = try await answer(b, [register(keychain: UUID128(high: 9, low: 1), idfv: UUID128(high: 10, low: 1), after: token)])
+        #expect(Date().timeIntervalSince(started) >= 0.2)
+        guard case .error(let error) = frames[0].body else { Issue.record("\(frames[0].body)"); return }
+        #expect(error.code == .notCaughtUp && error.retryable)
+        #expect(error.message.contains("\(unheard) holds its log 7 through 3, this node through 0"), "\(error.message)")
+        #expect(InternedText.existing(unheard) == nil)
+    }
+
     /// One token answers a whole group, taken as its last request is decided: a group that ends
     /// with a stats request still names the registration before it.
     @Test func aGroupEndingInStatsStillCarriesItsToken() async throws {

@@ -20,7 +20,7 @@ import Testing
 
     func answer(_ node: inout NodeState, _ body: ClientBody, _ access: ConnectionAccess) -> ServerBody {
         var resolver = BundleResolver(rules: node.rules, capacity: 0)
-        let prepared = access.authorize(NodeState.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey))
+        let prepared = access.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey)
         var generator = SplitMix64(seed: 7)
         var operations = [LoggedOperation]()
         return node.decide(prepared, requestID: 1, wallMillis: 1_000, generator: &generator, operations: &operations, access: access).body
@@ -59,6 +59,37 @@ import Testing
         let lookup = LookupRequest(scope: .vendor("com.other"), identifier: PresentedIdentifier(rawKind: 2, text: idfv))
         #expect(errorCode(answer(&state, .lookup(lookup), acme)) == .permissionDenied)
         #expect(errorCode(answer(&state, .lookup(lookup), .unrestricted)) == nil)
+    }
+
+    /// Preparing a request makes the names it gives, which a node keeps for good
+    /// (``InternedText``): a request of a role the token grants on no vendor is refused before
+    /// it is prepared, so that it makes none.
+    @Test func requestsOfARoleTheTokenGrantsNowhereMakeNoNames() {
+        var state = node()
+        let run = UInt64.random(in: 1 ... .max)
+        let vendor = "com.unmade\(run)"
+        let node = "node-unmade-\(run)"
+        let device = UUID128(high: 1, low: 1).text
+        let denied: [ClientBody] = [
+            .register(RegisterRequest(bundleID: "\(vendor).app", idfv: idfv)),
+            .bind(BindingRequest(scope: .vendor(vendor), account: "alice", deviceID: device)),
+            .unbind(BindingRequest(scope: .bundle("\(vendor).app"), account: "alice", deviceID: device)),
+            .removeMember(nodeID: node),
+            .vendor(.add(VendorRuleMessage(name: vendor, prefixes: ["\(vendor).rule"]))),
+            .vendor(.set(VendorRuleMessage(name: vendor, prefixes: ["\(vendor).rule"]))),
+        ]
+        for body in denied {
+            #expect(errorCode(answer(&state, body, readOnly)) == .permissionDenied, "\(body)")
+        }
+        let batch = answer(&state, .registerBatch([RegisterRequest(bundleID: "\(vendor).batch", idfv: idfv)]), readOnly)
+        guard case .registerBatchResult(let items) = batch, case .error(let error) = items.first else { return #expect(Bool(false), "\(batch)") }
+        #expect(error.code == .permissionDenied && items.count == 1)
+        for text in [vendor, "\(vendor).app", "\(vendor).batch", "\(vendor).rule", node] {
+            #expect(InternedText.existing(text) == nil, "\(text) was made")
+        }
+        // The same requests are prepared for a token that grants their role somewhere.
+        #expect(errorCode(answer(&state, .register(RegisterRequest(bundleID: "\(vendor).app", idfv: idfv)), acme)) == .permissionDenied)
+        #expect(InternedText.existing(vendor) != nil)
     }
 
     @Test func operatorRequestsNeedAdmin() {
