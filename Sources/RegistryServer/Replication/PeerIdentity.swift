@@ -102,7 +102,8 @@ extension VersionVector {
                 try heard.record(position, of: origin)
             } else {
                 guard NodeID.isValid(position.origin), position.epoch > 0 else { throw invalid(position) }
-                unheard.append(position)
+                // A position through 0 requires nothing, as in a vector.
+                if position.sequence > 0 { unheard.append(position) }
             }
         }
         return (heard, unheard)

@@ -157,11 +157,16 @@ struct PeerLinkStateMachine {
     mutating func received(_ frame: PeerFrame, nowMillis: UInt64, random: inout some RandomNumberGenerator) -> Action {
         switch (state, frame) {
         case (.awaitingWelcome(let peer), .welcome(let welcome)):
-            guard welcome.nodeID == peer.value, let holds = try? VersionVector(positions: welcome.versionVector) else {
+            guard welcome.nodeID == peer.value else {
                 return fail("the peer's welcome names another node or an invalid log", random: &random)
             }
+            // The proof first: reading the positions makes their node IDs, which a node keeps
+            // (InternedText).
             guard proof.verify(welcome.proof, .welcome, challenge: ownChallenge, nodeID: welcome.nodeID, binding: binding) else {
                 return fail("the peer did not prove the cluster secret over this connection's challenge", random: &random)
+            }
+            guard let holds = try? VersionVector(positions: welcome.versionVector) else {
+                return fail("the peer's welcome names another node or an invalid log", random: &random)
             }
             state = .streaming(peer: peer)
             cursor = ReplicationCursor(

@@ -40,34 +40,54 @@ enum ConnectionAccess: Sendable, Equatable {
     }
 
     /// `body` prepared (``NodeState/prepare(_:resolver:limits:identifierKey:)``) and authorised
-    /// (``authorize(_:)``), or refused unprepared when the token grants a role it needs on no
-    /// vendor: preparing makes the names a request gives (vendors, bundle IDs, node IDs), which a
-    /// node keeps for good (``InternedText``).
+    /// (``authorize(_:)``). A registration, bind or unbind of a vendor the token does not reach,
+    /// and an operator request without `admin`, are refused before they are prepared, with the
+    /// answer `authorize` gives: preparing makes the names a request gives (vendors, bundle IDs,
+    /// node IDs), which a node keeps for good (``InternedText``).
     func prepare(
         _ body: ClientBody, resolver: inout BundleResolver, limits: Limits, identifierKey: IdentifierKey
     ) -> NodeState.Prepared {
-        if let refusal = refusalUnprepared(body) { return refusal }
+        guard case .token = self else { return NodeState.prepare(body, resolver: &resolver, limits: limits, identifierKey: identifierKey) }
+        switch body {
+        case .register(let request):
+            if let denial = registrationDenial(request.bundleID, rules: resolver.rules) { return .register(.failure(denial)) }
+        case .registerBatch(let requests) where requests.count <= Int(limits.maxBatchSize):
+            let denials = requests.map { registrationDenial($0.bundleID, rules: resolver.rules) }
+            guard denials.contains(where: { $0 != nil }) else { break }
+            // The others are prepared as a batch of their own; the denied keep their places.
+            let allowed = requests.indices.filter { denials[$0] == nil }.map { requests[$0] }
+            guard case .registerBatch(let prepared) = NodeState.prepare(.registerBatch(allowed), resolver: &resolver, limits: limits, identifierKey: identifierKey)
+            else { preconditionFailure("a batch within the limit is prepared as a batch") }
+            var batch = NodeState.ValidatedBatch()
+            batch.registrations = prepared.registrations
+            var next = prepared.items.makeIterator()
+            batch.items = denials.map { denial in denial.map { .failure($0) } ?? next.next()! }
+            return .registerBatch(batch)
+        case .bind(let request), .unbind(let request):
+            if let denial = bindingDenial(request.scope, rules: resolver.rules) { return .binding(.failure(denial)) }
+        case .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
+            if !allows(.admin) { return .refused(Self.denied(.admin)) }
+        default:
+            break
+        }
         return authorize(NodeState.prepare(body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
     }
 
-    /// What ``authorize(_:)`` refuses whatever vendor `body` names, in the form it would; nil
-    /// for the rest.
-    private func refusalUnprepared(_ body: ClientBody) -> NodeState.Prepared? {
-        guard case .token = self else { return nil }
-        switch body {
-        case .register where !allows(.register):
-            return .register(.failure(Self.denied(.register)))
-        case .registerBatch(let requests) where !allows(.register):
-            var batch = NodeState.ValidatedBatch()
-            batch.items = requests.map { _ in .failure(Self.denied(.register)) }
-            return .registerBatch(batch)
-        case .bind, .unbind:
-            return allows(.register) || allows(.admin) ? nil : .binding(.failure(Self.denied(.register)))
-        case .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
-            return allows(.admin) ? nil : .refused(Self.denied(.admin))
-        default:
-            return nil
-        }
+    /// The refusal of registering the bundle ID `text` when the token does not grant `register`
+    /// on the vendor `rules` file it under, found without making the names; nil when it does, or
+    /// when the text is no bundle ID (preparing says so, and makes no name).
+    private func registrationDenial(_ text: String, rules: VendorRules) -> WireError? {
+        if allows(.register) && reachesEveryVendor { return nil }
+        guard let vendor = try? rules.vendorName(ofBundle: text) else { return nil }
+        return allows(.register, vendor: vendor) ? nil : Self.denied(.register, vendor: vendor)
+    }
+
+    /// As ``registrationDenial(_:rules:)``, for a bind or an unbind of the vendor `scope` names,
+    /// which `admin` allows too.
+    private func bindingDenial(_ scope: LookupRequest.Scope, rules: VendorRules) -> WireError? {
+        if allows(.admin) || (allows(.register) && reachesEveryVendor) { return nil }
+        guard let vendor = (try? NodeState.vendorName(of: scope, rules: rules)) ?? nil else { return nil }
+        return allows(.register, vendor: vendor) ? nil : Self.denied(.register, vendor: vendor)
     }
 
     /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each

@@ -30,7 +30,7 @@ struct WatchSubscription: Equatable {
                 let read = try VersionVector.fromClient(given.positions)
                 var vector = read.heard
                 if let furthest = read.unheard.map(\.sequence).max() {
-                    vector.recordAll(through: max(furthest, 1), in: VersionVector.unheardLog)
+                    vector.recordAll(through: furthest, in: VersionVector.unheardLog)
                 }
                 cursor = vector
             } catch {

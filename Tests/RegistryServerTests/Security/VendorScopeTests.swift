@@ -62,9 +62,9 @@ import Testing
     }
 
     /// Preparing a request makes the names it gives, which a node keeps for good
-    /// (``InternedText``): a request of a role the token grants on no vendor is refused before
-    /// it is prepared, so that it makes none.
-    @Test func requestsOfARoleTheTokenGrantsNowhereMakeNoNames() {
+    /// (``InternedText``): a request the token does not allow, of a role it grants on no vendor
+    /// or of a vendor it does not reach, is refused before it is prepared, so that it makes none.
+    @Test func requestsTheTokenDoesNotAllowMakeNoNames() {
         var state = node()
         let run = UInt64.random(in: 1 ... .max)
         let vendor = "com.unmade\(run)"
@@ -87,9 +87,25 @@ import Testing
         for text in [vendor, "\(vendor).app", "\(vendor).batch", "\(vendor).rule", node] {
             #expect(InternedText.existing(text) == nil, "\(text) was made")
         }
-        // The same requests are prepared for a token that grants their role somewhere.
-        #expect(errorCode(answer(&state, .register(RegisterRequest(bundleID: "\(vendor).app", idfv: idfv)), acme)) == .permissionDenied)
-        #expect(InternedText.existing(vendor) != nil)
+        // A token that grants the role on com.acme: another vendor's requests are refused as
+        // authorize refuses them, before their names are made; com.acme's go on, in place.
+        let register = answer(&state, .register(RegisterRequest(bundleID: "\(vendor).app", idfv: idfv)), acme)
+        guard case .error(let registerError) = register else { return #expect(Bool(false), "\(register)") }
+        #expect(registerError.code == .permissionDenied && registerError.message.contains("on vendor \(vendor)"), "\(registerError)")
+        #expect(errorCode(answer(&state, .bind(BindingRequest(scope: .vendor(vendor), account: "alice", deviceID: device)), acme)) == .permissionDenied)
+        let mixed = answer(
+            &state, .registerBatch([RegisterRequest(bundleID: "\(vendor).batch", idfv: idfv), RegisterRequest(bundleID: "com.acme.app", idfv: idfv)]),
+            acme)
+        guard case .registerBatchResult(let mixedItems) = mixed, mixedItems.count == 2, case .error(let other) = mixedItems[0],
+            case .result = mixedItems[1]
+        else { return #expect(Bool(false), "\(mixed)") }
+        #expect(other.code == .permissionDenied)
+        for text in [vendor, "\(vendor).app", "\(vendor).batch"] {
+            #expect(InternedText.existing(text) == nil, "\(text) was made")
+        }
+        // A batch past the limit is refused whole, as before any token check.
+        let tooMany = Array(repeating: RegisterRequest(bundleID: "com.acme.app", idfv: idfv), count: Int(Limits.default.maxBatchSize) + 1)
+        #expect(errorCode(answer(&state, .registerBatch(tooMany), readOnly)) == .batchTooLarge)
     }
 
     @Test func operatorRequestsNeedAdmin() {
