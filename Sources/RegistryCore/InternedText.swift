@@ -12,8 +12,8 @@ import Synchronization
 /// for each distinct name the process made, which its state mostly keeps anyway (it numbers
 /// every vendor, bundle and node it holds). So text a client sends is made into a name only
 /// where the client may write what it names: reads (lookups, causal tokens, watch cursors) use
-/// ``existing(_:)``, and a request of a role its token grants on no vendor is refused before
-/// its names are read (docs/security.md, "Exposure"). Making a text looks it up in a table
+/// ``existing(_:)``, and a request its token does not allow is refused before its names are
+/// read (docs/security.md, "Exposure"). Making a text looks it up in a table
 /// behind a lock; registrations, whose names the callers remember (``BundleResolver``, the
 /// decoders' memos), take it once a distinct name, other operations once each.
 public struct InternedText: Hashable, Comparable, CustomStringConvertible {
