@@ -13,7 +13,10 @@ public struct BundleID: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// Lower-case text.
     public var value: String { text.string }
     /// The labels, lower-case.
-    public var labels: [Substring] { value.split(separator: ".", omittingEmptySubsequences: false) }
+    public var labels: [Substring] { Self.labels(of: value) }
+
+    /// ``labels`` of a normalised bundle ID's text.
+    static func labels(of value: String) -> [Substring] { value.split(separator: ".", omittingEmptySubsequences: false) }
 
     /// Validates and normalises `text`.
     public init(parsing text: String) throws(IdentityError) {

@@ -141,7 +141,7 @@ public struct VendorRules: Equatable, Sendable {
         for entry in byPrefix where BundleID.hasLabelPrefix(bundle, entry.prefix) {
             return entry.vendor
         }
-        let labels = bundle.split(separator: ".", omittingEmptySubsequences: false)
+        let labels = BundleID.labels(of: bundle)
         return labels.prefix(defaultScope.vendorLabelCount(labels)).joined(separator: ".")
     }
 
@@ -181,7 +181,7 @@ public struct VendorRules: Equatable, Sendable {
         let refusal = IdentityError.invalidVendor(
             "\(quoted(name)) is neither a vendor rule's name nor a vendor that \(defaultScope) names")
         guard let normalized = try? BundleID.normalized(lowered, minimumLabels: defaultScope.minimumLabels, what: "vendor"),
-            defaultScope.namesVendor(normalized.split(separator: ".", omittingEmptySubsequences: false))
+            defaultScope.namesVendor(BundleID.labels(of: normalized))
         else { throw refusal }
         return aliases.name(of: vendorName(ofNormalized: normalized))
     }

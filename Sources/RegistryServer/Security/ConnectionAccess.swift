@@ -39,11 +39,14 @@ enum ConnectionAccess: Sendable, Equatable {
             message: vendor.map { "the token does not grant \(role) on vendor \($0)" } ?? "the token does not grant \(role)")
     }
 
-    /// `body` prepared (``NodeState/prepare(_:resolver:limits:identifierKey:)``) and authorised
-    /// (``authorize(_:)``). A registration, bind or unbind of a vendor the token does not reach,
-    /// and an operator request without `admin`, are refused before they are prepared, with the
-    /// answer `authorize` gives: preparing makes the names a request gives (vendors, bundle IDs,
-    /// node IDs), which a node keeps for good (``InternedText``).
+    /// `body` prepared (``NodeState/prepare(_:resolver:limits:identifierKey:)``), or refused
+    /// PERMISSION_DENIED where this access does not allow it: a registration, bind or unbind
+    /// whose vendor it does not cover for `register` (a bind or an unbind is allowed with `admin`
+    /// too; a batch's registrations item by item), and operator requests (stats, snapshot, member
+    /// removal, vendor rule changes) without `admin`. Refused before it is prepared, the vendor
+    /// found by name: preparing makes the names a request gives (vendors, bundle IDs, node IDs),
+    /// which a node keeps for good (``InternedText``). Resolves and lookups are checked where the
+    /// state tells their vendor (``NodeState``).
     func prepare(
         _ body: ClientBody, resolver: inout BundleResolver, limits: Limits, identifierKey: IdentifierKey
     ) -> NodeState.Prepared {
@@ -65,12 +68,12 @@ enum ConnectionAccess: Sendable, Equatable {
             return .registerBatch(batch)
         case .bind(let request), .unbind(let request):
             if let denial = bindingDenial(request.scope, rules: resolver.rules) { return .binding(.failure(denial)) }
-        case .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
+        case .stats, .snapshot, .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
             if !allows(.admin) { return .refused(Self.denied(.admin)) }
         default:
             break
         }
-        return authorize(NodeState.prepare(body, resolver: &resolver, limits: limits, identifierKey: identifierKey))
+        return NodeState.prepare(body, resolver: &resolver, limits: limits, identifierKey: identifierKey)
     }
 
     /// The refusal of registering the bundle ID `text` when the token does not grant `register`
@@ -88,31 +91,5 @@ enum ConnectionAccess: Sendable, Equatable {
         if allows(.admin) || (allows(.register) && reachesEveryVendor) { return nil }
         guard let vendor = (try? NodeState.vendorName(of: scope, rules: rules)) ?? nil else { return nil }
         return allows(.register, vendor: vendor) ? nil : Self.denied(.register, vendor: vendor)
-    }
-
-    /// `prepared` with what this access does not allow replaced by PERMISSION_DENIED: each
-    /// registration, bind and unbind whose vendor it does not cover for `register` (a bind or an
-    /// unbind is allowed with `admin` too), and operator requests
-    /// (stats, snapshot, member removal, vendor rule changes) without `admin`. Resolves and lookups are checked
-    /// where the state tells their vendor (``NodeState``).
-    func authorize(_ prepared: NodeState.Prepared) -> NodeState.Prepared {
-        guard case .token = self else { return prepared }
-        switch prepared {
-        case .register(.success(let registration)) where !allows(.register, vendor: registration.vendor.name):
-            return .register(.failure(Self.denied(.register, vendor: registration.vendor.name)))
-        case .registerBatch(var batch):
-            for (position, item) in batch.items.enumerated() {
-                guard case .success(let index) = item else { continue }
-                let vendor = batch.registrations[index].vendor.name
-                if !allows(.register, vendor: vendor) { batch.items[position] = .failure(Self.denied(.register, vendor: vendor)) }
-            }
-            return .registerBatch(batch)
-        case .binding(.success(let intent)) where !allows(.register, vendor: intent.vendor.name) && !allows(.admin):
-            return .binding(.failure(Self.denied(.register, vendor: intent.vendor.name)))
-        case .read(.stats), .read(.snapshot), .removeMember, .vendorChange:
-            return allows(.admin) ? prepared : .refused(Self.denied(.admin))
-        default:
-            return prepared
-        }
     }
 }

@@ -88,7 +88,7 @@ import Testing
             #expect(InternedText.existing(text) == nil, "\(text) was made")
         }
         // A token that grants the role on com.acme: another vendor's requests are refused as
-        // authorize refuses them, before their names are made; com.acme's go on, in place.
+        // they were refused before, but before their names are made; com.acme's go on, in place.
         let register = answer(&state, .register(RegisterRequest(bundleID: "\(vendor).app", idfv: idfv)), acme)
         guard case .error(let registerError) = register else { return #expect(Bool(false), "\(register)") }
         #expect(registerError.code == .permissionDenied && registerError.message.contains("on vendor \(vendor)"), "\(registerError)")
