@@ -1,24 +1,22 @@
 /// A state change as it is logged and replicated. Applying one is idempotent and commutes with
 /// every other, so replicas converge whatever order operations arrive in.
 ///
-/// Every case is `indirect` (a box on the heap): an operation is one reference, so a move takes
-/// one word and a copy one retain, where a registration inline took 144 bytes and a retain of
-/// each of its strings and arrays. Operations are moved and copied many times between being
-/// decoded or decided and being applied: out of the decoders, into a `LoggedOperation`, into
-/// arrays, through the commit pipeline, the journal writer and the peer links. The box costs
-/// one allocation an operation, a client registration's too (docs/performance.md, "Operations
-/// in boxes"; `OperationLayoutTests` keeps the enum `indirect`).
-public indirect enum Operation: Hashable, Sendable {
+/// A registration, nearly every operation a node handles, is held in place: its fields are plain
+/// data but for the merged devices (an array, nearly always the empty one), so a copy is a copy of
+/// its bytes, and an operation decoded or decided costs no allocation. Every other case is
+/// `indirect` (a box on the heap), so it adds nothing to an operation's size
+/// (docs/performance.md, "Registrations in place"; `OperationLayoutTests` keeps both).
+public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
-    case membership(MembershipOp)
+    indirect case membership(MembershipOp)
     /// An account bound to, or unbound from, a device (``AccountBindings`` says what it does).
-    case binding(BindingChange)
+    indirect case binding(BindingChange)
     /// A device erased (``ForgetOp`` says what it does).
-    case forget(ForgetOp)
+    indirect case forget(ForgetOp)
     /// A change of the cluster's vendor rules (``VendorRuleHistory`` says what it does).
-    case vendorRule(VendorRuleChange)
+    indirect case vendorRule(VendorRuleChange)
     /// A suspected keychain clone, flagged or split (``CloneOp`` says what it does).
-    case clone(CloneOp)
+    indirect case clone(CloneOp)
 }
 
 /// One registration as it changed the state.

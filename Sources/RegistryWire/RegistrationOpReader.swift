@@ -36,7 +36,6 @@ struct RegistrationOpReader {
     /// The registration `bytes` holds, or nil when protobuf-c is to decode them.
     mutating func operation(_ bytes: UnsafeRawBufferPointer) -> Operation? {
         var reader = ProtobufReader(bytes)
-        // Held boxed: the optional then moves one word, not a registration's 144 bytes.
         var registration: Operation?
         while !reader.isAtEnd {
             guard let key = reader.key() else { return nil }
