@@ -3,9 +3,11 @@
 ///
 /// A registration, nearly every operation a node handles, is held in place: its fields are plain
 /// data but for the merged devices (an array, nearly always the empty one), so a copy is a copy of
-/// its bytes, and an operation decoded or decided costs no allocation. Every other case is
-/// `indirect` (a box on the heap), so it adds nothing to an operation's size
-/// (docs/performance.md, "Registrations in place"; `OperationLayoutTests` keeps both).
+/// its bytes and one retain, and an operation decoded or decided costs no allocation. The cases
+/// larger than a registration (a vendor rule change, a clone mark) are `indirect` (a box on the
+/// heap), so that they add nothing to every operation's size (`OperationLayoutTests` keeps both);
+/// the other rare cases are boxed too, so that a copy of one, strings and all, is one retain
+/// (docs/performance.md, "Registrations in place").
 public enum Operation: Hashable, Sendable {
     case registration(RegistrationOp)
     indirect case membership(MembershipOp)

@@ -146,7 +146,7 @@ struct NodeState {
     /// Applies `operation`, the next of `log`, its timestamp observed; the caller records it in
     /// the version vector. Takes the logged operation's parts, not the whole: a batch's loop
     /// passes them from where they lie in its array, where a `LoggedOperation` argument was a copy
-    /// of each one (its operation's box and its bytes retained, then released).
+    /// of each one (its bytes and its operation's arrays or box retained, then released).
     private mutating func applyAdmitted(_ operation: Operation, of log: LogID, sequence: UInt64, timestamp: HLCTimestamp) {
         registry.apply(operation)
         if registry.recordsEvents {
@@ -201,7 +201,7 @@ struct NodeState {
             }
             var held = trial[log] ?? otherLogs[log]
             // Read in place through the array: a loop variable would copy each operation,
-            // retaining and releasing every one of its strings and arrays.
+            // retaining and releasing its bytes and arrays.
             for index in range where operations[index].sequence > held {
                 let sequence = operations[index].sequence
                 guard sequence == held + 1 else { return .gap(log: log, missing: (held + 1)...(sequence - 1)) }
@@ -298,7 +298,7 @@ struct NodeState {
     /// A batch after validation: the valid registrations alone, in order (so that the state can
     /// warm what they will touch, see ``RegistryState/warm(for:newDevices:)``), and for each item
     /// of the batch its index among them or its error. Each registration is stored once and read
-    /// in place, not copied (a copy retains and releases every one of its strings and arrays).
+    /// in place, not copied (a copy retains and releases its rejected identifiers).
     struct ValidatedBatch: Sendable {
         var registrations: [Registration] = []
         var items: [Result<Int, WireError>] = []
@@ -434,7 +434,7 @@ struct NodeState {
             let stamps = batch.registrations.map { _ in clock.tick(wallMillis: wallMillis) }
             // The registrations are read through a buffer pointer, by index: an array's element
             // passed as an argument (or bound to a name, or zipped) is copied and destroyed,
-            // retaining and releasing each of its strings and arrays (`docs/performance.md`,
+            // retaining and releasing its rejected identifiers (`docs/performance.md`,
             // "Copies the floor comparison found").
             return batch.registrations.withUnsafeBufferPointer { registrations in
                 let candidates = registrations.indices.map { index in
@@ -533,7 +533,7 @@ struct NodeState {
         let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
         // A copy of the operation is kept only when a clone may follow from it: otherwise the
-        // log takes it as it is (a copy retains and releases each of its strings and arrays).
+        // log takes it as it is (a copy retains and releases its merged devices).
         let decided = mayLogClone(after: op) ? op : nil
         operations.append(
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))

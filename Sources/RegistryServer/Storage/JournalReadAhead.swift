@@ -48,7 +48,9 @@ enum JournalReadAhead {
         // Batches applied, handed back for the reading thread to free: freeing their operations
         // then stays off the applying thread, which sets a replay's pace, and on the thread whose
         // malloc arena they came from (docs/performance.md, "Operations in boxes", measures what
-        // the two bought together). The reading thread empties it each time it hands a batch
+        // the two bought together, when every operation was a box; a registration has none since
+        // "Registrations in place", and the batches' arrays and the other operations' boxes are
+        // still freed here). The reading thread empties it each time it hands a batch
         // over, so it holds at most about `batchesAhead + 1` batches.
         let spent = NIOLockedValueBox<[[DecodedEntry]]>([])
         let reader: @Sendable () -> Void = {

@@ -43,7 +43,7 @@ final class LogWriter: @unchecked Sendable {
         do {
             let syncNanos = try journal.append(clock: clock.rawValue) { entry in
                 // Each operation is read in place through the array: binding it to a loop variable
-                // would copy it, retaining and releasing every one of its strings and arrays.
+                // would copy it, retaining and releasing its bytes and arrays.
                 for index in operations.indices {
                     let origin = operations[index].origin.value
                     let epoch = operations[index].epoch

@@ -58,7 +58,7 @@ struct Replayer {
     /// and within the limit): the usual case, which needs no per-record admission. While one record
     /// is applied, the index buckets of the one ``RegistryState/prefetchDistance`` ahead are asked
     /// for. Fields are read from the records where they lie, not copied out (a copy of an operation
-    /// retains and releases each of its strings and arrays; docs/performance.md, "Replaying
+    /// retains and releases its bytes and arrays; docs/performance.md, "Replaying
     /// registrations").
     private mutating func applyInOrder(_ segment: DecodedSegment) throws(StorageError) {
         let (log, records) = (segment.log, segment.records)
