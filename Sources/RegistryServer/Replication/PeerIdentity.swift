@@ -86,7 +86,7 @@ extension VersionVector {
         self.init()
         for position in positions {
             guard position.epoch > 0, let origin = try? NodeID(position.origin) else { throw Self.invalid(position) }
-            try record(position, of: origin)
+            record(position, of: origin)
         }
     }
 
@@ -98,10 +98,11 @@ extension VersionVector {
         var heard = VersionVector()
         var unheard = [LogPosition]()
         for position in positions {
+            guard position.epoch > 0 else { throw invalid(position) }
             if let origin = NodeID(known: position.origin) {
-                try heard.record(position, of: origin)
+                heard.record(position, of: origin)
             } else {
-                guard NodeID.isValid(position.origin), position.epoch > 0 else { throw invalid(position) }
+                guard NodeID.isValid(position.origin) else { throw invalid(position) }
                 // A position through 0 requires nothing, as in a vector.
                 if position.sequence > 0 { unheard.append(position) }
             }
@@ -113,8 +114,8 @@ extension VersionVector {
     /// (``fromClient(_:)``): a vector that names it is covered by no node's.
     static let unheardLog = LogID(origin: NodeID(trusted: "(a node not heard of)"), epoch: 1)
 
-    private mutating func record(_ position: LogPosition, of origin: NodeID) throws(WireError) {
-        guard position.epoch > 0 else { throw Self.invalid(position) }
+    /// Records `position` (its epoch checked above 0) as held.
+    private mutating func record(_ position: LogPosition, of origin: NodeID) {
         let log = LogID(origin: origin, epoch: position.epoch)
         recordAll(through: max(position.sequence, self[log]), in: log)
     }
