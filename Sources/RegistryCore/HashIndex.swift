@@ -149,8 +149,14 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// While the index grows, that is also where the keys' lookups start in the old table, and
     /// the new buckets that the old entries moved by as many inserts land in: without these,
     /// a registration cost twice as much CPU during a move as after it.
+    ///
+    /// The rest of each probe in the current table is asked for too (``BucketTable/prefetch(hash:)``):
+    /// a new key's lookup reads on past its first bucket, and with only that one read here, the
+    /// others were most of the wait in the lookups that follow (docs/performance.md, "The whole
+    /// probe warmed").
     func touch(_ keys: [Key]) -> UInt32 {
         let hashes = keys.map { $0.hash(seed: seed) }
+        for hash in hashes { table.prefetch(hash: hash) }
         let sum = table.sumOfStoredWords(at: hashes)
         guard let old else { return sum }
         let toMove = moved..<min(old.capacity, moved + keys.count * Self.bucketsMovedPerInsert)
