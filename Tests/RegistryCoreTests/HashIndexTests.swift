@@ -298,6 +298,65 @@ struct HashIndexTests {
         #expect(copy.value(for: UUID128(high: 50, low: 50)) == 50)
     }
 
+    /// A ``HashTag`` whose entry starts its probe at `home` of a table of `capacity` buckets,
+    /// made distinct from others with the same home by `low`, its low seven bits.
+    private func placedTag(home: Int, capacity: Int, low: UInt32) -> HashTag {
+        // The home is bits × capacity / 2^32: the least bits with that home, rounded up to a
+        // multiple of 128, then `low` added.
+        let least = (UInt64(home) << 32 + UInt64(capacity) - 1) / UInt64(capacity)
+        let bits = UInt32((least + 127) / 128 * 128) | low
+        precondition(BucketTable<HashTag>.home(of: HashTag(bits: bits).hash(seed: 0), capacity: capacity) == home)
+        return HashTag(bits: bits)
+    }
+
+    /// A probe that starts in the last bucket wraps around to the first: entries equal in key
+    /// whose cluster crosses the end are each found by value, a new key goes to the first free
+    /// bucket after the cluster, and an absent key's probe ends there.
+    @Test func aProbeWrapsAroundTheEnd() {
+        let capacity = 20
+        var index = HashIndex<HashTag>(capacity: capacity, seed: 0)
+        let crowded = placedTag(home: capacity - 1, capacity: capacity, low: 5)
+        // Twelve entries with one key: buckets 19, then 0 to 10.
+        for value in 0..<12 as Range<UInt32> { index.insertNew(crowded, value) }
+        let other = placedTag(home: 0, capacity: capacity, low: 9)
+        index.insertNew(other, 100)
+        #expect(index.capacity == capacity, "the table grew: the test no longer wraps a probe")
+        for value in 0..<12 as Range<UInt32> {
+            #expect(index.value(for: crowded, where: { $0 == value }) == value)
+        }
+        #expect(index.entry(atBucket: capacity - 1)?.1 == 0 && index.entry(atBucket: 0)?.1 == 1)
+        #expect(index.value(for: crowded, where: { $0 == 99 }) == nil)
+        #expect(index.value(for: other, where: { _ in true }) == 100)
+        #expect(index.entry(atBucket: 11)?.1 == 100, "a new key goes to the first free bucket of its probe")
+        #expect(index.value(for: placedTag(home: capacity - 1, capacity: capacity, low: 6), where: { _ in true }) == nil)
+    }
+
+    /// A cluster of 40 entries, more than a prefetch or a cache line covers, in the order linear
+    /// probing puts them: each is found by key and value, and a key absent from the middle of
+    /// the cluster is looked for to its end.
+    @Test func aLongClusterIsInProbeOrder() {
+        let capacity = 64
+        var index = HashIndex<HashTag>(capacity: capacity, seed: 0)
+        var placed = [(HashTag, UInt32)]()
+        // Every third entry shares one key; the others have two more keys between them.
+        for value in 0..<40 as Range<UInt32> {
+            let key = placedTag(home: 10, capacity: capacity, low: value % 3 == 0 ? 1 : 2 + value % 3)
+            index.insertNew(key, value)
+            placed.append((key, value))
+        }
+        #expect(index.capacity == capacity)
+        for (key, value) in placed {
+            #expect(index.value(for: key, where: { $0 == value }) == value)
+        }
+        // Entry `value` is in bucket 10 + value.
+        for (offset, (key, value)) in placed.enumerated() {
+            let entry = index.entry(atBucket: 10 + offset)
+            #expect(entry?.0.bits == key.bits && entry?.1 == value)
+        }
+        #expect(index.value(for: placedTag(home: 10, capacity: capacity, low: 1), where: { $0 == 1_000 }) == nil)
+        #expect(index.value(for: placedTag(home: 30, capacity: capacity, low: 7), where: { _ in true }) == nil)
+    }
+
     @Test func claimKeysSeparateVendorsAndKinds() {
         var index = HashIndex<RegistryState.ClaimKey>(capacity: 16, seed: 7)
         let value = UUID128(high: 1, low: 2)

@@ -1,0 +1,71 @@
+import RegistryAuth
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// Identifiers the identity rules ignore are answered back with the registration that presented
+/// them: one request, and each item of a batch with its own, also when a token's denials take
+/// items out of the batch that is validated (the rejected ones travel apart from the
+/// registrations, ``NodeState/ValidatedBatch``).
+@Suite struct RejectedIdentifierAnswerTests {
+    let acme = ConnectionAccess.token(
+        AccessToken(subject: "billing", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))
+    let zero = "00000000-0000-0000-0000-000000000000"
+
+    func node() -> NodeState {
+        NodeState(
+            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try! VendorRules(),
+            limits: .default)
+    }
+
+    func answer(_ node: inout NodeState, _ body: ClientBody, _ access: ConnectionAccess) -> ServerBody {
+        var resolver = BundleResolver(rules: node.rules, capacity: 0)
+        let prepared = access.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey)
+        var generator = SplitMix64(seed: 7)
+        var operations = [LoggedOperation]()
+        return node.decide(prepared, requestID: 1, wallMillis: 1_000, generator: &generator, operations: &operations, access: access).body
+    }
+
+    /// A request with a valid IDFV and a keychain UUID that the rules ignore.
+    func request(_ bundle: String, idfv: String, badKeychain: String) -> RegisterRequest {
+        RegisterRequest(
+            bundleID: bundle,
+            identifiers: [PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: badKeychain), PresentedIdentifier(rawKind: IdentifierKind.idfv.rawValue, text: idfv)])
+    }
+
+    @Test func aRegistrationIsAnsweredWithTheIdentifiersItsRulesIgnored() {
+        var state = node()
+        let body = answer(&state, .register(request("com.acme.app", idfv: idfv1, badKeychain: zero)), .unrestricted)
+        guard case .registerResult(let result) = body else { return #expect(Bool(false), "\(body)") }
+        #expect(result.rejectedIdentifiers == [PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: zero)])
+        let clean = answer(&state, .register(RegisterRequest(bundleID: "com.acme.app", idfv: idfv2)), .unrestricted)
+        guard case .registerResult(let cleanResult) = clean else { return #expect(Bool(false), "\(clean)") }
+        #expect(cleanResult.rejectedIdentifiers.isEmpty)
+    }
+
+    @Test func eachItemOfABatchIsAnsweredWithItsOwn() {
+        let batch = ClientBody.registerBatch([
+            request("com.other.x", idfv: idfv1, badKeychain: zero),
+            RegisterRequest(bundleID: "com.acme.y", idfv: idfv2),
+            request("com.acme.z", idfv: "33333333-3333-4333-8333-333333333333", badKeychain: "not-a-uuid"),
+            RegisterRequest(bundleID: "nodots", idfv: idfv1),
+        ])
+        let keychain = IdentifierKind.keychain.rawValue
+        for access in [ConnectionAccess.unrestricted, acme] {
+            var state = node()
+            let body = answer(&state, batch, access)
+            guard case .registerBatchResult(let items) = body, items.count == 4 else { return #expect(Bool(false), "\(body)") }
+            func rejected(_ item: BatchItem) -> [PresentedIdentifier]? {
+                if case .result(let result) = item { return result.rejectedIdentifiers }
+                return nil
+            }
+            // The token does not reach com.other: its item is denied, and the batch validated
+            // without it.
+            #expect(rejected(items[0]) == (access == acme ? nil : [PresentedIdentifier(rawKind: keychain, text: zero)]))
+            #expect(rejected(items[1]) == [])
+            #expect(rejected(items[2]) == [PresentedIdentifier(rawKind: keychain, text: "not-a-uuid")])
+            #expect(rejected(items[3]) == nil, "an invalid bundle ID is an error")
+        }
+    }
+}
