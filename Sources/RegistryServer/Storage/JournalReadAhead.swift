@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import Platform
 import RegistryCore
 import RegistryStorage
@@ -10,9 +9,9 @@ import RegistryWire
 /// registrations").
 ///
 /// The reading thread runs at most ``batchesAhead`` batches of about ``batchRecords`` records
-/// ahead, which bounds the memory a slow apply lets pile up (with the applied batches handed back
-/// for it to free, about twice that). A replay in the background runs on its caller's thread
-/// alone (see `readingAhead`).
+/// ahead, which bounds the memory a slow apply lets pile up. Each batch is freed on the applying
+/// thread once applied (docs/performance.md, "Applied batches freed where they are applied"). A
+/// replay in the background runs on its caller's thread alone (see `readingAhead`).
 enum JournalReadAhead {
     /// Records per batch handed over, about: a batch ends with the entry that reaches this.
     static var batchRecords: Int { 4096 }
@@ -45,14 +44,6 @@ enum JournalReadAhead {
             return try read { (entry) throws(StorageError) in try apply(DecodedEntry(entry, decoder: &decoder, unlessHeldBy: held)) }
         }
         let handoff = BoundedHandoff<Batch<Finished>>(capacity: batchesAhead)
-        // Batches applied, handed back for the reading thread to free: freeing their operations
-        // then stays off the applying thread, which sets a replay's pace, and on the thread whose
-        // malloc arena they came from (docs/performance.md, "Operations in boxes", measures what
-        // the two bought together, when every operation was a box; a registration has none since
-        // "Registrations in place", and the batches' arrays and the other operations' boxes are
-        // still freed here). The reading thread empties it each time it hands a batch
-        // over, so it holds at most about `batchesAhead + 1` batches.
-        let spent = NIOLockedValueBox<[[DecodedEntry]]>([])
         let reader: @Sendable () -> Void = {
             var decoder = OperationDecoder()
             var batch = [DecodedEntry]()
@@ -63,9 +54,6 @@ enum JournalReadAhead {
                     batch.append(decoded)
                     records += decoded.count
                     if records >= batchRecords {
-                        var applied = [[DecodedEntry]]()
-                        spent.withLockedValue { swap(&$0, &applied) }
-                        applied = []  // freed here, outside the lock
                         handoff.put(.entries(batch))
                         batch = []
                         records = 0
@@ -88,7 +76,6 @@ enum JournalReadAhead {
                 } catch {
                     failure = error
                 }
-                spent.withLockedValue { $0.append(entries) }
             case .finished(let result):
                 if let failure { throw failure }
                 return try result.get()
