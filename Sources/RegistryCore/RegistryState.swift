@@ -196,6 +196,15 @@ public struct RegistryState: Sendable {
         for identifier in op.claims { claims.prefetch(ClaimKey(vendor: vendor, identifier: identifier)) }
     }
 
+    /// Asks the CPU for the claim index buckets that registering `registration` looks up: for a
+    /// caller that decides requests one at a time (single registrations, each its own request),
+    /// asking some requests ahead, as a replay does with ``prefetch(for:)-(Operation)``. The device
+    /// it may create is not known yet, so its bucket is not asked for.
+    public func prefetch(for registration: Registration) {
+        guard let vendor = vendors.number(of: registration.vendor) else { return }
+        for identifier in registration.identifiers { claims.prefetch(ClaimKey(vendor: vendor, identifier: identifier)) }
+    }
+
     /// What ``warm(for:newDevices:)`` read last: no meaning, kept so that the compiler cannot
     /// drop the reads.
     private(set) var warmth: UInt32 = 0

@@ -13,20 +13,6 @@ import Testing
         AccessToken(subject: "billing", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))
     let zero = "00000000-0000-0000-0000-000000000000"
 
-    func node() -> NodeState {
-        NodeState(
-            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try! VendorRules(),
-            limits: .default)
-    }
-
-    func answer(_ node: inout NodeState, _ body: ClientBody, _ access: ConnectionAccess) -> ServerBody {
-        var resolver = BundleResolver(rules: node.rules, capacity: 0)
-        let prepared = access.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey)
-        var generator = SplitMix64(seed: 7)
-        var operations = [LoggedOperation]()
-        return node.decide(prepared, requestID: 1, wallMillis: 1_000, generator: &generator, operations: &operations, access: access).body
-    }
-
     /// A request with a valid IDFV and a keychain UUID that the rules ignore.
     func request(_ bundle: String, idfv: String, badKeychain: String) -> RegisterRequest {
         RegisterRequest(
@@ -35,11 +21,11 @@ import Testing
     }
 
     @Test func aRegistrationIsAnsweredWithTheIdentifiersItsRulesIgnored() {
-        var state = node()
-        let body = answer(&state, .register(request("com.acme.app", idfv: idfv1, badKeychain: zero)), .unrestricted)
+        var state = NodeState.alone()
+        let body = state.answer(.register(request("com.acme.app", idfv: idfv1, badKeychain: zero)), access: .unrestricted)
         guard case .registerResult(let result) = body else { return #expect(Bool(false), "\(body)") }
         #expect(result.rejectedIdentifiers == [PresentedIdentifier(rawKind: IdentifierKind.keychain.rawValue, text: zero)])
-        let clean = answer(&state, .register(RegisterRequest(bundleID: "com.acme.app", idfv: idfv2)), .unrestricted)
+        let clean = state.answer(.register(RegisterRequest(bundleID: "com.acme.app", idfv: idfv2)), access: .unrestricted)
         guard case .registerResult(let cleanResult) = clean else { return #expect(Bool(false), "\(clean)") }
         #expect(cleanResult.rejectedIdentifiers.isEmpty)
     }
@@ -53,8 +39,8 @@ import Testing
         ])
         let keychain = IdentifierKind.keychain.rawValue
         for access in [ConnectionAccess.unrestricted, acme] {
-            var state = node()
-            let body = answer(&state, batch, access)
+            var state = NodeState.alone()
+            let body = state.answer(batch, access: access)
             guard case .registerBatchResult(let items) = body, items.count == 4 else { return #expect(Bool(false), "\(body)") }
             func rejected(_ item: BatchItem) -> [PresentedIdentifier]? {
                 if case .result(let result) = item { return result.rejectedIdentifiers }

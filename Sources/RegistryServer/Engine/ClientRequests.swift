@@ -121,6 +121,13 @@ final class ClientRequests: Sendable {
                     }
                     request = access.prepare(frame.body, resolver: &renewed!, limits: limits, identifierKey: identifierKey)
                 }
+                // The claim buckets of the single registrations a few requests ahead, so that their
+                // misses overlap the requests decided meanwhile (docs/performance.md, "Single
+                // registrations prefetched").
+                if index == 0 { for ahead in prepared.indices.prefix(RegistryState.prefetchDistance) { prefetch(prepared[ahead], in: core.node) } }
+                if index + RegistryState.prefetchDistance < prepared.count {
+                    prefetch(prepared[index + RegistryState.prefetchDistance], in: core.node)
+                }
                 // Anything pending or being committed is not durable yet: whoever saw it waits.
                 let undurable = core.commits.holdsUndurable
                 let before = core.commits.pendingOperations.count
@@ -151,6 +158,12 @@ final class ClientRequests: Sendable {
             answers: RegistryEngine.Answers(requestIDs: requestIDs, decisions: decisions, token: token), deliver: deliver,
             replicas: ownThrough > 0 ? replicasWanted : 0, ownThrough: ownThrough, submittedNanos: submittedNanos)
         pipeline.enqueue(.client(waiter), waits: mustWait)
+    }
+
+    /// ``RegistryState/prefetch(for:)-(Registration)`` for a single registration; nothing for
+    /// any other request (a batch warms its own buckets, ``RegistryState/warm(for:newDevices:)``).
+    private func prefetch(_ request: NodeState.Prepared, in node: NodeState) {
+        if case .register(.success(let registration)) = request { node.registry.prefetch(for: registration) }
     }
 
     /// Submits again held groups (taken out under the lock, and submitted after it): those a peer's

@@ -12,18 +12,10 @@ import Testing
         AccessToken(subject: "billing", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))
     let readOnly = ConnectionAccess.token(AccessToken(subject: "ro", vendors: .only(["com.acme"]), roles: [.read], expiresAt: .max))
 
-    func node() -> NodeState {
-        NodeState(
-            clock: HybridLogicalClock(), nodeID: NodeID(trusted: "node-a"), epoch: 1, nextSequence: 1, rules: try! VendorRules(),
-            limits: .default)
-    }
+    func node() -> NodeState { .alone() }
 
     func answer(_ node: inout NodeState, _ body: ClientBody, _ access: ConnectionAccess) -> ServerBody {
-        var resolver = BundleResolver(rules: node.rules, capacity: 0)
-        let prepared = access.prepare(body, resolver: &resolver, limits: node.limits, identifierKey: node.identifierKey)
-        var generator = SplitMix64(seed: 7)
-        var operations = [LoggedOperation]()
-        return node.decide(prepared, requestID: 1, wallMillis: 1_000, generator: &generator, operations: &operations, access: access).body
+        node.answer(body, access: access)
     }
 
     func errorCode(_ body: ServerBody) -> ErrorCode? {
