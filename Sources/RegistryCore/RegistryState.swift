@@ -166,7 +166,8 @@ public struct RegistryState: Sendable {
 
     /// Reads the index buckets that registering a batch will touch, before any of it is
     /// registered: for each registration, where the lookups of its claims start, and for each
-    /// ID it may give a new device, where that ID's entry would go. The indexes are far bigger
+    /// ID it may give a new device, where that ID's entry would go; and asks for the rest of each
+    /// probe (``HashIndex/touch(_:)``). The indexes are far bigger
     /// than the CPU's caches, so each of those is a cache miss, and one after another they were
     /// the biggest single cost of a registration in a running node. Read here in tight loops,
     /// the misses overlap (the CPU keeps several loads in flight), and the registrations that
@@ -181,9 +182,10 @@ public struct RegistryState: Sendable {
         warmth = claims.touch(keys) &+ slotOf.touch(newDevices.map(\.uuid))
     }
 
-    /// How many operations ahead of the one it applies a caller asks for buckets
-    /// (``prefetch(for:)``): far enough for the memory to arrive in time, near enough that the
-    /// buckets are still cached when their operation comes.
+    /// How many operations ahead of the one it applies (or requests ahead of the one it decides)
+    /// a caller asks for buckets (``prefetch(for:)-(Operation)``, ``prefetch(for:)-(Registration)``):
+    /// far enough for the memory to arrive in time, near enough that the buckets are still cached
+    /// when their operation comes.
     public static let prefetchDistance = 8
 
     /// Asks the CPU for the index buckets that applying `operation` looks up first, a

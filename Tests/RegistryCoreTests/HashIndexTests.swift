@@ -331,7 +331,7 @@ struct HashIndexTests {
         #expect(index.value(for: placedTag(home: capacity - 1, capacity: capacity, low: 6), where: { _ in true }) == nil)
     }
 
-    /// A cluster of 40 entries, more than a prefetch or a cache line covers, in the order linear
+    /// A cluster of 40 entries, longer than a cache line's buckets, in the order linear
     /// probing puts them: each is found by key and value, and a key absent from the middle of
     /// the cluster is looked for to its end.
     @Test func aLongClusterIsInProbeOrder() {

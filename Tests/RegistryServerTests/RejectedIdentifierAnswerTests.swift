@@ -6,8 +6,8 @@ import Testing
 
 /// Identifiers the identity rules ignore are answered back with the registration that presented
 /// them: one request, and each item of a batch with its own, also when a token's denials take
-/// items out of the batch that is validated (the rejected ones travel apart from the
-/// registrations, ``NodeState/ValidatedBatch``).
+/// items out of the batch that is validated (each answer then finds its registration by index,
+/// `NodeState.ValidatedBatch.items`).
 @Suite struct RejectedIdentifierAnswerTests {
     let acme = ConnectionAccess.token(
         AccessToken(subject: "billing", vendors: .only(["com.acme"]), roles: [.register, .read], expiresAt: .max))

@@ -124,7 +124,11 @@ final class ClientRequests: Sendable {
                 // The claim buckets of the single registrations a few requests ahead, so that their
                 // misses overlap the requests decided meanwhile (docs/performance.md, "Single
                 // registrations prefetched").
-                if index == 0 { for ahead in prepared.indices.prefix(RegistryState.prefetchDistance) { prefetch(prepared[ahead], in: core.node) } }
+                if index == 0 {
+                    for ahead in prepared.indices.dropFirst().prefix(RegistryState.prefetchDistance - 1) {
+                        prefetch(prepared[ahead], in: core.node)
+                    }
+                }
                 if index + RegistryState.prefetchDistance < prepared.count {
                     prefetch(prepared[index + RegistryState.prefetchDistance], in: core.node)
                 }
