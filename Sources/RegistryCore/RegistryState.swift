@@ -194,8 +194,7 @@ public struct RegistryState: Sendable {
     public func prefetch(for operation: Operation) {
         guard case .registration(let op) = operation else { return }
         slotOf.prefetch(op.device.id.uuid)
-        guard let vendor = vendors.number(of: op.device.vendor) else { return }
-        for identifier in op.claims { claims.prefetch(ClaimKey(vendor: vendor, identifier: identifier)) }
+        prefetchClaims(of: op.claims, in: op.device.vendor)
     }
 
     /// Asks the CPU for the claim index buckets that registering `registration` looks up: for a
@@ -203,8 +202,14 @@ public struct RegistryState: Sendable {
     /// asking some requests ahead, as a replay does with ``prefetch(for:)-(Operation)``. The device
     /// it may create is not known yet, so its bucket is not asked for.
     public func prefetch(for registration: Registration) {
-        guard let vendor = vendors.number(of: registration.vendor) else { return }
-        for identifier in registration.identifiers { claims.prefetch(ClaimKey(vendor: vendor, identifier: identifier)) }
+        prefetchClaims(of: registration.identifiers, in: registration.vendor)
+    }
+
+    /// Asks for the claim index buckets of `identifiers` in `vendor`; nothing for a vendor the
+    /// state has not numbered, which holds no claims.
+    private func prefetchClaims(of identifiers: IdentifierList, in vendor: Vendor) {
+        guard let number = vendors.number(of: vendor) else { return }
+        for identifier in identifiers { claims.prefetch(ClaimKey(vendor: number, identifier: identifier)) }
     }
 
     /// What ``warm(for:newDevices:)`` read last: no meaning, kept so that the compiler cannot
