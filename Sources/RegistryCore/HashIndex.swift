@@ -141,26 +141,27 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// True while the entries of an old table are being moved into the current one.
     var isMovingEntries: Bool { old != nil }
 
-    /// Reads the buckets that looking up and then inserting `keys` will touch, and returns a word
-    /// made of them (meaningless: callers only need the reads to happen). The loops do nothing
-    /// else, no reference counting in particular, whose atomic instructions would wait for each
-    /// read in turn: so the reads' cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
+    /// Asks for the cache lines that looking up and then inserting `keys` will touch, and returns
+    /// a word made of what it read (meaningless: callers only need the reads to happen). The loops
+    /// do nothing else, no reference counting in particular, whose atomic instructions would wait
+    /// for each read in turn: so the cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
     ///
-    /// While the index grows, that is also where the keys' lookups start in the old table, and
-    /// the new buckets that the old entries moved by as many inserts land in: without these,
-    /// a registration cost twice as much CPU during a move as after it.
-    ///
-    /// The rest of each probe in the current table is asked for too (``BucketTable/prefetch(hash:)``):
-    /// a new key's lookup reads on past its first bucket, and with only that one read here, the
+    /// In the current table each key's whole probe is prefetched (``BucketTable/prefetch(hash:)``):
+    /// a new key's lookup reads on past its first bucket, and with only that bucket read here, the
     /// others were most of the wait in the lookups that follow (docs/performance.md, "The whole
-    /// probe warmed").
+    /// probe warmed"). The first bucket is not read as well: that load waited for the line the
+    /// prefetch had just asked for, and the batch's CPU was lower without it ("Warming without
+    /// waiting").
+    ///
+    /// While the index grows, the old table is read: where the keys' lookups start in it, and
+    /// the new buckets that the old entries moved by as many inserts land in. Without these, a
+    /// registration cost twice as much CPU during a move as after it.
     func touch(_ keys: [Key]) -> UInt32 {
         let hashes = keys.map { $0.hash(seed: seed) }
         for hash in hashes { table.prefetch(hash: hash) }
-        let sum = table.sumOfStoredWords(at: hashes)
-        guard let old else { return sum }
+        guard let old else { return 0 }
         let toMove = moved..<min(old.capacity, moved + keys.count * Self.bucketsMovedPerInsert)
-        return sum &+ old.sumOfStoredWords(at: hashes, notBelow: moved)
+        return old.sumOfStoredWords(at: hashes, notBelow: moved)
             &+ old.sumOfStoredWords(whereEntriesOf: toMove, land: table, seed: seed)
     }
 

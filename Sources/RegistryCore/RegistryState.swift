@@ -164,14 +164,15 @@ public struct RegistryState: Sendable {
 
     // MARK: - Register
 
-    /// Reads the index buckets that registering a batch will touch, before any of it is
-    /// registered: for each registration, where the lookups of its claims start, and for each
-    /// ID it may give a new device, where that ID's entry would go; and asks for the rest of each
-    /// probe (``HashIndex/touch(_:)``). The indexes are far bigger
-    /// than the CPU's caches, so each of those is a cache miss, and one after another they were
-    /// the biggest single cost of a registration in a running node. Read here in tight loops,
-    /// the misses overlap (the CPU keeps several loads in flight), and the registrations that
-    /// follow find the buckets cached. Only a hint: nothing depends on what is read.
+    /// Asks for the index buckets that registering a batch will touch, before any of it is
+    /// registered: for each registration, the probes of its claims, and for each ID it may give a
+    /// new device, the probe where that ID's entry would go (``HashIndex/touch(_:)``). The indexes
+    /// are far bigger than the CPU's caches, so each of those is a cache miss, and one after
+    /// another they were the biggest single cost of a registration in a running node. Asked for
+    /// here in tight loops, the misses overlap (the CPU keeps several in flight), and the
+    /// registrations that follow find the buckets cached. Asking for them all before the first
+    /// registration cost less than asking a few registrations ahead of each, as single requests
+    /// do (docs/performance.md, "Warming without waiting"). Only a hint: nothing depends on it.
     public mutating func warm(for registrations: [Registration], newDevices: [DeviceID]) {
         var keys = [ClaimKey]()
         keys.reserveCapacity(2 * registrations.count)
