@@ -142,11 +142,13 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     var isMovingEntries: Bool { old != nil }
 
     /// Asks for the cache lines that looking up and then inserting `keys` will touch, and returns
-    /// a word made of what it read (meaningless: callers only need the reads to happen). The loops
-    /// do nothing else, no reference counting in particular, whose atomic instructions would wait
-    /// for each read in turn: so the cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
+    /// a word made of what it read in the old table while the index grows, 0 otherwise
+    /// (meaningless: callers only need the reads to happen). The loops do nothing else, no
+    /// reference counting in particular, whose atomic instructions would wait for each read in
+    /// turn: so the cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
     ///
-    /// In the current table each key's whole probe is prefetched (``BucketTable/prefetch(hash:)``):
+    /// In the current table the first ``BucketTable/probeBuckets`` buckets of each key's probe are
+    /// prefetched (``BucketTable/prefetch(hash:)``):
     /// a new key's lookup reads on past its first bucket, and with only that bucket read here, the
     /// others were most of the wait in the lookups that follow (docs/performance.md, "The whole
     /// probe warmed"). The first bucket is not read as well: that load waited for the line the
@@ -498,7 +500,7 @@ final class BucketTable<Key: HashIndexKey>: @unchecked Sendable {
 
     /// The stored words of the buckets `hashes` start at, added up (see ``HashIndex/touch(_:)``).
     /// Only buckets from `lowest` on are read.
-    func sumOfStoredWords(at hashes: [UInt64], notBelow lowest: Int = 0) -> UInt32 {
+    func sumOfStoredWords(at hashes: [UInt64], notBelow lowest: Int) -> UInt32 {
         let (buckets, capacity) = (self.buckets, capacity)
         var sum: UInt32 = 0
         hashes.withUnsafeBufferPointer { hashes in

@@ -198,7 +198,7 @@ extension RegistryState {
         }
 
         /// Devices and claims waiting to go into the indexes, a run at a time: the indexes are far
-        /// bigger than the CPU's caches, so each insert is a cache miss, and reading a run's
+        /// bigger than the CPU's caches, so each insert is a cache miss, and asking for a run's
         /// buckets first in a tight loop lets the misses overlap (see ``RegistryState/warm(for:newDevices:)``;
         /// BENCHMARKS.md has the restart it buys).
         private var pendingDevices: [Device] = []
@@ -248,7 +248,7 @@ extension RegistryState {
             if pendingClaims.count == Self.runLength { try flushClaims() }
         }
 
-        /// Applies the pending runs, their index buckets read first. The reading is skipped while
+        /// Applies the pending runs, their index buckets asked for first. That is skipped while
         /// an index moves entries into a bigger table (an index that was not sized for the
         /// snapshot): done then, it corrupted memory in tests, for a cause not yet found.
         private mutating func flush() throws(SnapshotRestoreError) {

@@ -213,8 +213,8 @@ public struct RegistryState: Sendable {
         for identifier in identifiers { claims.prefetch(ClaimKey(vendor: number, identifier: identifier)) }
     }
 
-    /// What ``warm(for:newDevices:)`` read last: no meaning, kept so that the compiler cannot
-    /// drop the reads.
+    /// What ``warm(for:newDevices:)`` read last (0 unless an index was growing): no meaning, kept
+    /// so that the compiler cannot drop the reads.
     private(set) var warmth: UInt32 = 0
 
     /// Decides what registering `registration` at `now` changes, applies it, and returns the

@@ -1,8 +1,8 @@
 import Testing
 @testable import RegistryCore
 
-/// ``RegistryState/warm(for:newDevices:)`` and ``HashIndex/touch(_:)`` only read: a state warmed
-/// before each batch must decide exactly what an unwarmed one does.
+/// ``RegistryState/warm(for:newDevices:)`` and ``HashIndex/touch(_:)`` only read and prefetch: a
+/// state warmed before each batch must decide exactly what an unwarmed one does.
 @Suite struct IndexWarmingTests {
     @Test func touchingKeysNeverChangesTheIndex() {
         var random = SplitMix64(seed: 3)
