@@ -148,12 +148,11 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
     /// turn: so the cache misses overlap. See ``RegistryState/warm(for:newDevices:)``.
     ///
     /// In the current table the first ``BucketTable/probeBuckets`` buckets of each key's probe are
-    /// prefetched (``BucketTable/prefetch(hash:)``):
-    /// a new key's lookup reads on past its first bucket, and with only that bucket read here, the
-    /// others were most of the wait in the lookups that follow (docs/performance.md, "The whole
-    /// probe warmed"). The first bucket is not read as well: that load waited for the line the
-    /// prefetch had just asked for, and the batch's CPU was lower without it ("Warming without
-    /// waiting").
+    /// prefetched (``BucketTable/prefetch(hash:)``): a new key's lookup reads on past its first
+    /// bucket, and with only that bucket read here, the others were most of the wait in the
+    /// lookups that follow (docs/performance.md, "The whole probe warmed"). The first bucket is
+    /// not read as well: that load waited for the line the prefetch had just asked for, and the
+    /// batch's CPU was lower without it ("Warming without waiting").
     ///
     /// While the index grows, the old table is read: where the keys' lookups start in it, and
     /// the new buckets that the old entries moved by as many inserts land in. Without these, a
