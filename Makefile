@@ -39,7 +39,7 @@ PROGRAMS := registryd registryctl registryload
 # Python's pip, quietly: no warning about running as root (CI is root), no version check.
 PIP := PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet
 
-.PHONY: bench-allocations bench-registration-floor settings-docs bench-cluster-compare bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
+.PHONY: bench-flamegraphs bench-allocations bench-registration-floor settings-docs bench-cluster-compare bench-memory bench-restart bench-snapshot bench-journal-fill bench-replay bench-catchup bench-feed bench-security image image-smoke compose-test fuzz bench-cluster cluster cluster-stop build release install run test bench bench-compare bench-storage protos check-protos clean deps proto-tools test-tools
 
 # The C library the build links: protobuf-c. A node reads the Public Suffix List of Debian's
 # publicsuffix package to name the vendor of a bundle no vendor rule matches.
@@ -188,6 +188,10 @@ bench-storage: deps
 # A 3-node cluster against a single node, measured in the same run (also part of make bench).
 bench-cluster: deps test-tools
 	bash bench/cluster.sh
+
+# Flame graphs of registryd under the two rows of bench-compare and of a cluster node, into docs/flamegraphs/.
+bench-flamegraphs: deps
+	bash bench/flamegraphs.sh
 
 # The container image (deploy/container/Containerfile) with podman; image-smoke also runs it.
 image:
