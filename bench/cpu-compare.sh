@@ -20,21 +20,9 @@ cd "$(dirname "$0")/.."
 # running when the load stops, at that moment. Each run also gives the user time alone: the kernel's
 # share (mostly zeroing pages new to the process, which this VM makes dear) swings by a tenth from
 # run to run with the machine's memory, and a change to user code shows through it more clearly.
-# A run prints NAME, then the whole CPU and the user CPU in µs a registration.
+# A run prints NAME, then the whole CPU and the user CPU in µs a registration (node_ticks, bench/lib.sh).
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-# node_ticks PID: the node's user and system ticks, with its children's (waited for, or running),
-# then its user ticks alone, the same way.
-node_ticks() {
-  local total user child
-  total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
-  user=$(awk '{print $14 + $16}' "/proc/$1/stat")
-  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
-    user=$((user + $(awk '{print $14}' "/proc/$child/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$total $user"
-}
 base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}
 arguments=$(compare_row_arguments "$row")
 export PATH="/opt/swift/usr/bin:$PATH"

@@ -1,16 +1,18 @@
 """Draws a flame graph (SVG) of a profile, for docs/performance.md ("Flame graphs of the two rows").
 
     perf record -F 1999 -g -p PID -o perf.data -- sleep 8
-    perf script -i perf.data -F comm,tid,ip,sym,dso > perf.txt
-    python3 bench/flamegraph.py --title TITLE [--microseconds US] perf.txt out.svg
+    perf script -i perf.data -F comm,pid,tid,ip,sym,dso > perf.txt
+    python3 bench/flamegraph.py --title TITLE [--pid PID] [--microseconds US] perf.txt out.svg
 
 Each sample's stack is drawn from its thread's name (the root) up to the frame it was in (the
-top); a frame's width is its share of the samples. Swift names are demangled with
+top); a frame's width is its share of the samples. With `--pid`, the samples of other processes
+(perf follows the children the node forks, its snapshots) have a root of their own. Swift names are demangled with
 `swift-demangle --simplified` when it is on the PATH or in /opt/swift. With `--microseconds`, the
 CPU the whole profile stands for, in µs a registration, each frame's tooltip also gives its
 share in µs a registration: where each microsecond goes. Frames under `--min-share` of the
 samples are left out (their time stays in the frame below them), which keeps the file small.
-Prints the heaviest top-of-stack frames and threads as text too.
+Prints the threads, and the heaviest frames at the top of a stack and anywhere in it, as text
+too.
 """
 import argparse
 import collections
@@ -20,53 +22,62 @@ import shutil
 import subprocess
 import zlib
 
+from perf_classes import parsed_samples
+
 WIDTH = 1200
 FRAME_HEIGHT = 16
 FONT_SIZE = 11
-CHAR_WIDTH = 6.2  # about what one character of an 11 px monospace font takes
+CHAR_WIDTH = 6.7  # about what one character of an 11 px monospace font takes
 MARGIN_TOP = 40
 
 
-def samples(path):
-    """Each sample as (thread name, [(symbol, dso), ...] leaf first), from `perf script -F comm,tid,ip,sym,dso`."""
-    comm, stack = None, []
-    for line in open(path, errors="replace"):
-        if not line.strip():
-            if comm is not None:
-                yield comm, stack
-            comm, stack = None, []
-        elif not line[0].isspace():
-            comm = line.split()[0]
+def split_frame(text):
+    """A frame's symbol and dso, from "symbol (dso)": the dso is the last parenthesised group (a
+    symbol may hold parentheses and spaces, a dso "(deleted)"); "" when there is none."""
+    if not text.endswith(")"):
+        return text, ""
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[:index].rstrip() or text, text[index + 1 : -1]
+    return text, ""
+
+
+def samples(path, node_pid):
+    """Each sample as (root, [(symbol, dso), ...] leaf first), from `perf script -F comm,pid,tid,ip,sym,dso`.
+    The root is the thread's name, or, for a process other than `node_pid`, the forked child's."""
+    for header, stack in parsed_samples(path):
+        comm, _, ids = header.rpartition(" ")
+        pid = ids.split("/")[0]
+        if node_pid and pid.isdigit() and int(pid) != node_pid:
+            root = f"forked child (pid {pid})"
         else:
-            parts = line.strip().split(None, 1)
-            rest = parts[1] if len(parts) > 1 else "[unknown]"
-            symbol, _, dso = rest.rpartition(" (")
-            stack.append((symbol or rest, dso.rstrip(")")))
-    if comm is not None:
-        yield comm, stack
+            root = thread(comm.strip() or header)
+        yield root, [split_frame(frame) for frame in stack]
 
 
-def demangler():
-    """Maps mangled Swift names to short ones, by one swift-demangle process for all of them."""
-    tool = shutil.which("swift-demangle") or ("/opt/swift/usr/bin/swift-demangle" if os.path.exists("/opt/swift/usr/bin/swift-demangle") else None)
-
-    def demangle(names):
-        names = sorted(names)
-        if not tool or not names:
-            return {name: name for name in names}
+def demangle(names):
+    """Maps mangled Swift names to short ones, by one `swift-demangle` process for all of them;
+    other names, and every name when the tool is missing or fails, stay as they are."""
+    names = sorted(names)
+    tool = shutil.which("swift-demangle") or "/opt/swift/usr/bin/swift-demangle"
+    try:
         out = subprocess.run([tool, "--simplified"], input="\n".join(names) + "\n", capture_output=True, text=True, check=True).stdout
-        lines = out.split("\n")
-        return {name: short(lines[i]) if i < len(lines) and lines[i] else name for i, name in enumerate(names)}
-
-    return demangle
+    except (OSError, subprocess.CalledProcessError):
+        return {name: name for name in names}
+    lines = out.split("\n")
+    # One line out for each line in: anything else and the names could not be paired.
+    if len(lines) != len(names) + 1:
+        return {name: name for name in names}
+    return {name: short(line) or name for name, line in zip(names, lines)}
 
 
 def short(name):
-    """A demangled name without the words that only say how the compiler made it."""
-    for prefix in ("specialized ", "merged ", "outlined copy of ", "outlined consume of "):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    return name.replace("partial apply for ", "").replace("thunk for ", "")
+    """A demangled name without "specialized ": a specialised copy stands in for its function. (A
+    "merged" one keeps the word: the linker folded functions of the same code into it, and its
+    name is one of theirs, not necessarily the one called.)"""
+    return name[len("specialized ") :] if name.startswith("specialized ") else name
 
 
 def thread(comm):
@@ -77,20 +88,46 @@ def thread(comm):
     return comm
 
 
+# This project's modules (Sources/), and its generated protobuf-c code's prefix.
+OWN_MODULES = ("Registry", "Platform", "LoadGeneration", "registry", "CRegistryProto")
+
+
+def swift_module(symbol):
+    """The module a mangled Swift symbol belongs to ("$s7NIOCore..." is NIOCore's), or ""."""
+    if not symbol.startswith("$s"):
+        return ""
+    digits = ""
+    for character in symbol[2:]:
+        if not character.isdigit():
+            break
+        digits += character
+    return symbol[2 + len(digits) : 2 + len(digits) + int(digits)] if digits else ""
+
+
 def kind(symbol, dso):
-    """The colour family of a frame: the kernel, the Swift runtime and C library, NIO, this code, the rest."""
+    """The colour family of a frame: the kernel, the Swift runtime and C library, NIO, this
+    project's code, or another library (swift-crypto's BoringSSL, protobuf-c, swift-metrics, ...)."""
+    library = os.path.basename(dso)
     if dso.startswith("[kernel"):
         return "kernel"
-    if os.path.basename(dso).startswith(("libswiftCore", "libc.", "ld-linux", "libdispatch", "libswiftDispatch", "[vdso")):
+    if library.startswith(("libswiftCore", "libc.", "ld-linux", "libdispatch", "libswiftDispatch", "[vdso")):
         return "runtime"
-    if "NIO" in symbol:
+    module = swift_module(symbol)
+    if module.startswith("NIO") or module.startswith("_NIO"):
         return "nio"
-    if os.path.basename(dso) in ("registryd", "registryload"):
+    if module.startswith(OWN_MODULES) or symbol.startswith("registry__"):
         return "registry"
-    return "other"
+    return "library"
 
 
-PALETTE = {"kernel": (230, 140, 60), "runtime": (190, 190, 160), "nio": (110, 160, 220), "registry": (110, 190, 110), "other": (220, 110, 110)}
+PALETTE = {
+    "kernel": (230, 140, 60),
+    "runtime": (190, 190, 160),
+    "nio": (110, 160, 220),
+    "registry": (110, 190, 110),
+    "library": (190, 140, 210),
+    "thread": (170, 170, 170),
+}
 
 
 def colour(name, family):
@@ -102,7 +139,7 @@ def colour(name, family):
 
 def tree(stacks):
     """The frames as a tree of dicts: each node {'count', 'family', 'children'}, keyed by name."""
-    root = {"count": 0, "family": "other", "children": {}}
+    root = {"count": 0, "family": "thread", "children": {}}
     for frames in stacks:
         root["count"] += 1
         node = root
@@ -130,6 +167,7 @@ def draw(root, title, subtitle, microseconds, min_share):
     depth = 1 + max((row[0] for row in rows), default=0)
     height = MARGIN_TOP + depth * FRAME_HEIGHT + 10
     out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="monospace" font-size="{FONT_SIZE}">',
         f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
         f'<text x="{WIDTH / 2}" y="16" text-anchor="middle" font-size="14">{html.escape(title)}</text>',
@@ -155,42 +193,49 @@ def draw(root, title, subtitle, microseconds, min_share):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Draws a flame graph (SVG) from `perf script -F comm,tid,ip,sym,dso` output.")
+    parser = argparse.ArgumentParser(description="Draws a flame graph (SVG) from `perf script -F comm,pid,tid,ip,sym,dso` output.")
     parser.add_argument("--title", required=True)
+    parser.add_argument("--pid", type=int, help="the profiled process: other processes' samples are its forked children")
     parser.add_argument("--microseconds", type=float, help="the CPU the whole profile stands for, in µs a registration")
     parser.add_argument("--min-share", type=float, default=0.0005, help="frames under this share of the samples are left out")
     parser.add_argument("perf_script")
     parser.add_argument("svg")
     args = parser.parse_args()
 
-    raw = list(samples(args.perf_script))
-    names = demangler()({symbol for _, stack in raw for symbol, _ in stack})
+    raw = list(samples(args.perf_script, args.pid))
+    names = demangle({symbol for _, stack in raw for symbol, _ in stack})
     stacks = []
-    leaves, threads = collections.Counter(), collections.Counter()
-    for comm, stack in raw:
-        frames = [(thread(comm), "other")] + [(names[symbol], kind(symbol, dso)) for symbol, dso in reversed(stack)]
+    leaves, anywhere, threads = collections.Counter(), collections.Counter(), collections.Counter()
+    for root, stack in raw:
+        frames = [(root, "thread")] + [(names[symbol], kind(symbol, dso)) for symbol, dso in reversed(stack)]
         stacks.append(frames)
-        threads[thread(comm)] += 1
+        threads[root] += 1
         leaves[frames[-1][0]] += 1
+        # Counted once a sample however many times the frame recurs in it.
+        for name in {name for name, _ in frames[1:]}:
+            anywhere[name] += 1
     total = len(stacks)
     subtitle = f"{total} samples"
     if args.microseconds:
         subtitle += f"; the whole graph is {args.microseconds:.2f} µs of the node's CPU a registration"
-    with open(args.svg, "w") as svg:
+    with open(args.svg, "w", encoding="utf-8") as svg:
         svg.write(draw(tree(stacks), args.title, subtitle, args.microseconds, args.min_share))
 
     def line(name, count):
         share = count / max(1, total)
         us = f"  {share * args.microseconds:6.3f} µs" if args.microseconds else ""
-        return f"{share * 100:6.2f}%{us}  {name}"
+        return f"{share * 100:6.2f}%{us}  {name[:110]}"
 
     print(f"{total} samples")
     print("threads:")
     for name, count in threads.most_common(8):
         print(line(name, count))
-    print("top of stack:")
+    print("at the top of a stack (self):")
     for name, count in leaves.most_common(25):
-        print(line(name[:110], count))
+        print(line(name, count))
+    print("anywhere in a stack (inclusive):")
+    for name, count in anywhere.most_common(120):
+        print(line(name, count))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,20 @@ wait_for_port() {
 # (bench/catchup.sh, bench/cluster-compare.sh).
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f %.3f\n", $14 / hz, $15 / hz }' "/proc/$1/stat"; }
 
+# node_ticks PID: the node's user and system ticks, with its children's (a forked snapshot's:
+# those it waited for, and one still running, at that moment), then its user ticks alone, the same
+# way (bench/cpu-compare.sh, bench/flamegraphs.sh).
+node_ticks() {
+  local total user child
+  total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")
+  user=$(awk '{print $14 + $16}' "/proc/$1/stat")
+  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+    user=$((user + $(awk '{print $14}' "/proc/$child/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total $user"
+}
+
 # journal_bench_cleanup: on exit from bench/replay.sh, snapshot.sh, memory.sh and restart.sh, ends their node
 # ($pid), removes the base's worktree ($worktree) and the journal and data copies under $out.
 journal_bench_cleanup() {

@@ -4,8 +4,10 @@ CPU goes"): each sample goes to the first class whose every pattern some frame o
 "other" with its leaf frame.
 
     perf record -F 999 -g -p PID -o perf.data -- sleep 8
-    perf script -i perf.data -F comm,tid,ip,sym > perf.txt
+    perf script -i perf.data -F comm,pid,tid,ip,sym,dso > perf.txt
     python3 bench/perf_classes.py registration|replay perf.txt
+
+(`-F comm,tid,ip,sym` reads the same; `bench/flamegraph.py` needs the pid and dso too.)
 """
 import collections
 import sys
@@ -52,20 +54,28 @@ CLASSES = {
 }
 
 
-def samples(path):
-    """Each sample's stack, leaf first, from `perf script -F comm,tid,ip,sym`."""
-    stack, started = [], False
+def parsed_samples(path):
+    """Each sample as (header, frames), from `perf script` with `-F comm,...,ip,sym[,dso]`: the
+    header is the sample's first line (its comm, pid/tid and so on, as asked for), and each frame,
+    leaf first, is its symbol with the dso after it in parentheses when asked for."""
+    header, stack = None, []
     for line in open(path, errors="replace"):
         if not line.strip():
-            if started:
-                yield stack
-            stack, started = [], False
+            if header is not None:
+                yield header, stack
+            header, stack = None, []
         elif not line[0].isspace():
-            started = True
+            header = line.strip()
         else:
             parts = line.split(None, 1)
             stack.append(parts[1].strip() if len(parts) > 1 else "?")
-    if started:
+    if header is not None:
+        yield header, stack
+
+
+def samples(path):
+    """Each sample's stack, leaf first (``parsed_samples``' frames)."""
+    for _, stack in parsed_samples(path):
         yield stack
 
 
