@@ -20,7 +20,8 @@ cd "$(dirname "$0")/.."
 # running when the load stops, at that moment. Each run also gives the user time alone: the kernel's
 # share (mostly zeroing pages new to the process, which this VM makes dear) swings by a tenth from
 # run to run with the machine's memory, and a change to user code shows through it more clearly.
-# A run prints NAME, then the whole CPU and the user CPU in µs a registration (node_ticks, bench/lib.sh).
+# A run prints NAME, then the whole CPU and the user CPU in µs a registration (node_ticks,
+# bench/lib.sh).
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 base_bin=$1 head_bin=$2 row=$3 pairs=${4:-5}

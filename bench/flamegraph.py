@@ -6,18 +6,19 @@
 
 Each sample's stack is drawn from its thread's name (the root) up to the frame it was in (the
 top); a frame's width is its share of the samples. With `--pid`, the samples of other processes
-(perf follows the children the node forks, its snapshots) have a root of their own. Swift names are demangled with
-`swift-demangle --simplified` when it is on the PATH or in /opt/swift. With `--microseconds`, the
-CPU the whole profile stands for, in µs a registration, each frame's tooltip also gives its
-share in µs a registration: where each microsecond goes. Frames under `--min-share` of the
-samples are left out (their time stays in the frame below them), which keeps the file small.
-Prints the threads, and the heaviest frames at the top of a stack and anywhere in it, as text
-too.
+(perf follows the children the node forks, its snapshots) have a root of their own. Swift names
+are demangled with `swift-demangle --simplified` when it is on the PATH or in /opt/swift. With
+`--microseconds`, the CPU the whole profile stands for, in µs a registration, each frame's
+tooltip also gives its share in µs a registration: where each microsecond goes. Frames under
+`--min-share` of the samples are left out (their time stays in the frame below them), which
+keeps the file small. Prints the threads, and the heaviest frames at the top of a stack and
+anywhere in it, as text too.
 """
 import argparse
 import collections
 import html
 import os
+import re
 import shutil
 import subprocess
 import zlib
@@ -45,10 +46,13 @@ def split_frame(text):
 
 
 def samples(path, node_pid):
-    """Each sample as (root, [(symbol, dso), ...] leaf first), from `perf script -F comm,pid,tid,ip,sym,dso`.
-    The root is the thread's name, or, for a process other than `node_pid`, the forked child's."""
+    """Each sample as (root, [(symbol, dso), ...] leaf first), from
+    `perf script -F comm,pid,tid,ip,sym,dso`. The root is the thread's name, or, for a process
+    other than `node_pid`, the forked child's."""
     for header, stack in parsed_samples(path):
         comm, _, ids = header.rpartition(" ")
+        if node_pid and "/" not in ids:
+            raise SystemExit("--pid needs perf script's pid field: -F comm,pid,tid,ip,sym,dso")
         pid = ids.split("/")[0]
         if node_pid and pid.isdigit() and int(pid) != node_pid:
             root = f"forked child (pid {pid})"
@@ -104,19 +108,36 @@ def swift_module(symbol):
     return symbol[2 + len(digits) : 2 + len(digits) + int(digits)] if digits else ""
 
 
+def extended_by_own_module(symbol):
+    """Whether a mangled symbol is in an extension this project declares on another module's type
+    ("$sSS12RegistryCoreE..." is RegistryCore's extension of String): the extending module follows
+    the type, as a length and a name, then "E"."""
+    for match in re.finditer(r"(?<!\d)\d+", symbol):
+        start, length = match.end(), int(match.group())
+        name = symbol[start : start + length]
+        if symbol[start + length : start + length + 1] == "E" and name.startswith(OWN_MODULES):
+            return True
+    return False
+
+
 def kind(symbol, dso):
-    """The colour family of a frame: the kernel, the Swift runtime and C library, NIO, this
-    project's code, or another library (swift-crypto's BoringSSL, protobuf-c, swift-metrics, ...)."""
+    """The colour family of a frame: the kernel, the Swift runtime, standard library and C library,
+    NIO, this project's code, or another library (swift-crypto's BoringSSL, protobuf-c, ...)."""
     library = os.path.basename(dso)
     if dso.startswith("[kernel"):
         return "kernel"
     if library.startswith(("libswiftCore", "libc.", "ld-linux", "libdispatch", "libswiftDispatch", "[vdso")):
         return "runtime"
+    if extended_by_own_module(symbol):
+        return "registry"
     module = swift_module(symbol)
-    if module.startswith("NIO") or module.startswith("_NIO"):
-        return "nio"
     if module.startswith(OWN_MODULES) or symbol.startswith("registry__"):
         return "registry"
+    if module.startswith(("NIO", "_NIO")):
+        return "nio"
+    # The standard library's generic code, specialised into the binary ("$ss...", "$sS...").
+    if symbol.startswith(("$ss", "$sS")):
+        return "runtime"
     return "library"
 
 
@@ -217,7 +238,7 @@ def main():
     total = len(stacks)
     subtitle = f"{total} samples"
     if args.microseconds:
-        subtitle += f"; the whole graph is {args.microseconds:.2f} µs of the node's CPU a registration"
+        subtitle += f"; the whole graph is {args.microseconds:.3f} µs of the node's CPU a registration"
     with open(args.svg, "w", encoding="utf-8") as svg:
         svg.write(draw(tree(stacks), args.title, subtitle, args.microseconds, args.min_share))
 

@@ -24,13 +24,15 @@ seconds=${FLAME_SECONDS:-14}
 command -v perf > /dev/null || scripts/apt-install.sh linux-perf
 for product in registryd registryload; do swift build -c release --product "$product" >&2; done
 bin=$(swift build -c release --show-bin-path)
-revision=$(git rev-parse --short HEAD)
+revision=$(git describe --always --dirty)
 out=$(mktemp -d /tmp/registry-flame.XXXXXX)
 pids=()
 load=""
 # Ends whatever still runs (the nodes, the load) and waits for it, so that no node still writes
-# into a data directory being removed; keeps the reports in $out.
+# into a data directory being removed; keeps the reports in $out, and names it after a failure.
 cleanup() {
+  local status=$?
+  [ "$status" = 0 ] || echo "failed; perf data, reports and logs: $out" >&2
   [ -n "$load" ] && kill -9 "$load" 2> /dev/null || true
   for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
@@ -62,7 +64,8 @@ if acknowledged == 0:
 print(f"{(after - before) / hz * 1e6 / acknowledged:.3f}")
 PY
   )
-  perf script -i "$out/$name.data" -F comm,pid,tid,ip,sym,dso 2> "$out/$name.script.log" > "$out/$name.txt"
+  perf script -i "$out/$name.data" -F comm,pid,tid,ip,sym,dso 2> "$out/$name.script.log" > "$out/$name.txt" ||
+    { cat "$out/$name.script.log" >&2; exit 1; }
   echo "== $name: $title ($micros µs of the node's CPU a registration)"
   python3 bench/flamegraph.py --title "$title, registryd at $revision, $(date -u +%F)" --pid "$pid" --microseconds "$micros" \
     "$out/$name.txt" "docs/flamegraphs/$name.svg"
@@ -71,8 +74,10 @@ PY
 }
 
 # start NAME PORT [FLAGS...]: a release node with its data in $out/data-NAME; its pid in $node.
+# Refuses a port something already listens on: the load would go there, not to this node.
 start() {
   local name=$1 port=$2; shift 2
+  if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then echo "port $port is in use" >&2; exit 1; fi
   mkdir -p "$out/data-$name"
   # shellcheck disable=SC2046 # the flags are words
   "$bin/registryd" --data-dir "$out/data-$name" --port "$port" --log-level warning $(this_machine_flags "$bin") "$@" \
@@ -81,29 +86,33 @@ start() {
   pids+=("$node")
   wait_for_port "$port" || { cat "$out/$name.log" >&2; exit 1; }
 }
-# Stops every node (a clean stop takes a snapshot) and waits for it; -9 after 60 s.
+# Stops every node (a clean stop takes a snapshot) and waits for it; a node still running 60 s
+# after the request is killed, and said to be.
 stop_all() {
-  local p
+  local p deadline=$((SECONDS + 60))
   for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
   for p in "${pids[@]}"; do
-    for _ in $(seq 600); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2> /dev/null || true
+    while kill -0 "$p" 2> /dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    if kill -0 "$p" 2> /dev/null; then
+      echo "node $p did not stop within 60 s; killed" >&2
+      kill -9 "$p"
+    fi
     wait "$p" 2> /dev/null || true
   done
   pids=()
 }
 
-# Ports of their own, so that a bench left running elsewhere is not profiled instead.
+# Ports no other bench script uses.
 for row in single batch; do
-  start "$row" 7472
+  start "$row" 7473
   # shellcheck disable=SC2046 # the arguments are words
-  profile "$row" "registryd, $row row of bench/compare.sh ($(compare_row_arguments "$row"))" "$node" 127.0.0.1:7472 $(compare_row_arguments "$row")
+  profile "$row" "registryd, $row row of bench/compare.sh ($(compare_row_arguments "$row"))" "$node" 127.0.0.1:7473 $(compare_row_arguments "$row")
   stop_all
 done
 
-peers="127.0.0.1:7481,127.0.0.1:7482,127.0.0.1:7483"
+peers="127.0.0.1:7476,127.0.0.1:7477,127.0.0.1:7478"
 for i in 1 2 3; do
-  start "node-$i" "748$i" --node-id "node-$i" --cluster-id flame --cluster-secret flame-secret --peers "$peers" \
+  start "node-$i" "747$((i + 5))" --node-id "node-$i" --cluster-id flame --cluster-secret flame-secret --peers "$peers" \
     --snapshot-every-operations 0 --snapshot-every-seconds 0
   if [ "$i" = 1 ]; then first=$node; fi
 done
