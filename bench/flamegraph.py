@@ -172,6 +172,8 @@ def tree(stacks):
 
 
 def draw(root, title, subtitle, microseconds, min_share):
+    """The SVG of the frame tree `root` (``tree``): roots at the bottom, each frame as wide as its
+    share of the samples, those under `min_share` left out."""
     total = root["count"]
     rows = []  # (depth, x, width, name, node)
 
@@ -214,6 +216,7 @@ def draw(root, title, subtitle, microseconds, min_share):
 
 
 def main():
+    """Reads the profile, writes the SVG, prints the summary."""
     parser = argparse.ArgumentParser(description="Draws a flame graph (SVG) from `perf script -F comm,pid,tid,ip,sym,dso` output.")
     parser.add_argument("--title", required=True)
     parser.add_argument("--pid", type=int, help="the profiled process: other processes' samples are its forked children")
