@@ -11,6 +11,13 @@ import RegistryCore
 /// never acknowledged), which is discarded; every older file must end with its rotation marker,
 /// or the journal was damaged and recovery refuses rather than guess what the damage hid.
 ///
+/// A failed write, sync or rotation stops the journal for good: every later append and rotation
+/// throws (``StorageError/stopped(_:)``), so that nothing is acknowledged from a file whose
+/// contents are unknown (after a failed `fdatasync`, syncing again may report success for pages
+/// the kernel dropped) or written past a rotation marker whose next file could not be started
+/// (recovery reads a file up to its marker, and would never see it). A restart recovers from
+/// what the disk holds.
+///
 /// Not thread-safe: one owner appends. The ``JournalIndex`` it updates is shared.
 public final class CommitJournal {
     /// A file is closed and the next started once it holds this many bytes.
@@ -36,6 +43,8 @@ public final class CommitJournal {
     private var buffer: [UInt8] = []
     /// The segments of the entry last appended, which `buffer` still holds.
     private var lastSpans: [JournalEntryWriter.Span] = []
+    /// The failure that stopped the journal, once one did (see the type's comment).
+    private var failure: StorageError?
 
     /// Starts journal file `number` (above every existing one) in `directory`, and makes its
     /// name durable before anything is written to it.
@@ -70,6 +79,7 @@ public final class CommitJournal {
     /// throw.
     @discardableResult
     public func append(clock: UInt64, _ write: (inout JournalEntryWriter) -> Void) throws(StorageError) -> UInt64 {
+        try checkNotStopped()
         if offset >= rotationBytes { try rotate() }
         if buffer.capacity > 4 << 20 { buffer = [] }  // a huge commit's buffer is not kept
         buffer.removeAll(keepingCapacity: true)
@@ -109,11 +119,20 @@ public final class CommitJournal {
     /// Closes the current file and starts the next now, so that what follows is in files of its
     /// own (after a snapshot from a peer, whose operations the journal does not hold).
     public func rotateNow() throws(StorageError) {
+        try checkNotStopped()
         if offset > 0 { try rotate() }
     }
 
+    /// True once a failure stopped the journal: every append and rotation throws from then on.
+    public var isStopped: Bool { failure != nil }
+
+    private func checkNotStopped() throws(StorageError) {
+        if let failure { throw .stopped("journal file \(file.path) failed earlier and takes no more writes: \(failure)") }
+    }
+
     /// Closes the full file with its marker (durably, before anything goes to the next one),
-    /// then starts the next.
+    /// then starts the next. Once the marker is written, a failure to start the next file stops
+    /// the journal: what followed the marker in this file would never be read back.
     private func rotate() throws(StorageError) {
         buffer.removeAll(keepingCapacity: true)
         lastSpans = []
@@ -121,7 +140,13 @@ public final class CommitJournal {
         try writeAndSync()
         index.committed([], in: fileNumber, durableBytes: offset, sealed: true)
         let next = fileNumber + 1
-        let opened = try Self.start(next, in: directory, on: fs, index: index)
+        let opened: FileHandle
+        do {
+            opened = try Self.start(next, in: directory, on: fs, index: index)
+        } catch {
+            failure = error
+            throw error
+        }
         fs.close(file)
         file = opened
         fileNumber = next
@@ -138,17 +163,23 @@ public final class CommitJournal {
     /// while an append must also commit the file's new size to the file system's journal
     /// (BENCHMARKS.md, "Journal writes" and "Journal fill steps"). Zeros read as the end of the records
     /// (``JournalEntry/Read/end``), so recovery needs no rule of its own for them.
+    /// A failure stops the journal (see the type's comment).
     private func writeAndSync() throws(StorageError) {
         // Small files (tests) fill in steps of their own size.
         let step = min(Self.fillStep, rotationBytes)
-        while offset + buffer.count > filledBytes {
-            try Self.zeros.withUnsafeBytes { raw in
-                Result { () throws(StorageError) in try fs.write(file, UnsafeRawBufferPointer(rebasing: raw[..<step]), at: filledBytes) }
-            }.get()
-            filledBytes += step
+        do {
+            while offset + buffer.count > filledBytes {
+                try Self.zeros.withUnsafeBytes { raw in
+                    Result { () throws(StorageError) in try fs.write(file, UnsafeRawBufferPointer(rebasing: raw[..<step]), at: filledBytes) }
+                }.get()
+                filledBytes += step
+            }
+            try fs.write(file, buffer, at: offset)
+            try fs.sync(file)
+        } catch {
+            failure = error
+            throw error
         }
-        try fs.write(file, buffer, at: offset)
-        try fs.sync(file)
         offset += buffer.count
         bytesWritten += UInt64(buffer.count)
     }
@@ -244,6 +275,10 @@ public final class CommitJournal {
             case .rotated(let end):
                 summary.sealed = true
                 summary.durableBytes = end
+            case .damaged(let reason, let offset, let next):
+                throw .corrupt(
+                    "journal file \(path) is damaged at byte \(offset) (\(reason)), and an intact record follows it at byte \(next): acknowledged entries would be lost"
+                )
             case .torn(let reason, let offset):
                 guard isNewest else {
                     throw .corrupt("journal file \(path) is damaged at byte \(offset) (\(reason)), and later files hold entries")
@@ -279,6 +314,13 @@ public final class CommitJournal {
         /// With its rotation marker, which ends at `end`.
         case rotated(end: Int)
         case torn(reason: String, offset: Int)
+        /// A record that does not read back, with an intact record of the file right after it,
+        /// where its header says it ends. A crash cannot leave that: every entry is written and
+        /// synced before the next is written, into zeros, so only the last can be torn. The
+        /// bytes were damaged after they were written, and what follows was acknowledged.
+        /// (Damage to a header's magic or file number reads as ``end(offset:)``, and is not told
+        /// from the end of the records.)
+        case damaged(reason: String, offset: Int, next: Int)
         case end(offset: Int)
     }
 
@@ -296,6 +338,12 @@ public final class CommitJournal {
             case .rotated:
                 return .rotated(end: offset + JournalEntry.headerBytes)
             case .torn(let reason):
+                if let next = JournalEntry.declaredEnd(raw, at: offset), next < raw.count {
+                    switch try JournalEntry.read(raw, at: next, file: file) {
+                    case .entry, .rotated: return .damaged(reason: reason, offset: offset, next: next)
+                    case .torn, .end: break
+                    }
+                }
                 return .torn(reason: reason, offset: offset)
             case .end:
                 return .end(offset: offset)

@@ -90,6 +90,14 @@ public struct JournalEntry: Equatable, Sendable {
         return .entry(try decodePayload(payload), next: payloadStart + length)
     }
 
+    /// Where the record at `offset` ends by its header's length, when a whole header is there;
+    /// whether the payload is intact is not checked.
+    static func declaredEnd(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
+        guard offset >= 0, bytes.count - offset >= headerBytes else { return nil }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+        return offset + headerBytes + length
+    }
+
     private static func decodePayload(_ payload: UnsafeRawBufferPointer) throws(StorageError) -> JournalEntry {
         var reader = ByteReader(payload, endMessage: "a journal entry ends inside a field")
         let clock = try reader.read(UInt64.self)

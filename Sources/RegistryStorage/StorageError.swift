@@ -10,6 +10,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case corrupt(String)
     /// A file of the data directory could not be created, written, synced, read or removed.
     case io(path: String, reason: String)
+    /// A writer that failed earlier refuses to go on (the journal after a failed write, sync or
+    /// rotation); a restart recovers from what the disk holds.
+    case stopped(String)
 
     public var description: String {
         switch self {
@@ -18,6 +21,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .locked(let path): return "data directory \(path) is in use by another registryd (its LOCK file is held)"
         case .corrupt(let reason): return "storage is corrupt: \(reason)"
         case .io(let path, let reason): return "I/O error on \(path): \(reason)"
+        case .stopped(let reason): return "storage stopped: \(reason)"
         }
     }
 }

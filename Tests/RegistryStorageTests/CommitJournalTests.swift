@@ -168,6 +168,49 @@ import Testing
         #expect(throws: StorageError.self) { try recoverAll("/data", on: fs) }
     }
 
+    /// In the newest file, a record that does not read back with intact records after it is
+    /// damage, not a crash's torn tail (only the last entry can be torn): recovery refuses it
+    /// rather than drop the acknowledged entries that follow. A record cut short at the end
+    /// still reads as a torn tail, and so does a last record whose bytes were damaged.
+    @Test func aDamagedRecordWithIntactOnesAfterItIsRefusedInTheNewestFile() throws {
+        let written = entries(4)
+        let lengths = written.map { encoded([$0]).count }
+        for damaged in 0..<written.count {
+            let fs = SimulatedFileSystem()
+            do {
+                let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, index: JournalIndex())
+                for entry in written { try journal.append(entry) }
+            }
+            let path = CommitJournal.path(in: "/data", number: 1)
+            var bytes = try fs.readAll(path)
+            // A byte of the payload of entry `damaged`, past its header.
+            let start = lengths[..<damaged].reduce(0, +)
+            bytes[start + JournalEntry.headerBytes + 5] ^= 0x10
+            try fs.replace(path, with: bytes, inDirectory: "/data")
+            if damaged == written.count - 1 {
+                let (found, recovered) = try recoverAll("/data", on: fs)
+                #expect(found == Array(written.dropLast()) && recovered.unsealed?.offset == start && recovered.tornTail != nil)
+            } else {
+                do {
+                    _ = try recoverAll("/data", on: fs)
+                    Issue.record("damage to entry \(damaged) of \(written.count) was taken for a torn tail")
+                } catch {
+                    guard let storage = error as? StorageError, case .corrupt(let reason) = storage else {
+                        return #expect(Bool(false), "expected .corrupt, got \(error)")
+                    }
+                    #expect(reason.contains("at byte \(start)") && reason.contains("intact record follows"))
+                }
+            }
+        }
+        // A marker after the damaged record counts as intact too.
+        let fs = SimulatedFileSystem()
+        var bytes = encoded(Array(written.prefix(2)))
+        JournalEntry.encodeRotationMarker(into: &bytes, file: 1)
+        bytes[lengths[0] + JournalEntry.headerBytes + 5] ^= 0x10
+        try fs.replace(CommitJournal.path(in: "/data", number: 1), with: bytes, inDirectory: "/data")
+        #expect(throws: StorageError.self) { try recoverAll("/data", on: fs) }
+    }
+
     @Test func aFlippedByteInAnOlderFileAndAMissingFileAreRefused() throws {
         let fs = SimulatedFileSystem()
         let index = JournalIndex()

@@ -240,7 +240,9 @@ final class CommitPipeline: Sendable {
         do {
             try writer.rotateNow()
         } catch {
-            logger.error("could not start a new journal file for erasure", metadata: ["error": "\(error)"])
+            // A journal that failed takes no more writes (``CommitJournal``): the next commit fails
+            // and the node refuses requests from then on.
+            logger.critical("could not start a new journal file for erasure; the journal is stopped", metadata: ["error": "\(error)"])
         }
         logger.info("snapshot for erasure (--erasure-within)")
         startSnapshot(through: start.through, clock: start.clock, erasing: true, completion: nil)
