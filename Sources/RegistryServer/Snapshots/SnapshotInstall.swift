@@ -66,7 +66,9 @@ struct SnapshotInstall: Sendable {
             if core.node.registry.recordsEvents { replayer.registry.recordEvents(configuredRules: core.node.configuredRules.rules) }
             replayer.staging = FeedStaging()
             for operation in core.commits.pendingOperations { _ = replayer.apply(operation) }
-            core.node.install(replayer.registry, holding: held, clock: max(loaded.metadata.clock, replayer.newest))
+            // The state holds those too, so the logs' positions are read after them: held alone, a
+            // log's next batch would look like a gap. What is durable is `held`.
+            core.node.install(replayer.registry, holding: replayer.vector, clock: max(loaded.metadata.clock, replayer.newest))
             core.node.feedStaging = replayer.staging
             core.durable.installed(held)
             core.snapshotPolicy.covers(label, nowNanos: SystemClock.monotonicNanos())

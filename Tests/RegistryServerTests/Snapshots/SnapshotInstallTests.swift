@@ -120,6 +120,53 @@ import Testing
         #expect(throws: JournalReadError.self) { _ = try b.logReader(for: logA, from: 21) }
     }
 
+    /// A third node's operations that arrive while a snapshot that does not cover them is being
+    /// installed are held after it: the node takes that log's next batch. The install set the
+    /// log's position to what the journal held before they came, while the installed state held
+    /// them too, so the next batch was refused as a gap, on every reconnection.
+    @Test func operationsOfAnotherLogArrivingDuringAnInstallAreHeldAfterIt() async throws {
+        let (dirA, dirB, dirC) = (try TemporaryDirectory(), try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB, dirC].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        let c = try open(dirC.path, node: "node-c")
+        defer { c.close() }
+        await register(c, batches: 5_000..<5_003)
+        let fromC = try ownOperations(c)
+        try #require(fromC.count == 60)
+        let logC = c.peerIdentity.ownLog
+
+        let gated = GatedFileSystem(holdingRenamesTo: "snapshot-")
+        let b = try open(dirB.path, node: "node-b", fs: gated)
+        defer { b.close() }
+        try await applyRemote(b, Array(fromC[0..<20]))
+        try send(a, to: b)
+        let install = Task.detached { b.installIncomingSnapshot() }
+        guard await gated.waitUntilReached() else {
+            Issue.record("the held call was never reached")
+            return
+        }
+        // C's next operations are applied while the install waits inside the writer's queue, so
+        // they are still to commit when it takes the state.
+        let next = Array(fromC[20..<40])
+        let arriving = Task.detached {
+            await withCheckedContinuation { continuation in b.submitRemote(next) { continuation.resume(returning: $0) } }
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while b.core.withLockedValue({ $0.node.versionVector[logC] }) < 40, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(b.core.withLockedValue { $0.node.versionVector[logC] } == 40, "C's operations were not applied before the install")
+        gated.open()
+        _ = try await install.value.get()
+        _ = try await arriving.value.get()
+        #expect(b.core.withLockedValue { $0.node.versionVector[logC] } == 40)
+        // The log goes on from 41.
+        try await applyRemote(b, Array(fromC[40..<60]))
+        #expect(b.durableVector[logC] == 60)
+    }
+
     @Test func aNodeWithItsOwnWritesInstallsAPeersSnapshotAndKeepsItAcrossARestart() async throws {
         let (dirA, dirB, dirC) = (try TemporaryDirectory(), try TemporaryDirectory(), try TemporaryDirectory())
         defer { [dirA, dirB, dirC].forEach { $0.remove() } }
