@@ -80,12 +80,21 @@ extension VersionVector {
         logs.map { LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence) }
     }
 
-    /// A vector from wire log positions, which must name valid nodes and epochs. Makes their
-    /// node IDs: for a peer's positions; a client's are ``fromClient(_:)``.
+    /// The largest sequence a log position may name. No log comes near it (at ten million
+    /// operations a second, a log reaches it in about 14,000 years), and every sequence read off
+    /// the wire stays below it, so that a position plus one never overflows: a peer that sent
+    /// `UInt64.max` made the link sending to it trap on its next run.
+    static let largestSequence: UInt64 = 1 << 62
+
+    /// A vector from wire log positions, which must name valid nodes and epochs, and sequences
+    /// up to ``largestSequence``. Makes their node IDs: for a peer's positions; a client's are
+    /// ``fromClient(_:)``.
     init(positions: [LogPosition]) throws(WireError) {
         self.init()
         for position in positions {
-            guard position.epoch > 0, let origin = try? NodeID(position.origin) else { throw Self.invalid(position) }
+            guard position.epoch > 0, position.sequence <= Self.largestSequence, let origin = try? NodeID(position.origin) else {
+                throw Self.invalid(position)
+            }
             record(position, of: origin)
         }
     }
@@ -98,7 +107,7 @@ extension VersionVector {
         var heard = VersionVector()
         var unheard = [LogPosition]()
         for position in positions {
-            guard position.epoch > 0 else { throw invalid(position) }
+            guard position.epoch > 0, position.sequence <= largestSequence else { throw invalid(position) }
             if let origin = NodeID(known: position.origin) {
                 heard.record(position, of: origin)
             } else {
@@ -121,6 +130,11 @@ extension VersionVector {
     }
 
     private static func invalid(_ position: LogPosition) -> WireError {
-        WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
+        if position.sequence > largestSequence {
+            return WireError(
+                code: .invalidArgument,
+                message: "log position \(position.origin)/\(position.epoch) names sequence \(position.sequence), past the largest a log may reach (\(largestSequence))")
+        }
+        return WireError(code: .invalidArgument, message: "log position \(position.origin)/\(position.epoch) names no valid log")
     }
 }

@@ -67,6 +67,55 @@ import Testing
         }
     }
 
+    /// A welcome or an acknowledgement that names a sequence past any a log can reach is a
+    /// protocol violation: taken as held, `UInt64.max` made the cursor's next run overflow and
+    /// trap, on every reconnection.
+    @Test func aSequencePastTheLargestEndsTheConnection() {
+        var random = SplitMix64(seed: 3)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        for sequence in [UInt64.max, VersionVector.largestSequence + 1] {
+            _ = machine.start()
+            _ = machine.connected()
+            _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+            let welcome = PeerWelcome(
+                nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: sequence)], maxBatchOperations: 10)
+            guard case .closeAndRetry = machine.received(machine.signed(welcome), nowMillis: 1_000, random: &random) else {
+                Issue.record("a welcome holding sequence \(sequence) must end the connection")
+                return
+            }
+            #expect(machine.cursor == nil)
+        }
+        _ = machine.start()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        let largest = PeerWelcome(
+            nodeID: "node-b", epoch: 1, versionVector: [LogPosition(origin: "node-a", epoch: 1, sequence: VersionVector.largestSequence)],
+            maxBatchOperations: 10)
+        #expect(machine.received(machine.signed(largest), nowMillis: 1_000, random: &random) == .stream)
+        // The receiver holds more of this node's log than it wrote: nothing to send, and no trap.
+        var local = VersionVector()
+        local.recordAll(through: 10, in: LogID(origin: own, epoch: 1))
+        #expect(machine.nextRun(local: local, nowMillis: 1_000) == nil)
+    }
+
+    /// Positions from the wire: a sequence up to the largest is read, past it refused with a
+    /// typed error that says why, from a peer and from a client alike.
+    @Test func positionsPastTheLargestSequenceAreRefused() throws {
+        let largest = LogPosition(origin: "node-a", epoch: 1, sequence: VersionVector.largestSequence)
+        #expect(try VersionVector(positions: [largest])[LogID(origin: own, epoch: 1)] == VersionVector.largestSequence)
+        for sequence in [VersionVector.largestSequence + 1, UInt64.max] {
+            let past = LogPosition(origin: "node-a", epoch: 1, sequence: sequence)
+            #expect(throws: WireError.self) { try VersionVector(positions: [past]) }
+            #expect(throws: WireError.self) { try VersionVector.fromClient([past]) }
+            #expect(throws: WireError.self) { try VersionVector.fromClient([LogPosition(origin: "node-unheard-of", epoch: 1, sequence: sequence)]) }
+            do {
+                _ = try VersionVector(positions: [past])
+            } catch {
+                #expect(error.code == .invalidArgument && error.message.contains("past the largest"))
+            }
+        }
+    }
+
     @Test func backoffGrowsToItsCapWithJitterAndResets() {
         var random = SplitMix64(seed: 3)
         var backoff = Backoff(initialMillis: 100, maxMillis: 1_000)
