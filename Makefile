@@ -15,7 +15,7 @@
 #   make bench-feed   the change feed: throughput with and without 10 watchers, lag, memory per idle watcher; into BENCHMARKS.md
 #   make bench-registration-floor   registryd's CPU a registration against the least a node can do (bench/registration_floor.c); into BENCHMARKS.md
 #   make bench-allocations   heap allocations a registration, counted, registryd beside the floor; into BENCHMARKS.md
-#   make bench-journal-fill   the journal's zeros ahead of its records against appending, on this disk; into BENCHMARKS.md
+#   make bench-journal-fill   the journal's zeros ahead of its records against appending, and the page cache against O_DIRECT, on this disk; into BENCHMARKS.md
 #   make bench-snapshot BASE=REV   one snapshot of an idle node: CPU and peak memory, this revision against REV's; into BENCHMARKS.md
 #   make bench-memory BASE=REV   resident memory per device at 10M devices, sized and grown, this revision against REV's; into BENCHMARKS.md
 #   make bench-restart BASE=REV   a start from a snapshot of 10M devices, this revision against REV's; into BENCHMARKS.md
