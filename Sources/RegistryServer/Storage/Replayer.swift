@@ -97,7 +97,7 @@ struct Replayer {
 
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
     /// files that hold some of it; throws on a gap, which the journal must not have past a
-    /// snapshot. The files are read and decoded on a thread of their own (``JournalReadAhead``),
+    /// snapshot, and on a record that does not read back inside a file's durable bytes. The files are read and decoded on a thread of their own (``JournalReadAhead``),
     /// unless `inBackground` (the snapshot taker's replay, at `SCHED_IDLE`): then on this one.
     mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem, inBackground: Bool = false) throws(StorageError) {
         let (held, limits) = (vector, limits)
@@ -120,9 +120,20 @@ struct Replayer {
                                 try JournalEntry.read(UnsafeRawBufferPointer(rebasing: raw[0..<durable]), at: offset, file: file.number)
                             }
                         }
-                        guard case .entry(let entry, let next) = try read.get() else { break }
-                        offset = next
-                        try give(entry)
+                        switch try read.get() {
+                        case .entry(let entry, let next):
+                            offset = next
+                            try give(entry)
+                        case .rotated where offset + JournalEntry.headerBytes == durable:
+                            offset = durable  // the marker that closes a full file
+                        case .rotated, .torn, .end:
+                            // Recovery checked these bytes, or the node wrote them since: what
+                            // does not read back now was damaged, and stopping here would drop
+                            // the acknowledged entries after it without a word.
+                            throw .corrupt(
+                                "journal file \(CommitJournal.path(in: directory, number: file.number)) does not read back at byte \(offset), inside its \(durable) durable bytes"
+                            )
+                        }
                     }
                 }
             },

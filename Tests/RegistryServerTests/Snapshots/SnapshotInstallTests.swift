@@ -167,6 +167,37 @@ import Testing
         #expect(b.durableVector[logC] == 60)
     }
 
+    /// A journal entry that no longer reads back, with intact entries after it in the same file,
+    /// refuses the install and leaves the state as it was: the replay stopped there without a
+    /// word, and the installed state lacked this node's own acknowledged writes past it.
+    @Test func aJournalDamagedPastTheSnapshotRefusesTheInstall() async throws {
+        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        let b = try open(dirB.path, node: "node-b")
+        defer { b.close() }
+        await register(b, batches: 1_000..<1_060)
+        let files = try CommitJournal.files(in: dirB.path, on: PosixFileSystem())
+        let newest = CommitJournal.path(in: dirB.path, number: try #require(files.last))
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: newest)))
+        // The first entry of the newest file, which entries follow (a batch of 20 is one commit).
+        try #require(files.count > 1 && bytes.count > 4 * 1_024)
+        bytes[JournalEntry.headerBytes + 5] ^= 0x10
+        try Data(bytes).write(to: URL(fileURLWithPath: newest))
+        let before = b.snapshotState()
+        let ownBefore = b.durableVector[b.peerIdentity.ownLog]
+        try send(a, to: b)
+        guard case .failure(let refusal) = b.installIncomingSnapshot() else {
+            Issue.record("a snapshot was installed over a damaged journal")
+            return
+        }
+        #expect(refusal.code == .snapshotRefused && refusal.message.contains("does not read back"), "\(refusal.message)")
+        #expect(b.snapshotState() == before)
+        #expect(b.durableVector[b.peerIdentity.ownLog] == ownBefore)
+    }
+
     @Test func aNodeWithItsOwnWritesInstallsAPeersSnapshotAndKeepsItAcrossARestart() async throws {
         let (dirA, dirB, dirC) = (try TemporaryDirectory(), try TemporaryDirectory(), try TemporaryDirectory())
         defer { [dirA, dirB, dirC].forEach { $0.remove() } }
