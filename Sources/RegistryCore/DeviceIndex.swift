@@ -32,6 +32,9 @@ struct DeviceIndex: Sendable {
     /// See ``HashIndex/capacity(holding:)``.
     static func capacity(holding devices: Int) -> Int { HashIndex<HashTag>.capacity(holding: devices) }
 
+    /// See ``HashIndex/tableBytes(holding:)``.
+    static func tableBytes(holding devices: Int) -> Int { HashIndex<HashTag>.tableBytes(holding: devices) }
+
     private func tag(_ id: UUID128) -> HashTag { HashTag(bits: UInt32(truncatingIfNeeded: id.hash(seed: seed))) }
 
     /// The slot of `id`, whose ID `idOf` reads.

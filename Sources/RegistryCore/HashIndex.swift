@@ -82,6 +82,11 @@ struct HashIndex<Key: HashIndexKey>: Sendable {
         max(minimumCapacity, entries * 10 / spareFromTenths + 1)
     }
 
+    /// The bytes of a table of ``capacity(holding:)`` buckets.
+    static func tableBytes(holding entries: Int) -> Int {
+        capacity(holding: entries) * MemoryLayout<BucketTable<Key>.Bucket>.stride
+    }
+
     /// In a forked child (`ForkedWriter`) that reads this index no more: gives up the child's copy
     /// of its tables, so that the parent's next write to each page takes it back instead of
     /// copying it under the engine's lock. The index must not be used again in the child.

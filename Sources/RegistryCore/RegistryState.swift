@@ -162,6 +162,13 @@ public struct RegistryState: Sendable {
         return devices || claimed
     }
 
+    /// The bytes of the index tables ``reserve(slots:claims:)`` would allocate for these counts
+    /// (as it bounds them), beside the tables the state already has.
+    public static func indexTableBytes(slots: Int, claims claimEntries: Int) -> Int {
+        DeviceIndex.tableBytes(holding: min(max(0, slots), maxExpectedDevices))
+            + HashIndex<ClaimKey>.tableBytes(holding: min(max(0, claimEntries), 2 * maxExpectedDevices))
+    }
+
     // MARK: - Register
 
     /// Asks for the index buckets that registering a batch will touch, before any of it is

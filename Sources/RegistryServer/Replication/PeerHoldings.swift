@@ -36,7 +36,15 @@ struct PeerHoldings: Equatable, Sendable {
     /// this node has not seen, or a clone, adds more, and the indexes then grow as usual past
     /// it. Nil when that is no more than the node holds. The indexes act only on sizes past
     /// their next growth (``RegistryState/reserve(slots:claims:)``).
-    func indexSizing(ownHolds: VersionVector, ownDeviceRecords: Int, ownClaims: Int) -> (deviceRecords: Int, claims: Int)? {
+    ///
+    /// A peer's word reserves no more than `tableBytes` of index tables
+    /// (``RegistryState/indexTableBytes(slots:claims:)``): both counts are halved until their
+    /// tables fit. A hello that claims more than the machine could hold (a buggy peer, or fake
+    /// counts with a log far ahead) would otherwise have the node map and zero tables past its
+    /// memory; past the bound the indexes grow as operations arrive, as without a sizing.
+    func indexSizing(
+        ownHolds: VersionVector, ownDeviceRecords: Int, ownClaims: Int, tableBytes: Int = .max
+    ) -> (deviceRecords: Int, claims: Int)? {
         let missing = vector.operationsAhead(of: ownHolds)
         guard missing > 0 else { return nil }
         func bounded(_ peer: UInt64, own: Int, perOperation: UInt64) -> Int {
@@ -44,8 +52,11 @@ struct PeerHoldings: Equatable, Sendable {
             let (most, beyond) = UInt64(own).addingReportingOverflow(tooMany ? .max : added)
             return Int(clamping: min(peer, beyond ? .max : most))
         }
-        let records = bounded(deviceRecords, own: ownDeviceRecords, perOperation: 1)
-        let claims = bounded(claims, own: ownClaims, perOperation: Self.claimsPerOperation)
+        var records = bounded(deviceRecords, own: ownDeviceRecords, perOperation: 1)
+        var claims = bounded(claims, own: ownClaims, perOperation: Self.claimsPerOperation)
+        while records > ownDeviceRecords || claims > ownClaims, RegistryState.indexTableBytes(slots: records, claims: claims) > tableBytes {
+            (records, claims) = (max(ownDeviceRecords, records / 2), max(ownClaims, claims / 2))
+        }
         guard records > ownDeviceRecords || claims > ownClaims else { return nil }
         return (max(records, ownDeviceRecords), max(claims, ownClaims))
     }

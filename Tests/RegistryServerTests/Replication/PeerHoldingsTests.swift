@@ -39,6 +39,26 @@ import Testing
         #expect(sizing?.deviceRecords == 40 && sizing?.claims == 80)
     }
 
+    /// A hello that claims more than the tables may take reserves tables that fit: a log far
+    /// ahead with fake counts had the node map and zero about 74 GB of claim index. Below the
+    /// bound the sizing is the peer's.
+    @Test func aPeersCountsReserveNoMoreTablesThanTheBoundAllows() throws {
+        let peer = PeerHoldings(vector: vector([a1: 1 << 40]), deviceRecords: 1 << 40, claims: 1 << 40)
+        let gigabyte = 1 << 30
+        let sizing = try #require(peer.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 10, ownClaims: 20, tableBytes: gigabyte))
+        let bytes = RegistryState.indexTableBytes(slots: sizing.deviceRecords, claims: sizing.claims)
+        #expect(bytes <= gigabyte && bytes > gigabyte / 4, "\(sizing): \(bytes) bytes")
+        #expect(sizing.deviceRecords > 10 && sizing.claims > 20)
+        // Unbounded, the reservation is the one the state would cap at slot numbers' range.
+        #expect(RegistryState.indexTableBytes(slots: 1 << 40, claims: 1 << 40) > 60 * gigabyte)
+        // A bound the node's own tables already pass: nothing.
+        #expect(peer.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 10, ownClaims: 20, tableBytes: 1) == nil)
+        // A peer that fits is sized for as before.
+        let small = PeerHoldings(vector: vector([a1: 1_000_000]), deviceRecords: 900_000, claims: 1_700_000)
+        let fitting = small.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 0, ownClaims: 0, tableBytes: gigabyte)
+        #expect(fitting?.deviceRecords == 900_000 && fitting?.claims == 1_700_000)
+    }
+
     /// Counts and vectors at the top of their range saturate instead of wrapping.
     @Test func hugeFiguresSaturate() {
         let peer = PeerHoldings(vector: vector([a1: .max, b1: .max]), deviceRecords: .max, claims: .max)
