@@ -14,8 +14,8 @@ extension NodeState {
     /// Decides a forget (``ForgetOp``): logs and applies a tombstone on the device's merge set,
     /// unless it is gone already, and answers which IDs now answer GONE.
     ///
-    /// Allowed with `admin`, or with `register` on the device's vendor. Another vendor's device
-    /// is not found, as a resolve does not find it.
+    /// Allowed with `admin` or `register` on the device's vendor. Another vendor's device is not
+    /// found, as a resolve does not find it.
     mutating func decideForget(
         _ id: DeviceID, wallMillis: UInt64, operations: inout [LoggedOperation], access: ConnectionAccess
     ) -> ServerBody {
@@ -25,7 +25,7 @@ extension NodeState {
             let told = registry.isGone(id) && access.reachesEveryVendor
             return .error(told ? Self.gone(id) : WireError(code: .notFound, message: "no device \(id)"))
         }
-        if !access.allows(.admin) && !access.allows(.register, vendor: vendor.name) {
+        if !access.allows(.admin, vendor: vendor.name) && !access.allows(.register, vendor: vendor.name) {
             guard access.allows(.read, vendor: vendor.name) else { return .error(WireError(code: .notFound, message: "no device \(id)")) }
             return .error(ConnectionAccess.denied(.register, vendor: vendor.name))
         }

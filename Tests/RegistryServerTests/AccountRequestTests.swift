@@ -228,6 +228,15 @@ import Testing
         #expect(errorCode(ask(&state, bind("alice", phone), access: readOnly)) == .permissionDenied)
         #expect(errorCode(ask(&state, bind("alice", phone), access: elsewhere)) == .permissionDenied)
         #expect(result(ask(&state, bind("alice", phone), access: register))?.outcome == .bound)
+        // An admin token limited to another vendor neither unbinds nor binds this vendor's devices.
+        let otherAdmin = ConnectionAccess.token(AccessToken(subject: "o", vendors: .only(["com.other"]), roles: [.admin], expiresAt: .max))
+        let refusedUnbind = ask(&state, unbind("alice", phone), access: otherAdmin)
+        #expect(errorCode(refusedUnbind) == .permissionDenied && refusedUnbind.logged.isEmpty)
+        let refusedBind = ask(&state, bind("bob", phone), access: otherAdmin)
+        #expect(errorCode(refusedBind) == .permissionDenied && refusedBind.logged.isEmpty)
+        let acmeAdmin = ConnectionAccess.token(AccessToken(subject: "c", vendors: .only(["com.acme"]), roles: [.admin], expiresAt: .max))
+        #expect(result(ask(&state, bind("carol", phone), access: acmeAdmin))?.outcome == .bound)
+        #expect(result(ask(&state, unbind("carol", phone), access: acmeAdmin))?.outcome == .unbound)
         #expect(result(ask(&state, unbind("alice", phone), access: admin))?.outcome == .unbound)
         let query = ClientBody.account(AccountQuery(scope: .vendor("com.acme"), subject: .account("alice")))
         guard case .accounts(let seen) = ask(&state, query, access: readOnly).body else { return #expect(Bool(false)) }

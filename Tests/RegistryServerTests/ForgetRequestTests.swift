@@ -93,7 +93,15 @@ import Testing
 
         #expect(forgetResult(helper.ask(&node, forget(phone), access: register))?.alreadyGone == false)
         let tablet = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[1])
+        // An admin token limited to another vendor forgets nothing of this one, and does not learn
+        // that the device exists.
+        let otherAdmin = ConnectionAccess.token(AccessToken(subject: "o", vendors: .only(["com.other"]), roles: [.admin], expiresAt: .max))
+        let refused = helper.ask(&node, forget(tablet), access: otherAdmin)
+        #expect(helper.errorCode(refused) == .notFound && refused.logged.isEmpty)
+        let acmeAdmin = ConnectionAccess.token(AccessToken(subject: "c", vendors: .only(["com.acme"]), roles: [.admin], expiresAt: .max))
+        let other = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[2])
+        #expect(forgetResult(helper.ask(&node, forget(other), access: acmeAdmin))?.alreadyGone == false)
         #expect(forgetResult(helper.ask(&node, forget(tablet), access: admin))?.alreadyGone == false)
-        #expect(node.registry.tombstoneCount == 2)
+        #expect(node.registry.tombstoneCount == 3)
     }
 }

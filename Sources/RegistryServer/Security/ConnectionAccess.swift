@@ -86,10 +86,11 @@ enum ConnectionAccess: Sendable, Equatable {
     }
 
     /// As ``registrationDenial(_:rules:)``, for a bind or an unbind of the vendor `scope` names,
-    /// which `admin` allows too.
+    /// which `admin` on that vendor allows too: an admin token limited to some vendors changes
+    /// no other vendor's bindings.
     private func bindingDenial(_ scope: LookupRequest.Scope, rules: VendorRules) -> WireError? {
-        if allows(.admin) || (allows(.register) && reachesEveryVendor) { return nil }
+        if (allows(.admin) || allows(.register)) && reachesEveryVendor { return nil }
         guard let vendor = (try? NodeState.vendorName(of: scope, rules: rules)) ?? nil else { return nil }
-        return allows(.register, vendor: vendor) ? nil : Self.denied(.register, vendor: vendor)
+        return allows(.register, vendor: vendor) || allows(.admin, vendor: vendor) ? nil : Self.denied(.register, vendor: vendor)
     }
 }
