@@ -24,6 +24,12 @@ public enum SystemClock {
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
+    /// Milliseconds of `CLOCK_MONOTONIC`, for deadlines inside one process: a timer set for a
+    /// duration finds its deadline passed when it fires, whatever the wall clock did meanwhile.
+    @Sendable public static func monotonicMillis() -> UInt64 {
+        monotonicNanos() / 1_000_000
+    }
+
     /// Nanoseconds of CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`), for pacing
     /// background work by what it costs rather than by wall time.
     public static func threadCPUNanos() -> UInt64 {

@@ -13,7 +13,10 @@ struct CausalHolding: Sendable {
     let counters: ServerCounters
     /// How long a request waits for what its causal token names (`--causal-timeout`).
     let timeoutMillis: UInt64
-    let wallClock: @Sendable () -> UInt64
+    /// The clock of the deadlines, in milliseconds: monotonic (``SystemClock/monotonicMillis()``),
+    /// as the timer that checks them is. Read from the wall clock, a deadline the clock stepped
+    /// back past was not due when its timer fired, and nothing checked it again.
+    let deadlineClock: @Sendable () -> UInt64
 
     /// Holds the group and returns true when a request's token names what is not held yet;
     /// `expire` is called once its deadline (`deadline`, or the timeout from now) has passed.
@@ -39,7 +42,7 @@ struct CausalHolding: Sendable {
                 prepared[index] = .refused(WireError(code: .invalidArgument, message: "the causal token: \(error.message)"))
             }
         }
-        let now = wallClock()
+        let now = deadlineClock()
         let deadline = deadline ?? now + timeoutMillis
         var refusals = [(Int, WireError)]()
         let parked = core.withLockedValue { core -> Bool in
@@ -79,7 +82,7 @@ struct CausalHolding: Sendable {
 
     /// The held groups whose deadline passed, taken out to be submitted again.
     func expired() -> [CausalWaits<RegistryEngine.CausalWaiter>.Released] {
-        core.withLockedValue { $0.causalWaits.expired(nowMillis: wallClock()) }
+        core.withLockedValue { $0.causalWaits.expired(nowMillis: deadlineClock()) }
     }
 
     /// NOT_CAUGHT_UP for what `shortfall` lacks, and the logs `unheard` of nodes this one has

@@ -84,8 +84,7 @@ public final class RegistryEngine: Sendable {
         limits = configuration.limits
         configuredRules = start.defaultScope.rules
         replicas = ReplicaWaits(
-            defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters,
-            wallClock: wallClock)
+            defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters)
         watchHub = WatchHub(feed: recovered.feed, maxWatchers: configuration.maxWatchers)
         watchTimes = (configuration.watchProgressMillis, configuration.causalTimeoutMillis)
         pipeline = CommitPipeline(
@@ -100,7 +99,8 @@ public final class RegistryEngine: Sendable {
             links: links, wallClock: wallClock)
         requests = ClientRequests(
             nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
-            causal: CausalHolding(core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, wallClock: wallClock),
+            causal: CausalHolding(
+                core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, deadlineClock: SystemClock.monotonicMillis),
             replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
         peerBatches = PeerBatches(
             core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)

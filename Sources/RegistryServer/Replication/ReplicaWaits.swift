@@ -1,4 +1,5 @@
 import Dispatch
+import Platform
 import RegistryCore
 import RegistryWire
 import Synchronization
@@ -15,13 +16,18 @@ final class ReplicaWaits: Sendable {
     let timeoutMillis: UInt64
     private let waits = Mutex(ReplicaAcknowledgements<RegistryEngine.Waiter>())
     private let counters: ServerCounters
-    private let wallClock: @Sendable () -> UInt64
+    /// The clock of the deadlines: monotonic, as the timer that checks them is (see
+    /// ``CausalHolding/deadlineClock``).
+    private let deadlineClock: @Sendable () -> UInt64
 
-    init(defaultAckReplicas: Int, timeoutMillis: UInt64, counters: ServerCounters, wallClock: @escaping @Sendable () -> UInt64) {
+    init(
+        defaultAckReplicas: Int, timeoutMillis: UInt64, counters: ServerCounters,
+        deadlineClock: @escaping @Sendable () -> UInt64 = SystemClock.monotonicMillis
+    ) {
         self.defaultAckReplicas = defaultAckReplicas
         self.timeoutMillis = timeoutMillis
         self.counters = counters
-        self.wallClock = wallClock
+        self.deadlineClock = deadlineClock
     }
 
     /// The peers the writes of `frames` must reach before their answers: the most any write
@@ -52,11 +58,11 @@ final class ReplicaWaits: Sendable {
 
     /// Holds a durable write's answer until enough peers hold it, or its timeout passes.
     func hold(_ waiter: RegistryEngine.Waiter) {
-        let deadline = wallClock() + timeoutMillis
+        let deadline = deadlineClock() + timeoutMillis
         let ready = waits.withLock { $0.wait(waiter, through: waiter.ownThrough, needed: waiter.replicas, deadlineMillis: deadline) }
         if let ready { return finish(ready) }
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(timeoutMillis) + 1)) {
-            let expired = self.waits.withLock { $0.expired(nowMillis: self.wallClock()) }
+            let expired = self.waits.withLock { $0.expired(nowMillis: self.deadlineClock()) }
             for waiter in expired { self.finish(waiter, timedOut: true) }
         }
     }

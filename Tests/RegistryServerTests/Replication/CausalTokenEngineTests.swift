@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import RegistryCore
 import RegistryTestSupport
 import RegistryWire
@@ -144,6 +145,48 @@ import Testing
         #expect(error.code == .notCaughtUp && error.retryable)
         #expect(error.message.contains("\(unheard) holds its log 7 through 3, this node through 0"), "\(error.message)")
         #expect(InternedText.existing(unheard) == nil)
+    }
+
+    /// The timeout is kept by the monotonic clock: a wall clock that steps back while a request
+    /// waits (here 10 s at every reading) still has it answered NOT_CAUGHT_UP once the timeout
+    /// passes. With deadlines read from the wall clock, the timer found nothing due, nothing
+    /// checked again, and the request was never answered.
+    @Test func aWallClockSteppingBackDoesNotHoldARequestPastItsTimeout() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
+        configuration.dataDirectory = temp.path
+        configuration.nodeID = try NodeID("node-b")
+        configuration.causalTimeoutMillis = 200
+        let wall = Mutex(SystemClock.wallMillis())
+        let b = try RegistryEngine(
+            configuration: configuration, logger: .quiet(),
+            wallClock: {
+                wall.withLock {
+                    $0 -= 10_000
+                    return $0
+                }
+            })
+        defer { b.close() }
+        let token = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 7, sequence: 3)])
+        let frames = submit(b, [register(keychain: UUID128(high: 11, low: 1), idfv: UUID128(high: 12, low: 1), after: token)])
+        let answered = await withTaskGroup(of: [ServerFrame]?.self) { group in
+            group.addTask {
+                var answers = frames.makeAsyncIterator()
+                return await answers.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        let answer = try #require(answered, "the request was not answered within 20 s of a 200 ms timeout")
+        guard case .error(let error) = answer.first?.body else { return #expect(Bool(false), "\(answer)") }
+        #expect(error.code == .notCaughtUp)
     }
 
     /// One token answers a whole group, taken as its last request is decided: a group that ends
