@@ -61,8 +61,7 @@ struct CausalHolding: Sendable {
             }
             if unmet.isEmpty { return false }
             if now < deadline {
-                core.causalWaits.park(
-                    RegistryEngine.CausalWaiter(frames: frames, access: access, deliver: deliver), until: needed, deadlineMillis: deadline)
+                core.causalWaits.park(Self.waiter(frames, prepared: prepared, access: access, deliver: deliver), until: needed, deadlineMillis: deadline)
                 return true
             }
             let members = core.node.registry.clusterMembers
@@ -78,6 +77,20 @@ struct CausalHolding: Sendable {
         }
         for (index, error) in refusals { prepared[index] = .refused(error) }
         return false
+    }
+
+    /// The group as it is held: each frame already refused kept as its refusal, its body dropped.
+    static func waiter(
+        _ frames: [ClientFrame], prepared: [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery
+    ) -> RegistryEngine.CausalWaiter {
+        var kept = frames
+        var refusals = [(index: Int, error: WireError)]()
+        for index in frames.indices {
+            guard case .refused(let error) = prepared[index] else { continue }
+            refusals.append((index, error))
+            kept[index] = ClientFrame(requestID: frames[index].requestID, body: .unknown)
+        }
+        return RegistryEngine.CausalWaiter(frames: kept, refusals: refusals, access: access, deliver: deliver)
     }
 
     /// The held groups whose deadline passed, taken out to be submitted again.

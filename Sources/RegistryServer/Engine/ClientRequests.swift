@@ -38,7 +38,7 @@ final class ClientRequests: Sendable {
     }
 
     /// A resolver of the vendor rules in force now, remembering `capacity` bundles. The rules can
-    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:)``
+    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:refusals:)``
     /// prepares again, under the lock, what was prepared with older rules, and renews the
     /// resolver.
     func resolver(capacity: Int) -> BundleResolver {
@@ -67,12 +67,14 @@ final class ClientRequests: Sendable {
     /// group, to be answered on its own once the snapshot is written, seconds later.
     func submit(
         _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery,
-        causalDeadline: UInt64? = nil
+        causalDeadline: UInt64? = nil, refusals: [(index: Int, error: WireError)] = []
     ) {
         var frames = frames
         var prepared = frames.map {
             access.prepare($0.body, resolver: &resolver, limits: limits, identifierKey: identifierKey)
         }
+        // A held group's frames that were refused before it was held keep their refusals.
+        for (index, error) in refusals { prepared[index] = .refused(error) }
         var index = 0
         while index < prepared.count {
             guard case .read(.snapshot) = prepared[index] else {
@@ -175,7 +177,9 @@ final class ClientRequests: Sendable {
     func wakeCausalWaiters(_ woken: [CausalWaits<RegistryEngine.CausalWaiter>.Released]) {
         for (waiter, deadline) in woken {
             var resolver = resolver(capacity: 0)
-            submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline)
+            submit(
+                waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline,
+                refusals: waiter.refusals)
         }
     }
 

@@ -10,7 +10,7 @@ extension RegistryEngine {
     public struct Answers: Sendable {
         let requestIDs: [UInt64]
         let decisions: [NodeState.Decision]
-        /// What the answers reflect (one token for the group: see ``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:)``).
+        /// What the answers reflect (one token for the group: see ``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:refusals:)``).
         var token: CausalToken = .empty
 
         public var count: Int { requestIDs.count }
@@ -46,8 +46,14 @@ extension RegistryEngine {
     }
 
     /// A group of requests held until the node holds what their causal tokens name.
+    /// A group held for its causal tokens (``CausalHolding``). The frames refused before it was
+    /// held are kept as their refusals, their bodies dropped: a refused batch decodes to many
+    /// times its frame's bytes, and held with its group it pinned that memory for the whole wait.
     struct CausalWaiter: Sendable {
         let frames: [ClientFrame]
+        /// The frames refused before the group was held, by index into `frames` (whose bodies
+        /// there are ``ClientBody/unknown``), with their refusals.
+        var refusals: [(index: Int, error: WireError)] = []
         let access: ConnectionAccess
         let deliver: Delivery
     }

@@ -189,6 +189,38 @@ import Testing
         #expect(error.code == .notCaughtUp)
     }
 
+    /// A group held for a token keeps the requests refused before it as their refusals, not as
+    /// their bodies: an oversized batch decodes to many times its frame's bytes, and held with its
+    /// group it stayed in memory for the whole wait. Once the timeout passes, every request is
+    /// answered as before: the batch with its own refusal, the waiting request NOT_CAUGHT_UP.
+    @Test func aHeldGroupKeepsItsRefusedRequestsAsTheirRefusals() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let b = try open(temp.path + "/b", node: "node-b", causalTimeoutMillis: 200)
+        defer { b.close() }
+        let oversized = (0...Int(Limits.default.maxBatchSize)).map { RegisterRequest(bundleID: "com.v.app1", idfv: UUID128(high: 21, low: UInt64($0) + 1).text) }
+        let token = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 7, sequence: 3)])
+        let group = [
+            ClientFrame(requestID: 1, body: .registerBatch(oversized)),
+            register(keychain: UUID128(high: 22, low: 1), idfv: UUID128(high: 23, low: 1), requestID: 2, after: token),
+        ]
+        // What is held: the batch as its refusal, with no body.
+        var resolver = b.requests.resolver(capacity: 0)
+        let prepared = group.map { ConnectionAccess.unrestricted.prepare($0.body, resolver: &resolver, limits: .default, identifierKey: b.identifierKey) }
+        let held = CausalHolding.waiter(group, prepared: prepared, access: .unrestricted) { _ in }
+        #expect(held.frames.map(\.requestID) == [1, 2] && held.frames[0].body == .unknown && held.frames[1] == group[1])
+        #expect(held.refusals.map(\.index) == [0] && held.refusals.first?.error.code == .batchTooLarge)
+        // Through the engine: held, then answered in order once the timeout passes.
+        let started = Date()
+        let frames = try await answer(b, group)
+        #expect(Date().timeIntervalSince(started) >= 0.2, "the group was held")
+        #expect(frames.map(\.requestID) == [1, 2])
+        guard case .error(let tooLarge) = frames[0].body, case .error(let waited) = frames[1].body else {
+            return #expect(Bool(false), "\(frames)")
+        }
+        #expect(tooLarge.code == .batchTooLarge && waited.code == .notCaughtUp)
+    }
+
     /// One token answers a whole group, taken as its last request is decided: a group that ends
     /// with a stats request still names the registration before it.
     @Test func aGroupEndingInStatsStillCarriesItsToken() async throws {
