@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// `sysconf`'s names, which Glibc's module does not carry (`unistd.h` through the shim).
+import CLinuxFile
 
 /// The machine's memory, as the kernel reports it.
 public enum MachineMemory {
