@@ -7,6 +7,13 @@
 /// applied and recorded with ``record(_:)``, and one beyond the next would leave a gap, so it must
 /// be held back or asked for again, never applied.
 public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
+    /// The largest sequence a log position read from outside may name (a peer's or a client's
+    /// positions, a snapshot's header). No log comes near it (at ten million operations a second,
+    /// a log reaches it in about 14,000 years), and every sequence read in stays below it, so
+    /// that a position plus one, or the sum of a few, never overflows: a peer that sent
+    /// `UInt64.max` made the link sending to it trap on its next run.
+    public static let largestSequence: UInt64 = 1 << 62
+
     /// Where an operation stands against what is held.
     public enum Admission: Equatable, Sendable {
         /// The next operation of its log: apply it, then ``record(_:)`` it.

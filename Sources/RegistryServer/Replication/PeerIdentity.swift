@@ -80,12 +80,6 @@ extension VersionVector {
         logs.map { LogPosition(origin: $0.log.origin.value, epoch: $0.log.epoch, sequence: $0.sequence) }
     }
 
-    /// The largest sequence a log position may name. No log comes near it (at ten million
-    /// operations a second, a log reaches it in about 14,000 years), and every sequence read off
-    /// the wire stays below it, so that a position plus one never overflows: a peer that sent
-    /// `UInt64.max` made the link sending to it trap on its next run.
-    static let largestSequence: UInt64 = 1 << 62
-
     /// A vector from wire log positions, which must name valid nodes and epochs, and sequences
     /// up to ``largestSequence``. Makes their node IDs: for a peer's positions; a client's are
     /// ``fromClient(_:)``.

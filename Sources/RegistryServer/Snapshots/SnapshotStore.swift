@@ -98,11 +98,23 @@ enum SnapshotStore {
             tables: tables, inBackground: inBackground)
     }
 
+    /// The most devices a snapshot file of `bytes` can hold: each device record holds at least its
+    /// 16-byte ID. Bounds the sizing a header's count asks for.
+    static func mostDevices(inFileOf bytes: Int) -> Int {
+        min(max(0, bytes) / 16, RegistryState.maxExpectedDevices)
+    }
+
     /// Loads the snapshot file at `path` (one a peer sent, say), as ``load(label:in:on:expectedDevices:claimSeed:tables:inBackground:)``.
     static func load(
         path: String, label: UInt64, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false
     ) throws(StorageError) -> Loaded {
+        let fileBytes: Int
+        do {
+            let file = try fs.open(path, create: false)
+            defer { fs.close(file) }
+            fileBytes = try fs.size(file)
+        }
         let handoff = BoundedHandoff<Chunk>(capacity: 4)
         // A thread of its own, not a dispatch queue's: a queue's worker would keep the priority.
         let reader: @Sendable () -> Void = {
@@ -142,8 +154,11 @@ enum SnapshotStore {
             switch chunk {
             case .metadata(let decoded):
                 metadata = decoded
-                restorer = RegistryState.Restorer(
-                    expectedDevices: max(expectedDevices, Int(min(decoded.devices, 1 << 30))), claimSeed: claimSeed, tables: tables)
+                // The header's count sizes the tables, but no further than the file's bytes could
+                // hold devices: a header that claimed 2^30 devices over no records had the node
+                // map tens of gigabytes of index.
+                let held = Int(min(decoded.devices, UInt64(Self.mostDevices(inFileOf: fileBytes))))
+                restorer = RegistryState.Restorer(expectedDevices: max(expectedDevices, held), claimSeed: claimSeed, tables: tables)
             case .records, .devices, .claims:
                 // After a failure the rest is drained, so that the reader can finish.
                 guard failure == nil, restorer != nil else { continue }

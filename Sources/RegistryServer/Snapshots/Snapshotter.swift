@@ -233,7 +233,12 @@ final class Snapshotter: @unchecked Sendable {
 
     /// A snapshot's label, which names its file: the operations `vector` covers.
     static func label(covering vector: VersionVector) -> UInt64 {
-        vector.logs.reduce(0) { $0 + $1.sequence }
+        // Sequences read in are at most 2^62 (``VersionVector/largestSequence``); a sum of many
+        // such saturates rather than trap.
+        vector.logs.reduce(0) { sum, entry in
+            let (added, overflow) = sum.addingReportingOverflow(entry.sequence)
+            return overflow ? .max : added
+        }
     }
 
     /// Runs `body` on a thread of its own at `SCHED_IDLE`, and waits for it: the snapshot takes only

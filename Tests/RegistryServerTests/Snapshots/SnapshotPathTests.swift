@@ -66,6 +66,24 @@ import Testing
         #expect(restored.snapshot() == state.snapshot())
     }
 
+    /// A header's device count sizes the restored state's indexes no further than the file's
+    /// bytes could hold devices: a header claiming 2^30 devices over a handful of records had the
+    /// loader map tens of gigabytes of index tables.
+    @Test func aHeaderThatClaimsMoreDevicesThanTheFileHoldsSizesForTheFile() throws {
+        let state = try sampleState(seed: 4, count: 300)
+        let metadata = SnapshotMetadata(
+            nodeID: NodeID(trusted: "node-a"), epoch: 9, clock: HLCTimestamp(millis: 3_000, counter: 0), versionVector: VersionVector(),
+            devices: 1 << 30)
+        let fs = SimulatedFileSystem()
+        let path = try writeSnapshot(state, metadata: metadata, label: 300, on: fs)
+        let fileBytes = try fs.readAll(path).count
+        let loaded = try SnapshotStore.load(path: path, label: 300, on: fs, expectedDevices: 0, claimSeed: nil)
+        #expect(loaded.registry.snapshot() == state.snapshot())
+        let sized = RegistryState(expectedDevices: SnapshotStore.mostDevices(inFileOf: fileBytes)).indexCapacities
+        #expect(loaded.registry.indexCapacities.devices <= sized.devices && loaded.registry.indexCapacities.claims <= sized.claims)
+        #expect(loaded.registry.indexCapacities.devices < RegistryState(expectedDevices: 1 << 20).indexCapacities.devices)
+    }
+
     /// The node's loader (``SnapshotStore``) hands devices and claims to the restorer as their
     /// fields, in chunks, and the other records as records: a state of more devices and claims
     /// than a chunk holds comes back the same, and records out of their order are still refused.
