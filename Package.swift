@@ -226,7 +226,11 @@ let package = Package(
         .testTarget(name: "RegistryCoreTests", dependencies: ["RegistryCore", "Platform", "RegistryTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LoadGenerationTests", dependencies: ["LoadGeneration", "RegistryCore"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistryWire", "RegistryTestSupport", .product(name: "NIOCore", package: "swift-nio")],
+            name: "RegistryClientTests",
+            dependencies: [
+                "RegistryClient", "RegistryWire", "RegistryTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RegistryWireTests",

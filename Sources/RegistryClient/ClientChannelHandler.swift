@@ -80,8 +80,6 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private let ackReplicas: UInt32?
     /// Merged into every request's `after`, and fed every answer's token; nil: none.
     private let session: CausalSession?
-    /// The held registrations' own tokens, merged: the coalesced frame carries them all.
-    private var heldAfter = CausalToken.empty
 
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
     /// - Parameter ackReplicas: peers that must hold each write before its answer.
@@ -108,8 +106,9 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.eventLoop.execute { request.answer.fail(closedReason) }
             return
         }
-        if case .register(let registration) = request.body, coalescer.accepts(registration) {
-            heldAfter.merge(request.after)
+        // A registration with a causal token of its own travels alone, so that the server holds
+        // or refuses it for its token alone, not the frame's other callers with it.
+        if case .register(let registration) = request.body, request.after.isEmpty, coalescer.accepts(registration) {
             if coalescer.hold(registration, answeringTo: request.answer) { writeHeld(context: context) }
             return
         }
@@ -132,9 +131,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     /// Writes the held registrations as one frame.
     private func writeHeld(context: ChannelHandlerContext) {
         guard let (body, sinks) = coalescer.take() else { return }
-        let after = heldAfter
-        heldAfter = .empty
-        send(body, after: after, to: sinks.count == 1 ? .single(sinks[0]) : .coalesced(sinks), context: context)
+        send(body, after: .empty, to: sinks.count == 1 ? .single(sinks[0]) : .coalesced(sinks), context: context)
     }
 
     private func send(_ body: ClientBody, after: CausalToken, to waiter: Waiting, context: ChannelHandlerContext) {
@@ -181,7 +178,10 @@ final class ClientChannelHandler: ChannelDuplexHandler {
                 }
             }
         case nil:
-            if case .error(let error) = frame.body { failAll(.server(error)) }
+            // An error of the connection's (a frame too large or malformed), after which the
+            // server closes it: every other request's outcome is unknown, as for any closed
+            // connection, not that error's.
+            if case .error(let error) = frame.body { failAll(.connectionClosed("the server ended the connection: \(error)")) }
         }
     }
 
@@ -191,7 +191,11 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is NIOSSLError || error is BoringSSLError {
+        if let ssl = error as? NIOSSLError, case .uncleanShutdown = ssl {
+            // The peer's end went without TLS's close_notify (a node that crashed): the
+            // connection closed, not a certificate or handshake failure.
+            failAll(.connectionClosed("the server closed the connection without ending TLS: \(error)"))
+        } else if error is NIOSSLError || error is BoringSSLError {
             failAll(.tls("\(error)"))
         } else {
             failAll(.connectionClosed("\(error)"))
@@ -205,7 +209,6 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         closedReason = closedReason ?? error
         failure.record(error)
         let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
-        heldAfter = .empty
         waiting.removeAll()
         for answer in answers { answer.fail(error) }
     }

@@ -30,9 +30,15 @@ struct RegistrationCoalescer<Sink> {
         limit = min(limit, Int(limits.maxBatchSize), fitting)
     }
 
-    /// Whether `request` may wait to share a frame: coalescing is on and the request is small.
+    /// Whether `request` may wait to share a frame: coalescing is on, the request is small, and
+    /// its texts hold no NUL, which the encoder refuses: such a request travels alone, to fail
+    /// alone, not with the frame's other registrations.
     func accepts(_ request: RegisterRequest) -> Bool {
-        limit > 1 && Self.approximateBytes(request) <= Self.largestCoalesced
+        limit > 1 && Self.approximateBytes(request) <= Self.largestCoalesced && !Self.holdsNUL(request)
+    }
+
+    static func holdsNUL(_ request: RegisterRequest) -> Bool {
+        request.bundleID.utf8.contains(0) || request.identifiers.contains { $0.text.utf8.contains(0) }
     }
 
     /// Holds `request` for the next frame; true when the frame is full and should be written now.

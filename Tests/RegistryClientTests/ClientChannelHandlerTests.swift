@@ -1,0 +1,104 @@
+import NIOCore
+import NIOEmbedded
+import RegistryWire
+import Synchronization
+import Testing
+@testable import RegistryClient
+
+/// The client's connection handler on an embedded channel: which registrations share a frame,
+/// and what the requests waiting on a connection are told when it ends.
+@Suite struct ClientChannelHandlerTests {
+    /// Every answer a request got, by the test's number for it.
+    final class Answers: Sendable {
+        let got = Mutex<[Int: Result<ServerReply, RegistryClientError>]>([:])
+
+        func sink(_ number: Int) -> AnswerSink {
+            .callback { result in self.got.withLock { $0[number] = result } }
+        }
+
+        subscript(number: Int) -> Result<ServerReply, RegistryClientError>? { got.withLock { $0[number] } }
+    }
+
+    func registration(_ index: Int, bundle: String = "com.vendor.app") -> RegisterRequest {
+        RegisterRequest(bundleID: bundle, idfv: "00000000-0000-4000-8000-" + String(repeating: "0", count: 11) + String(index))
+    }
+
+    /// The frames written to the channel, their length prefixes stripped.
+    func written(_ channel: EmbeddedChannel) throws -> [ClientFrame] {
+        var frames = [ClientFrame]()
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            guard let length = buffer.readInteger(as: UInt32.self), let payload = buffer.readSlice(length: Int(length)) else {
+                Issue.record("a written buffer that is not one whole frame")
+                break
+            }
+            frames.append(try ClientFrame(decoding: payload))
+        }
+        return frames
+    }
+
+    /// Writes `requests` and flushes once, as several tasks writing between two flushes do.
+    func send(_ requests: [PendingRequest], on channel: EmbeddedChannel) {
+        for request in requests { channel.write(request, promise: nil) }
+        channel.flush()
+        channel.embeddedEventLoop.run()
+    }
+
+    /// A registration carrying a causal token of its own travels alone: coalesced, the frame
+    /// carried the tokens of all, and the server held or refused every registration in it for
+    /// one caller's token.
+    @Test func aRegistrationWithItsOwnTokenTravelsAlone() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 8))
+        let answers = Answers()
+        let token = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 1, sequence: 4)])
+        send(
+            [
+                PendingRequest(body: .register(registration(1)), answer: answers.sink(1)),
+                PendingRequest(body: .register(registration(2)), after: token, answer: answers.sink(2)),
+                PendingRequest(body: .register(registration(3)), answer: answers.sink(3)),
+            ], on: channel)
+        let frames = try written(channel)
+        #expect(frames.map(\.body) == [.register(registration(1)), .register(registration(2)), .register(registration(3))])
+        #expect(frames.map(\.after) == [.empty, token, .empty])
+        // Without tokens, they share one frame.
+        send((4...6).map { PendingRequest(body: .register(registration($0)), answer: answers.sink($0)) }, on: channel)
+        let shared = try written(channel)
+        #expect(shared.map(\.body) == [.registerBatch((4...6).map { registration($0) })] && shared[0].after == .empty)
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// A registration whose text holds a NUL, which the encoder refuses, fails alone: coalesced,
+    /// it failed every registration of its frame.
+    @Test func aRegistrationTheEncoderRefusesFailsAlone() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 8))
+        let answers = Answers()
+        send(
+            [
+                PendingRequest(body: .register(registration(1)), answer: answers.sink(1)),
+                PendingRequest(body: .register(registration(2, bundle: "com.vendor.app\u{0}")), answer: answers.sink(2)),
+                PendingRequest(body: .register(registration(3)), answer: answers.sink(3)),
+            ], on: channel)
+        let frames = try written(channel)
+        #expect(frames.map(\.body) == [.register(registration(1)), .register(registration(3))])
+        guard case .failure(.unexpectedResponse(let reason)) = answers[2] else { return #expect(Bool(false), "\(String(describing: answers[2]))") }
+        #expect(reason.contains("cannot encode"))
+        #expect(answers[1] == nil && answers[3] == nil, "the others wait for their answers")
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// An error of the connection's (request ID 0: a frame too large, say) tells every waiting
+    /// request that the connection closed, which a caller retries: it was each request's own
+    /// typed server error, though the request may have been committed.
+    @Test func anErrorOfTheConnectionClosesEveryWaitingRequest() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1))
+        let answers = Answers()
+        send([PendingRequest(body: .register(registration(1)), answer: answers.sink(1))], on: channel)
+        _ = try written(channel)
+        var buffer = channel.allocator.buffer(capacity: 64)
+        try ServerFrame(requestID: 0, body: .error(WireError(code: .frameTooLarge, message: "a frame of 2 MiB"))).encodeFrame(into: &buffer)
+        buffer.moveReaderIndex(forwardBy: 4)
+        try channel.writeInbound(buffer)
+        guard case .failure(.connectionClosed(let reason)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+        #expect(reason.contains("frame_too_large") || reason.contains("2 MiB"), "\(reason)")
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+}
