@@ -93,7 +93,7 @@ public final class RegistryEngine: Sendable {
         membership = OwnMembership(core: core, pipeline: pipeline, nodeID: nodeID, wallClock: wallClock, logger: logger)
         snapshotInstall = SnapshotInstall(
             core: core, pipeline: pipeline, files: snapshots, journal: (fs, path, recovered.index), ownLog: peerIdentity.ownLog,
-            tables: start.servingTables, logger: logger)
+            tables: start.servingTables, wallClock: wallClock, logger: logger)
         statsReport = StatsReport(
             nodeID: nodeID, clusterID: clusterID, startedAt: wallClock(), counters: counters, index: recovered.index, snapshots: snapshots,
             links: links, wallClock: wallClock)

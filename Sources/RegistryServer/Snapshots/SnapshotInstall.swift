@@ -24,6 +24,8 @@ struct SnapshotInstall: Sendable {
     let ownLog: LogID
     /// Where the serving state's tables come from.
     let tables: HugePageTableAllocator
+    /// The wall clock, against which the snapshot's clock is checked as a peer's timestamps are.
+    let wallClock: @Sendable () -> UInt64
     let logger: Logger
 
     /// Checks and installs the incoming snapshot, written whole and synced; returns what the node
@@ -44,8 +46,13 @@ struct SnapshotInstall: Sendable {
             return (.failure(RegistryEngine.snapshotRefused("this node is taking a snapshot of its own; send it again later", retryable: true)), [])
         }
         let covered = loaded.metadata.versionVector
-        let durable = core.withLockedValue { $0.durable.vector }
+        let (durable, clock) = core.withLockedValue { ($0.durable.vector, $0.node.clock) }
         if let refusal = refusal(covering: covered, durable: durable) { return (.failure(refusal), []) }
+        // The node's clock moves to the snapshot's: one too far ahead would have it refuse every
+        // write until real time caught up, across restarts too (a snapshot keeps its clock).
+        if case .tooFarAhead(_, let ahead, let limit) = clock.refusal(of: loaded.metadata.clock, wallMillis: wallClock()) {
+            return (.failure(RegistryEngine.snapshotRefused("its clock is \(ahead) ms ahead of this node's wall clock, more than the \(limit) ms allowed")), [])
+        }
         var replayer = Replayer(registry: loaded.registry, vector: covered)
         let label: UInt64
         do {

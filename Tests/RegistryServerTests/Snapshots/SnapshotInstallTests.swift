@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import RegistryCore
 import RegistryStorage
 import RegistryTestSupport
@@ -196,6 +197,35 @@ import Testing
         #expect(refusal.code == .snapshotRefused && refusal.message.contains("does not read back"), "\(refusal.message)")
         #expect(b.snapshotState() == before)
         #expect(b.durableVector[b.peerIdentity.ownLog] == ownBefore)
+    }
+
+    /// A snapshot whose clock is further ahead of this node's wall clock than a peer's timestamp
+    /// may be is refused, and nothing changes: installed, it moved the node's clock there, and the
+    /// node refused every write until real time caught up, across restarts too. Here the node's
+    /// wall clock is a day behind the peer's.
+    @Test func aSnapshotWhoseClockIsTooFarAheadIsRefused() async throws {
+        let (dirA, dirB) = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { [dirA, dirB].forEach { $0.remove() } }
+        let a = try open(dirA.path, node: "node-a")
+        defer { a.close() }
+        _ = try await trimmedSource(a)
+        var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
+        configuration.dataDirectory = dirB.path
+        configuration.nodeID = try NodeID("node-b")
+        configuration.snapshotEveryOperations = 0
+        configuration.snapshotEverySeconds = 0
+        let b = try RegistryEngine(configuration: configuration, logger: .quiet(), wallClock: { SystemClock.wallMillis() - 86_400_000 })
+        defer { b.close() }
+        let before = b.snapshotState()
+        let durableBefore = b.durableVector
+        try send(a, to: b)
+        guard case .failure(let refusal) = b.installIncomingSnapshot() else {
+            Issue.record("a snapshot a day ahead of the node's clock was installed")
+            return
+        }
+        #expect(refusal.code == .snapshotRefused && refusal.message.contains("ahead of this node's wall clock"), "\(refusal.message)")
+        #expect(b.snapshotState() == before && b.durableVector == durableBefore)
     }
 
     @Test func aNodeWithItsOwnWritesInstallsAPeersSnapshotAndKeepsItAcrossARestart() async throws {
