@@ -174,6 +174,12 @@ import Testing
         let request = ClientBody.vendor(.add(VendorRuleMessage(name: "acme", prefixes: ["com.acme"])))
         #expect(error(helper.ask(&node, request, access: register))?.code == .permissionDenied)
         #expect(rules(helper.ask(&node, .vendor(.list), access: register)) != nil)
+        // Admin on some vendors only: a rule change could move any vendor's devices into one it
+        // reaches, so it is refused.
+        let scopedAdmin = ConnectionAccess.token(AccessToken(subject: "o", vendors: .only(["com.other"]), roles: [.admin], expiresAt: .max))
+        let joining = ClientBody.vendor(.set(VendorRuleMessage(name: "com.other", prefixes: ["com.other", "com.acme"]), move: true))
+        let refused = helper.ask(&node, joining, access: scopedAdmin)
+        #expect(error(refused)?.code == .permissionDenied && refused.logged.isEmpty)
         #expect(rules(helper.ask(&node, request, access: admin))?.map(\.name).contains("acme") == true)
     }
 }

@@ -42,8 +42,8 @@ enum ConnectionAccess: Sendable, Equatable {
     /// `body` prepared (``NodeState/prepare(_:resolver:limits:identifierKey:)``), or refused
     /// PERMISSION_DENIED where this access does not allow it: a registration, bind or unbind
     /// whose vendor it does not cover for `register` (a bind or an unbind is allowed with `admin`
-    /// too; a batch's registrations item by item), and operator requests (stats, snapshot, member
-    /// removal, vendor rule changes) without `admin`. Refused before it is prepared, the vendor
+    /// too; a batch's registrations item by item), operator requests (stats, snapshot, member
+    /// removal) without `admin`, and vendor rule changes without `admin` on every vendor. Refused before it is prepared, the vendor
     /// found by name: preparing makes the names a request gives (vendors, bundle IDs, node IDs),
     /// which a node keeps for good (``InternedText``). Resolves and lookups are checked where the
     /// state tells their vendor (``NodeState``).
@@ -68,8 +68,14 @@ enum ConnectionAccess: Sendable, Equatable {
             return .registerBatch(batch)
         case .bind(let request), .unbind(let request):
             if let denial = bindingDenial(request.scope, rules: resolver.rules) { return .binding(.failure(denial)) }
-        case .stats, .snapshot, .removeMember, .vendor(.add), .vendor(.set), .vendor(.remove):
+        case .stats, .snapshot, .removeMember:
             if !allows(.admin) { return .refused(Self.denied(.admin)) }
+        case .vendor(.add), .vendor(.set), .vendor(.remove):
+            // A rule change can move every device of a vendor into another: only a token that
+            // reaches every vendor may make one, or admin on one vendor would reach them all.
+            if !allows(.admin) || !reachesEveryVendor {
+                return .refused(WireError(code: .permissionDenied, message: "changing the vendor rules needs admin on every vendor (vendors=*)"))
+            }
         default:
             break
         }
