@@ -51,7 +51,13 @@ struct SnapshotInstall: Sendable {
         // The node's clock moves to the snapshot's: one too far ahead would have it refuse every
         // write until real time caught up, across restarts too (a snapshot keeps its clock).
         if case .tooFarAhead(_, let ahead, let limit) = clock.refusal(of: loaded.metadata.clock, wallMillis: wallClock()) {
-            return (.failure(RegistryEngine.snapshotRefused("its clock is \(ahead) ms ahead of this node's wall clock, more than the \(limit) ms allowed")), [])
+            // Retryable: the sender keeps its snapshot and sends it again later, as it does a
+            // batch refused for the same reason, rather than take a new one each time.
+            return (
+                .failure(
+                    RegistryEngine.snapshotRefused(
+                        "its clock is \(ahead) ms ahead of this node's wall clock, more than the \(limit) ms allowed", retryable: true)), []
+            )
         }
         var replayer = Replayer(registry: loaded.registry, vector: covered)
         let label: UInt64

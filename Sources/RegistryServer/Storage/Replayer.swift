@@ -112,7 +112,11 @@ struct Replayer {
                 var buffer = [UInt8]()
                 for file in needed {
                     let size = try fs.readAll(CommitJournal.path(in: directory, number: file.number), reusing: &buffer)
-                    let durable = min(size, file.durableBytes)
+                    guard size >= file.durableBytes else {
+                        throw .corrupt(
+                            "journal file \(CommitJournal.path(in: directory, number: file.number)) holds \(size) bytes, fewer than the \(file.durableBytes) made durable")
+                    }
+                    let durable = file.durableBytes
                     var offset = 0
                     while offset < durable {
                         let read = buffer.withUnsafeBytes { raw in
