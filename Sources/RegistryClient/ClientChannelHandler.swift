@@ -80,6 +80,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private let ackReplicas: UInt32?
     /// Merged into every request's `after`, and fed every answer's token; nil: none.
     private let session: CausalSession?
+    /// The largest frame the server reads (its HelloAccepted's limits); nil until it answers.
+    private var maxFrameBytes: Int?
 
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
     /// - Parameter ackReplicas: peers that must hold each write before its answer.
@@ -151,6 +153,14 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             for sink in waiter.sinks { sink.fail(.unexpectedResponse("cannot encode request: \(error)")) }
             return
         }
+        // A frame over the server's limit is refused here, as the server would refuse it: sent,
+        // it ended the connection, and every other request on it with it.
+        let frameBytes = buffer.readableBytes - FrameDecoder.lengthPrefixBytes
+        if let maxFrameBytes, frameBytes > maxFrameBytes {
+            let error = WireError(code: .frameTooLarge, message: "the request's frame is \(frameBytes) bytes, over the server's limit of \(maxFrameBytes)")
+            for sink in waiter.sinks { sink.fail(.server(error)) }
+            return
+        }
         waiting[id] = waiter
         // A failed socket write closes the channel, and channelInactive fails every waiting request.
         context.write(wrapOutboundOut(buffer), promise: nil)
@@ -168,7 +178,10 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         session?.observe(frame.token)
         switch waiting.removeValue(forKey: frame.requestID) {
         case .single(let answer):
-            if case .helloAccepted(let accepted) = frame.body { coalescer.adopt(accepted.limits) }
+            if case .helloAccepted(let accepted) = frame.body {
+                coalescer.adopt(accepted.limits)
+                maxFrameBytes = Int(accepted.limits.maxFrameBytes)
+            }
             answer.succeed(ServerReply(body: frame.body, token: frame.token))
         case .coalesced(let answers):
             for (answer, outcome) in zip(answers, RegistrationCoalescer<AnswerSink>.split(frame.body, count: answers.count)) {

@@ -85,6 +85,36 @@ import Testing
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// A request whose frame is over the limit the server gave in its HelloAccepted fails alone
+    /// with FRAME_TOO_LARGE and is not sent: sent, the server ended the connection, and every
+    /// other request on it with it. Requests within the limit go on.
+    @Test func aFrameOverTheServersLimitFailsAloneWithoutBeingSent() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1))
+        let answers = Answers()
+        send([PendingRequest(body: .hello(Hello(role: .client, clientName: "t", token: "")), answer: answers.sink(0))], on: channel)
+        let hello = try #require(try written(channel).first)
+        let limits = Limits(maxFrameBytes: 512, maxBatchSize: 100, maxInFlight: 64)
+        var buffer = channel.allocator.buffer(capacity: 128)
+        try ServerFrame(
+            requestID: hello.requestID,
+            body: .helloAccepted(HelloAccepted(version: .current, nodeID: "node-a", clusterID: "c", serverVersion: "t", limits: limits, instanceID: 1))
+        ).encodeFrame(into: &buffer)
+        buffer.moveReaderIndex(forwardBy: 4)
+        try channel.writeInbound(buffer)
+        #expect(answers[0] != nil)
+        let large = RegisterRequest(bundleID: "com.vendor." + String(repeating: "a", count: 600), idfv: "00000000-0000-4000-8000-000000000001")
+        send(
+            [
+                PendingRequest(body: .register(large), answer: answers.sink(1)),
+                PendingRequest(body: .register(registration(2)), answer: answers.sink(2)),
+            ], on: channel)
+        #expect(try written(channel).map(\.body) == [.register(registration(2))])
+        guard case .failure(.server(let error)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+        #expect(error.code == .frameTooLarge && error.message.contains("512"))
+        #expect(answers[2] == nil, "the other request waits for its answer")
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     /// An error of the connection's (request ID 0: a frame too large, say) tells every waiting
     /// request that the connection closed, which a caller retries: it was each request's own
     /// typed server error, though the request may have been committed.
