@@ -187,7 +187,7 @@ public final class RegistryEngine: Sendable {
             guard
                 let sizing = holdings.indexSizing(
                     ownHolds: core.node.versionVector, ownDeviceRecords: core.node.registry.slotCount,
-                    ownClaims: core.node.registry.claimCount, tableBytes: MachineMemory.physicalBytes / 2)
+                    ownClaims: core.node.registry.claimCount, tableBytes: MachineMemory.usableBytes / 2)
             else { return nil }
             return core.node.registry.reserve(slots: sizing.deviceRecords, claims: sizing.claims) ? sizing : nil
         }

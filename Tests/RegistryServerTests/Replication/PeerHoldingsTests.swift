@@ -1,3 +1,4 @@
+import Platform
 import RegistryCore
 import Testing
 @testable import RegistryServer
@@ -57,6 +58,15 @@ import Testing
         let small = PeerHoldings(vector: vector([a1: 1_000_000]), deviceRecords: 900_000, claims: 1_700_000)
         let fitting = small.indexSizing(ownHolds: VersionVector(), ownDeviceRecords: 0, ownClaims: 0, tableBytes: gigabyte)
         #expect(fitting?.deviceRecords == 900_000 && fitting?.claims == 1_700_000)
+    }
+
+    /// The bound's memory is the control group's limit where there is one, as a container's
+    /// files write it, and the machine's otherwise.
+    @Test func theMemoryBoundReadsAControlGroupsLimit() {
+        #expect(MachineMemory.cgroupLimit("8589934592\n") == 8_589_934_592)
+        #expect(MachineMemory.cgroupLimit("max\n") == nil)
+        #expect(MachineMemory.cgroupLimit("") == nil && MachineMemory.cgroupLimit("12 GB") == nil)
+        #expect(MachineMemory.usableBytes <= MachineMemory.physicalBytes && MachineMemory.usableBytes > 0)
     }
 
     /// Counts and vectors at the top of their range saturate instead of wrapping.
