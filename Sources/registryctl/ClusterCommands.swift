@@ -64,11 +64,20 @@ struct ClusterStatus: AsyncParsableCommand {
         return nodes
     }
 
-    /// The stats of the node at `endpoint`, within `seconds`.
+    /// The stats of the node at `endpoint`, within `seconds` for each step: connecting, the
+    /// hello's answer, and the stats' answer. A node that accepts connections and never answers
+    /// (stopped, say) throws once they pass, and is listed as unreachable instead of holding the
+    /// tool for ever.
     static func stats(of endpoint: String, seconds: Double, token: String?, tls: ClientTLS?) async throws(RegistryClientError) -> StatsMessage {
+        let millis = Int64(seconds * 1_000)
         let client = try await RegistryClient.connect(
             to: try Endpoint(parsing: endpoint), role: .admin, clientName: "registryctl", token: token, tls: tls,
-            connectTimeout: .milliseconds(Int64(seconds * 1_000)))
+            connectTimeout: .milliseconds(millis), handshakeTimeout: .milliseconds(millis))
+        let watchdog = Task.detached {
+            try await Task.sleep(for: .milliseconds(millis))
+            client.abandon(reason: "no answer to stats within \(seconds.formatted()) s (--timeout)")
+        }
+        defer { watchdog.cancel() }
         let stats: StatsMessage
         do {
             stats = try await client.stats()

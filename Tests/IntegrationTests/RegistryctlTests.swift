@@ -170,6 +170,14 @@ import Platform
         #expect(fromEnvironment.status == 75, "\(fromEnvironment.stderr)")
         let bad = try ctl(["status", "--timeout", "0"], endpoint: endpoint)
         #expect(bad.status == 64 && bad.stderr.contains("the timeout must be"))
+        // `cluster status` and `cluster verify` list such a node as unreachable (69) once the
+        // timeout passes, where they waited for its answer for ever.
+        let clusterStarted = Date()
+        let status = try ctl(["cluster", "status", "--timeout", "0.5"], endpoint: endpoint)
+        #expect(status.status == 69 && status.stdout.contains(endpoint), "\(status.stdout) \(status.stderr)")
+        let verify = try ctl(["cluster", "verify", "--timeout", "0.5", "--wait", "1"], endpoint: endpoint)
+        #expect(verify.status == 69, "\(verify.stdout) \(verify.stderr)")
+        #expect(Date().timeIntervalSince(clusterStarted) < 30)
     }
 
     /// Each program names its release and the git revision it was built from.
