@@ -42,7 +42,8 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     public let retryDelay: Duration
     /// Failed connections or retryable refusals in a row before the watch throws.
     public let maxAttempts: Int
-    /// How long one connection attempt may take.
+    /// How long one connection attempt may take: connecting, and then the node's answer to the
+    /// hello (a node that accepts and never answers is given up, and the next endpoint tried).
     public let connectTimeout: Duration
     private let group: any EventLoopGroup
 

@@ -47,9 +47,16 @@ final class WatchConnection: Sendable {
         } catch {
             throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
         }
+        // A node that accepts and never answers (stopped, say) is given up once `connectTimeout`
+        // passes without the hello's answer, so that the watch moves to its next endpoint.
+        let channel = connection.channel
+        let unanswered = channel.eventLoop.scheduleTask(in: connectTimeout) { channel.close(promise: nil) }
+        defer { unanswered.cancel() }
         do {
             try await connection.send(ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))))
-            guard let answer = try await connection.nextFrames() else { throw RegistryClientError.connectionClosed("before the hello was answered") }
+            guard let answer = try await connection.nextFrames() else {
+                throw RegistryClientError.connectionClosed("before the hello was answered (within \(Double(connectTimeout.nanoseconds) / 1e9) s)")
+            }
             // The node answers a hello alone: nothing else comes before the watch request.
             guard answer.count == 1, let first = answer.first else {
                 throw RegistryClientError.unexpectedResponse("\(answer.count) frames in answer to Hello")

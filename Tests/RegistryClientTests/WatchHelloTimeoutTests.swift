@@ -1,0 +1,35 @@
+import Foundation
+import RegistryClient
+import RegistryTestSupport
+import RegistryWire
+import Synchronization
+import Testing
+
+/// A watch against a node that accepts connections and never answers (stopped, say).
+@Suite(.timeLimit(.minutes(1))) struct WatchHelloTimeoutTests {
+    /// Each attempt gives up once its connect timeout passes without the hello's answer, so the
+    /// watch moves on and, out of attempts, throws: it waited for the answer for ever, and never
+    /// reached its other endpoints.
+    @Test func aNodeThatNeverAnswersTheHelloIsGivenUp() async throws {
+        let (listener, port) = try #require(listeningLoopbackSocket())
+        defer { close(listener) }
+        let watch = RegistryWatch(
+            endpoints: [try Endpoint(parsing: "127.0.0.1:\(port)")], clientName: "t", retryDelay: .milliseconds(10), maxAttempts: 2,
+            connectTimeout: .milliseconds(300))
+        // The watch runs on a task of its own, which a watch stuck in the hello would never let
+        // end: the test waits for its outcome at most 20 s, and then fails without it.
+        let outcome = Mutex<String?>(nil)
+        Task.detached {
+            do {
+                for try await _ in watch {}
+                outcome.withLock { $0 = "ended" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while outcome.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let error = try #require(outcome.withLock { $0 }, "the watch still waited for the hello's answer after 20 s")
+        #expect(error.contains("before the hello was answered"), "\(error)")
+    }
+}
