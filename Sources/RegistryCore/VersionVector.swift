@@ -14,6 +14,12 @@ public struct VersionVector: Equatable, Sendable, CustomStringConvertible {
     /// `UInt64.max` made the link sending to it trap on its next run.
     public static let largestSequence: UInt64 = 1 << 62
 
+    /// Whether a position read from outside names a log this code can hold: an epoch above 0
+    /// (every log's is) and a sequence up to ``largestSequence``.
+    public static func isReadable(epoch: UInt64, sequence: UInt64) -> Bool {
+        epoch > 0 && sequence <= largestSequence
+    }
+
     /// Where an operation stands against what is held.
     public enum Admission: Equatable, Sendable {
         /// The next operation of its log: apply it, then ``record(_:)`` it.

@@ -58,9 +58,9 @@ public enum SnapshotCodec {
                 for _ in 0..<(try input.integer(UInt32.self)) {
                     let log = LogID(origin: try input.nodeID(), epoch: try input.integer(UInt64.self))
                     let sequence = try input.integer(UInt64.self)
-                    guard log.epoch > 0 else { throw CodecError.invalidField("snapshot metadata names \(log.origin)'s epoch 0") }
-                    guard sequence <= VersionVector.largestSequence else {
-                        throw CodecError.invalidField("snapshot metadata holds \(log) through \(sequence), past the largest sequence a log may reach")
+                    guard VersionVector.isReadable(epoch: log.epoch, sequence: sequence) else {
+                        throw CodecError.invalidField(
+                            "snapshot metadata holds \(log) through \(sequence): an epoch 0, or a sequence past the largest a log may reach")
                     }
                     guard vector[log] == 0 else { throw CodecError.invalidField("snapshot metadata names \(log) twice") }
                     vector.recordAll(through: sequence, in: log)

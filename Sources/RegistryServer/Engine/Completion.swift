@@ -45,8 +45,7 @@ extension RegistryEngine {
         var submittedNanos: UInt64 = 0
     }
 
-    /// A group of requests held until the node holds what their causal tokens name.
-    /// A group held for its causal tokens (``CausalHolding``). The frames refused before it was
+    /// A group of requests held until the node holds what their causal tokens name (``CausalHolding``). The frames refused before it was
     /// held are kept as their refusals, their bodies dropped: a refused batch decodes to many
     /// times its frame's bytes, and held with its group it pinned that memory for the whole wait.
     struct CausalWaiter: Sendable {

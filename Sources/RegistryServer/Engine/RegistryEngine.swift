@@ -181,13 +181,15 @@ public final class RegistryEngine: Sendable {
     /// the first operations this node takes from it, and logs it; nothing when this node is not
     /// far behind.
     func sizeIndexes(toCatchUpWith peer: NodeID, holding holdings: PeerHoldings) {
+        // Read before the lock: it reads the control group's files.
+        let tableBytes = MachineMemory.usableBytes / 2
         let sized = core.withLockedValue { core -> (deviceRecords: Int, claims: Int)? in
             // Counted in place: a copy of the state would share its tables, and the reserve
             // below would then copy them.
             guard
                 let sizing = holdings.indexSizing(
                     ownHolds: core.node.versionVector, ownDeviceRecords: core.node.registry.slotCount,
-                    ownClaims: core.node.registry.claimCount, tableBytes: MachineMemory.usableBytes / 2)
+                    ownClaims: core.node.registry.claimCount, tableBytes: tableBytes)
             else { return nil }
             return core.node.registry.reserve(slots: sizing.deviceRecords, claims: sizing.claims) ? sizing : nil
         }

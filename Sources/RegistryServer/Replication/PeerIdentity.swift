@@ -86,7 +86,7 @@ extension VersionVector {
     init(positions: [LogPosition]) throws(WireError) {
         self.init()
         for position in positions {
-            guard position.epoch > 0, position.sequence <= Self.largestSequence, let origin = try? NodeID(position.origin) else {
+            guard Self.isReadable(epoch: position.epoch, sequence: position.sequence), let origin = try? NodeID(position.origin) else {
                 throw Self.invalid(position)
             }
             record(position, of: origin)
@@ -101,7 +101,7 @@ extension VersionVector {
         var heard = VersionVector()
         var unheard = [LogPosition]()
         for position in positions {
-            guard position.epoch > 0, position.sequence <= largestSequence else { throw invalid(position) }
+            guard isReadable(epoch: position.epoch, sequence: position.sequence) else { throw invalid(position) }
             if let origin = NodeID(known: position.origin) {
                 heard.record(position, of: origin)
             } else {

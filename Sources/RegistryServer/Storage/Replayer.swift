@@ -97,8 +97,9 @@ struct Replayer {
 
     /// Applies what the journal's `files` hold past ``vector`` (up to ``limits``), reading only the
     /// files that hold some of it; throws on a gap, which the journal must not have past a
-    /// snapshot, and on a record that does not read back inside a file's durable bytes. The files are read and decoded on a thread of their own (``JournalReadAhead``),
-    /// unless `inBackground` (the snapshot taker's replay, at `SCHED_IDLE`): then on this one.
+    /// snapshot, and on a record that does not read back inside a file's durable bytes. The
+    /// files are read and decoded on a thread of their own (``JournalReadAhead``), unless
+    /// `inBackground` (the snapshot taker's replay, at `SCHED_IDLE`): then on this one.
     mutating func replay(_ files: [JournalIndex.File], in directory: String, on fs: any FileSystem, inBackground: Bool = false) throws(StorageError) {
         let (held, limits) = (vector, limits)
         let needed = files.filter { file in
