@@ -47,16 +47,13 @@ final class WatchConnection: Sendable {
         } catch {
             throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
         }
-        // A node that accepts and never answers (stopped, say) is given up once `connectTimeout`
-        // passes without the hello's answer, so that the watch moves to its next endpoint.
-        let channel = connection.channel
-        let unanswered = channel.eventLoop.scheduleTask(in: connectTimeout) { channel.close(promise: nil) }
-        defer { unanswered.cancel() }
         do {
-            try await connection.send(ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))))
-            guard let answer = try await connection.nextFrames() else {
-                throw RegistryClientError.connectionClosed("before the hello was answered (within \(Double(connectTimeout.nanoseconds) / 1e9) s)")
-            }
+            // A node that accepts and never answers (stopped, say) is given up once
+            // `connectTimeout` passes without the hello's answer, so that the watch moves to its
+            // next endpoint.
+            try await connection.sendHello(
+                ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))), answerWithin: connectTimeout)
+            guard let answer = try await connection.nextFrames() else { throw RegistryClientError.connectionClosed("before the hello was answered") }
             // The node answers a hello alone: nothing else comes before the watch request.
             guard answer.count == 1, let first = answer.first else {
                 throw RegistryClientError.unexpectedResponse("\(answer.count) frames in answer to Hello")
@@ -80,6 +77,14 @@ final class WatchConnection: Sendable {
         try await channel.writeAndFlush(buffer).get()
     }
 
+    /// Sends the hello, and from the moment it is written has the event loop read the answer and
+    /// close the connection when none comes within `timeout` (``WatchFrameHandler/awaitAnswer(within:)``).
+    private func sendHello(_ frame: ClientFrame, answerWithin timeout: TimeAmount) async throws {
+        var buffer = channel.allocator.buffer(capacity: 256)
+        try frame.encodeFrame(into: &buffer)
+        try await channel.writeAndFlush(buffer).map { [handler] in handler.value.awaitAnswer(within: timeout) }.get()
+    }
+
     /// The frames the node sent that are read and not yet taken, at least one (waiting for one
     /// when none is); nil once the connection closed.
     func nextFrames() async throws -> [ServerFrame]? {
@@ -94,7 +99,7 @@ final class WatchConnection: Sendable {
 /// Cuts nothing itself (a `FrameDecoder` before it does): decodes frames and hands them to the
 /// one caller waiting, reading from the socket only while one waits. The frames one read brings
 /// go to the caller together, once the read is complete.
-private final class WatchFrameHandler: ChannelInboundHandler {
+final class WatchFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private var context: ChannelHandlerContext?
@@ -102,6 +107,8 @@ private final class WatchFrameHandler: ChannelInboundHandler {
     private var frames: [ServerFrame] = []
     private var waiting: EventLoopPromise<[ServerFrame]?>?
     private var ended: (any Error)??
+    /// Closes the connection unless a frame arrives first; set while the hello's answer is due.
+    private var answerDeadline: Scheduled<Void>?
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -121,6 +128,21 @@ private final class WatchFrameHandler: ChannelInboundHandler {
         return promise.futureResult
     }
 
+    /// Reads the node's answer to the hello as soon as the hello is written, and ends the
+    /// connection (``RegistryClientError/connectionClosed(_:)``) when no whole frame arrives within
+    /// `timeout`. The deadline is kept on the event loop, from the network's side: a caller whose
+    /// task waits for a thread in a busy process is not taken for a node that never answers,
+    /// since the answer is read and kept for it whenever it comes to take it.
+    func awaitAnswer(within timeout: TimeAmount) {
+        guard let context, ended == nil else { return }
+        answerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            answerDeadline = nil
+            end(RegistryClientError.connectionClosed("before the hello was answered: no answer within \(timeout.nanoseconds / 1_000_000) ms"))
+            context.close(promise: nil)
+        }
+        context.read()
+    }
+
     private func takeFrames() -> [ServerFrame] {
         defer { frames = [] }
         return frames
@@ -131,6 +153,8 @@ private final class WatchFrameHandler: ChannelInboundHandler {
         // on as the channel closes) are dropped: yielding a later frame's cursor would skip the
         // bad frame's events, which the next connection sends again from the cursor before it.
         guard ended == nil else { return }
+        answerDeadline?.cancel()
+        answerDeadline = nil
         let payload = unwrapInboundIn(data)
         do {
             frames.append(try ServerFrame(decoding: payload))
@@ -141,17 +165,19 @@ private final class WatchFrameHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        guard let promise = waiting else { return }
         if frames.isEmpty {
-            // A read that brought no whole frame: read on for the caller still waiting.
-            context.read()
-        } else {
+            // A read that brought no whole frame: read on for the caller still waiting, or for
+            // the hello's answer that is due.
+            if waiting != nil || answerDeadline != nil { context.read() }
+        } else if let promise = waiting {
             waiting = nil
             promise.succeed(takeFrames())
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        answerDeadline?.cancel()
+        answerDeadline = nil
         end(nil)
         context.fireChannelInactive()
     }

@@ -17,7 +17,8 @@ import Testing
             endpoints: [try Endpoint(parsing: "127.0.0.1:\(port)")], clientName: "t", retryDelay: .milliseconds(10), maxAttempts: 2,
             connectTimeout: .milliseconds(300))
         // The watch runs on a task of its own, which a watch stuck in the hello would never let
-        // end: the test waits for its outcome at most 20 s, and then fails without it.
+        // end: the test waits for its outcome at most 20 s of its own turns, and then fails
+        // without it.
         let outcome = Mutex<String?>(nil)
         Task.detached {
             do {
@@ -27,8 +28,7 @@ import Testing
                 outcome.withLock { $0 = "\(error)" }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while outcome.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        _ = try await poll(upTo: .seconds(20)) { outcome.withLock { $0 } != nil }
         let error = try #require(outcome.withLock { $0 }, "the watch still waited for the hello's answer after 20 s")
         #expect(error.contains("before the hello was answered"), "\(error)")
     }

@@ -43,7 +43,7 @@ import Testing
         }
         #expect(sequences == Array(1...2_000))
         #expect(cursors == (1...40).map { UInt64($0 * 50) })
-        #expect(await server.receivedWatchRequest())
+        #expect(try await server.receivedWatchRequest())
     }
 
     @Test func framesReadBeforeOneThatDoesNotDecodeAreYieldedBeforeTheWatchFailsAndNoneAfterIt() async throws {
@@ -63,15 +63,16 @@ import Testing
             while let update = try await iterator.next() { sequences += update.events.map(\.operation.sequence) }
         }
         #expect(sequences == Array(1...30))
-        #expect(await server.receivedWatchRequest())
+        #expect(try await server.receivedWatchRequest())
     }
 }
 
 /// One connection's worth of a node: accepts once on 127.0.0.1, answers the first frame (the
 /// hello) with `HelloAccepted`, reads the second (the watch request), writes `frames` and then
 /// the bytes `trailing` in one write, and closes. Runs on a thread of its own, whose socket calls
-/// give up after 60 s, so that a client that never connects or never asks fails the test rather
-/// than hangs it (the limit is long: a full test run can keep a client's task waiting for seconds).
+/// give up after 5 minutes, so that a client that never connects or never asks fails the test
+/// rather than hangs it. The limit is long: in a full test run a client's task can wait minutes
+/// for a thread between answering the hello and asking to watch.
 private final class ScriptedWatchServer: Sendable {
     let port: UInt16
     /// Whether the watch request came; nil while the server runs.
@@ -106,19 +107,16 @@ private final class ScriptedWatchServer: Sendable {
         thread.start()
     }
 
-    /// Whether the watch request came, once the server is done (false if it is not within 90 s);
-    /// waits without holding a thread.
-    func receivedWatchRequest() async -> Bool {
-        for _ in 0..<9_000 {
-            if let sawWatch = outcome.withLock({ $0 }) { return sawWatch }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+    /// Whether the watch request came, once the server is done (false if it is not within the
+    /// server's own limit); waits without holding a thread.
+    func receivedWatchRequest() async throws -> Bool {
+        _ = try await poll(upTo: .seconds(310)) { outcome.withLock { $0 } != nil }
+        return outcome.withLock { $0 } ?? false
     }
 
-    /// Makes `accept` and `recv` on `descriptor` fail after 60 s rather than wait for ever.
+    /// Makes `accept` and `recv` on `descriptor` fail after 5 minutes rather than wait for ever.
     private static func limitWaits(of descriptor: Int32) -> Bool {
-        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        var limit = timeval(tv_sec: 300, tv_usec: 0)
         return setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0
     }
 

@@ -55,20 +55,19 @@ import Testing
         return buffer
     }
 
-    /// The acknowledgements written so far, waiting up to `seconds` for `count` of them.
+    /// The acknowledgements written so far, waiting up to `seconds` (of this task's turns,
+    /// ``poll(upTo:every:until:)``) for `count` of them.
     static func acknowledgements(on channel: NIOAsyncTestingChannel, count: Int, seconds: Int) async throws -> [BatchAck] {
         var reader = FrameReader(maxFrameBytes: 1 << 20)
         var acks = [BatchAck]()
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while acks.count < count, ContinuousClock.now < deadline {
-            guard var bytes = try await channel.readOutbound(as: ByteBuffer.self) else {
-                try await Task.sleep(for: .milliseconds(10))
-                continue
+        _ = try await poll(upTo: .seconds(seconds)) {
+            while var bytes = try await channel.readOutbound(as: ByteBuffer.self) {
+                reader.append(&bytes)
+                while let payload = try reader.next() {
+                    if case .ack(let ack) = try PeerFrame(decoding: payload) { acks.append(ack) }
+                }
             }
-            reader.append(&bytes)
-            while let payload = try reader.next() {
-                if case .ack(let ack) = try PeerFrame(decoding: payload) { acks.append(ack) }
-            }
+            return acks.count >= count
         }
         return acks
     }

@@ -87,11 +87,8 @@ import Testing
         let batch = Task.detached {
             await withCheckedContinuation { continuation in b.submitRemote(arriving) { continuation.resume(returning: $0) } }
         }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while b.core.withLockedValue({ $0.node.versionVector[log] }) < through, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        try #require(b.core.withLockedValue { $0.node.versionVector[log] } >= through, "the operations were not applied before the install")
+        let applied = try await poll(upTo: .seconds(20), every: .milliseconds(5)) { b.core.withLockedValue { $0.node.versionVector[log] } >= through }
+        try #require(applied, "the operations were not applied before the install")
         gated.open()
         let held = try await install.value.get()
         _ = try await batch.value.get()
