@@ -8,6 +8,15 @@ public struct RunJudgement: Codable, Equatable, Sendable {
     /// time, so the generator's own delay would be a large part of what is charged to the server.
     public static let maximumSchedulerLagP99: UInt64 = 1_000_000
     public static let maximumLagShareOfLatency = 0.25
+    /// Runs in which more than this share of the answers failed (an error from the node, a
+    /// transport failure, a step never sent) are invalid: latency counts only the answers served,
+    /// so a run of mostly failures would otherwise meet its objectives on the few that were not.
+    public static let maximumFailedShare = 0.01
+    /// Refusals that the node gives by the vendor's binding rules when the run's model of its
+    /// accounts was wrong (a run again with the same seed finds its accounts bound already). They
+    /// are counted with the errors, and are served answers: they count in latency, and not
+    /// against ``maximumFailedShare``.
+    public static let ruleAnswers: Set<String> = ["BIND_REJECTED", "NOT_BOUND"]
 
     public struct ObjectiveResult: Codable, Equatable, Sendable {
         public let objective: String
@@ -40,11 +49,21 @@ public struct RunJudgement: Codable, Equatable, Sendable {
 
     public init(
         intendedRate: Double?, achievedRate: Double, schedulerLag: LatencySummary, latency: LatencySummary,
-        acknowledged: UInt64, objectives: [ServiceLevelObjective], cpu: CPUShares? = nil,
+        acknowledged: UInt64, errors: [String: UInt64] = [:], objectives: [ServiceLevelObjective], cpu: CPUShares? = nil,
         lostConnections: LostConnections = LostConnections(), percentile: (Double) -> UInt64
     ) {
         var reasons = [String]()
         if acknowledged == 0 { reasons.append("no registration was acknowledged") }
+        let failures = errors.filter { !Self.ruleAnswers.contains($0.key) && $0.value > 0 }
+        let failed = failures.values.reduce(0, +)
+        let answers = acknowledged + errors.values.reduce(0, +)
+        if answers > 0, Double(failed) > Double(answers) * Self.maximumFailedShare {
+            let most = failures.max { ($0.value, $1.key) < ($1.value, $0.key) }!
+            let share = (Double(failed) / Double(answers) * 1_000).rounded() / 10
+            reasons.append(
+                "\(failed) of \(answers) answers failed (\(share)%, above \(Int(Self.maximumFailedShare * 100))%; most often \(most.key), \(most.value) times): the latency describes only the answers served"
+            )
+        }
         if let first = lostConnections.reasons.first {
             let ending = lostConnections.reasons.count == lostConnections.connections ? "; the run stopped there" : ""
             reasons.append(

@@ -113,7 +113,7 @@ struct LoadRun {
         let latency = totals.latency
         let judgement = RunJudgement(
             intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
-            latency: latency.summary, acknowledged: totals.acknowledged, objectives: plan.objectives, cpu: cpu,
+            latency: latency.summary, acknowledged: totals.acknowledged, errors: totals.errors, objectives: plan.objectives, cpu: cpu,
             lostConnections: lost, percentile: { latency.value(atPercentile: $0) })
         return LoadReport(
             startedAt: startedAt, gitRevision: GitRevision.current(), parameters: plan.parameters,

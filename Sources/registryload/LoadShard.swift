@@ -128,10 +128,19 @@ final class LoadShard: @unchecked Sendable {
     /// Steps that may be outstanding at once: `inFlight` for each lane still connected.
     private var capacity: Int { (lanes.count - lostLanes.count) * plan.inFlight }
 
+    /// Ends the measured window. In open loop the steps due in it and still waiting for room
+    /// (every lane had `inFlight` outstanding) are not sent: they count as failed (`NOT_SENT`),
+    /// so that a server that fell behind makes the run invalid instead of holding it open for as
+    /// long as the backlog takes to drain.
     private func stop(at time: UInt64) {
         guard !stopIssuing else { return }
         stopIssuing = true
         measureEnd = time
+        for step in backlog[backlogHead...] where step.intended >= measureStart {
+            total.recordFailure(Self.notSent.name, count: UInt64(step.registrations))
+        }
+        backlog.removeAll()
+        backlogHead = 0
         finishIfIdle()
     }
 
@@ -349,6 +358,8 @@ final class LoadShard: @unchecked Sendable {
 
     /// How the report counts registrations lost with their connection.
     static let connectionClosed = FailureCode(name: "CONNECTION_CLOSED")
+    /// How the report counts registrations due in the window and never sent (``stop(at:)``).
+    static let notSent = FailureCode(name: "NOT_SENT")
 
     static func itemAnswers(_ result: Result<ServerBody, RegistryClientError>, count: Int) -> ItemAnswers {
         switch result {
@@ -390,12 +401,22 @@ final class LoadShard: @unchecked Sendable {
         let service = now &- tracker.sent
         let measured = tracker.step.intended >= measureStart
         let inWindow = measured && (measureEnd == 0 || now <= measureEnd)
-        // The progress line shows warm-up too; the run's totals only the measured window.
-        interval.latency.record(latency, count: registrations)
-        interval.service.record(service, count: registrations)
-        if measured {
-            total.latency.record(latency, count: registrations)
-            total.service.record(service, count: registrations)
+        // Latency is that of the answers the node served: a failed answer (often a fast one,
+        // such as a refused token's) would make the percentiles, and the objectives judged on
+        // them, look better than the service was. Failures are counted apart, and a run with
+        // many is invalid (``RunJudgement``).
+        let served = answers.reduce(0) { count, answer in
+            if case .failure(let code) = answer, !RunJudgement.ruleAnswers.contains(code.name) { return count }
+            return count + 1
+        }
+        if served > 0 {
+            // The progress line shows warm-up too; the run's totals only the measured window.
+            interval.latency.record(latency, count: served)
+            interval.service.record(service, count: served)
+            if measured {
+                total.latency.record(latency, count: served)
+                total.service.record(service, count: served)
+            }
         }
         for answer in answers {
             switch answer {

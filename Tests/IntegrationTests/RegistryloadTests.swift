@@ -310,6 +310,63 @@ import Testing
         #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
+    /// A token that may read and not register: every registration is refused, fast. Those
+    /// refusals are not latency, so the objective has nothing to pass on, and the run is invalid
+    /// (exit 2) with the share that failed. Before, the refusals were the latency, met a 30 s p99,
+    /// and a run that registered nothing could pass its objectives.
+    @Test func aRunOfRefusedRegistrationsIsInvalidAndItsRefusalsAreNotLatency() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let secret = "registryload token secret 0123456789"
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--token-secret", secret])
+        defer { node.stop() }
+        let issued = try run(
+            Binaries.path("registryctl"), ["token", "issue", "--all-vendors", "--role", "read"], environment: ["REGISTRY_TOKEN_SECRET": secret])
+        try #require(issued.status == 0, "\(issued.stderr)")
+        let reportPath = temp.path + "/report.json"
+        let result = try run(
+            Binaries.path("registryload"),
+            ["--endpoints", node.endpoint, "--requests", "400", "--warmup", "0s", "--connections", "2", "--slo", "p99=30s", "--json", reportPath],
+            environment: ["REGISTRY_TOKEN": issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)], timeout: 90)
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let errors = try #require(json["errors"] as? [String: Int])
+        #expect(errors["permission_denied"] == 400, "\(errors)")
+        let latency = try #require(json["latency"] as? [String: Any])
+        #expect(latency["count"] as? Int == 0, "\(latency)")
+        let judgement = try #require(json["judgement"] as? [String: Any])
+        let reasons = try #require(judgement["invalid_reasons"] as? [String])
+        #expect(reasons.contains { $0.hasPrefix("400 of 400 answers failed (100.0%") && $0.contains("most often permission_denied, 400 times") }, "\(reasons)")
+    }
+
+    /// Open loop far past what one request in flight can carry (each waits for a durable
+    /// commit): at the window's end the registrations still waiting for room are not sent, and
+    /// count as `NOT_SENT`. Before, the run stayed open until the backlog drained, and never
+    /// counted it.
+    @Test func anOpenLoopRunEndsWithItsWindowAndCountsWhatItCouldNotSend() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try freshNode(in: temp)
+        defer { node.stop() }
+        let reportPath = temp.path + "/report.json"
+        let result = try load([
+            "--endpoints", node.endpoint, "--rate", "20000", "--duration", "1s", "--warmup", "0s", "--connections", "1", "--in-flight", "1",
+            "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let errors = try #require(json["errors"] as? [String: Int])
+        let throughput = try #require(json["throughput"] as? [String: Any])
+        let acknowledged = try #require(throughput["acknowledged"] as? Int)
+        let notSent = errors["NOT_SENT"] ?? 0
+        #expect(notSent > 0, "\(errors)")
+        // Every registration due in the window was answered, was still outstanding at its end
+        // (at most the one in flight), or was not sent.
+        #expect(acknowledged + notSent >= 19_000 && acknowledged + notSent <= 20_100, "\(acknowledged) acknowledged, \(errors)")
+        let reasons = try #require((json["judgement"] as? [String: Any])?["invalid_reasons"] as? [String])
+        #expect(reasons.contains { $0.contains("most often NOT_SENT") }, "\(reasons)")
+    }
+
     @Test func anUnreachableEndpointExitsSixtyNine() throws {
         let result = try load(["--endpoints", "127.0.0.1:1", "--requests", "10"])
         #expect(result.status == 69)

@@ -63,6 +63,30 @@ struct ScheduleAndJudgementTests {
         #expect(all.invalidReasons == ["lost 2 of 2 connections (first: a:1: closed); the run stopped there"])
     }
 
+    /// A run whose answers mostly failed could meet its objectives on the few it was served;
+    /// past 1% failed it is invalid, with the most frequent code. Refusals by the vendor's
+    /// binding rules are answers served, and do not count against it.
+    @Test func aRunWithMoreThanOnePercentFailedIsInvalidAndRuleRefusalsDoNotCount() {
+        func judged(acknowledged: UInt64, errors: [String: UInt64]) -> RunJudgement {
+            RunJudgement(
+                intendedRate: nil, achievedRate: 1_000, schedulerLag: summary(p99: 50_000), latency: summary(p99: 1_000_000),
+                acknowledged: acknowledged, errors: errors, objectives: [], percentile: { _ in 0 })
+        }
+        #expect(judged(acknowledged: 9_900, errors: ["unavailable": 100]).valid)
+        let mostlyDenied = judged(acknowledged: 10, errors: ["permission_denied": 980, "unavailable": 10])
+        #expect(!mostlyDenied.valid)
+        #expect(
+            mostlyDenied.invalidReasons == [
+                "990 of 1000 answers failed (99.0%, above 1%; most often permission_denied, 980 times): the latency describes only the answers served"
+            ])
+        let justOver = judged(acknowledged: 9_899, errors: ["NOT_SENT": 101])
+        #expect(justOver.invalidReasons.count == 1 && justOver.invalidReasons[0].hasPrefix("101 of 10000 answers failed (1.0%"))
+        // Refused binds are what the node's rules answer a run whose model of its accounts was
+        // wrong: the node served them.
+        #expect(judged(acknowledged: 500, errors: ["BIND_REJECTED": 400, "NOT_BOUND": 100]).valid)
+        #expect(!judged(acknowledged: 500, errors: ["BIND_REJECTED": 400, "internal": 10]).valid)
+    }
+
     @Test func closedLoopRunsAreNotJudgedByRate() {
         let judgement = RunJudgement(
             intendedRate: nil, achievedRate: 10, schedulerLag: summary(p99: 50_000_000), latency: summary(p99: 1_000_000),
