@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Platform
 import RegistryCore
 import RegistryStorage
 import RegistryWire
@@ -65,10 +66,18 @@ final class PeerLink: @unchecked Sendable {
     /// file outlives its deletion by a newer snapshot.
     private var snapshotFile: OpenedSnapshot?
 
+    /// The clock of the link's timeouts, backoffs and forwarding delays, in milliseconds:
+    /// monotonic, so that a step of the wall clock neither keeps a dead peer's link open (a step
+    /// back) nor closes a healthy one (a step forward). The replication lag alone is wall time
+    /// (an operation's HLC against the node's clock, ``StatsReport``).
+    private let monotonicMillis: @Sendable () -> UInt64
+
     init(
         address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
-        logger: Logger
+        logger: Logger, answerTimeoutMillis: UInt64 = PeerLinkStateMachine.defaultAnswerTimeoutMillis,
+        monotonicMillis: @escaping @Sendable () -> UInt64 = SystemClock.monotonicMillis
     ) {
+        self.monotonicMillis = monotonicMillis
         self.tls = tls
         self.address = address
         self.engine = engine
@@ -78,7 +87,8 @@ final class PeerLink: @unchecked Sendable {
         logger[metadataKey: "peer_address"] = "\(address)"
         self.logger = logger
         self.machine = PeerLinkStateMachine(
-            ownNodeID: engine.nodeID, ownInstanceID: engine.instanceID, proof: engine.peerIdentity.proof, window: Self.window)
+            ownNodeID: engine.nodeID, ownInstanceID: engine.instanceID, proof: engine.peerIdentity.proof, window: Self.window,
+            answerTimeoutMillis: answerTimeoutMillis)
         self.published = Mutex(PeerLinkStatus(address: address.description))
     }
 
@@ -96,7 +106,7 @@ final class PeerLink: @unchecked Sendable {
     private func tick() {
         queue.asyncAfter(deadline: .now() + .milliseconds(Self.tickMillis)) {
             guard !self.shutDown else { return }
-            self.carryOut(self.machine.tick(nowMillis: self.engine.wallClock(), random: &self.random))
+            self.carryOut(self.machine.tick(nowMillis: self.monotonicMillis(), random: &self.random))
             self.pump()
             self.tick()
         }
@@ -139,7 +149,7 @@ final class PeerLink: @unchecked Sendable {
     fileprivate func received(_ frame: PeerFrame, on source: any Channel) {
         queue.async {
             guard self.channel === source else { return }
-            self.carryOut(self.machine.received(frame, nowMillis: self.engine.wallClock(), random: &self.random))
+            self.carryOut(self.machine.received(frame, nowMillis: self.monotonicMillis(), random: &self.random))
             // Writes waiting for replicas learn that this peer holds them.
             let positions: [LogPosition]?
             switch frame {
@@ -248,7 +258,7 @@ final class PeerLink: @unchecked Sendable {
                             return
                         }
                         link.channel = channel
-                        link.carryOut(link.machine.connected(nowMillis: link.engine.wallClock()))
+                        link.carryOut(link.machine.connected(nowMillis: link.monotonicMillis()))
                     case .failure(let error):
                         link.carryOut(link.machine.connectionLost("cannot connect: \(error)", random: &link.random))
                     }
@@ -278,7 +288,7 @@ final class PeerLink: @unchecked Sendable {
             if wrote { channel.flush() }
             publishStatus(local: local)
         }
-        let now = engine.wallClock()
+        let now = monotonicMillis()
         if machine.transfer != nil {
             wrote = sendSnapshotChunks(on: channel, nowMillis: now)
             return

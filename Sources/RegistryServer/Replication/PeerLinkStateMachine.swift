@@ -76,6 +76,8 @@ struct PeerLinkStateMachine {
     /// a peer that stopped answering without closing (frozen, or cut off without a reset) is
     /// otherwise never noticed.
     let answerTimeoutMillis: UInt64
+    /// ``answerTimeoutMillis`` unless told otherwise.
+    static let defaultAnswerTimeoutMillis: UInt64 = 10_000
     /// When the handshake step being waited for began, or the oldest batch in flight was sent.
     private var waitingSince: UInt64?
     /// The number of reconnections after a failure, for status.
@@ -85,7 +87,7 @@ struct PeerLinkStateMachine {
 
     init(
         ownNodeID: NodeID, ownInstanceID: UInt64, proof: PeerProof, window: Int, forwardDelayMillis: UInt64 = 500,
-        answerTimeoutMillis: UInt64 = 10_000,
+        answerTimeoutMillis: UInt64 = defaultAnswerTimeoutMillis,
         installTimeoutMillis: UInt64 = 600_000, snapshotChunkBytes: Int = 256 << 10, backoff: Backoff = Backoff()
     ) {
         self.configuredChunkBytes = snapshotChunkBytes
