@@ -211,4 +211,5 @@ final class RecordingFileSystem: FileSystem {
     func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
     func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
     func syncDirectory(_ directory: String) throws(StorageError) { try inner.syncDirectory(directory) }
+    func availableBytes(in directory: String) throws(StorageError) -> UInt64 { try inner.availableBytes(in: directory) }
 }

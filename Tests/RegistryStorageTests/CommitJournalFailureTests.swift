@@ -56,6 +56,8 @@ final class FailingOnceFileSystem: FileSystem {
         try check(.syncDirectory, directory)
         try inner.syncDirectory(directory)
     }
+
+    func availableBytes(in directory: String) throws(StorageError) -> UInt64 { try inner.availableBytes(in: directory) }
 }
 
 /// A journal that failed stops: every later append and rotation throws, so that nothing is

@@ -54,6 +54,8 @@ public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
         try inner.remove(path)
     }
     public func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
+    public func availableBytes(in directory: String) throws(StorageError) -> UInt64 { try inner.availableBytes(in: directory) }
+
     public func syncDirectory(_ directory: String) throws(StorageError) {
         try step()
         try inner.syncDirectory(directory)

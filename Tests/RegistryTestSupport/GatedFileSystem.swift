@@ -88,4 +88,5 @@ public final class GatedFileSystem: FileSystem, Sendable {
     public func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
     public func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
     public func syncDirectory(_ directory: String) throws(StorageError) { try inner.syncDirectory(directory) }
+    public func availableBytes(in directory: String) throws(StorageError) -> UInt64 { try inner.availableBytes(in: directory) }
 }

@@ -113,12 +113,13 @@ struct EngineStartup {
     }
 
     /// The owner of the node's snapshot files. Its own state's tables are huge pages, as the
-    /// serving state's, but freed at once (see ``HugePageTableAllocator``).
+    /// serving state's, but freed at once (see ``HugePageTableAllocator``). A peer's snapshot
+    /// must leave room for two journal files.
     func snapshotter(configuration: NodeConfiguration, fs: any FileSystem, logger: Logger) -> Snapshotter {
         Snapshotter(
             fs: fs, directory: configuration.dataDirectory, index: recovered.index, nodeID: nodeID, epoch: peerIdentity.epoch,
             expectedDevices: configuration.expectedDevices, claimSeed: identifierKey.claimIndexSeed, forks: configuration.snapshotsByFork, tables: HugePageTableAllocator(inBackground: false),
-            logger: logger)
+            spareBytes: 2 * UInt64(configuration.journalFileBytes), logger: logger)
     }
 
     /// Logs what storage holds.

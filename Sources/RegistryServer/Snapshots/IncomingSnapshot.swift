@@ -4,7 +4,7 @@ import RegistryStorage
 import RegistryWire
 
 /// Receives a snapshot that a peer sends, chunk by chunk, into the snapshotter's incoming file
-/// (``Snapshotter/createIncoming()``), then has the engine check and install it
+/// (``Snapshotter/createIncoming(totalBytes:)``), then has the engine check and install it
 /// (``RegistryEngine/installIncomingSnapshot()``). A node takes one at a time
 /// (``Snapshotter/claimIntake()``). The file work runs on a serial queue of its own, off the event
 /// loop; completions are called there, in the order the calls were made.
@@ -31,7 +31,7 @@ final class IncomingSnapshot: @unchecked Sendable {
     func write(_ chunk: SnapshotChunk, completion: @escaping @Sendable (WireError?) -> Void) {
         queue.async {
             do {
-                if self.handle == nil { self.handle = try self.files.createIncoming() }
+                if self.handle == nil { self.handle = try self.files.createIncoming(totalBytes: chunk.totalBytes) }
                 try self.files.writeIncoming(self.handle!, chunk.data, at: Int(chunk.offset))
                 completion(nil)
             } catch {

@@ -36,10 +36,25 @@ extension Snapshotter {
         intakeBusy.store(false, ordering: .releasing)
     }
 
-    /// Starts the incoming file afresh (what an unfinished transfer left is replaced).
-    func createIncoming() throws(StorageError) -> FileHandle {
+    /// Starts the incoming file afresh (what an unfinished transfer left is replaced) for a
+    /// snapshot of `totalBytes`. Refuses one that would leave the file system less than
+    /// ``spareBytes`` (retryable: the sender tries again later, when space may have been freed).
+    func createIncoming(totalBytes: UInt64) throws(IncomingSnapshotError) -> FileHandle {
         try? fs.remove(incomingPath)
-        return try fs.open(incomingPath, create: true)
+        let available: UInt64
+        do throws(StorageError) {
+            available = try fs.availableBytes(in: directory)
+        } catch {
+            throw .storage(error)
+        }
+        guard totalBytes <= available, available - totalBytes >= spareBytes else {
+            throw .noRoom(totalBytes: totalBytes, available: available, spare: spareBytes)
+        }
+        do throws(StorageError) {
+            return try fs.open(incomingPath, create: true)
+        } catch {
+            throw .storage(error)
+        }
     }
 
     /// Writes a chunk of the incoming file at its offset.
@@ -99,5 +114,21 @@ struct OpenedSnapshot: Sendable {
 
     func close() {
         fs.close(handle)
+    }
+}
+
+/// Why a snapshot from a peer cannot be written.
+enum IncomingSnapshotError: Error, CustomStringConvertible {
+    /// The data directory's file system has `available` bytes free, and the snapshot of
+    /// `totalBytes` would leave less than `spare` of them.
+    case noRoom(totalBytes: UInt64, available: UInt64, spare: UInt64)
+    case storage(StorageError)
+
+    var description: String {
+        switch self {
+        case .noRoom(let totalBytes, let available, let spare):
+            return "a snapshot of \(totalBytes) bytes does not fit: the data directory has \(available) bytes free, and keeps \(spare) for the journal"
+        case .storage(let error): return "\(error)"
+        }
     }
 }

@@ -47,6 +47,9 @@ final class Snapshotter: @unchecked Sendable {
 
     let fs: any FileSystem
     let directory: String
+    /// The room a snapshot from a peer must leave on the data directory's file system: the
+    /// journal grows into it, and a full disk stops the journal for good.
+    let spareBytes: UInt64
     private let index: JournalIndex
     private let nodeID: NodeID
     private let epoch: UInt64
@@ -79,10 +82,12 @@ final class Snapshotter: @unchecked Sendable {
 
     init(
         fs: any FileSystem, directory: String, index: JournalIndex, nodeID: NodeID, epoch: UInt64, expectedDevices: Int, claimSeed: UInt64?,
-        forks: Bool = true, tables: any TableAllocator = HeapTableAllocator(), logger: Logger
+        forks: Bool = true, tables: any TableAllocator = HeapTableAllocator(), spareBytes: UInt64 = 2 * UInt64(CommitJournal.rotationBytes),
+        logger: Logger
     ) {
         self.fs = fs
         self.directory = directory
+        self.spareBytes = spareBytes
         self.index = index
         self.nodeID = nodeID
         self.epoch = epoch

@@ -41,6 +41,9 @@ public protocol FileSystem: Sendable {
     func list(_ directory: String) throws(StorageError) -> [String]
     /// Makes the directory's entries (files created, renamed, removed) durable.
     func syncDirectory(_ directory: String) throws(StorageError)
+    /// The bytes that files may still grow by on the file system that holds `directory`, as an
+    /// unprivileged writer sees it (blocks reserved for root excluded).
+    func availableBytes(in directory: String) throws(StorageError) -> UInt64
 }
 
 /// An open file of a ``FileSystem``: a number that only that file system interprets.

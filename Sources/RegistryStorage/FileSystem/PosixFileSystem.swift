@@ -118,6 +118,12 @@ public struct PosixFileSystem: FileSystem {
         guard fsync(descriptor) == 0 else { throw Self.error(directory, "fsync") }
     }
 
+    public func availableBytes(in directory: String) throws(StorageError) -> UInt64 {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { throw Self.error(directory, "statvfs") }
+        return UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue
+    }
+
     private static func error(_ path: String, _ call: String, errno code: Int32 = errno) -> StorageError {
         .io(path: path, reason: "\(call) failed: \(String(cString: strerror(code)))")
     }

@@ -31,8 +31,13 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     private let state = Mutex(State())
+    /// The bytes its files may hold in all (as they read now); a write past it fails as a full
+    /// disk's does.
+    public let capacityBytes: UInt64
 
-    public init() {}
+    public init(capacityBytes: UInt64 = .max) {
+        self.capacityBytes = capacityBytes
+    }
 
     public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {
         try state.withLock { (state) throws(StorageError) -> FileHandle in
@@ -65,6 +70,10 @@ public final class SimulatedFileSystem: FileSystem {
         let copy = [UInt8](bytes)
         try state.withLock { (state) throws(StorageError) in
             let node = try Self.node(of: file, in: state)
+            let growth = UInt64(max(0, offset + copy.count - state.nodes[node]!.current.count))
+            guard growth <= capacityBytes - min(capacityBytes, Self.used(in: state)) else {
+                throw StorageError.io(path: file.path, reason: "write failed: No space left on device")
+            }
             state.nodes[node]!.pending.append((offset, copy))
             Self.apply(copy, at: offset, to: &state.nodes[node]!.current)
         }
@@ -128,6 +137,16 @@ public final class SimulatedFileSystem: FileSystem {
             for (path, node) in state.names where Self.parent(of: path) == directory { state.durableNames[path] = node }
             state.syncs += 1
         }
+    }
+
+    /// What is left of ``capacityBytes``: the directory does not matter, as there is one disk.
+    public func availableBytes(in directory: String) throws(StorageError) -> UInt64 {
+        state.withLock { state in capacityBytes - min(capacityBytes, Self.used(in: state)) }
+    }
+
+    /// The bytes the files hold, as they read now.
+    private static func used(in state: State) -> UInt64 {
+        state.nodes.values.reduce(0) { $0 + UInt64($1.current.count) }
     }
 
     /// Syncs of files and directories so far.
