@@ -395,6 +395,11 @@ extension RegistryState {
             // walks the state once, and only when some move joined vendors.
             state.fileUnderAliases()
             state.indexClones()
+            // A snapshot keeps no forget's vendor: a tombstone whose device it does not hold
+            // holds back every vendor's new devices until that device arrives.
+            for device in state.tombstones where state.slotNumber(of: device) == nil {
+                state.forgottenNotReceived.updateValue(nil, forKey: device)
+            }
             return state
         }
 

@@ -87,6 +87,10 @@ public struct RegistryState: Sendable {
     var accountTable = AccountTable()
     /// Every device ID a forget named (``ForgetOp``), known to this replica as a device or not.
     var tombstones = Set<UUID128>()
+    /// The tombstones whose device this replica has not received, with the vendor their forget
+    /// named; nil for one restored from a snapshot, which keeps no vendor (it then holds back
+    /// every vendor's new devices: ``register(_:at:origin:holdingBack:mint:)``).
+    var forgottenNotReceived: [UUID128: Vendor?] = [:]
     /// The canonical slots of the merge sets that hold a tombstoned device: the gone sets.
     var goneRoots = Set<UInt32>()
     /// Every change of the cluster's vendor rules, and the rules they make.
@@ -229,6 +233,22 @@ public struct RegistryState: Sendable {
     public mutating func register(
         _ registration: Registration, at now: HLCTimestamp, origin: NodeID, mint: (_ generation: UInt32) -> DeviceID
     ) -> (operation: RegistrationOp, outcome: RegistrationOutcome) {
+        register(registration, at: now, origin: origin, holdingBack: false, mint: mint)!
+    }
+
+    /// As ``register(_:at:origin:mint:)``, unless `holdingBack` and the registration would create
+    /// a device in a vendor of which this replica holds a forget of a device it has not received
+    /// (``forgottenDeviceAwaited(in:)``): then nil, and nothing changes.
+    ///
+    /// The forgotten device's claims are unknown here, so a device created now could claim one
+    /// of them (a keychain UUID beside the IDFV, say) and, once the forgotten device's
+    /// registration arrives, be merged into it and buried: a device nobody forgot would answer
+    /// GONE on every replica. Once it has arrived, its claims send the registration on to the
+    /// next claim generation (``liveClaim(of:vendor:passing:)``). A node asks again later: the
+    /// registration that the forget's node had before it reaches every replica.
+    public mutating func register(
+        _ registration: Registration, at now: HLCTimestamp, origin: NodeID, holdingBack: Bool, mint: (_ generation: UInt32) -> DeviceID
+    ) -> (operation: RegistrationOp, outcome: RegistrationOutcome)? {
         let vendor = vendorRuleHistory.aliases.filing(registration.vendor)
         // Arrays stay empty, and unallocated, for a first install.
         var owners = [UInt32]()
@@ -263,6 +283,7 @@ public struct RegistryState: Sendable {
 
         let operation: RegistrationOp
         if roots.isEmpty {
+            if holdingBack, !forgottenNotReceived.isEmpty, forgottenDeviceAwaited(in: vendor) != nil { return nil }
             let (id, source, generation) = newDeviceID(for: registration, generations: generations, mint: mint)
             // Minted past a forgotten ID: the identifier it is minted from claims that generation
             // too, so that no replica finds the claim of the forgotten device under it.
@@ -386,6 +407,7 @@ public struct RegistryState: Sendable {
         if let number = slotNumber(of: op.device.uuid) {
             bury(slots[number].canonical)
         } else {
+            forgottenNotReceived.updateValue(op.vendor, forKey: op.device.uuid)
             purgeBindings(naming: [op.device.uuid])
             if feedRecording != nil { record(.forgotten(devices: [op.device], vendor: nil)) }
         }
@@ -570,7 +592,10 @@ public struct RegistryState: Sendable {
             record(.created(device: ref.id, vendor: vendors[slots[number].vendor]))
             for (account, before) in zip(accounts, bound) { recordBindingEvents(of: account, before: before, touched: ref.id) }
         }
-        if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) { bury(number) }
+        if !tombstones.isEmpty, tombstones.contains(ref.id.uuid) {
+            bury(number)
+            forgottenNotReceived.removeValue(forKey: ref.id.uuid)
+        }
         return number
     }
 
@@ -657,6 +682,15 @@ public struct RegistryState: Sendable {
         if tombstones.contains(id.uuid) { return true }
         guard let number = slotNumber(of: id.uuid) else { return false }
         return goneRoots.contains(slots[number].canonical)
+    }
+
+    /// A device of `vendor` (as filed under the vendor rules) that a forget named and this
+    /// replica has not received; nil when there is none. While there is one, new devices of the
+    /// vendor wait for it (``register(_:at:origin:holdingBack:mint:)``).
+    public func forgottenDeviceAwaited(in vendor: Vendor) -> DeviceID? {
+        guard !forgottenNotReceived.isEmpty else { return nil }
+        let aliases = vendorRuleHistory.aliases
+        return forgottenNotReceived.first { $0.value.map { aliases.filing($0) == vendor } ?? true }.map { DeviceID($0.key) }
     }
 
     /// Devices forgotten: the device IDs the forgets named.

@@ -427,7 +427,7 @@ struct NodeState {
         switch prepared {
         case .register(let registration):
             return .registered(
-                registration.map { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
+                registration.flatMap { register($0, wallMillis: wallMillis, generator: &generator, operations: &operations) })
         case .registerBatch(let batch):
             // Each valid registration ticks the clock once, in order, and may mint a device: both
             // are made first, so that the state can warm every index bucket the batch will touch.
@@ -443,7 +443,7 @@ struct NodeState {
                 registry.warm(for: batch.registrations, newDevices: candidates)
                 return .registeredBatch(
                     batch.items.map { item in
-                        item.map { index in
+                        item.flatMap { index in
                             // A later generation only after a forget (``RegistryState/register(_:at:origin:mint:)``).
                             register(
                                 registrations[index], at: stamps[index],
@@ -517,7 +517,7 @@ struct NodeState {
     private mutating func register(
         _ registration: Registration, wallMillis: UInt64, generator: inout some RandomNumberGenerator,
         operations: inout [LoggedOperation]
-    ) -> RegistrationOutcome {
+    ) -> Result<RegistrationOutcome, WireError> {
         let now = clock.tick(wallMillis: wallMillis)
         return register(
             registration, at: now,
@@ -527,10 +527,21 @@ struct NodeState {
     }
 
     /// Registers at `now`, a tick of the clock; `mint` names a new device if there is one.
+    /// Refused, retryably, while the device it would create must wait for a forgotten one that
+    /// has not arrived (``RegistryState/register(_:at:origin:holdingBack:mint:)``).
     private mutating func register(
         _ registration: Registration, at now: HLCTimestamp, mint: (UInt32) -> DeviceID, operations: inout [LoggedOperation]
-    ) -> RegistrationOutcome {
-        let (op, outcome) = registry.register(registration, at: now, origin: nodeID, mint: mint)
+    ) -> Result<RegistrationOutcome, WireError> {
+        guard let (op, outcome) = registry.register(registration, at: now, origin: nodeID, holdingBack: true, mint: mint) else {
+            let vendor = registry.vendorRuleHistory.aliases.filing(registration.vendor)
+            let awaited = registry.forgottenDeviceAwaited(in: vendor).map { "\($0)" } ?? "a device"
+            return .failure(
+                WireError(
+                    code: .notCaughtUp,
+                    message:
+                        "this node holds the forget of \(awaited) and not yet its registration; a new device of \(vendor.name) waits for it, as it could claim what the forgotten device did. Retry shortly, or on another node",
+                    retryable: true))
+        }
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }
         // A copy of the operation is kept only when a clone may follow from it: otherwise the
         // log takes it as it is (a copy retains and releases its merged devices).
@@ -539,7 +550,7 @@ struct NodeState {
             LoggedOperation(origin: nodeID, epoch: epoch, sequence: nextSequence, timestamp: now, operation: .registration(op)))
         nextSequence += 1
         if let decided { logSuspectedClone(of: registration, decided: decided, wallMillis: now.millis, operations: &operations) }
-        return outcome
+        return .success(outcome)
     }
 
     /// Logs and applies a membership change made on this node: `node` joined at `address`, or

@@ -18,13 +18,22 @@ import Testing
         init(_ name: String) { id = NodeID(trusted: name) }
 
         mutating func register(_ bundle: String, _ identifiers: [(Int32, String)]) throws -> (op: RegistrationOp, outcome: RegistrationOutcome) {
+            try register(bundle, identifiers, holdingBack: false)!
+        }
+
+        /// As a node decides: nil when the registration must wait for a forgotten device.
+        mutating func register(
+            _ bundle: String, _ identifiers: [(Int32, String)], holdingBack: Bool
+        ) throws -> (op: RegistrationOp, outcome: RegistrationOutcome)? {
             let registration = try Registration(
                 bundle: bundle, identifiers: identifiers.map { PresentedIdentifier(rawKind: $0.0, text: $0.1) }, rules: ForgetTests.rules)
             let now = clock.tick(wallMillis: 1_000)
             var random = SplitMix64(seed: now.rawValue)
-            let result = state.register(registration, at: now, origin: id) { generation in
-                DeviceID.new(for: registration, at: now, generation: generation, key: ForgetTests.key, using: &random)
-            }
+            guard
+                let result = state.register(registration, at: now, origin: id, holdingBack: holdingBack, mint: { generation in
+                    DeviceID.new(for: registration, at: now, generation: generation, key: ForgetTests.key, using: &random)
+                })
+            else { return nil }
             logged.append(.registration(result.operation))
             return (result.operation, result.outcome)
         }
@@ -161,6 +170,65 @@ import Testing
         }
         c.state.apply(.registration(forgotten.op))
         #expect(!c.state.isGone(fresh.outcome.device) && c.state.lookup(vendor: Self.vendor, identifier: idfv)?.device.id == fresh.outcome.device)
+    }
+
+    /// The forgotten device claimed a keychain UUID beside its IDFV. A node holding the forget
+    /// and not the registration knows neither claim: a new device it creates for the same phone
+    /// claims the keychain UUID in generation 0, where the forgotten device's claim meets it once
+    /// that arrives, and is buried with it on every replica. So the node holds new devices of
+    /// that vendor back until the forgotten device arrives, and then decides past its claims.
+    @Test func aNodeHoldingOnlyTheTombstoneHoldsNewDevicesOfItsVendorBackUntilTheForgottenDeviceArrives() throws {
+        var a = Node("node-a")
+        let forgotten = try a.register("com.v.a", [(1, Self.keychain1), (2, Self.idfv1)])
+        let tombstone = a.forget(forgotten.outcome.device)
+        let phone: [(Int32, String)] = [(1, Self.keychain1), (2, Self.idfv1)]
+
+        // Deciding anyway (what a node did before) buries a device nobody forgot.
+        var early = Node("node-c")
+        early.state.apply(tombstone)
+        let buried = try early.register("com.v.b", phone)
+        early.state.apply(.registration(forgotten.op))
+        #expect(early.state.isGone(buried.outcome.device), "the gap this rule closes: a live device buried")
+
+        var c = Node("node-c")
+        c.state.apply(tombstone)
+        #expect(c.state.forgottenDeviceAwaited(in: Self.vendor) == forgotten.outcome.device)
+        let digest = c.state.digest
+        #expect(try c.register("com.v.b", phone, holdingBack: true) == nil)
+        #expect(c.state.digest == digest && c.logged.isEmpty, "held back, nothing changed")
+        // Another vendor's devices do not wait.
+        #expect(try c.register("com.w.b", phone, holdingBack: true)?.outcome.created == true)
+
+        c.state.apply(.registration(forgotten.op))
+        #expect(c.state.forgottenDeviceAwaited(in: Self.vendor) == nil)
+        let fresh = try #require(try c.register("com.v.b", phone, holdingBack: true))
+        #expect(fresh.outcome.created && fresh.outcome.device != forgotten.outcome.device)
+        let all: [Operation] = [.registration(forgotten.op), tombstone, .registration(fresh.op)]
+        for order in [all, [all[2], all[0], all[1]], [all[1], all[2], all[0]]] {
+            var replica = RegistryState()
+            for op in order { replica.apply(op) }
+            #expect(!replica.isGone(fresh.outcome.device) && replica.isGone(forgotten.outcome.device))
+            for (kind, text) in phone {
+                #expect(replica.lookup(vendor: Self.vendor, identifier: try Identifier(rawKind: kind, text: text))?.device.id == fresh.outcome.device)
+            }
+        }
+    }
+
+    /// A snapshot keeps no forget's vendor: restored, a tombstone whose device it lacks holds
+    /// back every vendor's new devices, until the device arrives.
+    @Test func aRestoredTombstoneWithoutItsDeviceHoldsBackEveryVendor() throws {
+        var a = Node("node-a")
+        let forgotten = try a.register("com.v.a", [(2, Self.idfv1)])
+        let tombstone = a.forget(forgotten.outcome.device)
+        var c = Node("node-c")
+        c.state.apply(tombstone)
+        var restorer = RegistryState.Restorer(expectedDevices: 0)
+        try c.state.forEachSnapshotRecord { try restorer.add($0) }
+        c.state = try restorer.finish()
+        #expect(c.state.forgottenDeviceAwaited(in: Vendor(trusted: "com.w")) == forgotten.outcome.device)
+        #expect(try c.register("com.w.b", [(2, Self.idfv2)], holdingBack: true) == nil)
+        c.state.apply(.registration(forgotten.op))
+        #expect(try c.register("com.w.b", [(2, Self.idfv2)], holdingBack: true)?.outcome.created == true)
     }
 
     @Test func aForgetThatArrivesBeforeItsDeviceBuriesTheDeviceOnArrival() throws {

@@ -73,6 +73,35 @@ import Testing
         #expect(helper.errorCode(helper.ask(&node, forget(id.description), access: everyVendor)) == .gone)
     }
 
+    /// A node holding a forget of a device it has not received refuses new devices of that
+    /// vendor, retryably, naming the device it waits for; returning ones and other vendors'
+    /// are served, and once the device arrives the new one is made (`ForgetTests` shows why).
+    @Test func aNewDeviceWaitsRetryablyForAForgottenDeviceThatHasNotArrived() throws {
+        var node = try helper.node()
+        let id = DeviceID(UUID128(high: 0x1234, low: 0x5678))
+        let known = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])
+        node.registry.apply(ForgetOp(device: id, vendor: Vendor(trusted: "com.acme")))
+        let fresh = RegisterRequest(bundleID: "com.acme.mail", idfv: helper.idfvs[1])
+        let single = helper.ask(&node, .register(fresh))
+        guard case .error(let error) = single.body else { return #expect(Bool(false), "\(single.body)") }
+        #expect(error.code == .notCaughtUp && error.retryable && error.message.contains("forget of \(id)"), "\(error)")
+        #expect(single.logged.isEmpty)
+        let batch = helper.ask(&node, .registerBatch([fresh, RegisterRequest(bundleID: "com.acme.mail", idfv: helper.idfvs[0])]))
+        guard case .registerBatchResult(let items) = batch.body, items.count == 2 else { return #expect(Bool(false), "\(batch.body)") }
+        guard case .error(let itemError) = items[0], case .result(let returning) = items[1] else { return #expect(Bool(false), "\(items)") }
+        #expect(itemError.code == .notCaughtUp && itemError.retryable)
+        #expect(returning.deviceID == known)
+        #expect(helper.device(&node, "com.other.app", idfv: helper.idfvs[1]) != "", "another vendor's new device is served")
+        // The forgotten device arrives: the new device is made.
+        node.registry.apply(
+            .registration(
+                RegistrationOp(
+                    device: DeviceRef(id: id, created: HLCTimestamp(rawValue: 1 << 16), origin: NodeID(trusted: "node-z"), vendor: Vendor(trusted: "com.acme")),
+                    bundle: try BundleID(parsing: "com.acme.mail"), claims: [], merged: [], seen: HLCTimestamp(rawValue: 1 << 16))))
+        guard case .registerResult(let made) = helper.ask(&node, .register(fresh)).body else { return #expect(Bool(false)) }
+        #expect(made.created)
+    }
+
     @Test func forgettingNeedsAdminOrRegisterOnTheVendorAndRefusesBadIDsWithoutChangingAnything() throws {
         var node = try helper.node()
         let phone = helper.device(&node, "com.acme.mail", idfv: helper.idfvs[0])

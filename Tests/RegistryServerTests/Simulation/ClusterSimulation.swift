@@ -82,6 +82,8 @@ final class ClusterSimulation {
         var bindingErrors: [String: Int] = [:]
         /// Forgets answered as forgetting, and as gone already; and forgets refused, by code.
         var forgets = 0, forgetsOfGone = 0
+        /// Registrations a node held back: it held a forget of a device it had not received.
+        var heldForForgottenDevices = 0
         var forgetErrors: [String: Int] = [:]
         /// Removals the member asked refused, by code.
         var removalsRefused: [String: Int] = [:]
@@ -410,6 +412,7 @@ final class ClusterSimulation {
             }
             return nil
         }
+        if case .error(let error) = answer, error.code == .notCaughtUp { counts.heldForForgottenDevices += 1 }
         guard case .registerResult(let result) = answer, let device = try? DeviceID(parsing: result.deviceIDText.description) else { return nil }
         counts.registrations += 1
         let vendor = Vendor(trusted: result.vendor)

@@ -57,7 +57,8 @@ import Testing
                 + "\(total.batchesFromMemory) batches sent from memory and \(total.batchesFromJournal) from journals, "
                 + "\(total.dropped) messages of closed connections dropped, \(total.binds) binds and \(total.unbinds) unbinds "
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
-                + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors)), "
+                + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors); "
+                + "\(total.heldForForgottenDevices) registrations held for a forgotten device not yet received), "
                 + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)), "
                 + "\(total.cloneScenarios) keychains cloned onto a second phone (\(total.clonesLogged) clone operations logged); "
                 + "a watcher read \(watched.events) events, moved \(watched.moves) times (\(watched.notCaughtUp) to a node not caught up), "
@@ -435,6 +436,7 @@ extension ClusterSimulation.Counts {
         bindingErrors.merge(other.bindingErrors, uniquingKeysWith: +)
         forgets += other.forgets
         forgetsOfGone += other.forgetsOfGone
+        heldForForgottenDevices += other.heldForForgottenDevices
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
         cloneScenarios += other.cloneScenarios
