@@ -77,12 +77,19 @@ final class WatchConnection: Sendable {
         try await channel.writeAndFlush(buffer).get()
     }
 
-    /// Sends the hello, and from the moment it is written has the event loop read the answer and
-    /// close the connection when none comes within `timeout` (``WatchFrameHandler/awaitAnswer(within:)``).
+    /// Sends the hello, and from the moment it is handed to the channel has the event loop read
+    /// (the TLS handshake first, which the hello waits for, then the answer) and close the
+    /// connection when no answer comes within `timeout` (``WatchFrameHandler/awaitAnswer(within:)``).
+    /// Armed on the event loop in the same turn as the write: the time the caller's task took to
+    /// get there does not count.
     private func sendHello(_ frame: ClientFrame, answerWithin timeout: TimeAmount) async throws {
         var buffer = channel.allocator.buffer(capacity: 256)
         try frame.encodeFrame(into: &buffer)
-        try await channel.writeAndFlush(buffer).map { [handler] in handler.value.awaitAnswer(within: timeout) }.get()
+        try await channel.eventLoop.flatSubmit { [channel, handler, buffer] in
+            handler.value.awaitAnswer(within: timeout)
+            // A write the deadline cut short fails as the closed channel's: the reason is the deadline.
+            return channel.writeAndFlush(buffer).flatMapErrorThrowing { error in throw handler.value.endError ?? error }
+        }.get()
     }
 
     /// The frames the node sent that are read and not yet taken, at least one (waiting for one
@@ -128,11 +135,15 @@ final class WatchFrameHandler: ChannelInboundHandler {
         return promise.futureResult
     }
 
-    /// Reads the node's answer to the hello as soon as the hello is written, and ends the
-    /// connection (``RegistryClientError/connectionClosed(_:)``) when no whole frame arrives within
-    /// `timeout`. The deadline is kept on the event loop, from the network's side: a caller whose
-    /// task waits for a thread in a busy process is not taken for a node that never answers,
-    /// since the answer is read and kept for it whenever it comes to take it.
+    /// Why the connection ended, once it ended with an error.
+    var endError: (any Error)? { ended ?? nil }
+
+    /// Reads from now on, until the node's answer to the hello (and, with TLS, the handshake the
+    /// hello waits for: the TLS handler reads on while it has no plaintext to hand on), and ends
+    /// the connection (``RegistryClientError/connectionClosed(_:)``) when no whole frame arrives
+    /// within `timeout`. The deadline is kept on the event loop, from the network's side: a caller
+    /// whose task waits for a thread in a busy process is not taken for a node that never
+    /// answers, since the answer is read and kept for it whenever it comes to take it.
     func awaitAnswer(within timeout: TimeAmount) {
         guard let context, ended == nil else { return }
         answerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in

@@ -156,6 +156,25 @@ import Testing
         #expect(nodes[1].log.contains("peer connected") && nodes[1].log.contains("bound_to_tls=true"), "\(nodes[1].log)")
         #expect(!nodes[1].log.contains("bound_to_tls=false"))
 
+        // A watch over TLS: its hello waits for the handshake, which it reads for although the
+        // watch reads only when asked (it hung there, as the hello's write never completed).
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
+        watch.arguments = ["watch", "--count", "1"]
+        watch.environment = ProcessInfo.processInfo.environment.merging(
+            ["REGISTRY_ENDPOINT": nodes[0].endpoint, "REGISTRY_TOKEN": token, "REGISTRY_TLS_CA": ca]) { $1 }
+        let watched = OutputFiles(for: watch)
+        defer { watched.remove() }
+        try watch.run()
+        // Watched from now: devices are made until the watch has seen one (it connects meanwhile).
+        for round in 0..<40 where watch.isRunning {
+            _ = try ctl(["register", "--bundle", "com.tls.app", "--idfv", String(format: "22222222-2222-4222-8222-%012d", round)],
+                endpoint: nodes[0].endpoint, token: token, ca: ca)
+            _ = waitForExit(of: watch, timeout: 0.5)
+        }
+        let status = end(watch, grace: 1)
+        #expect(status == 0 && watched.stdout.contains("created"), "\(watched.stdout)\n\(watched.stderr)")
+
         // Plaintext to the TLS port, and a client that trusts another CA, are refused.
         let plaintext = try ctl(["status"], endpoint: nodes[0].endpoint, token: token, ca: nil)
         #expect(plaintext.status == 69, "\(plaintext.stderr)")
