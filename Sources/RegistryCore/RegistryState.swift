@@ -236,15 +236,16 @@ public struct RegistryState: Sendable {
         register(registration, at: now, origin: origin, holdingBack: false, mint: mint)!
     }
 
-    /// As ``register(_:at:origin:mint:)``, unless `holdingBack` and the registration would create
-    /// a device in a vendor of which this replica holds a forget of a device it has not received
+    /// As ``register(_:at:origin:mint:)``, unless `holdingBack` and the registration would claim
+    /// an identifier nobody holds (for a new device, or one it adds to a known device) in a
+    /// vendor of which this replica holds a forget of a device it has not received
     /// (``forgottenDeviceAwaited(in:)``): then nil, and nothing changes.
     ///
-    /// The forgotten device's claims are unknown here, so a device created now could claim one
-    /// of them (a keychain UUID beside the IDFV, say) and, once the forgotten device's
-    /// registration arrives, be merged into it and buried: a device nobody forgot would answer
-    /// GONE on every replica. Once it has arrived, its claims send the registration on to the
-    /// next claim generation (``liveClaim(of:vendor:passing:)``). A node asks again later: the
+    /// The forgotten device's claims are unknown here, so the claim could be one of them (a
+    /// keychain UUID beside the IDFV, say) and, once the forgotten device's registration
+    /// arrives, merge the claiming device into it and bury it: a device nobody forgot would
+    /// answer GONE on every replica. Once it has arrived, its claims send the registration on to
+    /// the next claim generation (``liveClaim(of:vendor:passing:)``). A node asks again later: the
     /// registration that the forget's node had before it reaches every replica.
     public mutating func register(
         _ registration: Registration, at now: HLCTimestamp, origin: NodeID, holdingBack: Bool, mint: (_ generation: UInt32) -> DeviceID
@@ -297,6 +298,7 @@ public struct RegistryState: Sendable {
             let unclaimed = keys.filter {
                 $0 != contested && claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
             }
+            if holdingBack, !unclaimed.isEmpty, !forgottenNotReceived.isEmpty, forgottenDeviceAwaited(in: vendor) != nil { return nil }
             operation = RegistrationOp(
                 device: ref(winner), bundle: registration.bundle, claims: unclaimed,
                 merged: roots.filter { $0 != winner }.map { ref($0) }, seen: now)

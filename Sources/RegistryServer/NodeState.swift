@@ -527,19 +527,20 @@ struct NodeState {
     }
 
     /// Registers at `now`, a tick of the clock; `mint` names a new device if there is one.
-    /// Refused, retryably, while the device it would create must wait for a forgotten one that
-    /// has not arrived (``RegistryState/register(_:at:origin:holdingBack:mint:)``).
+    /// Refused, retryably, while a claim it would make must wait for a forgotten device that has
+    /// not arrived (``RegistryState/register(_:at:origin:holdingBack:mint:)``). The refusal names
+    /// no device: one restored from a snapshot has no vendor here, and is told only to whoever
+    /// reaches every vendor.
     private mutating func register(
         _ registration: Registration, at now: HLCTimestamp, mint: (UInt32) -> DeviceID, operations: inout [LoggedOperation]
     ) -> Result<RegistrationOutcome, WireError> {
         guard let (op, outcome) = registry.register(registration, at: now, origin: nodeID, holdingBack: true, mint: mint) else {
             let vendor = registry.vendorRuleHistory.aliases.filing(registration.vendor)
-            let awaited = registry.forgottenDeviceAwaited(in: vendor).map { "\($0)" } ?? "a device"
             return .failure(
                 WireError(
                     code: .notCaughtUp,
                     message:
-                        "this node holds the forget of \(awaited) and not yet its registration; a new device of \(vendor.name) waits for it, as it could claim what the forgotten device did. Retry shortly, or on another node",
+                        "this node holds the forget of a device of \(vendor.name) and not yet that device's registration; a registration that claims an identifier new to \(vendor.name) waits for it, as the forgotten device may have claimed it. Retry shortly, or on another node",
                     retryable: true))
         }
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }

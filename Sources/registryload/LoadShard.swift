@@ -128,15 +128,16 @@ final class LoadShard: @unchecked Sendable {
     /// Steps that may be outstanding at once: `inFlight` for each lane still connected.
     private var capacity: Int { (lanes.count - lostLanes.count) * plan.inFlight }
 
-    /// Ends the measured window. In open loop the steps due in it and still waiting for room
-    /// (every lane had `inFlight` outstanding) are not sent: they count as failed (`NOT_SENT`),
-    /// so that a server that fell behind makes the run invalid instead of holding it open for as
-    /// long as the backlog takes to drain.
+    /// Ends the measured window, unless the run ended already (every lane lost, or every
+    /// request of `--requests` answered). In open loop the steps due in it and still waiting for
+    /// room (every lane had `inFlight` outstanding) are not sent, whether or not `--requests`
+    /// stopped the issuing first: they count as failed (`NOT_SENT`), so that a server that fell
+    /// behind makes the run invalid instead of holding it open while the backlog drains.
     private func stop(at time: UInt64) {
-        guard !stopIssuing else { return }
+        guard measureEnd == 0 else { return }
         stopIssuing = true
         measureEnd = time
-        for step in backlog[backlogHead...] where step.intended >= measureStart {
+        for step in backlog[backlogHead...] where step.intended >= measureStart && step.intended <= time {
             total.recordFailure(Self.notSent.name, count: UInt64(step.registrations))
         }
         backlog.removeAll()
@@ -425,6 +426,8 @@ final class LoadShard: @unchecked Sendable {
                 if inWindow { total.acknowledged += 1 }
             case .failure(let code):
                 interval.recordFailure(code.name)
+                // Past the window too (unlike acknowledgements): a lost connection fails its
+                // outstanding requests after it ended the run.
                 if measured { total.recordFailure(code.name) }
             }
         }

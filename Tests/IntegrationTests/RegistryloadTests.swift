@@ -365,6 +365,20 @@ import Testing
         #expect(acknowledged + notSent >= 19_000 && acknowledged + notSent <= 20_100, "\(acknowledged) acknowledged, \(errors)")
         let reasons = try #require((json["judgement"] as? [String: Any])?["invalid_reasons"] as? [String])
         #expect(reasons.contains { $0.contains("most often NOT_SENT") }, "\(reasons)")
+
+        // With --requests too, reached long before the window ends: what is left unsent then is
+        // not sent either (the limit had stopped the issuing, and the backlog drained).
+        let limited = try load([
+            "--endpoints", node.endpoint, "--rate", "20000", "--duration", "1s", "--requests", "5000", "--warmup", "0s", "--connections", "1",
+            "--in-flight", "1", "--json", reportPath,
+        ])
+        #expect(limited.status == 2, "\(limited.stdout)\n\(limited.stderr)")
+        let limitedJSON = try report(at: reportPath)
+        let limitedErrors = try #require(limitedJSON["errors"] as? [String: Int])
+        let limitedAcknowledged = try #require((limitedJSON["throughput"] as? [String: Any])?["acknowledged"] as? Int)
+        let limitedNotSent = limitedErrors["NOT_SENT"] ?? 0
+        #expect(limitedNotSent > 0, "\(limitedErrors)")
+        #expect(limitedAcknowledged + limitedNotSent >= 4_900 && limitedAcknowledged + limitedNotSent <= 5_000, "\(limitedAcknowledged), \(limitedErrors)")
     }
 
     @Test func anUnreachableEndpointExitsSixtyNine() throws {

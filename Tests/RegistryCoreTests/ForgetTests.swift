@@ -198,6 +198,17 @@ import Testing
         #expect(c.state.digest == digest && c.logged.isEmpty, "held back, nothing changed")
         // Another vendor's devices do not wait.
         #expect(try c.register("com.w.b", phone, holdingBack: true)?.outcome.created == true)
+        // A device this node knows, presenting an identifier new here, waits too: the claim could
+        // be the forgotten device's (a keychain cloned onto a second phone), and would join the
+        // two and bury it. Presenting only what it claimed already, it is served.
+        var d = Node("node-d")
+        let other = try d.register("com.v.b", [(2, Self.idfv2)])
+        d.state.apply(tombstone)
+        #expect(try d.register("com.v.b", [(1, Self.keychain1), (2, Self.idfv2)], holdingBack: true) == nil)
+        #expect(try d.register("com.v.c", [(2, Self.idfv2)], holdingBack: true)?.outcome.device == other.outcome.device)
+        d.state.apply(.registration(forgotten.op))
+        let joined = try #require(try d.register("com.v.b", [(1, Self.keychain1), (2, Self.idfv2)], holdingBack: true))
+        #expect(joined.outcome.device == other.outcome.device && !d.state.isGone(other.outcome.device))
 
         c.state.apply(.registration(forgotten.op))
         #expect(c.state.forgottenDeviceAwaited(in: Self.vendor) == nil)

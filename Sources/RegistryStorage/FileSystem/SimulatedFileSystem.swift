@@ -70,9 +70,11 @@ public final class SimulatedFileSystem: FileSystem {
         let copy = [UInt8](bytes)
         try state.withLock { (state) throws(StorageError) in
             let node = try Self.node(of: file, in: state)
-            let growth = UInt64(max(0, offset + copy.count - state.nodes[node]!.current.count))
-            guard growth <= capacityBytes - min(capacityBytes, Self.used(in: state)) else {
-                throw StorageError.io(path: file.path, reason: "write failed: No space left on device")
+            if capacityBytes != .max {
+                let growth = UInt64(max(0, offset + copy.count - state.nodes[node]!.current.count))
+                guard growth <= capacityBytes - min(capacityBytes, Self.used(in: state)) else {
+                    throw StorageError.io(path: file.path, reason: "write failed: No space left on device")
+                }
             }
             state.nodes[node]!.pending.append((offset, copy))
             Self.apply(copy, at: offset, to: &state.nodes[node]!.current)
@@ -144,9 +146,10 @@ public final class SimulatedFileSystem: FileSystem {
         state.withLock { state in capacityBytes - min(capacityBytes, Self.used(in: state)) }
     }
 
-    /// The bytes the files hold, as they read now.
+    /// The bytes the files hold, as they read now: those with a name, and those removed and
+    /// still open (as on a POSIX file system, their blocks are freed when the last handle closes).
     private static func used(in state: State) -> UInt64 {
-        state.nodes.values.reduce(0) { $0 + UInt64($1.current.count) }
+        Set(state.names.values).union(state.open.values).reduce(0) { $0 + UInt64(state.nodes[$1]!.current.count) }
     }
 
     /// Syncs of files and directories so far.
@@ -181,7 +184,7 @@ public final class SimulatedFileSystem: FileSystem {
     /// Another disk holding what this one holds durably now: a copy taken as a backup (or a VM
     /// snapshot) would be, to be put back later.
     public func durableCopy() -> SimulatedFileSystem {
-        let copy = SimulatedFileSystem()
+        let copy = SimulatedFileSystem(capacityBytes: capacityBytes)
         state.withLock { state in
             copy.state.withLock { target in
                 target.names = state.durableNames

@@ -60,5 +60,10 @@ import Testing
         }
         try disk.write(file, [UInt8](repeating: 2, count: 40), at: 60)
         #expect(try disk.availableBytes(in: "/") == 0)
+        // A file removed still holds its blocks while it is open, and frees them once closed.
+        try disk.remove("/f")
+        #expect(try disk.availableBytes(in: "/") == 0)
+        disk.close(file)
+        #expect(try disk.availableBytes(in: "/") == 100)
     }
 }

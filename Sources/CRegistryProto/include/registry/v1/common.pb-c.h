@@ -166,10 +166,11 @@ typedef enum _Registry__V1__ErrorCode {
    * ClientFrame.after names operations this node does not hold yet, and they
    * did not arrive within its --causal-timeout: a link is cut or slow. The
    * message names the nodes that hold them. Retryable, here later or on a
-   * node the message names. Also a registration that would create a device
-   * while this node holds a forget of a device of that vendor whose own
-   * registration has not reached it yet (docs/identity.md, "Erasure"):
-   * retryable, here shortly or on another node.
+   * node the message names. Also a registration that would claim an
+   * identifier new to its vendor (a new device, or a known one presenting a
+   * new identifier) while this node holds a forget of a device of that vendor
+   * whose own registration has not reached it yet (docs/identity.md,
+   * "Erasure"): retryable, here shortly or on another node.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_NOT_CAUGHT_UP = 15,
   /*
