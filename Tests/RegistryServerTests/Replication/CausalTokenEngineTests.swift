@@ -159,15 +159,8 @@ import Testing
         configuration.dataDirectory = temp.path
         configuration.nodeID = try NodeID("node-b")
         configuration.causalTimeoutMillis = 200
-        let wall = Mutex(SystemClock.wallMillis())
         let b = try RegistryEngine(
-            configuration: configuration, logger: .quiet(),
-            wallClock: {
-                wall.withLock {
-                    $0 -= 10_000
-                    return $0
-                }
-            })
+            configuration: configuration, logger: .quiet(), wallClock: steppingBackClock(from: SystemClock.wallMillis(), by: 10_000))
         defer { b.close() }
         let token = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 7, sequence: 3)])
         let frames = submit(b, [register(keychain: UUID128(high: 11, low: 1), idfv: UUID128(high: 12, low: 1), after: token)])

@@ -3,7 +3,6 @@ import Logging
 import NIOPosix
 import RegistryCore
 import RegistryTestSupport
-import Synchronization
 import Testing
 @testable import RegistryServer
 
@@ -20,15 +19,8 @@ import Testing
         configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = temp.path
         configuration.nodeID = try NodeID("node-a")
-        let wall = Mutex<UInt64>(1_800_000_000_000)
         let engine = try RegistryEngine(
-            configuration: configuration, logger: .quiet(),
-            wallClock: {
-                wall.withLock {
-                    $0 -= 1_000
-                    return $0
-                }
-            })
+            configuration: configuration, logger: .quiet(), wallClock: steppingBackClock(from: 1_800_000_000_000, by: 1_000))
         defer { engine.close() }
         let (listener, port) = try #require(listeningLoopbackSocket())
         defer { close(listener) }
