@@ -104,8 +104,9 @@ final class WatchConnection: Sendable {
 }
 
 /// Cuts nothing itself (a `FrameDecoder` before it does): decodes frames and hands them to the
-/// one caller waiting, reading from the socket only while one waits. The frames one read brings
-/// go to the caller together, once the read is complete.
+/// one caller waiting, reading from the socket only while one waits or the hello's answer is due
+/// (``awaitAnswer(within:)``). The frames one read brings go to the caller together, once the
+/// read is complete.
 final class WatchFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 

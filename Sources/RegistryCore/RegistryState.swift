@@ -687,8 +687,9 @@ public struct RegistryState: Sendable {
     }
 
     /// A device of `vendor` (as filed under the vendor rules) that a forget named and this
-    /// replica has not received; nil when there is none. While there is one, new devices of the
-    /// vendor wait for it (``register(_:at:origin:holdingBack:mint:)``).
+    /// replica has not received; nil when there is none. While there is one, registrations that
+    /// would claim an identifier new to the vendor wait for it
+    /// (``register(_:at:origin:holdingBack:mint:)``).
     public func forgottenDeviceAwaited(in vendor: Vendor) -> DeviceID? {
         guard !forgottenNotReceived.isEmpty else { return nil }
         let aliases = vendorRuleHistory.aliases

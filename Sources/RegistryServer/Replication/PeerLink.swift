@@ -70,14 +70,12 @@ final class PeerLink: @unchecked Sendable {
     /// monotonic, so that a step of the wall clock neither keeps a dead peer's link open (a step
     /// back) nor closes a healthy one (a step forward). The replication lag alone is wall time
     /// (an operation's HLC against the node's clock, ``StatsReport``).
-    private let monotonicMillis: @Sendable () -> UInt64
+    private let monotonicMillis = SystemClock.monotonicMillis
 
     init(
         address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
-        logger: Logger, answerTimeoutMillis: UInt64 = PeerLinkStateMachine.defaultAnswerTimeoutMillis,
-        monotonicMillis: @escaping @Sendable () -> UInt64 = SystemClock.monotonicMillis
+        logger: Logger, answerTimeoutMillis: UInt64 = PeerLinkStateMachine.defaultAnswerTimeoutMillis
     ) {
-        self.monotonicMillis = monotonicMillis
         self.tls = tls
         self.address = address
         self.engine = engine
