@@ -540,7 +540,7 @@ struct NodeState {
                 WireError(
                     code: .notCaughtUp,
                     message:
-                        "this node holds the forget of a device of \(vendor.name) and not yet that device's registration; a registration that claims an identifier new to \(vendor.name) waits for it, as the forgotten device may have claimed it. Retry shortly, or on another node",
+                        "this node holds the forget of a device it has not received yet; a registration that claims an identifier new to \(vendor.name) waits for it, as the forgotten device may have claimed it. Retry shortly, or on another node",
                     retryable: true))
         }
         if registry.recordsEvents { registry.moveEvents(to: &feedStaging, log: ownLog, sequence: nextSequence, time: now) }

@@ -166,6 +166,7 @@ import Testing
         let watched = OutputFiles(for: watch)
         defer { watched.remove() }
         try watch.run()
+        defer { if watch.isRunning { end(watch, grace: 1) } }
         // Watched from now: devices are made until the watch has seen one (it connects meanwhile).
         for round in 0..<40 where watch.isRunning {
             _ = try ctl(["register", "--bundle", "com.tls.app", "--idfv", String(format: "22222222-2222-4222-8222-%012d", round)],
