@@ -1,5 +1,4 @@
 import NIOCore
-import NIOSSL
 import RegistryWire
 import Synchronization
 
@@ -204,15 +203,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let ssl = error as? NIOSSLError, case .uncleanShutdown = ssl {
-            // The peer's end went without TLS's close_notify (a node that crashed): the
-            // connection closed, not a certificate or handshake failure.
-            failAll(.connectionClosed("the server closed the connection without ending TLS: \(error)"))
-        } else if error is NIOSSLError || error is BoringSSLError {
-            failAll(.tls("\(error)"))
-        } else {
-            failAll(.connectionClosed("\(error)"))
-        }
+        failAll(.caught(error))
         context.close(promise: nil)
     }
 

@@ -26,3 +26,16 @@ public struct ClientTLS: Sendable {
         return try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : host)
     }
 }
+
+extension RegistryClientError {
+    /// What an error a connection's pipeline caught means to its caller: a TLS failure (a
+    /// certificate, or a handshake), or the connection closed (a peer's end that went without
+    /// TLS's close_notify, as a node that crashed does, is a closed connection, not a TLS failure).
+    static func caught(_ error: any Error) -> RegistryClientError {
+        if let ssl = error as? NIOSSLError, case .uncleanShutdown = ssl {
+            return .connectionClosed("the server closed the connection without ending TLS: \(error)")
+        }
+        if error is NIOSSLError || error is BoringSSLError { return .tls("\(error)") }
+        return .connectionClosed("\(error)")
+    }
+}

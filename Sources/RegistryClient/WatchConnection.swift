@@ -195,7 +195,8 @@ final class WatchFrameHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        end(RegistryClientError.connectionClosed("\(error)"))
+        // A failed TLS handshake is a TLS failure, as for a client's connection.
+        end(RegistryClientError.caught(error))
         context.close(promise: nil)
     }
 

@@ -181,6 +181,9 @@ import Testing
         #expect(plaintext.status == 69, "\(plaintext.stderr)")
         let untrusting = try ctl(["status"], endpoint: nodes[0].endpoint, token: token, ca: "\(certs)/rogue-ca.pem")
         #expect(untrusting.status == 69 && untrusting.stderr.contains("TLS failed"), "\(untrusting.stderr)")
+        // A watch says so too (it said the connection closed).
+        let untrustingWatch = try ctl(["watch", "--count", "1"], endpoint: nodes[0].endpoint, token: token, ca: "\(certs)/rogue-ca.pem")
+        #expect(untrustingWatch.status == 69 && untrustingWatch.stderr.contains("TLS failed"), "\(untrustingWatch.stderr)")
 
         // The rogue peer never gets in: node-a refuses its handshakes, and it holds nothing.
         Thread.sleep(forTimeInterval: 3)
