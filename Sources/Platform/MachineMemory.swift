@@ -15,7 +15,7 @@ public enum MachineMemory {
     /// container, the machine's figure is the host's.
     public static var usableBytes: Int {
         let limits = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"].compactMap { path in
-            firstLine(of: path).flatMap(cgroupLimit)
+            KernelFile.text(at: path, upTo: 64).flatMap(cgroupLimit)
         }
         return ([physicalBytes] + limits).min()!
     }
@@ -24,17 +24,6 @@ public enum MachineMemory {
     /// limit) or anything that is not a number of bytes.
     public static func cgroupLimit(_ text: String) -> Int? {
         Int(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-    }
-
-    /// The start of a small file's text (64 bytes at most); nil when it cannot be read.
-    private static func firstLine(of path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 64)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
     /// Bytes of physical memory (`sysconf`'s pages times the page size); `Int.max` when the system

@@ -33,13 +33,7 @@ public struct ProcessState: Equatable, Sendable {
     /// The state of process `pid` now; nil when it cannot be read (it has ended and been reaped,
     /// or this is not Linux).
     public static func of(_ pid: pid_t) -> ProcessState? {
-        let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 1_024)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return ProcessState(procStat: String(decoding: bytes[0..<count], as: UTF8.self))
+        KernelFile.text(at: "/proc/\(pid)/stat", upTo: 1_024).flatMap(ProcessState.init(procStat:))
     }
 
     /// Clock ticks a second.

@@ -284,7 +284,7 @@ public struct RegistryState: Sendable {
 
         let operation: RegistrationOp
         if roots.isEmpty {
-            if holdingBack, !forgottenNotReceived.isEmpty, forgottenDeviceAwaited(in: vendor) != nil { return nil }
+            if holdingBack, waitsForForgottenDevice(vendor) { return nil }
             let (id, source, generation) = newDeviceID(for: registration, generations: generations, mint: mint)
             // Minted past a forgotten ID: the identifier it is minted from claims that generation
             // too, so that no replica finds the claim of the forgotten device under it.
@@ -298,7 +298,7 @@ public struct RegistryState: Sendable {
             let unclaimed = keys.filter {
                 $0 != contested && claims.value(for: ClaimKey(vendor: vendorNumber!, identifier: $0)) == nil
             }
-            if holdingBack, !unclaimed.isEmpty, !forgottenNotReceived.isEmpty, forgottenDeviceAwaited(in: vendor) != nil { return nil }
+            if holdingBack, !unclaimed.isEmpty, waitsForForgottenDevice(vendor) { return nil }
             operation = RegistrationOp(
                 device: ref(winner), bundle: registration.bundle, claims: unclaimed,
                 merged: roots.filter { $0 != winner }.map { ref($0) }, seen: now)
@@ -694,6 +694,13 @@ public struct RegistryState: Sendable {
         guard !forgottenNotReceived.isEmpty else { return nil }
         let aliases = vendorRuleHistory.aliases
         return forgottenNotReceived.first { $0.value.map { aliases.filing($0) == vendor } ?? true }.map { DeviceID($0.key) }
+    }
+
+    /// Whether a claim new to `vendor` waits (``forgottenDeviceAwaited(in:)``); at once false when
+    /// no forgotten device is awaited at all, the common case.
+    @inline(__always)
+    private func waitsForForgottenDevice(_ vendor: Vendor) -> Bool {
+        !forgottenNotReceived.isEmpty && forgottenDeviceAwaited(in: vendor) != nil
     }
 
     /// Devices forgotten: the device IDs the forgets named.

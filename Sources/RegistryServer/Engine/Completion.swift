@@ -45,9 +45,10 @@ extension RegistryEngine {
         var submittedNanos: UInt64 = 0
     }
 
-    /// A group of requests held until the node holds what their causal tokens name (``CausalHolding``). The frames refused before it was
-    /// held are kept as their refusals, their bodies dropped: a refused batch decodes to many
-    /// times its frame's bytes, and held with its group it pinned that memory for the whole wait.
+    /// A group of requests held until the node holds what their causal tokens name
+    /// (``CausalHolding``). The frames refused before it was held are kept as their refusals,
+    /// their bodies dropped: a refused batch decodes to many times its frame's bytes, and held
+    /// with its group it pinned that memory for the whole wait.
     struct CausalWaiter: Sendable {
         let frames: [ClientFrame]
         /// The frames refused before the group was held, by index into `frames` (whose bodies
