@@ -16,7 +16,9 @@ struct VendorCommand: AsyncParsableCommand {
             file devices already registered under another vendor is refused with their count, \
             unless you ask for the move with --move: then the vendors whose devices it files \
             elsewhere join the vendor they go to, for good, on every node. A move takes whole \
-            vendors into one vendor.
+            vendors into one vendor. The node first catches up with every other member, so that \
+            it counts the devices registered anywhere; a change is refused (UNAVAILABLE) while a \
+            member is not reached.
             """,
         subcommands: [List.self, Add.self, Change.self, Remove.self])
 

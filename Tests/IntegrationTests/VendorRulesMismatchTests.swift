@@ -79,6 +79,55 @@ import Testing
         #expect(nodes[1].log.contains("the config file's vendors differ from the cluster's"))
     }
 
+    /// A node decides a rule change from the devices it holds, so it first catches up with every
+    /// other member (CatchUpBarrier). node-a restarts after node-b registered a device it has not
+    /// seen, and node-b's link to it is still backing off: a change sent to node-a at once waits
+    /// for that device, and is refused for the move it would need, not decided blind (which left
+    /// the phone with a second ID under the new vendor).
+    @Test func aChangeSentToANodeBehindItsPeersWaitsForTheDevicesItWouldMove() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let ports = try (0..<2).map { _ in try ClusterTests.freePort() }
+        let peers = ports.map { "127.0.0.1:\($0)" }.joined(separator: ",")
+        var nodes = [DaemonProcess]()
+        defer { for node in nodes { node.stop() } }
+        func start(_ index: Int) throws -> DaemonProcess {
+            let name = ["node-a", "node-b"][index]
+            let directory = temp.path + "/" + name
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try DaemonProcess(
+                dataDirectory: directory, port: ports[index],
+                arguments: ["--node-id", name, "--cluster-secret", "s3cret", "--peers", peers, "--causal-timeout", "20"])
+        }
+        nodes.append(try start(0))
+        nodes.append(try start(1))
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+
+        #expect(nodes[0].stop() == 0)
+        let b = try await RegistryClient.connect(to: Endpoint(parsing: nodes[1].endpoint), clientName: "vendor-test")
+        let news = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+        #expect(news.vendor == "uk.co.bbc" && news.created)
+        // node-b's link to node-a fails while it is down, and backs off for a second or more.
+        try await Task.sleep(for: .seconds(2))
+        nodes[0] = try start(0)
+        // Sent as soon as node-a streams to node-b (a member it does not reach refuses the change).
+        let streaming = try await poll(upTo: .seconds(20), every: .milliseconds(20)) { () async throws -> Bool in
+            try await ClusterTests.stats(nodes[0].endpoint).peers.contains { $0.nodeID == "node-b" && $0.state == "streaming" }
+        }
+        #expect(streaming)
+        let added = try ctl(["vendor", "add", "--name", "bbc", "--prefix", "uk.co.bbc"], endpoint: nodes[0].endpoint)
+        #expect(added.status == 1 && added.stderr.contains("would move 1 registered device"), "status \(added.status): \(added.stdout) \(added.stderr)")
+        #expect(try names(nodes[0].endpoint).isEmpty && names(nodes[1].endpoint).isEmpty, "no rule was added")
+
+        // With the move asked for, the device joins the rule's vendor and keeps its ID.
+        let moved = try ctl(["vendor", "add", "--name", "bbc", "--prefix", "uk.co.bbc", "--move"], endpoint: nodes[0].endpoint)
+        #expect(moved.status == 0, "\(moved.stderr)")
+        _ = try await ClusterTests.converged(nodes.map(\.endpoint), within: 20)
+        let again = try await b.register(RegisterRequest(bundleID: "uk.co.bbc.news", idfv: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+        #expect(again.vendor == "bbc" && again.deviceID == news.deviceID && !again.created, "\(again), before: \(news)")
+        await b.close()
+    }
+
     @Test func nodesWithAnotherDefaultDepthRefuseEachOther() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -27,7 +27,7 @@ import Testing
 
     func refusal(links statuses: [PeerLinkStatus], move: Bool = true) -> WireError? {
         let links = LinkedPeers()
-        links.attach { statuses }
+        links.attach({ statuses }, askHoldings: {})
         let rule = try! VendorRule(name: "acme", prefixes: ["com.acme"])
         var prepared: [NodeState.Prepared] = [.vendorChange(.success(VendorIntent(action: .set(rule, adding: true), move: move)))]
         var asked = 0
@@ -76,7 +76,7 @@ import Testing
     @Test func aCloneIsLoggedOnlyWhileEveryOtherMemberReadsClones() {
         let statuses = Mutex([link("node-b", "streaming", version: .current), link("node-c", "streaming", version: .vendorMoves)])
         let links = LinkedPeers()
-        links.attach { statuses.withLock { $0 } }
+        links.attach({ statuses.withLock { $0 } }, askHoldings: {})
         var asked = 0
         #expect(!links.clonesAllowed(wallMillis: 10_000, members: { asked += 1; return members }, own: own), "node-c runs 1.1")
         statuses.withLock { $0[1] = link("node-c", "streaming", version: .clones) }

@@ -106,11 +106,13 @@ extension NodeSetting {
     static let causalTimeout = NodeSetting(
         flag: "causal-timeout", environment: "REGISTRY_CAUSAL_TIMEOUT", fileKey: "causalTimeout", fileType: .number,
         defaultText: "2",
-        help: "Seconds a request carrying a causal token waits for operations this node lacks, before a retryable error (0...3600).",
+        help: "Seconds a request carrying a causal token, or a vendor rule change, waits for operations this node lacks, before a retryable error (0...3600).",
         discussion: """
             A client sends the token of an earlier answer (ClientFrame.after) to read its own writes on any node. A \
             node that does not hold what the token names yet holds the request until its peers' operations arrive; \
-            after this long it answers NOT_CAUGHT_UP, naming the nodes that hold them. 0 answers that at once.
+            after this long it answers NOT_CAUGHT_UP, naming the nodes that hold them. 0 answers that at once. A \
+            vendor rule change waits as long for the operations the other members said they hold, then is \
+            refused (UNAVAILABLE).
             """
     ) { text, configuration throws(SettingValueError) in
         guard let seconds = Double(text), (0...3_600).contains(seconds) else {

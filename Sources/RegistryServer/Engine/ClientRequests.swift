@@ -1,3 +1,4 @@
+import Dispatch
 import Platform
 import RegistryCore
 import RegistryWire
@@ -67,7 +68,7 @@ final class ClientRequests: Sendable {
     /// group, to be answered on its own once the snapshot is written, seconds later.
     func submit(
         _ frames: [ClientFrame], resolver: inout BundleResolver, access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery,
-        causalDeadline: UInt64? = nil, refusals: [(index: Int, error: WireError)] = []
+        causalDeadline: UInt64? = nil, refusals: [(index: Int, error: WireError)] = [], caughtUp: Bool = false
     ) {
         var frames = frames
         var prepared = frames.map {
@@ -92,6 +93,7 @@ final class ClientRequests: Sendable {
         {
             return
         }
+        if !caughtUp, holdForCatchUp(frames, prepared: &prepared, access: access, deliver: deliver) { return }
         let replicasWanted = replicas.wanted(by: frames, prepared: &prepared) { links.count(members: members, own: nodeID) }
         links.refuseLiveRemovals(&prepared)
         links.holdMovesBackFromOldMembers(&prepared, members: { self.members }, own: nodeID)
@@ -181,6 +183,59 @@ final class ClientRequests: Sendable {
                 waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, causalDeadline: deadline,
                 refusals: waiter.refusals)
         }
+    }
+
+    /// Holds a group that changes the vendor rules, on a node with other members, until this
+    /// node holds what each of them held when it arrived (``CatchUpBarrier``), and returns true;
+    /// the group is then submitted again, its changes refused if the wait failed. Returns false,
+    /// changing nothing, when the group has no such change or the node has caught up already.
+    private func holdForCatchUp(
+        _ frames: [ClientFrame], prepared: inout [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery
+    ) -> Bool {
+        let changes = prepared.indices.filter { index in
+            if case .vendorChange(.success) = prepared[index] { return true }
+            return false
+        }
+        guard !changes.isEmpty else { return false }
+        let members = members
+        guard members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
+        let now = SystemClock.monotonicMillis()
+        var barrier = CatchUpBarrier(askedAtMillis: now, catchUpWaitMillis: causal.timeoutMillis)
+        links.askHoldings()
+        let first = barrier.evaluate(links: links.statuses, members: members, own: nodeID, holds: heldVector, nowMillis: now)
+        switch first {
+        case .caughtUp: return false
+        case .refused(let error):
+            for index in changes { prepared[index] = .refused(error) }
+            return false
+        case .waiting:
+            let waiter = CausalHolding.waiter(frames, prepared: prepared, access: access, deliver: deliver)
+            awaitCatchUp(barrier, waiter: waiter, changes: changes)
+            return true
+        }
+    }
+
+    /// Asks `barrier` again every ``CatchUpBarrier/pollMillis`` until it decides, then submits
+    /// the held group again.
+    private func awaitCatchUp(_ barrier: CatchUpBarrier, waiter: RegistryEngine.CausalWaiter, changes: [Int]) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(CatchUpBarrier.pollMillis)) {
+            var barrier = barrier
+            let outcome = barrier.evaluate(
+                links: self.links.statuses, members: self.members, own: self.nodeID, holds: self.heldVector, nowMillis: SystemClock.monotonicMillis())
+            var refusals = waiter.refusals
+            switch outcome {
+            case .waiting: return self.awaitCatchUp(barrier, waiter: waiter, changes: changes)
+            case .caughtUp: break
+            case .refused(let error): refusals += changes.map { ($0, error) }
+            }
+            var resolver = self.resolver(capacity: 0)
+            self.submit(waiter.frames, resolver: &resolver, access: waiter.access, deliver: waiter.deliver, refusals: refusals, caughtUp: true)
+        }
+    }
+
+    /// What this node holds of every log, applied.
+    private var heldVector: VersionVector {
+        core.withLockedValue { $0.node.versionVector }
     }
 
     /// Answers a snapshot request (`requestID`) once the snapshot is taken.

@@ -6,12 +6,21 @@ import Synchronization
 /// replication when it runs (``attach(_:)``); none on a node without peers.
 final class LinkedPeers: Sendable {
     private let source = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
+    private let asker = Mutex<(@Sendable () -> Void)?>(nil)
     /// ``clonesAllowed(wallMillis:members:own:)``'s last answer, and when it was worked out.
     private let cloneGate = Mutex<(checkedAt: UInt64, allowed: Bool)?>(nil)
 
-    /// The replication's links report their status through `statuses` from now on.
-    func attach(_ statuses: @escaping @Sendable () -> [PeerLinkStatus]) {
+    /// The replication's links report their status through `statuses` from now on, and
+    /// `askHoldings` asks each to learn what its peer holds now (``PeerLink/askHoldings()``).
+    func attach(_ statuses: @escaping @Sendable () -> [PeerLinkStatus], askHoldings: @escaping @Sendable () -> Void) {
         source.withLock { $0 = statuses }
+        asker.withLock { $0 = askHoldings }
+    }
+
+    /// Asks every link's peer what it holds now; their answers show in ``statuses``
+    /// (``PeerLinkStatus/answeredAtMillis``).
+    func askHoldings() {
+        asker.withLock { $0 }?()
     }
 
     /// Every link's status now.

@@ -119,6 +119,15 @@ final class PeerLink: @unchecked Sendable {
         }
     }
 
+    /// Asks the peer what it holds now: its answer raises the status's `answeredAtMillis` past
+    /// this moment (``CatchUpBarrier``).
+    func askHoldings() {
+        queue.async {
+            self.machine.wantProbe()
+            self.pump()
+        }
+    }
+
     /// Closes the connection and stops reconnecting.
     func shutdown() {
         queue.sync {
@@ -456,6 +465,7 @@ final class PeerLink: @unchecked Sendable {
             status.inFlightBatches = UInt64(cursor.inFlight.count)
             status.oldestUnacknowledgedMillis = cursor.oldestUnacknowledgedMillis ?? 0
             knownHolds = cursor.receiverHolds
+            status.answeredAtMillis = cursor.answeredSentMillis ?? 0
         } else {
             status.backlogOperations = knownHolds.backlog(behind: local)
         }

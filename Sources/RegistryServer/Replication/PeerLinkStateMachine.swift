@@ -239,6 +239,12 @@ struct PeerLinkStateMachine {
         return (sending.transferID, next.offset, next.count)
     }
 
+    /// Asks for the receiver's holdings as of now (``ReplicationCursor/wantProbe()``); nothing
+    /// unless streaming.
+    mutating func wantProbe() {
+        cursor?.wantProbe()
+    }
+
     /// Records a probe as sent when one is due (``ReplicationCursor/probeDue(nowMillis:)``);
     /// returns its batch ID.
     mutating func probeIfDue(nowMillis: UInt64) -> UInt64? {

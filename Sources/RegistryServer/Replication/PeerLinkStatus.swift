@@ -15,6 +15,9 @@ public struct PeerLinkStatus: Equatable, Sendable {
     public var oldestUnacknowledgedMillis: UInt64 = 0
     /// What the peer holds, as far as this node knows.
     public var peerHolds: [LogPosition] = []
+    /// When the newest batch the peer acknowledged while streaming was sent, on this node's
+    /// monotonic clock (ms): `peerHolds` holds at least what the peer held then. 0 when none.
+    public var answeredAtMillis: UInt64 = 0
     public var reconnects: UInt64 = 0
     public var lastError = ""
     public var sentOperations: UInt64 = 0

@@ -45,7 +45,7 @@ public final class Replication: Sendable {
         engine.pipeline.observeCommits { [weak self] in
             for link in self?.current ?? [] { link.commitHappened() }
         }
-        engine.links.attach { [weak self] in (self?.current ?? []).map(\.status) }
+        engine.links.attach({ [weak self] in (self?.current ?? []).map(\.status) }, askHoldings: { [weak self] in for link in self?.current ?? [] { link.askHoldings() } })
     }
 
     private var current: [PeerLink] { links.withLock { $0 } }

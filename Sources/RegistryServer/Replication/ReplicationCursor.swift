@@ -85,6 +85,13 @@ struct ReplicationCursor: Sendable {
     private var holding: [LogID: HoldingHistory] = [:]
     /// When the receiver's holdings were last learned (ms).
     private(set) var lastHeardMillis: UInt64
+    /// When the newest batch that the receiver has acknowledged was sent (ms), nil before the
+    /// first: what it holds is known as of that moment or later, since it acknowledged having
+    /// read it (``CatchUpBarrier`` waits for an answer to a batch sent after it asked).
+    private(set) var answeredSentMillis: UInt64?
+    /// Set by ``wantProbe()``: a probe goes out once nothing is in flight, unless a batch goes
+    /// first (its acknowledgement answers as well).
+    private var probeWanted = false
 
     init(receiverHolds: VersionVector, window: Int, ownOrigin: NodeID, forwardDelayMillis: UInt64, nowMillis: UInt64) {
         precondition(window > 0)
@@ -171,8 +178,15 @@ struct ReplicationCursor: Sendable {
     /// Whether to ask the receiver what it holds (an empty batch, whose acknowledgement says):
     /// nothing is in flight, and this node holds operations of another origin that the receiver
     /// lacked when it last said, half the forwarding delay ago or longer.
+    /// Or a caller wants to know what the receiver holds now (``wantProbe()``).
     func probeDue(nowMillis: UInt64) -> Bool {
-        inFlight.isEmpty && !lacks.isEmpty && nowMillis >= lastHeardMillis + forwardDelayMillis / 2
+        inFlight.isEmpty && (probeWanted || (!lacks.isEmpty && nowMillis >= lastHeardMillis + forwardDelayMillis / 2))
+    }
+
+    /// Asks for the receiver's holdings as of now: the next batch sent, or a probe as soon as
+    /// nothing is in flight, is acknowledged with them (``answeredSentMillis``).
+    mutating func wantProbe() {
+        probeWanted = true
     }
 
     /// Records a batch of `operations` operations of `log`, through sequence `through`, as sent;
@@ -182,6 +196,7 @@ struct ReplicationCursor: Sendable {
         nextBatchID += 1
         sent[log] = through
         lastLog = log
+        probeWanted = false
         inFlight.append(
             InFlight(batchID: batchID, log: log, through: through, operations: operations, oldestMillis: oldestMillis, sentMillis: nowMillis))
         return batchID
@@ -194,6 +209,7 @@ struct ReplicationCursor: Sendable {
     mutating func probing(nowMillis: UInt64) -> UInt64 {
         let batchID = nextBatchID
         nextBatchID += 1
+        probeWanted = false
         inFlight.append(InFlight(batchID: batchID, log: nil, through: 0, operations: 0, oldestMillis: nowMillis, sentMillis: nowMillis))
         return batchID
     }
@@ -206,6 +222,7 @@ struct ReplicationCursor: Sendable {
             receiverHolds.recordAll(through: max(receiverHolds[log], batch.through), in: log)
             acknowledgedThrough[log] = max(acknowledgedThrough[log] ?? 0, batch.through)
         }
+        answeredSentMillis = max(answeredSentMillis ?? 0, batch.sentMillis)
         learned(held, nowMillis: nowMillis)
     }
 

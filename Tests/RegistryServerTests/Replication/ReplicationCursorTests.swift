@@ -306,4 +306,31 @@ import Testing
         #expect(floor == [a: 7, c: 0], "a peer that holds none of c's log keeps all of it")
         #expect(VersionVector.floor(of: []) == nil)
     }
+    /// A caller that wants the receiver's holdings as of now gets a probe once nothing is in
+    /// flight, or the acknowledgement of the next batch; only an answer to a batch sent after
+    /// the wish counts as of then (``ReplicationCursor/answeredSentMillis``).
+    @Test func aWantedProbeGoesOutOnceNothingIsInFlightAndItsAnswerIsDatedBySending() throws {
+        var cursor = cursor(holding: VersionVector.holding([(a, 3)]))
+        #expect(cursor.answeredSentMillis == nil && !cursor.probeDue(nowMillis: 1_000), "nothing lacked: no probe")
+        cursor.wantProbe()
+        #expect(cursor.probeDue(nowMillis: 1_000), "wanted: due at once")
+        let probe = cursor.probing(nowMillis: 1_010)
+        #expect(!cursor.probeDue(nowMillis: 1_020), "one probe per wish")
+        try cursor.acknowledged(probe, held: VersionVector.holding([(a, 3), (c, 9)]), nowMillis: 1_030)
+        #expect(cursor.answeredSentMillis == 1_010 && cursor.receiverHolds[c] == 9)
+
+        // A batch in flight: the wish waits for it, and a batch sent after the wish answers it.
+        let more = VersionVector.holding([(a, 5)])
+        _ = cursor.sending(log: a, through: 4, operations: 1, oldestMillis: 1, nowMillis: 1_100)
+        cursor.wantProbe()
+        #expect(!cursor.probeDue(nowMillis: 1_110), "a batch is in flight")
+        try cursor.acknowledged(2, held: VersionVector.holding([(a, 4), (c, 9)]), nowMillis: 1_120)
+        #expect(cursor.answeredSentMillis == 1_100, "that batch was sent before the wish")
+        let next = cursor.nextRun(local: more, nowMillis: 1_130)
+        let run = try #require(next)
+        _ = cursor.sending(log: run.log, through: run.through, operations: 1, oldestMillis: 1, nowMillis: 1_130)
+        #expect(!cursor.probeDue(nowMillis: 1_140), "the batch sent after the wish answers it")
+        try cursor.acknowledged(3, held: VersionVector.holding([(a, 5), (c, 9)]), nowMillis: 1_150)
+        #expect(cursor.answeredSentMillis == 1_130 && !cursor.probeDue(nowMillis: 1_160))
+    }
 }

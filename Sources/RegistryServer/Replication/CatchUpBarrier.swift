@@ -1,0 +1,91 @@
+import RegistryCore
+import RegistryWire
+
+/// Whether a node may decide a vendor rule change yet: only once it holds everything each other
+/// member held when the change arrived. The change and its move are worked out from the devices
+/// the deciding node holds (``NodeState/decideVendor(_:wallMillis:operations:)``); a device
+/// registered elsewhere that has not reached it would be left out of the move, and the same
+/// phone would get a second ID under the vendor the change files its app under.
+///
+/// A plain value, asked again as the links answer: first every other member's link must answer
+/// a batch sent at or after ``askedAtMillis`` (``PeerLinkStatus/answeredAtMillis``, a probe the
+/// node asks for), within ``answerWaitMillis`` (a member it does not stream to refuses the
+/// change at once); the answers fix what the node must hold,
+/// ``needs``, and it must hold it within `catchUpWaitMillis` of the last answer (the causal
+/// timeout: 0 refuses at once a node that lacks some). Otherwise the change is refused,
+/// retryably. Registrations another node takes after it answered are the change's window
+/// (docs/identity.md, "The window").
+struct CatchUpBarrier: Equatable, Sendable {
+    /// How long the members have to answer: a round trip normally; a member that has not
+    /// answered in this long is not reached, and the refusal still reaches a client that waits
+    /// registryctl's default 5 s.
+    static let answerWaitMillis: UInt64 = 3_000
+    /// How often a held change asks again.
+    static let pollMillis = 10
+
+    /// When the change arrived (the node's monotonic clock, ms).
+    let askedAtMillis: UInt64
+    /// How long, once every member answered, the node waits for what they held.
+    let catchUpWaitMillis: UInt64
+    /// What every other member held when it answered, once all have.
+    private(set) var needs: VersionVector?
+    /// When the node must hold ``needs`` by.
+    private var deadlineMillis: UInt64
+
+    init(askedAtMillis: UInt64, catchUpWaitMillis: UInt64) {
+        self.askedAtMillis = askedAtMillis
+        self.catchUpWaitMillis = catchUpWaitMillis
+        self.deadlineMillis = askedAtMillis + Self.answerWaitMillis
+    }
+
+    enum Outcome: Equatable, Sendable {
+        /// Some member has not answered, or the node lacks some of what they held.
+        case waiting
+        /// The node holds all that every other member held when asked: decide.
+        case caughtUp
+        /// The deadline passed first.
+        case refused(WireError)
+    }
+
+    /// Whether the change may be decided now, from the links' statuses, the members, and what
+    /// this node (`own`) holds (`holds`).
+    mutating func evaluate(
+        links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID, holds: VersionVector, nowMillis: UInt64
+    ) -> Outcome {
+        if needs == nil {
+            var needed = VersionVector()
+            var (unreached, silent) = ([String](), [String]())
+            for (node, member) in members.sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
+                guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
+                    unreached.append(node.value)
+                    continue
+                }
+                guard link.answeredAtMillis >= askedAtMillis, let held = try? VersionVector(positions: link.peerHolds) else {
+                    silent.append(node.value)
+                    continue
+                }
+                needed = needed.joined(with: held)
+            }
+            // As a move does (LinkedPeers.holdMovesBackFromOldMembers): a member this node does
+            // not stream to now is not waited for.
+            guard unreached.isEmpty else { return .refused(refusal("not reached: \(unreached.joined(separator: ", "))", nowMillis: nowMillis)) }
+            guard silent.isEmpty else {
+                guard nowMillis >= deadlineMillis else { return .waiting }
+                return .refused(refusal("no answer from \(silent.joined(separator: ", "))", nowMillis: nowMillis))
+            }
+            needs = needed
+            deadlineMillis = nowMillis + catchUpWaitMillis
+        }
+        guard let needs, !holds.covers(needs) else { return .caughtUp }
+        guard nowMillis >= deadlineMillis else { return .waiting }
+        return .refused(refusal("\(needs.operationsAhead(of: holds)) operations the other members held are still missing here", nowMillis: nowMillis))
+    }
+
+    private func refusal(_ why: String, nowMillis: UInt64) -> WireError {
+        WireError(
+            code: .unavailable,
+            message:
+                "a vendor rule change is decided once this node holds what every other member holds, so that its move takes in every device registered; after \(nowMillis - askedAtMillis) ms, \(why); retry, or remove a member gone for good (registryctl cluster remove)",
+            retryable: true)
+    }
+}

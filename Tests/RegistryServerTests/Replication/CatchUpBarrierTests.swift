@@ -1,0 +1,114 @@
+import RegistryCore
+import RegistryWire
+import Testing
+@testable import RegistryServer
+
+/// A vendor rule change waits until its node holds what every other member held when it arrived
+/// (``CatchUpBarrier``): first every member's answer to a batch sent since, then the operations
+/// those answers name; a member not reached, or anything missing at the deadline, refuses it.
+@Suite struct CatchUpBarrierTests {
+    let own = NodeID(trusted: "node-a")
+    let b = LogID(origin: NodeID(trusted: "node-b"), epoch: 1)
+    let c = LogID(origin: NodeID(trusted: "node-c"), epoch: 1)
+    let members: [NodeID: Member] = [
+        NodeID(trusted: "node-a"): Member(address: "a:7400", addressAt: .zero, removed: false),
+        NodeID(trusted: "node-b"): Member(address: "b:7400", addressAt: .zero, removed: false),
+        NodeID(trusted: "node-c"): Member(address: "c:7400", addressAt: .zero, removed: false),
+        NodeID(trusted: "node-d"): Member(address: "d:7400", addressAt: .zero, removed: true),
+    ]
+
+    func link(_ node: String, answeredAt: UInt64, holding holds: VersionVector, state: String = "streaming") -> PeerLinkStatus {
+        var status = PeerLinkStatus(address: "\(node):7400")
+        status.nodeID = node
+        status.state = state
+        status.answeredAtMillis = answeredAt
+        status.peerHolds = holds.positions
+        return status
+    }
+
+    @Test func waitsForAnAnswerSentSinceItAskedThenForWhatTheAnswersName() {
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
+        let bHolds = VersionVector.holding([(b, 7), (c, 2)])
+        let cHolds = VersionVector.holding([(b, 5), (c, 4)])
+        let own = VersionVector.holding([(b, 5), (c, 2)])
+        // node-b's last answer is older than the request: it may hold more by now.
+        var links = [link("node-b", answeredAt: 990, holding: bHolds), link("node-c", answeredAt: 1_010, holding: cHolds)]
+        #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: own, nowMillis: 1_020) == .waiting)
+        #expect(barrier.needs == nil)
+        links[0] = link("node-b", answeredAt: 1_015, holding: bHolds)
+        #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: own, nowMillis: 1_030) == .waiting)
+        #expect(barrier.needs == VersionVector.holding([(b, 7), (c, 4)]), "every log at the most any member held")
+        // What the members hold later is not waited for: the needs were fixed when all had answered.
+        links[0] = link("node-b", answeredAt: 1_040, holding: VersionVector.holding([(b, 900), (c, 4)]))
+        let partly = VersionVector.holding([(b, 7), (c, 3)])
+        #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: partly, nowMillis: 1_050) == .waiting)
+        let all = VersionVector.holding([(b, 7), (c, 4)])
+        #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: all, nowMillis: 1_060) == .caughtUp)
+    }
+
+    /// A member this node does not stream to refuses the change at once; one that has not
+    /// answered since, once the answers are due.
+    @Test func aMemberNotReachedRefusesAtOnceAndASilentOneOnceTheAnswersAreDue() throws {
+        let holds = VersionVector.holding([(b, 3)])
+        let answered = link("node-c", answeredAt: 1_001, holding: VersionVector.holding([(c, 1)]))
+        for links in [[answered], [link("node-b", answeredAt: 1_001, holding: holds, state: "connecting"), answered]] {
+            var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 60_000)
+            let outcome = barrier.evaluate(links: links, members: members, own: own, holds: holds, nowMillis: 1_000)
+            guard case .refused(let error) = outcome else {
+                Issue.record("a member not reached is waited for: \(outcome)")
+                continue
+            }
+            #expect(error.code == .unavailable && error.retryable && error.message.contains("after 0 ms, not reached: node-b;"), "\(error)")
+        }
+        let deadline = 1_000 + CatchUpBarrier.answerWaitMillis
+        let silent = [link("node-b", answeredAt: 999, holding: holds), answered]
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 60_000)
+        #expect(barrier.evaluate(links: silent, members: members, own: own, holds: holds, nowMillis: deadline - 1) == .waiting)
+        let outcome = barrier.evaluate(links: silent, members: members, own: own, holds: holds, nowMillis: deadline)
+        guard case .refused(let error) = outcome else {
+            Issue.record("not refused once the answers are due: \(outcome)")
+            return
+        }
+        #expect(error.code == .unavailable && error.retryable, "\(error)")
+        #expect(error.message.contains("after \(CatchUpBarrier.answerWaitMillis) ms, no answer from node-b;"), "\(error.message)")
+    }
+
+    /// Once all have answered, the node has the causal timeout to get what they held; 0 refuses
+    /// at once a node that lacks some.
+    @Test func operationsStillMissingRefuseOnceTheCatchUpWaitAfterTheLastAnswerPasses() throws {
+        let links = [
+            link("node-b", answeredAt: 1_001, holding: VersionVector.holding([(b, 3)])),
+            link("node-c", answeredAt: 1_001, holding: VersionVector.holding([(c, 1)])),
+        ]
+        let lacking = VersionVector.holding([(b, 1), (c, 1)])
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 500)
+        #expect(barrier.evaluate(links: links, members: members, own: own, holds: lacking, nowMillis: 1_200) == .waiting)
+        #expect(barrier.evaluate(links: links, members: members, own: own, holds: lacking, nowMillis: 1_699) == .waiting)
+        let outcome = barrier.evaluate(links: links, members: members, own: own, holds: lacking, nowMillis: 1_700)
+        guard case .refused(let error) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(error.code == .unavailable && error.retryable)
+        #expect(error.message.contains("after 700 ms, 2 operations the other members held are still missing here"), "\(error.message)")
+
+        var atOnce = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
+        guard case .refused = atOnce.evaluate(links: links, members: members, own: own, holds: lacking, nowMillis: 1_002) else {
+            Issue.record("a causal timeout of 0 waits")
+            return
+        }
+        var holding = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
+        let all = VersionVector.holding([(b, 3), (c, 1)])
+        #expect(holding.evaluate(links: links, members: members, own: own, holds: all, nowMillis: 1_002) == .caughtUp)
+    }
+
+    @Test func aRemovedMemberIsNotWaitedForAndANodeAloneHasCaughtUp() {
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
+        let links = [
+            link("node-b", answeredAt: 1_000, holding: VersionVector()), link("node-c", answeredAt: 1_000, holding: VersionVector()),
+        ]
+        #expect(barrier.evaluate(links: links, members: members, own: own, holds: VersionVector(), nowMillis: 1_000) == .caughtUp)
+        var alone = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
+        #expect(alone.evaluate(links: [], members: [own: members[own]!], own: own, holds: VersionVector(), nowMillis: 1_000) == .caughtUp)
+    }
+}
