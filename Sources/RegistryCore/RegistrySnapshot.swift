@@ -331,6 +331,14 @@ extension RegistryState {
                 guard member != root, state.slots[root].canonical == root, state.slots[member].canonical == member else {
                     throw SnapshotRestoreError("alias \(member) of \(root) is not one hop")
                 }
+                // Devices merge only where their claims meet, in one vendor (a move files both
+                // under the vendor it joined), and the set's head is its winner by the merge rule.
+                guard state.slots[member].vendor == state.slots[root].vendor else {
+                    throw SnapshotRestoreError("alias \(member) of \(root) is of another vendor")
+                }
+                guard state.wins(root, over: member) else {
+                    throw SnapshotRestoreError("alias \(member) of \(root) would win their merge: the head of a merged set is its winner")
+                }
                 state.digest &-= state.deviceFact(member)
                 state.slots[member].canonical = root
                 state.digest &+= state.deviceFact(member)

@@ -662,7 +662,7 @@ public struct RegistryState: Sendable {
     }
 
     /// The merge rule on slots (see ``DeviceRef/winsMerge(against:)``).
-    private func wins(_ a: UInt32, over b: UInt32) -> Bool {
+    func wins(_ a: UInt32, over b: UInt32) -> Bool {
         let (x, y) = (slots[a], slots[b])
         if x.created != y.created { return x.created < y.created }
         if x.origin != y.origin { return origins[x.origin] < origins[y.origin] }

@@ -140,6 +140,12 @@ final class CommitPipeline: Sendable {
         }
     }
 
+    /// Something already made every request refused (``CommitStateMachine/failed(_:)``, set by
+    /// the caller under the lock): the node stops, as when the log fails.
+    func stopAfterFailure(_ error: StorageError) {
+        onFatalError(error)
+    }
+
     /// The log failed before what `completions` saw was durable: clients get `failure` (counted),
     /// peers hear their batch refused, and the node's own changes are done with.
     private func refuse(_ completions: [RegistryEngine.Completion], with failure: WireError) {

@@ -72,20 +72,39 @@ struct SnapshotInstall: Sendable {
         }
         for (log, sequence) in covered.logs where sequence > durable[log] { journal.index.markTrimmed(log, through: sequence) }
         let held = replayer.vector
-        let (devices, woken) = core.withLockedValue { core in
+        let (devices, woken, gap) = core.withLockedValue { core in
             core.commits.dropPending(heldBy: held)
             // The operations still to commit are applied again on the installed state, recording
             // their events (the watchers' feed starts again at `held`, and they come after it).
             if core.node.registry.recordsEvents { replayer.registry.recordEvents(configuredRules: core.node.configuredRules.rules) }
             replayer.staging = FeedStaging()
-            for operation in core.commits.pendingOperations { _ = replayer.apply(operation) }
+            // Each continues what the node held when it was admitted, and the installed state
+            // holds at least that (refusal(covering:durable:) and the replay): none can follow a
+            // gap. Should one, the invariant broke: every request is refused from now on, so that
+            // none of them is written after a gap its journal must not have, and the node stops;
+            // its restart rebuilds the state from the snapshot placed and the journal.
+            var gap: Replayer.Outcome?
+            for operation in core.commits.pendingOperations {
+                let outcome = replayer.apply(operation)
+                if case .gap = outcome, gap == nil { gap = outcome }
+            }
+            if let gap {
+                core.commits.failed(
+                    WireError(
+                        code: .unavailable, message: "the node is stopping: after a snapshot's install, an operation to commit followed a gap (\(gap))",
+                        retryable: true))
+            }
             // The state holds those too, so the logs' positions are read after them: held alone, a
             // log's next batch would look like a gap. What is durable is `held`.
             core.node.install(replayer.registry, holding: replayer.vector, clock: max(loaded.metadata.clock, replayer.newest))
             core.node.feedStaging = replayer.staging
             core.durable.installed(held)
             core.snapshotPolicy.covers(label, nowNanos: SystemClock.monotonicNanos())
-            return (core.node.registry.deviceCount, core.coveredCausalWaiters())
+            return (core.node.registry.deviceCount, core.coveredCausalWaiters(), gap)
+        }
+        if let gap {
+            logger.critical("an operation to commit followed a gap after a snapshot's install; the node stops", metadata: ["gap": "\(gap)"])
+            pipeline.stopAfterFailure(.corrupt("after a snapshot's install, an operation to commit followed a gap: \(gap)"))
         }
         // The state jumped: watchers resume only from a cursor that holds what it now holds.
         pipeline.watchHub.restart(holding: held)
