@@ -45,14 +45,21 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     /// How long one connection attempt may take: connecting, and then the node's answer to the
     /// hello (a node that accepts and never answers is given up, and the next endpoint tried).
     public let connectTimeout: Duration
+    /// How long a connection may send nothing while the watch waits for its next batch: a node
+    /// sends progress every `--watch-progress` (a second by default) when nothing matches, so a
+    /// silent one has stopped, or its network has; the watch goes on from its cursor on the next
+    /// endpoint. Keep it well above the nodes' `--watch-progress`.
+    public let idleTimeout: Duration
     private let group: any EventLoopGroup
 
     public init(
         endpoints: [Endpoint], vendors: [String] = [], kinds: [WatchEventKind] = [], from cursor: WatchCursor? = nil, clientName: String,
         token: String? = nil, tls: ClientTLS? = nil, retryDelay: Duration = .milliseconds(200), maxAttempts: Int = 50,
-        connectTimeout: Duration = .seconds(5), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        connectTimeout: Duration = .seconds(5), idleTimeout: Duration = .seconds(30),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
         precondition(!endpoints.isEmpty, "a watch needs at least one endpoint")
         self.endpoints = endpoints
         request = WatchRequestMessage(vendors: vendors, kinds: kinds.map(\.rawValue), cursor: cursor)
@@ -159,7 +166,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
             do {
                 let (connection, accepted) = try await WatchConnection.open(
                     to: target, request: request, clientName: watch.clientName, token: watch.token, tls: watch.tls, group: watch.group,
-                    connectTimeout: .nanoseconds(Int64(watch.connectTimeout.components.seconds) * 1_000_000_000 + watch.connectTimeout.components.attoseconds / 1_000_000_000))
+                    connectTimeout: Self.timeAmount(watch.connectTimeout), idleTimeout: Self.timeAmount(watch.idleTimeout))
                 self.connection = connection
                 server = accepted
             } catch {
@@ -178,6 +185,10 @@ public struct RegistryWatch: AsyncSequence, Sendable {
             }
             endpoint += 1
             try await Task.sleep(for: watch.retryDelay)
+        }
+
+        private static func timeAmount(_ duration: Duration) -> TimeAmount {
+            .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
         }
 
         private func drop() {

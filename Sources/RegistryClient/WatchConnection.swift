@@ -19,7 +19,7 @@ final class WatchConnection: Sendable {
     /// Connects, says hello, and sends `request`; returns once the hello was accepted.
     static func open(
         to endpoint: Endpoint, request: WatchRequestMessage, clientName: String, token: String?, tls: ClientTLS?,
-        group: any EventLoopGroup, connectTimeout: TimeAmount
+        group: any EventLoopGroup, connectTimeout: TimeAmount, idleTimeout: TimeAmount
     ) async throws(RegistryClientError) -> (WatchConnection, HelloAccepted) {
         let connection: WatchConnection
         do {
@@ -36,7 +36,7 @@ final class WatchConnection: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler(for: endpoint.host)) }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maxFrameBytes: 64 << 20)))
-                        try channel.pipeline.syncOperations.addHandler(WatchFrameHandler())
+                        try channel.pipeline.syncOperations.addHandler(WatchFrameHandler(idleTimeout: idleTimeout))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port)
@@ -106,9 +106,20 @@ final class WatchConnection: Sendable {
 /// Cuts nothing itself (a `FrameDecoder` before it does): decodes frames and hands them to the
 /// one caller waiting, reading from the socket only while one waits or the hello's answer is due
 /// (``awaitAnswer(within:)``). The frames one read brings go to the caller together, once the
-/// read is complete.
+/// read is complete. A node that sends nothing for `idleTimeout` while a caller waits is given
+/// up: an idle node sends progress every `--watch-progress` (a second by default), so a silent
+/// one has stopped, or its network has.
 final class WatchFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
+
+    /// How long the node may send nothing while a caller waits for frames.
+    let idleTimeout: TimeAmount
+    /// Closes the connection unless the node sends something first; set while a caller waits.
+    private var idleDeadline: Scheduled<Void>?
+
+    init(idleTimeout: TimeAmount = .seconds(30)) {
+        self.idleTimeout = idleTimeout
+    }
 
     private var context: ChannelHandlerContext?
     /// Frames read and not yet taken.
@@ -132,8 +143,19 @@ final class WatchFrameHandler: ChannelInboundHandler {
         }
         let promise = context.eventLoop.makePromise(of: [ServerFrame]?.self)
         waiting = promise
+        armIdleDeadline(context)
         context.read()
         return promise.futureResult
+    }
+
+    /// Starts the wait for the node's next bytes over (``idleTimeout``).
+    private func armIdleDeadline(_ context: ChannelHandlerContext) {
+        idleDeadline?.cancel()
+        idleDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
+            idleDeadline = nil
+            end(RegistryClientError.connectionClosed("the node sent nothing for \(idleTimeout.nanoseconds / 1_000_000) ms, not even progress"))
+            context.close(promise: nil)
+        }
     }
 
     /// Why the connection ended, once it ended with an error.
@@ -179,10 +201,13 @@ final class WatchFrameHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         if frames.isEmpty {
             // A read that brought no whole frame: read on for the caller still waiting, or for
-            // the hello's answer that is due.
+            // the hello's answer that is due. Bytes came: the node is there.
+            if waiting != nil { armIdleDeadline(context) }
             if waiting != nil || answerDeadline != nil { context.read() }
         } else if let promise = waiting {
             waiting = nil
+            idleDeadline?.cancel()
+            idleDeadline = nil
             promise.succeed(takeFrames())
         }
     }
@@ -190,6 +215,8 @@ final class WatchFrameHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         answerDeadline?.cancel()
         answerDeadline = nil
+        idleDeadline?.cancel()
+        idleDeadline = nil
         end(nil)
         context.fireChannelInactive()
     }

@@ -16,7 +16,9 @@ struct Watch: AsyncParsableCommand {
             (its "operation" names the operation it came of). A cursor follows the filters it was made with: \
             resume with the same --vendor and --kind. Exits 5 when the cursor is too old for the node (read the \
             state again, and watch from now), and 0 after --count events (printing a cursor only when it covers \
-            no event left unprinted). --timeout bounds each connection attempt, not the stream.
+            no event left unprinted). --timeout bounds each connection attempt, not the stream; a node that sends \
+            nothing for --idle-timeout (it sends progress every --watch-progress, a second by default) is given up \
+            for the next one.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -32,6 +34,8 @@ struct Watch: AsyncParsableCommand {
     var count: Int?
     @Flag(name: .customLong("progress"), help: "Print the cursor after batches without events too.")
     var progress = false
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a node may send nothing, not even progress, before the watch goes on from another. [default: 30]")
+    var idleTimeout: Double?
 
     func validate() throws {
         for kind in kinds where FeedEventKind(name: kind) == nil {
@@ -45,6 +49,9 @@ struct Watch: AsyncParsableCommand {
             }
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if let idleTimeout, !(0.01...86_400).contains(idleTimeout) {
+            throw ValidationError("--idle-timeout must be 0.01...86400 seconds")
+        }
     }
 
     func run() async throws {
@@ -61,7 +68,8 @@ struct Watch: AsyncParsableCommand {
         let watch = RegistryWatch(
             endpoints: endpoints, vendors: vendors, kinds: kinds.compactMap(FeedEventKind.init(name:)),
             from: try from.map { try WatchCursor(text: $0) }, clientName: "registryctl", token: token, tls: try global.tls(),
-            maxAttempts: max(3, endpoints.count * 3), connectTimeout: .milliseconds(Int64((try global.seconds()) * 1_000)))
+            maxAttempts: max(3, endpoints.count * 3), connectTimeout: .milliseconds(Int64((try global.seconds()) * 1_000)),
+            idleTimeout: .milliseconds(Int64((idleTimeout ?? 30) * 1_000)))
         let json = global.format == .json
         var printed = 0
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import RegistryClient
 import RegistryCore
 import RegistryTestSupport
@@ -177,6 +178,39 @@ final class WatchedView: Sendable {
         let state = try await view.wait { after.isSubset(of: Set($0.canonical.keys)) }
         try await expectAgrees(state, with: clientB, created: before.union(after), "after node-a stopped")
         await clientB.close()
+    }
+
+    /// A node that stops sending without closing its connections (SIGSTOP: its sockets stay
+    /// open) is given up once it has sent nothing, not even progress, for the watch's idle
+    /// timeout, and the watch goes on from its cursor on the next node. It waited for the stopped
+    /// node for as long as TCP kept the connection.
+    @Test func aWatchGivesUpANodeThatFallsSilentAndGoesOnFromAnother() async throws {
+        let cluster = try ClusterTests.Cluster()
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: Binaries.path("registryctl"))
+        watch.arguments = [
+            "watch", "--vendor", "com.idle", "--count", "1", "--progress", "--idle-timeout", "2", "--timeout", "2", "--also",
+            cluster.nodes[1].endpoint, "-o", "json",
+        ]
+        watch.environment = ProcessInfo.processInfo.environment.merging(["REGISTRY_ENDPOINT": cluster.nodes[0].endpoint]) { $1 }
+        let watched = OutputFiles(for: watch)
+        defer { watched.remove() }
+        try watch.run()
+        defer { if watch.isRunning { end(watch, grace: 1) } }
+        // Mid-stream: node-a's progress has reached the watch when node-a stops.
+        let streaming = try await poll(upTo: .seconds(60), every: .milliseconds(50)) { watched.stdout.contains("cursor") || !watch.isRunning }
+        try #require(streaming && watch.isRunning, "\(watched.stdout)\n\(watched.stderr)")
+        let pid = cluster.nodes[0].process.processIdentifier
+        _ = Platform.kill(pid, SIGSTOP)
+        defer { _ = Platform.kill(pid, SIGCONT) }  // before the cluster's stop, which it must receive
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[1].endpoint), clientName: "watch-test")
+        let made = try await client.register(RegisterRequest(bundleID: "com.idle.app", idfv: UUID().uuidString))
+        await client.close()
+        let ended = waitForExit(of: watch, timeout: 60)
+        #expect(ended && watch.terminationStatus == 0, "\(watched.stdout)\n\(watched.stderr)")
+        #expect(watched.stdout.contains(made.deviceID), "the event, from node-b: \(watched.stdout)")
     }
 
     @Test func aCursorPastTheHistoryOrBeforeTheSnapshotARestartCameFromExpires() async throws {

@@ -1,0 +1,66 @@
+import NIOCore
+import NIOEmbedded
+import RegistryWire
+import Testing
+@testable import RegistryClient
+
+/// A watch gives up a node that sends nothing, not even progress, for its idle timeout while the
+/// caller waits for frames; the clock runs only while the caller waits, so a caller that is slow
+/// to ask (holding the node back through TCP) is not taken for a silent node.
+@Suite struct WatchIdleDeadlineTests {
+    private func connected(idle: TimeAmount) throws -> (EmbeddedChannel, WatchFrameHandler) {
+        let handler = WatchFrameHandler(idleTimeout: idle)
+        let channel = EmbeddedChannel(handler: handler)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return (channel, handler)
+    }
+
+    /// The payload of a progress frame (no events, a cursor), its length prefix stripped.
+    private func progress(_ sequence: UInt64) throws -> ByteBuffer {
+        var buffer = ByteBuffer()
+        let cursor = WatchCursor(clusterID: "cluster-t", positions: [LogPosition(origin: "node-a", epoch: 1, sequence: sequence)])
+        try ServerFrame(requestID: 1, body: .watchEvents(WatchEventsMessage(events: [], cursor: cursor))).encodeFrame(into: &buffer)
+        buffer.moveReaderIndex(forwardBy: 4)
+        return buffer
+    }
+
+    @Test func progressInTimeKeepsTheConnectionAndSilenceEndsIt() throws {
+        let (channel, handler) = try connected(idle: .seconds(10))
+        let first = handler.nextFrames()
+        channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        try channel.writeInbound(try progress(1))
+        #expect(try first.wait()?.count == 1)
+        // Waiting again starts the clock again: 9 s more is still in time.
+        let second = handler.nextFrames()
+        channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(channel.isActive)
+        try channel.writeInbound(try progress(2))
+        #expect(try second.wait()?.count == 1)
+        let third = handler.nextFrames()
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(9_999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+        // A connection still open would leave the wait below unanswered.
+        guard !channel.isActive else { return }
+        #expect {
+            _ = try third.wait()
+        } throws: { error in
+            "\(error)".contains("the node sent nothing for 10000 ms, not even progress")
+        }
+    }
+
+    @Test func aCallerThatDoesNotAskStopsTheClock() throws {
+        let (channel, handler) = try connected(idle: .seconds(10))
+        let first = handler.nextFrames()
+        try channel.writeInbound(try progress(1))
+        #expect(try first.wait()?.count == 1)
+        // The caller is busy for a minute: nothing is read, and the node is not blamed.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(channel.isActive)
+        let second = handler.nextFrames()
+        try channel.writeInbound(try progress(2))
+        #expect(try second.wait()?.count == 1)
+        _ = try? channel.finish()
+    }
+}
