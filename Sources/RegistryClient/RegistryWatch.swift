@@ -58,6 +58,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
         connectTimeout: Duration = .seconds(5), idleTimeout: Duration = .seconds(30),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        precondition(idleTimeout > .zero, "a watch's idle timeout must be above zero")
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
         precondition(!endpoints.isEmpty, "a watch needs at least one endpoint")
@@ -125,7 +126,8 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                         drop()
                         throw CancellationError()
                     } catch {
-                        try await retry()
+                        // Out of attempts, the watch says why the last connection ended.
+                        try await retry(after: error as? RegistryClientError ?? .connectionClosed("\(error)"))
                         continue
                     }
                     guard let taken else {

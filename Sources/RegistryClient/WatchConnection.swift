@@ -143,7 +143,8 @@ final class WatchFrameHandler: ChannelInboundHandler {
         }
         let promise = context.eventLoop.makePromise(of: [ServerFrame]?.self)
         waiting = promise
-        armIdleDeadline(context)
+        // The hello's answer has a deadline of its own (awaitAnswer(within:)).
+        if answerDeadline == nil { armIdleDeadline(context) }
         context.read()
         return promise.futureResult
     }
@@ -202,7 +203,7 @@ final class WatchFrameHandler: ChannelInboundHandler {
         if frames.isEmpty {
             // A read that brought no whole frame: read on for the caller still waiting, or for
             // the hello's answer that is due. Bytes came: the node is there.
-            if waiting != nil { armIdleDeadline(context) }
+            if waiting != nil && answerDeadline == nil { armIdleDeadline(context) }
             if waiting != nil || answerDeadline != nil { context.read() }
         } else if let promise = waiting {
             waiting = nil

@@ -331,11 +331,10 @@ extension RegistryState {
                 guard member != root, state.slots[root].canonical == root, state.slots[member].canonical == member else {
                     throw SnapshotRestoreError("alias \(member) of \(root) is not one hop")
                 }
-                // Devices merge only where their claims meet, in one vendor (a move files both
-                // under the vendor it joined), and the set's head is its winner by the merge rule.
-                guard state.slots[member].vendor == state.slots[root].vendor else {
-                    throw SnapshotRestoreError("alias \(member) of \(root) is of another vendor")
-                }
+                // The set's head is its winner by the merge rule. (Its vendor may differ from a
+                // member's: a replica that has not heard of a move yet merges the device of a
+                // registration filed under the joined vendor with its own, still filed under the
+                // old one.)
                 guard state.wins(root, over: member) else {
                     throw SnapshotRestoreError("alias \(member) of \(root) would win their merge: the head of a merged set is its winner")
                 }

@@ -63,4 +63,15 @@ import Testing
         #expect(try second.wait()?.count == 1)
         _ = try? channel.finish()
     }
+    /// While the hello's answer is due, its own deadline counts, not the idle timeout.
+    @Test func theHellosAnswerHasItsOwnDeadline() throws {
+        let (channel, handler) = try connected(idle: .milliseconds(100))
+        handler.awaitAnswer(within: .seconds(10))
+        let answer = handler.nextFrames()
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(channel.isActive, "the idle timeout cut the hello off")
+        try channel.writeInbound(try progress(1))
+        #expect(try answer.wait()?.count == 1)
+        _ = try? channel.finish()
+    }
 }

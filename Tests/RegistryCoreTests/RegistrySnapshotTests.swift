@@ -118,9 +118,6 @@ import Testing
         func device(_ low: UInt64) -> SnapshotRecord {
             .device(id: DeviceID(UUID128(high: 1, low: low)), created: HLCTimestamp(millis: low, counter: 0), origin: 0, vendor: 0)
         }
-        func otherVendorsDevice(_ low: UInt64) -> SnapshotRecord {
-            .device(id: DeviceID(UUID128(high: 1, low: low)), created: HLCTimestamp(millis: low, counter: 0), origin: 0, vendor: 1)
-        }
         let idfv = Identifier(kind: .idfv, value: UUID128(high: 5, low: 5))
         // The same records with a valid alias restore.
         let merged = try restore(names + [device(1), device(2), .alias(1, of: 0)])
@@ -130,9 +127,8 @@ import Testing
             names + [device(1), .alias(1, of: 0)],
             names + [device(1), device(2), device(3), .alias(1, of: 0), .alias(2, of: 1)],
             names + [device(1), .alias(0, of: 0)],
-            // The head of a merged set is its winner (the earliest created), in one vendor.
+            // The head of a merged set is its winner (the earliest created).
             names + [device(1), device(2), .alias(0, of: 1)],
-            names + [.vendor(Vendor(trusted: "org.w")), device(1), otherVendorsDevice(2), .alias(1, of: 0)],
             names + [device(1), .claim(vendor: 0, identifier: idfv, owner: 0), .claim(vendor: 0, identifier: idfv, owner: 0)],
             names + [device(1), .claim(vendor: 1, identifier: idfv, owner: 0)],
             names + [device(1), .claim(vendor: 0, identifier: idfv, owner: 0), device(2)],

@@ -39,7 +39,7 @@ final class ClientRequests: Sendable {
     }
 
     /// A resolver of the vendor rules in force now, remembering `capacity` bundles. The rules can
-    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:refusals:)``
+    /// change (``VendorRuleHistory``): ``submit(_:resolver:access:deliver:causalDeadline:refusals:caughtUp:)``
     /// prepares again, under the lock, what was prepared with older rules, and renews the
     /// resolver.
     func resolver(capacity: Int) -> BundleResolver {
@@ -197,8 +197,10 @@ final class ClientRequests: Sendable {
             return false
         }
         guard !changes.isEmpty else { return false }
-        let members = members
-        guard members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
+        // A node that refuses writes (removed from the cluster, its clock ahead) says so when it
+        // decides, without waiting for its peers first.
+        let (members, refusing) = core.withLockedValue { ($0.node.registry.clusterMembers, $0.node.writeRefusal(wallMillis: wallClock()) != nil) }
+        guard !refusing, members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
         let now = SystemClock.monotonicMillis()
         var barrier = CatchUpBarrier(askedAtMillis: now, catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()

@@ -10,7 +10,7 @@ extension RegistryEngine {
     public struct Answers: Sendable {
         let requestIDs: [UInt64]
         let decisions: [NodeState.Decision]
-        /// What the answers reflect (one token for the group: see ``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:refusals:)``).
+        /// What the answers reflect (one token for the group: see ``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:refusals:caughtUp:)``).
         var token: CausalToken = .empty
 
         public var count: Int { requestIDs.count }

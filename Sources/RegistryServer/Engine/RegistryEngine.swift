@@ -137,7 +137,7 @@ public final class RegistryEngine: Sendable {
 
     /// Answers `frames` in order and calls `deliver` with the responses once they may be sent:
     /// at once when nothing is waiting to become durable, otherwise from the writer's queue
-    /// (``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:refusals:)``).
+    /// (``ClientRequests/submit(_:resolver:access:deliver:causalDeadline:refusals:caughtUp:)``).
     public func submit(_ frames: [ClientFrame], deliver: @escaping Delivery) {
         var resolver = requests.resolver(capacity: 0)
         requests.submit(frames, resolver: &resolver, access: .unrestricted, deliver: deliver)

@@ -16,10 +16,10 @@ import RegistryWire
 /// retryably. Registrations another node takes after it answered are the change's window
 /// (docs/identity.md, "The window").
 struct CatchUpBarrier: Equatable, Sendable {
-    /// How long the members have to answer: a round trip normally; a member that has not
-    /// answered in this long is not reached, and the refusal still reaches a client that waits
-    /// registryctl's default 5 s.
-    static let answerWaitMillis: UInt64 = 3_000
+    /// How long the members have to answer: a round trip normally. With the default
+    /// `--causal-timeout` (2 s) for the wait that follows, the answer, or the refusal, reaches a
+    /// client that waits registryctl's default 5 s.
+    static let answerWaitMillis: UInt64 = 2_000
     /// How often a held change asks again.
     static let pollMillis = 10
 
@@ -29,6 +29,8 @@ struct CatchUpBarrier: Equatable, Sendable {
     let catchUpWaitMillis: UInt64
     /// What every other member held when it answered, once all have.
     private(set) var needs: VersionVector?
+    /// The members whose answers ``needs`` joins.
+    private var answered: Set<NodeID> = []
     /// When the node must hold ``needs`` by.
     private var deadlineMillis: UInt64
 
@@ -52,6 +54,11 @@ struct CatchUpBarrier: Equatable, Sendable {
     mutating func evaluate(
         links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID, holds: VersionVector, nowMillis: UInt64
     ) -> Outcome {
+        // A member this node learned of while it caught up (it joined through another node) is
+        // asked too: registrations it alone holds count.
+        if needs != nil, members.contains(where: { $0.key != own && !$0.value.removed && !answered.contains($0.key) }) {
+            needs = nil
+        }
         if needs == nil {
             var needed = VersionVector()
             var (unreached, silent) = ([String](), [String]())
@@ -60,6 +67,9 @@ struct CatchUpBarrier: Equatable, Sendable {
                     unreached.append(node.value)
                     continue
                 }
+                // An answer to a batch sent as the change arrived, or later: the peer read it, so
+                // what it held then is what it held after the change arrived (give or take the
+                // part of a millisecond that the clock does not tell apart).
                 guard link.answeredAtMillis >= askedAtMillis, let held = try? VersionVector(positions: link.peerHolds) else {
                     silent.append(node.value)
                     continue
@@ -74,6 +84,7 @@ struct CatchUpBarrier: Equatable, Sendable {
                 return .refused(refusal("no answer from \(silent.joined(separator: ", "))", nowMillis: nowMillis))
             }
             needs = needed
+            answered = Set(members.keys.filter { $0 != own && !members[$0]!.removed })
             deadlineMillis = nowMillis + catchUpWaitMillis
         }
         guard let needs, !holds.covers(needs) else { return .caughtUp }

@@ -102,6 +102,28 @@ import Testing
         #expect(holding.evaluate(links: links, members: members, own: own, holds: all, nowMillis: 1_002) == .caughtUp)
     }
 
+    /// A member this node learns of while it catches up (it joined through another node) is
+    /// asked too: what it alone holds is waited for.
+    @Test func aMemberLearnedOfMeanwhileIsAskedToo() {
+        let e = LogID(origin: NodeID(trusted: "node-e"), epoch: 1)
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
+        var links = [
+            link("node-b", answeredAt: 1_001, holding: VersionVector.holding([(b, 2)])),
+            link("node-c", answeredAt: 1_001, holding: VersionVector.holding([(c, 2)])),
+        ]
+        let holds = VersionVector.holding([(b, 2), (c, 1)])
+        #expect(barrier.evaluate(links: links, members: members, own: own, holds: holds, nowMillis: 1_010) == .waiting)
+        #expect(barrier.needs == VersionVector.holding([(b, 2), (c, 2)]))
+        var more = members
+        more[NodeID(trusted: "node-e")] = Member(address: "e:7400", addressAt: .zero, removed: false)
+        links.append(link("node-e", answeredAt: 1_020, holding: VersionVector.holding([(e, 4)])))
+        let caught = VersionVector.holding([(b, 2), (c, 2)])
+        #expect(barrier.evaluate(links: links, members: more, own: own, holds: caught, nowMillis: 1_030) == .waiting, "node-e's log is missing")
+        #expect(barrier.needs == VersionVector.holding([(b, 2), (c, 2), (e, 4)]))
+        let all = VersionVector.holding([(b, 2), (c, 2), (e, 4)])
+        #expect(barrier.evaluate(links: links, members: more, own: own, holds: all, nowMillis: 1_040) == .caughtUp)
+    }
+
     @Test func aRemovedMemberIsNotWaitedForAndANodeAloneHasCaughtUp() {
         var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
         let links = [
