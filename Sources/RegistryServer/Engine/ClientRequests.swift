@@ -197,10 +197,8 @@ final class ClientRequests: Sendable {
             return false
         }
         guard !changes.isEmpty else { return false }
-        // A node that refuses writes (removed from the cluster, its clock ahead) says so when it
-        // decides, without waiting for its peers first.
-        let (members, refusing) = core.withLockedValue { ($0.node.registry.clusterMembers, $0.node.writeRefusal(wallMillis: wallClock()) != nil) }
-        guard !refusing, members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
+        let members = members
+        guard members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
         let now = SystemClock.monotonicMillis()
         var barrier = CatchUpBarrier(askedAtMillis: now, catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()
