@@ -152,9 +152,15 @@ final class WatchFrameHandler: ChannelInboundHandler {
     /// Starts the wait for the node's next bytes over (``idleTimeout``).
     private func armIdleDeadline(_ context: ChannelHandlerContext) {
         idleDeadline?.cancel()
-        idleDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
-            idleDeadline = nil
-            end(RegistryClientError.connectionClosed("the node sent nothing for \(idleTimeout.nanoseconds / 1_000_000) ms, not even progress"))
+        idleDeadline = endUnlessHeard(
+            within: idleTimeout, context: context, because: "the node sent nothing for \(idleTimeout.nanoseconds / 1_000_000) ms, not even progress")
+    }
+
+    /// Ends the connection (``RegistryClientError/connectionClosed(_:)``, `reason`) once `timeout`
+    /// passes, unless cancelled first; the close cancels every deadline (`channelInactive`).
+    private func endUnlessHeard(within timeout: TimeAmount, context: ChannelHandlerContext, because reason: String) -> Scheduled<Void> {
+        context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            end(RegistryClientError.connectionClosed(reason))
             context.close(promise: nil)
         }
     }
@@ -170,11 +176,8 @@ final class WatchFrameHandler: ChannelInboundHandler {
     /// answers, since the answer is read and kept for it whenever it comes to take it.
     func awaitAnswer(within timeout: TimeAmount) {
         guard let context, ended == nil else { return }
-        answerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
-            answerDeadline = nil
-            end(RegistryClientError.connectionClosed("before the hello was answered: no answer within \(timeout.nanoseconds / 1_000_000) ms"))
-            context.close(promise: nil)
-        }
+        answerDeadline = endUnlessHeard(
+            within: timeout, context: context, because: "before the hello was answered: no answer within \(timeout.nanoseconds / 1_000_000) ms")
         context.read()
     }
 

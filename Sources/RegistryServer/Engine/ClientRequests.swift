@@ -196,14 +196,10 @@ final class ClientRequests: Sendable {
             if case .vendorChange(.success) = prepared[index] { return true }
             return false
         }
-        guard !changes.isEmpty else { return false }
-        let members = members
-        guard members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
-        let now = SystemClock.monotonicMillis()
-        var barrier = CatchUpBarrier(askedAtMillis: now, catchUpWaitMillis: causal.timeoutMillis)
+        guard !changes.isEmpty, members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
+        var barrier = CatchUpBarrier(askedAtMillis: SystemClock.monotonicMillis(), catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()
-        let first = barrier.evaluate(links: links.statuses, members: members, own: nodeID, holds: heldVector, nowMillis: now)
-        switch first {
+        switch ask(&barrier) {
         case .caughtUp: return false
         case .refused(let error):
             for index in changes { prepared[index] = .refused(error) }
@@ -220,10 +216,8 @@ final class ClientRequests: Sendable {
     private func awaitCatchUp(_ barrier: CatchUpBarrier, waiter: RegistryEngine.CausalWaiter, changes: [Int]) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(CatchUpBarrier.pollMillis)) {
             var barrier = barrier
-            let outcome = barrier.evaluate(
-                links: self.links.statuses, members: self.members, own: self.nodeID, holds: self.heldVector, nowMillis: SystemClock.monotonicMillis())
             var refusals = waiter.refusals
-            switch outcome {
+            switch self.ask(&barrier) {
             case .waiting: return self.awaitCatchUp(barrier, waiter: waiter, changes: changes)
             case .caughtUp: break
             case .refused(let error): refusals += changes.map { ($0, error) }
@@ -233,9 +227,11 @@ final class ClientRequests: Sendable {
         }
     }
 
-    /// What this node holds of every log, applied.
-    private var heldVector: VersionVector {
-        core.withLockedValue { $0.node.versionVector }
+    /// `barrier`'s outcome now: from the links, and the members and what this node holds (of
+    /// every log, applied), read together.
+    private func ask(_ barrier: inout CatchUpBarrier) -> CatchUpBarrier.Outcome {
+        let (members, holds) = core.withLockedValue { ($0.node.registry.clusterMembers, $0.node.versionVector) }
+        return barrier.evaluate(links: links.statuses, members: members, own: nodeID, holds: holds, nowMillis: SystemClock.monotonicMillis())
     }
 
     /// Answers a snapshot request (`requestID`) once the snapshot is taken.

@@ -62,7 +62,9 @@ struct CatchUpBarrier: Equatable, Sendable {
         if needs == nil {
             var needed = VersionVector()
             var (unreached, silent) = ([String](), [String]())
+            var asked = Set<NodeID>()
             for (node, member) in members.sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
+                asked.insert(node)
                 guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
                     unreached.append(node.value)
                     continue
@@ -84,7 +86,7 @@ struct CatchUpBarrier: Equatable, Sendable {
                 return .refused(refusal("no answer from \(silent.joined(separator: ", "))", nowMillis: nowMillis))
             }
             needs = needed
-            answered = Set(members.keys.filter { $0 != own && !members[$0]!.removed })
+            answered = asked
             deadlineMillis = nowMillis + catchUpWaitMillis
         }
         guard let needs, !holds.covers(needs) else { return .caughtUp }

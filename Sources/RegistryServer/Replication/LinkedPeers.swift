@@ -3,29 +3,27 @@ import RegistryWire
 import Synchronization
 
 /// What the request path and the stats see of the peer links: their status, read from the
-/// replication when it runs (``attach(_:)``); none on a node without peers.
+/// replication when it runs (``attach(_:askHoldings:)``); none on a node without peers.
 final class LinkedPeers: Sendable {
-    private let source = Mutex<(@Sendable () -> [PeerLinkStatus])?>(nil)
-    private let asker = Mutex<(@Sendable () -> Void)?>(nil)
+    private let source = Mutex<(statuses: @Sendable () -> [PeerLinkStatus], askHoldings: @Sendable () -> Void)?>(nil)
     /// ``clonesAllowed(wallMillis:members:own:)``'s last answer, and when it was worked out.
     private let cloneGate = Mutex<(checkedAt: UInt64, allowed: Bool)?>(nil)
 
     /// The replication's links report their status through `statuses` from now on, and
     /// `askHoldings` asks each to learn what its peer holds now (``PeerLink/askHoldings()``).
     func attach(_ statuses: @escaping @Sendable () -> [PeerLinkStatus], askHoldings: @escaping @Sendable () -> Void) {
-        source.withLock { $0 = statuses }
-        asker.withLock { $0 = askHoldings }
+        source.withLock { $0 = (statuses, askHoldings) }
     }
 
     /// Asks every link's peer what it holds now; their answers show in ``statuses``
     /// (``PeerLinkStatus/answeredAtMillis``).
     func askHoldings() {
-        asker.withLock { $0 }?()
+        source.withLock { $0 }?.askHoldings()
     }
 
     /// Every link's status now.
     var statuses: [PeerLinkStatus] {
-        source.withLock { $0 }?() ?? []
+        source.withLock { $0 }?.statuses() ?? []
     }
 
     /// The peers this node streams to (its own address, once recognised, left out).

@@ -45,8 +45,9 @@ enum ConnectionAccess: Sendable, Equatable {
     /// too; a batch's registrations item by item), operator requests (stats, snapshot, member
     /// removal) without `admin`, and vendor rule changes without `admin` on every vendor.
     /// Refused before it is prepared, the vendor found by name: preparing makes the names a
-    /// request gives (vendors, bundle IDs, node IDs), which a node keeps for good (``InternedText``). Resolves and lookups are checked where the
-    /// state tells their vendor (``NodeState``).
+    /// request gives (vendors, bundle IDs, node IDs), which a node keeps for good
+    /// (``InternedText``). Resolves and lookups are checked where the state tells their vendor
+    /// (``NodeState``).
     func prepare(
         _ body: ClientBody, resolver: inout BundleResolver, limits: Limits, identifierKey: IdentifierKey
     ) -> NodeState.Prepared {
