@@ -101,7 +101,8 @@ public final class RegistryEngine: Sendable {
             nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
             causal: CausalHolding(
                 core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, deadlineClock: SystemClock.monotonicMillis),
-            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
+            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock,
+            catchUpBeforeVendorChanges: configuration.catchUpBeforeVendorChanges)
         peerBatches = PeerBatches(
             core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
         self.logger = logger

@@ -59,7 +59,7 @@ import Testing
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
                 + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors); "
                 + "\(total.heldForForgottenDevices) registrations held for a forgotten device not yet received), "
-                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors), \(total.vendorWaits) of them as their node had not caught up), "
+                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)), "
                 + "\(total.cloneScenarios) keychains cloned onto a second phone (\(total.clonesLogged) clone operations logged); "
                 + "a watcher read \(watched.events) events, moved \(watched.moves) times (\(watched.notCaughtUp) to a node not caught up), "
                 + "reopened \(watched.reopened) readers and read the state again \(watched.expiries) times "
@@ -439,7 +439,6 @@ extension ClusterSimulation.Counts {
         heldForForgottenDevices += other.heldForForgottenDevices
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
-        vendorWaits += other.vendorWaits
         cloneScenarios += other.cloneScenarios
         clonesLogged += other.clonesLogged
         moves += other.moves
