@@ -143,6 +143,25 @@ import Testing
         reopened.close()
     }
 
+    /// A first start logs the config file's vendor rules as the seed and returns once that is
+    /// durable: what the node writes next goes in a commit of its own, so that a start writes the
+    /// same journal every time (the cluster simulation's replays counted disk changes that
+    /// differed by whether a registration joined the seed's commit).
+    @Test func aFirstStartReturnsWithItsVendorSeedDurable() throws {
+        var configuration = NodeConfiguration()
+        configuration.vendorRules = try VendorRules(rules: [VendorRule(name: "acme", prefixes: ["com.acme"])])
+        for _ in 0..<5 {
+            let temp = try TemporaryDirectory()
+            defer { temp.remove() }
+            configuration.dataDirectory = temp.path
+            let engine = try RegistryEngine(configuration: configuration, logger: .quiet("t"))
+            // Read at once: nothing waited for the commit.
+            let seeded = engine.durableVector.logs.map(\.1).reduce(0, +)
+            engine.close()
+            #expect(seeded > 0, "the seed was not durable when the engine was built")
+        }
+    }
+
     @Test func aDataDirectoryOfAnotherNodeIsRefused() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -43,10 +43,6 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var replicaTimeoutMillis: UInt64 = 5_000
     /// How long a request waits for what its causal token names (``NodeSetting/causalTimeout``).
     public var causalTimeoutMillis: UInt64 = 2_000
-    /// Whether a vendor rule change waits until this node holds what every other member holds
-    /// (``CatchUpBarrier``); on unless an embedder drives the links itself between steps, as
-    /// the cluster simulation does, where no peer can answer while a request waits.
-    public var catchUpBeforeVendorChanges = true
     /// Watch streams served at once (``NodeSetting/maxWatchers``).
     public var maxWatchers = 1_000
     /// Events kept for watchers (``NodeSetting/watchHistory``).

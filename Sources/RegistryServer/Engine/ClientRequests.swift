@@ -24,15 +24,11 @@ final class ClientRequests: Sendable {
     private let links: LinkedPeers
     private let statsReport: StatsReport
     private let wallClock: @Sendable () -> UInt64
-    /// ``NodeConfiguration/catchUpBeforeVendorChanges``.
-    private let catchUpBeforeVendorChanges: Bool
 
     init(
         nodeID: NodeID, limits: Limits, identifierKey: IdentifierKey, core: SharedCore, pipeline: CommitPipeline, causal: CausalHolding,
-        replicas: ReplicaWaits, links: LinkedPeers, statsReport: StatsReport, wallClock: @escaping @Sendable () -> UInt64,
-        catchUpBeforeVendorChanges: Bool = true
+        replicas: ReplicaWaits, links: LinkedPeers, statsReport: StatsReport, wallClock: @escaping @Sendable () -> UInt64
     ) {
-        self.catchUpBeforeVendorChanges = catchUpBeforeVendorChanges
         (self.nodeID, self.limits, self.identifierKey, self.core, self.pipeline) = (nodeID, limits, identifierKey, core, pipeline)
         (self.causal, self.replicas, self.links, self.statsReport, self.wallClock) = (causal, replicas, links, statsReport, wallClock)
     }
@@ -97,7 +93,7 @@ final class ClientRequests: Sendable {
         {
             return
         }
-        if !caughtUp, catchUpBeforeVendorChanges, holdForCatchUp(frames, prepared: &prepared, access: access, deliver: deliver) { return }
+        if !caughtUp, holdForCatchUp(frames, prepared: &prepared, access: access, deliver: deliver) { return }
         let replicasWanted = replicas.wanted(by: frames, prepared: &prepared) { links.count(members: members, own: nodeID) }
         links.refuseLiveRemovals(&prepared)
         links.holdMovesBackFromOldMembers(&prepared, members: { self.members }, own: nodeID)

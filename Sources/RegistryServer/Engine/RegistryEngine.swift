@@ -101,8 +101,7 @@ public final class RegistryEngine: Sendable {
             nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
             causal: CausalHolding(
                 core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, deadlineClock: SystemClock.monotonicMillis),
-            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock,
-            catchUpBeforeVendorChanges: configuration.catchUpBeforeVendorChanges)
+            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
         peerBatches = PeerBatches(
             core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
         self.logger = logger
@@ -114,7 +113,7 @@ public final class RegistryEngine: Sendable {
     }
 
     /// At the first start of a node that never heard of the cluster's vendor rules, logs the
-    /// config file's as the seed (``VendorRuleHistory``: the earliest start's seed counts). A
+    /// config file's as the seed, and returns once that is durable (``VendorRuleHistory``: the earliest start's seed counts). A
     /// node that holds the cluster's rules keeps them, and says so when its file differs.
     private func seedVendorRules() {
         let wall = wallClock()
@@ -125,7 +124,11 @@ public final class RegistryEngine: Sendable {
             return (seeded, core.node.rules)
         }
         if seeded {
+            // Durable before the node serves: the first commit is the seed's alone, whatever
+            // arrives next, so that a start writes the same journal every time (the cluster
+            // simulation replays a seed's disk changes exactly).
             pipeline.enqueue(.own(done: {}), waits: true)
+            pipeline.betweenCommits {}
         } else if !configuredRules.rules.isEmpty, Set(inForce.rules) != Set(configuredRules.rules) {
             logger.warning(
                 "the config file's vendors differ from the cluster's; keeping the cluster's (registryctl vendor list shows them)",

@@ -185,10 +185,12 @@ final class ClusterSimulation {
         configuration.snapshotEverySeconds = 0
         // Snapshots come from the simulation's steps alone, never from a background timer.
         configuration.erasureWithinSeconds = 0
-        // No peer answers while a step waits (messages move between steps), so a vendor change
-        // is decided from what its node holds, as the simulation's oracle expects (the catch-up
-        // is tested apart: CatchUpBarrierTests, VendorRulesMismatchTests).
-        configuration.catchUpBeforeVendorChanges = false
+        // No message moves while a step waits (they move between steps), so a vendor change's
+        // catch-up (CatchUpBarrier) cannot wait for its node to receive more: it is decided when
+        // the node holds what its links last heard the peers hold (randomVendorChange), and
+        // refused at once otherwise. The wait itself is tested apart (CatchUpBarrierTests,
+        // VendorRulesMismatchTests).
+        configuration.causalTimeoutMillis = 0
         configuration.maxClockSkewMillis = Self.maxClockSkewMillis
         configuration.commitPacing = CommitPacing(delayMicros: 0, worthOperations: 1)
         // Small journal files: the simulated disk copies a whole file when a synced one changes,
@@ -498,7 +500,8 @@ final class ClusterSimulation {
     /// sometimes `net.simN`) through a running member, asking for the move half the time. Some
     /// registrations present `org.simN` bundles (``randomRegistration(at:)``), so a change can move
     /// their devices between `org.simN` and `simN`; refusals are a rule that exists or does not,
-    /// a move not asked for, and a move while the node does not stream to every other member.
+    /// a move not asked for, and a change while the node does not stream to every other member
+    /// or lacks what they held (its catch-up).
     func randomVendorChange() {
         let alive = members.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random), let engine = engine(node) else { return }
@@ -516,8 +519,8 @@ final class ClusterSimulation {
         let fitting = before.rules.contains { $0.name == "sim\(number)" } ? Array(actions.dropFirst()) : [actions[0]]
         let request = vendorActions.next() % 4 == 0 ? anyAction : fitting.randomElement(using: &vendorActions)!
         let frame = ClientFrame(requestID: 1, body: .vendor(request))
-        // The links the node streams on, for the check that every member can carry out a move;
-        // for this step only (every other step sees none, as before the check existed).
+        // The links the node streams on, for its catch-up and the check that every member can
+        // carry out a move; for this step only (every other step sees none, as before the check existed).
         defer { nodes[node].linkStatuses.statuses.withLock { $0 = [] } }
         nodes[node].linkStatuses.statuses.withLock { statuses in
             statuses = nodes.indices.compactMap { other -> PeerLinkStatus? in
@@ -526,6 +529,9 @@ final class ClusterSimulation {
                 status.nodeID = peer.value
                 status.state = "streaming"
                 status.peerVersion = .current
+                // The peer's answer to the catch-up's probe: what it held when last heard from.
+                status.answeredAtMillis = .max
+                status.peerHolds = links[node][other]!.knownHolds.positions
                 return status
             }
         }
@@ -932,6 +938,17 @@ final class ClusterSimulation {
     }
 
     // MARK: - Checking
+
+    /// What each node holds (its vector and state digest) and how many disk changes it made, for
+    /// `SIM_STEPS`: a seed's runs must repeat it after every step.
+    var stepTrace: String {
+        nodes.map { node in
+            guard let engine = node.engine else { return "\(node.name) down" }
+            let stats = engine.stats()
+            let held = stats.versionVector.map { "\($0.origin)/\($0.epoch)/\($0.sequence)" }.sorted().joined(separator: " ")
+            return "\(node.name) [\(held)] digest \(stats.stateDigest), \(node.disk?.calls ?? 0) disk changes"
+        }.joined(separator: "; ")
+    }
 
     /// Each link's state, for a failure's report.
     var linkReport: String {

@@ -14,8 +14,9 @@ import Testing
 /// device's creation, claim owners, apps) against an oracle computed from the operations alone.
 ///
 /// `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=S` replays seed S alone; `SIM_TRACE=1`
-/// prints each seed's counts, which two runs must repeat exactly. A failure names
-/// its seed.
+/// prints each seed's counts, which two runs must repeat exactly; `SIM_STEPS=1` prints what each
+/// node holds and how many disk changes it made after every step, to find where two runs part.
+/// A failure names its seed.
 @Suite struct ClusterSimulationTests {
     static let seeds: [UInt64] = {
         let environment = ProcessInfo.processInfo.environment
@@ -28,8 +29,9 @@ import Testing
     static let groups: [[UInt64]] = stride(from: 0, to: seeds.count, by: 25).map { Array(seeds[$0..<min($0 + 25, seeds.count)]) }
 
     /// A seed replays exactly, also after other seeds ran in the same process: a run of seeds,
-    /// among them those whose counts once changed from run to run (a learned removal, or a freed
-    /// snapshot intake, that the next step raced), run twice, must count the same both times.
+    /// among them those whose counts once changed from run to run (a learned removal, a freed
+    /// snapshot intake, or a start's vendor seed commit, that the next step raced), run twice,
+    /// must count the same both times.
     @Test func aSeedReplaysExactly() throws {
         let seeds = Array(1...25 as ClosedRange<UInt64>) + [48, 162, 306, 363]
         let first = try seeds.map { try Self.run(seed: $0).cluster }
@@ -167,6 +169,7 @@ import Testing
                 break
             }
             simulation.advance(by: UInt64.random(in: 1...25, using: &random))
+            if ProcessInfo.processInfo.environment["SIM_STEPS"] != nil { print("step \(roll): \(simulation.stepTrace)") }
             watcher.step(simulation)
             // A node that died at a disk change is the one down, to be restarted.
             if crashed == nil { crashed = simulation.members.first { simulation.nodes[$0].engine == nil } }
@@ -363,8 +366,8 @@ import Testing
             throw SimulationFailure(seed: seed, reason: "the seed of the first start is not the configured rules: \(wantedRules)")
         }
         // A vendor rule change is refused only when its vendor has a rule already (add) or none
-        // (set, remove), by a removed member, by a node whose clock ran ahead, or, for a move,
-        // by a node that does not stream to every other member.
+        // (set, remove), by a removed member, by a node whose clock ran ahead, or by a node that
+        // has not caught up with every other member (CatchUpBarrier).
         let expectedVendorRefusals: Set<String> = ["invalid_argument", "not_found", "not_a_member", "clock_skew", "unavailable"]
         if let unexpected = simulation.counts.vendorErrors.keys.first(where: { !expectedVendorRefusals.contains($0) }) {
             throw SimulationFailure(seed: seed, reason: "a vendor rule change was refused with \(unexpected)")
