@@ -188,7 +188,8 @@ final class ClientRequests: Sendable {
     /// Holds a group that changes the vendor rules, on a node with other members, until this
     /// node holds what each of them held when it arrived (``CatchUpBarrier``), and returns true;
     /// the group is then submitted again, its changes refused if the wait failed. Returns false,
-    /// changing nothing, when the group has no such change or the node has caught up already.
+    /// changing nothing, when the group has no such change or the node has caught up already,
+    /// and refusing its changes at once when the node refuses writes.
     private func holdForCatchUp(
         _ frames: [ClientFrame], prepared: inout [NodeState.Prepared], access: ConnectionAccess, deliver: @escaping RegistryEngine.Delivery
     ) -> Bool {
@@ -196,7 +197,18 @@ final class ClientRequests: Sendable {
             if case .vendorChange(.success) = prepared[index] { return true }
             return false
         }
-        guard !changes.isEmpty, members.contains(where: { $0.key != nodeID && !$0.value.removed }) else { return false }
+        guard !changes.isEmpty else { return false }
+        let wall = wallClock()
+        let (others, writeRefusal) = core.withLockedValue { core in
+            (core.node.registry.clusterMembers.contains { $0.key != nodeID && !$0.value.removed }, core.node.writeRefusal(wallMillis: wall))
+        }
+        // A node that refuses writes (removed, or its clock ahead) refuses the change with that
+        // reason, as any write, rather than after a catch-up that could not help.
+        if let writeRefusal {
+            for index in changes { prepared[index] = .refused(writeRefusal) }
+            return false
+        }
+        guard others else { return false }
         var barrier = CatchUpBarrier(askedAtMillis: SystemClock.monotonicMillis(), catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()
         switch ask(&barrier) {
