@@ -48,7 +48,8 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     /// How long a connection may send nothing while the watch waits for its next batch: a node
     /// sends progress every `--watch-progress` (a second by default) when nothing matches, so a
     /// silent one has stopped, or its network has; the watch goes on from its cursor on the next
-    /// endpoint. Keep it well above the nodes' `--watch-progress`.
+    /// endpoint. A node that says in its hello that it sends progress more seldom (a node since
+    /// the field exists) is given three of its intervals instead.
     public let idleTimeout: Duration
     private let group: any EventLoopGroup
 

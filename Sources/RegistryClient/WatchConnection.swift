@@ -108,12 +108,18 @@ final class WatchConnection: Sendable {
 /// (``awaitAnswer(within:)``). The frames one read brings go to the caller together, once the
 /// read is complete. A node that sends nothing for `idleTimeout` while a caller waits is given
 /// up: an idle node sends progress every `--watch-progress` (a second by default), so a silent
-/// one has stopped, or its network has.
+/// one has stopped, or its network has. A node that says its progress interval in the hello's
+/// limits is given at least ``progressIntervalsBeforeGivingUp`` of them.
 final class WatchFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
-    /// How long the node may send nothing while a caller waits for frames.
-    let idleTimeout: TimeAmount
+    /// Progress intervals a node may miss before a watcher gives it up, whatever its idle
+    /// timeout: a node configured to send progress seldom is not taken for a silent one.
+    static let progressIntervalsBeforeGivingUp: Int64 = 3
+
+    /// How long the node may send nothing while a caller waits for frames: the watch's idle
+    /// timeout, or longer when the node's hello says it sends progress more seldom.
+    private(set) var idleTimeout: TimeAmount
     /// Closes the connection unless the node sends something first; set while a caller waits.
     private var idleDeadline: Scheduled<Void>?
 
@@ -195,7 +201,12 @@ final class WatchFrameHandler: ChannelInboundHandler {
         answerDeadline = nil
         let payload = unwrapInboundIn(data)
         do {
-            frames.append(try ServerFrame(decoding: payload))
+            let frame = try ServerFrame(decoding: payload)
+            if case .helloAccepted(let accepted) = frame.body, accepted.limits.watchProgressMillis > 0 {
+                let intervals = TimeAmount.milliseconds(Int64(accepted.limits.watchProgressMillis) * Self.progressIntervalsBeforeGivingUp)
+                idleTimeout = max(idleTimeout, intervals)
+            }
+            frames.append(frame)
         } catch {
             end(RegistryClientError.unexpectedResponse("a frame that does not decode: \(error)"))
             context.close(promise: nil)

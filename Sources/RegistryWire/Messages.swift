@@ -88,11 +88,15 @@ public struct Limits: Hashable, Sendable {
     public var maxFrameBytes: UInt32
     public var maxBatchSize: UInt32
     public var maxInFlight: UInt32
+    /// How often, at least, a watch stream hears from the node (`--watch-progress`); 0 when the
+    /// node does not say.
+    public var watchProgressMillis: UInt32
 
-    public init(maxFrameBytes: UInt32, maxBatchSize: UInt32, maxInFlight: UInt32) {
+    public init(maxFrameBytes: UInt32, maxBatchSize: UInt32, maxInFlight: UInt32, watchProgressMillis: UInt32 = 0) {
         self.maxFrameBytes = maxFrameBytes
         self.maxBatchSize = maxBatchSize
         self.maxInFlight = maxInFlight
+        self.watchProgressMillis = watchProgressMillis
     }
 
     /// 1 MiB frames, 1000 registrations a batch, 1024 requests in flight per connection.

@@ -33,7 +33,7 @@ extension ServerFrame {
                     clusterID: CRead.string(hello.cluster_id), serverVersion: CRead.string(hello.server_version),
                     limits: Limits(
                         maxFrameBytes: limits?.max_frame_bytes ?? 0, maxBatchSize: limits?.max_batch_size ?? 0,
-                        maxInFlight: limits?.max_in_flight ?? 0), instanceID: hello.instance_id, challenge: hello.challenge))
+                        maxInFlight: limits?.max_in_flight ?? 0, watchProgressMillis: limits?.watch_progress_millis ?? 0), instanceID: hello.instance_id, challenge: hello.challenge))
         case REGISTRY__V1__SERVER_FRAME__BODY_REGISTER_RESULT:
             guard let result = frame.register_result?.pointee else { return .unknown }
             return .registerResult(try registerResult(result))
@@ -179,6 +179,7 @@ extension ServerFrame {
             limits.max_frame_bytes = hello.limits.maxFrameBytes
             limits.max_batch_size = hello.limits.maxBatchSize
             limits.max_in_flight = hello.limits.maxInFlight
+            limits.watch_progress_millis = hello.limits.watchProgressMillis
             var message = Registry__V1__HelloAccepted()
             registry__v1__hello_accepted__init(&message)
             message.version = arena.version(hello.version)

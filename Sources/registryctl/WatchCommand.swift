@@ -17,8 +17,8 @@ struct Watch: AsyncParsableCommand {
             resume with the same --vendor and --kind. Exits 5 when the cursor is too old for the node (read the \
             state again, and watch from now), and 0 after --count events (printing a cursor only when it covers \
             no event left unprinted). --timeout bounds each connection attempt, not the stream; a node that sends \
-            nothing for --idle-timeout (it sends progress every --watch-progress, a second by default) is given up \
-            for the next one.
+            nothing for --idle-timeout (it sends progress every --watch-progress, a second by default; one set \
+            above a third of it is given three of its intervals) is given up for the next one.
             """)
 
     @OptionGroup var global: GlobalOptions

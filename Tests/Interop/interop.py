@@ -146,6 +146,8 @@ def main():
     accepted = conn.receive(envelope_pb2)
     check(accepted.request_id == 1 and accepted.WhichOneof("body") == "hello_accepted", f"hello: {accepted}")
     check(accepted.hello_accepted.limits.max_frame_bytes > 0, "limits missing")
+    # The node's --watch-progress, default 1 s: how often a watch stream hears from it.
+    check(accepted.hello_accepted.limits.watch_progress_millis == 1000, f"watch progress: {accepted.hello_accepted.limits}")
 
     idfv = str(uuid.uuid4()).upper()
     # Pipelined: two sibling apps and a bad bundle ID, sent before any answer is read.

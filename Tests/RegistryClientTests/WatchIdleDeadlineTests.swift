@@ -63,6 +63,42 @@ import Testing
         #expect(try second.wait()?.count == 1)
         _ = try? channel.finish()
     }
+    /// The payload of a hello's answer whose limits say the node's progress interval.
+    private func helloAccepted(progressMillis: UInt32) throws -> ByteBuffer {
+        var buffer = ByteBuffer()
+        var limits = Limits.default
+        limits.watchProgressMillis = progressMillis
+        let accepted = HelloAccepted(version: .current, nodeID: "node-a", clusterID: "cluster-t", serverVersion: "t", limits: limits)
+        try ServerFrame(requestID: 0, body: .helloAccepted(accepted)).encodeFrame(into: &buffer)
+        buffer.moveReaderIndex(forwardBy: 4)
+        return buffer
+    }
+
+    /// A node that says it sends progress every 20 s is given three of them (60 s) by a watch
+    /// whose idle timeout is 10 s; one that says less than a third of the timeout changes nothing.
+    @Test func aNodeThatSaysItSendsProgressSeldomIsGivenThreeIntervals() throws {
+        let (channel, handler) = try connected(idle: .seconds(10))
+        handler.awaitAnswer(within: .seconds(5))
+        let answer = handler.nextFrames()
+        try channel.writeInbound(try helloAccepted(progressMillis: 20_000))
+        #expect(try answer.wait()?.count == 1)
+        #expect(handler.idleTimeout == .seconds(60))
+        let quiet = handler.nextFrames()
+        channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(channel.isActive, "given up before three of the node's progress intervals")
+        try channel.writeInbound(try progress(1))
+        #expect(try quiet.wait()?.count == 1)
+        _ = try? channel.finish()
+
+        let (other, otherHandler) = try connected(idle: .seconds(10))
+        otherHandler.awaitAnswer(within: .seconds(5))
+        let otherAnswer = otherHandler.nextFrames()
+        try other.writeInbound(try helloAccepted(progressMillis: 1_000))
+        #expect(try otherAnswer.wait()?.count == 1)
+        #expect(otherHandler.idleTimeout == .seconds(10))
+        _ = try? other.finish()
+    }
+
     /// While the hello's answer is due, its own deadline counts, not the idle timeout.
     @Test func theHellosAnswerHasItsOwnDeadline() throws {
         let (channel, handler) = try connected(idle: .milliseconds(100))

@@ -81,7 +81,11 @@ public final class RegistryEngine: Sendable {
         (self.fs, directory, index) = (fs, path, recovered.index)
         tokens = configuration.tokenSecret.map { TokenKey(secret: $0) }
         clusterID = configuration.clusterID
-        limits = configuration.limits
+        // The hello tells a watcher how often it hears from an idle stream, so that its idle
+        // timeout never gives up a node that is only quiet.
+        var limits = configuration.limits
+        limits.watchProgressMillis = UInt32(clamping: configuration.watchProgressMillis)
+        self.limits = limits
         configuredRules = start.defaultScope.rules
         replicas = ReplicaWaits(
             defaultAckReplicas: configuration.ackReplicas, timeoutMillis: configuration.replicaTimeoutMillis, counters: counters)

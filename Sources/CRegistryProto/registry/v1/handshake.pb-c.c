@@ -315,7 +315,7 @@ const ProtobufCMessageDescriptor registry__v1__hello__descriptor =
   (ProtobufCMessageInit) registry__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor registry__v1__limits__field_descriptors[3] =
+static const ProtobufCFieldDescriptor registry__v1__limits__field_descriptors[4] =
 {
   {
     "max_frame_bytes",
@@ -353,16 +353,29 @@ static const ProtobufCFieldDescriptor registry__v1__limits__field_descriptors[3]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "watch_progress_millis",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Registry__V1__Limits, watch_progress_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned registry__v1__limits__field_indices_by_name[] = {
   1,   /* field[1] = max_batch_size */
   0,   /* field[0] = max_frame_bytes */
   2,   /* field[2] = max_in_flight */
+  3,   /* field[3] = watch_progress_millis */
 };
 static const ProtobufCIntRange registry__v1__limits__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor registry__v1__limits__descriptor =
 {
@@ -372,7 +385,7 @@ const ProtobufCMessageDescriptor registry__v1__limits__descriptor =
   "Registry__V1__Limits",
   "registry.v1",
   sizeof(Registry__V1__Limits),
-  3,
+  4,
   registry__v1__limits__field_descriptors,
   registry__v1__limits__field_indices_by_name,
   1,  registry__v1__limits__number_ranges,

@@ -103,10 +103,17 @@ struct  Registry__V1__Limits
    * pipeline more; the server stops reading until responses drain.
    */
   uint32_t max_in_flight;
+  /*
+   * On a watch (watch.proto): the node sends a frame at least this often, a
+   * progress frame when nothing matches (--watch-progress). A watcher that
+   * hears nothing for several of these may give the node up. 0: not said (a
+   * node older than this field).
+   */
+  uint32_t watch_progress_millis;
 };
 #define REGISTRY__V1__LIMITS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&registry__v1__limits__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, 0 }
 
 
 struct  Registry__V1__HelloAccepted
