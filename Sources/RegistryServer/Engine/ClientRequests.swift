@@ -1,4 +1,3 @@
-import Dispatch
 import Platform
 import RegistryCore
 import RegistryWire
@@ -24,11 +23,15 @@ final class ClientRequests: Sendable {
     private let links: LinkedPeers
     private let statsReport: StatsReport
     private let wallClock: @Sendable () -> UInt64
+    /// The clock and the timer of a held vendor rule change.
+    private let catchUpTiming: CatchUpTiming
 
     init(
         nodeID: NodeID, limits: Limits, identifierKey: IdentifierKey, core: SharedCore, pipeline: CommitPipeline, causal: CausalHolding,
-        replicas: ReplicaWaits, links: LinkedPeers, statsReport: StatsReport, wallClock: @escaping @Sendable () -> UInt64
+        replicas: ReplicaWaits, links: LinkedPeers, statsReport: StatsReport, wallClock: @escaping @Sendable () -> UInt64,
+        catchUpTiming: CatchUpTiming = .system
     ) {
+        self.catchUpTiming = catchUpTiming
         (self.nodeID, self.limits, self.identifierKey, self.core, self.pipeline) = (nodeID, limits, identifierKey, core, pipeline)
         (self.causal, self.replicas, self.links, self.statsReport, self.wallClock) = (causal, replicas, links, statsReport, wallClock)
     }
@@ -185,8 +188,8 @@ final class ClientRequests: Sendable {
         }
     }
 
-    /// Holds a group that changes the vendor rules, on a node with other members, until this
-    /// node holds what each of them held when it arrived (``CatchUpBarrier``), and returns true;
+    /// Holds a group that changes the vendor rules, on a node with peers, until this node holds
+    /// what each of them held when it arrived (``CatchUpBarrier``), and returns true;
     /// the group is then submitted again, its changes refused if the wait failed. Returns false,
     /// changing nothing, when the group has no such change or the node has caught up already,
     /// and refusing its changes at once when the node refuses writes.
@@ -199,17 +202,17 @@ final class ClientRequests: Sendable {
         }
         guard !changes.isEmpty else { return false }
         let wall = wallClock()
-        let (others, writeRefusal) = core.withLockedValue { core in
-            (core.node.registry.clusterMembers.contains { $0.key != nodeID && !$0.value.removed }, core.node.writeRefusal(wallMillis: wall))
-        }
+        let (members, writeRefusal) = core.withLockedValue { core in (core.node.registry.clusterMembers, core.node.writeRefusal(wallMillis: wall)) }
         // A node that refuses writes (removed, or its clock ahead) refuses the change with that
         // reason, as any write, rather than after a catch-up that could not help.
         if let writeRefusal {
             for index in changes { prepared[index] = .refused(writeRefusal) }
             return false
         }
-        guard others else { return false }
-        var barrier = CatchUpBarrier(askedAtMillis: SystemClock.monotonicMillis(), catchUpWaitMillis: causal.timeoutMillis)
+        // A single node has nobody to catch up with; a node with peers, known as members or only
+        // through its links, does.
+        guard links.count(members: members, own: nodeID) > 0 else { return false }
+        var barrier = CatchUpBarrier(askedAtMillis: catchUpTiming.nowMillis(), catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()
         switch ask(&barrier) {
         case .caughtUp: return false
@@ -226,7 +229,7 @@ final class ClientRequests: Sendable {
     /// Asks `barrier` again every ``CatchUpBarrier/pollMillis`` until it decides, then submits
     /// the held group again.
     private func awaitCatchUp(_ barrier: CatchUpBarrier, waiter: RegistryEngine.CausalWaiter, changes: [Int]) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(CatchUpBarrier.pollMillis)) {
+        catchUpTiming.schedule {
             var barrier = barrier
             var refusals = waiter.refusals
             switch self.ask(&barrier) {
@@ -243,7 +246,7 @@ final class ClientRequests: Sendable {
     /// every log, applied), read together.
     private func ask(_ barrier: inout CatchUpBarrier) -> CatchUpBarrier.Outcome {
         let (members, holds) = core.withLockedValue { ($0.node.registry.clusterMembers, $0.node.versionVector) }
-        return barrier.evaluate(links: links.statuses, members: members, own: nodeID, holds: holds, nowMillis: SystemClock.monotonicMillis())
+        return barrier.evaluate(links: links.statuses, members: members, own: nodeID, holds: holds, nowMillis: catchUpTiming.nowMillis())
     }
 
     /// Answers a snapshot request (`requestID`) once the snapshot is taken.

@@ -60,12 +60,14 @@ public final class RegistryEngine: Sendable {
     /// Opens the data directory, loads the newest snapshot and replays the journal after it into
     /// memory, and restores the clock and sequence. `fs` is the disk (a simulated one in tests);
     /// the real one's data directory is locked for this process. `epochEntropy` gives the new
-    /// epoch its random bits (``EpochRule``; a seeded simulation passes its own). `onFatalError`
-    /// is called once, off the lock, when the log fails; registryd shuts down on it.
+    /// epoch its random bits (``EpochRule``; a seeded simulation passes its own), and
+    /// `catchUpTiming` times a vendor rule change's wait for its peers (the simulation drives
+    /// it too). `onFatalError` is called once, off the lock, when the log fails; registryd shuts
+    /// down on it.
     public init(
         configuration: NodeConfiguration, logger: Logger, wallClock: @escaping @Sendable () -> UInt64 = SystemClock.wallMillis,
         fs: any FileSystem = PosixFileSystem(), epochEntropy: UInt64 = UInt64.random(in: .min ... .max),
-        onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
+        catchUpTiming: CatchUpTiming = .system, onFatalError: @escaping @Sendable (StorageError) -> Void = { _ in }
     ) throws(NodeStartupError) {
         let path = configuration.dataDirectory
         do {
@@ -105,7 +107,7 @@ public final class RegistryEngine: Sendable {
             nodeID: nodeID, limits: limits, identifierKey: identifierKey, core: core, pipeline: pipeline,
             causal: CausalHolding(
                 core: core, counters: counters, timeoutMillis: configuration.causalTimeoutMillis, deadlineClock: SystemClock.monotonicMillis),
-            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock)
+            replicas: replicas, links: links, statsReport: statsReport, wallClock: wallClock, catchUpTiming: catchUpTiming)
         peerBatches = PeerBatches(
             core: core, pipeline: pipeline, requests: requests, counters: counters, logger: logger, wallClock: wallClock)
         self.logger = logger

@@ -54,17 +54,18 @@ struct CatchUpBarrier: Equatable, Sendable {
     mutating func evaluate(
         links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID, holds: VersionVector, nowMillis: UInt64
     ) -> Outcome {
-        // A member this node learned of while it caught up (it joined through another node) is
-        // asked too: registrations it alone holds count.
-        if needs != nil, members.contains(where: { $0.key != own && !$0.value.removed && !answered.contains($0.key) }) {
+        // Every member, and every peer a link reaches whose join has not reached this node yet:
+        // registrations any of them holds count. One this node learned of while it caught up
+        // (it joined through another node) is asked too.
+        let peers = ClusterPeers.distinct(links: links, members: members, own: own)
+        if needs != nil, !peers.nodes.isSubset(of: answered) || !peers.addresses.isEmpty {
             needs = nil
         }
         if needs == nil {
             var needed = VersionVector()
-            var (unreached, silent) = ([String](), [String]())
-            var asked = Set<NodeID>()
-            for (node, member) in members.sorted(by: { $0.key < $1.key }) where node != own && !member.removed {
-                asked.insert(node)
+            // A link whose peer has not said its name is a peer not reached yet.
+            var (unreached, silent) = (peers.addresses.sorted(), [String]())
+            for node in peers.nodes.sorted() {
                 guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
                     unreached.append(node.value)
                     continue
@@ -86,7 +87,7 @@ struct CatchUpBarrier: Equatable, Sendable {
                 return .refused(refusal("no answer from \(silent.joined(separator: ", "))", nowMillis: nowMillis))
             }
             needs = needed
-            answered = asked
+            answered = peers.nodes
             deadlineMillis = nowMillis + catchUpWaitMillis
         }
         guard let needs, !holds.covers(needs) else { return .caughtUp }

@@ -8,12 +8,25 @@ enum ClusterPeers {
     /// The distinct peers: every link's node (or, before it answered, its address), and every
     /// member that was not removed, this node left out.
     static func count(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> Int {
-        var peers = Set<String>()
+        let peers = distinct(links: links, members: members, own: own)
+        return peers.nodes.count + peers.addresses.count
+    }
+
+    /// The distinct peers, by name: every member that was not removed and every node a link
+    /// reached (its join may not have reached this node yet), removed ones and this node left
+    /// out; and, by address, the links whose peer has not said its name yet.
+    static func distinct(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> (nodes: Set<NodeID>, addresses: Set<String>) {
+        var nodes = Set(members.lazy.filter { $0.key != own && !$0.value.removed }.map(\.key))
+        var addresses = Set<String>()
         for link in links where link.state != "own-address" {
-            peers.insert(link.nodeID.isEmpty ? "address " + link.address : link.nodeID)
+            guard !link.nodeID.isEmpty else {
+                addresses.insert(link.address)
+                continue
+            }
+            let node = NodeID(trusted: link.nodeID)
+            if node != own && members[node]?.removed != true { nodes.insert(node) }
         }
-        for (node, member) in members where node != own && !member.removed { peers.insert(node.value) }
-        return peers.count
+        return (nodes, addresses)
     }
 
     /// What every member holds, as far as this node knows (docs/cluster.md, "Trimming": the log is trimmed only

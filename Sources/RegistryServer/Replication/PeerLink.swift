@@ -447,16 +447,10 @@ final class PeerLink: @unchecked Sendable {
     private func publishStatus(local: VersionVector? = nil) {
         let local = local ?? engine.durableVector
         var status = PeerLinkStatus(address: address.description)
+        status.state = machine.statusName
         switch machine.state {
-        case .disconnected: status.state = "disconnected"
-        case .connecting, .awaitingAccept: status.state = "connecting"
-        case .awaitingWelcome(let peer):
-            status.state = "handshaking"
-            lastKnownNode = peer.value
-        case .streaming(let peer):
-            status.state = machine.transfer == nil ? "streaming" : "sending-snapshot"
-            lastKnownNode = peer.value
-        case .stopped: status.state = "own-address"
+        case .awaitingWelcome(let peer), .streaming(let peer): lastKnownNode = peer.value
+        case .disconnected, .connecting, .awaitingAccept, .stopped: break
         }
         status.nodeID = lastKnownNode
         status.peerVersion = peerVersion

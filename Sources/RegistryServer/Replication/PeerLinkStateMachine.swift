@@ -38,6 +38,18 @@ struct PeerLinkStateMachine {
     }
 
     private(set) var state = State.disconnected
+
+    /// The state as a link's status names it (``PeerLinkStatus/state``): a link sending a
+    /// snapshot streams no operations.
+    var statusName: String {
+        switch state {
+        case .disconnected: "disconnected"
+        case .connecting, .awaitingAccept: "connecting"
+        case .awaitingWelcome: "handshaking"
+        case .streaming: transfer == nil ? "streaming" : "sending-snapshot"
+        case .stopped: "own-address"
+        }
+    }
     /// What the receiver holds and what is in flight, while streaming.
     private(set) var cursor: ReplicationCursor?
     /// The snapshot being sent, while the receiver lacks what the journal no longer holds; no

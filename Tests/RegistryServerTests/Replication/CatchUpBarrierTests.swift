@@ -46,6 +46,29 @@ import Testing
         #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: all, nowMillis: 1_060) == .caughtUp)
     }
 
+    /// A peer a link streams to counts before its join reaches this node: it may hold
+    /// registrations this node has not heard of, as may its log's join itself. A link whose peer
+    /// has not said its name yet is a peer not reached. (The simulation found a node deciding a
+    /// change blind this way, its members still only itself.)
+    @Test func aPeerWhoseJoinHasNotArrivedIsWaitedForAndAnUnnamedOneRefuses() throws {
+        let alone = [own: Member(address: "a:7400", addressAt: .zero, removed: false)]
+        let bHolds = VersionVector.holding([(b, 4)])
+        var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
+        var links = [link("node-b", answeredAt: 990, holding: bHolds)]
+        #expect(barrier.evaluate(links: links, members: alone, own: own, holds: VersionVector(), nowMillis: 1_010) == .waiting)
+        links[0] = link("node-b", answeredAt: 1_005, holding: bHolds)
+        #expect(barrier.evaluate(links: links, members: alone, own: own, holds: VersionVector(), nowMillis: 1_020) == .waiting)
+        #expect(barrier.needs == bHolds)
+        #expect(barrier.evaluate(links: links, members: alone, own: own, holds: bHolds, nowMillis: 1_030) == .caughtUp)
+
+        var unnamed = PeerLinkStatus(address: "10.0.0.9:7400")
+        unnamed.state = "connecting"
+        var fresh = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
+        let outcome = fresh.evaluate(links: links + [unnamed], members: alone, own: own, holds: bHolds, nowMillis: 1_000)
+        guard case .refused(let error) = outcome else { return #expect(Bool(false), "\(outcome)") }
+        #expect(error.message.contains("not reached: 10.0.0.9:7400"), "\(error.message)")
+    }
+
     /// A member this node does not stream to refuses the change at once; one that has not
     /// answered since, once the answers are due.
     @Test func aMemberNotReachedRefusesAtOnceAndASilentOneOnceTheAnswersAreDue() throws {

@@ -28,6 +28,17 @@ import Testing
         #expect(ClusterPeers.count(links: links + [link("10.0.0.9:1", state: "connecting")], members: members, own: own) == 3)
     }
 
+    /// The peers by name leave out this node and removed members, even while a link to one
+    /// lingers; a link whose peer has not answered is named by its address.
+    @Test func thePeersByNameLeaveOutRemovedMembers() {
+        let links = [link("b:1", node: "node-b"), link("d:1", node: "node-d"), link("e:1", node: "node-e"), link("10.0.0.9:1", state: "connecting")]
+        let members = [own: member(), NodeID(trusted: "node-b"): member(), NodeID(trusted: "node-c"): member(),
+                       NodeID(trusted: "node-d"): member(removed: true)]
+        let peers = ClusterPeers.distinct(links: links, members: members, own: own)
+        #expect(peers.nodes == Set(["node-b", "node-c", "node-e"].map { NodeID(trusted: $0) }))
+        #expect(peers.addresses == ["10.0.0.9:1"])
+    }
+
     @Test func theFloorKeepsWhatAMemberWithoutALinkLacks() {
         let links = [link("b:1", node: "node-b", holds: 50)]
         #expect(ClusterPeers.retentionFloor(links: links, members: [:], own: own)?[log] == 50)

@@ -26,6 +26,22 @@ final class ClusterSimulation {
         let statuses = Mutex<[PeerLinkStatus]>([])
     }
 
+    /// A node's vendor change catch-up (``CatchUpTiming``), driven by the simulation: the polls
+    /// the engine schedules wait here until the simulation runs them between two ticks of
+    /// simulated time, and a request for the peers' holdings waits until it asks the links.
+    final class CatchUpPolls: Sendable {
+        private let polls = Mutex<[@Sendable () -> Void]>([])
+        private let holdingsAsked = Mutex(false)
+
+        func schedule(_ poll: @escaping @Sendable () -> Void) { polls.withLock { $0.append(poll) } }
+        func askHoldings() { holdingsAsked.withLock { $0 = true } }
+        var pending: Bool { polls.withLock { !$0.isEmpty } }
+        /// The polls scheduled so far, taken out.
+        func take() -> [@Sendable () -> Void] { polls.withLock { polls in defer { polls = [] }; return polls } }
+        /// Whether the engine asked for the peers' holdings since the last call.
+        func takeHoldingsAsked() -> Bool { holdingsAsked.withLock { asked in defer { asked = false }; return asked } }
+    }
+
     struct Node {
         let name: NodeID
         var fs = SimulatedFileSystem()
@@ -35,6 +51,9 @@ final class ClusterSimulation {
         var engine: RegistryEngine?
         let clock = Clock()
         let linkStatuses = LinkStatuses()
+        /// The running engine's catch-up; a new one at each start, so that a dead engine's
+        /// polls are never run.
+        var catchUp = CatchUpPolls()
         /// Milliseconds ahead of (or behind) simulated time.
         var skew: Int64 = 0
         let instance: UInt64
@@ -127,7 +146,12 @@ final class ClusterSimulation {
     /// Which vendor rule change a step asks for (``randomVendorChange()``), from a stream of its
     /// own too.
     private var vendorActions: SplitMix64
-    private(set) var now: UInt64 = 1_000_000
+    private(set) var now: UInt64 = 1_000_000 {
+        didSet { monotonic.millis.withLock { $0 = now } }
+    }
+    /// Simulated time as the nodes' monotonic clocks read it, which no skew steps: what their
+    /// links (as ``PeerLink``) and vendor changes' catch-ups time by.
+    private let monotonic = Clock()
     private(set) var acknowledged: [Acknowledged] = []
     private(set) var acknowledgedBindings: [AcknowledgedBinding] = []
     private(set) var acknowledgedForgets: [AcknowledgedForget] = []
@@ -173,6 +197,7 @@ final class ClusterSimulation {
 
     private func open(_ index: Int) throws {
         nodes[index].clock.millis.withLock { $0 = wall(of: index) }
+        monotonic.millis.withLock { $0 = now }
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = "/data"
@@ -185,12 +210,9 @@ final class ClusterSimulation {
         configuration.snapshotEverySeconds = 0
         // Snapshots come from the simulation's steps alone, never from a background timer.
         configuration.erasureWithinSeconds = 0
-        // No message moves while a step waits (they move between steps), so a vendor change's
-        // catch-up (CatchUpBarrier) cannot wait for its node to receive more: it is decided when
-        // the node holds what its links last heard the peers hold (randomVendorChange), and
-        // refused at once otherwise. The wait itself is tested apart (CatchUpBarrierTests,
-        // VendorRulesMismatchTests).
-        configuration.causalTimeoutMillis = 0
+        // A vendor change's catch-up waits up to 2 s for the peers' answers, then this long for
+        // what they named, in simulated time (randomVendorChange).
+        configuration.causalTimeoutMillis = 500
         configuration.maxClockSkewMillis = Self.maxClockSkewMillis
         configuration.commitPacing = CommitPacing(delayMicros: 0, worthOperations: 1)
         // Small journal files: the simulated disk copies a whole file when a synced one changes,
@@ -203,11 +225,16 @@ final class ClusterSimulation {
         logger.logLevel = .error
         let disk = CrashingFileSystem(nodes[index].fs, failingAfter: .max)
         nodes[index].disk = disk
+        let catchUp = CatchUpPolls()
+        nodes[index].catchUp = catchUp
+        // The catch-up reads the clock the node's links date their batches by.
+        let monotonic = self.monotonic
         let engine = try RegistryEngine(
-            configuration: configuration, logger: logger, wallClock: { clock.now }, fs: disk, epochEntropy: random.next())
+            configuration: configuration, logger: logger, wallClock: { clock.now }, fs: disk, epochEntropy: random.next(),
+            catchUpTiming: CatchUpTiming(nowMillis: { monotonic.now }, schedule: { catchUp.schedule($0) }))
         nodes[index].engine = engine
         let statuses = nodes[index].linkStatuses
-        engine.links.attach({ statuses.statuses.withLock { $0 } }, askHoldings: {})
+        engine.links.attach({ statuses.statuses.withLock { $0 } }, askHoldings: { catchUp.askHoldings() })
         // A node of a cluster records that it is a member, as registryd does when it has peers.
         let address = "\(nodes[index].name):7400"
         _ = Self.wait { done in engine.membership.join(advertising: address) { done(true) } }
@@ -519,31 +546,82 @@ final class ClusterSimulation {
         let fitting = before.rules.contains { $0.name == "sim\(number)" } ? Array(actions.dropFirst()) : [actions[0]]
         let request = vendorActions.next() % 4 == 0 ? anyAction : fitting.randomElement(using: &vendorActions)!
         let frame = ClientFrame(requestID: 1, body: .vendor(request))
-        // The links the node streams on, for its catch-up and the check that every member can
-        // carry out a move; for this step only (every other step sees none, as before the check existed).
+        // What every other running member holds as the change arrives: decided, the change must
+        // have been decided on a node that held it all (CatchUpBarrier), so that its move took in
+        // every device registered before it.
+        let heldElsewhere = members.filter { $0 != node }.compactMap { nodes[$0].engine?.durableVector }
+            .reduce(VersionVector()) { $0.joined(with: $1) }
+        // The links' statuses, for the catch-up and the check that every member can carry out a
+        // move; for this step only (every other step sees none, as before the check existed).
         defer { nodes[node].linkStatuses.statuses.withLock { $0 = [] } }
-        nodes[node].linkStatuses.statuses.withLock { statuses in
-            statuses = nodes.indices.compactMap { other -> PeerLinkStatus? in
-                guard case .streaming(let peer) = links[node][other]?.machine.state else { return nil }
-                var status = PeerLinkStatus(address: "\(peer):7400")
-                status.nodeID = peer.value
-                status.state = "streaming"
-                status.peerVersion = .current
-                // The peer's answer to the catch-up's probe: what it held when last heard from.
-                status.answeredAtMillis = .max
-                status.peerHolds = links[node][other]!.knownHolds.positions
-                return status
-            }
+        publishLinkStatuses(of: node)
+        let answered = Mutex<ServerBody?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        engine.submit([frame]) { answers in
+            answered.withLock { $0 = answers.frames[0].body }
+            done.signal()
         }
-        let answer = Self.wait { done in engine.submit([frame]) { done($0.frames[0].body) } }
+        guard let answer = awaitCatchUp(of: node, engine: engine, done: done).flatMap({ answered.withLock { $0 } }) else {
+            counts.vendorErrors["no answer: the node died", default: 0] += 1
+            return
+        }
         crashNodesWhoseDiskFailed()
         switch answer {
         case .vendorRules(let after):
             counts.vendorChanges += 1
             if !after.aliases.elementsEqual(before.aliases, by: { $0 == $1 }) { counts.moves += 1 }
+            // Nothing else ran since the change was decided: the node holds now what it held then.
+            let held = engine.core.withLockedValue { $0.node.versionVector }
+            if !held.covers(heldElsewhere) {
+                decidedBehind.append(
+                    "\(nodes[node].name) decided \(request) holding \(held), lacking \(heldElsewhere.operationsAhead(of: held)) operations its peers held")
+            }
         case .error(let error): counts.vendorErrors[error.code.name, default: 0] += 1
         default: counts.vendorErrors["\(answer)", default: 0] += 1
         }
+    }
+
+    /// Vendor changes decided on a node that lacked what another member held as they arrived:
+    /// none may be.
+    private(set) var decidedBehind: [String] = []
+
+    /// Runs simulated time while `node`'s vendor change waits for its catch-up, as the node's
+    /// timer and links would: the links send the probes it asks for, the network delivers, and
+    /// its polls run between two ticks. Returns once `done` is signalled (the answer, which a
+    /// decided change sends after its commit), or nil when the node died meanwhile.
+    private func awaitCatchUp(of node: Int, engine: RegistryEngine, done: DispatchSemaphore) -> Void? {
+        let catchUp = nodes[node].catchUp
+        var waited: UInt64 = 0
+        // No poll waiting: the change is decided (or refused), and its answer is on its way.
+        while catchUp.pending {
+            if catchUp.takeHoldingsAsked() {
+                for other in nodes.indices where links[node][other] != nil { links[node][other]!.machine.wantProbe() }
+            }
+            advance(by: UInt64(CatchUpBarrier.pollMillis))
+            waited += UInt64(CatchUpBarrier.pollMillis)
+            guard nodes[node].engine === engine else { return nil }
+            precondition(waited < 60_000, "seed \(seed): a vendor change waited for its catch-up for a minute")
+            publishLinkStatuses(of: node)
+            for poll in catchUp.take() { poll() }
+        }
+        done.wait()
+        return ()
+    }
+
+    /// Sets what `node`'s engine sees of its links as ``PeerLink`` publishes it: the state, what
+    /// the peer was last heard to hold, and when the batch its latest answer acknowledged was sent.
+    private func publishLinkStatuses(of node: Int) {
+        let statuses = nodes.indices.compactMap { other -> PeerLinkStatus? in
+            guard let link = links[node][other] else { return nil }
+            var status = PeerLinkStatus(address: "\(nodes[other].name):7400")
+            status.nodeID = nodes[other].name.value
+            status.state = link.machine.statusName
+            status.peerVersion = .current
+            status.answeredAtMillis = link.machine.cursor?.answeredSentMillis ?? 0
+            status.peerHolds = (link.machine.cursor?.receiverHolds ?? link.knownHolds).positions
+            return status
+        }
+        nodes[node].linkStatuses.statuses.withLock { $0 = statuses }
     }
 
     private func freshUUID() -> UUID128 {
@@ -669,7 +747,7 @@ final class ClusterSimulation {
                     carryOut(sender, receiver, links[sender][receiver]!.machine.retryDue())
                 }
                 guard links[sender][receiver] != nil else { continue }
-                carryOut(sender, receiver, links[sender][receiver]!.machine.tick(nowMillis: nodes[sender].clock.now, random: &random))
+                carryOut(sender, receiver, links[sender][receiver]!.machine.tick(nowMillis: now, random: &random))
                 pump(sender, receiver)
             }
         }
@@ -729,7 +807,7 @@ final class ClusterSimulation {
                     identity: receiverEngine.peerIdentity, challenge: challenges.next() | 1, maxBatchOperations: PeerLink.maxBatchOperations,
                     removed: Set(receiverEngine.members.filter(\.value.removed).keys))
             )
-            carryOut(sender, receiver, links[sender][receiver]!.machine.connected(nowMillis: nodes[sender].clock.now))
+            carryOut(sender, receiver, links[sender][receiver]!.machine.connected(nowMillis: now))
         case .sendClientHello:
             let accepted = HelloAccepted(
                 version: .current, nodeID: nodes[receiver].name.value, clusterID: "sim", serverVersion: "sim", limits: .default,
@@ -768,18 +846,18 @@ final class ClusterSimulation {
             if let holds = links[sender][receiver]?.machine.cursor?.receiverHolds { links[sender][receiver]?.knownHolds = holds }
         }
         let local = engine.durableVector
-        let wall = nodes[sender].clock.now
+        let clock = now
         if link.machine.transfer != nil { return sendSnapshotChunks(sender, receiver) }
         if let file = link.snapshot {
             file.close()
             link.snapshot = nil
             links[sender][receiver] = link
         }
-        if let probe = link.machine.probeIfDue(nowMillis: wall) {
+        if let probe = link.machine.probeIfDue(nowMillis: clock) {
             links[sender][receiver] = link
             send(sender, receiver, .toReceiver, .batch(OperationBatch(batchID: probe, operations: [])))
         }
-        while let run = link.machine.nextRun(local: local, nowMillis: wall) {
+        while let run = link.machine.nextRun(local: local, nowMillis: clock) {
             // From the engine's memory while it keeps the run (the real `RecentOperations`, as
             // `PeerLink` reads it), otherwise from the journal.
             let batch: [PeerOperation]
@@ -793,7 +871,7 @@ final class ClusterSimulation {
                 } catch .trimmed {
                     // The receiver lacks what the journal trimmed: the newest snapshot goes instead.
                     guard let newest = try? engine.snapshots.openNewest(),
-                        link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: wall) != nil
+                        link.machine.startSnapshot(totalBytes: UInt64(newest.bytes), nowMillis: clock) != nil
                     else { break }
                     link.snapshot = newest
                     links[sender][receiver] = link
@@ -806,7 +884,7 @@ final class ClusterSimulation {
             }
             guard let last = batch.last,
                 let batchID = link.machine.sending(
-                    log: run.log, through: last.sequence, operations: batch.count, oldestMillis: batch[0].hlc >> 16, nowMillis: wall)
+                    log: run.log, through: last.sequence, operations: batch.count, oldestMillis: batch[0].hlc >> 16, nowMillis: clock)
             else { break }
             if run.log.origin != nodes[sender].name { counts.forwardedOperations += batch.count }
             links[sender][receiver] = link
@@ -818,7 +896,7 @@ final class ClusterSimulation {
 
     private func sendSnapshotChunks(_ sender: Int, _ receiver: Int) {
         guard var link = links[sender][receiver], let file = link.snapshot, let total = link.machine.transfer?.totalBytes else { return }
-        while let next = link.machine.nextSnapshotChunk(nowMillis: nodes[sender].clock.now) {
+        while let next = link.machine.nextSnapshotChunk(nowMillis: now) {
             guard let data = try? file.read(at: Int(next.offset), count: next.count) else {
                 links[sender][receiver] = link
                 return carryOut(sender, receiver, links[sender][receiver]!.machine.failed("cannot read the snapshot", random: &random))
@@ -879,7 +957,7 @@ final class ClusterSimulation {
         case .toSender:
             guard engine(sender) != nil, links[sender][receiver] != nil else { return }
             carryOut(
-                sender, receiver, links[sender][receiver]!.machine.received(message.frame, nowMillis: nodes[sender].clock.now, random: &random))
+                sender, receiver, links[sender][receiver]!.machine.received(message.frame, nowMillis: now, random: &random))
         }
     }
 

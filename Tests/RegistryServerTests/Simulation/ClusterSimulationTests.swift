@@ -217,6 +217,9 @@ import Testing
         let engines = simulation.members.compactMap { simulation.nodes[$0].engine }
         // A member removed while it ran refused every write once it knew.
         if let first = simulation.acknowledgedAsRemoved.first { throw SimulationFailure(seed: seed, reason: first) }
+        // Every vendor change was decided on a node that held what every other member held as
+        // it arrived (CatchUpBarrier).
+        if let first = simulation.decidedBehind.first { throw SimulationFailure(seed: seed, reason: first) }
         // Every remaining node holds the removal.
         for index in simulation.removed {
             for engine in engines where engine.members[simulation.nodes[index].name]?.removed != true {
@@ -367,8 +370,11 @@ import Testing
         }
         // A vendor rule change is refused only when its vendor has a rule already (add) or none
         // (set, remove), by a removed member, by a node whose clock ran ahead, or by a node that
-        // has not caught up with every other member (CatchUpBarrier).
-        let expectedVendorRefusals: Set<String> = ["invalid_argument", "not_found", "not_a_member", "clock_skew", "unavailable"]
+        // has not caught up with every other member (CatchUpBarrier); or it is not answered, by a
+        // node that died while it waited.
+        let expectedVendorRefusals: Set<String> = [
+            "invalid_argument", "not_found", "not_a_member", "clock_skew", "unavailable", "no answer: the node died",
+        ]
         if let unexpected = simulation.counts.vendorErrors.keys.first(where: { !expectedVendorRefusals.contains($0) }) {
             throw SimulationFailure(seed: seed, reason: "a vendor rule change was refused with \(unexpected)")
         }
