@@ -17,7 +17,7 @@ public final class DataDirectory: Sendable {
             throw .notWritable(path, reason: "no write permission (\(String(cString: strerror(errno))))")
         }
         let lockPath = path + "/LOCK"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw .notWritable(path, reason: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
         }

@@ -38,6 +38,12 @@ import Testing
         #expect(secret.count == 64 && secret != "public-id" && secret.allSatisfy(\.isHexDigit))
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
         #expect(mode & 0o077 == 0, "cluster.secret is mode \(String(mode, radix: 8))")
+        // So is every other file the node made (its journal, metadata, snapshots, lock).
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/" + file)
+            guard attributes[.type] as? FileAttributeType == .typeRegular, let mode = attributes[.posixPermissions] as? Int else { continue }
+            #expect(mode & 0o077 == 0, "\(file) is mode \(String(mode, radix: 8))")
+        }
         #expect(!node.log.contains(secret) && node.log.contains("fingerprint"), "\(node.log)")
 
         node = try DaemonProcess(dataDirectory: directory, arguments: ["--cluster-id", "public-id"])

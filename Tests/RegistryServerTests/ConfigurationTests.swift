@@ -264,7 +264,7 @@ import Testing
         ("{\"clusterId\": \"\"}", "the cluster ID must not be empty"),
         ("{\"comitDelayMicros\": 100}", "unknown key \"comitDelayMicros\"; did you mean \"commitDelayMicros\"?"),
         ("{\"PORT\": 1}", "unknown key \"PORT\"; did you mean \"port\"?"),
-        ("{\"frobnicate\": true}", "unknown key \"frobnicate\"; deploy/registryd.json lists every key"),
+        ("{\"frobnicate\": true}", "unknown key \"frobnicate\"; docs/operations.md lists every key"),
         ("{\"insecure\": \"yes\"}", "insecure should be true or false"),
         ("{\"tokenSecret\": \"short\"}", "tokenSecret: the token secret must be at least 16 bytes"),
         ("{\"logFormat\": \"xml\"}", "logFormat: log format \"xml\" is not text or json"),

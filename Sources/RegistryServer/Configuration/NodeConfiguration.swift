@@ -238,7 +238,7 @@ public enum ConfigurationError: Error, Equatable, Sendable, CustomStringConverti
         case .unreadable(let path, let reason): return "cannot read config file \(path): \(reason)"
         case .invalid(let path, let reason): return "config file \(path) is invalid: \(reason)"
         case .unknownKey(let path, let key, let nearest):
-            let hint = nearest.map { "; did you mean \"\($0)\"?" } ?? "; deploy/registryd.json lists every key"
+            let hint = nearest.map { "; did you mean \"\($0)\"?" } ?? "; docs/operations.md lists every key"
             return "config file \(path) is invalid: unknown key \"\(key)\"\(hint)"
         case .invalidValue(let source, let reason): return "\(source): \(reason)"
         case .unsafeExposure(let reason): return reason

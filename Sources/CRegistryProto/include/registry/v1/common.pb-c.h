@@ -87,7 +87,8 @@ typedef enum _Registry__V1__CloneAction {
 /*
  * Every error code a server sends. Codes below 100 concern one request: the
  * connection stays open and other requests are unaffected. Codes from 100
- * concern the connection: the server sends the error, then closes it.
+ * concern the connection: the server sends the error, then closes it; except
+ * CLOCK_SKEW, which also refuses one client write (see there).
  */
 typedef enum _Registry__V1__ErrorCode {
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED = 0,
@@ -129,8 +130,9 @@ typedef enum _Registry__V1__ErrorCode {
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_ARGUMENT = 8,
   /*
-   * The node cannot serve right now (storage failure, shutting down).
-   * Retryable, possibly on another node.
+   * The node cannot serve right now (storage failure, shutting down), or
+   * cannot decide a vendor rule change yet (a member not reached, or not caught
+   * up with: the message says which). Retryable, possibly on another node.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAVAILABLE = 9,
   /*
@@ -233,7 +235,11 @@ typedef enum _Registry__V1__ErrorCode {
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_MINTING_KEY_MISMATCH = 107,
   /*
    * An operation's HLC is further ahead of this node's clock than
-   * --max-clock-skew allows. Nothing of its batch was applied.
+   * --max-clock-skew allows. Nothing of its batch was applied. Sent to a client
+   * too, for one write (a registration, bind, forget, removal or vendor rule
+   * change) while this node's own clock runs further ahead of its wall clock
+   * than that: the request is refused, retryably (send it to another node),
+   * and the connection stays open.
    */
   REGISTRY__V1__ERROR_CODE__ERROR_CODE_CLOCK_SKEW = 108,
   /*
