@@ -21,6 +21,8 @@ public final class DataDirectory: Sendable {
         guard descriptor >= 0 else {
             throw .notWritable(path, reason: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
         }
+        // A LOCK an older version made readable by all is made its user's only, as every file here.
+        _ = fchmod(descriptor, 0o600)
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             close(descriptor)
             throw .locked(path)

@@ -111,9 +111,9 @@ extension NodeSetting {
             A client sends the token of an earlier answer (ClientFrame.after) to read its own writes on any node. A \
             node that does not hold what the token names yet holds the request until its peers' operations arrive; \
             after this long it answers NOT_CAUGHT_UP, naming the nodes that hold them. 0 answers that at once. A \
-            vendor rule change waits up to 2 s for every other member to say what it holds, then as long as this \
-            for those operations, then is refused (UNAVAILABLE): with 0, only a node that lacks nothing at once \
-            decides one.
+            vendor rule change waits up to 2 s for every other node of the cluster to say what it holds, then as \
+            long as this for those operations, then is refused (UNAVAILABLE): with 0, only a node that lacks \
+            nothing at once decides one.
             """
     ) { text, configuration throws(SettingValueError) in
         guard let seconds = Double(text), (0...3_600).contains(seconds) else {

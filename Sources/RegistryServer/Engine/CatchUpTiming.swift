@@ -6,8 +6,8 @@ import Platform
 /// timer. An embedder that drives time itself passes its own: the cluster simulation gives the
 /// node's simulated clock, and runs the polls between its steps, so that a seed replays exactly.
 public struct CatchUpTiming: Sendable {
-    /// Milliseconds of a clock that does not step back while a change waits (one that does only
-    /// makes the wait refuse the change sooner).
+    /// Milliseconds of the clock the links date their answers by (``PeerLinkStatus/answeredAtMillis``:
+    /// the monotonic clock, or the simulation's simulated time): a change's wait compares the two.
     let nowMillis: @Sendable () -> UInt64
     /// Runs the poll it is given once, about ``CatchUpBarrier/pollMillis`` later.
     let schedule: @Sendable (_ poll: @escaping @Sendable () -> Void) -> Void

@@ -211,7 +211,8 @@ final class ClientRequests: Sendable {
         }
         // A single node has nobody to catch up with; a node with peers, known as members or only
         // through its links, does.
-        guard links.count(members: members, own: nodeID) > 0 else { return false }
+        let peers = ClusterPeers.catchingUp(links: links.statuses, members: members, own: nodeID)
+        guard !peers.nodes.isEmpty || !peers.addresses.isEmpty else { return false }
         var barrier = CatchUpBarrier(askedAtMillis: catchUpTiming.nowMillis(), catchUpWaitMillis: causal.timeoutMillis)
         links.askHoldings()
         switch ask(&barrier) {

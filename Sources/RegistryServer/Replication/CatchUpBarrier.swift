@@ -1,22 +1,24 @@
 import RegistryCore
 import RegistryWire
 
-/// Whether a node may decide a vendor rule change yet: only once it holds everything each other
-/// member held when the change arrived. The change and its move are worked out from the devices
+/// Whether a node may decide a vendor rule change yet: only once it holds everything each of its
+/// peers (``ClusterPeers/catchingUp(links:members:own:)``: the other members, nodes its links
+/// streamed to whose join has not reached it, and every address its links have not reached yet)
+/// held when the change arrived. The change and its move are worked out from the devices
 /// the deciding node holds (``NodeState/decideVendor(_:wallMillis:operations:)``); a device
 /// registered elsewhere that has not reached it would be left out of the move, and the same
 /// phone would get a second ID under the vendor the change files its app under.
 ///
-/// A plain value, asked again as the links answer: first every other member's link must answer
+/// A plain value, asked again as the links answer: first every peer's link must answer
 /// a batch sent at or after ``askedAtMillis`` (``PeerLinkStatus/answeredAtMillis``, a probe the
-/// node asks for), within ``answerWaitMillis`` (a member it does not stream to refuses the
-/// change at once); the answers fix what the node must hold,
+/// node asks for), within ``answerWaitMillis`` (a peer it does not stream to refuses the change
+/// at once); the answers fix what the node must hold,
 /// ``needs``, and it must hold it within `catchUpWaitMillis` of the last answer (the causal
 /// timeout: 0 refuses at once a node that lacks some). Otherwise the change is refused,
 /// retryably. Registrations another node takes after it answered are the change's window
 /// (docs/identity.md, "The window").
 struct CatchUpBarrier: Equatable, Sendable {
-    /// How long the members have to answer: a round trip normally. With the default
+    /// How long the peers have to answer: a round trip normally. With the default
     /// `--causal-timeout` (2 s) for the wait that follows, the answer, or the refusal, reaches a
     /// client that waits registryctl's default 5 s.
     static let answerWaitMillis: UInt64 = 2_000
@@ -25,11 +27,11 @@ struct CatchUpBarrier: Equatable, Sendable {
 
     /// When the change arrived (the node's monotonic clock, ms).
     let askedAtMillis: UInt64
-    /// How long, once every member answered, the node waits for what they held.
+    /// How long, once every peer answered, the node waits for what they held.
     let catchUpWaitMillis: UInt64
-    /// What every other member held when it answered, once all have.
+    /// What every peer held when it answered, once all have.
     private(set) var needs: VersionVector?
-    /// The members whose answers ``needs`` joins.
+    /// The peers whose answers ``needs`` joins.
     private var answered: Set<NodeID> = []
     /// When the node must hold ``needs`` by.
     private var deadlineMillis: UInt64
@@ -41,7 +43,7 @@ struct CatchUpBarrier: Equatable, Sendable {
     }
 
     enum Outcome: Equatable, Sendable {
-        /// Some member has not answered, or the node lacks some of what they held.
+        /// Some peer has not answered, or the node lacks some of what they held.
         case waiting
         /// The node holds all that every other member held when asked: decide.
         case caughtUp
@@ -57,13 +59,13 @@ struct CatchUpBarrier: Equatable, Sendable {
         // Every member, and every peer a link reaches whose join has not reached this node yet:
         // registrations any of them holds count. One this node learned of while it caught up
         // (it joined through another node) is asked too.
-        let peers = ClusterPeers.distinct(links: links, members: members, own: own)
+        let peers = ClusterPeers.catchingUp(links: links, members: members, own: own)
         if needs != nil, !peers.nodes.isSubset(of: answered) || !peers.addresses.isEmpty {
             needs = nil
         }
         if needs == nil {
             var needed = VersionVector()
-            // A link whose peer has not said its name is a peer not reached yet.
+            // A link that never streamed is a peer not reached.
             var (unreached, silent) = (peers.addresses.sorted(), [String]())
             for node in peers.nodes.sorted() {
                 guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
@@ -96,10 +98,12 @@ struct CatchUpBarrier: Equatable, Sendable {
     }
 
     private func refusal(_ why: String, nowMillis: UInt64) -> WireError {
-        WireError(
+        // A clock that stepped back since the change arrived reads as no time waited.
+        let waited = nowMillis >= askedAtMillis ? nowMillis - askedAtMillis : 0
+        return WireError(
             code: .unavailable,
             message:
-                "a vendor rule change is decided once this node holds what every other member holds, so that its move takes in every device registered; after \(nowMillis - askedAtMillis) ms, \(why); retry, or remove a member gone for good (registryctl cluster remove)",
+                "a vendor rule change is decided once this node holds what every other node of the cluster holds, so that its move takes in every device registered; after \(waited) ms, \(why); retry, remove a member gone for good (registryctl cluster remove), or take an address nothing answers at out of --peers",
             retryable: true)
     }
 }

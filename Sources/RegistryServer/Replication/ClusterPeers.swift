@@ -8,22 +8,34 @@ enum ClusterPeers {
     /// The distinct peers: every link's node (or, before it answered, its address), and every
     /// member that was not removed, this node left out.
     static func count(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> Int {
-        let peers = distinct(links: links, members: members, own: own)
-        return peers.nodes.count + peers.addresses.count
+        var peers = Set<String>()
+        for link in links where link.state != "own-address" {
+            peers.insert(link.nodeID.isEmpty ? "address " + link.address : link.nodeID)
+        }
+        for (node, member) in members where node != own && !member.removed { peers.insert(node.value) }
+        return peers.count
     }
 
-    /// The distinct peers, by name: every member that was not removed and every node a link
-    /// reached (its join may not have reached this node yet), removed ones and this node left
-    /// out; and, by address, the links whose peer has not said its name yet.
-    static func distinct(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> (nodes: Set<NodeID>, addresses: Set<String>) {
+    /// The peers a vendor change catches up with (``CatchUpBarrier``): by name, every member that
+    /// was not removed, and every node a link has streamed to (``PeerLinkStatus/provenNodeID``),
+    /// whose join may not have reached this node yet; this node and removed members left out.
+    /// By address, every link that never streamed: the node behind it may hold registrations that
+    /// no member this node knows holds (the simulation found changes decided without them). An
+    /// address a removed member advertised is left out, so that a removed node's address kept in
+    /// `--peers` holds nothing back; any other address nothing answers at does, until it answers
+    /// or leaves `--peers`.
+    static func catchingUp(links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID) -> (nodes: Set<NodeID>, addresses: Set<String>) {
         var nodes = Set(members.lazy.filter { $0.key != own && !$0.value.removed }.map(\.key))
+        let removedAddresses = Set(members.values.lazy.filter(\.removed).map(\.address))
         var addresses = Set<String>()
         for link in links where link.state != "own-address" {
-            guard !link.nodeID.isEmpty else {
-                addresses.insert(link.address)
+            guard !link.provenNodeID.isEmpty else {
+                // One that named a member is that member's to wait for.
+                let named = !link.nodeID.isEmpty && members[NodeID(trusted: link.nodeID)] != nil
+                if !named && !removedAddresses.contains(link.address) { addresses.insert(link.address) }
                 continue
             }
-            let node = NodeID(trusted: link.nodeID)
+            let node = NodeID(trusted: link.provenNodeID)
             if node != own && members[node]?.removed != true { nodes.insert(node) }
         }
         return (nodes, addresses)

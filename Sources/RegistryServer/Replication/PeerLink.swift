@@ -56,6 +56,8 @@ final class PeerLink: @unchecked Sendable {
     /// The node last reached at this address, kept while it is unreachable: the link stays that
     /// member's (``Replication`` links to members it has no link for).
     private var lastKnownNode = ""
+    /// The node it last streamed to (``PeerLinkStatus/provenNodeID``).
+    private var provenNode = ""
     /// The protocol version of the peer's last welcome (``LinkedPeers`` holds a vendor move back
     /// from members before ``ProtocolVersion/vendorMoves``).
     private var peerVersion: ProtocolVersion?
@@ -449,9 +451,11 @@ final class PeerLink: @unchecked Sendable {
         var status = PeerLinkStatus(address: address.description)
         status.state = machine.statusName
         switch machine.state {
-        case .awaitingWelcome(let peer), .streaming(let peer): lastKnownNode = peer.value
+        case .awaitingWelcome(let peer): lastKnownNode = peer.value
+        case .streaming(let peer): (lastKnownNode, provenNode) = (peer.value, peer.value)
         case .disconnected, .connecting, .awaitingAccept, .stopped: break
         }
+        status.provenNodeID = provenNode
         status.nodeID = lastKnownNode
         status.peerVersion = peerVersion
         if let cursor = machine.cursor {

@@ -6,6 +6,9 @@ public struct PeerLinkStatus: Equatable, Sendable {
     public var address: String
     /// The peer's node ID, once its hello was answered.
     public var nodeID = ""
+    /// The peer's node ID once it proved the cluster secret (the link streamed to it): a node of
+    /// this cluster for sure, kept while the link reconnects.
+    public var provenNodeID = ""
     /// disconnected, connecting, handshaking, streaming or own-address.
     public var state = "disconnected"
     /// Operations this node holds that the peer is not known to hold.

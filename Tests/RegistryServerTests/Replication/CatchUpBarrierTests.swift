@@ -23,6 +23,8 @@ import Testing
         status.state = state
         status.answeredAtMillis = answeredAt
         status.peerHolds = holds.positions
+        // Every link here streamed to its peer once.
+        status.provenNodeID = node
         return status
     }
 
@@ -46,11 +48,11 @@ import Testing
         #expect(barrier.evaluate(links: links, members: members, own: self.own, holds: all, nowMillis: 1_060) == .caughtUp)
     }
 
-    /// A peer a link streams to counts before its join reaches this node: it may hold
-    /// registrations this node has not heard of, as may its log's join itself. A link whose peer
-    /// has not said its name yet is a peer not reached. (The simulation found a node deciding a
-    /// change blind this way, its members still only itself.)
-    @Test func aPeerWhoseJoinHasNotArrivedIsWaitedForAndAnUnnamedOneRefuses() throws {
+    /// A peer a link streamed to counts before its join reaches this node: it may hold
+    /// registrations this node has not heard of. So does a link that never streamed, by its
+    /// address: the node behind it may too. (The simulation found nodes deciding changes blind
+    /// both ways.)
+    @Test func aPeerWhoseJoinHasNotArrivedIsWaitedForAndAnAddressNotReachedRefuses() throws {
         let alone = [own: Member(address: "a:7400", addressAt: .zero, removed: false)]
         let bHolds = VersionVector.holding([(b, 4)])
         var barrier = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
@@ -63,10 +65,10 @@ import Testing
 
         var unnamed = PeerLinkStatus(address: "10.0.0.9:7400")
         unnamed.state = "connecting"
-        var fresh = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
-        let outcome = fresh.evaluate(links: links + [unnamed], members: alone, own: own, holds: bHolds, nowMillis: 1_000)
-        guard case .refused(let error) = outcome else { return #expect(Bool(false), "\(outcome)") }
-        #expect(error.message.contains("not reached: 10.0.0.9:7400"), "\(error.message)")
+        var first = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
+        guard case .refused(let error) = first.evaluate(links: links + [unnamed], members: alone, own: own, holds: bHolds, nowMillis: 1_000)
+        else { return #expect(Bool(false), "decided with an address not reached") }
+        #expect(error.message.contains("not reached: 10.0.0.9:7400") && error.message.contains("--peers"), "\(error.message)")
     }
 
     /// A member this node does not stream to refuses the change at once; one that has not

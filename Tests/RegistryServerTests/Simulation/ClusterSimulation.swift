@@ -68,6 +68,8 @@ final class ClusterSimulation {
         var knownHolds = VersionVector()
         /// The snapshot file being sent.
         var snapshot: OpenedSnapshot?
+        /// Whether it has streamed to its receiver (``PeerLinkStatus/provenNodeID``).
+        var proven = false
     }
 
     /// An acknowledged registration: what it presented and the device it was told.
@@ -615,6 +617,7 @@ final class ClusterSimulation {
             guard let link = links[node][other] else { return nil }
             var status = PeerLinkStatus(address: "\(nodes[other].name):7400")
             status.nodeID = nodes[other].name.value
+            status.provenNodeID = link.proven ? nodes[other].name.value : ""
             status.state = link.machine.statusName
             status.peerVersion = .current
             status.answeredAtMillis = link.machine.cursor?.answeredSentMillis ?? 0
@@ -842,6 +845,8 @@ final class ClusterSimulation {
 
     private func pump(_ sender: Int, _ receiver: Int) {
         guard let engine = engine(sender), var link = links[sender][receiver], case .streaming = link.machine.state else { return }
+        link.proven = true
+        links[sender][receiver] = link
         defer {
             if let holds = links[sender][receiver]?.machine.cursor?.receiverHolds { links[sender][receiver]?.knownHolds = holds }
         }
