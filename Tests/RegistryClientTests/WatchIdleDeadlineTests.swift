@@ -74,14 +74,21 @@ import Testing
         return buffer
     }
 
-    /// A node that says it sends progress every 20 s is given three of them (60 s) by a watch
-    /// whose idle timeout is 10 s; one that says less than a third of the timeout changes nothing.
-    @Test func aNodeThatSaysItSendsProgressSeldomIsGivenThreeIntervals() throws {
+    /// A watch connection with a 10 s idle timeout whose node answered the hello saying it sends
+    /// progress every `progressMillis`.
+    private func answered(progressMillis: UInt32) throws -> (EmbeddedChannel, WatchFrameHandler) {
         let (channel, handler) = try connected(idle: .seconds(10))
         handler.awaitAnswer(within: .seconds(5))
         let answer = handler.nextFrames()
-        try channel.writeInbound(try helloAccepted(progressMillis: 20_000))
+        try channel.writeInbound(try helloAccepted(progressMillis: progressMillis))
         #expect(try answer.wait()?.count == 1)
+        return (channel, handler)
+    }
+
+    /// A node that says it sends progress every 20 s is given three of them (60 s) by a watch
+    /// whose idle timeout is 10 s; one that says less than a third of the timeout changes nothing.
+    @Test func aNodeThatSaysItSendsProgressSeldomIsGivenThreeIntervals() throws {
+        let (channel, handler) = try answered(progressMillis: 20_000)
         #expect(handler.idleTimeout == .seconds(60))
         let quiet = handler.nextFrames()
         channel.embeddedEventLoop.advanceTime(by: .seconds(59))
@@ -90,11 +97,7 @@ import Testing
         #expect(try quiet.wait()?.count == 1)
         _ = try? channel.finish()
 
-        let (other, otherHandler) = try connected(idle: .seconds(10))
-        otherHandler.awaitAnswer(within: .seconds(5))
-        let otherAnswer = otherHandler.nextFrames()
-        try other.writeInbound(try helloAccepted(progressMillis: 1_000))
-        #expect(try otherAnswer.wait()?.count == 1)
+        let (other, otherHandler) = try answered(progressMillis: 1_000)
         #expect(otherHandler.idleTimeout == .seconds(10))
         _ = try? other.finish()
     }
