@@ -3,8 +3,8 @@ import RegistryWire
 
 /// Whether a node may decide a vendor rule change yet: only once it holds everything each of its
 /// peers (``ClusterPeers/catchingUp(links:members:own:)``: the other members, nodes its links
-/// streamed to whose join has not reached it, and every address its links have not reached yet)
-/// held when the change arrived. The change and its move are worked out from the devices
+/// streamed to whose join has not reached it, and every `--peers` address its link has not
+/// streamed to) held when the change arrived. The change and its move are worked out from the devices
 /// the deciding node holds (``NodeState/decideVendor(_:wallMillis:operations:)``); a device
 /// registered elsewhere that has not reached it would be left out of the move, and the same
 /// phone would get a second ID under the vendor the change files its app under.
@@ -45,7 +45,7 @@ struct CatchUpBarrier: Equatable, Sendable {
     enum Outcome: Equatable, Sendable {
         /// Some peer has not answered, or the node lacks some of what they held.
         case waiting
-        /// The node holds all that every other member held when asked: decide.
+        /// The node holds all that every peer held when asked: decide.
         case caughtUp
         /// The deadline passed first.
         case refused(WireError)
@@ -56,16 +56,15 @@ struct CatchUpBarrier: Equatable, Sendable {
     mutating func evaluate(
         links: [PeerLinkStatus], members: [NodeID: Member], own: NodeID, holds: VersionVector, nowMillis: UInt64
     ) -> Outcome {
-        // Every member, and every peer a link reaches whose join has not reached this node yet:
-        // registrations any of them holds count. One this node learned of while it caught up
-        // (it joined through another node) is asked too.
+        // Registrations any peer holds count (ClusterPeers.catchingUp). One this node learned of
+        // while it caught up (it joined through another node) is asked too.
         let peers = ClusterPeers.catchingUp(links: links, members: members, own: own)
         if needs != nil, !peers.nodes.isSubset(of: answered) || !peers.addresses.isEmpty {
             needs = nil
         }
         if needs == nil {
             var needed = VersionVector()
-            // A link that never streamed is a peer not reached.
+            // A --peers address whose link has not streamed to the node there is a peer not reached.
             var (unreached, silent) = (peers.addresses.sorted(), [String]())
             for node in peers.nodes.sorted() {
                 guard let link = links.first(where: { $0.nodeID == node.value && $0.state == "streaming" }) else {
@@ -94,7 +93,7 @@ struct CatchUpBarrier: Equatable, Sendable {
         }
         guard let needs, !holds.covers(needs) else { return .caughtUp }
         guard nowMillis >= deadlineMillis else { return .waiting }
-        return .refused(refusal("\(needs.operationsAhead(of: holds)) operations the other members held are still missing here", nowMillis: nowMillis))
+        return .refused(refusal("\(needs.operationsAhead(of: holds)) operations its peers held are still missing here", nowMillis: nowMillis))
     }
 
     private func refusal(_ why: String, nowMillis: UInt64) -> WireError {

@@ -58,6 +58,8 @@ final class PeerLink: @unchecked Sendable {
     private var lastKnownNode = ""
     /// The node it last streamed to (``PeerLinkStatus/provenNodeID``).
     private var provenNode = ""
+    /// Whether `--peers` names its address (``PeerLinkStatus/configured``).
+    private let configured: Bool
     /// The protocol version of the peer's last welcome (``LinkedPeers`` holds a vendor move back
     /// from members before ``ProtocolVersion/vendorMoves``).
     private var peerVersion: ProtocolVersion?
@@ -75,10 +77,12 @@ final class PeerLink: @unchecked Sendable {
     private let monotonicMillis = SystemClock.monotonicMillis
 
     init(
-        address: PeerAddress, engine: RegistryEngine, group: any EventLoopGroup, tls: (context: NIOSSLContext, certificate: [UInt8])? = nil,
-        logger: Logger, answerTimeoutMillis: UInt64 = PeerLinkStateMachine.defaultAnswerTimeoutMillis
+        address: PeerAddress, configured: Bool, engine: RegistryEngine, group: any EventLoopGroup,
+        tls: (context: NIOSSLContext, certificate: [UInt8])? = nil, logger: Logger,
+        answerTimeoutMillis: UInt64 = PeerLinkStateMachine.defaultAnswerTimeoutMillis
     ) {
         self.tls = tls
+        self.configured = configured
         self.address = address
         self.engine = engine
         self.group = group
@@ -449,6 +453,7 @@ final class PeerLink: @unchecked Sendable {
     private func publishStatus(local: VersionVector? = nil) {
         let local = local ?? engine.durableVector
         var status = PeerLinkStatus(address: address.description)
+        status.configured = configured
         status.state = machine.statusName
         switch machine.state {
         case .awaitingWelcome(let peer): lastKnownNode = peer.value

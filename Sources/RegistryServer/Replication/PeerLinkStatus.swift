@@ -2,14 +2,17 @@ import RegistryWire
 
 /// What one link to a peer shows in `registryctl cluster status`.
 public struct PeerLinkStatus: Equatable, Sendable {
-    /// As `--peers` names it.
+    /// As `--peers` names it, or as a member advertised it.
     public var address: String
+    /// Whether `--peers` names the address (a link the node made for a member's advertised
+    /// address is that member's: ``Replication``).
+    public var configured = false
     /// The peer's node ID, once its hello was answered.
     public var nodeID = ""
     /// The peer's node ID once it proved the cluster secret (the link streamed to it): a node of
     /// this cluster for sure, kept while the link reconnects.
     public var provenNodeID = ""
-    /// disconnected, connecting, handshaking, streaming or own-address.
+    /// disconnected, connecting, handshaking, streaming, sending-snapshot or own-address.
     public var state = "disconnected"
     /// Operations this node holds that the peer is not known to hold.
     public var backlogOperations: UInt64 = 0

@@ -37,7 +37,7 @@ public final class Replication: Sendable {
         logger: Logger
     ) {
         self.tls = tls
-        let links = Mutex(peers.map { PeerLink(address: $0, engine: engine, group: group, tls: tls, logger: logger) })
+        let links = Mutex(peers.map { PeerLink(address: $0, configured: true, engine: engine, group: group, tls: tls, logger: logger) })
         self.links = links
         self.engine = engine
         self.group = group
@@ -92,7 +92,7 @@ public final class Replication: Sendable {
             for (node, member) in members where node != engine.nodeID && !member.removed && !member.address.isEmpty {
                 let known = links.contains { $0.address.description == member.address || $0.status.nodeID == node.value }
                 guard !known, let address = try? PeerAddress(parsing: member.address) else { continue }
-                let link = PeerLink(address: address, engine: engine, group: group, tls: tls, logger: logger)
+                let link = PeerLink(address: address, configured: false, engine: engine, group: group, tls: tls, logger: logger)
                 links.append(link)
                 added.append(link)
             }

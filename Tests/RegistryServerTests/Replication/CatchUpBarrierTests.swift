@@ -65,6 +65,7 @@ import Testing
 
         var unnamed = PeerLinkStatus(address: "10.0.0.9:7400")
         unnamed.state = "connecting"
+        unnamed.configured = true
         var first = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 2_000)
         guard case .refused(let error) = first.evaluate(links: links + [unnamed], members: alone, own: own, holds: bHolds, nowMillis: 1_000)
         else { return #expect(Bool(false), "decided with an address not reached") }
@@ -115,7 +116,7 @@ import Testing
             return
         }
         #expect(error.code == .unavailable && error.retryable)
-        #expect(error.message.contains("after 700 ms, 2 operations the other members held are still missing here"), "\(error.message)")
+        #expect(error.message.contains("after 700 ms, 2 operations its peers held are still missing here"), "\(error.message)")
 
         var atOnce = CatchUpBarrier(askedAtMillis: 1_000, catchUpWaitMillis: 0)
         guard case .refused = atOnce.evaluate(links: links, members: members, own: own, holds: lacking, nowMillis: 1_002) else {

@@ -8,10 +8,13 @@ import Testing
     let own = NodeID(trusted: "node-a")
     let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
 
-    func link(_ address: String, node: String = "", state: String = "streaming", holds: UInt64 = 0, proven: Bool? = nil) -> PeerLinkStatus {
+    func link(
+        _ address: String, node: String = "", state: String = "streaming", holds: UInt64 = 0, proven: String? = nil, configured: Bool = true
+    ) -> PeerLinkStatus {
         var status = PeerLinkStatus(address: address)
         status.nodeID = node
-        if proven ?? (state == "streaming" || state == "sending-snapshot") { status.provenNodeID = node }
+        status.configured = configured
+        status.provenNodeID = proven ?? (state == "streaming" || state == "sending-snapshot" ? node : "")
         status.state = state
         status.peerHolds = holds > 0 ? [LogPosition(origin: "node-a", epoch: 1, sequence: holds)] : []
         return status
@@ -31,22 +34,25 @@ import Testing
 
     /// A vendor change catches up with the members not removed and the nodes a link has streamed
     /// to (disconnected since, or sending a snapshot), even before their joins arrive, but not with
-    /// a removed one whose link lingers; and, by address, with every link that never streamed,
-    /// but one that named a member (the member counts) and a removed member's address.
+    /// a removed one whose link lingers; and, by address, with every `--peers` address whose link
+    /// has not streamed to the node answering there now, but a removed member's. A link made for
+    /// a member's advertised address counts through the member alone.
     @Test func aVendorChangeCatchesUpWithMembersProvenLinksAndUnreachedAddresses() {
         let links = [
             link("b:1", node: "node-b"), link("d:1", node: "node-d"), link("e:1", node: "node-e", state: "sending-snapshot"),
-            link("f:1", node: "node-f", state: "disconnected", proven: true),
-            link("10.0.0.8:1", node: "node-x", state: "handshaking"), link("10.0.0.7:1", node: "node-c", state: "handshaking"),
-            link("10.0.0.9:1", state: "connecting"), link("gone:1", state: "connecting"),
+            link("f:1", node: "node-f", state: "disconnected", proven: "node-f"),
+            // Streamed to node-h once; another node answers there now.
+            link("h:1", node: "node-y", state: "handshaking", proven: "node-h"),
+            link("10.0.0.8:1", node: "node-x", state: "handshaking"), link("10.0.0.9:1", state: "connecting"),
+            link("gone:1", state: "connecting"), link("advertised:1", state: "connecting", configured: false),
             link("self:1", state: "own-address"),
         ]
         let members = [own: member(), NodeID(trusted: "node-b"): member(), NodeID(trusted: "node-c"): member(),
                        NodeID(trusted: "node-d"): member(removed: true),
                        NodeID(trusted: "node-g"): Member(address: "gone:1", addressAt: .zero, removed: true)]
         let peers = ClusterPeers.catchingUp(links: links, members: members, own: own)
-        #expect(peers.nodes == Set(["node-b", "node-c", "node-e", "node-f"].map { NodeID(trusted: $0) }))
-        #expect(peers.addresses == ["10.0.0.8:1", "10.0.0.9:1"])
+        #expect(peers.nodes == Set(["node-b", "node-c", "node-e", "node-f", "node-h"].map { NodeID(trusted: $0) }))
+        #expect(peers.addresses == ["h:1", "10.0.0.8:1", "10.0.0.9:1"])
     }
 
     @Test func theFloorKeepsWhatAMemberWithoutALinkLacks() {

@@ -25,7 +25,7 @@ import Testing
         let (listener, port) = try #require(listeningLoopbackSocket())
         defer { close(listener) }
         let link = PeerLink(
-            address: PeerAddress(host: "127.0.0.1", port: port), engine: engine, group: MultiThreadedEventLoopGroup.singleton, logger: .quiet(),
+            address: PeerAddress(host: "127.0.0.1", port: port), configured: true, engine: engine, group: MultiThreadedEventLoopGroup.singleton, logger: .quiet(),
             answerTimeoutMillis: 300)
         link.start()
         defer { link.shutdown() }

@@ -618,6 +618,8 @@ final class ClusterSimulation {
             var status = PeerLinkStatus(address: "\(nodes[other].name):7400")
             status.nodeID = nodes[other].name.value
             status.provenNodeID = link.proven ? nodes[other].name.value : ""
+            // Every node lists the others in its --peers.
+            status.configured = true
             status.state = link.machine.statusName
             status.peerVersion = .current
             status.answeredAtMillis = link.machine.cursor?.answeredSentMillis ?? 0
