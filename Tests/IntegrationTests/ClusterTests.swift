@@ -316,6 +316,36 @@ import Testing
         #expect(result.status == 0 && result.stdout.contains("0 lost, 0 mismatched"), "\(result.stdout)\n\(result.stderr)")
     }
 
+    /// A member that comes back at another address (a new IP, say) and advertises it is linked to
+    /// there: the others' links to its old address, which no longer reach it, stop counting as
+    /// its link after a few seconds, so what they write reaches it again. (Before, a link that
+    /// had once named the member stayed its link, and nothing the others wrote reached it until
+    /// they restarted.)
+    @Test func aMemberThatMovesIsLinkedToAtItsNewAddress() async throws {
+        let cluster = try Cluster()
+        defer { cluster.stop() }
+        try await ClusterTests.waitUntilStreaming(cluster.nodes[0].endpoint, to: 2)
+        try await ClusterTests.waitUntilStreaming(cluster.nodes[1].endpoint, to: 2)
+        #expect(cluster.nodes[2].stop() == 0)
+        let moved = try ClusterTests.freePort()
+        cluster.nodes[2] = try DaemonProcess(
+            dataDirectory: cluster.directory(2), port: moved,
+            arguments: [
+                "--node-id", "node-c", "--cluster-id", "test", "--cluster-secret", "s3cret", "--peers", cluster.lists[2],
+                "--advertise", "127.0.0.1:\(moved)",
+            ])
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[0].endpoint), clientName: "test")
+        _ = try await client.register(RegisterRequest(bundleID: "com.moved.app", idfv: UUID128(high: 7, low: 7).text))
+        await client.close()
+        // node-a's write reaches node-c: node-a or node-b links to its new address.
+        let stats = try await cluster.converged(within: 60)
+        #expect(stats.allSatisfy { $0.deviceCount == 1 }, "\(stats.map(\.deviceCount))")
+        let linked = try await ClusterTests.stats(cluster.nodes[0].endpoint, within: 10) { node in
+            node.peers.contains { $0.address == "127.0.0.1:\(moved)" && $0.state == "streaming" }
+        }
+        #expect(linked.peers.contains { $0.address == "127.0.0.1:\(moved)" && $0.state == "streaming" }, "\(linked.peers.map { "\($0.address) \($0.state)" })")
+    }
+
     /// A node that comes back far behind its peers sizes its indexes once, from what their hellos
     /// say they hold, before the first operations it takes (``PeerHoldings``), and catches up; the
     /// peers, which lack next to nothing of it, size nothing.

@@ -60,6 +60,8 @@ final class PeerLink: @unchecked Sendable {
     private var provenNode = ""
     /// Whether `--peers` names its address (``PeerLinkStatus/configured``).
     private let configured: Bool
+    /// When it last streamed (``PeerLinkStatus/streamedAtMillis``).
+    private var streamedAt: UInt64 = 0
     /// The protocol version of the peer's last welcome (``LinkedPeers`` holds a vendor move back
     /// from members before ``ProtocolVersion/vendorMoves``).
     private var peerVersion: ProtocolVersion?
@@ -457,10 +459,11 @@ final class PeerLink: @unchecked Sendable {
         status.state = machine.statusName
         switch machine.state {
         case .awaitingWelcome(let peer): lastKnownNode = peer.value
-        case .streaming(let peer): (lastKnownNode, provenNode) = (peer.value, peer.value)
+        case .streaming(let peer): (lastKnownNode, provenNode, streamedAt) = (peer.value, peer.value, monotonicMillis())
         case .disconnected, .connecting, .awaitingAccept, .stopped: break
         }
         status.provenNodeID = provenNode
+        status.streamedAtMillis = streamedAt
         status.nodeID = lastKnownNode
         status.peerVersion = peerVersion
         if let cursor = machine.cursor {

@@ -7,6 +7,8 @@ public struct PeerLinkStatus: Equatable, Sendable {
     /// Whether `--peers` names the address (a link the node made for a member's advertised
     /// address is that member's: ``Replication``).
     public var configured = false
+    /// When the link last streamed to its peer, on this node's monotonic clock (ms); 0 when never.
+    public var streamedAtMillis: UInt64 = 0
     /// The peer's node ID, once its hello was answered.
     public var nodeID = ""
     /// The peer's node ID once it proved the cluster secret (the link streamed to it): a node of

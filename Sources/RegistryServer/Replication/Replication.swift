@@ -76,11 +76,12 @@ public final class Replication: Sendable {
         }
     }
 
-    /// Links to members that have none; no link to removed ones.
+    /// Links to members that have none, or whose link has not reached them for a while at an
+    /// address they no longer advertise; no link to removed ones.
     private func updateLinks() {
         let members = engine.members
         let starting = SystemClock.monotonicNanos() - startedAt.withLock { $0 } < Self.identifyingSeconds * 1_000_000_000
-        let (added, removed) = links.withLock { links -> ([PeerLink], [PeerLink]) in
+        let (added, removed, superseded) = links.withLock { links -> ([PeerLink], [PeerLink], [PeerLink]) in
             let unidentified = links.contains { $0.status.nodeID.isEmpty && $0.status.state != "own-address" }
             let gone = links.filter { link in
                 guard let node = try? NodeID(link.status.nodeID) else { return false }
@@ -88,22 +89,41 @@ public final class Replication: Sendable {
             }
             links.removeAll { link in gone.contains { $0 === link } }
             var added = [PeerLink]()
-            if starting && unidentified { return (added, gone) }
+            if starting && unidentified { return (added, gone, []) }
+            let now = SystemClock.monotonicMillis()
+            var superseded = [PeerLink]()
             for (node, member) in members where node != engine.nodeID && !member.removed && !member.address.isEmpty {
-                let known = links.contains { $0.address.description == member.address || $0.status.nodeID == node.value }
+                // A member's link is one at the address it advertises, or one that reached it
+                // elsewhere (a relay, a service name) and still does: streaming now, or within the
+                // last few seconds (a reconnect). One that has not reached it for longer, at another
+                // address, is no longer its link: the member moved (a new IP), and a link follows it.
+                let known = links.contains { link in
+                    let status = link.status
+                    guard link.address.description != member.address else { return true }
+                    guard status.nodeID == node.value else { return false }
+                    return status.state == "streaming" || status.state == "sending-snapshot" || status.streamedAtMillis == 0
+                        || now < status.streamedAtMillis + Self.identifyingSeconds * 1_000
+                }
                 guard !known, let address = try? PeerAddress(parsing: member.address) else { continue }
                 let link = PeerLink(address: address, configured: false, engine: engine, group: group, tls: tls, logger: logger)
+                // A link made for the member's old address goes; one `--peers` names stays.
+                superseded += links.filter { !$0.status.configured && $0.status.nodeID == node.value }
                 links.append(link)
                 added.append(link)
             }
-            return (added, gone)
+            links.removeAll { link in superseded.contains { $0 === link } }
+            return (added, gone, superseded)
         }
         for link in removed {
             logger.notice("closing the link to a removed member", metadata: ["peer_address": "\(link.address)"])
             link.shutdown()
         }
+        for link in superseded {
+            logger.notice("closing a link to a member's old address", metadata: ["peer_address": "\(link.address)"])
+            link.shutdown()
+        }
         for link in added {
-            logger.notice("linking to a member that joined", metadata: ["peer_address": "\(link.address)"])
+            logger.notice("linking to a member at the address it advertises", metadata: ["peer_address": "\(link.address)"])
             link.start()
         }
     }
