@@ -119,8 +119,9 @@ public final class RegistryEngine: Sendable {
     }
 
     /// At the first start of a node that never heard of the cluster's vendor rules, logs the
-    /// config file's as the seed, and returns once that is durable (``VendorRuleHistory``: the earliest start's seed counts). A
-    /// node that holds the cluster's rules keeps them, and says so when its file differs.
+    /// config file's as the seed (``VendorRuleHistory``: the earliest start's seed counts), and
+    /// returns once that is durable. A node that holds the cluster's rules keeps them, and says
+    /// so when its file differs.
     private func seedVendorRules() {
         let wall = wallClock()
         let (seeded, inForce) = core.withLockedValue { core -> (Bool, VendorRules) in
@@ -131,8 +132,7 @@ public final class RegistryEngine: Sendable {
         }
         if seeded {
             // Durable before the node serves: the first commit is the seed's alone, whatever
-            // arrives next, so that a start writes the same journal every time (the cluster
-            // simulation replays a seed's disk changes exactly).
+            // arrives next, so that a start writes the same journal every time.
             pipeline.enqueue(.own(done: {}), waits: true)
             pipeline.betweenCommits {}
         } else if !configuredRules.rules.isEmpty, Set(inForce.rules) != Set(configuredRules.rules) {
