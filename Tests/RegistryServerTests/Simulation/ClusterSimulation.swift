@@ -111,6 +111,8 @@ final class ClusterSimulation {
         /// Vendor rule changes answered as made, and refused, by code; of those made, the ones
         /// whose move joined vendors.
         var vendorChanges = 0, moves = 0
+        /// Vendor changes asked again after an `unavailable` refusal (``retryRefusedVendorChange()``).
+        var vendorRetries = 0
         var vendorErrors: [String: Int] = [:]
         /// Keychains restored onto a second phone (``keychainClone()``), and the clone operations
         /// the cluster logged in all.
@@ -530,7 +532,8 @@ final class ClusterSimulation {
     /// registrations present `org.simN` bundles (``randomRegistration(at:)``), so a change can move
     /// their devices between `org.simN` and `simN`; refusals are a rule that exists or does not,
     /// a move not asked for, and a change while the node does not stream to every other member
-    /// or lacks what they held (its catch-up).
+    /// or lacks what they held (its catch-up). A change refused as `unavailable` is asked again
+    /// later, as an operator retries a retryable refusal (``retryRefusedVendorChange()``).
     func randomVendorChange() {
         let alive = members.filter { nodes[$0].engine != nil }
         guard let node = alive.randomElement(using: &random), let engine = engine(node) else { return }
@@ -543,10 +546,51 @@ final class ClusterSimulation {
         // Three times in four an action that fits the rules the node holds (add a vendor it has
         // no rule for, change or remove one it has), so that most changes, and their moves, are
         // decided rather than refused as not found.
-        let listed = Self.wait { done in engine.submit([ClientFrame(requestID: 1, body: .vendor(.list))]) { done($0.frames[0].body) } }
-        guard case .vendorRules(let before) = listed else { return }
+        guard let before = vendorRules(of: engine) else { return }
         let fitting = before.rules.contains { $0.name == "sim\(number)" } ? Array(actions.dropFirst()) : [actions[0]]
         let request = vendorActions.next() % 4 == 0 ? anyAction : fitting.randomElement(using: &vendorActions)!
+        if askVendorChange(request, at: node, rulesBefore: before) == .unavailable, refusedVendorChange == nil {
+            refusedVendorChange = (request, Self.vendorChangeRetries)
+        }
+    }
+
+    /// How many times a vendor change refused as `unavailable` is asked again.
+    static let vendorChangeRetries = 20
+
+    /// A vendor change refused as `unavailable` (a member not reached, or not caught up with yet),
+    /// with the tries it has left: one at a time.
+    private var refusedVendorChange: (request: VendorRequestMessage, triesLeft: Int)?
+
+    /// Asks the change ``randomVendorChange()`` saw refused as `unavailable` again, through a
+    /// running member, once every member runs and no link is cut (a member down or cut off
+    /// refuses it for sure): after a restart or a heal, while links come back and catch up. Drops
+    /// it once it is answered otherwise, or after ``vendorChangeRetries`` tries.
+    func retryRefusedVendorChange() {
+        guard let (request, triesLeft) = refusedVendorChange, network.cut.isEmpty, members.allSatisfy({ nodes[$0].engine != nil }) else {
+            return
+        }
+        let node = members[Int(vendorActions.next() % UInt64(members.count))]
+        guard let engine = engine(node), let before = vendorRules(of: engine) else { return }
+        counts.vendorRetries += 1
+        let refusedAgain = askVendorChange(request, at: node, rulesBefore: before) == .unavailable && triesLeft > 1
+        refusedVendorChange = refusedAgain ? (request, triesLeft - 1) : nil
+    }
+
+    /// The vendor rules `engine` holds, or nil when it does not list them.
+    private func vendorRules(of engine: RegistryEngine) -> VendorRulesMessage? {
+        let listed = Self.wait { done in engine.submit([ClientFrame(requestID: 1, body: .vendor(.list))]) { done($0.frames[0].body) } }
+        guard case .vendorRules(let rules) = listed else { return nil }
+        return rules
+    }
+
+    /// How a vendor change was answered, as far as ``randomVendorChange()`` retries it.
+    private enum VendorChangeOutcome { case decided, unavailable, other }
+
+    /// Asks `node` for `request`, running simulated time through its catch-up, counts the answer,
+    /// and checks that a decided change was decided holding what every other running member held
+    /// as it arrived.
+    private func askVendorChange(_ request: VendorRequestMessage, at node: Int, rulesBefore before: VendorRulesMessage) -> VendorChangeOutcome {
+        guard let engine = engine(node) else { return .other }
         let frame = ClientFrame(requestID: 1, body: .vendor(request))
         // What every other running member holds as the change arrives: decided, the change must
         // have been decided on a node that held it all (CatchUpBarrier), so that its move took in
@@ -565,7 +609,7 @@ final class ClusterSimulation {
         }
         guard let answer = awaitCatchUp(of: node, engine: engine, done: done).flatMap({ answered.withLock { $0 } }) else {
             counts.vendorErrors["no answer: the node died", default: 0] += 1
-            return
+            return .other
         }
         crashNodesWhoseDiskFailed()
         switch answer {
@@ -578,8 +622,13 @@ final class ClusterSimulation {
                 decidedBehind.append(
                     "\(nodes[node].name) decided \(request) holding \(held), lacking \(heldElsewhere.operationsAhead(of: held)) operations its peers held")
             }
-        case .error(let error): counts.vendorErrors[error.code.name, default: 0] += 1
-        default: counts.vendorErrors["\(answer)", default: 0] += 1
+            return .decided
+        case .error(let error):
+            counts.vendorErrors[error.code.name, default: 0] += 1
+            return error.code == .unavailable ? .unavailable : .other
+        default:
+            counts.vendorErrors["\(answer)", default: 0] += 1
+            return .other
         }
     }
 

@@ -61,7 +61,7 @@ import Testing
                 + "(\(total.bindsRejected) binds rejected, \(total.unbindsOfNothing) unbinds of nothing), "
                 + "\(total.forgets) forgets (\(total.forgetsOfGone) of devices gone already, refused: \(total.forgetErrors); "
                 + "\(total.heldForForgottenDevices) registrations held for a forgotten device not yet received), "
-                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; refused: \(total.vendorErrors)), "
+                + "\(total.vendorChanges) vendor rule changes (\(total.moves) joining vendors; \(total.vendorRetries) asked again; refused: \(total.vendorErrors)), "
                 + "\(total.cloneScenarios) keychains cloned onto a second phone (\(total.clonesLogged) clone operations logged); "
                 + "a watcher read \(watched.events) events, moved \(watched.moves) times (\(watched.notCaughtUp) to a node not caught up), "
                 + "reopened \(watched.reopened) readers and read the state again \(watched.expiries) times "
@@ -169,6 +169,7 @@ import Testing
                 break
             }
             simulation.advance(by: UInt64.random(in: 1...25, using: &random))
+            simulation.retryRefusedVendorChange()
             if ProcessInfo.processInfo.environment["SIM_STEPS"] != nil { print("step \(roll): \(simulation.stepTrace)") }
             watcher.step(simulation)
             // A node that died at a disk change is the one down, to be restarted.
@@ -448,6 +449,7 @@ extension ClusterSimulation.Counts {
         heldForForgottenDevices += other.heldForForgottenDevices
         forgetErrors.merge(other.forgetErrors, uniquingKeysWith: +)
         vendorChanges += other.vendorChanges
+        vendorRetries += other.vendorRetries
         cloneScenarios += other.cloneScenarios
         clonesLogged += other.clonesLogged
         moves += other.moves
