@@ -39,6 +39,18 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var handedOver = false
     /// The role this connection said hello as (client or admin), once accepted.
     private var helloRole: String?
+    /// A refusal that ends the connection is being written: nothing more is read or taken.
+    private var closing = false
+    /// Closes the connection if no hello arrived in time (``helloDeadline``).
+    private var helloWatch: Scheduled<Void>?
+
+    /// How long a new connection may take to send its hello (TLS handshake included) before it
+    /// is refused and closed: otherwise a connection that never says hello, or stops inside its
+    /// first frame, holds its socket and buffer for good without proving anything.
+    static let helloDeadline = TimeAmount.seconds(10)
+    /// How long a refusal's write may wait for a client that does not read before the
+    /// connection closes anyway.
+    static let refusalWriteTimeout = TimeAmount.seconds(1)
 
     /// `ownCertificate`: the connection is TLS with this certificate (DER), and a peer's hello
     /// needs a verified client certificate (``NodeTLS``); its proof covers both certificates.
@@ -56,16 +68,28 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
         engine.counters.connectionOpened()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        helloWatch = context.eventLoop.scheduleTask(in: Self.helloDeadline) {
+            let handler = bound.value
+            guard let context = handler.context, handler.machine.state == .awaitingHello, !handler.closing else { return }
+            handler.failConnection(
+                context: context, requestID: 0,
+                WireError(code: .handshakeRequired, message: "no hello within \(Self.helloDeadline.nanoseconds / 1_000_000_000) s of connecting"))
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        helloWatch?.cancel()
+        helloWatch = nil
         machine.closed()
         engine.counters.connectionClosed()
         if let role = helloRole { engine.counters.connection(role: role, by: -1) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A connection being refused takes nothing more: its bytes are dropped, not buffered.
+        guard !closing else { return }
         var bytes = unwrapInboundIn(data)
         frames.append(&bytes)
         takeFrames(context: context)
@@ -173,10 +197,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch WatchSubscription.make(request, access: machine.access, clusterID: engine.clusterID) {
         case .failure(let error):
             engine.counters.record(error: error.code)
-            var buffer = context.channel.allocator.buffer(capacity: 256)
-            try? ServerFrame(requestID: requestID, body: .error(error)).encodeFrame(into: &buffer)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+            refuseAndClose(context: context, requestID: requestID, error)
         case .success(let subscription):
             let watch = WatchHandler(
                 hub: engine.watchHub, subscription: subscription, requestID: requestID, clusterID: engine.clusterID,
@@ -258,7 +279,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func read(context: ChannelHandlerContext) {
         // Once handed to the peer protocol, reads are the peer handler's to pace.
-        if handedOver || machine.readRequested() { context.read() }
+        if !closing && (handedOver || machine.readRequested()) { context.read() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -283,9 +304,17 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         logger.info("closing connection after a protocol error", metadata: ["error": "\(error)"])
         engine.counters.record(error: error.code)
         machine.closed()
+        refuseAndClose(context: context, requestID: requestID, error)
+    }
+
+    /// Writes `error` as the answer to `requestID` and closes: once the write is done, or after
+    /// ``refusalWriteTimeout`` for a client that does not read. Nothing is read meanwhile.
+    private func refuseAndClose(context: ChannelHandlerContext, requestID: UInt64, _ error: WireError) {
+        closing = true
         var buffer = context.channel.allocator.buffer(capacity: 128)
         try? ServerFrame(requestID: requestID, body: .error(error)).encodeFrame(into: &buffer)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.refusalWriteTimeout) { channel.close(promise: nil) }
     }
 }

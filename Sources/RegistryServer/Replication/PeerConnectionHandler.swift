@@ -37,6 +37,9 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Checks, once a second after the welcome, that the peer was not removed since: a removal
     /// closes the sessions opened before it, as it refuses every hello after it.
     private var membershipCheck: RepeatedTask?
+    /// Refuses the peer if its hello has not arrived in time (``ConnectionHandler/helloDeadline``,
+    /// from now).
+    private var helloWatch: Scheduled<Void>?
 
     /// `challenge` is the one this node's HelloAccepted sent, which the peer's hello must sign.
     /// `binding` is the connection's ``ChannelBinding``, empty without TLS.
@@ -55,6 +58,16 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         engine.counters.connectionOpened()
         engine.counters.connection(role: "peer", by: 1)
         flow.writabilityChanged(writable: context.channel.isWritable)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        helloWatch = context.eventLoop.scheduleTask(in: ConnectionHandler.helloDeadline) {
+            let handler = bound.value
+            guard let context = handler.context, handler.machine.state == .awaitingHello else { return }
+            handler.refuse(
+                WireError(
+                    code: .handshakeRequired,
+                    message: "no peer hello within \(ConnectionHandler.helloDeadline.nanoseconds / 1_000_000_000) s of the hello's answer"),
+                context: context)
+        }
         takeFrames(context: context)
         context.flush()
         // The client handler may have held the read that would have brought the next bytes.
@@ -65,6 +78,8 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.context = nil
         membershipCheck?.cancel()
         membershipCheck = nil
+        helloWatch?.cancel()
+        helloWatch = nil
         intake?.abandon()
         intake = nil
         engine.counters.connectionClosed()
@@ -72,6 +87,9 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A session that ended takes nothing more: its bytes are dropped, not buffered, while the
+        // refusal's write waits for a peer that may never read it.
+        guard machine.state != .closed else { return }
         var bytes = unwrapInboundIn(data)
         frames.append(&bytes)
         takeFrames(context: context)
@@ -82,7 +100,7 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func read(context: ChannelHandlerContext) {
-        if flow.readRequested(open: !draining) { context.read() }
+        if flow.readRequested(open: !draining && machine.state != .closed) { context.read() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -140,19 +158,19 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             logger.info("peer connected", metadata: ["bound_to_tls": "\(!machine.binding.isEmpty)"])
             // A node started alone becomes a member once a peer joins through it.
             engine.membership.joinCluster()
-            let welcome = PeerWelcome(
-                nodeID: engine.nodeID.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
-                maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
-                proof: engine.peerIdentity.proof.sign(.welcome, challenge: peerChallenge, nodeID: engine.nodeID.value, binding: machine.binding))
-            write(.welcome(welcome), context: context)
+            write(.welcome(welcome(signing: peerChallenge)), context: context)
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             membershipCheck = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [engine] task in
                 guard engine.members[peer]?.removed == true else { return }
                 task.cancel()
                 guard let context = bound.value.context else { return }
-                bound.value.refuse(
-                    WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"), context: context)
+                bound.value.refuse(PeerSessionStateMachine.removedRefusal(of: peer), context: context)
             }
+        case .welcomeThenRefuse(_, let peerChallenge, let refusal):
+            write(.welcome(welcome(signing: peerChallenge)), context: context)
+            refuse(refusal, context: context)
+        case .close:
+            context.close(promise: nil)
         case .apply(let batchID, let operations):
             if let holdings = machine.holdingsBeforeFirstBatch(), case .streaming(let peer) = machine.state {
                 engine.sizeIndexes(toCatchUpWith: peer, holding: holdings)
@@ -256,6 +274,12 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if flow.takeHeldRead() { context.read() }
     }
 
+    /// This node's welcome, signing the peer's `challenge` over this connection.
+    private func welcome(signing challenge: UInt64) -> PeerWelcome {
+        engine.peerIdentity.welcome(
+            holding: engine.durableVector, challenge: challenge, maxBatchOperations: PeerLink.maxBatchOperations, binding: machine.binding)
+    }
+
     private func write(_ frame: PeerFrame, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: 256)
         do {
@@ -275,5 +299,11 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         try? PeerFrame.refusal(error).encodeFrame(into: &buffer)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        // A peer that does not read would hold the write, and the connection, for good.
+        context.eventLoop.scheduleTask(in: Self.refusalWriteTimeout) { channel.close(promise: nil) }
     }
+
+    /// How long a refusal's write may wait for the peer to read it before the connection closes
+    /// anyway.
+    static let refusalWriteTimeout = TimeAmount.seconds(1)
 }

@@ -72,6 +72,15 @@ struct PeerIdentity: Sendable {
             challenge: ownChallenge, vendorRulesFingerprint: vendorRulesFingerprint, deviceRecords: UInt64(deviceRecords),
             claims: UInt64(claims))
     }
+
+    /// This node's welcome to a peer whose hello it accepted, with what it holds (`vector`),
+    /// signing the `challenge` of the peer's hello: the proof that this node knows the cluster
+    /// secret, which the peer needs before it believes anything this node says afterwards.
+    func welcome(holding vector: VersionVector, challenge: UInt64, maxBatchOperations: Int, binding: [UInt8] = []) -> PeerWelcome {
+        PeerWelcome(
+            nodeID: nodeID.value, epoch: epoch, versionVector: vector.positions, maxBatchOperations: UInt32(maxBatchOperations),
+            proof: proof.sign(.welcome, challenge: challenge, nodeID: nodeID.value, binding: binding))
+    }
 }
 
 extension VersionVector {

@@ -212,12 +212,14 @@ final class PeerLink: @unchecked Sendable {
                 logger.info("replicating to peer")
             }
             pump()
-        case .closeAndRetry(let delay, let reason, let refusal):
+        case .closeAndRetry(let delay, let reason, let refusal, let proven):
             if let refusal {
-                logger.warning("peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)"])
+                logger.warning(
+                    "peer refused this node", metadata: ["reason": "\(reason)", "error": "\(refusal)", "peer_proven": "\(proven)"])
                 engine.counters.record(error: refusal.code)
-                if refusal.code == .nodeRemoved { engine.membership.learnedRemoval() }
-                if refusal.code == .snapshotRefused && !refusal.retryable {
+                // Only a peer that proved the cluster secret is believed: a removal is durable.
+                if proven && refusal.code == .nodeRemoved { engine.membership.learnedRemoval() }
+                if proven && refusal.code == .snapshotRefused && !refusal.retryable {
                     // The peer cannot combine what it holds with the snapshot sent (or it was
                     // damaged): a newer one covers everything this node holds, which includes
                     // whatever the peer trimmed (it trims only what its peers hold).

@@ -30,8 +30,11 @@ struct PeerLinkStateMachine {
         /// Send what ``cursor`` says the receiver lacks, while it allows.
         case stream
         /// Close the connection (if open); call ``retryDue()`` after `retryInMillis`. `reason`
-        /// is for the log, `refusal` is what the receiver said, if anything.
-        case closeAndRetry(retryInMillis: UInt64, reason: String, refusal: WireError?)
+        /// is for the log, `refusal` is what the receiver said, if anything. `proven`: the
+        /// receiver had proved the cluster secret (its welcome) before it refused, so the shell
+        /// may act on the refusal (a removal, a snapshot refused for good); anything that answers
+        /// at a peer's address can send an unproven one.
+        case closeAndRetry(retryInMillis: UInt64, reason: String, refusal: WireError?, proven: Bool)
         /// Close and never retry: the address is this node's own.
         case stop
         case none
@@ -289,12 +292,14 @@ struct PeerLinkStateMachine {
 
     private mutating func fail(_ reason: String, refusal: WireError? = nil, random: inout some RandomNumberGenerator) -> Action {
         if state == .stopped { return .none }
-        state = .disconnected
         cursor = nil
         transfer = nil
         waitingSince = nil
         failures += 1
         lastFailure = refusal.map { "\(reason): \($0)" } ?? reason
-        return .closeAndRetry(retryInMillis: backoff.nextDelayMillis(using: &random), reason: reason, refusal: refusal)
+        let proven: Bool
+        if case .streaming = state { proven = true } else { proven = false }
+        state = .disconnected
+        return .closeAndRetry(retryInMillis: backoff.nextDelayMillis(using: &random), reason: reason, refusal: refusal, proven: proven)
     }
 }

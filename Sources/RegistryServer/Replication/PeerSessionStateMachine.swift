@@ -24,6 +24,12 @@ struct PeerSessionStateMachine {
         case storeChunk(SnapshotChunk, starts: Bool, last: Bool)
         /// Send this refusal, count it, and close.
         case refuse(WireError)
+        /// Send a ``PeerWelcome`` to `peer`, signing its `challenge`, then this refusal, and close:
+        /// the welcome proves this node, and a dialler believes a refusal that changes its state
+        /// (``ErrorCode/nodeRemoved``) only from a peer that proved itself.
+        case welcomeThenRefuse(peer: NodeID, challenge: UInt64, WireError)
+        /// The peer ended the session with a refusal of its own: close, answering nothing.
+        case close
         /// The session is over: drop the frame.
         case ignore
     }
@@ -77,7 +83,8 @@ struct PeerSessionStateMachine {
             if let refusal = identity.refusal(of: hello, challenge: challenge, binding: binding) { return refuse(refusal) }
             let peer = NodeID(trusted: hello.nodeID)
             guard !removed.contains(peer) else {
-                return refuse(WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID"))
+                state = .closed
+                return .welcomeThenRefuse(peer: peer, challenge: hello.challenge, Self.removedRefusal(of: peer))
             }
             state = .streaming(peer: peer)
             peerHoldings = PeerHoldings(hello)
@@ -111,7 +118,7 @@ struct PeerSessionStateMachine {
             }
         case (.streaming, .refusal), (.awaitingHello, .refusal):
             state = .closed
-            return .ignore
+            return .close
         case (.awaitingHello, _):
             return refuse(WireError(code: .handshakeRequired, message: "the first peer frame must be a PeerHello"))
         case (.streaming, _):
@@ -134,6 +141,11 @@ struct PeerSessionStateMachine {
     /// The state refused a batch (a gap, clock skew): the session ends.
     mutating func refused(_ error: WireError) -> Action {
         refuse(error)
+    }
+
+    /// What a removed peer is told, at its hello or once its removal arrives while it streams.
+    static func removedRefusal(of peer: NodeID) -> WireError {
+        WireError(code: .nodeRemoved, message: "\(peer) was removed from the cluster; start it with a new node ID")
     }
 
     private mutating func refuse(_ error: WireError) -> Action {

@@ -119,4 +119,25 @@ import Testing
         #expect(counter.reads.load(ordering: .relaxed) == 2, "the held read goes once batches are acknowledged")
         _ = try await channel.finish(acceptAlreadyClosed: true)
     }
+
+    /// A peer that refuses (here before its hello) ends the connection: before, the session was
+    /// marked closed and the connection kept reading, buffering whatever came next without bound.
+    @Test func aPeersRefusalClosesTheConnection() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let receiver = try RegistryEngine(configuration: Self.configuration(dir.path, node: "node-a"), logger: .quiet())
+        defer { receiver.close() }
+        let channel = NIOAsyncTestingChannel()
+        try await channel.testingEventLoop.executeInContext {
+            try channel.pipeline.syncOperations.addHandler(
+                PeerConnectionHandler(engine: receiver, logger: .quiet(), alreadyRead: ByteBuffer(), challenge: 1))
+        }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400))
+        #expect(channel.isActive)
+        var refusal = ByteBuffer()
+        try PeerFrame.refusal(WireError(code: .invalidArgument, message: "no")).encodeFrame(into: &refusal)
+        try await channel.writeInbound(refusal)
+        #expect(!channel.isActive, "the peer's refusal must close the connection")
+        _ = try await channel.finish(acceptAlreadyClosed: true)
+    }
 }

@@ -26,7 +26,7 @@ import Testing
         #expect(machine.received(machine.signed(welcome), nowMillis: 1_000, random: &random) == .stream)
         #expect(machine.cursor?.receiverHolds[LogID(origin: own, epoch: 1)] == 5)
         let action = machine.connectionLost("reset", random: &random)
-        guard case .closeAndRetry(let delay, _, nil) = action else {
+        guard case .closeAndRetry(let delay, _, nil, true) = action else {
             Issue.record("expected a retry, got \(action)")
             return
         }
@@ -52,11 +52,11 @@ import Testing
         _ = machine.connected()
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
         let refusal = WireError(code: .wrongCluster, message: "no")
-        guard case .closeAndRetry(_, _, let seen) = machine.received(.refusal(refusal), nowMillis: 1_000, random: &random) else {
+        guard case .closeAndRetry(_, _, let seen, let proven) = machine.received(.refusal(refusal), nowMillis: 1_000, random: &random) else {
             Issue.record("expected a retry")
             return
         }
-        #expect(seen == refusal && machine.lastFailure?.contains("wrong_cluster") == true)
+        #expect(seen == refusal && !proven && machine.lastFailure?.contains("wrong_cluster") == true)
         _ = machine.start()
         _ = machine.connected()
         _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
@@ -65,6 +65,41 @@ import Testing
             Issue.record("an acknowledgement of a batch never sent must end the connection")
             return
         }
+    }
+
+    /// A refusal is believed (`proven`, which the shell needs before it records its own removal)
+    /// only from a peer whose welcome proved the cluster secret: whatever answers at a peer's
+    /// address can send one before that, at the client hello or at the peer hello, and a removal
+    /// is durable and replicated.
+    @Test func onlyARefusalFromAPeerThatProvedItselfIsBelieved() {
+        var random = SplitMix64(seed: 4)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        let removed = WireError(code: .nodeRemoved, message: "node-a was removed")
+        func proven(_ action: PeerLinkStateMachine.Action) -> Bool? {
+            guard case .closeAndRetry(_, _, let refusal, let proven) = action, refusal == removed else { return nil }
+            return proven
+        }
+        _ = machine.start()
+        _ = machine.connected()
+        #expect(proven(machine.received(ServerFrame(requestID: 0, body: .error(removed)), challenge: 3, random: &random)) == false)
+        _ = machine.retryDue()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        #expect(proven(machine.received(.refusal(removed), nowMillis: 1_000, random: &random)) == false)
+        _ = machine.retryDue()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        // A welcome that does not prove the secret, then the refusal: still unproven.
+        let welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)
+        guard case .closeAndRetry = machine.received(.welcome(welcome), nowMillis: 1_000, random: &random) else {
+            Issue.record("an unsigned welcome must end the connection")
+            return
+        }
+        _ = machine.retryDue()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-b", instance: 9), random: &random)
+        #expect(machine.received(machine.signed(welcome), nowMillis: 1_000, random: &random) == .stream)
+        #expect(proven(machine.received(.refusal(removed), nowMillis: 1_000, random: &random)) == true)
     }
 
     /// A welcome or an acknowledgement that names a sequence past any a log can reach is a

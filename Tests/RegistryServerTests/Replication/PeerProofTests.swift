@@ -74,7 +74,7 @@ import Testing
             var machine = PeerLinkStateMachine.awaitingWelcome(random: &random)
             var welcome = PeerWelcome(nodeID: "node-b", epoch: 1, versionVector: [], maxBatchOperations: 10)
             welcome.proof = signer?.sign(.welcome, challenge: machine.ownChallenge, nodeID: "node-b") ?? []
-            guard case .closeAndRetry(_, let reason, _) = machine.received(.welcome(welcome), nowMillis: 0, random: &random) else {
+            guard case .closeAndRetry(_, let reason, _, _) = machine.received(.welcome(welcome), nowMillis: 0, random: &random) else {
                 return #expect(Bool(false), "an unproven welcome must end the connection")
             }
             #expect(reason.contains("cluster secret"))

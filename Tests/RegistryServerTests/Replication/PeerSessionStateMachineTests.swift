@@ -103,6 +103,32 @@ import Testing
         }
     }
 
+    /// A removed node's hello is answered with a welcome that proves this node, then the refusal,
+    /// so that the removed node believes it (``PeerLinkStateMachine`` believes a refusal only
+    /// after a proven welcome); the session takes nothing more.
+    @Test func aRemovedPeerIsWelcomedThenRefused() {
+        var machine = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4, removed: [NodeID(trusted: "node-b")])
+        guard case .welcomeThenRefuse(let peer, let challenge, let refusal) = machine.received(hello()) else {
+            Issue.record("a removed peer's hello must be welcomed, then refused")
+            return
+        }
+        #expect(peer == NodeID(trusted: "node-b") && challenge == 5 && refusal.code == .nodeRemoved)
+        #expect(machine.state == .closed)
+        #expect(machine.received(.batch(OperationBatch(batchID: 1, operations: []))) == .ignore)
+    }
+
+    /// A peer's own refusal ends the session and asks the handler to close: before, the session
+    /// was marked closed and the connection left open, buffering whatever the peer sent next.
+    @Test func aRefusalFromThePeerClosesTheConnection() {
+        let refusal = PeerFrame.refusal(WireError(code: .invalidArgument, message: "no"))
+        var waiting = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        #expect(waiting.received(refusal) == .close)
+        var streaming = PeerSessionStateMachine(identity: identity, maxBatchOperations: 4)
+        _ = streaming.received(hello())
+        #expect(streaming.received(refusal) == .close)
+        #expect(streaming.state == .closed && streaming.received(refusal) == .ignore)
+    }
+
     @Test func badBatchesAreRefusedWhole() throws {
         let cases: [(PeerFrame, ErrorCode)] = [
             (.batch(OperationBatch(batchID: 1, operations: try (1...5).map { try operation(sequence: $0) })), .batchTooLarge),

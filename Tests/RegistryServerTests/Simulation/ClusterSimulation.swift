@@ -876,14 +876,15 @@ final class ClusterSimulation {
                 .hello(engine.peerIdentity.hello(holding: engine.durableVector, challenge: challenge, ownChallenge: ownChallenge)))
         case .stream:
             pump(sender, receiver)
-        case .closeAndRetry(let delay, _, let refusal):
+        case .closeAndRetry(let delay, _, let refusal, let proven):
             if refusal != nil { counts.refusals += 1 }
-            // As ``PeerLink`` does: a peer that refuses this node as removed tells it so.
-            // The simulation waits for it to be durable: a crash at the next step would otherwise
-            // keep or lose it by how far the writer's queue had got, and a seed would not replay.
-            if refusal?.code == .nodeRemoved { _ = Self.wait { done in engine.membership.learnedRemoval { done(true) } } }
+            // As ``PeerLink`` does: a peer that proved itself and refuses this node as removed tells
+            // it so. The simulation waits for it to be durable: a crash at the next step would
+            // otherwise keep or lose it by how far the writer's queue had got, and a seed would not
+            // replay.
+            if proven, refusal?.code == .nodeRemoved { _ = Self.wait { done in engine.membership.learnedRemoval { done(true) } } }
             // As PeerLink does: a snapshot refused for good is followed by a newer one.
-            if let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
+            if proven, let refusal, refusal.code == .snapshotRefused, !refusal.retryable { try? snapshot(sender) }
             links[sender][receiver]!.incarnation += 1
             links[sender][receiver]!.retryAt = now + delay
             links[sender][receiver]!.snapshot?.close()
@@ -984,13 +985,13 @@ final class ClusterSimulation {
             sessions[receiver][sender] = session
             switch action {
             case .welcome(_, let challenge):
-                send(
-                    sender, receiver, .toSender,
-                    .welcome(
-                        PeerWelcome(
-                            nodeID: nodes[receiver].name.value, epoch: engine.peerIdentity.epoch, versionVector: engine.durableVector.positions,
-                            maxBatchOperations: UInt32(PeerLink.maxBatchOperations),
-                            proof: engine.peerIdentity.proof.sign(.welcome, challenge: challenge, nodeID: nodes[receiver].name.value))))
+                send(sender, receiver, .toSender, .welcome(welcome(from: engine, signing: challenge)))
+            case .welcomeThenRefuse(_, let challenge, let refusal):
+                send(sender, receiver, .toSender, .welcome(welcome(from: engine, signing: challenge)))
+                sessions[receiver][sender] = nil
+                send(sender, receiver, .toSender, .refusal(refusal))
+            case .close:
+                sessions[receiver][sender] = nil
             case .apply(let batchID, let operations):
                 let result = Self.wait { done in engine.submitRemote(operations) { done($0) } }
                 switch result {
@@ -1015,6 +1016,11 @@ final class ClusterSimulation {
             carryOut(
                 sender, receiver, links[sender][receiver]!.machine.received(message.frame, nowMillis: now, random: &random))
         }
+    }
+
+    /// `engine`'s welcome to a peer, as ``PeerConnectionHandler`` sends it.
+    private func welcome(from engine: RegistryEngine, signing challenge: UInt64) -> PeerWelcome {
+        engine.peerIdentity.welcome(holding: engine.durableVector, challenge: challenge, maxBatchOperations: PeerLink.maxBatchOperations)
     }
 
     /// Gives up on the snapshot `receiver` takes in from `sender`, if any, and waits until the

@@ -1,0 +1,161 @@
+import NIOCore
+import NIOEmbedded
+import RegistryCore
+import RegistryTestSupport
+import RegistryWire
+import Synchronization
+import Testing
+@testable import RegistryServer
+
+/// What a connection that proves nothing may hold, and for how long: a connection with no hello
+/// is refused at ``ConnectionHandler/helloDeadline`` (a peer's at the same deadline after its
+/// client hello), and a refused connection reads nothing more and closes after
+/// ``ConnectionHandler/refusalWriteTimeout`` even when the client never reads the refusal.
+/// Before, each could hold its socket and a buffer of up to a frame's size for good.
+@Suite struct ConnectionDeadlineTests: EngineTesting {
+    /// Holds every write's promise, as a socket whose peer does not read holds the write.
+    final class WriteHolder: ChannelOutboundHandler, @unchecked Sendable {
+        // @unchecked Sendable: touched only on the embedded channel's loop, the test's thread.
+        typealias OutboundIn = ByteBuffer
+        private(set) var held: [ByteBuffer] = []
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            held.append(unwrapOutboundIn(data))
+        }
+    }
+
+    /// Counts the reads that reach the channel's head.
+    final class ReadCounter: ChannelOutboundHandler, Sendable {
+        typealias OutboundIn = ByteBuffer
+        let reads = Atomic<Int>(0)
+
+        func read(context: ChannelHandlerContext) {
+            reads.add(1, ordering: .relaxed)
+            context.read()
+        }
+    }
+
+    /// The server frames in `buffers`, in order.
+    static func frames(_ buffers: [ByteBuffer]) throws -> [ServerFrame] {
+        var reader = FrameReader(maxFrameBytes: 1 << 20)
+        var frames = [ServerFrame]()
+        for var buffer in buffers {
+            reader.append(&buffer)
+            while let payload = try reader.next() { frames.append(try ServerFrame(decoding: payload)) }
+        }
+        return frames
+    }
+
+    static func outbound(_ channel: EmbeddedChannel) throws -> [ByteBuffer] {
+        var buffers = [ByteBuffer]()
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { buffers.append(buffer) }
+        return buffers
+    }
+
+    /// A frame's first bytes only: its length prefix says 100 bytes, and 10 follow.
+    static var partialFrame: ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt32(100))
+        buffer.writeBytes([UInt8](repeating: 7, count: 10))
+        return buffer
+    }
+
+    @Test func aConnectionThatSaysNoHelloIsRefusedAtTheDeadline() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = try open(dir.path)
+        defer { engine.close() }
+        let channel = EmbeddedChannel(handler: ConnectionHandler(engine: engine, logger: .quiet()))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+        try channel.writeInbound(Self.partialFrame)
+        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+        #expect(channel.isActive, "the deadline has not passed")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        let answers = try Self.frames(Self.outbound(channel))
+        guard case .error(let error) = answers.first?.body else {
+            Issue.record("expected a refusal, got \(answers)")
+            return
+        }
+        #expect(error.code == .handshakeRequired)
+        #expect(!channel.isActive, "the connection must close at the deadline")
+    }
+
+    @Test func aConnectionThatSaidHelloHasNoDeadline() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = try open(dir.path)
+        defer { engine.close() }
+        let channel = EmbeddedChannel(handler: ConnectionHandler(engine: engine, logger: .quiet()))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+        var hello = ByteBuffer()
+        try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &hello)
+        try channel.writeInbound(hello)
+        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline * 3)
+        #expect(channel.isActive, "an idle client that said hello stays connected")
+        let answers = try Self.frames(Self.outbound(channel))
+        guard case .helloAccepted = answers.first?.body, answers.count == 1 else {
+            Issue.record("expected the hello's answer alone, got \(answers)")
+            return
+        }
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// A client that does not read its refusal: the connection reads nothing more while the
+    /// write waits, and closes after the refusal's timeout.
+    @Test func aRefusedConnectionReadsNothingMoreAndClosesWhenItsRefusalIsNotRead() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = try open(dir.path)
+        defer { engine.close() }
+        let counter = ReadCounter()
+        let holder = WriteHolder()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(counter)
+        try channel.pipeline.syncOperations.addHandler(holder)
+        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(engine: engine, logger: .quiet()))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+        // A frame that is not a ClientFrame: refused as malformed.
+        var malformed = ByteBuffer()
+        malformed.writeInteger(UInt32(3))
+        malformed.writeBytes([0xFF, 0xFF, 0xFF])
+        try channel.writeInbound(malformed)
+        let refusal = try Self.frames(holder.held)
+        guard case .error(let error) = refusal.first?.body else {
+            Issue.record("expected a refusal, got \(refusal)")
+            return
+        }
+        #expect(error.code == .malformedFrame)
+        #expect(channel.isActive, "the refusal's write is held")
+        let reads = counter.reads.load(ordering: .relaxed)
+        channel.pipeline.read()
+        #expect(counter.reads.load(ordering: .relaxed) == reads, "a refused connection reads nothing more")
+        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.refusalWriteTimeout)
+        #expect(!channel.isActive, "the connection must close though its refusal was not read")
+    }
+
+    /// A peer that never sends its PeerHello after the client hello's answer is refused at the
+    /// same deadline.
+    @Test func aPeerThatSendsNoPeerHelloIsRefusedAtTheDeadline() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = try open(dir.path)
+        defer { engine.close() }
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+        try channel.pipeline.syncOperations.addHandler(
+            PeerConnectionHandler(engine: engine, logger: .quiet(), alreadyRead: Self.partialFrame, challenge: 1))
+        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+        #expect(channel.isActive, "the deadline has not passed")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        var reader = FrameReader(maxFrameBytes: 1 << 20)
+        var refusals = [WireError]()
+        for var buffer in try Self.outbound(channel) {
+            reader.append(&buffer)
+            while let payload = try reader.next() {
+                if case .refusal(let error) = try PeerFrame(decoding: payload) { refusals.append(error) }
+            }
+        }
+        #expect(refusals.map(\.code) == [.handshakeRequired])
+        #expect(!channel.isActive, "the connection must close at the deadline")
+    }
+}
