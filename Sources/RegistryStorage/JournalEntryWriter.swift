@@ -38,6 +38,9 @@ public struct JournalEntryWriter {
         ByteWriter.append(UInt32(0), to: &self.bytes)
     }
 
+    /// The bytes of the entry so far, its header included.
+    public var entryBytes: Int { bytes.count - entryStart }
+
     /// The segment records go to now; nil before the first.
     public var openSegment: Span? { spans.last }
 

@@ -47,6 +47,33 @@ import Testing
         #expect(try unkept.get().runs.isEmpty)
     }
 
+    /// A commit past ``LogWriter/entryBytes`` goes on in another entry: written as one, an entry
+    /// past what recovery reads (1 GiB, a stalled disk behind thousands of pipelined batches)
+    /// was taken for a torn tail at the next start, and its acknowledged operations dropped.
+    /// Here the limit is 64 KiB, and the journal holds every operation, in order, in several
+    /// entries of at most the limit and one operation more.
+    @Test func aCommitPastTheEntryLimitIsWrittenAsSeveralEntries() throws {
+        let fs = SimulatedFileSystem()
+        let written = operations(count: 6_000, seed: 5, runs: 5_000)
+        let writer = try LogWriter(fs: fs, directory: "/data", journalFile: 1, fileBytes: 64 << 20, index: JournalIndex())
+        let limit = 64 << 10
+        let result = writer.queue.sync { writer.write(written, clock: written.last!.timestamp, keepingRecords: true, entryBytes: limit) }
+        let kept = try result.get().runs.flatMap { $0 }
+        writer.close()
+        var entries = [JournalEntry]()
+        _ = try CommitJournal.recover(in: "/data", on: fs) { (_, entry) throws(StorageError) in entries.append(entry) }
+        #expect(entries.count > 5, "\(entries.count) entries")
+        let records = try entries.flatMap(\.segments).flatMap { try $0.records() }
+        #expect(records == kept, "the records kept for peers are those the journal holds")
+        var decoder = OperationDecoder()
+        #expect(records.count == written.count)
+        for (record, operation) in zip(records, written) {
+            #expect(try PeerOperation(record).decoded(using: &decoder) == operation)
+        }
+        let largest = entries.map { $0.segments.reduce(0) { $0 + $1.bytes.count } }.max() ?? 0
+        #expect(largest <= limit + 1_024, "an entry of \(largest) bytes")
+    }
+
     /// A peer's operation is journaled as it came (``LoggedOperation/encoded``), a field this
     /// version does not know included; one this node made is encoded.
     @Test func aPeersOperationIsJournaledAsItCame() throws {

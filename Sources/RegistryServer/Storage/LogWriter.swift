@@ -30,44 +30,61 @@ final class LogWriter: @unchecked Sendable {
         let runs: [[LogRecord]]
     }
 
-    /// Durably appends `operations`, with the clock, as one journal entry: the operations of
-    /// each (origin, epoch) run become a segment, each encoded straight into the journal's buffer
-    /// (``JournalEntryWriter``), or copied there as it came when it came in a peer's batch
-    /// (``LoggedOperation/encoded``). With `keepingRecords`, also returns the records as written (for
-    /// ``RecentOperations``).
-    func write(_ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool) -> Result<Written, StorageError> {
+    /// The bytes of one journal entry past which a commit goes on in another entry: well under
+    /// ``JournalEntry``'s largest readable payload (1 GiB), with room for the operation that
+    /// crosses it (an operation is at most a frame). A pass that big is a stalled disk behind
+    /// thousands of pipelined batches; written as one entry, recovery would refuse it as torn.
+    static let entryBytes = 256 << 20
+
+    /// Durably appends `operations`, with the clock, as one journal entry (or, past
+    /// `entryBytes`, as several, each written and synced in turn, all before it returns): the
+    /// operations of each (origin, epoch) run become a segment, each encoded straight into the
+    /// journal's buffer (``JournalEntryWriter``), or copied there as it came when it came in a
+    /// peer's batch (``LoggedOperation/encoded``). With `keepingRecords`, also returns the
+    /// records as written (for ``RecentOperations``).
+    func write(
+        _ operations: [LoggedOperation], clock: HLCTimestamp, keepingRecords: Bool, entryBytes: Int = entryBytes
+    ) -> Result<Written, StorageError> {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let journal else { return .failure(.corrupt("the log is closed")) }
-        // Where each segment of the entry starts in `operations`.
-        var segmentStarts = [Int]()
+        var next = 0
+        var syncNanos: UInt64 = 0
+        var runs = [[LogRecord]]()
         do {
-            let syncNanos = try journal.append(clock: clock.rawValue) { entry in
-                // Each operation is read in place through the array: binding it to a loop variable
-                // would copy it, retaining and releasing its bytes and arrays.
-                for index in operations.indices {
-                    let origin = operations[index].origin.value
-                    let epoch = operations[index].epoch
-                    let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
-                    if continues != true {
-                        entry.startSegment(origin: origin, epoch: epoch)
-                        segmentStarts.append(index)
-                    }
-                    entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) { bytes in
-                        // A peer's operation is written as it came (the sender's journal's bytes).
-                        if let encoded = operations[index].encoded {
-                            bytes.append(contentsOf: encoded)
-                        } else {
-                            OperationCodec.encode(operations[index].operation, appendingTo: &bytes)
+            repeat {
+                let first = next
+                // Where each segment of the entry starts in `operations`.
+                var segmentStarts = [Int]()
+                syncNanos += try journal.append(clock: clock.rawValue) { entry in
+                    // Each operation is read in place through the array: binding it to a loop
+                    // variable would copy it, retaining and releasing its bytes and arrays.
+                    while next < operations.count, next == first || entry.entryBytes < entryBytes {
+                        let index = next
+                        let origin = operations[index].origin.value
+                        let epoch = operations[index].epoch
+                        let continues = entry.openSegment.map { $0.origin == origin && $0.epoch == epoch && $0.count < Self.segmentRecords }
+                        if continues != true {
+                            entry.startSegment(origin: origin, epoch: epoch)
+                            segmentStarts.append(index)
                         }
+                        entry.appendRecord(sequence: operations[index].sequence, hlc: operations[index].timestamp.rawValue) { bytes in
+                            // A peer's operation is written as it came (the sender's journal's bytes).
+                            if let encoded = operations[index].encoded {
+                                bytes.append(contentsOf: encoded)
+                            } else {
+                                OperationCodec.encode(operations[index].operation, appendingTo: &bytes)
+                            }
+                        }
+                        next += 1
                     }
                 }
-            }
-            guard keepingRecords else { return .success(Written(syncMicros: syncNanos / 1_000, runs: [])) }
-            precondition(segmentStarts.count == journal.lastEntrySegmentCount, "a segment the log writer did not start")
-            let runs = segmentStarts.indices.map { segment in
-                let end = segment + 1 < segmentStarts.count ? segmentStarts[segment + 1] : operations.count
-                return Self.recordsAsTheyCame(operations, segmentStarts[segment]..<end) ?? journal.lastEntryRecords(ofSegment: segment)
-            }
+                guard keepingRecords else { continue }
+                precondition(segmentStarts.count == journal.lastEntrySegmentCount, "a segment the log writer did not start")
+                for segment in segmentStarts.indices {
+                    let end = segment + 1 < segmentStarts.count ? segmentStarts[segment + 1] : next
+                    runs.append(Self.recordsAsTheyCame(operations, segmentStarts[segment]..<end) ?? journal.lastEntryRecords(ofSegment: segment))
+                }
+            } while next < operations.count
             return .success(Written(syncMicros: syncNanos / 1_000, runs: runs))
         } catch {
             return .failure(error)
