@@ -314,12 +314,12 @@ public final class CommitJournal {
         /// With its rotation marker, which ends at `end`.
         case rotated(end: Int)
         case torn(reason: String, offset: Int)
-        /// A record that does not read back, with an intact record of the file right after it,
-        /// where its header says it ends. A crash cannot leave that: every entry is written and
-        /// synced before the next is written, into zeros, so only the last can be torn. The
-        /// bytes were damaged after they were written, and what follows was acknowledged.
-        /// (Damage to a header's magic or file number reads as ``end(offset:)``, and is not told
-        /// from the end of the records.)
+        /// A record that does not read back, or no record where the records seem to end, with
+        /// an intact record of the file somewhere after it. A crash cannot leave that: every
+        /// entry is written and synced before the next is written, into zeros, so only the last
+        /// can be torn, and nothing of the file follows it. The bytes were damaged after they
+        /// were written (a flipped bit in a header, a bad sector across two records), and what
+        /// follows was acknowledged.
         case damaged(reason: String, offset: Int, next: Int)
         case end(offset: Int)
     }
@@ -338,16 +338,39 @@ public final class CommitJournal {
             case .rotated:
                 return .rotated(end: offset + JournalEntry.headerBytes)
             case .torn(let reason):
-                if let next = JournalEntry.declaredEnd(raw, at: offset), next < raw.count {
-                    switch try JournalEntry.read(raw, at: next, file: file) {
-                    case .entry, .rotated: return .damaged(reason: reason, offset: offset, next: next)
-                    case .torn, .end: break
-                    }
+                if let next = try intactRecord(in: raw, after: offset, file: file) {
+                    return .damaged(reason: reason, offset: offset, next: next)
                 }
                 return .torn(reason: reason, offset: offset)
             case .end:
+                if let next = try intactRecord(in: raw, after: offset, file: file) {
+                    return .damaged(reason: "no record of the file starts here", offset: offset, next: next)
+                }
                 return .end(offset: offset)
             }
         }
+    }
+
+    /// Where the first intact record of `file` (an entry or the rotation marker) starts after
+    /// `offset`: where the header at `offset` says its record ends, else the first at any byte
+    /// (records are not aligned). A look at every byte of what is left of the file, once per
+    /// start-up: mostly the zeros written ahead of the records, a megabyte or so.
+    static func intactRecord(in raw: UnsafeRawBufferPointer, after offset: Int, file: UInt64) throws(StorageError) -> Int? {
+        func intact(at candidate: Int) throws(StorageError) -> Bool {
+            switch try JournalEntry.read(raw, at: candidate, file: file) {
+            case .entry, .rotated: return true
+            case .torn, .end: return false
+            }
+        }
+        if let declared = JournalEntry.declaredEnd(raw, at: offset), declared > offset, declared < raw.count, try intact(at: declared) {
+            return declared
+        }
+        var candidate = offset + 1
+        while candidate + JournalEntry.headerBytes <= raw.count {
+            let magic = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: candidate, as: UInt32.self))
+            if magic == JournalEntry.entryMagic || magic == JournalEntry.rotationMagic, try intact(at: candidate) { return candidate }
+            candidate += 1
+        }
+        return nil
     }
 }

@@ -211,6 +211,46 @@ import Testing
         #expect(throws: StorageError.self) { try recoverAll("/data", on: fs) }
     }
 
+    /// Damage the check of the next record alone missed, with an intact record further on: two
+    /// records in a row damaged (a bad sector across both), and a header whose magic or file
+    /// number was flipped, which read as the end of the records. Each was taken for the end of
+    /// the newest file, and its acknowledged entries after it dropped and sealed over.
+    @Test func damageWithAnIntactRecordFurtherOnIsRefusedInTheNewestFile() throws {
+        let written = entries(5)
+        let lengths = written.map { encoded([$0]).count }
+        let starts = lengths.indices.map { lengths[..<$0].reduce(0, +) }
+        let path = CommitJournal.path(in: "/data", number: 1)
+        let damages: [(name: String, at: Int, damage: (inout [UInt8]) -> Void)] = [
+            ("the payloads of entries 1 and 2", starts[1], { bytes in
+                bytes[starts[1] + JournalEntry.headerBytes + 5] ^= 0x10
+                bytes[starts[2] + JournalEntry.headerBytes + 5] ^= 0x10
+            }),
+            ("the magic of entry 2", starts[2], { bytes in bytes[starts[2]] ^= 0x01 }),
+            ("the file number of entry 1", starts[1], { bytes in bytes[starts[1] + 8] ^= 0x02 }),
+            ("the length of entry 1", starts[1], { bytes in bytes[starts[1] + 4] ^= 0x08 }),
+        ]
+        for (name, at, damage) in damages {
+            let fs = SimulatedFileSystem()
+            do {
+                let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, index: JournalIndex())
+                for entry in written { try journal.append(entry) }
+            }
+            var bytes = try fs.readAll(path)
+            damage(&bytes)
+            try fs.replace(path, with: bytes, inDirectory: "/data")
+            do {
+                _ = try recoverAll("/data", on: fs)
+                Issue.record("damage to \(name) was taken for the end of the records")
+            } catch {
+                guard let storage = error as? StorageError, case .corrupt(let reason) = storage else {
+                    Issue.record("expected .corrupt for \(name), got \(error)")
+                    continue
+                }
+                #expect(reason.contains("at byte \(at)") && reason.contains("intact record follows"), "\(name): \(reason)")
+            }
+        }
+    }
+
     @Test func aFlippedByteInAnOlderFileAndAMissingFileAreRefused() throws {
         let fs = SimulatedFileSystem()
         let index = JournalIndex()
