@@ -141,6 +141,35 @@ import Testing
         #expect(throws: JournalReadError.self) { _ = try engine.logReader(for: own, from: 1_001) }
     }
 
+    /// A node whose state lists another member keeps its journal from its start until the
+    /// cluster says what the members hold (replication starts after the node serves): before, a
+    /// snapshot in that window trimmed files the other member still needed, which then had to
+    /// take a whole snapshot instead of the journal.
+    @Test func aMemberOfAClusterKeepsItsJournalUntilTheClusterSetsTheFloor() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        do {
+            let engine = try open(temp.path)
+            let joined = LoggedOperation(
+                origin: NodeID(trusted: "node-b"), epoch: 1, sequence: 1, timestamp: HLCTimestamp(millis: 1_000, counter: 0),
+                operation: .membership(MembershipOp(node: NodeID(trusted: "node-b"), address: "127.0.0.1:7401", removed: false, at: HLCTimestamp(millis: 1_000, counter: 0))))
+            let applied = await withCheckedContinuation { continuation in engine.submitRemote([joined]) { continuation.resume(returning: $0) } }
+            #expect((try? applied.get()) != nil)
+            engine.close()
+        }
+        let engine = try open(temp.path)
+        defer { engine.close() }
+        #expect(engine.members[NodeID(trusted: "node-b")] != nil)
+        _ = await register(engine, batches: 0..<200)
+        for _ in 0..<3 {
+            let taken = try #require(await snapshot(engine))
+            #expect(taken.filesRemoved == 0, "no file goes before the cluster says what node-b holds")
+            _ = await register(engine, batches: 200..<210)
+        }
+        let own = LogID(origin: engine.nodeID, epoch: engine.stats().logEpoch)
+        #expect(try engine.logReader(for: own, from: 1).next(atMost: 1).first?.sequence == 1)
+    }
+
     @Test func aNodeSnapshotsByItselfEveryNOperations() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

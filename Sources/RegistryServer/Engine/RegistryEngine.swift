@@ -114,6 +114,10 @@ public final class RegistryEngine: Sendable {
         self.wallClock = wallClock
         start.logOpened(logger)
         start.logDefaultScope(logger)
+        // A member of a cluster keeps every journal file until the cluster says what its members
+        // hold (``setRetentionFloor(_:)``, once replication starts): a snapshot taken before
+        // would trim files a lagging member still needs from this journal.
+        if members.contains(where: { $0.key != nodeID && !$0.value.removed }) { setRetentionFloor([:]) }
         seedVendorRules()
         pipeline.startErasureChecks()
     }

@@ -53,7 +53,9 @@ public final class Replication: Sendable {
     public func start() {
         startedAt.withLock { $0 = SystemClock.monotonicNanos() }
         for link in current { link.start() }
-        engine.setRetentionFloor(current.isEmpty ? nil : [:])
+        // Nothing heard yet: what a member with no link holds is nothing, so a node that lists
+        // members keeps its journal (nil, no floor, only for a node alone).
+        engine.setRetentionFloor(ClusterPeers.retentionFloor(links: current.map(\.status), members: engine.members, own: engine.nodeID))
         followMembers()
     }
 
