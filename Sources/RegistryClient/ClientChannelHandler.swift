@@ -71,6 +71,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private var nextRequestID: UInt64 = 1
     private var waiting: [UInt64: Waiting] = [:]
     private var closedReason: RegistryClientError?
+    /// The connection is being closed by this side.
+    private var closedHere = false
     private var coalescer: RegistrationCoalescer<AnswerSink>
     private var flushScheduled = false
 
@@ -149,7 +151,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             if case .hello = body { sessionAfter = .empty } else { sessionAfter = session?.token ?? .empty }
             try ClientFrame(requestID: id, body: body, ackReplicas: concern, after: after.merging(sessionAfter)).encodeFrame(into: &buffer)
         } catch {
-            for sink in waiter.sinks { sink.fail(.unexpectedResponse("cannot encode request: \(error)")) }
+            fail(waiter, .unexpectedResponse("cannot encode request: \(error)"), context: context)
             return
         }
         // A frame over the server's limit is refused here, as the server would refuse it: sent,
@@ -157,12 +159,18 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         let frameBytes = buffer.readableBytes - FrameDecoder.lengthPrefixBytes
         if let maxFrameBytes, frameBytes > maxFrameBytes {
             let error = WireError(code: .frameTooLarge, message: "the request's frame is \(frameBytes) bytes, over the server's limit of \(maxFrameBytes)")
-            for sink in waiter.sinks { sink.fail(.server(error)) }
+            fail(waiter, .server(error), context: context)
             return
         }
         waiting[id] = waiter
         // A failed socket write closes the channel, and channelInactive fails every waiting request.
         context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// Fails a request refused before it was written on a later turn of the loop, never from
+    /// inside the caller's write: a callback that enqueues again would otherwise recurse.
+    private func fail(_ waiter: Waiting, _ error: RegistryClientError, context: ChannelHandlerContext) {
+        context.eventLoop.execute { for sink in waiter.sinks { sink.fail(error) } }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -198,8 +206,15 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        failAll(.connectionClosed("the server closed the connection"))
+        failAll(.connectionClosed(closedHere ? "this client closed the connection" : "the server closed the connection"))
         context.fireChannelInactive()
+    }
+
+    /// The client closes the connection (``RegistryClient/close()``): what is still waiting fails
+    /// saying so, not blaming the server.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if mode == .all { closedHere = true }
+        context.close(mode: mode, promise: promise)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

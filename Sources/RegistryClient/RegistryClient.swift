@@ -18,12 +18,16 @@ public final class RegistryClient: Sendable {
     /// The causal session every request carries and every answer feeds; nil: none.
     public let session: CausalSession?
     private let channel: any Channel
+    /// How long a call waits for its answer before the connection is given up; nil: as long as
+    /// the connection lasts (see ``connect(to:role:clientName:token:tls:group:connectTimeout:handshakeTimeout:answerTimeout:maxCoalesced:ackReplicas:session:)``).
+    public let answerTimeout: TimeAmount?
 
-    private init(server: HelloAccepted, endpoint: Endpoint, session: CausalSession?, channel: any Channel) {
+    private init(server: HelloAccepted, endpoint: Endpoint, session: CausalSession?, channel: any Channel, answerTimeout: TimeAmount?) {
         self.server = server
         self.endpoint = endpoint
         self.session = session
         self.channel = channel
+        self.answerTimeout = answerTimeout
     }
 
     /// Single registrations per frame at most, by default (see `maxCoalesced` in ``connect``).
@@ -47,6 +51,15 @@ public final class RegistryClient: Sendable {
     ///   connected, before giving the connection up (``RegistryClientError/connectionClosed(_:)``):
     ///   a node that accepts connections but stopped answering. nil (the default) waits as long
     ///   as the connection lasts.
+    /// - Parameter answerTimeout: how long each call (``send(_:)``, ``register(_:)`` and the
+    ///   others, not ``enqueue(_:after:onAnswer:)``) waits for its answer before the connection is
+    ///   given up: that call and every other still waiting fail with
+    ///   ``RegistryClientError/connectionClosed(_:)``, as after ``abandon(reason:)``; connect
+    ///   again. A write may or may not have been made. Set it above the slowest call you make:
+    ///   a snapshot, or a vendor rule change, which waits up to 2 s plus the node's
+    ///   `--causal-timeout` for its peers. nil (the default) waits as long as the connection
+    ///   lasts. Either way a call returns at once when its task is cancelled
+    ///   (``RegistryClientError/cancelled``).
     /// - Parameter session: read your writes: every request carries the session's causal token,
     ///   and every answer's token joins it (``CausalSession``). By default each client has its
     ///   own; pass one session to the clients of several nodes for a guarantee across them, or
@@ -54,7 +67,8 @@ public final class RegistryClient: Sendable {
     public static func connect(
         to endpoint: Endpoint, role: Role = .client, clientName: String, token: String? = nil, tls: ClientTLS? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: TimeAmount = .seconds(5),
-        handshakeTimeout: TimeAmount? = nil, maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil, session: CausalSession? = CausalSession()
+        handshakeTimeout: TimeAmount? = nil, answerTimeout: TimeAmount? = nil, maxCoalesced: Int = defaultMaxCoalesced, ackReplicas: UInt32? = nil,
+        session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
         let failure = ConnectionFailure()
@@ -88,12 +102,13 @@ public final class RegistryClient: Sendable {
         } catch {
             try? await channel.close()
             // A TLS handshake the server refused closes the channel, and the hello's write can
-            // find it closed before its answer is failed with the reason: say the reason.
-            throw failure.recorded ?? error
+            // find it closed before its answer is failed with the reason: say the reason. A
+            // cancelled connect says so, not what closing the channel afterwards recorded.
+            throw error == .cancelled ? error : failure.recorded ?? error
         }
         switch answer {
         case .helloAccepted(let accepted):
-            return RegistryClient(server: accepted, endpoint: endpoint, session: session, channel: channel)
+            return RegistryClient(server: accepted, endpoint: endpoint, session: session, channel: channel, answerTimeout: answerTimeout)
         case .error(let error):
             try? await channel.close()
             throw .server(error)
@@ -106,7 +121,8 @@ public final class RegistryClient: Sendable {
     /// Sends `body` on `channel` and waits for its answer. With `giveUp`, a request still
     /// unanswered after that long gives the connection up (``abandon(reason:)``, with that
     /// reason). The answer cancels the watch on the channel's event loop, where the watch runs
-    /// too, so an answer in time never loses the connection.
+    /// too, so an answer in time never loses the connection. A cancelled task stops waiting at
+    /// once (``RegistryClientError/cancelled``); the answer, if it comes, is dropped.
     private static func send(
         _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)? = nil
     ) async throws(RegistryClientError) -> ServerReply {
@@ -122,7 +138,12 @@ public final class RegistryClient: Sendable {
             promise.fail(RegistryClientError.connectionClosed("\(error)"))
         }
         do {
-            return try await promise.futureResult.get()
+            return try await withTaskCancellationHandler {
+                try await promise.futureResult.get()
+            } onCancel: {
+                // On the loop, where the handler completes it too: the first completion counts.
+                channel.eventLoop.execute { promise.fail(RegistryClientError.cancelled) }
+            }
         } catch let error as RegistryClientError {
             throw error
         } catch {
@@ -138,7 +159,12 @@ public final class RegistryClient: Sendable {
     /// Sends any request, to be answered only by a node that holds what `after` names (with the
     /// session's token), and returns the answer as is with its own causal token.
     public func reply(_ body: ClientBody, after: CausalToken = .empty) async throws(RegistryClientError) -> ServerReply {
-        try await Self.send(body, after: after, on: channel)
+        try await Self.send(body, after: after, on: channel, giveUp: giveUp)
+    }
+
+    /// What ``answerTimeout`` makes of a call's wait.
+    private var giveUp: (after: TimeAmount, reason: String)? {
+        answerTimeout.map { ($0, "no answer within \(Double($0.nanoseconds) / 1e9) s (answerTimeout)") }
     }
 
     /// The event loop this connection's callbacks run on.
@@ -179,7 +205,7 @@ public final class RegistryClient: Sendable {
     public func register(
         _ request: RegisterRequest, after: CausalToken
     ) async throws(RegistryClientError) -> (result: RegisterResult, token: CausalToken) {
-        let reply = try await Self.send(.register(request), after: after, on: channel)
+        let reply = try await Self.send(.register(request), after: after, on: channel, giveUp: giveUp)
         switch reply.body {
         case .registerResult(let result): return (result, reply.token)
         case .error(let error): throw .server(error)

@@ -15,6 +15,9 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
     /// TLS could not be set up, or its handshake failed (an untrusted or misnamed certificate,
     /// or a node that does not speak TLS).
     case tls(String)
+    /// The calling task was cancelled before the answer arrived. The request may still be
+    /// carried out (a write made); the connection stays usable.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -24,6 +27,7 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
         case .connectionClosed(let reason): return "connection closed: \(reason)"
         case .unexpectedResponse(let what): return "unexpected response: \(what)"
         case .tls(let reason): return "TLS failed: \(reason)"
+        case .cancelled: return "cancelled before the answer arrived"
         }
     }
 }

@@ -58,7 +58,14 @@ struct ClusterStatus: AsyncParsableCommand {
                 nodes.append(ClusterStatusView.Node(endpoint: endpoint, stats: stats))
                 queue += stats.peers.filter { $0.state != "own-address" }.map(\.address)
             } catch {
-                nodes.append(ClusterStatusView.Node(endpoint: endpoint, unreachable: "\(error)"))
+                switch error {
+                case .invalidEndpoint, .server:
+                    // Not a node that does not answer: a bad --endpoint, or a node that refuses
+                    // this token (unauthenticated, permission denied). Exits as any command does.
+                    exitWith(error)
+                case .unreachable, .connectionClosed, .unexpectedResponse, .tls, .cancelled:
+                    nodes.append(ClusterStatusView.Node(endpoint: endpoint, unreachable: "\(error)"))
+                }
             }
         }
         return nodes

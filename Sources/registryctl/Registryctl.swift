@@ -92,10 +92,11 @@ struct GlobalOptions: ParsableArguments {
     ) async {
         let text = endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
         // A node that accepts but never answers must not hang the tool: past the timeout it
-        // exits on its own, whatever the call is waiting for.
+        // exits on its own, whatever the call is waiting for. Half a second later than the
+        // connect's own timeout, so that a node nothing answers for is reported unreachable (69).
         let seconds = (try? seconds()) ?? 5
         let watchdog = Task.detached {
-            try await Task.sleep(for: .seconds(seconds))
+            try await Task.sleep(for: .seconds(seconds + 0.5))
             FileHandle.standardError.write(Data("registryctl: no answer from \(text) within \(seconds.formatted()) s (--timeout)\n".utf8))
             Foundation.exit(ExitStatus.timedOut)
         }
@@ -110,7 +111,7 @@ struct GlobalOptions: ParsableArguments {
         do throws(RegistryClientError) {
             let client = try await RegistryClient.connect(
                 to: try Endpoint(parsing: text), role: .admin, clientName: "registryctl", token: token, tls: try tls(),
-                ackReplicas: ackReplicas)
+                connectTimeout: .milliseconds(Int64(seconds * 1_000)), ackReplicas: ackReplicas)
             let value: Value
             do {
                 value = try await body(client)
@@ -151,6 +152,7 @@ func exitWith(_ error: RegistryClientError) -> Never {
     case .server(let wire) where wire.code == .notFound: status = ExitStatus.notFound
     case .server(let wire) where wire.code == .gone: status = ExitStatus.gone
     case .server, .unexpectedResponse: status = ExitStatus.serverError
+    case .cancelled: status = ExitStatus.timedOut
     }
     FileHandle.standardError.write(Data("registryctl: \(error)\n".utf8))
     exit(status)

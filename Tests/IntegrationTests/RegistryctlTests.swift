@@ -144,6 +144,9 @@ import Platform
         #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot reach"))
         let badEndpoint = try ctl(["status"], endpoint: "no-port")
         #expect(badEndpoint.status == 64)
+        // `cluster status` too: a bad endpoint is a usage error, not a node that does not answer.
+        let clusterBadEndpoint = try ctl(["cluster", "status"], endpoint: "no-port")
+        #expect(clusterBadEndpoint.status == 64 && clusterBadEndpoint.stderr.contains("invalid endpoint"), "\(clusterBadEndpoint.stderr)")
         let unknownFlag = try ctl(["status", "--frobnicate"], endpoint: node.endpoint)
         #expect(unknownFlag.status == 64)
         let missing = try ctl(["register", "--bundle", "com.v.a"], endpoint: node.endpoint)

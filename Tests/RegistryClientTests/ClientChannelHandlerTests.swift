@@ -131,4 +131,37 @@ import Testing
         #expect(reason.contains("frame_too_large") || reason.contains("2 MiB"), "\(reason)")
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
+
+    /// A request refused before it is written (here one the encoder refuses) is answered on a
+    /// later turn of the loop, never from inside the caller's write, as
+    /// ``RegistryClient/enqueue(_:after:onAnswer:)`` promises: a callback that enqueues again
+    /// would otherwise recurse.
+    @Test func aRequestRefusedBeforeItIsWrittenIsAnsweredOnALaterTurn() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1))
+        let answers = Answers()
+        channel.write(PendingRequest(body: .resolve(deviceID: "x\u{0}"), answer: answers.sink(1)), promise: nil)
+        channel.flush()
+        #expect(answers[1] == nil, "not answered from inside the write")
+        channel.embeddedEventLoop.run()
+        guard case .failure(.unexpectedResponse(let reason)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+        #expect(reason.contains("cannot encode"))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// Requests still waiting when the client closes the connection are told that the client
+    /// closed it; when the server does, that the server did (they were always told the server
+    /// closed it).
+    @Test func requestsWaitingAreToldWhoClosedTheConnection() throws {
+        for clientCloses in [true, false] {
+            let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1))
+            let answers = Answers()
+            send([PendingRequest(body: .register(registration(1)), answer: answers.sink(1))], on: channel)
+            _ = try written(channel)
+            if clientCloses { channel.close(promise: nil) } else { channel.pipeline.fireChannelInactive() }
+            channel.embeddedEventLoop.run()
+            guard case .failure(.connectionClosed(let reason)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+            #expect(reason == (clientCloses ? "this client closed the connection" : "the server closed the connection"))
+            _ = try channel.finish(acceptAlreadyClosed: true)
+        }
+    }
 }
