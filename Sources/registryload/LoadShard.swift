@@ -198,26 +198,40 @@ final class LoadShard: @unchecked Sendable {
         }
     }
 
-    /// The next connected lane in turn; with `other`, one to a different endpoint when one is
-    /// connected, else another connection, else `other` itself. Called only while a lane is
-    /// connected (``capacity`` is above zero).
-    private func nextLane(avoiding other: Int? = nil) -> Int {
+    /// The next connected lane in turn to a different endpoint than lane `other` when one is
+    /// connected, else another connection, else `other` itself.
+    private func nextLane(avoiding other: Int) -> Int {
         var fallback: Int?
         for _ in 0..<lanes.count {
             let index = laneCursor
             laneCursor = (laneCursor + 1) % lanes.count
             guard lostLanes[index] == nil else { continue }
-            guard let other else { return index }
             if lanes[index].endpoint != lanes[other].endpoint { return index }
             if index != other, fallback == nil { fallback = index }
         }
-        return fallback ?? other!
+        return fallback ?? other
+    }
+
+    /// The connected lane with the fewest requests outstanding, the next in turn among equals
+    /// (called only while a lane is connected: ``capacity`` is above zero):
+    /// each connection keeps about `inFlight` outstanding, and a connection whose node slows or
+    /// stops answering is not handed a share of every new step (taken in turn, a stalled lane
+    /// soon held nearly every outstanding step, and the others sat idle until it was given up).
+    private func leastLoadedLane() -> Int {
+        var best: Int?
+        for offset in 0..<lanes.count {
+            let index = (laneCursor + offset) % lanes.count
+            guard lostLanes[index] == nil else { continue }
+            if best == nil || unanswered[index] < unanswered[best!] { best = index }
+        }
+        laneCursor = (best! + 1) % lanes.count
+        return best!
     }
 
     private func issue(_ step: PlannedStep) {
         inFlightSteps += 1
         let sent = monotonicNanos()
-        let primary = nextLane()
+        let primary = leastLoadedLane()
         // Most steps hold registrations alone: those are not copied.
         let bindsAccounts = step.units.contains { $0.kind.isBinding }
         let registrations = bindsAccounts ? step.units.filter { !$0.kind.isBinding } : step.units

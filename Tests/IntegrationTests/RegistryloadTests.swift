@@ -272,6 +272,40 @@ import Testing
         #expect(servers.count == 1 && servers[0]["endpoint"] as? String == survivor.endpoint)
     }
 
+    /// One of two nodes stops answering (SIGSTOP a second in) without closing its connection:
+    /// the other connection keeps its `--in-flight` outstanding and goes on being answered while
+    /// the stopped one waits for `--answer-timeout`. Steps taken in turn put half of every new
+    /// step on the stopped node, which soon held all 8 outstanding and the run stood still.
+    @Test func aStalledNodeDoesNotTakeTheOtherConnectionsShare() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        for name in ["a", "b"] { try FileManager.default.createDirectory(atPath: temp.path + "/" + name, withIntermediateDirectories: true) }
+        let survivor = try DaemonProcess(dataDirectory: temp.path + "/a")
+        defer { survivor.stop() }
+        let stalled = try DaemonProcess(dataDirectory: temp.path + "/b")
+        let pid = stalled.process.processIdentifier
+        defer {
+            _ = Platform.kill(pid, SIGCONT)
+            stalled.stop()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { _ = Platform.kill(pid, SIGSTOP) }
+        let reportPath = temp.path + "/stalled.json"
+        let result = try load([
+            "--endpoints", "\(survivor.endpoint),\(stalled.endpoint)", "--connections", "2", "--in-flight", "4",
+            "--duration", "6s", "--warmup", "0s", "--answer-timeout", "3s", "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        let json = try report(at: reportPath)
+        let errors = try #require(json["errors"] as? [String: Int])
+        // What the stopped connection held: its own 4.
+        #expect((errors["CONNECTION_CLOSED"] ?? 0) > 0 && (errors["CONNECTION_CLOSED"] ?? 0) <= 4, "\(errors)")
+        // Seconds wholly inside the stall (from about 1.5 s to 4.5 s) still acknowledge.
+        let perSecond = try #require(json["per_second"] as? [String: Any])
+        let seconds = try #require(perSecond["seconds"] as? [[String: Any]])
+        let stalledSeconds = seconds.filter { (3.0...4.0).contains($0["elapsed_s"] as? Double ?? 0) }
+        #expect(!stalledSeconds.isEmpty && stalledSeconds.allSatisfy { ($0["acknowledged"] as? Int ?? 0) > 0 }, "\(seconds)")
+    }
+
     /// With its only node gone, a 60-second run stops at once and says why.
     @Test func losingEveryConnectionStopsTheRun() throws {
         let temp = try TemporaryDirectory()
