@@ -516,7 +516,7 @@ final class LoadShard: @unchecked Sendable {
 
     /// The lanes that go to `endpoint`.
     func lanes(to endpoint: Int) -> [Int] {
-        lanes.indices.filter { lanes[$0].endpoint == endpoint }
+        lanes.indices.filter { lanes[$0].endpoint == endpoint && lostLanes[$0] == nil }
     }
 }
 

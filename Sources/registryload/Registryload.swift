@@ -30,8 +30,8 @@ struct Registryload: AsyncParsableCommand {
             less than 90% of its intended rate, or whose scheduler lag p99 exceeded both 1ms and a \
             quarter of the latency p99.
 
-            Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid; \
-            3 --verify found lost or mismatched registrations or accounts; 64 bad usage; 69 an endpoint is \
+            Exit status: 0 success; 1 an --slo objective was missed; 2 the run is invalid (or --verify \
+            had lookups that got no answer); 3 --verify found lost or mismatched registrations or accounts; 64 bad usage; 69 an endpoint is \
             unreachable or refused the connection's limits; 74 the --json file cannot be written.
             """,
         version: "registryload \(BuildVersion.description)")
@@ -221,8 +221,8 @@ struct Registryload: AsyncParsableCommand {
                 throw ExitCode(74)
             }
         }
-        if let verification = report.verification, !verification.passed { throw ExitCode(3) }
-        if !report.judgement.valid { throw ExitCode(2) }
+        if let verification = report.verification, !verification.foundNoLoss { throw ExitCode(3) }
+        if !report.judgement.valid || (report.verification?.failedLookups ?? 0) > 0 { throw ExitCode(2) }
         if !report.judgement.objectivesMet { throw ExitCode(1) }
     }
 }

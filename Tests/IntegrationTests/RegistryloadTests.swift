@@ -306,6 +306,31 @@ import Testing
         #expect(!stalledSeconds.isEmpty && stalledSeconds.allSatisfy { ($0["acknowledged"] as? Int ?? 0) > 0 }, "\(seconds)")
     }
 
+    /// A connection lost mid-run (a relay to the node cut) is not used by `--verify`: its
+    /// lookups got no answer and are said so, making the run invalid (2), not a run that found
+    /// lost registrations (3). The node reached directly is checked and holds every one.
+    @Test func aConnectionLostMidRunIsNotTakenForLoss() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try freshNode(in: temp)
+        defer { node.stop() }
+        let relay = try CuttableProxy(toPort: node.port)
+        defer { relay.close() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { relay.cut() }
+        let reportPath = temp.path + "/cut.json"
+        let result = try load([
+            "--endpoints", "\(node.endpoint),127.0.0.1:\(relay.port)", "--connections", "2", "--in-flight", "4",
+            "--duration", "2s", "--warmup", "0s", "--verify", "--verify-wait", "1s", "--json", reportPath,
+        ])
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        let verification = try #require(try report(at: reportPath)["verification"] as? [String: Any])
+        #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0, "\(verification)")
+        let devices = try #require(verification["devices"] as? Int)
+        // The relay's endpoint: every identifier's lookup there failed; the node's answered.
+        #expect(devices > 0 && (verification["failed_lookups"] as? Int ?? 0) > 0, "\(verification)")
+        #expect((verification["lookups"] as? Int ?? 0) >= devices, "\(verification)")
+    }
+
     /// With its only node gone, a 60-second run stops at once and says why.
     @Test func losingEveryConnectionStopsTheRun() throws {
         let temp = try TemporaryDirectory()
