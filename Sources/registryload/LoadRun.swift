@@ -53,6 +53,7 @@ struct LoadRun {
         let progress = ProgressPrinter(intendedRate: plan.rate, warmup: plan.warmup.nanoseconds, start: startTime)
         let progressTask = Task { () -> [PerSecondLatency.Second] in
             var seconds = [PerSecondLatency.Second]()
+            var intervalStart: UInt64 = 0
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 guard !Task.isCancelled else { break }
@@ -62,7 +63,10 @@ struct LoadRun {
                 }
                 progress.print(interval)
                 let elapsed = monotonicNanos() - startTime
-                if elapsed > warmup, interval.latency.count > 0 {
+                // Only intervals that began after the warm-up: one that holds part of it would
+                // report the warm-up's tail as a second of the run.
+                defer { intervalStart = elapsed }
+                if intervalStart >= warmup, interval.latency.count > 0 {
                     seconds.append(
                         PerSecondLatency.Second(
                             elapsedSeconds: Double(elapsed) / 1e9, acknowledged: interval.acknowledged,

@@ -331,6 +331,22 @@ import Testing
         #expect((verification["lookups"] as? Int ?? 0) >= devices, "\(verification)")
     }
 
+    /// The per-second figures start after the warm-up: the interval that held the warm-up's
+    /// last second was kept, and as its worst second it often set the reported worst p99.
+    @Test func perSecondFiguresLeaveTheWarmUpOut() throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try freshNode(in: temp)
+        defer { node.stop() }
+        let reportPath = temp.path + "/seconds.json"
+        let result = try load(["--endpoints", node.endpoint, "--duration", "2500ms", "--warmup", "1s", "--json", reportPath])
+        #expect([0, 2].contains(result.status), "\(result.stdout)\n\(result.stderr)")
+        let perSecond = try #require(try report(at: reportPath)["per_second"] as? [String: Any])
+        let seconds = try #require(perSecond["seconds"] as? [[String: Any]])
+        let ends = seconds.map { $0["elapsed_s"] as? Double ?? 0 }
+        #expect(!ends.isEmpty && ends.allSatisfy { $0 >= 1.9 }, "every interval ends a second or more after the 1 s warm-up: \(ends)")
+    }
+
     /// With its only node gone, a 60-second run stops at once and says why.
     @Test func losingEveryConnectionStopsTheRun() throws {
         let temp = try TemporaryDirectory()
