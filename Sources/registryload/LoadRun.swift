@@ -158,7 +158,8 @@ struct LoadRun {
                 lanes.append(Lane(client: client, endpoint: endpoint))
             }
             let rate = plan.rate.map { $0 / Double(plan.threads) }
-            let requestLimit = plan.requests.map { ($0 + UInt64(plan.threads) - 1) / UInt64(plan.threads) }
+            // Split exactly: the first `requests % threads` shards send one more.
+            let requestLimit = plan.requests.map { $0 / UInt64(plan.threads) + (UInt64(shardIndex) < $0 % UInt64(plan.threads) ? 1 : 0) }
             // Shard 0 uses the seed as given, so a one-thread run is reproducible from it alone.
             // The others start from a mixed seed: SplitMix64 seeds that differ by its increment
             // would give the same stream shifted by one draw, and so the same identifiers.

@@ -119,8 +119,12 @@ final class LoadShard: @unchecked Sendable {
             schedule = OpenLoopSchedule(rate: rate, start: startTime)
             tick()
         } else {
-            for _ in 0..<capacity where !stopIssuing { issue(plannedStep(intended: monotonicNanos())) }
+            for _ in 0..<capacity where !stopIssuing {
+                if let step = plannedStep(intended: monotonicNanos()) { issue(step) }
+            }
             flushDirtyLanes()
+            // A shard left no request to send (`--requests` below `--threads`) is done at once.
+            finishIfIdle()
         }
         return promise.futureResult
     }
@@ -152,15 +156,31 @@ final class LoadShard: @unchecked Sendable {
         done = nil
     }
 
-    private func nextUnits() -> [LoadUnit] {
+    /// The units of a step intended at `intended`: a batch, or fewer when `--requests` leaves
+    /// fewer to send in the measured window (none once it is reached). The last unit may take
+    /// the count one past it: a sibling pair or a move sends two requests.
+    private func nextUnits(intended: UInt64) -> [LoadUnit] {
+        var left = Int.max
+        if let requestLimit, intended >= measureStart { left = Int(requestLimit - min(requestsIssued, requestLimit)) }
         var units = [LoadUnit]()
         units.reserveCapacity(plan.batch)
-        for _ in 0..<plan.batch { units.append(workload.next()) }
+        var requests = 0
+        while units.count < plan.batch, requests < left {
+            let unit = workload.next()
+            units.append(unit)
+            requests += unit.registrations
+        }
         return units
     }
 
-    private func plannedStep(intended: UInt64) -> PlannedStep {
-        let step = PlannedStep(units: nextUnits(), intended: intended)
+    /// The next step, counted; nil, and the issuing stopped, when `--requests` leaves none.
+    private func plannedStep(intended: UInt64) -> PlannedStep? {
+        let units = nextUnits(intended: intended)
+        guard !units.isEmpty else {
+            stopIssuing = true
+            return nil
+        }
+        let step = PlannedStep(units: units, intended: intended)
         countIssued(step)
         return step
     }
@@ -178,7 +198,11 @@ final class LoadShard: @unchecked Sendable {
         guard var schedule, !stopIssuing else { return }
         let now = monotonicNanos()
         while !stopIssuing, schedule.nextIntended <= now {
-            let units = nextUnits()
+            let units = nextUnits(intended: schedule.nextIntended)
+            guard !units.isEmpty else {
+                stopIssuing = true
+                break
+            }
             let step = PlannedStep(units: units, intended: schedule.take(items: units.reduce(0) { $0 + $1.registrations }))
             if step.intended >= measureStart {
                 total.schedulerLag.record(now - step.intended)
@@ -195,6 +219,8 @@ final class LoadShard: @unchecked Sendable {
         flushDirtyLanes()
         if !stopIssuing {
             loop.scheduleTask(deadline: .uptimeNanoseconds(schedule.nextIntended)) { self.tick() }
+        } else {
+            finishIfIdle()
         }
     }
 
@@ -450,7 +476,7 @@ final class LoadShard: @unchecked Sendable {
         acknowledge(tracker)
         inFlightSteps -= 1
         if rate == nil {
-            if !stopIssuing, inFlightSteps < capacity { issue(plannedStep(intended: monotonicNanos())) }
+            if !stopIssuing, inFlightSteps < capacity, let step = plannedStep(intended: monotonicNanos()) { issue(step) }
         } else if backlogHead < backlog.count, inFlightSteps < capacity {
             issue(backlog[backlogHead])
             backlogHead += 1

@@ -66,7 +66,8 @@ struct Registryload: AsyncParsableCommand {
     @Option(help: "How long to measure after the warm-up, e.g. 30s or 2m. Default 10s unless --requests is given.")
     var duration: String?
 
-    @Option(help: "Stop after this many registrations have been sent after the warm-up.")
+    @Option(
+        help: "Stop after this many requests have been sent after the warm-up (a sibling pair or a move, two requests, may take it one past).")
     var requests: UInt64?
 
     @Option(help: "Load sent before measuring starts, excluded from the statistics.")

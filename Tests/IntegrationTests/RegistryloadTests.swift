@@ -347,6 +347,23 @@ import Testing
         #expect(!ends.isEmpty && ends.allSatisfy { $0 >= 1.9 }, "every interval ends a second or more after the 1 s warm-up: \(ends)")
     }
 
+    /// `--requests` sends that many, however the threads and batches divide it: each thread
+    /// took the count divided by the threads rounded up, and a batch went whole, so 10 over 4
+    /// threads sent 12 and 150 in batches of 100 sent 200.
+    @Test(arguments: [(["--requests", "10", "--threads", "4"], 10), (["--requests", "150", "--batch", "100"], 150), (["--requests", "3", "--threads", "4"], 3)])
+    func requestsSendsExactlyThatMany(options: [String], expected: Int) throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try freshNode(in: temp)
+        defer { node.stop() }
+        let reportPath = temp.path + "/requests.json"
+        let result = try load(["--endpoints", node.endpoint, "--warmup", "0s", "--json", reportPath] + options)
+        #expect([0, 2].contains(result.status), "\(result.stdout)\n\(result.stderr)")
+        let throughput = try #require(try report(at: reportPath)["throughput"] as? [String: Any])
+        let sent = (throughput["acknowledged"] as? Int ?? 0) + (throughput["failed"] as? Int ?? 0)
+        #expect(sent == expected, "\(throughput)")
+    }
+
     /// With its only node gone, a 60-second run stops at once and says why.
     @Test func losingEveryConnectionStopsTheRun() throws {
         let temp = try TemporaryDirectory()
