@@ -16,7 +16,8 @@ public struct WatchUpdate: Hashable, Sendable {
 ///
 /// It watches on a connection of its own to the first of `endpoints`, and when the connection
 /// ends or the node refuses with a retryable error (not caught up, too many watchers), it goes on
-/// from the last cursor on the next endpoint, after `retryDelay`. Delivery is at least once: an
+/// from the last cursor on the next endpoint, after `retryDelay`, doubled after each round of
+/// the endpoints that failed, up to `maxRetryDelay` (``delay(afterFailures:)``). Delivery is at least once: an
 /// operation's events may come again after a reconnect, perhaps saying something else (each
 /// states the new node's view); apply every event in order. A batch is yielded only once its
 /// cursor has arrived, whole, so the events
@@ -40,6 +41,8 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     public let token: String?
     public let tls: ClientTLS?
     public let retryDelay: Duration
+    /// The longest wait between two attempts.
+    public let maxRetryDelay: Duration
     /// Failed connections or retryable refusals in a row before the watch throws.
     public let maxAttempts: Int
     /// How long one connection attempt may take: connecting, and then the node's answer to the
@@ -53,9 +56,19 @@ public struct RegistryWatch: AsyncSequence, Sendable {
     public let idleTimeout: Duration
     private let group: any EventLoopGroup
 
+    /// The wait after `failures` failed attempts in a row (1 or more): `retryDelay` through the
+    /// first round of the endpoints, twice that through the next, and so on up to
+    /// `maxRetryDelay`. Every endpoint is tried once at each delay before it grows, so a node
+    /// that restarts is waited for without holding back a move to another that is up.
+    public func delay(afterFailures failures: Int) -> Duration {
+        let rounds = Swift.min(Swift.max(failures - 1, 0) / endpoints.count, 20)
+        return Swift.min(retryDelay * (1 << rounds), maxRetryDelay)
+    }
+
     public init(
         endpoints: [Endpoint], vendors: [String] = [], kinds: [WatchEventKind] = [], from cursor: WatchCursor? = nil, clientName: String,
-        token: String? = nil, tls: ClientTLS? = nil, retryDelay: Duration = .milliseconds(200), maxAttempts: Int = 50,
+        token: String? = nil, tls: ClientTLS? = nil, retryDelay: Duration = .milliseconds(200), maxRetryDelay: Duration = .seconds(2),
+        maxAttempts: Int = 50,
         connectTimeout: Duration = .seconds(5), idleTimeout: Duration = .seconds(30),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
@@ -69,6 +82,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
         self.token = token
         self.tls = tls
         self.retryDelay = retryDelay
+        self.maxRetryDelay = Swift.max(maxRetryDelay, retryDelay)
         self.maxAttempts = maxAttempts
         self.group = group
     }
@@ -187,7 +201,7 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                 throw error ?? RegistryClientError.connectionClosed("the watch failed \(failures) times in a row")
             }
             endpoint += 1
-            try await Task.sleep(for: watch.retryDelay)
+            try await Task.sleep(for: watch.delay(afterFailures: failures))
         }
 
         private static func timeAmount(_ duration: Duration) -> TimeAmount {

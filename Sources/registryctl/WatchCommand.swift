@@ -54,6 +54,11 @@ struct Watch: AsyncParsableCommand {
         }
     }
 
+    /// Failed attempts on each endpoint, in a row, before the watch gives up (exit 69): with the
+    /// watch's delays (0.2 s doubling to 2 s a round), about 9 s for one endpoint, enough for a
+    /// node's restart.
+    static let attemptsPerEndpoint = 8
+
     func run() async throws {
         let first = global.endpoint ?? ProcessInfo.processInfo.environment["REGISTRY_ENDPOINT"] ?? "127.0.0.1:7400"
         let endpoints: [Endpoint]
@@ -68,7 +73,7 @@ struct Watch: AsyncParsableCommand {
         let watch = RegistryWatch(
             endpoints: endpoints, vendors: vendors, kinds: kinds.compactMap(FeedEventKind.init(name:)),
             from: try from.map { try WatchCursor(text: $0) }, clientName: "registryctl", token: token, tls: try global.tls(),
-            maxAttempts: max(3, endpoints.count * 3), connectTimeout: .milliseconds(Int64((try global.seconds()) * 1_000)),
+            maxAttempts: endpoints.count * Self.attemptsPerEndpoint, connectTimeout: .milliseconds(Int64((try global.seconds()) * 1_000)),
             idleTimeout: .milliseconds(Int64((idleTimeout ?? 30) * 1_000)))
         let json = global.format == .json
         var printed = 0
