@@ -71,9 +71,11 @@ public final class RegistryClient: Sendable {
         session: CausalSession? = CausalSession()
     ) async throws(RegistryClientError) -> RegistryClient {
         let channel: any Channel
+        let hello: EventLoopPromise<ServerReply>
         let failure = ConnectionFailure()
+        let giveUp = handshakeTimeout.map { ($0, "no answer to the hello in \(Double($0.nanoseconds) / 1e9)s") }
         do {
-            channel = try await ClientBootstrap(group: group)
+            (channel, hello) = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in
@@ -84,7 +86,13 @@ public final class RegistryClient: Sendable {
                             ClientChannelHandler(maxCoalesced: maxCoalesced, ackReplicas: ackReplicas, session: session, failure: failure))
                     }
                 }
-                .connect(host: endpoint.host, port: endpoint.port).get()
+                .connect(host: endpoint.host, port: endpoint.port)
+                // The hello goes out from the event loop as soon as the connection is up: a
+                // caller whose task waits for a thread does not hold it back past the node's
+                // hello deadline.
+                .map { channel in
+                    (channel, write(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel, giveUp: giveUp))
+                }.get()
         } catch let error as NIOConnectionError {
             let reasons = error.connectionErrors.map { attempt in
                 (attempt.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(attempt.error)"
@@ -97,8 +105,7 @@ public final class RegistryClient: Sendable {
         }
         let answer: ServerBody
         do {
-            let giveUp = handshakeTimeout.map { ($0, "no answer to the hello in \(Double($0.nanoseconds) / 1e9)s") }
-            answer = try await send(.hello(Hello(role: role, clientName: clientName, token: token ?? "")), after: .empty, on: channel, giveUp: giveUp).body
+            answer = try await wait(for: hello, on: channel).body
         } catch {
             try? await channel.close()
             // A TLS handshake the server refused closes the channel, and the hello's write can
@@ -126,6 +133,14 @@ public final class RegistryClient: Sendable {
     private static func send(
         _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)? = nil
     ) async throws(RegistryClientError) -> ServerReply {
+        try await wait(for: write(body, after: after, on: channel, giveUp: giveUp), on: channel)
+    }
+
+    /// Writes `body` on `channel` (from any thread), and with `giveUp` arms its watch; returns
+    /// where its answer goes.
+    private static func write(
+        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)?
+    ) -> EventLoopPromise<ServerReply> {
         let promise = channel.eventLoop.makePromise(of: ServerReply.self)
         if let giveUp {
             let watch = channel.eventLoop.scheduleTask(in: giveUp.after) { channel.pipeline.fireErrorCaught(Abandoned(reason: giveUp.reason)) }
@@ -137,6 +152,11 @@ public final class RegistryClient: Sendable {
         channel.writeAndFlush(PendingRequest(body: body, after: after, answer: .promise(promise))).whenFailure { error in
             promise.fail(RegistryClientError.connectionClosed("\(error)"))
         }
+        return promise
+    }
+
+    /// Waits for the answer `promise` gets; a cancelled task stops waiting at once.
+    private static func wait(for promise: EventLoopPromise<ServerReply>, on channel: any Channel) async throws(RegistryClientError) -> ServerReply {
         do {
             return try await withTaskCancellationHandler {
                 try await promise.futureResult.get()

@@ -22,8 +22,15 @@ final class WatchConnection: Sendable {
         group: any EventLoopGroup, connectTimeout: TimeAmount, idleTimeout: TimeAmount
     ) async throws(RegistryClientError) -> (WatchConnection, HelloAccepted) {
         let connection: WatchConnection
+        let helloWritten: EventLoopFuture<Void>
+        var hello = ByteBuffer()
         do {
-            connection = try await ClientBootstrap(group: group)
+            try ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))).encodeFrame(into: &hello)
+        } catch {
+            throw .unexpectedResponse("cannot encode the hello: \(error)")
+        }
+        do {
+            (connection, helloWritten) = try await ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
                 .channelOption(.autoRead, value: false)
                 // Reads grow to 1 MiB (NIO's default stops at 64 KiB) while a watcher keeps
@@ -40,19 +47,19 @@ final class WatchConnection: Sendable {
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port)
-                .flatMapThrowing { channel in
+                .flatMapThrowing { [hello] channel in
                     let handler = try channel.pipeline.syncOperations.handler(type: WatchFrameHandler.self)
-                    return WatchConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                    let connection = WatchConnection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                    // A node that accepts and never answers (stopped, say) is given up once
+                    // `connectTimeout` passes without the hello's answer, so that the watch moves to
+                    // its next endpoint.
+                    return (connection, connection.writeHello(hello, answerWithin: connectTimeout))
                 }.get()
         } catch {
             throw .unreachable(endpoint: endpoint.description, reason: "\(error)")
         }
         do {
-            // A node that accepts and never answers (stopped, say) is given up once
-            // `connectTimeout` passes without the hello's answer, so that the watch moves to its
-            // next endpoint.
-            try await connection.sendHello(
-                ClientFrame(requestID: 0, body: .hello(Hello(role: .client, clientName: clientName, token: token ?? ""))), answerWithin: connectTimeout)
+            try await helloWritten.get()
             guard let answer = try await connection.nextFrames() else { throw RegistryClientError.connectionClosed("before the hello was answered") }
             // The node answers a hello alone: nothing else comes before the watch request.
             guard answer.count == 1, let first = answer.first else {
@@ -77,19 +84,16 @@ final class WatchConnection: Sendable {
         try await channel.writeAndFlush(buffer).get()
     }
 
-    /// Sends the hello, and from the moment it is handed to the channel has the event loop read
-    /// (the TLS handshake first, which the hello waits for, then the answer) and close the
-    /// connection when no answer comes within `timeout` (``WatchFrameHandler/awaitAnswer(within:)``).
-    /// Armed on the event loop in the same turn as the write: the time the caller's task took to
-    /// get there does not count.
-    private func sendHello(_ frame: ClientFrame, answerWithin timeout: TimeAmount) async throws {
-        var buffer = channel.allocator.buffer(capacity: 256)
-        try frame.encodeFrame(into: &buffer)
-        try await channel.eventLoop.flatSubmit { [channel, handler, buffer] in
-            handler.value.awaitAnswer(within: timeout)
-            // A write the deadline cut short fails as the closed channel's: the reason is the deadline.
-            return channel.writeAndFlush(buffer).flatMapErrorThrowing { error in throw handler.value.endError ?? error }
-        }.get()
+    /// Writes the hello, on the event loop as soon as the connection is up (a caller whose task
+    /// waits for a thread does not hold it back past the node's hello deadline), and from then
+    /// has the loop read (the TLS handshake first, which the hello waits for, then the answer)
+    /// and close the connection when no answer comes within `timeout`
+    /// (``WatchFrameHandler/awaitAnswer(within:)``). Returns the write's outcome.
+    private func writeHello(_ buffer: ByteBuffer, answerWithin timeout: TimeAmount) -> EventLoopFuture<Void> {
+        channel.eventLoop.preconditionInEventLoop()
+        handler.value.awaitAnswer(within: timeout)
+        // A write the deadline cut short fails as the closed channel's: the reason is the deadline.
+        return channel.writeAndFlush(buffer).flatMapErrorThrowing { [handler] error in throw handler.value.endError ?? error }
     }
 
     /// The frames the node sent that are read and not yet taken, at least one (waiting for one

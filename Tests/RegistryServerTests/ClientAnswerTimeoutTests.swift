@@ -23,7 +23,8 @@ import Testing
         let own = try await client.stats()
         // An operation of this node's log far past what it wrote.
         let ahead = CausalToken(positions: [LogPosition(origin: own.nodeID, epoch: own.logEpoch, sequence: 1_000_000)])
-        let started = ContinuousClock.now
+        // Given up by the client's timer: the node's own answer, at its causal timeout, is an
+        // error answer that `reply` returns rather than throws.
         do {
             let reply = try await client.reply(.stats, after: ahead)
             Issue.record("expected the call to be given up, got \(reply.body)")
@@ -34,7 +35,6 @@ import Testing
             }
             #expect(reason.contains("answerTimeout"), "\(reason)")
         }
-        #expect(ContinuousClock.now - started < .seconds(5), "given up after the answer timeout, not the node's causal timeout")
         await client.close()
         try await node.stop()
     }
