@@ -50,7 +50,7 @@ public struct RunJudgement: Codable, Equatable, Sendable {
     public init(
         intendedRate: Double?, achievedRate: Double, schedulerLag: LatencySummary, latency: LatencySummary,
         acknowledged: UInt64, errors: [String: UInt64] = [:], objectives: [ServiceLevelObjective], cpu: CPUShares? = nil,
-        lostConnections: LostConnections = LostConnections(), percentile: (Double) -> UInt64
+        lostConnections: LostConnections = LostConnections(), failedLookups: UInt64 = 0, percentile: (Double) -> UInt64
     ) {
         var reasons = [String]()
         if acknowledged == 0 { reasons.append("no registration was acknowledged") }
@@ -68,6 +68,9 @@ public struct RunJudgement: Codable, Equatable, Sendable {
             let ending = lostConnections.reasons.count == lostConnections.connections ? "; the run stopped there" : ""
             reasons.append(
                 "lost \(lostConnections.reasons.count) of \(lostConnections.connections) connections (first: \(first))\(ending)")
+        }
+        if failedLookups > 0 {
+            reasons.append("\(failedLookups) --verify lookups got no answer: what they would have checked is unknown")
         }
         if let intendedRate {
             if achievedRate < intendedRate * Self.minimumAchievedShare {

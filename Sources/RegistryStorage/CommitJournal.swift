@@ -1,7 +1,8 @@
 import Platform
 import RegistryCore
-/// The operation log: numbered journal files of checksummed entries, one entry per group commit,
-/// each made durable with one write and one sync. Files are `journal-<number>.log` in the data
+/// The operation log: numbered journal files of checksummed entries, one entry per group commit
+/// (a commit past 256 MiB takes several, ``LogWriter``), each made durable with one write and one
+/// sync. Files are `journal-<number>.log` in the data
 /// directory, numbered upwards without gaps; once the current one passes ``rotationBytes`` it is
 /// closed with a rotation marker and the next begins. Files are never rewritten; snapshots bound
 /// how many are kept (see ``removeFiles(below:in:on:index:)``).

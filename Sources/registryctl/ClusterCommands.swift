@@ -59,11 +59,13 @@ struct ClusterStatus: AsyncParsableCommand {
                 queue += stats.peers.filter { $0.state != "own-address" }.map(\.address)
             } catch {
                 switch error {
-                case .invalidEndpoint, .server:
-                    // Not a node that does not answer: a bad --endpoint, or a node that refuses
-                    // this token (unauthenticated, permission denied). Exits as any command does.
+                case .invalidEndpoint:
+                    // A usage error, not a node that does not answer.
                     exitWith(error)
-                case .unreachable, .connectionClosed, .unexpectedResponse, .tls, .cancelled:
+                case .server(let refusal) where refusal.code == .unauthenticated || refusal.code == .permissionDenied:
+                    // This token is refused; every node of the cluster would refuse it alike.
+                    exitWith(error)
+                case .server, .unreachable, .connectionClosed, .unexpectedResponse, .tls, .cancelled:
                     nodes.append(ClusterStatusView.Node(endpoint: endpoint, unreachable: "\(error)"))
                 }
             }

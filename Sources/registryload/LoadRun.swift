@@ -118,7 +118,7 @@ struct LoadRun {
         let judgement = RunJudgement(
             intendedRate: plan.rate, achievedRate: achieved, schedulerLag: totals.schedulerLag.summary,
             latency: latency.summary, acknowledged: totals.acknowledged, errors: totals.errors, objectives: plan.objectives, cpu: cpu,
-            lostConnections: lost, percentile: { latency.value(atPercentile: $0) })
+            lostConnections: lost, failedLookups: verification?.failedLookups ?? 0, percentile: { latency.value(atPercentile: $0) })
         return LoadReport(
             startedAt: startedAt, gitRevision: GitRevision.current(), parameters: plan.parameters,
             throughput: LoadReport.Throughput(

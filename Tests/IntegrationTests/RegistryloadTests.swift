@@ -323,8 +323,12 @@ import Testing
             "--duration", "2s", "--warmup", "0s", "--verify", "--verify-wait", "1s", "--json", reportPath,
         ])
         #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
-        let verification = try #require(try report(at: reportPath)["verification"] as? [String: Any])
+        let json = try report(at: reportPath)
+        let verification = try #require(json["verification"] as? [String: Any])
         #expect(verification["lost"] as? Int == 0 && verification["mismatched"] as? Int == 0, "\(verification)")
+        let judgement = try #require(json["judgement"] as? [String: Any])
+        #expect(judgement["valid"] as? Bool == false, "the report says the run is invalid, as its exit status does: \(judgement)")
+        #expect((judgement["invalid_reasons"] as? [String])?.contains { $0.contains("lookups got no answer") } == true, "\(judgement)")
         let devices = try #require(verification["devices"] as? Int)
         // The relay's endpoint: every identifier's lookup there failed; the node's answered.
         #expect(devices > 0 && (verification["failed_lookups"] as? Int ?? 0) > 0, "\(verification)")

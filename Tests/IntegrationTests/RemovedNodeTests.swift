@@ -37,6 +37,10 @@ import Testing
         guard case .server(let error) = write.failure else { return #expect(Bool(false), "a removed node acknowledged a write: \(write)") }
         #expect(error.code == .notAMember && error.retryable && error.message.contains("node-a"), "\(error)")
         await client.close()
+        // Knowing it, it closes its links: every peer would welcome it and refuse it again, each
+        // time at the shortest backoff, for as long as it ran.
+        let unlinked = try await ClusterTests.stats(c, within: 10) { $0.peers.isEmpty }
+        #expect(unlinked.peers.isEmpty, "\(unlinked.peers.map { ($0.address, $0.state) })")
 
         // It stays removed across a restart, and logs no new join for itself.
         cluster.nodes[2].stop()

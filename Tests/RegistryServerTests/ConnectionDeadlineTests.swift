@@ -100,8 +100,9 @@ import Testing
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
-    /// A client that does not read its refusal: the connection reads nothing more while the
-    /// write waits, and closes after the refusal's timeout.
+    /// A client that does not read its refusal (here a watch refused for another cluster's
+    /// cursor): while the write waits, the connection reads nothing more (it read on, buffering
+    /// what came), and it closes after the refusal's timeout.
     @Test func aRefusedConnectionReadsNothingMoreAndClosesWhenItsRefusalIsNotRead() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -114,17 +115,16 @@ import Testing
         try channel.pipeline.syncOperations.addHandler(holder)
         try channel.pipeline.syncOperations.addHandler(ConnectionHandler(engine: engine, logger: .quiet()))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
-        // A frame that is not a ClientFrame: refused as malformed.
-        var malformed = ByteBuffer()
-        malformed.writeInteger(UInt32(3))
-        malformed.writeBytes([0xFF, 0xFF, 0xFF])
-        try channel.writeInbound(malformed)
-        let refusal = try Self.frames(holder.held)
-        guard case .error(let error) = refusal.first?.body else {
-            Issue.record("expected a refusal, got \(refusal)")
+        var requests = ByteBuffer()
+        try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &requests)
+        try ClientFrame(requestID: 2, body: .watch(WatchRequestMessage(cursor: try WatchCursor(text: "theirs@")))).encodeFrame(into: &requests)
+        try channel.writeInbound(requests)
+        let answers = try Self.frames(holder.held)
+        guard answers.count == 2, case .helloAccepted = answers[0].body, case .error(let error) = answers[1].body else {
+            Issue.record("expected the hello's answer and a refusal, got \(answers)")
             return
         }
-        #expect(error.code == .malformedFrame)
+        #expect(error.code == .invalidCursor)
         #expect(channel.isActive, "the refusal's write is held")
         let reads = counter.reads.load(ordering: .relaxed)
         channel.pipeline.read()

@@ -8,7 +8,8 @@ import RegistryWire
 import Synchronization
 
 /// The one owner of the writer's queue and of what happens there: group commits (what
-/// ``CommitStateMachine`` says is pending goes to the ``LogWriter`` as one journal entry, and into
+/// ``CommitStateMachine`` says is pending goes to the ``LogWriter`` as one journal entry, or several
+/// past 256 MiB, and into
 /// ``DurableState``), each completion sent once what it saw is durable, and whatever must run
 /// between two commits, where the journal and the durable state agree: a snapshot's start, and a
 /// peer's snapshot's install (``betweenCommits(_:)``).
@@ -81,7 +82,7 @@ final class CommitPipeline: Sendable {
     }
 
     /// Runs on the writer's queue until nothing is pending: each pass takes everything queued
-    /// so far and makes it durable with one journal entry (group commit). A pass that follows
+    /// so far and makes it durable with one journal entry (group commit; several past 256 MiB). A pass that follows
     /// another may first wait for more operations to join it (see ``CommitPacing``).
     private func commitLoop() {
         var followsAnotherPass = false

@@ -271,7 +271,8 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.flush()
         } while resumeAgain
         resuming = false
-        if flow.takeHeldRead() { context.read() }
+        // A session that ended reads nothing more (``read(context:)`` holds it too).
+        if machine.state != .closed, flow.takeHeldRead() { context.read() }
     }
 
     /// This node's welcome, signing the peer's `challenge` over this connection.

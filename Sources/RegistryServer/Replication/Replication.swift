@@ -84,6 +84,12 @@ public final class Replication: Sendable {
         let members = engine.members
         let starting = SystemClock.monotonicNanos() - startedAt.withLock { $0 } < Self.identifyingSeconds * 1_000_000_000
         let (added, removed, superseded) = links.withLock { links -> ([PeerLink], [PeerLink], [PeerLink]) in
+            // This node was removed: every peer refuses it (a welcome, then NODE_REMOVED, each
+            // time it dials), and it refuses every write, so it has nothing to send any more.
+            if members[engine.nodeID]?.removed == true {
+                defer { links = [] }
+                return ([], links, [])
+            }
             let unidentified = links.contains { $0.status.nodeID.isEmpty && $0.status.state != "own-address" }
             let gone = links.filter { link in
                 guard let node = try? NodeID(link.status.nodeID) else { return false }
@@ -117,7 +123,7 @@ public final class Replication: Sendable {
             return (added, gone, superseded)
         }
         for link in removed {
-            logger.notice("closing the link to a removed member", metadata: ["peer_address": "\(link.address)"])
+            logger.notice("closing the link to a removed member, or of this removed node", metadata: ["peer_address": "\(link.address)"])
             link.shutdown()
         }
         for link in superseded {

@@ -5,7 +5,8 @@ import RegistryStorage
 import RegistryWire
 
 /// Makes group commits durable on one serial queue: it encodes their operations into the
-/// ``CommitJournal``'s buffer as one entry, then writes and syncs it (one write and one sync).
+/// ``CommitJournal``'s buffer as one entry, then writes and syncs it (one write and one sync; a
+/// commit past ``entryBytes`` as several entries, each written and synced in turn).
 /// What that makes durable is the commit pipeline's to record (``DurableState``).
 ///
 /// `@unchecked Sendable`: its mutable state (`journal`) is touched solely by closures that run on `queue` (a serial DispatchQueue), `close` included
