@@ -92,6 +92,9 @@ struct NodeState {
         otherLogs = vector
         clock = HybridLogicalClock(last: max(clock.last, newest), maxForwardDriftMillis: clock.maxForwardDriftMillis)
         rulesSeen = -1
+        // The cached removal counted the old state's membership changes: the new state's count
+        // may equal it and say otherwise.
+        removal = (-1, false)
         refreshRules()
     }
 

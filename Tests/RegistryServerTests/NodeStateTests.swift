@@ -56,6 +56,31 @@ import Testing
         #expect(aheadOperations.count == 1)
     }
 
+    /// A peer's snapshot installed in place of the state, whose members say this node was
+    /// removed after as many membership changes as the old state had seen: the node refuses
+    /// writes. It kept the old state's answer (cached by that count) and acknowledged writes after
+    /// it knew it was removed (the cluster simulation's seed 570 of 2,000).
+    @Test func aSnapshotThatSaysThisNodeWasRemovedIsBelievedOnInstall() throws {
+        var state = try makeState()
+        var operations = [LoggedOperation]()
+        state.changeMembership(NodeID(trusted: "node-b"), address: "b:1", removed: false, wallMillis: 1_000, operations: &operations)
+        // Decided once, not removed: the answer is kept for this count of membership changes.
+        guard case .registerResult = handle(&state, .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv1)), operations: &operations) else {
+            Issue.record("a member takes writes")
+            return
+        }
+        var installed = RegistryState()
+        installed.apply(MembershipOp(node: NodeID(trusted: "node-a"), address: "", removed: true, at: HLCTimestamp(millis: 2_000, counter: 0)))
+        #expect(installed.membershipChanges == state.registry.membershipChanges, "the same count, which the cache was keyed by")
+        state.install(installed, holding: VersionVector(), clock: HLCTimestamp(millis: 2_000, counter: 0))
+        let body = handle(&state, .register(RegisterRequest(bundleID: "com.v.a", idfv: idfv2)), operations: &operations)
+        guard case .error(let error) = body else {
+            Issue.record("a node whose installed state says it was removed answered \(body)")
+            return
+        }
+        #expect(error.code == .notAMember)
+    }
+
     @Test func aBatchOverTheLimitIsRefusedWhole() throws {
         var state = try makeState(maxBatch: 2)
         var operations = [LoggedOperation]()
