@@ -17,6 +17,18 @@ import Testing
         return try DaemonProcess(dataDirectory: temp.path + "/data")
     }
 
+    /// Two nodes, not a cluster, each on a data directory of its own in `temp`.
+    func twoNodes(in temp: TemporaryDirectory) throws -> (DaemonProcess, DaemonProcess) {
+        for name in ["a", "b"] { try FileManager.default.createDirectory(atPath: temp.path + "/" + name, withIntermediateDirectories: true) }
+        let first = try DaemonProcess(dataDirectory: temp.path + "/a")
+        do {
+            return (first, try DaemonProcess(dataDirectory: temp.path + "/b"))
+        } catch {
+            first.stop()
+            throw error
+        }
+    }
+
     func report(at path: String) throws -> [String: Any] {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
         return try #require(object as? [String: Any])
@@ -249,10 +261,8 @@ import Testing
     @Test func aNodeThatDiesMidRunIsReportedAndTheRunGoesOnWithTheOthers() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        for name in ["a", "b"] { try FileManager.default.createDirectory(atPath: temp.path + "/" + name, withIntermediateDirectories: true) }
-        let survivor = try DaemonProcess(dataDirectory: temp.path + "/a")
+        let (survivor, victim) = try twoNodes(in: temp)
         defer { survivor.stop() }
-        let victim = try DaemonProcess(dataDirectory: temp.path + "/b")
         defer { victim.stop(signal: SIGKILL) }
         let reportPath = temp.path + "/lost.json"
         kill(victim, after: 1)
@@ -279,10 +289,8 @@ import Testing
     @Test func aStalledNodeDoesNotTakeTheOtherConnectionsShare() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
-        for name in ["a", "b"] { try FileManager.default.createDirectory(atPath: temp.path + "/" + name, withIntermediateDirectories: true) }
-        let survivor = try DaemonProcess(dataDirectory: temp.path + "/a")
+        let (survivor, stalled) = try twoNodes(in: temp)
         defer { survivor.stop() }
-        let stalled = try DaemonProcess(dataDirectory: temp.path + "/b")
         let pid = stalled.process.processIdentifier
         defer {
             _ = Platform.kill(pid, SIGCONT)

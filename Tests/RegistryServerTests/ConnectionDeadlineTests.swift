@@ -24,17 +24,6 @@ import Testing
         }
     }
 
-    /// Counts the reads that reach the channel's head.
-    final class ReadCounter: ChannelOutboundHandler, Sendable {
-        typealias OutboundIn = ByteBuffer
-        let reads = Atomic<Int>(0)
-
-        func read(context: ChannelHandlerContext) {
-            reads.add(1, ordering: .relaxed)
-            context.read()
-        }
-    }
-
     /// The server frames in `buffers`, in order.
     static func frames(_ buffers: [ByteBuffer]) throws -> [ServerFrame] {
         var reader = FrameReader(maxFrameBytes: 1 << 20)
@@ -60,102 +49,103 @@ import Testing
         return buffer
     }
 
-    @Test func aConnectionThatSaysNoHelloIsRefusedAtTheDeadline() throws {
+    /// Runs `body` with an engine on a fresh data directory, closed and removed after.
+    func withEngine(_ body: (RegistryEngine) throws -> Void) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let engine = try open(dir.path)
         defer { engine.close() }
-        let channel = EmbeddedChannel(handler: ConnectionHandler(engine: engine, logger: .quiet()))
+        try body(engine)
+    }
+
+    /// An embedded channel with `handlers`, in order, connected.
+    static func connected(_ handlers: [any ChannelHandler]) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        for handler in handlers { try channel.pipeline.syncOperations.addHandler(handler) }
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
-        try channel.writeInbound(Self.partialFrame)
-        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
-        #expect(channel.isActive, "the deadline has not passed")
-        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
-        let answers = try Self.frames(Self.outbound(channel))
-        guard case .error(let error) = answers.first?.body else {
-            Issue.record("expected a refusal, got \(answers)")
-            return
+        return channel
+    }
+
+    @Test func aConnectionThatSaysNoHelloIsRefusedAtTheDeadline() throws {
+        try withEngine { engine in
+            let channel = try Self.connected([ConnectionHandler(engine: engine, logger: .quiet())])
+            try channel.writeInbound(Self.partialFrame)
+            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+            #expect(channel.isActive, "the deadline has not passed")
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+            let answers = try Self.frames(Self.outbound(channel))
+            guard case .error(let error) = answers.first?.body else {
+                Issue.record("expected a refusal, got \(answers)")
+                return
+            }
+            #expect(error.code == .handshakeRequired)
+            #expect(!channel.isActive, "the connection must close at the deadline")
         }
-        #expect(error.code == .handshakeRequired)
-        #expect(!channel.isActive, "the connection must close at the deadline")
     }
 
     @Test func aConnectionThatSaidHelloHasNoDeadline() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let engine = try open(dir.path)
-        defer { engine.close() }
-        let channel = EmbeddedChannel(handler: ConnectionHandler(engine: engine, logger: .quiet()))
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
-        var hello = ByteBuffer()
-        try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &hello)
-        try channel.writeInbound(hello)
-        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline * 3)
-        #expect(channel.isActive, "an idle client that said hello stays connected")
-        let answers = try Self.frames(Self.outbound(channel))
-        guard case .helloAccepted = answers.first?.body, answers.count == 1 else {
-            Issue.record("expected the hello's answer alone, got \(answers)")
-            return
+        try withEngine { engine in
+            let channel = try Self.connected([ConnectionHandler(engine: engine, logger: .quiet())])
+            var hello = ByteBuffer()
+            try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &hello)
+            try channel.writeInbound(hello)
+            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline * 3)
+            #expect(channel.isActive, "an idle client that said hello stays connected")
+            let answers = try Self.frames(Self.outbound(channel))
+            guard case .helloAccepted = answers.first?.body, answers.count == 1 else {
+                Issue.record("expected the hello's answer alone, got \(answers)")
+                return
+            }
+            _ = try channel.finish(acceptAlreadyClosed: true)
         }
-        _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
     /// A client that does not read its refusal (here a watch refused for another cluster's
     /// cursor): while the write waits, the connection reads nothing more (it read on, buffering
     /// what came), and it closes after the refusal's timeout.
     @Test func aRefusedConnectionReadsNothingMoreAndClosesWhenItsRefusalIsNotRead() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let engine = try open(dir.path)
-        defer { engine.close() }
-        let counter = ReadCounter()
-        let holder = WriteHolder()
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(counter)
-        try channel.pipeline.syncOperations.addHandler(holder)
-        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(engine: engine, logger: .quiet()))
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
-        var requests = ByteBuffer()
-        try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &requests)
-        try ClientFrame(requestID: 2, body: .watch(WatchRequestMessage(cursor: try WatchCursor(text: "theirs@")))).encodeFrame(into: &requests)
-        try channel.writeInbound(requests)
-        let answers = try Self.frames(holder.held)
-        guard answers.count == 2, case .helloAccepted = answers[0].body, case .error(let error) = answers[1].body else {
-            Issue.record("expected the hello's answer and a refusal, got \(answers)")
-            return
+        try withEngine { engine in
+            let (counter, holder) = (ReadCounter(), WriteHolder())
+            let channel = try Self.connected([counter, holder, ConnectionHandler(engine: engine, logger: .quiet())])
+            var requests = ByteBuffer()
+            try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &requests)
+            try ClientFrame(requestID: 2, body: .watch(WatchRequestMessage(cursor: try WatchCursor(text: "theirs@")))).encodeFrame(into: &requests)
+            try channel.writeInbound(requests)
+            let answers = try Self.frames(holder.held)
+            guard answers.count == 2, case .helloAccepted = answers[0].body, case .error(let error) = answers[1].body else {
+                Issue.record("expected the hello's answer and a refusal, got \(answers)")
+                return
+            }
+            #expect(error.code == .invalidCursor)
+            #expect(channel.isActive, "the refusal's write is held")
+            let reads = counter.reads.load(ordering: .relaxed)
+            channel.pipeline.read()
+            #expect(counter.reads.load(ordering: .relaxed) == reads, "a refused connection reads nothing more")
+            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.refusalWriteTimeout)
+            #expect(!channel.isActive, "the connection must close though its refusal was not read")
         }
-        #expect(error.code == .invalidCursor)
-        #expect(channel.isActive, "the refusal's write is held")
-        let reads = counter.reads.load(ordering: .relaxed)
-        channel.pipeline.read()
-        #expect(counter.reads.load(ordering: .relaxed) == reads, "a refused connection reads nothing more")
-        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.refusalWriteTimeout)
-        #expect(!channel.isActive, "the connection must close though its refusal was not read")
     }
 
     /// A peer that never sends its PeerHello after the client hello's answer is refused at the
     /// same deadline.
     @Test func aPeerThatSendsNoPeerHelloIsRefusedAtTheDeadline() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let engine = try open(dir.path)
-        defer { engine.close() }
-        let channel = EmbeddedChannel()
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
-        try channel.pipeline.syncOperations.addHandler(
-            PeerConnectionHandler(engine: engine, logger: .quiet(), alreadyRead: Self.partialFrame, challenge: 1))
-        channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
-        #expect(channel.isActive, "the deadline has not passed")
-        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
-        var reader = FrameReader(maxFrameBytes: 1 << 20)
-        var refusals = [WireError]()
-        for var buffer in try Self.outbound(channel) {
-            reader.append(&buffer)
-            while let payload = try reader.next() {
-                if case .refusal(let error) = try PeerFrame(decoding: payload) { refusals.append(error) }
+        try withEngine { engine in
+            let channel = try Self.connected([])
+            try channel.pipeline.syncOperations.addHandler(
+                PeerConnectionHandler(engine: engine, logger: .quiet(), alreadyRead: Self.partialFrame, challenge: 1))
+            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+            #expect(channel.isActive, "the deadline has not passed")
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+            var reader = FrameReader(maxFrameBytes: 1 << 20)
+            var refusals = [WireError]()
+            for var buffer in try Self.outbound(channel) {
+                reader.append(&buffer)
+                while let payload = try reader.next() {
+                    if case .refusal(let error) = try PeerFrame(decoding: payload) { refusals.append(error) }
+                }
             }
+            #expect(refusals.map(\.code) == [.handshakeRequired])
+            #expect(!channel.isActive, "the connection must close at the deadline")
         }
-        #expect(refusals.map(\.code) == [.handshakeRequired])
-        #expect(!channel.isActive, "the connection must close at the deadline")
     }
 }

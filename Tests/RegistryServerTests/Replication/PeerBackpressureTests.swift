@@ -15,17 +15,6 @@ import Testing
 /// real; its disk holds the first commit's sync, so the batches stay in flight for as long as
 /// the test needs.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct PeerBackpressureTests {
-    /// Counts the reads that reach the channel's head, as the socket would receive them.
-    final class ReadCounter: ChannelOutboundHandler, Sendable {
-        typealias OutboundIn = ByteBuffer
-        let reads = Atomic<Int>(0)
-
-        func read(context: ChannelHandlerContext) {
-            reads.add(1, ordering: .relaxed)
-            context.read()
-        }
-    }
-
     static func configuration(_ path: String, node: String) throws -> NodeConfiguration {
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"
