@@ -16,7 +16,8 @@ public enum RegistryClientError: Error, Equatable, Sendable, CustomStringConvert
     /// or a node that does not speak TLS).
     case tls(String)
     /// The calling task was cancelled before the answer arrived. The request may still be
-    /// carried out (a write made); the connection stays usable.
+    /// carried out (a write made); a call's connection stays usable (a cancelled connect leaves
+    /// none).
     case cancelled
 
     public var description: String {

@@ -67,7 +67,8 @@ struct Registryload: AsyncParsableCommand {
     var duration: String?
 
     @Option(
-        help: "Stop after this many requests have been sent after the warm-up (a sibling pair or a move, two requests, may take it one past).")
+        help:
+            "Stop after this many registrations, binds and unbinds (each item of a batch counts) have been sent after the warm-up; a concurrent-siblings pair or a move counts two, so each of the --threads may go one past.")
     var requests: UInt64?
 
     @Option(help: "Load sent before measuring starts, excluded from the statistics.")
