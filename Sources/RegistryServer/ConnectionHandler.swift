@@ -41,16 +41,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var helloRole: String?
     /// A refusal that ends the connection is being written: nothing more is read or taken.
     private var closing = false
-    /// Closes the connection if no hello arrived in time (``helloDeadline``).
+    /// Closes the connection if no hello arrived in time (``ConnectionDeadlines/hello``).
     private var helloWatch: Scheduled<Void>?
-
-    /// How long a new connection may take to send its hello (TLS handshake included) before it
-    /// is refused and closed: otherwise a connection that never says hello, or stops inside its
-    /// first frame, holds its socket and buffer for good without proving anything.
-    static let helloDeadline = TimeAmount.seconds(10)
-    /// How long a refusal's write may wait for a client that does not read before the
-    /// connection closes anyway.
-    static let refusalWriteTimeout = TimeAmount.seconds(1)
 
     /// `ownCertificate`: the connection is TLS with this certificate (DER), and a peer's hello
     /// needs a verified client certificate (``NodeTLS``); its proof covers both certificates.
@@ -69,12 +61,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
         engine.counters.connectionOpened()
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        helloWatch = context.eventLoop.scheduleTask(in: Self.helloDeadline) {
+        helloWatch = context.eventLoop.scheduleTask(in: ConnectionDeadlines.hello) {
             let handler = bound.value
             guard let context = handler.context, handler.machine.state == .awaitingHello, !handler.closing else { return }
             handler.failConnection(
                 context: context, requestID: 0,
-                WireError(code: .handshakeRequired, message: "no hello within \(Self.helloDeadline.nanoseconds / 1_000_000_000) s of connecting"))
+                WireError(code: .handshakeRequired, message: "no hello within \(ConnectionDeadlines.helloSeconds) s of connecting"))
         }
     }
 
@@ -307,14 +299,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         refuseAndClose(context: context, requestID: requestID, error)
     }
 
-    /// Writes `error` as the answer to `requestID` and closes: once the write is done, or after
-    /// ``refusalWriteTimeout`` for a client that does not read. Nothing is read meanwhile.
+    /// Writes `error` as the answer to `requestID` and closes (``ChannelHandlerContext/writeRefusalAndClose(_:)``).
+    /// Nothing is read meanwhile.
     private func refuseAndClose(context: ChannelHandlerContext, requestID: UInt64, _ error: WireError) {
         closing = true
         var buffer = context.channel.allocator.buffer(capacity: 128)
         try? ServerFrame(requestID: requestID, body: .error(error)).encodeFrame(into: &buffer)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
-        context.eventLoop.scheduleTask(in: Self.refusalWriteTimeout) { channel.close(promise: nil) }
+        context.writeRefusalAndClose(buffer)
     }
 }

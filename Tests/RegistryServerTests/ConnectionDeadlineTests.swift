@@ -8,9 +8,9 @@ import Testing
 @testable import RegistryServer
 
 /// What a connection that proves nothing may hold, and for how long: a connection with no hello
-/// is refused at ``ConnectionHandler/helloDeadline`` (a peer's at the same deadline after its
+/// is refused at ``ConnectionDeadlines/hello`` (a peer's at the same deadline after its
 /// client hello), and a refused connection reads nothing more and closes after
-/// ``ConnectionHandler/refusalWriteTimeout`` even when the client never reads the refusal.
+/// ``ConnectionDeadlines/refusalWrite`` even when the client never reads the refusal.
 /// Before, each could hold its socket and a buffer of up to a frame's size for good.
 @Suite struct ConnectionDeadlineTests: EngineTesting {
     /// Holds every write's promise, as a socket whose peer does not read holds the write.
@@ -70,7 +70,7 @@ import Testing
         try withEngine { engine in
             let channel = try Self.connected([ConnectionHandler(engine: engine, logger: .quiet())])
             try channel.writeInbound(Self.partialFrame)
-            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+            channel.embeddedEventLoop.advanceTime(by: ConnectionDeadlines.hello - .milliseconds(1))
             #expect(channel.isActive, "the deadline has not passed")
             channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
             let answers = try Self.frames(Self.outbound(channel))
@@ -89,7 +89,7 @@ import Testing
             var hello = ByteBuffer()
             try ClientFrame(requestID: 1, body: .hello(Hello(role: .client, clientName: "test"))).encodeFrame(into: &hello)
             try channel.writeInbound(hello)
-            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline * 3)
+            channel.embeddedEventLoop.advanceTime(by: ConnectionDeadlines.hello * 3)
             #expect(channel.isActive, "an idle client that said hello stays connected")
             let answers = try Self.frames(Self.outbound(channel))
             guard case .helloAccepted = answers.first?.body, answers.count == 1 else {
@@ -121,7 +121,7 @@ import Testing
             let reads = counter.reads.load(ordering: .relaxed)
             channel.pipeline.read()
             #expect(counter.reads.load(ordering: .relaxed) == reads, "a refused connection reads nothing more")
-            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.refusalWriteTimeout)
+            channel.embeddedEventLoop.advanceTime(by: ConnectionDeadlines.refusalWrite)
             #expect(!channel.isActive, "the connection must close though its refusal was not read")
         }
     }
@@ -133,7 +133,7 @@ import Testing
             let channel = try Self.connected([])
             try channel.pipeline.syncOperations.addHandler(
                 PeerConnectionHandler(engine: engine, logger: .quiet(), alreadyRead: Self.partialFrame, challenge: 1))
-            channel.embeddedEventLoop.advanceTime(by: ConnectionHandler.helloDeadline - .milliseconds(1))
+            channel.embeddedEventLoop.advanceTime(by: ConnectionDeadlines.hello - .milliseconds(1))
             #expect(channel.isActive, "the deadline has not passed")
             channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
             var reader = FrameReader(maxFrameBytes: 1 << 20)

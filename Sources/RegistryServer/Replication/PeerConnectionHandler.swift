@@ -37,8 +37,8 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Checks, once a second after the welcome, that the peer was not removed since: a removal
     /// closes the sessions opened before it, as it refuses every hello after it.
     private var membershipCheck: RepeatedTask?
-    /// Refuses the peer if its hello has not arrived in time (``ConnectionHandler/helloDeadline``,
-    /// from now).
+    /// Refuses the peer if its hello has not arrived in time (``ConnectionDeadlines/hello``, from
+    /// now).
     private var helloWatch: Scheduled<Void>?
 
     /// `challenge` is the one this node's HelloAccepted sent, which the peer's hello must sign.
@@ -59,13 +59,13 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         engine.counters.connection(role: "peer", by: 1)
         flow.writabilityChanged(writable: context.channel.isWritable)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        helloWatch = context.eventLoop.scheduleTask(in: ConnectionHandler.helloDeadline) {
+        helloWatch = context.eventLoop.scheduleTask(in: ConnectionDeadlines.hello) {
             let handler = bound.value
             guard let context = handler.context, handler.machine.state == .awaitingHello else { return }
             handler.refuse(
                 WireError(
                     code: .handshakeRequired,
-                    message: "no peer hello within \(ConnectionHandler.helloDeadline.nanoseconds / 1_000_000_000) s of the hello's answer"),
+                    message: "no peer hello within \(ConnectionDeadlines.helloSeconds) s of the hello's answer"),
                 context: context)
         }
         takeFrames(context: context)
@@ -298,13 +298,6 @@ final class PeerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         engine.counters.record(error: error.code)
         var buffer = context.channel.allocator.buffer(capacity: 256)
         try? PeerFrame.refusal(error).encodeFrame(into: &buffer)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
-        // A peer that does not read would hold the write, and the connection, for good.
-        context.eventLoop.scheduleTask(in: Self.refusalWriteTimeout) { channel.close(promise: nil) }
+        context.writeRefusalAndClose(buffer)
     }
-
-    /// How long a refusal's write may wait for the peer to read it before the connection closes
-    /// anyway.
-    static let refusalWriteTimeout = TimeAmount.seconds(1)
 }
