@@ -235,20 +235,27 @@ final class PeerLink: @unchecked Sendable {
             readers = [:]
             buffered = [:]
             closeSnapshotFile()
-            if !shutDown {
-                queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
-                    guard !self.shutDown else { return }
-                    self.carryOut(self.machine.retryDue())
-                }
+            retry(afterMillis: delay)
+        case .ownAddress(let delay, let first):
+            if first {
+                logger.info("peer address is this node's own; skipping it", metadata: ["recheck_ms": "\(delay)"])
             }
-        case .stop:
-            logger.info("peer address is this node's own; skipping it")
             channel?.close(promise: nil)
             channel = nil
+            retry(afterMillis: delay)
         case .none:
             break
         }
         publishStatus()
+    }
+
+    /// Tells the state machine its delay passed, unless the link was shut down meanwhile.
+    private func retry(afterMillis delay: UInt64) {
+        guard !shutDown else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
+            guard !self.shutDown else { return }
+            self.carryOut(self.machine.retryDue())
+        }
     }
 
     private func connect() {

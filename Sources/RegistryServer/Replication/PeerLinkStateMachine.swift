@@ -15,7 +15,9 @@ struct PeerLinkStateMachine {
         /// PeerHello sent to `peer`; its welcome awaited.
         case awaitingWelcome(peer: NodeID)
         case streaming(peer: NodeID)
-        /// The address is this node's own: nothing to do, ever.
+        /// The address answered as this node's own: nothing to send. Checked again after
+        /// ``ownAddressRecheckMillis`` (``retryDue()``), since the answer proves nothing: whatever
+        /// answers at the address can replay this node's instance ID, which any client learns.
         case stopped
     }
 
@@ -35,8 +37,10 @@ struct PeerLinkStateMachine {
         /// may act on the refusal (a removal, a snapshot refused for good); anything that answers
         /// at a peer's address can send an unproven one.
         case closeAndRetry(retryInMillis: UInt64, reason: String, refusal: WireError?, proven: Bool)
-        /// Close and never retry: the address is this node's own.
-        case stop
+        /// Close: the address answered as this node's own. Call ``retryDue()`` after
+        /// `recheckInMillis` to check again; `first` is true when it was not known for this node's
+        /// own before (for the log).
+        case ownAddress(recheckInMillis: UInt64, first: Bool)
         case none
     }
 
@@ -47,7 +51,7 @@ struct PeerLinkStateMachine {
     var statusName: String {
         switch state {
         case .disconnected: "disconnected"
-        case .connecting, .awaitingAccept: "connecting"
+        case .connecting, .awaitingAccept: recognisedOwnAddress ? "own-address" : "connecting"
         case .awaitingWelcome: "handshaking"
         case .streaming: transfer == nil ? "streaming" : "sending-snapshot"
         case .stopped: "own-address"
@@ -95,6 +99,14 @@ struct PeerLinkStateMachine {
     static let defaultAnswerTimeoutMillis: UInt64 = 10_000
     /// When the handshake step being waited for began, or the oldest batch in flight was sent.
     private var waitingSince: UInt64?
+    /// The address last answered as this node's own, and nothing has said otherwise since: its
+    /// checks again keep the status "own-address", so that the link does not count as a peer for
+    /// a moment each time (``ClusterPeers``, readiness, `registryctl`).
+    private(set) var recognisedOwnAddress = false
+    /// How long an address that answered as this node's own waits before it is checked again:
+    /// one connection a minute costs nothing, and a party that replayed the answer stops the link
+    /// for at most this long after it leaves.
+    static let ownAddressRecheckMillis: UInt64 = 60_000
     /// The number of reconnections after a failure, for status.
     private(set) var failures: UInt64 = 0
     /// The last failure, for status.
@@ -117,7 +129,7 @@ struct PeerLinkStateMachine {
     }
 
     mutating func start() -> Action {
-        guard state == .disconnected else { return .none }
+        guard state == .disconnected || state == .stopped else { return .none }
         state = .connecting
         return .connect
     }
@@ -155,8 +167,11 @@ struct PeerLinkStateMachine {
         case .helloAccepted(let accepted):
             if accepted.instanceID == ownInstanceID && accepted.nodeID == ownNodeID.value {
                 state = .stopped
-                return .stop
+                waitingSince = nil
+                defer { recognisedOwnAddress = true }
+                return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: !recognisedOwnAddress)
             }
+            recognisedOwnAddress = false
             guard let peer = try? NodeID(accepted.nodeID) else {
                 return fail("the peer names no valid node ID (\(accepted.nodeID.debugDescription))", random: &random)
             }
@@ -285,13 +300,14 @@ struct PeerLinkStateMachine {
         state == .stopped || state == .disconnected ? .none : fail(reason, random: &random)
     }
 
-    /// The retry delay passed.
+    /// The retry delay passed, or the delay before an own address is checked again.
     mutating func retryDue() -> Action {
         start()
     }
 
     private mutating func fail(_ reason: String, refusal: WireError? = nil, random: inout some RandomNumberGenerator) -> Action {
         if state == .stopped { return .none }
+        recognisedOwnAddress = false
         cursor = nil
         transfer = nil
         waitingSince = nil

@@ -35,14 +35,58 @@ import Testing
         #expect(machine.retryDue() == .connect)
     }
 
-    @Test func itsOwnAddressStopsTheLinkForGood() {
+    @Test func itsOwnAddressIsSkippedAndCheckedAgainLater() {
         var random = SplitMix64(seed: 1)
         var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
         _ = machine.start()
         _ = machine.connected()
-        #expect(machine.received(accepted(node: "node-a", instance: 7), random: &random) == .stop)
+        let recheck = PeerLinkStateMachine.ownAddressRecheckMillis
+        #expect(machine.received(accepted(node: "node-a", instance: 7), random: &random) == .ownAddress(recheckInMillis: recheck, first: true))
+        #expect(machine.statusName == "own-address")
         #expect(machine.connectionLost("closed", random: &random) == PeerLinkStateMachine.Action.none)
-        #expect(machine.retryDue() == PeerLinkStateMachine.Action.none)
+        #expect(machine.tick(nowMillis: 1_000_000, random: &random) == PeerLinkStateMachine.Action.none)
+        // Checked again: the status stays what it was while the check runs.
+        #expect(machine.retryDue() == .connect)
+        #expect(machine.statusName == "own-address")
+        #expect(machine.connected() == .sendClientHello)
+        #expect(machine.statusName == "own-address")
+        #expect(machine.received(accepted(node: "node-a", instance: 7), random: &random) == .ownAddress(recheckInMillis: recheck, first: false))
+        #expect(machine.failures == 0)
+    }
+
+    /// Anything that answers at a peer's address can replay this node's instance ID, which any
+    /// client learns from its own HelloAccepted: the link it stopped comes back at the next check.
+    @Test func aReplayedOwnInstanceStopsTheLinkOnlyUntilTheNextCheck() {
+        var random = SplitMix64(seed: 3)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        _ = machine.start()
+        _ = machine.connected()
+        guard case .ownAddress = machine.received(accepted(node: "node-a", instance: 7), random: &random) else {
+            Issue.record("expected the address taken for this node's own")
+            return
+        }
+        #expect(machine.retryDue() == .connect)
+        #expect(machine.connected() == .sendClientHello)
+        guard case .sendPeerHello = machine.received(accepted(node: "node-b", instance: 9), random: &random) else {
+            Issue.record("expected the real peer's handshake, got state \(machine.state)")
+            return
+        }
+        #expect(machine.state == .awaitingWelcome(peer: NodeID(trusted: "node-b")))
+        #expect(machine.statusName == "handshaking")
+    }
+
+    @Test func anOwnAddressThatNoLongerAnswersIsAPeerAddressAgain() {
+        var random = SplitMix64(seed: 4)
+        var machine = PeerLinkStateMachine(ownNodeID: own, ownInstanceID: 7, window: 2)
+        _ = machine.start()
+        _ = machine.connected()
+        _ = machine.received(accepted(node: "node-a", instance: 7), random: &random)
+        #expect(machine.retryDue() == .connect)
+        guard case .closeAndRetry = machine.connectionLost("cannot connect", random: &random) else {
+            Issue.record("expected a retry")
+            return
+        }
+        #expect(machine.statusName == "disconnected")
     }
 
     @Test func refusalsAndProtocolViolationsCloseAndRetry() {

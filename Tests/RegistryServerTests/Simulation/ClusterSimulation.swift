@@ -890,7 +890,7 @@ final class ClusterSimulation {
             links[sender][receiver]!.snapshot?.close()
             links[sender][receiver]!.snapshot = nil
             endSession(receiver: receiver, sender: sender)
-        case .stop, .none:
+        case .ownAddress, .none:
             break
         }
     }
