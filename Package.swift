@@ -105,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "registryd",
             dependencies: [
-                "RegistryServer", "RegistryVersion",
+                "RegistryServer", "RegistryVersion", "Platform",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOPosix", package: "swift-nio"),

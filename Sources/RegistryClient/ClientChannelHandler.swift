@@ -198,10 +198,17 @@ final class ClientChannelHandler: ChannelDuplexHandler {
                 }
             }
         case nil:
-            // An error of the connection's (a frame too large or malformed), after which the
-            // server closes it: every other request's outcome is unknown, as for any closed
-            // connection, not that error's.
-            if case .error(let error) = frame.body { failAll(.connectionClosed("the server ended the connection: \(error)")) }
+            guard case .error(let error) = frame.body else { break }
+            if maxFrameBytes == nil {
+                // Before the hello's answer only the hello waits, and a connection-level error
+                // refuses it (too many connections).
+                failAll(.server(error))
+            } else {
+                // An error of the connection's (a frame too large or malformed), after which the
+                // server closes it: every other request's outcome is unknown, as for any closed
+                // connection, not that error's.
+                failAll(.connectionClosed("the server ended the connection: \(error)"))
+            }
         }
     }
 

@@ -16,7 +16,10 @@ public final class RegistryServer: Service, Sendable {
     private let drainTimeout: TimeAmount
     private let logger: Logger
     private let group: any EventLoopGroup
+    /// The connections this node holds (refused ones are not), closed at shutdown.
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    /// `--max-connections`: one more is refused (``ConnectionLimitRefusal``).
+    private let maxConnections: Int
     /// Streams this node's operations to its peers.
     private let replication: Replication
     /// Where peers reach this node (`--advertise`); nil: where it listens.
@@ -36,6 +39,7 @@ public final class RegistryServer: Service, Sendable {
         self.host = configuration.host
         self.port = configuration.port
         self.drainTimeout = .milliseconds(Int64(configuration.drainTimeoutSeconds * 1_000))
+        self.maxConnections = configuration.maxConnections
         self.logger = logger
         self.group = group
         self.replication = Replication(
@@ -60,12 +64,15 @@ public final class RegistryServer: Service, Sendable {
             // Above the high mark a connection takes no more requests until its answers drain
             // below the low one (see RequestFlowControl).
             .childChannelOption(.writeBufferWaterMark, value: Self.writeBufferWaterMark)
-            .childChannelInitializer { [engine, logger, tls] channel in
-                self.track(channel)
+            .childChannelInitializer { [engine, logger, tls, maxConnections] channel in
+                let admitted = self.track(channel)
+                if !admitted { engine.counters.record(error: .tooManyConnections) }
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(engine: engine, ownCertificate: tls?.certificate, logger: logger))
+                        admitted
+                            ? ConnectionHandler(engine: engine, ownCertificate: tls?.certificate, logger: logger)
+                            : ConnectionLimitRefusal(limit: maxConnections))
                 }
             }
             .bind(host: host, port: port).get()
@@ -92,12 +99,20 @@ public final class RegistryServer: Service, Sendable {
         engine.close()
     }
 
-    private func track(_ channel: any Channel) {
+    /// Holds `channel` among the connections unless they number `maxConnections` already;
+    /// returns whether it was taken.
+    private func track(_ channel: any Channel) -> Bool {
         let key = ObjectIdentifier(channel)
-        connections.withLock { $0[key] = channel }
+        let admitted = connections.withLock { connections in
+            guard connections.count < maxConnections else { return false }
+            connections[key] = channel
+            return true
+        }
+        guard admitted else { return false }
         channel.closeFuture.whenComplete { _ in
             self.connections.withLock { _ = $0.removeValue(forKey: key) }
         }
+        return true
     }
 
     private func drainConnections() async {

@@ -43,6 +43,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
     public static let snapshotRefused = ErrorCode(rawValue: 112)
     public static let unauthenticated = ErrorCode(rawValue: 113)
     public static let vendorRulesMismatch = ErrorCode(rawValue: 114)
+    public static let tooManyConnections = ErrorCode(rawValue: 115)
 
     /// Every code this version knows, in code order.
     public static let known: [ErrorCode] = [
@@ -51,7 +52,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         .memberReachable, .notCaughtUp, .gone, .cursorExpired, .invalidCursor, .tooManyWatchers, .handshakeRequired,
         .unsupportedVersion, .malformedFrame, .frameTooLarge, .unsupportedRole, .wrongCluster, .duplicateNodeID,
         .mintingKeyMismatch, .clockSkew, .invalidOperation, .unexpectedPeerFrame, .nodeRemoved,
-        .snapshotRefused, .unauthenticated, .vendorRulesMismatch,
+        .snapshotRefused, .unauthenticated, .vendorRulesMismatch, .tooManyConnections,
     ]
 
     /// Codes from 100 end the connection.
@@ -94,6 +95,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Comparable, Sendable, Custo
         case .tooManyWatchers: return "too_many_watchers"
         case .unauthenticated: return "unauthenticated"
         case .vendorRulesMismatch: return "vendor_rules_mismatch"
+        case .tooManyConnections: return "too_many_connections"
         default: return "code_\(rawValue)"
         }
     }

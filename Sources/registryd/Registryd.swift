@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import NIOPosix
+import Platform
 import Prometheus
 import RegistryServer
 import ServiceLifecycle
@@ -115,6 +116,9 @@ struct Registryd: AsyncParsableCommand {
     @Option(name: .customLong("causal-timeout"), help: Self.help("causal-timeout"))
     var causalTimeout: String?
 
+    @Option(name: .customLong("max-connections"), help: Self.help("max-connections"))
+    var maxConnections: String?
+
     @Option(name: .customLong("max-watchers"), help: Self.help("max-watchers"))
     var maxWatchers: String?
 
@@ -184,6 +188,7 @@ struct Registryd: AsyncParsableCommand {
             "ack-replicas": ackReplicas,
             "replica-timeout": replicaTimeout,
             "causal-timeout": causalTimeout,
+            "max-connections": maxConnections,
             "max-watchers": maxWatchers,
             "watch-history": watchHistory,
             "watch-progress": watchProgress,
@@ -240,6 +245,17 @@ struct Registryd: AsyncParsableCommand {
                 metadata: ["host": "\(configuration.host)", "tokens": "\(configuration.tokenSecret == nil ? "off" : "on")"])
         }
 
+        // Connections past the limit of open files would fail to be accepted, unanswered; the
+        // journal, snapshots and peers need descriptors of their own besides.
+        if let files = OpenFileLimit.raiseToHard(), UInt64(configuration.maxConnections) + Self.descriptorsBesideConnections > files {
+            logger.warning(
+                "--max-connections does not fit under the limit of open files: connections past it are not accepted",
+                metadata: [
+                    "max_connections": "\(configuration.maxConnections)", "open_files_limit": "\(files)",
+                    "hint": "raise the limit (ulimit -n, systemd LimitNOFILE) or lower --max-connections",
+                ])
+        }
+
         let loops = configuration.eventLoopThreads.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
         // The metrics port answers before storage opens: /readyz says why it is not ready yet.
         var metrics: (endpoint: MetricsEndpoint, server: MetricsServer)?
@@ -285,6 +301,10 @@ struct Registryd: AsyncParsableCommand {
         }
         if fatal.triggered { Self.fail("stopped after a storage failure", status: 74) }
     }
+
+    /// Open files a node needs besides its connections: the journal's, snapshots', the
+    /// listeners' and its links to its peers, with room to spare.
+    static let descriptorsBesideConnections: UInt64 = 256
 
     private static func fail(_ message: String, status: Int32) -> Never {
         FileHandle.standardError.write(Data("registryd: error: \(message)\n".utf8))

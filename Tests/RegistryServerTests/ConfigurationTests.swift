@@ -88,7 +88,7 @@ import Testing
             "public-suffix-list": (lists[0], lists[1]),
             "peers": ("a:1", "b:2"), "cluster-secret": ("s1", "s2"), "max-clock-skew": ("1.5", "2.5"),
             "ack-replicas": ("1", "2"), "replica-timeout": ("0.5", "1.5"), "causal-timeout": ("0", "2.5"), "advertise": ("h1:1", "h2:2"),
-            "max-watchers": ("5", "6"), "watch-history": ("2000", "3000"), "watch-progress": ("0.5", "1.5"),
+            "max-connections": ("7", "8"), "max-watchers": ("5", "6"), "watch-history": ("2000", "3000"), "watch-progress": ("0.5", "1.5"),
             "token-secret": ("0123456789abcdef-1", "0123456789abcdef-2"), "insecure": ("true", "false"), "log-format": ("json", "text"),
             "metrics-port": ("9400", "9401"), "tls-cert": ("/c1.pem", "/c2.pem"), "tls-key": ("/k1.pem", "/k2.pem"), "tls-ca": ("/a1.pem", "/a2.pem"),
         ]
@@ -124,6 +124,7 @@ import Testing
             case "advertise": return configuration.advertise ?? "none"
             case "replica-timeout": return "\(Double(configuration.replicaTimeoutMillis) / 1_000)"
             case "causal-timeout": return "\(Double(configuration.causalTimeoutMillis) / 1_000)"
+            case "max-connections": return "\(configuration.maxConnections)"
             case "max-watchers": return "\(configuration.maxWatchers)"
             case "watch-history": return "\(configuration.watchHistory)"
             case "watch-progress": return "\(Double(configuration.watchProgressMillis) / 1_000)"
@@ -229,6 +230,8 @@ import Testing
         ("{\"port\": \"7400\"}", "port should be a whole number"),
         ("{\"port\": 70000}", "port 70000 is not 0...65535"),
         ("{\"eventLoopThreads\": 0}", "eventLoopThreads: event-loop threads 0 is not 1...256"),
+        ("{\"maxConnections\": 0}", "maxConnections: max connections 0 is not 1...1000000"),
+        ("{\"maxConnections\": 1000001}", "max connections 1000001"),
         ("{\"expectedDevices\": -1}", "expectedDevices: expected devices -1 is not 0...1073741824"),
         ("{\"expectedDevices\": 1073741825}", "expected devices 1073741825"),
         ("{\"commitDelayMicros\": -5}", "commitDelayMicros: commit delay -5 is not 0...10000"),

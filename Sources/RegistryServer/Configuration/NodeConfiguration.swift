@@ -43,6 +43,8 @@ public struct NodeConfiguration: Equatable, Sendable {
     public var replicaTimeoutMillis: UInt64 = 5_000
     /// How long a request waits for what its causal token names (``NodeSetting/causalTimeout``).
     public var causalTimeoutMillis: UInt64 = 2_000
+    /// Connections held at once (``NodeSetting/maxConnections``).
+    public var maxConnections = 10_000
     /// Watch streams served at once (``NodeSetting/maxWatchers``).
     public var maxWatchers = 1_000
     /// Events kept for watchers (``NodeSetting/watchHistory``).

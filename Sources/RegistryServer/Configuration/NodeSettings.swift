@@ -6,7 +6,7 @@ extension NodeSetting {
     public static let all: [NodeSetting] = [
         host, port, dataDir, nodeId, clusterId, logLevel, maxFrameBytes, maxBatchSize, maxInFlight, drainTimeoutSeconds,
         eventLoopThreads, expectedDevices, releaseTablesGradually, commitDelayUs, snapshotEveryOperations, snapshotEverySeconds, snapshotBy, erasureWithin, journalFileBytes, publicSuffixList, peers,
-        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, maxWatchers, watchHistory, watchProgress, advertise, tokenSecret, insecure, logFormat,
+        clusterSecret, maxClockSkew, ackReplicas, replicaTimeout, causalTimeout, maxConnections, maxWatchers, watchHistory, watchProgress, advertise, tokenSecret, insecure, logFormat,
         metricsPort, tlsCert, tlsKey, tlsCA,
     ]
 
@@ -120,6 +120,19 @@ extension NodeSetting {
             throw SettingValueError("causal timeout \(text.debugDescription) is not 0...3600 seconds")
         }
         configuration.causalTimeoutMillis = UInt64(seconds * 1_000)
+    }
+
+    static let maxConnections = NodeSetting(
+        flag: "max-connections", environment: "REGISTRY_MAX_CONNECTIONS", fileKey: "maxConnections", fileType: .wholeNumber,
+        defaultText: "10000",
+        help: "Connections the node holds at once, clients', peers' and watchers' (1...1000000); one more is refused with a retryable TOO_MANY_CONNECTIONS.",
+        discussion: """
+            The refusal takes the place of the hello's answer, and the connection closes. Each peer holds one \
+            connection to this node, so leave room for them. Each connection is a file descriptor: at start the node \
+            raises its soft limit of open files to the hard one, and warns when this limit does not fit under it.
+            """
+    ) { text, configuration throws(SettingValueError) in
+        configuration.maxConnections = try SettingValueError.wholeNumber(text, in: 1...1_000_000, "max connections")
     }
 
     static let maxWatchers = NodeSetting(

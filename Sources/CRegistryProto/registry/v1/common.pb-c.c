@@ -304,7 +304,7 @@ const ProtobufCEnumDescriptor registry__v1__clone_action__descriptor =
   registry__v1__clone_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[35] =
+static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[36] =
 {
   { "ERROR_CODE_UNSPECIFIED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNSPECIFIED", 0 },
   { "ERROR_CODE_INVALID_BUNDLE_ID", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_INVALID_BUNDLE_ID", 1 },
@@ -341,11 +341,12 @@ static const ProtobufCEnumValue registry__v1__error_code__enum_values_by_number[
   { "ERROR_CODE_SNAPSHOT_REFUSED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_SNAPSHOT_REFUSED", 112 },
   { "ERROR_CODE_UNAUTHENTICATED", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_UNAUTHENTICATED", 113 },
   { "ERROR_CODE_VENDOR_RULES_MISMATCH", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH", 114 },
+  { "ERROR_CODE_TOO_MANY_CONNECTIONS", "REGISTRY__V1__ERROR_CODE__ERROR_CODE_TOO_MANY_CONNECTIONS", 115 },
 };
 static const ProtobufCIntRange registry__v1__error_code__value_ranges[] = {
-{0, 0},{100, 20},{0, 35}
+{0, 0},{100, 20},{0, 36}
 };
-static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[35] =
+static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_name[36] =
 {
   { "ERROR_CODE_BATCH_TOO_LARGE", 6 },
   { "ERROR_CODE_CLOCK_SKEW", 28 },
@@ -372,6 +373,7 @@ static const ProtobufCEnumValueIndex registry__v1__error_code__enum_values_by_na
   { "ERROR_CODE_PERMISSION_DENIED", 12 },
   { "ERROR_CODE_REPLICATION_TIMEOUT", 11 },
   { "ERROR_CODE_SNAPSHOT_REFUSED", 32 },
+  { "ERROR_CODE_TOO_MANY_CONNECTIONS", 35 },
   { "ERROR_CODE_TOO_MANY_WATCHERS", 19 },
   { "ERROR_CODE_UNAUTHENTICATED", 33 },
   { "ERROR_CODE_UNAVAILABLE", 9 },
@@ -390,9 +392,9 @@ const ProtobufCEnumDescriptor registry__v1__error_code__descriptor =
   "ErrorCode",
   "Registry__V1__ErrorCode",
   "registry.v1",
-  35,
+  36,
   registry__v1__error_code__enum_values_by_number,
-  35,
+  36,
   registry__v1__error_code__enum_values_by_name,
   2,
   registry__v1__error_code__value_ranges,

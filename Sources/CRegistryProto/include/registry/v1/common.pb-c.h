@@ -273,7 +273,13 @@ typedef enum _Registry__V1__ErrorCode {
    * depths differ, so they would file one bundle's devices under two vendors.
    * Give every node the same vendorDefaultDepth.
    */
-  REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH = 114
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_VENDOR_RULES_MISMATCH = 114,
+  /*
+   * The node holds as many connections as its --max-connections allows: sent
+   * in place of the answer to the Hello, then the connection closes.
+   * Retryable, here later or on another node.
+   */
+  REGISTRY__V1__ERROR_CODE__ERROR_CODE_TOO_MANY_CONNECTIONS = 115
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(REGISTRY__V1__ERROR_CODE)
 } Registry__V1__ErrorCode;
 
