@@ -83,6 +83,8 @@ final class ClientChannelHandler: ChannelDuplexHandler {
     private let session: CausalSession?
     /// The largest frame the server reads (its HelloAccepted's limits); nil until it answers.
     private var maxFrameBytes: Int?
+    /// The hello's request ID while its answer is awaited.
+    private var helloRequestID: UInt64?
 
     /// - Parameter maxCoalesced: single registrations per frame at most (1 sends each alone).
     /// - Parameter ackReplicas: peers that must hold each write before its answer.
@@ -163,6 +165,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             return
         }
         waiting[id] = waiter
+        if case .hello = body { helloRequestID = id }
         // A failed socket write closes the channel, and channelInactive fails every waiting request.
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
@@ -183,6 +186,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             return
         }
         session?.observe(frame.token)
+        if frame.requestID == helloRequestID { helloRequestID = nil }
         switch waiting.removeValue(forKey: frame.requestID) {
         case .single(let answer):
             if case .helloAccepted(let accepted) = frame.body {
@@ -199,9 +203,9 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             }
         case nil:
             guard case .error(let error) = frame.body else { break }
-            if maxFrameBytes == nil {
-                // Before the hello's answer only the hello waits, and a connection-level error
-                // refuses it (too many connections).
+            if helloRequestID != nil {
+                // Before the hello's answer a connection-level error refuses the hello (too
+                // many connections): no request goes before that answer.
                 failAll(.server(error))
             } else {
                 // An error of the connection's (a frame too large or malformed), after which the
