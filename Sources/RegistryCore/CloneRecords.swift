@@ -10,7 +10,9 @@ struct LaterIDFV: Hashable, Sendable {
 extension RegistryState {
     /// Records that slot `device` took later IDFV `claim` at `appeared`; the earliest such
     /// registration counts, so the record does not depend on the order registrations arrive in.
+    /// A gone set keeps none (``forgetCloneEvidence(of:)``).
     mutating func noteLaterIDFV(_ claim: UUID128, appeared: UInt64, on device: UInt32) {
+        if !goneRoots.isEmpty, goneRoots.contains(slots[device].canonical) { return }
         if let index = laterIDFVs[device]?.firstIndex(where: { $0.claim == claim }) {
             laterIDFVs[device]![index].appeared = min(laterIDFVs[device]![index].appeared, appeared)
         } else {
@@ -20,7 +22,9 @@ extension RegistryState {
 
     /// Adds a clone operation; one held already changes nothing. A split contests the keychain
     /// claim, moves the later IDFV's claim to its successor and creates the device that holds it.
+    /// A mark of a gone device is not kept (``forgetCloneEvidence(of:)``).
     public mutating func apply(_ op: CloneOp) {
+        if op.action != .split, isGone(op.device.id) { return }
         guard clones.insert(op).inserted else { return }
         digest &+= StateDigest.clone(op)
         cloneKeys.insert(op.key)
@@ -41,6 +45,24 @@ extension RegistryState {
                 record(.cloneSuspected(device: DeviceID(slots[root].id), vendor: vendor))
             }
         }
+    }
+
+    /// Drops what the slots of a gone set showed of clones: the later IDFVs they took and the
+    /// marks that name them, as a forget drops its app sightings. A split stays: it made a device
+    /// of its own and moved the later IDFV's claim to it, which every replica must agree on. The
+    /// same holds whichever order the forget and the evidence arrive in: evidence of a gone set is
+    /// not taken (``noteLaterIDFV(_:appeared:on:)``, ``apply(_:)-(CloneOp)``).
+    mutating func forgetCloneEvidence(of set: [UInt32]) {
+        for number in set { laterIDFVs.removeValue(forKey: number) }
+        guard !clones.isEmpty else { return }
+        let ids = Set(set.map { slots[$0].id })
+        let dropped = clones.filter { $0.action != .split && ids.contains($0.device.id.uuid) }
+        guard !dropped.isEmpty else { return }
+        for op in dropped {
+            clones.remove(op)
+            digest &-= StateDigest.clone(op)
+        }
+        cloneKeys = Set(clones.map(\.key))
     }
 
     private mutating func index(split op: CloneOp, vendor: UInt32) {

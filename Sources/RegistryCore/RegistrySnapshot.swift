@@ -328,7 +328,11 @@ extension RegistryState {
                 try enter(.aliases, record)
                 try check(member)
                 try check(root)
-                guard member != root, state.slots[root].canonical == root, state.slots[member].canonical == member else {
+                // One hop: the root is a head, and the member is a head with no aliases of its
+                // own (else they would be two hops from the root).
+                guard member != root, state.slots[root].canonical == root, state.slots[member].canonical == member,
+                    state.members[member] == nil
+                else {
                     throw SnapshotRestoreError("alias \(member) of \(root) is not one hop")
                 }
                 // The set's head is its winner by the merge rule. (Its vendor may differ from a

@@ -415,8 +415,9 @@ public struct RegistryState: Sendable {
         }
     }
 
-    /// Makes the merge set that canonical slot `root` heads gone, or keeps it so: its apps and
-    /// the binding changes that name its devices go; its devices and claims stay.
+    /// Makes the merge set that canonical slot `root` heads gone, or keeps it so: its apps, the
+    /// binding changes that name its devices and its clone evidence go; its devices, claims and
+    /// splits stay.
     mutating func bury(_ root: UInt32) {
         goneRoots.insert(root)
         let slot = slots[root]
@@ -430,6 +431,7 @@ public struct RegistryState: Sendable {
             digest &-= appFact(on: root, bundle: app.bundle, first: app.firstSeen, last: app.lastSeen)
         }
         purgeBindings(naming: ([root] + (members[root] ?? [])).map { slots[$0].id })
+        forgetCloneEvidence(of: [root] + (members[root] ?? []))
         if feedRecording != nil {
             record(.forgotten(devices: ([root] + (members[root] ?? [])).map { DeviceID(slots[$0].id) }, vendor: vendors[slot.vendor]))
         }

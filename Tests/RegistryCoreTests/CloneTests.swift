@@ -219,6 +219,36 @@ import Testing
         #expect(restored.snapshot() == expected && restored.digest == node.state.digest)
         #expect(restored.suspectedClones() == node.state.suspectedClones())
     }
+
+    /// A forgotten device keeps no clone evidence: its later IDFVs and its marks go from the
+    /// state and its snapshots, as its app sightings do (docs/security.md), whichever order the
+    /// forget and the evidence arrive in. A split stays: it gave the later IDFV a device of its own.
+    @Test(arguments: [ClonePolicy.Action.flag, .split])
+    func aForgottenDeviceKeepsNoCloneEvidenceInAnyOrder(action: ClonePolicy.Action) throws {
+        var node = Node("node-a", policy: try ClonePolicy(action: action))
+        let device = try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvA, onDay: 0).device
+        try node.register("com.v.a", keychain: Self.keychain, idfv: Self.idfvB, onDay: 10)
+        try node.register("com.v.b", keychain: Self.keychain, idfv: Self.idfvA, onDay: 12)
+        #expect(node.clones.count == 1)
+        let forget = Operation.forget(ForgetOp(device: try #require(node.state.canonical(of: device)), vendor: Vendor(trusted: "com.v")))
+        node.state.apply(forget)
+        node.logged.append(forget)
+        var records = [SnapshotRecord]()
+        node.state.forEachSnapshotRecord { records.append($0) }
+        let marks = records.compactMap { record -> CloneOp? in if case .clone(let op) = record { op } else { nil } }
+        let later = records.filter { if case .laterIDFV = $0 { true } else { false } }
+        #expect(marks.map(\.action) == (action == .flag ? [] : [.split]))
+        #expect(later.isEmpty, "\(later)")
+        #expect(node.state.suspectedClones().isEmpty)
+        let expected = node.state.snapshot()
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<40 {
+            var replica = RegistryState()
+            for op in node.logged.shuffled(using: &random) { replica.apply(op) }
+            #expect(replica.digest == node.state.digest)
+            #expect(replica.snapshot() == expected)
+        }
+    }
 }
 
 extension CloneTests {

@@ -126,6 +126,8 @@ import Testing
             names + [device(1), device(1)],
             names + [device(1), .alias(1, of: 0)],
             names + [device(1), device(2), device(3), .alias(1, of: 0), .alias(2, of: 1)],
+            // Two hops: 0 → 1, then 1 (which has an alias) → 2, each root winning its merge.
+            names + [device(3), device(2), device(1), .alias(0, of: 1), .alias(1, of: 2)],
             names + [device(1), .alias(0, of: 0)],
             // The head of a merged set is its winner (the earliest created).
             names + [device(1), device(2), .alias(0, of: 1)],
