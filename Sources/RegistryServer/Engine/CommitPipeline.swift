@@ -28,6 +28,10 @@ final class CommitPipeline: Sendable {
     let watchHub: WatchHub
     /// Called after every commit (see ``observeCommits(_:)``).
     private let durableObservers = Mutex<[@Sendable () -> Void]>([])
+    /// Work waiting to run between two commits (``runBetweenCommits(_:)``).
+    private let interjections = Mutex<[@Sendable () -> Void]>([])
+    /// Set while ``interjections`` may hold work: the commit loop reads it once per pass.
+    private let interjectionsWaiting = Atomic<Bool>(false)
     /// swift-metrics' view of ``DurableState/commitLatency``.
     private let commitLatencyMetric = Metrics.Timer(label: MetricCatalog.commitDuration.name)
     /// Operations per group commit.
@@ -87,6 +91,9 @@ final class CommitPipeline: Sendable {
     private func commitLoop() {
         var followsAnotherPass = false
         while true {
+            // Work waiting between commits runs between two passes, not once the writes stop:
+            // under steady writes the loop may not end for as long as they last.
+            if followsAnotherPass, interjectionsWaiting.load(ordering: .acquiring) { runInterjections() }
             if pacing.delayMicros > 0 {
                 let pending = core.withLockedValue { $0.commits.pendingOperations.count }
                 let delay = pacing.delay(pendingOperations: pending, followsAnotherPass: followsAnotherPass)
@@ -173,9 +180,39 @@ final class CommitPipeline: Sendable {
         for observer in durableObservers.withLock({ $0 }) { observer() }
     }
 
-    /// Runs `body` on the writer's queue, no commit running meanwhile, and returns what it returns.
-    func betweenCommits<Result>(_ body: () -> Result) -> Result {
-        writer.queue.sync(execute: body)
+    /// Runs `body` on the writer's queue, no commit running meanwhile, and returns what it returns
+    /// (``runBetweenCommits(_:)``); the caller's thread waits. Not from the writer's queue.
+    func betweenCommits<Result: Sendable>(_ body: @escaping @Sendable () -> Result) -> Result {
+        dispatchPrecondition(condition: .notOnQueue(writer.queue))
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result?>(nil)
+        runBetweenCommits {
+            outcome.withLock { $0 = body() }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0! }
+    }
+
+    /// Runs `job` on the writer's queue where the journal and the durable state agree: after the
+    /// commit pass under way, if any, and before the next. Operations taken after that pass
+    /// began may not be durable yet. A commit loop runs it between two of its passes; with none
+    /// running, its own block on the queue does.
+    func runBetweenCommits(_ job: @escaping @Sendable () -> Void) {
+        interjections.withLock { $0.append(job) }
+        interjectionsWaiting.store(true, ordering: .releasing)
+        writer.queue.async { self.runInterjections() }
+    }
+
+    /// Runs the work waiting between commits, in the order it came; on the writer's queue.
+    private func runInterjections() {
+        dispatchPrecondition(condition: .onQueue(writer.queue))
+        guard interjectionsWaiting.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let jobs = interjections.withLock { jobs in
+            defer { jobs.removeAll() }
+            return jobs
+        }
+        for job in jobs { job() }
     }
 
     // MARK: - Snapshots start between two commits
@@ -226,10 +263,13 @@ final class CommitPipeline: Sendable {
     func startErasureChecks() {
         let interval = core.withLockedValue { $0.erasure.withinNanos > 0 ? $0.erasure.checkIntervalNanos : 0 }
         guard interval > 0 else { return }
-        writer.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(interval))) { [self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(interval))) { [self] in
             guard !erasureStopped.load(ordering: .relaxed) else { return }
-            checkErasure()
-            startErasureChecks()
+            runBetweenCommits { [self] in
+                guard !erasureStopped.load(ordering: .relaxed) else { return }
+                checkErasure()
+                startErasureChecks()
+            }
         }
     }
 
@@ -280,7 +320,7 @@ final class CommitPipeline: Sendable {
     /// one was being taken already.
     func snapshotNow(completion: @escaping @Sendable (Result<Snapshotter.Taken, StorageError>?) -> Void) {
         guard core.withLockedValue({ $0.snapshotPolicy.startByRequest() }) else { return completion(nil) }
-        writer.queue.async {
+        runBetweenCommits {
             let (clock, through) = self.core.withLockedValue { ($0.node.clock.last, $0.durable.vector.sequences) }
             self.startSnapshot(through: through, clock: clock, completion: completion)
         }
