@@ -12,7 +12,10 @@ extension RegistryState {
     /// registration counts, so the record does not depend on the order registrations arrive in.
     /// A gone set keeps none (``forgetCloneEvidence(of:)``).
     mutating func noteLaterIDFV(_ claim: UUID128, appeared: UInt64, on device: UInt32) {
-        if !goneRoots.isEmpty, goneRoots.contains(slots[device].canonical) { return }
+        if !goneRoots.isEmpty, goneRoots.contains(slots[device].canonical) {
+            goneArrivals += 1
+            return
+        }
         if let index = laterIDFVs[device]?.firstIndex(where: { $0.claim == claim }) {
             laterIDFVs[device]![index].appeared = min(laterIDFVs[device]![index].appeared, appeared)
         } else {
@@ -24,7 +27,10 @@ extension RegistryState {
     /// claim, moves the later IDFV's claim to its successor and creates the device that holds it.
     /// A mark of a gone device is not kept (``forgetCloneEvidence(of:)``).
     public mutating func apply(_ op: CloneOp) {
-        if op.action != .split, isGone(op.device.id) { return }
+        if op.action != .split, isGone(op.device.id) {
+            goneArrivals += 1
+            return
+        }
         guard clones.insert(op).inserted else { return }
         digest &+= StateDigest.clone(op)
         cloneKeys.insert(op.key)

@@ -93,6 +93,11 @@ public struct RegistryState: Sendable {
     var forgottenNotReceived: [UUID128: Vendor?] = [:]
     /// The canonical slots of the merge sets that hold a tombstoned device: the gone sets.
     var goneRoots = Set<UInt32>()
+    /// Operations applied since this state was built that named a gone device and were dropped
+    /// for it, wholly or in part (a bind, an app sighting, clone evidence, a second forget): their
+    /// bytes went to the journal all the same (``erasures``). Not part of the state: a replica
+    /// built another way counts otherwise.
+    var goneArrivals = 0
     /// Every change of the cluster's vendor rules, and the rules they make.
     public private(set) var vendorRuleHistory = VendorRuleHistory()
     /// Counts vendor rule changes applied, so that a reader can tell cheaply whether the rules
@@ -404,7 +409,10 @@ public struct RegistryState: Sendable {
 
     /// Adds a tombstone: the merge set of `op.device` is gone, now or once the device arrives.
     public mutating func apply(_ op: ForgetOp) {
-        guard tombstones.insert(op.device.uuid).inserted else { return }
+        guard tombstones.insert(op.device.uuid).inserted else {
+            goneArrivals += 1
+            return
+        }
         digest &+= StateDigest.tombstone(op.device.uuid)
         if let number = slotNumber(of: op.device.uuid) {
             bury(slots[number].canonical)
@@ -459,6 +467,7 @@ public struct RegistryState: Sendable {
         // The changes of a gone device are not kept (``ForgetOp``); the watchers hear that the
         // account stays as it is.
         if isGone(change.device) {
+            goneArrivals += 1
             if let before { recordBindingEvents(of: key, before: before, change: change, touched: change.device) }
             return
         }
@@ -606,7 +615,10 @@ public struct RegistryState: Sendable {
     /// Joins an app sighting into canonical slot `root`: earliest first-seen, latest last-seen.
     mutating func see(_ bundle: UInt32, first: UInt64, last: UInt64, on root: UInt32) {
         // A gone set keeps no apps.
-        if !goneRoots.isEmpty, goneRoots.contains(root) { return }
+        if !goneRoots.isEmpty, goneRoots.contains(root) {
+            goneArrivals += 1
+            return
+        }
         if slots[root].app == Self.noApp {
             slots[root].app = bundle
             slots[root].firstSeen = first
@@ -707,6 +719,11 @@ public struct RegistryState: Sendable {
 
     /// Devices forgotten: the device IDs the forgets named.
     public var tombstoneCount: Int { tombstones.count }
+
+    /// Grows with every forget held and every operation since applied that named a gone device
+    /// (``goneArrivals``): each put bytes of a forgotten device in the journal, which an erasure
+    /// snapshot must take off the disk in time (`--erasure-within`).
+    public var erasures: Int { tombstones.count + goneArrivals }
 
     /// The canonical device of `id`, which may be an alias; nil when unknown.
     public func canonical(of id: DeviceID) -> DeviceID? {

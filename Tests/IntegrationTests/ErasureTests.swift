@@ -132,6 +132,65 @@ import Testing
         }.sorted()
     }
 
+    /// The account key's 16 bytes as the journal stores them (protobuf: the UUID's bytes in
+    /// order) and as snapshots do (each half little-endian).
+    static func stored(_ uuid: UUID128) -> (journal: [UInt8], snapshot: [UInt8]) {
+        (
+            [uuid.high, uuid.low].flatMap { word in stride(from: 56, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } },
+            [uuid.high, uuid.low].flatMap { word in stride(from: 0, through: 56, by: 8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } }
+        )
+    }
+
+    /// A bind made on a node cut off from the forget reaches the others after it: they drop it,
+    /// but their journals hold it, and it goes from every node's disk within the deadline of its
+    /// arrival, as a forget's records do. (Before, no erasure snapshot followed a late arrival,
+    /// and the journal file kept it until it filled.)
+    @Test func aBindThatArrivesAfterTheForgetGoesFromEveryNodesDiskOnTime() async throws {
+        let (cluster, relays) = try ClusterTests.relayedCluster(
+            isolating: 0, extra: ["--erasure-within", "4", "--snapshot-every-seconds", "0", "--snapshot-every-operations", "0"])
+        defer {
+            cluster.stop()
+            for relay in relays { relay.close() }
+        }
+        let erasure = ErasureTests()
+        let device = try erasure.json(
+            try erasure.ctl(["register", "--bundle", "com.v.a", "--idfv", "7a2c1b9e-0b7d-4c3e-9a51-2d8e4f6a7b92"], endpoint: cluster.nodes[1].endpoint))["deviceId"] as! String
+        _ = try await cluster.converged(within: 30)
+        for relay in relays { relay.cut() }
+        // Node A, cut off, binds; node B forgets meanwhile.
+        let bound = try erasure.json(
+            try erasure.ctl(["account", "bind", "--vendor", "com.v", "--account", "late-alice", "--device", device], endpoint: cluster.nodes[0].endpoint))
+        let keyText = try #require((bound["account"] as? [String: Any])?["accountKey"] as? String)
+        let key = try #require(UUID128(text: keyText))
+        let bytes = Self.stored(key)
+        #expect(try erasure.json(try erasure.ctl(["device", "forget", device], endpoint: cluster.nodes[1].endpoint))["outcome"] as? String == "forgotten")
+        #expect(try Self.files(in: cluster.directory(1), holding: bytes.journal).isEmpty, "node B has not heard of the bind yet")
+        // B and C take their erasure snapshots for the forget before the bind reaches them.
+        let taken = Date().addingTimeInterval(30)
+        while !(1...2).allSatisfy({ cluster.nodes[$0].log.contains("snapshot for erasure") }), Date() < taken {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect((1...2).allSatisfy { cluster.nodes[$0].log.contains("snapshot for erasure") }, "B and C took their erasure snapshots")
+        for relay in relays { relay.heal() }
+        _ = try await cluster.converged(within: 30)
+        #expect(try Self.files(in: cluster.directory(1), holding: bytes.journal).contains { $0.hasPrefix("journal") }, "the late bind is in B's journal")
+
+        // Within the deadline (4 s) of its arrival, plus the snapshots' time, no node's files hold it.
+        func holding() throws -> [String] {
+            try (0..<3).flatMap { index in
+                Set(try Self.files(in: cluster.directory(index), holding: bytes.journal) + Self.files(in: cluster.directory(index), holding: bytes.snapshot))
+                    .map { "\(ClusterTests.Cluster.names[index])/\($0)" }
+            }.sorted()
+        }
+        let deadline = Date().addingTimeInterval(40)
+        var left = try holding()
+        while !left.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            left = try holding()
+        }
+        #expect(left.isEmpty, "still on disk in \(left)")
+    }
+
     @Test func anIdleNodeErasesAForgottenDevicesBindingFromItsSnapshotsAndJournalOnTime() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

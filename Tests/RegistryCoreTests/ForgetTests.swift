@@ -54,6 +54,28 @@ import Testing
     /// apart with the SipHash of `Tests/Interop/interop.py`.
     static let generationOneOfIDFV1 = "48278c40-53cc-a5f8-ba5f-cbeaf7e1a45e"
 
+    /// ``RegistryState/erasures`` counts forgets and every operation after them that names a
+    /// gone device, which the state drops but the journal holds: a bind made where the forget had
+    /// not arrived, a registration that lands on the device, a second forget. Nothing else moves it.
+    @Test func operationsNamingAGoneDeviceCountAsErasures() throws {
+        var node = Node("node-a")
+        let device = try node.register("com.v.a", [(2, Self.idfv1)]).outcome.device
+        let other = try node.register("com.v.a", [(2, Self.idfv2)]).outcome.device
+        #expect(node.state.erasures == 0)
+        _ = node.forget(device)
+        #expect(node.state.erasures == 1)
+        // A bind of another device, and another device's registration, are no erasures.
+        node.state.apply(BindingChange(kind: .bind, vendor: Self.vendor, account: UUID128(high: 9, low: 9), device: other, time: node.clock.tick(wallMillis: 1_000), origin: node.id))
+        _ = try node.register("com.v.b", [(2, Self.idfv2)])
+        #expect(node.state.erasures == 1)
+        // A late bind of the gone device, from a node that had not heard of the forget.
+        node.state.apply(BindingChange(kind: .bind, vendor: Self.vendor, account: UUID128(high: 1, low: 2), device: device, time: node.clock.tick(wallMillis: 1_000), origin: NodeID(trusted: "node-b")))
+        #expect(node.state.erasures == 2)
+        // A second forget of it.
+        node.state.apply(.forget(ForgetOp(device: device, vendor: Self.vendor)))
+        #expect(node.state.erasures == 3)
+    }
+
     @Test func aForgottenDeviceAndItsAliasesAreGoneWithTheirAppsAndBindings() throws {
         var node = Node("node-a")
         let first = try node.register("com.v.a", [(2, Self.idfv1)]).outcome.device

@@ -276,8 +276,8 @@ final class CommitPipeline: Sendable {
     private func checkErasure() {
         let now = SystemClock.monotonicNanos()
         let start = core.withLockedValue { core -> (through: [LogID: UInt64], clock: HLCTimestamp)? in
-            if core.node.registry.tombstoneCount != core.erasure.tombstonesSeen {
-                core.erasure.observe(tombstones: core.node.registry.tombstoneCount, held: core.node.versionVector.sequences, nowNanos: now)
+            if core.node.registry.erasures != core.erasure.erasuresSeen {
+                core.erasure.observe(erasures: core.node.registry.erasures, held: core.node.versionVector.sequences, nowNanos: now)
             }
             let durable = core.durable.vector.sequences
             guard core.erasure.isDue(nowNanos: now, durable: durable), core.snapshotPolicy.startByRequest() else { return nil }

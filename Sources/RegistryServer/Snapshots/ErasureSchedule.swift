@@ -10,6 +10,10 @@ import RegistryCore
 /// journal file before it can be trimmed once every member holds it (the retention floor).
 /// Ordinary snapshots keep an older one beside them, so they do not count.
 ///
+/// An operation that names a device already gone puts its bytes in the journal too (a bind from
+/// a node cut off when the forget was made, say), though the state drops it: it counts as a
+/// forget here (``RegistryState/erasures``).
+///
 /// Forgets are gathered in groups: one group holds the forgets seen within a quarter of the
 /// deadline of its first, so that a steady stream of forgets costs one erasure snapshot per
 /// quarter, not one per forget. A group's snapshot is due half the deadline after its first
@@ -28,18 +32,18 @@ struct ErasureSchedule: Sendable, Equatable {
     }
 
     private(set) var groups: [Group] = []
-    /// Tombstones the state held when last looked at.
-    private(set) var tombstonesSeen = 0
+    /// The state's ``RegistryState/erasures`` when last looked at.
+    private(set) var erasuresSeen = 0
 
     init(withinSeconds: Int) {
         withinNanos = UInt64(withinSeconds) * 1_000_000_000
     }
 
-    /// The state now holds `tombstones` tombstones, and `held` of every log: those beyond the last
-    /// count are new forgets, seen at `nowNanos`.
-    mutating func observe(tombstones: Int, held: [LogID: UInt64], nowNanos: UInt64) {
-        defer { tombstonesSeen = tombstones }
-        guard withinNanos > 0, tombstones > tombstonesSeen else { return }
+    /// The state's ``RegistryState/erasures`` is now `erasures`, and it holds `held` of every
+    /// log: those beyond the last count are new forgets, seen at `nowNanos`.
+    mutating func observe(erasures: Int, held: [LogID: UInt64], nowNanos: UInt64) {
+        defer { erasuresSeen = erasures }
+        guard withinNanos > 0, erasures > erasuresSeen else { return }
         if let last = groups.last, nowNanos &- last.first < withinNanos / 4 {
             groups[groups.count - 1].held = held
         } else {

@@ -74,6 +74,10 @@ final class Snapshotter: @unchecked Sendable {
         /// Per log, the highest sequence every member is known to hold; journal files beyond it
         /// stay. Nil: no floor (a single node).
         var retentionFloor: [LogID: UInt64]?
+        /// The last trim kept a file only because the retention floor had not passed it: the
+        /// floor's next move trims again (``setRetentionFloor(_:)``), rather than the next snapshot,
+        /// which may be long in coming (a forgotten device's bytes must go on time).
+        var heldByFloor = false
     }
 
     private let bookkeeping = Mutex(Bookkeeping())
@@ -108,7 +112,27 @@ final class Snapshotter: @unchecked Sendable {
     /// Sets the retention floor: journal files holding operations past it are kept even when a
     /// snapshot covers them (the cluster sets it to what every member has acknowledged).
     func setRetentionFloor(_ floor: [LogID: UInt64]?) {
-        bookkeeping.withLock { $0.retentionFloor = floor }
+        let trimAgain = bookkeeping.withLock { bookkeeping -> Bool in
+            let moved = bookkeeping.retentionFloor != floor
+            bookkeeping.retentionFloor = floor
+            guard moved, bookkeeping.heldByFloor else { return false }
+            // The trim sets it again when the floor still holds a file back.
+            bookkeeping.heldByFloor = false
+            return true
+        }
+        // On the snapshots' queue: after a snapshot that is running, never beside it.
+        if trimAgain { queue.async { self.trimHeldFiles() } }
+    }
+
+    /// Trims the journal files the retention floor held back and no longer does.
+    private func trimHeldFiles() {
+        do {
+            // Sealed files only: the one being written is never sealed.
+            let removed = try trim(currentFile: .max)
+            if removed > 0 { logger.info("trimmed journal files once every member held them", metadata: ["files": "\(removed)"]) }
+        } catch {
+            logger.warning("could not trim the journal", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Takes a snapshot through `target` in the background unless one is running; `completion`
@@ -378,6 +402,13 @@ final class Snapshotter: @unchecked Sendable {
                 break
             }
         }
+        // Kept only for the floor: trimmed again once it moves.
+        let heldByFloor =
+            floor != nil
+            && index.files.first { $0.number == firstKept }.map { file in
+                file.sealed && file.number < currentFile && file.ranges.allSatisfy { log, range in range.upperBound <= covered[log] ?? 0 }
+            } == true
+        bookkeeping.withLock { $0.heldByFloor = heldByFloor }
         guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
         try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
         return Int(firstKept - oldest)

@@ -10,9 +10,9 @@ import Testing
 
     @Test func aForgetIsDueHalfTheDeadlineLaterOnceDurableAndASnapshotCoveringItClearsIt() {
         var schedule = ErasureSchedule(withinSeconds: 100)
-        schedule.observe(tombstones: 0, held: [a: 5], nowNanos: 0)
+        schedule.observe(erasures: 0, held: [a: 5], nowNanos: 0)
         #expect(schedule.groups.isEmpty && !schedule.isDue(nowNanos: 1_000 * second, durable: [a: 5]))
-        schedule.observe(tombstones: 1, held: [a: 7, b: 3], nowNanos: 10 * second)
+        schedule.observe(erasures: 1, held: [a: 7, b: 3], nowNanos: 10 * second)
         #expect(!schedule.isDue(nowNanos: 59 * second, durable: [a: 7, b: 3]) && schedule.isDue(nowNanos: 60 * second, durable: [a: 7, b: 3]))
         // Not durable yet (a slow disk): a snapshot would not hold the forget, so none is due.
         #expect(!schedule.isDue(nowNanos: 60 * second, durable: [a: 7, b: 2]))
@@ -22,15 +22,15 @@ import Testing
         schedule.erasureSnapshotTaken(covering: [a: 8, b: 3])
         #expect(schedule.groups.isEmpty && !schedule.isDue(nowNanos: 1_000 * second, durable: [a: 8, b: 3]))
         // The same count again is no new forget.
-        schedule.observe(tombstones: 1, held: [a: 9], nowNanos: 70 * second)
+        schedule.observe(erasures: 1, held: [a: 9], nowNanos: 70 * second)
         #expect(schedule.groups.isEmpty)
     }
 
     @Test func forgetsWithinAQuarterOfTheDeadlineShareOneSnapshotAndLaterOnesWaitForTheirOwn() {
         var schedule = ErasureSchedule(withinSeconds: 100)
-        schedule.observe(tombstones: 1, held: [a: 1], nowNanos: 0)
-        schedule.observe(tombstones: 3, held: [a: 4], nowNanos: 20 * second)
-        schedule.observe(tombstones: 4, held: [a: 6], nowNanos: 30 * second)
+        schedule.observe(erasures: 1, held: [a: 1], nowNanos: 0)
+        schedule.observe(erasures: 3, held: [a: 4], nowNanos: 20 * second)
+        schedule.observe(erasures: 4, held: [a: 6], nowNanos: 30 * second)
         #expect(schedule.groups == [.init(first: 0, held: [a: 4]), .init(first: 30 * second, held: [a: 6])])
         #expect(schedule.isDue(nowNanos: 50 * second, durable: [a: 4]))
         schedule.erasureSnapshotTaken(covering: [a: 4])
@@ -42,7 +42,7 @@ import Testing
 
     @Test func aDeadlineOf0TurnsItOffAndTheCheckIntervalIsBounded() {
         var off = ErasureSchedule(withinSeconds: 0)
-        off.observe(tombstones: 9, held: [a: 1], nowNanos: 0)
+        off.observe(erasures: 9, held: [a: 1], nowNanos: 0)
         #expect(off.groups.isEmpty && !off.isDue(nowNanos: .max / 2, durable: [a: 1]))
         #expect(ErasureSchedule(withinSeconds: 86_400).checkIntervalNanos == 60 * second)
         #expect(ErasureSchedule(withinSeconds: 1).checkIntervalNanos == second / 10)
