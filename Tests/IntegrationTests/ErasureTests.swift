@@ -172,8 +172,10 @@ import Testing
         }
         #expect((1...2).allSatisfy { cluster.nodes[$0].log.contains("snapshot for erasure") }, "B and C took their erasure snapshots")
         for relay in relays { relay.heal() }
+        // Converged, B and C hold A's log through the bind: it went through their journals (A's
+        // journal keeps what they lack, so it did not come in a snapshot). How soon it leaves
+        // them again is what is checked; it may have left already.
         _ = try await cluster.converged(within: 30)
-        #expect(try Self.files(in: cluster.directory(1), holding: bytes.journal).contains { $0.hasPrefix("journal") }, "the late bind is in B's journal")
 
         // Within the deadline (4 s) of its arrival, plus the snapshots' time, no node's files hold it.
         func holding() throws -> [String] {
