@@ -132,6 +132,17 @@ import Testing
         }.sorted()
     }
 
+    /// Waits, up to `seconds`, until `holding` names no file; returns what it names last.
+    static func waitUntilNoFile(within seconds: TimeInterval, _ holding: () throws -> [String]) async throws -> [String] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var left = try holding()
+        while !left.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            left = try holding()
+        }
+        return left
+    }
+
     /// The account key's 16 bytes as the journal stores them (protobuf: the UUID's bytes in
     /// order) and as snapshots do (each half little-endian).
     static func stored(_ uuid: UUID128) -> (journal: [UInt8], snapshot: [UInt8]) {
@@ -184,12 +195,7 @@ import Testing
                     .map { "\(ClusterTests.Cluster.names[index])/\($0)" }
             }.sorted()
         }
-        let deadline = Date().addingTimeInterval(40)
-        var left = try holding()
-        while !left.isEmpty, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(250))
-            left = try holding()
-        }
+        let left = try await Self.waitUntilNoFile(within: 40, holding)
         #expect(left.isEmpty, "still on disk in \(left)")
     }
 
@@ -204,10 +210,7 @@ import Testing
         let bound = try erasure.json(try erasure.ctl(["account", "bind", "--vendor", "com.v", "--account", "alice", "--device", device], endpoint: node.endpoint))
         let key = try #require((bound["account"] as? [String: Any])?["accountKey"] as? String)
         let uuid = try #require(UUID128(text: key))
-        // The account key's 16 bytes as the journal stores them (protobuf: the UUID's bytes in
-        // order) and as snapshots do (each half little-endian).
-        let inJournal = [uuid.high, uuid.low].flatMap { word in stride(from: 56, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } }
-        let inSnapshot = [uuid.high, uuid.low].flatMap { word in stride(from: 0, through: 56, by: 8).map { UInt8(truncatingIfNeeded: word >> UInt64($0)) } }
+        let (inJournal, inSnapshot) = Self.stored(uuid)
         func holding() throws -> [String] {
             Array(Set(try Self.files(in: temp.path, holding: inJournal) + Self.files(in: temp.path, holding: inSnapshot))).sorted()
         }
@@ -220,12 +223,7 @@ import Testing
 
         // Nothing else is written; within the deadline (4 s) and the erasure snapshot's time, no
         // file holds the binding any more.
-        let deadline = Date().addingTimeInterval(30)
-        var left = try holding()
-        while !left.isEmpty, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(250))
-            left = try holding()
-        }
+        let left = try await Self.waitUntilNoFile(within: 30, holding)
         #expect(left.isEmpty, "still on disk in \(left)")
         #expect(node.log.contains("snapshot for erasure"))
         // The device stays gone after a restart from what is left.

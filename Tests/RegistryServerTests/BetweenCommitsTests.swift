@@ -28,13 +28,7 @@ import Testing
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let disk = GatedFileSystem(holdingRenamesTo: nil)
-        var configuration = NodeConfiguration()
-        configuration.clusterSecret = "test cluster secret"
-        configuration.dataDirectory = temp.path
-        configuration.nodeID = try NodeID("node-a")
-        configuration.snapshotEveryOperations = 0
-        configuration.snapshotEverySeconds = 0
-        let engine = try RegistryEngine(configuration: configuration, logger: .quiet(), fs: disk)
+        let engine = try RegistryEngine(configuration: .withoutSnapshots(temp.path, node: "node-a"), logger: .quiet(), fs: disk)
         defer { engine.close() }
         let answered = Count()
 

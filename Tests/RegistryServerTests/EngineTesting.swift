@@ -35,3 +35,17 @@ extension Logger {
         return logger
     }
 }
+
+extension NodeConfiguration {
+    /// A test engine's configuration: the tests' cluster secret, its data directory and node ID,
+    /// and no snapshot unless the test takes one.
+    static func withoutSnapshots(_ path: String, node: String) throws -> NodeConfiguration {
+        var configuration = NodeConfiguration()
+        configuration.clusterSecret = "test cluster secret"
+        configuration.dataDirectory = path
+        configuration.nodeID = try NodeID(node)
+        configuration.snapshotEveryOperations = 0
+        configuration.snapshotEverySeconds = 0
+        return configuration
+    }
+}

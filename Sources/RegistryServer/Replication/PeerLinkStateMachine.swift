@@ -99,9 +99,10 @@ struct PeerLinkStateMachine {
     static let defaultAnswerTimeoutMillis: UInt64 = 10_000
     /// When the handshake step being waited for began, or the oldest batch in flight was sent.
     private var waitingSince: UInt64?
-    /// The address last answered as this node's own, and nothing has said otherwise since: its
-    /// checks again keep the status "own-address", so that the link does not count as a peer for
-    /// a moment each time (``ClusterPeers``, readiness, `registryctl`).
+    /// The address last answered as this node's own, and no other node has answered there since:
+    /// its checks again keep the status "own-address", so that the link does not count as a peer
+    /// for a moment each time (``ClusterPeers``, readiness, `registryctl`), and a check that
+    /// fails keeps it so.
     private(set) var recognisedOwnAddress = false
     /// How long an address that answered as this node's own waits before it is checked again:
     /// one connection a minute costs nothing, and a party that replayed the answer stops the link
@@ -307,7 +308,14 @@ struct PeerLinkStateMachine {
 
     private mutating func fail(_ reason: String, refusal: WireError? = nil, random: inout some RandomNumberGenerator) -> Action {
         if state == .stopped { return .none }
-        recognisedOwnAddress = false
+        if recognisedOwnAddress {
+            // A check of this node's own address that failed (a refusal, a timeout, no
+            // connection: this node at its --max-connections, or busy) says nothing against it:
+            // it stays this node's own until another node answers there.
+            state = .stopped
+            waitingSince = nil
+            return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: false)
+        }
         cursor = nil
         transfer = nil
         waitingSince = nil

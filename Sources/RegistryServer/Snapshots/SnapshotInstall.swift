@@ -38,13 +38,13 @@ struct SnapshotInstall: Sendable {
         } catch {
             return (.failure(RegistryEngine.snapshotRefused("the snapshot is damaged: \(error)")), [])
         }
-        return pipeline.betweenCommits { install(loaded) }
+        return pipeline.betweenCommits {
+            files.excludingSnapshots { install(loaded) }
+                ?? (.failure(RegistryEngine.snapshotRefused("this node is taking a snapshot of its own; send it again later", retryable: true)), [])
+        }
     }
 
     private func install(_ loaded: SnapshotStore.Loaded) -> (Result<VersionVector, WireError>, woken: [CausalWaits<RegistryEngine.CausalWaiter>.Released]) {
-        if files.isRunning {
-            return (.failure(RegistryEngine.snapshotRefused("this node is taking a snapshot of its own; send it again later", retryable: true)), [])
-        }
         let covered = loaded.metadata.versionVector
         let (durable, clock) = core.withLockedValue { ($0.durable.vector, $0.node.clock) }
         if let refusal = refusal(covering: covered, durable: durable) { return (.failure(refusal), []) }

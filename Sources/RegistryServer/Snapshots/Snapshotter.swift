@@ -109,6 +109,24 @@ final class Snapshotter: @unchecked Sendable {
 
     var isRunning: Bool { bookkeeping.withLock { $0.running } }
 
+    /// Runs `body` with no snapshot and no trim running meanwhile, and none starting until it
+    /// returns (a peer's snapshot's install, which changes what the snapshots cover); nil, and
+    /// `body` not run, when one is running.
+    func excludingSnapshots<Result>(_ body: () -> Result) -> Result? {
+        guard claimRunning() else { return nil }
+        defer { bookkeeping.withLock { $0.running = false } }
+        return body()
+    }
+
+    /// Marks a snapshot, a trim or an install as running; false when one is already.
+    private func claimRunning() -> Bool {
+        bookkeeping.withLock { state -> Bool in
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+    }
+
     /// Sets the retention floor: journal files holding operations past it are kept even when a
     /// snapshot covers them (the cluster sets it to what every member has acknowledged).
     func setRetentionFloor(_ floor: [LogID: UInt64]?) {
@@ -124,8 +142,15 @@ final class Snapshotter: @unchecked Sendable {
         if trimAgain { queue.async { self.trimHeldFiles() } }
     }
 
-    /// Trims the journal files the retention floor held back and no longer does.
+    /// Trims the journal files the retention floor held back and no longer does; not beside an
+    /// install (``excludingSnapshots(_:)``), which changes what the snapshots cover: the next
+    /// move of the floor tries again.
     private func trimHeldFiles() {
+        guard claimRunning() else {
+            bookkeeping.withLock { $0.heldByFloor = true }
+            return
+        }
+        defer { bookkeeping.withLock { $0.running = false } }
         do {
             // Sealed files only: the one being written is never sealed.
             let removed = try trim(currentFile: .max)
@@ -151,12 +176,7 @@ final class Snapshotter: @unchecked Sendable {
         fork: (() -> Result<ForkedSnapshot, ForkedWriter.Failure>)? = nil, isDurable: @escaping @Sendable (VersionVector) -> Bool = { _ in true },
         completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void
     ) {
-        let begin = bookkeeping.withLock { state -> Bool in
-            guard !state.running else { return false }
-            state.running = true
-            return true
-        }
-        guard begin else { return completion(nil) }
+        guard claimRunning() else { return completion(nil) }
         let forked: ForkedSnapshot?
         let forkStarted = SystemClock.monotonicNanos()
         let outcome = forks ? fork?() : nil
@@ -408,7 +428,14 @@ final class Snapshotter: @unchecked Sendable {
             && index.files.first { $0.number == firstKept }.map { file in
                 file.sealed && file.number < currentFile && file.ranges.allSatisfy { log, range in range.upperBound <= covered[log] ?? 0 }
             } == true
-        bookkeeping.withLock { $0.heldByFloor = heldByFloor }
+        // A floor that moved since it was read here finds no trim to ask again: ask now.
+        let trimAgain = bookkeeping.withLock { state -> Bool in
+            state.heldByFloor = heldByFloor
+            guard heldByFloor, state.retentionFloor != floor else { return false }
+            state.heldByFloor = false
+            return true
+        }
+        if trimAgain { queue.async { self.trimHeldFiles() } }
         guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
         try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
         return Int(firstKept - oldest)

@@ -16,13 +16,7 @@ import Testing
 /// the test needs.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct PeerBackpressureTests {
     static func configuration(_ path: String, node: String) throws -> NodeConfiguration {
-        var configuration = NodeConfiguration()
-        configuration.clusterSecret = "test cluster secret"
-        configuration.dataDirectory = path
-        configuration.nodeID = try NodeID(node)
-        configuration.snapshotEveryOperations = 0
-        configuration.snapshotEverySeconds = 0
-        return configuration
+        try .withoutSnapshots(path, node: node)
     }
 
     /// Six batches of the sender's own log, twenty registrations each, as peer frames.

@@ -214,13 +214,7 @@ import Testing
         let a = try open(dirA.path, node: "node-a")
         defer { a.close() }
         _ = try await trimmedSource(a)
-        var configuration = NodeConfiguration()
-        configuration.clusterSecret = "test cluster secret"
-        configuration.dataDirectory = dirB.path
-        configuration.nodeID = try NodeID("node-b")
-        configuration.snapshotEveryOperations = 0
-        configuration.snapshotEverySeconds = 0
-        let b = try RegistryEngine(configuration: configuration, logger: .quiet(), wallClock: { SystemClock.wallMillis() - 86_400_000 })
+        let b = try RegistryEngine(configuration: .withoutSnapshots(dirB.path, node: "node-b"), logger: .quiet(), wallClock: { SystemClock.wallMillis() - 86_400_000 })
         defer { b.close() }
         let before = b.snapshotState()
         let durableBefore = b.durableVector
