@@ -104,9 +104,9 @@ public struct FeedReader: Sendable {
     public func isCaughtUp(in feed: ChangeFeed) -> Bool { position >= feed.endPosition }
 
     /// Reads on from ``position``: the next events the filter matches, at most `limit`, looking
-    /// at no more than `scanLimit` events in all, and past either to the end of the last
-    /// operation's events. The cursor rises past every event looked at,
-    /// and to the feed's ``ChangeFeed/published`` once the reader is caught up.
+    /// at no more than `scanLimit` events in all. The cursor rises past every operation whose
+    /// events were all looked at, and to the feed's ``ChangeFeed/published`` once the reader is
+    /// caught up.
     public mutating func read(_ feed: ChangeFeed, limit: Int, scanLimit: Int = 65_536) throws(FeedReadError) -> FeedBatch {
         let scanned = try scan(feed, limit: limit, scanLimit: scanLimit)
         return FeedBatch(entries: scanned.positions.map { feed[$0] }, positions: scanned.positions, cursor: scanned.cursor)
@@ -126,9 +126,9 @@ public struct FeedReader: Sendable {
             let (log, sequence, matches) = feed.withEntry(at: position) { entry in
                 (entry.log, entry.sequence, everything || filter.matches(entry.event))
             }
-            let sameOperation = last.map { $0.log == log && $0.sequence == sequence } ?? false
-            // An operation's events go together: the cursor names operations, not events.
-            if positions.count >= limit || scanned >= scanLimit, !sameOperation { break }
+            // A read stops at its limits, inside an operation too: one operation may give more
+            // events than a frame may carry (a vendor's binding-policy change states every account).
+            if positions.count >= limit || scanned >= scanLimit { break }
             // The cursor rises once per run of one log (a log's sequences only grow in the feed).
             if let last, last.log != log { seen.raise(to: last.sequence, in: last.log) }
             last = (log, sequence)
@@ -136,7 +136,13 @@ public struct FeedReader: Sendable {
             position += 1
             scanned += 1
         }
-        if let last { seen.raise(to: last.sequence, in: last.log) }
+        if let last {
+            // The cursor names operations, not events: stopped inside an operation, it covers only
+            // the ones before (the log's earlier sequences all came before in the feed), and a
+            // watcher that resumes from it is given that operation's events again.
+            let inside = position < end && feed.withEntry(at: position) { $0.log == last.log && $0.sequence == last.sequence }
+            seen.raise(to: inside ? last.sequence - 1 : last.sequence, in: last.log)
+        }
         if position >= end { seen = seen.joined(with: feed.published) }
         return FeedScan(positions: positions, cursor: cursor)
     }

@@ -87,6 +87,39 @@ import Testing
         #expect(try fromNow.read(feed, limit: 1).entries.isEmpty)
     }
 
+    /// One operation may give more events than a frame carries (a vendor's binding-policy change
+    /// states every account): a read stops at its limit inside it, and the cursor then covers only
+    /// the operations before it, so that a watcher resuming from that cursor is given the whole
+    /// operation again. Before, a read took every event of the operation, however many.
+    @Test func aReadStopsInsideAnOperationWithMoreEventsThanItsLimitAndTheCursorWaitsForItsEnd() throws {
+        var feed = ChangeFeed(capacity: 10_000, holding: VersionVector())
+        var reader = try FeedReader(feed: feed, after: VersionVector(), filter: .everything)
+        feed.publish([entry(a, 1)], through: vector((a, 1)))
+        let big = (0..<1_000).map { index in
+            FeedEntry(
+                log: b, sequence: 1, time: HLCTimestamp(rawValue: 1 << 16),
+                event: .created(device: DeviceID(UUID128(high: 7, low: UInt64(index))), vendor: Vendor(trusted: "com.v")))
+        }
+        feed.publish(big, through: vector((a, 1), (b, 1)))
+        feed.publish([entry(a, 2)], through: vector((a, 2), (b, 1)))
+        var read = [FeedEntry]()
+        var cursors = [VersionVector?]()
+        while !reader.isCaughtUp(in: feed) {
+            let batch = try reader.read(feed, limit: 256)
+            #expect(batch.entries.count <= 256)
+            read += batch.entries
+            cursors.append(batch.cursor)
+        }
+        #expect(read == [entry(a, 1)] + big + [entry(a, 2)])
+        // 1 + 1,000 + 1 events, 256 a read: the cursor passes the big operation with the last.
+        #expect(cursors == [vector((a, 1)), vector((a, 1)), vector((a, 1)), vector((a, 2), (b, 1))])
+        // Resumed from a cursor given inside the operation: all of its events again.
+        var resumed = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
+        var again = [FeedEntry]()
+        while !resumed.isCaughtUp(in: feed) { again += try resumed.read(feed, limit: 256).entries }
+        #expect(again.filter { $0.log == b } == big)
+    }
+
     @Test func aReaderThatResumesGivesNoCursorUntilItIsPastWhatTheNodeHeldAndNeedsTheNodeToHoldItsCursor() throws {
         var feed = ChangeFeed(capacity: 100, holding: VersionVector())
         feed.publish([entry(b, 1)], through: vector((b, 1)))

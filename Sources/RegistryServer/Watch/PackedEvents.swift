@@ -45,8 +45,8 @@ struct PackedEvents {
         for position in positions {
             let slot = slots[index(position)]
             guard slot.position == position else {
-                // A read that spans more than the ring (one operation's events, past the scan
-                // limit) overwrote its own slot: this one event is packed alone.
+                // A read that spans more than the ring overwrote its own slot: this one event is
+                // packed alone.
                 if let run { close(run) }
                 run = nil
                 var alone = ByteBuffer()
