@@ -314,6 +314,7 @@ struct PeerLinkStateMachine {
             // it stays this node's own until another node answers there.
             state = .stopped
             waitingSince = nil
+            lastFailure = "checking that the address is this node's own: " + (refusal.map { "\(reason): \($0)" } ?? reason)
             return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: false)
         }
         cursor = nil

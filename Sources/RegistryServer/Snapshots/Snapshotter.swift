@@ -78,6 +78,10 @@ final class Snapshotter: @unchecked Sendable {
         /// floor's next move trims again (``setRetentionFloor(_:)``), rather than the next snapshot,
         /// which may be long in coming (a forgotten device's bytes must go on time).
         var heldByFloor = false
+        /// A peer's snapshot is being installed (``excludingSnapshots(_:)``): no trim meanwhile.
+        var installing = false
+        /// A trim the floor's move asked for is running (``trimHeldFiles()``): no install meanwhile.
+        var trimming = false
     }
 
     private let bookkeeping = Mutex(Bookkeeping())
@@ -109,22 +113,26 @@ final class Snapshotter: @unchecked Sendable {
 
     var isRunning: Bool { bookkeeping.withLock { $0.running } }
 
-    /// Runs `body` with no snapshot and no trim running meanwhile, and none starting until it
-    /// returns (a peer's snapshot's install, which changes what the snapshots cover); nil, and
-    /// `body` not run, when one is running.
+    /// Runs `body` with no snapshot and no trim running meanwhile (a peer's snapshot's install,
+    /// which changes what the snapshots cover); nil, and `body` not run, when one is running.
+    /// Call it on the writer's queue, where no snapshot starts meanwhile; a trim the floor asked
+    /// for waits until it is done.
     func excludingSnapshots<Result>(_ body: () -> Result) -> Result? {
-        guard claimRunning() else { return nil }
-        defer { bookkeeping.withLock { $0.running = false } }
-        return body()
-    }
-
-    /// Marks a snapshot, a trim or an install as running; false when one is already.
-    private func claimRunning() -> Bool {
-        bookkeeping.withLock { state -> Bool in
-            guard !state.running else { return false }
-            state.running = true
+        let claimed = bookkeeping.withLock { state -> Bool in
+            guard !state.running, !state.trimming else { return false }
+            state.installing = true
             return true
         }
+        guard claimed else { return nil }
+        defer {
+            let trimAgain = bookkeeping.withLock { state -> Bool in
+                state.installing = false
+                defer { state.heldByFloor = false }
+                return state.heldByFloor
+            }
+            if trimAgain { queue.async { self.trimHeldFiles() } }
+        }
+        return body()
     }
 
     /// Sets the retention floor: journal files holding operations past it are kept even when a
@@ -146,11 +154,17 @@ final class Snapshotter: @unchecked Sendable {
     /// install (``excludingSnapshots(_:)``), which changes what the snapshots cover: the next
     /// move of the floor tries again.
     private func trimHeldFiles() {
-        guard claimRunning() else {
-            bookkeeping.withLock { $0.heldByFloor = true }
-            return
+        // On the snapshots' queue, so never beside a snapshot; an install asks again when done.
+        let claimed = bookkeeping.withLock { state -> Bool in
+            guard !state.installing else {
+                state.heldByFloor = true
+                return false
+            }
+            state.trimming = true
+            return true
         }
-        defer { bookkeeping.withLock { $0.running = false } }
+        guard claimed else { return }
+        defer { bookkeeping.withLock { $0.trimming = false } }
         do {
             // Sealed files only: the one being written is never sealed.
             let removed = try trim(currentFile: .max)
@@ -176,7 +190,12 @@ final class Snapshotter: @unchecked Sendable {
         fork: (() -> Result<ForkedSnapshot, ForkedWriter.Failure>)? = nil, isDurable: @escaping @Sendable (VersionVector) -> Bool = { _ in true },
         completion: @escaping @Sendable (Result<Taken, StorageError>?) -> Void
     ) {
-        guard claimRunning() else { return completion(nil) }
+        let begin = bookkeeping.withLock { state -> Bool in
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        guard begin else { return completion(nil) }
         let forked: ForkedSnapshot?
         let forkStarted = SystemClock.monotonicNanos()
         let outcome = forks ? fork?() : nil

@@ -91,6 +91,7 @@ import Testing
         let full = ServerFrame(requestID: 0, body: .error(WireError(code: .tooManyConnections, message: "full", retryable: true)))
         #expect(machine.received(full, challenge: 1, random: &random) == recheck)
         #expect(machine.statusName == "own-address" && machine.failures == 0)
+        #expect(machine.lastFailure?.contains("this node's own") == true, "\(String(describing: machine.lastFailure))")
     }
 
     @Test func refusalsAndProtocolViolationsCloseAndRetry() {
