@@ -241,11 +241,11 @@ final class CommitPipeline: Sendable {
         ) { outcome in
             let covered: UInt64?
             if case .success(let taken) = outcome { covered = taken.operations } else { covered = nil }
-            if outcome != nil {
-                self.core.withLockedValue { core in
-                    core.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos())
-                    if erasing && covered != nil { core.erasure.erasureSnapshotTaken(covering: through) }
-                }
+            // Nil (another snapshot was running, one taken in the foreground) ends this one too:
+            // the policy would otherwise say one is being taken for good, and start none again.
+            self.core.withLockedValue { core in
+                core.snapshotPolicy.finished(covering: covered, nowNanos: SystemClock.monotonicNanos())
+                if erasing && covered != nil { core.erasure.erasureSnapshotTaken(covering: through) }
             }
             completion?(outcome)
         }
