@@ -11,7 +11,7 @@ import Testing
 
 /// Reading the log while the node serves, and trimming the journal after snapshots.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct LogReadingAndTrimmingTests: EngineTesting {
-    func open(_ path: String, fileBytes: Int = 32 << 10, everyOperations: Int = 0) throws -> RegistryEngine {
+    func open(_ path: String, fileBytes: Int = 32 << 10, everyOperations: Int = 0, fs: any FileSystem = PosixFileSystem()) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"
         configuration.dataDirectory = path
@@ -19,7 +19,7 @@ import Testing
         configuration.journalFileBytes = fileBytes
         configuration.snapshotEveryOperations = everyOperations
         configuration.snapshotEverySeconds = 0
-        return try RegistryEngine(configuration: configuration, logger: .quiet())
+        return try RegistryEngine(configuration: configuration, logger: .quiet(), fs: fs)
     }
 
     func register(_ engine: RegistryEngine, batches: Range<Int>) async -> [String] {
@@ -168,6 +168,47 @@ import Testing
         }
         let own = LogID(origin: engine.nodeID, epoch: engine.stats().logEpoch)
         #expect(try engine.logReader(for: own, from: 1).next(atMost: 1).first?.sequence == 1)
+    }
+
+    /// Journal files the retention floor held back go once it moves past them, with no snapshot
+    /// after; and that trim stands in no snapshot's way: one asked for while it runs is taken after
+    /// it. (At 762b200 such a trim took the snapshots' running flag: the snapshot was answered
+    /// "one is running", and the snapshot policy, left taking, never started one again.)
+    @Test func filesTheFloorHeldGoWhenItMovesAndASnapshotAskedForMeanwhileIsTaken() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let disk = GatedFileSystem(holdingRenamesTo: nil)
+        let engine = try open(temp.path, fs: disk)
+        defer { engine.close() }
+        func journalFiles() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: temp.path).filter { $0.hasPrefix("journal-") }.count }
+        engine.setRetentionFloor([:])
+        _ = await register(engine, batches: 0..<200)
+        let first = try #require(await snapshot(engine))
+        #expect(first.filesRemoved == 0, "the floor holds every file")
+        let before = try journalFiles()
+        #expect(before > 2)
+
+        // The floor passes everything: a trim starts, held at its first removal.
+        disk.holdNextRemove()
+        let own = LogID(origin: engine.nodeID, epoch: engine.stats().logEpoch)
+        engine.setRetentionFloor([own: .max])
+        guard await disk.waitUntilReached() else {
+            Issue.record("the trim never removed a file")
+            return
+        }
+        _ = await register(engine, batches: 200..<205)
+        let outcome = Mutex<Result<Snapshotter.Taken, StorageError>??>(nil)
+        engine.pipeline.snapshotNow { result in outcome.withLock { $0 = .some(result) } }
+        // Time for the request to reach the snapshots (an answer that one is running came here).
+        try await Task.sleep(for: .milliseconds(500))
+        disk.open()
+        #expect(try await poll(upTo: .seconds(60)) { outcome.withLock { $0 != nil } })
+        guard case .success? = outcome.withLock({ $0 }) ?? nil else {
+            Issue.record("the snapshot asked for during the trim was not taken: \(String(describing: outcome.withLock { $0 }))")
+            return
+        }
+        #expect(try journalFiles() < before, "the files the floor held went")
+        #expect(await snapshot(engine) != nil, "snapshots go on")
     }
 
     @Test func aNodeSnapshotsByItselfEveryNOperations() async throws {

@@ -3,7 +3,8 @@ import RegistryStorage
 import Synchronization
 
 /// The real disk, with one call held: the first rename whose destination's name starts with
-/// `prefix`, or the next sync after ``holdNextSync()``, is reached (``waitUntilReached(seconds:)``)
+/// `prefix`, or the next sync after ``holdNextSync()``, or the next removal after
+/// ``holdNextRemove()``, is reached (``waitUntilReached(seconds:)``)
 /// and then waits for ``open()``, at most ``holdSeconds``. A test uses it to act while the code
 /// that renames or syncs is stopped at that point (a snapshot install or a commit, inside the log
 /// writer's queue), so that a race that depends on timing happens every time.
@@ -18,6 +19,7 @@ public final class GatedFileSystem: FileSystem, Sendable {
     private let gate = DispatchSemaphore(value: 0)
     private let armed: Mutex<Bool>
     private let syncArmed = Mutex(false)
+    private let removeArmed = Mutex(false)
 
     /// `prefix` nil: no rename is held.
     public init(holdingRenamesTo prefix: String?) {
@@ -28,6 +30,11 @@ public final class GatedFileSystem: FileSystem, Sendable {
     /// Holds the next sync, until ``open()``.
     public func holdNextSync() {
         syncArmed.withLock { $0 = true }
+    }
+
+    /// Holds the next removal of a file, until ``open()``.
+    public func holdNextRemove() {
+        removeArmed.withLock { $0 = true }
     }
 
     /// Lets the held rename go on.
@@ -85,7 +92,10 @@ public final class GatedFileSystem: FileSystem, Sendable {
         try inner.sync(file)
     }
     public func close(_ file: FileHandle) { inner.close(file) }
-    public func remove(_ path: String) throws(StorageError) { try inner.remove(path) }
+    public func remove(_ path: String) throws(StorageError) {
+        holdOnce(removeArmed)
+        try inner.remove(path)
+    }
     public func list(_ directory: String) throws(StorageError) -> [String] { try inner.list(directory) }
     public func syncDirectory(_ directory: String) throws(StorageError) { try inner.syncDirectory(directory) }
     public func availableBytes(in directory: String) throws(StorageError) -> UInt64 { try inner.availableBytes(in: directory) }
