@@ -167,10 +167,8 @@ struct PeerLinkStateMachine {
         switch frame.body {
         case .helloAccepted(let accepted):
             if accepted.instanceID == ownInstanceID && accepted.nodeID == ownNodeID.value {
-                state = .stopped
-                waitingSince = nil
                 defer { recognisedOwnAddress = true }
-                return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: !recognisedOwnAddress)
+                return skipOwnAddress(first: !recognisedOwnAddress)
             }
             recognisedOwnAddress = false
             guard let peer = try? NodeID(accepted.nodeID) else {
@@ -306,22 +304,32 @@ struct PeerLinkStateMachine {
         start()
     }
 
+    /// The address is this node's own (as far as anything says): nothing until it is checked again.
+    private mutating func skipOwnAddress(first: Bool) -> Action {
+        state = .stopped
+        waitingSince = nil
+        return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: first)
+    }
+
+    /// A failure as status shows it: why, and what the peer said, if anything.
+    private static func failure(_ reason: String, _ refusal: WireError?) -> String {
+        refusal.map { "\(reason): \($0)" } ?? reason
+    }
+
     private mutating func fail(_ reason: String, refusal: WireError? = nil, random: inout some RandomNumberGenerator) -> Action {
         if state == .stopped { return .none }
         if recognisedOwnAddress {
             // A check of this node's own address that failed (a refusal, a timeout, no
             // connection: this node at its --max-connections, or busy) says nothing against it:
             // it stays this node's own until another node answers there.
-            state = .stopped
-            waitingSince = nil
-            lastFailure = "checking that the address is this node's own: " + (refusal.map { "\(reason): \($0)" } ?? reason)
-            return .ownAddress(recheckInMillis: Self.ownAddressRecheckMillis, first: false)
+            lastFailure = "checking that the address is this node's own: " + Self.failure(reason, refusal)
+            return skipOwnAddress(first: false)
         }
         cursor = nil
         transfer = nil
         waitingSince = nil
         failures += 1
-        lastFailure = refusal.map { "\(reason): \($0)" } ?? reason
+        lastFailure = Self.failure(reason, refusal)
         let proven: Bool
         if case .streaming = state { proven = true } else { proven = false }
         state = .disconnected

@@ -82,6 +82,14 @@ final class Snapshotter: @unchecked Sendable {
         var installing = false
         /// A trim the floor's move asked for is running (``trimHeldFiles()``): no install meanwhile.
         var trimming = false
+
+        /// Whether to trim again for ``heldByFloor``, when `condition` holds; clears it when so
+        /// (the trim sets it again if the floor still holds a file back).
+        mutating func takeHeldTrim(when condition: Bool = true) -> Bool {
+            guard condition, heldByFloor else { return false }
+            heldByFloor = false
+            return true
+        }
     }
 
     private let bookkeeping = Mutex(Bookkeeping())
@@ -125,12 +133,12 @@ final class Snapshotter: @unchecked Sendable {
         }
         guard claimed else { return nil }
         defer {
-            let trimAgain = bookkeeping.withLock { state -> Bool in
+            if bookkeeping.withLock({ state -> Bool in
                 state.installing = false
-                defer { state.heldByFloor = false }
-                return state.heldByFloor
+                return state.takeHeldTrim()
+            }) {
+                trimHeldFilesLater()
             }
-            if trimAgain { queue.async { self.trimHeldFiles() } }
         }
         return body()
     }
@@ -141,13 +149,15 @@ final class Snapshotter: @unchecked Sendable {
         let trimAgain = bookkeeping.withLock { bookkeeping -> Bool in
             let moved = bookkeeping.retentionFloor != floor
             bookkeeping.retentionFloor = floor
-            guard moved, bookkeeping.heldByFloor else { return false }
-            // The trim sets it again when the floor still holds a file back.
-            bookkeeping.heldByFloor = false
-            return true
+            return bookkeeping.takeHeldTrim(when: moved)
         }
-        // On the snapshots' queue: after a snapshot that is running, never beside it.
-        if trimAgain { queue.async { self.trimHeldFiles() } }
+        if trimAgain { trimHeldFilesLater() }
+    }
+
+    /// Queues ``trimHeldFiles()`` on the snapshots' queue: after a snapshot that is running,
+    /// never beside it.
+    private func trimHeldFilesLater() {
+        queue.async { self.trimHeldFiles() }
     }
 
     /// Trims the journal files the retention floor held back and no longer does; not beside an
@@ -430,31 +440,23 @@ final class Snapshotter: @unchecked Sendable {
         guard let covered else { return 0 }
         let floor = bookkeeping.withLock { $0.retentionFloor }
         var firstKept: UInt64?
+        // The first file kept was kept only for the floor: trimmed again once it moves.
+        var heldByFloor = false
         for file in index.files {
-            let done =
-                file.sealed && file.number < currentFile
-                && file.ranges.allSatisfy { log, range in
-                    range.upperBound <= covered[log] ?? 0 && range.upperBound <= floor.map { $0[log] ?? 0 } ?? .max
-                }
-            if !done {
+            let snapshotted = file.sealed && file.number < currentFile && file.ranges.allSatisfy { log, range in range.upperBound <= covered[log] ?? 0 }
+            let passed = file.ranges.allSatisfy { log, range in range.upperBound <= floor.map { $0[log] ?? 0 } ?? .max }
+            if !(snapshotted && passed) {
                 firstKept = file.number
+                heldByFloor = snapshotted
                 break
             }
         }
-        // Kept only for the floor: trimmed again once it moves.
-        let heldByFloor =
-            floor != nil
-            && index.files.first { $0.number == firstKept }.map { file in
-                file.sealed && file.number < currentFile && file.ranges.allSatisfy { log, range in range.upperBound <= covered[log] ?? 0 }
-            } == true
         // A floor that moved since it was read here finds no trim to ask again: ask now.
         let trimAgain = bookkeeping.withLock { state -> Bool in
             state.heldByFloor = heldByFloor
-            guard heldByFloor, state.retentionFloor != floor else { return false }
-            state.heldByFloor = false
-            return true
+            return state.takeHeldTrim(when: state.retentionFloor != floor)
         }
-        if trimAgain { queue.async { self.trimHeldFiles() } }
+        if trimAgain { trimHeldFilesLater() }
         guard let firstKept, let oldest = index.files.first?.number, firstKept > oldest else { return 0 }
         try CommitJournal.removeFiles(below: firstKept, in: directory, on: fs, index: index)
         return Int(firstKept - oldest)
