@@ -502,9 +502,10 @@ public struct RegistryState: Sendable {
         if op.seen.rawValue > op.device.created.rawValue, !op.claims.isEmpty, let idfv = op.claims.first(where: { $0.kind == .idfv }) {
             noteLaterIDFV(idfv.value, appeared: op.seen.rawValue, on: device)
         }
-        for other in op.merged where other.vendor == op.device.vendor {
-            union(slot(for: other), device)
-        }
+        // Every device the deciding node merged, whatever vendor its ref names: a node that has
+        // not applied a vendor move holds sets filed under both of the vendors it joins, and a
+        // merge it answered must hold on every replica, before the move arrives and after.
+        for other in op.merged { union(slot(for: other), device) }
         see(bundles.intern(op.bundle), first: op.seen.rawValue, last: op.seen.rawValue, on: slots[device].canonical)
         return device
     }

@@ -81,7 +81,7 @@ struct GoneOracle {
                     let key = "\(op.device.vendor.name)|\(claim.kind.rawValue)|\(claim.value.high)|\(claim.value.low)"
                     if let first = firstClaimant[key] { connect(first, op.device.id) } else { firstClaimant[key] = op.device.id }
                 }
-                for other in op.merged where other.vendor == op.device.vendor {
+                for other in op.merged {
                     add(other.id)
                     connect(op.device.id, other.id)
                 }

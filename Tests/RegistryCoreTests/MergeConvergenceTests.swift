@@ -209,7 +209,7 @@ struct ExpectedState {
             for identifier in op.claims {
                 claimants[RegistryState.Snapshot.Claim(vendor: op.device.vendor, identifier: identifier), default: []].append(op.device.id)
             }
-            for other in op.merged where other.vendor == op.device.vendor {
+            for other in op.merged {
                 note(other)
                 connect(op.device.id, other.id)
             }

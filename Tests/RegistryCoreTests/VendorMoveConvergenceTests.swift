@@ -10,6 +10,8 @@ struct VendorMoveWorkload {
     private(set) var operations: [Operation] = []
     /// Rule changes that carried a move.
     private(set) var moves = 0
+    /// What each registration answered: the device, and the devices it said were merged into it.
+    private(set) var answers: [(device: DeviceID, replaced: [DeviceID])] = []
 
     init(seed: UInt64) {
         var random = SplitMix64(seed: seed)
@@ -34,10 +36,11 @@ struct VendorMoveWorkload {
                 let presented = ConvergenceWorkloads.presented(from: identifiers, using: &random)
                 let bundle = ["com.a.mail", "com.b.maps", "com.c.tv"][Int(random.next() % 3)]
                 let registration = try! Registration(bundle: bundle, identifiers: presented, rules: rules)
-                operation = .registration(
-                    states[node].register(registration, at: now, origin: nodes[node]) { generation in
-                        DeviceID.new(for: registration, at: now, generation: generation, key: key, using: &random)
-                    }.operation)
+                let (op, outcome) = states[node].register(registration, at: now, origin: nodes[node]) { generation in
+                    DeviceID.new(for: registration, at: now, generation: generation, key: key, using: &random)
+                }
+                answers.append((outcome.device, outcome.replaced))
+                operation = .registration(op)
             } else if roll < 8 {
                 let known = states[node].snapshot().devices.keys.sorted()
                 let device = known[Int(random.next() % UInt64(known.count))]
@@ -131,6 +134,64 @@ struct VendorMoveWorkload {
         #expect(restored.snapshot() == snapshot && restored.digest == state.digest)
     }
 
+    /// Registers `identifiers` (kind, UUID) for `bundle` on node `origin`; the operation and the answer.
+    func registration(
+        _ state: inout RegistryState, _ bundle: String, _ identifiers: [(IdentifierKind, UUID128)], at millis: UInt64, on origin: String
+    ) throws -> (operation: RegistrationOp, outcome: RegistrationOutcome) {
+        let presented = identifiers.map { PresentedIdentifier(rawKind: $0.0.rawValue, text: $0.1.text) }
+        let history = state.vendorRuleHistory
+        let rules = try VendorRules(rules: history.rules, defaultScope: .labels(2), aliases: history.aliases)
+        let registration = try Registration(bundle: bundle, identifiers: presented, rules: rules)
+        var random = SplitMix64(seed: millis)
+        let now = HLCTimestamp(millis: millis, counter: 0)
+        return state.register(registration, at: now, origin: NodeID(trusted: origin)) { generation in
+            DeviceID.new(for: registration, at: now, generation: generation, key: MintingKey(secret: "k"), using: &random)
+        }
+    }
+
+    /// A node that has not heard of a move holds a merge set whose devices are filed under both
+    /// of the vendors it joins (a merge that a node with the move made). A registration there
+    /// that joins that set with a device of the old vendor answers the device replaced; every
+    /// replica, in every order, must hold the two merged, as answered.
+    @Test func aMergeAnsweredBeforeTheMoveArrivedHoldsOnEveryReplica() throws {
+        let (one, two, five) = (UUID128(high: 1, low: 1), UUID128(high: 2, low: 2), UUID128(high: 5, low: 5))
+        let (keychainTwo, keychainFive) = (UUID128(high: 0xC2, low: 2), UUID128(high: 0xC5, low: 5))
+        var moved = RegistryState()
+        var behind = RegistryState()
+        // com.b's device first, so that it wins every merge below.
+        let d2 = try registration(&moved, "com.b.maps", [(.idfv, two), (.keychain, keychainTwo)], at: 10, on: "node-m").operation
+        let d1 = try registration(&moved, "com.a.mail", [(.idfv, one)], at: 20, on: "node-m").operation
+        let move = VendorRuleChange(
+            kind: .set, name: "ab", rule: try VendorRule(name: "ab", prefixes: ["com.a", "com.b"]), time: HLCTimestamp(millis: 30, counter: 0),
+            origin: NodeID(trusted: "node-m"), move: VendorMove(from: ["com.a", "com.b"], into: "ab"))
+        moved.apply(.vendorRule(move))
+        // On the moved node: one registration presents com.a's IDFV with com.b's keychain UUID.
+        let join = try registration(&moved, "com.a.mail", [(.idfv, one), (.keychain, keychainTwo)], at: 40, on: "node-m").operation
+        #expect(join.device.id == d2.device.id && join.merged.map(\.id) == [d1.device.id])
+
+        for op in [d2, d1, join] { behind.apply(.registration(op)) }
+        let d5 = try registration(&behind, "com.a.mail", [(.idfv, five), (.keychain, keychainFive)], at: 50, on: "node-n").operation
+        // Behind the move: com.a's IDFV leads to the set of com.b's device, the keychain UUID to d5.
+        let (answered, outcome) = try registration(&behind, "com.a.mail", [(.idfv, one), (.keychain, keychainFive)], at: 60, on: "node-n")
+        #expect(outcome.device == d2.device.id && outcome.replaced.contains(d5.device.id))
+        #expect(behind.canonical(of: d5.device.id) == d2.device.id, "the node that answered does not hold its answer")
+
+        let operations: [Operation] = [.registration(d2), .registration(d1), .vendorRule(move), .registration(join), .registration(d5), .registration(answered)]
+        var reference: RegistryState?
+        var random = SplitMix64(seed: 7)
+        for round in 0..<24 {
+            var replica = RegistryState()
+            for operation in round == 0 ? operations : operations.shuffled(using: &random) { replica.apply(operation) }
+            #expect(replica.canonical(of: d5.device.id) == d2.device.id, "round \(round): the answered merge was dropped")
+            #expect(replica.digest == replica.recomputedDigest())
+            if let reference {
+                #expect(replica.snapshot() == reference.snapshot() && replica.digest == reference.digest, "round \(round)")
+            } else {
+                reference = replica
+            }
+        }
+    }
+
     @Test func movesConvergeInEveryOrderToWhatTheOperationsNameUnderTheJoinedVendors() throws {
         var moves = 0
         var refiled = 0
@@ -159,6 +220,12 @@ struct VendorMoveWorkload {
             #expect(held.claims.count == expected.owner.count, "seed \(seed)")
             for (claim, owner) in held.claims {
                 #expect(expected.owner[ExpectedCanonical.key(vendor: claim.vendor, identifier: claim.identifier)] == owner.uuid, "seed \(seed): \(claim)")
+            }
+            // A merge once answered holds: sets only ever join.
+            for answer in workload.answers {
+                for replaced in answer.replaced {
+                    #expect(reference.canonical(of: replaced) == reference.canonical(of: answer.device), "seed \(seed): an answered merge was dropped")
+                }
             }
             #expect(held.devices.values.allSatisfy { aliases[$0.ref.vendor.name] == nil }, "seed \(seed): a device filed under a moved name")
             #expect(held.bindings.allSatisfy { aliases[$0.vendor.name] == nil }, "seed \(seed): a binding filed under a moved name")

@@ -68,7 +68,7 @@ public struct ExpectedCanonical {
                 if let known = owner[key], !Self.bytes(id).lexicographicallyPrecedes(Self.bytes(known)) { continue }
                 owner[key] = id
             }
-            for other in op.merged where other.vendor == op.device.vendor {
+            for other in op.merged {
                 note(other)
                 connect(op.device.id.uuid, other.id.uuid)
             }
