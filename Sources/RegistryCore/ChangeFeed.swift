@@ -29,6 +29,12 @@ public struct FeedEntry: Hashable, Sendable {
 /// - a cursor that does not cover ``floor`` names a state whose later events are gone: expired.
 ///
 /// Events are dropped a whole batch at a time, oldest first, once more than `capacity` are held.
+///
+/// A forget erases what the feed held of the forgotten devices' accounts (`docs/security.md`):
+/// every account event (bound, unbound) of an operation before the forget that names one of its
+/// devices becomes ``FeedEvent/erased``, which readers pass over. The forget's own events state
+/// each of those accounts as it is after it, so a watcher that folds the feed from before the
+/// forget ends where the node is, as it did when it read them.
 public struct ChangeFeed: Sendable {
     /// Events held at most (a batch bigger than that is held alone until the next).
     public let capacity: Int
@@ -46,6 +52,10 @@ public struct ChangeFeed: Sendable {
     public private(set) var published: VersionVector
     /// Counts ``restart(holding:)``s: a reader of an earlier generation read a state that is gone.
     public private(set) var generation = 0
+    /// The positions of the account events held, oldest first from `accountHead`: what a forget
+    /// looks through (most events are not account events).
+    private var accountEvents: [UInt64] = []
+    private var accountHead = 0
 
     /// An empty feed of a node that holds `vector` (its state is what came before: the start is
     /// the floor). Its pages of events come from `pages` (see ``FeedPages``).
@@ -63,14 +73,53 @@ public struct ChangeFeed: Sendable {
     /// Events held.
     public var count: Int { entries.count }
 
-    /// Adds the events of one commit, in apply order, after which the node holds `vector`.
-    public mutating func publish(_ events: [FeedEntry], through vector: VersionVector) {
+    /// Adds the events of one commit, in apply order, after which the node holds `vector`;
+    /// returns the positions of the events its forgets erased (see ``ChangeFeed``), oldest first.
+    @discardableResult
+    public mutating func publish(_ events: [FeedEntry], through vector: VersionVector) -> [UInt64] {
+        var erased = [UInt64]()
         if !events.isEmpty {
-            batches.append((endPosition, published))
+            let start = endPosition
+            batches.append((start, published))
             entries.append(contentsOf: events)
+            for (index, entry) in events.enumerated() {
+                switch entry.event {
+                case .bound, .unbound:
+                    accountEvents.append(start + UInt64(index))
+                case .forgotten(let devices, _):
+                    // The forget's own events, before this one, stay: they state the accounts now.
+                    var first = index
+                    while first > 0, events[first - 1].log == entry.log, events[first - 1].sequence == entry.sequence { first -= 1 }
+                    erased += erase(accountsOf: Set(devices), before: start + UInt64(first))
+                default: break
+                }
+            }
         }
         published = vector
         trim()
+        return erased
+    }
+
+    /// Erases the account events before `end` that name any of `devices`; their positions.
+    private mutating func erase(accountsOf devices: Set<DeviceID>, before end: UInt64) -> [UInt64] {
+        var erased = [UInt64]()
+        var kept = [UInt64]()
+        kept.reserveCapacity(accountEvents.count - accountHead)
+        for position in accountEvents[accountHead...] {
+            let index = Int(position - firstPosition)
+            if position < end, entries.withEntry(at: index, { $0.event.namesAccount(with: devices) }) {
+                let entry = entries[index]
+                entries.replace(at: index, with: FeedEntry(log: entry.log, sequence: entry.sequence, time: entry.time, event: .erased))
+                erased.append(position)
+            } else {
+                kept.append(position)
+            }
+        }
+        if !erased.isEmpty {
+            accountEvents = kept
+            accountHead = 0
+        }
+        return erased
     }
 
     /// A state installed from elsewhere (a peer's snapshot) replaced the node's, which holds
@@ -81,6 +130,8 @@ public struct ChangeFeed: Sendable {
         entries.removeAll()
         batches = []
         batchHead = 0
+        accountEvents = []
+        accountHead = 0
         floor = vector
         published = vector
     }
@@ -120,6 +171,11 @@ public struct ChangeFeed: Sendable {
             batchHead += 1
         }
         floor = batches[batchHead].before
+        while accountHead < accountEvents.count, accountEvents[accountHead] < firstPosition { accountHead += 1 }
+        if accountHead > accountEvents.count / 2 {
+            accountEvents.removeFirst(accountHead)
+            accountHead = 0
+        }
         // Compacted when the dropped part outgrows what is held, so each batch moves O(1) times.
         if batchHead > batches.count / 2 {
             batches.removeFirst(batchHead)

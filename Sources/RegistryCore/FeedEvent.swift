@@ -30,10 +30,15 @@ public enum FeedEvent: Hashable, Sendable {
     /// As ``cloneSuspected(device:vendor:)``, and the later IDFV now has `newDevice` of its own
     /// (``CloneOp``, split).
     indirect case split(device: DeviceID, newDevice: DeviceID, vendor: Vendor)
+    /// What an account event said before a forget of a device it named (``ChangeFeed``'s
+    /// erasure, `docs/security.md`): nothing is left of it. No filter matches it, so no watcher
+    /// is sent it, and its place in the feed (its operation) stays.
+    case erased
 
-    /// What kind of change it is, for filters.
-    public var kind: FeedEventKind {
+    /// What kind of change it is, for filters; nil for ``erased``, which no filter matches.
+    public var kind: FeedEventKind? {
         switch self {
+        case .erased: return nil
         case .created: return .created
         case .merged: return .merged
         case .forgotten: return .forgotten
@@ -44,9 +49,21 @@ public enum FeedEvent: Hashable, Sendable {
         }
     }
 
-    /// The vendor the change belongs to; nil only for a forget of a device this replica never held.
+    /// Whether an account event (bound or unbound) names one of `devices`, as the device it is
+    /// about or among the devices the account is bound to.
+    func namesAccount(with devices: Set<DeviceID>) -> Bool {
+        switch self {
+        case .bound(_, let device, let bound), .unbound(_, let device, _, let bound):
+            return devices.contains(device) || bound.contains { devices.contains($0) }
+        default: return false
+        }
+    }
+
+    /// The vendor the change belongs to; nil only for a forget of a device this replica never
+    /// held, and for ``erased``.
     public var vendor: Vendor? {
         switch self {
+        case .erased: return nil
         case .created(_, let vendor), .merged(_, _, let vendor): return vendor
         case .forgotten(_, let vendor): return vendor
         case .cloneSuspected(_, let vendor), .split(_, _, let vendor): return vendor

@@ -62,6 +62,19 @@ struct FeedPages: Sendable {
         count = 0
     }
 
+    /// Puts `entry` in place of the `index`-th event held. A page that a copy of the feed shares
+    /// is copied first, so that the copy keeps what it held.
+    mutating func replace(at index: Int, with entry: FeedEntry) {
+        let at = head + index
+        let page = at / Self.pageSize
+        if !isKnownUniquelyReferenced(&pages[page]) {
+            let copy = newPage()
+            copy.append(contentsOf: pages[page])
+            pages[page] = copy
+        }
+        pages[page].replace(at: at % Self.pageSize, with: entry)
+    }
+
     /// `body`'s answer about the `index`-th event held, lent rather than copied.
     func withEntry<Result>(at index: Int, _ body: (borrowing FeedEntry) -> Result) -> Result {
         let at = head + index
@@ -94,10 +107,10 @@ struct FeedPages: Sendable {
 /// Up to ``capacity`` feed entries in a block from a ``TableAllocator``, in order.
 ///
 /// `@unchecked Sendable`: the entries are reached through a pointer, which the compiler cannot
-/// check. ``FeedPages`` writes to a page (``append(_:)``, ``removeAll()``) only while it holds
+/// check. ``FeedPages`` writes to a page (``append(_:)``, ``replace(at:with:)``, ``removeAll()``) only while it holds
 /// the only reference to it (`isKnownUniquelyReferenced`, checked on the one thread that holds
-/// that `FeedPages` mutably: before appending to its last page, before emptying a dropped page,
-/// and before reusing a kept one), and every other use only reads entries already written; so
+/// that `FeedPages` mutably: before appending to its last page, before replacing an entry,
+/// before emptying a dropped page, and before reusing a kept one), and every other use only reads entries already written; so
 /// no write races a read.
 final class FeedPage: @unchecked Sendable {
     static let capacity = 4_096
@@ -127,6 +140,11 @@ final class FeedPage: @unchecked Sendable {
 
     func append(contentsOf page: FeedPage) {
         for index in 0..<page.count { append(page.entries[index]) }
+    }
+
+    func replace(at index: Int, with entry: FeedEntry) {
+        precondition(index >= 0 && index < count, "entry \(index) of a page of \(count)")
+        entries[index] = entry
     }
 
     func removeAll() {

@@ -14,9 +14,10 @@ public struct FeedFilter: Hashable, Sendable {
     public static let everything = FeedFilter()
 
     /// Whether the watcher wants `event`. An event with no vendor (a forget of a device the node
-    /// never held) goes only to a watcher of every vendor.
+    /// never held) goes only to a watcher of every vendor; an erased one to nobody.
     public func matches(_ event: FeedEvent) -> Bool {
-        if let kinds, !kinds.contains(event.kind) { return false }
+        guard let kind = event.kind else { return false }
+        if let kinds, !kinds.contains(kind) { return false }
         guard let vendors else { return true }
         guard let vendor = event.vendor else { return false }
         return vendors.contains(vendor.name)
@@ -124,7 +125,7 @@ public struct FeedReader: Sendable {
         var last: (log: LogID, sequence: UInt64)?
         while position < end {
             let (log, sequence, matches) = feed.withEntry(at: position) { entry in
-                (entry.log, entry.sequence, everything || filter.matches(entry.event))
+                (entry.log, entry.sequence, everything ? entry.event != .erased : filter.matches(entry.event))
             }
             // A read stops at its limits, inside an operation too: one operation may give more
             // events than a frame may carry (a vendor's binding-policy change states every account).

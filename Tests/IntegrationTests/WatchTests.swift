@@ -255,6 +255,46 @@ final class WatchedView: Sendable {
         }
     }
 
+    /// A watcher that resumes from before a forget is not given what the forgotten device's
+    /// accounts were (docs/security.md): the binds before the forget are erased from the feed,
+    /// and only the forget's own events name the account, to say it is bound to nothing now.
+    @Test func aWatcherThatResumesFromBeforeAForgetIsNotGivenTheForgottenDevicesAccounts() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", "erasure"])
+        defer { node.stop() }
+        let endpoint = try Endpoint(parsing: node.endpoint)
+        let client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
+        let before = WatchedView()
+        let task = before.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
+        let early = try await before.wait { $0.cursor != nil }.cursor!
+
+        let device = try await client.register(RegisterRequest(bundleID: "com.erase.app", idfv: UUID128(high: 0xE1, low: 1).text)).deviceID
+        let other = try await client.register(RegisterRequest(bundleID: "com.erase.app", idfv: UUID128(high: 0xE2, low: 2).text)).deviceID
+        _ = try await client.bind(account: "leaving-user", deviceID: device, scope: .vendor("com.erase"))
+        _ = try await client.bind(account: "staying-user", deviceID: other, scope: .vendor("com.erase"))
+        // The watcher that was following saw the bind: there is something to erase.
+        let seen = try await before.wait { $0.events.filter { $0.kind == WatchEventKind.bound.rawValue }.count == 2 }
+        task.cancel()
+        let leaving = try #require(seen.events.first { $0.kind == WatchEventKind.bound.rawValue && $0.deviceID == device }?.accountID)
+        let staying = try #require(seen.events.first { $0.kind == WatchEventKind.bound.rawValue && $0.deviceID == other }?.accountID)
+        _ = try await client.forget(deviceID: device)
+        await client.close()
+
+        let after = WatchedView()
+        let resumed = after.follow(RegistryWatch(endpoints: [endpoint], from: early, clientName: "watch-test"))
+        defer { resumed.cancel() }
+        let state = try await after.wait { $0.events.contains { $0.kind == WatchEventKind.forgotten.rawValue } }
+        #expect(state.failure == nil, "\(String(describing: state.failure))")
+        let forget = try #require(state.events.first { $0.kind == WatchEventKind.forgotten.rawValue }).operation
+        for event in state.events where event.accountID == leaving {
+            #expect(event.operation == forget, "an event before the forget names the forgotten device's account: \(event)")
+        }
+        #expect(state.bound[leaving] == [], "the forget says the account is bound to nothing now")
+        #expect(state.events.contains { $0.accountID == staying && $0.deviceID == other }, "another device's account is kept")
+        #expect(state.gone.contains(device) && state.canonical[other] == other)
+    }
+
     @Test func badCursorsKindsVendorsAndOneWatcherTooManyAreRefusedWithTypedErrors() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -1,3 +1,4 @@
+import RegistryTestSupport
 import Synchronization
 import Testing
 @testable import RegistryCore
@@ -214,6 +215,83 @@ import Testing
         let unknown = DeviceID(UUID128(high: 77, low: 77))
         state.apply(ForgetOp(device: unknown, vendor: Vendor(trusted: "com.v")))
         #expect(state.takeEvents() == [.forgotten(devices: [unknown], vendor: nil)])
+    }
+
+    /// A node's way with one operation: apply it, stage its events as operation `sequence` of
+    /// log `a`; `publish` then publishes what is staged.
+    struct RecordingNode {
+        var state = RegistryState()
+        var staging = FeedStaging()
+        var feed = ChangeFeed(capacity: 1_000, holding: VersionVector())
+        var sequence: UInt64 = 0
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
+
+        init() { state.recordEvents(configuredRules: []) }
+
+        mutating func apply(_ operation: Operation) {
+            sequence += 1
+            state.apply(operation)
+            state.moveEvents(to: &staging, log: log, sequence: sequence, time: HLCTimestamp(rawValue: sequence << 16))
+        }
+
+        mutating func publish() -> [UInt64] {
+            var vector = VersionVector()
+            vector.raise(to: sequence, in: log)
+            return feed.publish(staging.takeAll(), through: vector)
+        }
+    }
+
+    @Test func aForgetErasesTheEarlierAccountEventsOfItsDevicesAndAFoldStillEndsAtTheNode() throws {
+        let vendor = Vendor(trusted: "com.v")
+        var scratch = RegistryState()
+        let (forgotten, kept) = (register(&scratch, "com.v.a", keychain: 1, at: 10), register(&scratch, "com.v.a", keychain: 2, at: 11))
+        func change(_ kind: BindingChange.Kind, _ account: UInt64, _ device: DeviceID, at millis: UInt64) -> Operation {
+            .binding(
+                BindingChange(
+                    kind: kind, vendor: vendor, account: UUID128(high: 0xACC, low: account), device: device, time: HLCTimestamp(rawValue: millis << 16),
+                    origin: node))
+        }
+        func account(_ number: UInt64) -> AccountKey { AccountKey(vendor: vendor, account: UUID128(high: 0xACC, low: number)) }
+        var replica = RecordingNode()
+        replica.apply(.registration(forgotten))
+        replica.apply(.registration(kept))
+        // Accounts 1 and 3 on the device to forget, account 2 on the other.
+        for operation in [change(.bind, 1, forgotten.device.id, at: 20), change(.bind, 2, kept.device.id, at: 21), change(.bind, 3, forgotten.device.id, at: 22)] {
+            replica.apply(operation)
+        }
+        #expect(replica.publish().isEmpty)
+        // In the forget's commit: account 1 unbound from the device and bound to the other.
+        replica.apply(change(.unbind, 1, forgotten.device.id, at: 23))
+        replica.apply(change(.bind, 1, kept.device.id, at: 24))
+        let copy = replica.feed
+        replica.apply(.forget(ForgetOp(device: forgotten.device.id, vendor: vendor)))
+        let erased = replica.publish()
+
+        let held = (replica.feed.firstPosition..<replica.feed.endPosition).map { replica.feed[$0] }
+        let forgetSequence = replica.sequence
+        // Every account event before the forget that named the device is erased, in its place.
+        for (position, entry) in zip(replica.feed.firstPosition..., held) where entry.sequence < forgetSequence {
+            #expect(!entry.event.namesAccount(with: [forgotten.device.id]), "an earlier event still names the device: \(entry.event)")
+            #expect((entry.event == .erased) == erased.contains(position))
+        }
+        #expect(erased.count == 3, "account 1's bind and unbind, account 3's bind: \(erased)")
+        #expect(erased.allSatisfy { replica.feed[$0].sequence < forgetSequence })
+        // The forget's own events, and the others', stay.
+        #expect(held.contains { $0.event == .bound(account: account(2), device: kept.device.id, bound: [kept.device.id]) })
+        #expect(held.contains { $0.sequence == forgetSequence && $0.event == .forgotten(devices: [forgotten.device.id], vendor: vendor) })
+        #expect(held.contains { $0.sequence == forgetSequence && $0.event.namesAccount(with: [forgotten.device.id]) }, "the forget states account 3")
+        // A copy of the feed taken before the forget keeps what it held.
+        #expect(erased.filter { $0 < copy.endPosition }.allSatisfy { copy[$0].event != .erased })
+
+        // A watcher that reads it all from the start, two events at a time, ends at the node.
+        var reader = try FeedReader(feed: replica.feed, after: VersionVector(), filter: .everything)
+        var fold = FeedFold()
+        while !reader.isCaughtUp(in: replica.feed) {
+            for entry in try reader.read(replica.feed, limit: 2).entries { fold.fold(entry.event) }
+        }
+        let nodeView = FeedFold(reading: replica.state)
+        #expect(fold.difference(from: nodeView) == nil)
+        #expect(nodeView.bound[account(1)] == [kept.device.id] && nodeView.bound[account(3)] == nil)
     }
 
     @Test func aBindThatArrivesBeforeItsDeviceIsReportedWhenTheDeviceArrives() {

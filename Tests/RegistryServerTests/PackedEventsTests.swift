@@ -74,4 +74,37 @@ import Testing
         #expect(packed.runs(at: [0, 1, 3, 4], of: feed).runs.count == 2)
         #expect(packed.chunksHeld == 1)
     }
+
+    @Test func erasedEventsLeaveNoBytesAndTheirNeighboursStillGoOut() {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        let vendor = Vendor(trusted: "com.x")
+        let entries = (1...6).map { sequence in
+            FeedEntry(
+                log: logs[0], sequence: UInt64(sequence), time: HLCTimestamp(rawValue: 1),
+                event: .bound(
+                    account: AccountKey(vendor: vendor, account: UUID128(high: 0xACC, low: UInt64(sequence))),
+                    device: DeviceID(UUID128(high: 1, low: UInt64(sequence))), bound: [DeviceID(UUID128(high: 1, low: UInt64(sequence)))]))
+        }
+        var vector = VersionVector()
+        vector.raise(to: 6, in: logs[0])
+        feed.publish(entries, through: vector)
+        var packed = PackedEvents(capacity: 16)
+        _ = packed.runs(at: [0, 1, 2], of: feed)
+        let held = packed.runs(at: [3, 4, 5], of: feed).runs
+        #expect(packed.chunksHeld == 2)
+        func contains(_ text: String, _ buffers: [ByteBuffer]) -> Bool {
+            buffers.contains { String(decoding: $0.readableBytesView, as: UTF8.self).contains(text) }
+        }
+        let erasedAccounts = [1, 3, 4, 5].map { UUID128(high: 0xACC, low: UInt64($0 + 1)).text }
+        #expect(erasedAccounts.allSatisfy { contains($0, packed.chunkBytes) })
+
+        packed.erase([1, 3, 4, 5])
+        #expect(![1, 3, 4, 5].contains { packed.holds($0) } && packed.holds(0) && packed.holds(2))
+        #expect(!erasedAccounts.contains { contains($0, packed.chunkBytes) }, "an erased event's account is still packed")
+        // The second chunk had only erased events: it is gone. A frame being sent keeps its bytes.
+        #expect(packed.chunksHeld == 1 && contains(erasedAccounts[1], held))
+        var joined = ByteBuffer()
+        for run in packed.runs(at: [0, 2], of: feed).runs { joined.writeImmutableBuffer(run) }
+        #expect(joined == fieldsOneByOne([entries[0], entries[2]]))
+    }
 }

@@ -11,6 +11,9 @@ public struct FeedFold: Equatable, Sendable {
     /// Devices a clone event named (flagged or split), and the new devices of each one's splits.
     public var cloned: Set<DeviceID> = []
     public var splitOff: [DeviceID: Set<DeviceID>] = [:]
+    /// Erased events the watcher was given, which a reader must pass over (``difference(from:)``
+    /// reports any).
+    public var erasedGiven = 0
 
     public init() {}
 
@@ -46,6 +49,9 @@ public struct FeedFold: Equatable, Sendable {
         case .split(let device, let newDevice, _):
             cloned.insert(device)
             splitOff[device, default: []].insert(newDevice)
+        case .erased:
+            // A reader passes over it: a watcher is never given one.
+            erasedGiven += 1
         }
     }
 
@@ -70,6 +76,7 @@ public struct FeedFold: Equatable, Sendable {
     /// Forgotten devices are compared among the devices `expected` knows.
     public func difference(from expected: FeedFold) -> String? {
         let (view, expected) = (normalised, expected.normalised)
+        if view.erasedGiven > 0 { return "the watcher was given \(view.erasedGiven) erased events" }
         if view.canonical != expected.canonical {
             let wrong = expected.canonical.filter { view.canonical[$0.key] != $0.value }.prefix(3)
             let extra = view.canonical.keys.filter { expected.canonical[$0] == nil }.prefix(3)

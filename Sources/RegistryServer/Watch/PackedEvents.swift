@@ -68,6 +68,28 @@ struct PackedEvents {
         return (runs, bytes)
     }
 
+    /// Forgets the packed events at `positions` (the feed erased them, ``ChangeFeed``): their
+    /// bytes are overwritten with zeros, and their slots emptied. A chunk that a frame being sent
+    /// still shares is copied by the overwrite, and the old bytes go when that send ends.
+    mutating func erase(_ positions: [UInt64]) {
+        for position in positions {
+            let slot = slots[index(position)]
+            guard slot.position == position else { continue }
+            if slot.length > 0 {
+                let at = chunks[slot.chunk]!.bytes.readerIndex + Int(slot.offset)
+                chunks[slot.chunk]!.bytes.setRepeatingByte(0, count: Int(slot.length), at: at)
+            }
+            release(slot)
+            slots[index(position)] = .empty
+        }
+    }
+
+    /// Whether the event at `position` is packed (for tests).
+    func holds(_ position: UInt64) -> Bool { slots[index(position)].position == position }
+
+    /// The chunks' bytes (for tests).
+    var chunkBytes: [ByteBuffer] { chunks.values.map(\.bytes) }
+
     /// Chunks held: at most one per slot.
     var chunksHeld: Int { chunks.count }
 

@@ -2,12 +2,15 @@ import RegistryCore
 import RegistryWire
 
 extension WatchEventMessage {
-    /// The wire form of one event of the feed.
+    /// The wire form of one event of the feed, which is not ``FeedEvent/erased``.
     init(_ entry: FeedEntry) {
         let operation = LogPosition(origin: entry.log.origin.value, epoch: entry.log.epoch, sequence: entry.sequence)
         let event = entry.event
-        let (kind, vendor) = (event.kind.rawValue, event.vendor?.name ?? "")
+        let (kind, vendor) = (event.kind?.rawValue ?? 0, event.vendor?.name ?? "")
         switch event {
+        case .erased:
+            // A reader passes over erased events, and packs only the events it read.
+            preconditionFailure("an erased event of the feed is never sent")
         case .created(let device, _):
             self.init(kind: kind, operation: operation, hlc: entry.time.rawValue, vendor: vendor, deviceIDText: UUIDText(uuid: device.uuid))
         case .merged(let winner, let replaced, _):

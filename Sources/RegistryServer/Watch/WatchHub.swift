@@ -52,7 +52,9 @@ final class WatchHub: Sendable {
     /// watchers that were waiting for them.
     func publish(_ entries: [FeedEntry], through vector: VersionVector) {
         let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
-            state.feed.publish(entries, through: vector)
+            let erased = state.feed.publish(entries, through: vector)
+            // A forget's erasure reaches the packed copies of those events too.
+            if !erased.isEmpty { state.packed.erase(erased) }
             state.recentReads = []
             guard !state.waiting.isEmpty else { return [] }
             defer { state.waiting = [:] }
