@@ -21,7 +21,10 @@ public struct WatchUpdate: Hashable, Sendable {
 /// operation's events may come again after a reconnect, perhaps saying something else (each
 /// states the new node's view); apply every event in order. A batch is yielded only once its
 /// cursor has arrived, whole, so the events
-/// of a batch that a connection cut short come again from the next node. It ends with an error
+/// of a batch that a connection cut short come again from the next node. Resumed on a node other
+/// than the one its cursor came from, the first batch may be large: the node sends no cursor
+/// until it is past the events it applied before it held the whole cursor (after a partition,
+/// up to its `--watch-history`), and the watch holds them in memory until then. It ends with an error
 /// for what retrying cannot mend: `cursor_expired` (read the state again, and watch from now),
 /// a refused token or filter, or `maxAttempts` failed attempts in a row.
 ///

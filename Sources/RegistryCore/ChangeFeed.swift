@@ -149,6 +149,15 @@ public struct ChangeFeed: Sendable {
         return position
     }
 
+    /// The position from which every event came of an operation applied after the node held all
+    /// of `cursor`'s: the first batch whose `before` covers it, or else the end (the node must
+    /// hold the cursor: ``published`` covers it). A watcher that resumed from `cursor` holds this
+    /// node's view once it has read to here (``FeedReader``).
+    public func heldPosition(of cursor: VersionVector) -> UInt64 {
+        for index in batchHead..<batches.count where batches[index].before.covers(cursor) { return batches[index].position }
+        return endPosition
+    }
+
     /// The event at `position`, which must be held.
     public subscript(position: UInt64) -> FeedEntry {
         precondition(position >= firstPosition && position < endPosition, "position \(position) is not held")

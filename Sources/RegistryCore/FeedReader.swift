@@ -56,17 +56,20 @@ public struct FeedScan: Equatable, Sendable {
 ///
 /// A watcher that resumes from a cursor made elsewhere holds that node's view of the state. The
 /// events from where it resumes (``ChangeFeed/start(after:)``) to where this node held everything
-/// the cursor names (the feed's end when the reader is made, which must hold it) take it to this
-/// node's view, but only all together: in between, its view mixes the two nodes' and matches no
-/// cursor. So no cursor is given until the reader is past that point, and a client applies the
-/// events it receives only once a cursor follows them (the client library does).
+/// the cursor names (``ChangeFeed/heldPosition(of:)``: the first batch after which it did, and the
+/// node must hold the cursor when the reader is made) take it to this node's view, but only all
+/// together: in between, its view mixes the two nodes' and matches no cursor. So no cursor is
+/// given until the reader is past that point, and a client applies the events it receives only
+/// once a cursor follows them (the client library does). From there on the reader's cursor is
+/// the node's, as a watcher's that never moved: what the node held before that batch is
+/// everything the cursor names and everything read since.
 public struct FeedReader: Sendable {
     public let filter: FeedFilter
     /// The position of the next event to look at.
     public private(set) var position: UInt64
     /// Every operation whose events the watcher has been given, or that had none it wants.
     private var seen: VersionVector
-    /// Where the events that take a resumed watcher to this node's view end.
+    /// Where the events that take a resumed watcher to this node's view end (``ChangeFeed/heldPosition(of:)``).
     public let resumedThrough: UInt64
     /// The feed's generation it reads (``ChangeFeed/generation``).
     private let generation: Int
@@ -85,7 +88,7 @@ public struct FeedReader: Sendable {
         guard feed.published.covers(cursor) else { throw .notCaughtUp(held: feed.published) }
         guard let start = feed.start(after: cursor) else { throw .expired(floor: feed.floor) }
         position = start
-        resumedThrough = feed.endPosition
+        resumedThrough = feed.heldPosition(of: cursor)
         seen = cursor
     }
 

@@ -255,6 +255,34 @@ final class WatchedView: Sendable {
         }
     }
 
+    /// A watcher that comes back to the node its cursor came from gets the backlog a frame at a
+    /// time, each with its cursor: the node held that cursor, so no span waits for the end.
+    @Test func aWatcherThatResumesOnItsOwnNodeGetsTheBacklogAFrameAtATime() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", "backlog"])
+        defer { node.stop() }
+        let endpoint = try Endpoint(parsing: node.endpoint)
+        let client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
+        let view = WatchedView()
+        let task = view.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
+        let early = try await view.wait { $0.cursor != nil }.cursor!
+        task.cancel()
+        for chunk in 0..<10 {
+            _ = try await client.registerBatch((0..<100).map { RegisterRequest(bundleID: "com.backlog.app", idfv: UUID128(high: UInt64(chunk + 1), low: UInt64($0 + 1)).text) })
+        }
+        await client.close()
+        var sizes = [Int]()
+        var created = 0
+        for try await update in RegistryWatch(endpoints: [endpoint], from: early, clientName: "watch-test") {
+            sizes.append(update.events.count)
+            created += update.events.filter { $0.kind == WatchEventKind.created.rawValue }.count
+            if created >= 1_000 { break }
+        }
+        #expect(created == 1_000)
+        #expect(sizes.count >= 4 && sizes.allSatisfy { $0 <= 256 }, "updates of \(sizes) events")
+    }
+
     /// A watcher that resumes from before a forget is not given what the forgotten device's
     /// accounts were (docs/security.md): the binds before the forget are erased from the feed,
     /// and only the forget's own events name the account, to say it is bound to nothing now.

@@ -132,6 +132,26 @@ import Testing
         #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2)], positions: [2], cursor: vector((a, 2), (b, 1))))
     }
 
+    /// A cursor from another node that this node held long ago: the events after the batch from
+    /// which it held the cursor come with cursors as a watcher's that never moved would, rather
+    /// than all in one span without one up to the feed's end.
+    @Test func aResumedReaderGivesCursorsFromTheBatchAfterWhichTheNodeHeldItsCursor() throws {
+        var feed = ChangeFeed(capacity: 100, holding: VersionVector())
+        feed.publish([entry(b, 1)], through: vector((b, 1)))
+        feed.publish([entry(a, 1)], through: vector((a, 1), (b, 1)))
+        for sequence in UInt64(2)...6 { feed.publish([entry(a, sequence)], through: vector((a, sequence), (b, 1))) }
+        // Node a's cursor holds a:1 and not b:1: it resumes at the start, and this node held it
+        // from the third batch on.
+        #expect(feed.heldPosition(of: vector((a, 1))) == 2)
+        var reader = try FeedReader(feed: feed, after: vector((a, 1)), filter: .everything)
+        #expect(reader.position == 0 && reader.resumedThrough == 2)
+        #expect(try reader.read(feed, limit: 1).cursor == nil)
+        #expect(try reader.read(feed, limit: 1) == FeedBatch(entries: [entry(a, 1)], positions: [1], cursor: vector((a, 1), (b, 1))))
+        #expect(try reader.read(feed, limit: 2) == FeedBatch(entries: [entry(a, 2), entry(a, 3)], positions: [2, 3], cursor: vector((a, 3), (b, 1))))
+        // A cursor the node held exactly: no span at all.
+        #expect(try FeedReader(feed: feed, after: vector((a, 4), (b, 1)), filter: .everything).cursor == vector((a, 4), (b, 1)))
+    }
+
     @Test func aRestartedFeedExpiresEveryReaderOfTheStateBeforeCaughtUpOrNot() throws {
         var feed = ChangeFeed(capacity: 100, holding: VersionVector())
         feed.publish([entry(a, 1)], through: vector((a, 1)))

@@ -66,6 +66,8 @@ struct FeedWorkload {
     var expiries = 0
     var moves = 0
     var delivered = 0
+    /// Cursors at which the watcher's view was checked against its operations' state.
+    var checkedCursors = 0
 
     init(seed: UInt64) {
         var random = SplitMix64(seed: seed)
@@ -81,12 +83,24 @@ struct FeedWorkload {
         var cursor = VersionVector()
         var pending: [FeedEvent] = []
 
-        func receive(_ batch: FeedBatch, view: inout FeedFold) {
+        var checkedCursors = 0
+        func receive(_ batch: FeedBatch, caughtUp: Bool, view: inout FeedFold, operations: [LoggedOperation], random: inout SplitMix64) {
             pending += batch.entries.map(\.event)
             guard let next = batch.cursor else { return }
             for event in pending { view.fold(event) }
             pending = []
             cursor = next
+            // A cursor names a state: the watcher's view is what the operations it names make,
+            // in any order, whichever nodes the events came from. Checked at every fourth cursor
+            // of a reader that read to the feed's end: one that stopped inside an operation gave
+            // some of its events, and the cursor before it.
+            guard caughtUp, random.next() % 4 == 0 else { return }
+            checkedCursors += 1
+            var named = RegistryState()
+            for operation in operations where operation.sequence <= next[operation.log] { named.apply(operation.operation) }
+            if let difference = view.difference(from: FeedFold(reading: named)) {
+                Issue.record("seed \(seed): at cursor \(next), the watcher's view is not its operations' state: \(difference)")
+            }
         }
 
         func move(to node: Int, nodes: inout [Node], view: inout FeedFold, expiries: inout Int) {
@@ -170,7 +184,7 @@ struct FeedWorkload {
                         delivered += 1
                         #expect(operations.contains { $0.log == entry.log && $0.sequence == entry.sequence }, "seed \(seed): an event of no operation")
                     }
-                    receive(batch, view: &view)
+                    receive(batch, caughtUp: reader.isCaughtUp(in: nodes[watched].feed), view: &view, operations: operations, random: &random)
                 } catch {
                     move(to: watched, nodes: &nodes, view: &view, expiries: &expiries)
                 }
@@ -188,24 +202,26 @@ struct FeedWorkload {
             do {
                 let batch = try reader.read(nodes[watched].feed, limit: 50)
                 delivered += batch.entries.count
-                receive(batch, view: &view)
+                receive(batch, caughtUp: reader.isCaughtUp(in: nodes[watched].feed), view: &view, operations: operations, random: &random)
                 if reader.isCaughtUp(in: nodes[watched].feed) { break }
             } catch {
                 move(to: watched, nodes: &nodes, view: &view, expiries: &expiries)
             }
         }
         #expect(pending.isEmpty && cursor == nodes[watched].vector, "seed \(seed): the cursor of a watcher that is caught up is what the node holds")
+        self.checkedCursors = checkedCursors
     }
 }
 
 @Suite struct FeedConvergenceTests {
     @Test func aWatcherThatMovesBetweenNodesEndsWithWhatTheNodeAndTheOperationsSay() {
-        var (expiries, moves, delivered) = (0, 0, 0)
+        var (expiries, moves, delivered, checked) = (0, 0, 0, 0)
         for seed in UInt64(1)...300 {
             let workload = FeedWorkload(seed: seed)
             expiries += workload.expiries
             moves += workload.moves
             delivered += workload.delivered
+            checked += workload.checkedCursors
             #expect(workload.nodes[1].state.snapshot() == workload.nodes[0].state.snapshot() && workload.nodes[2].state.snapshot() == workload.nodes[0].state.snapshot(), "seed \(seed): the nodes differ")
             // Every node holds every operation; the watcher's node is one of them.
             let state = workload.nodes[0].state
@@ -217,7 +233,9 @@ struct FeedWorkload {
             let oracleCanonical = Dictionary(uniqueKeysWithValues: oracle.canonical.map { (DeviceID($0.key), DeviceID($0.value)) })
             #expect(view.canonical == oracleCanonical, "seed \(seed): the watcher's devices differ from the operations'")
         }
-        #expect(expiries > 0 && moves > 100 && delivered > 10_000, "the workload should expire cursors (\(expiries)), move (\(moves)) and deliver (\(delivered))")
+        #expect(
+            expiries > 0 && moves > 100 && delivered > 10_000 && checked > 1_000,
+            "the workload should expire cursors (\(expiries)), move (\(moves)), deliver (\(delivered)) and check cursors (\(checked))")
     }
 }
 
