@@ -82,14 +82,16 @@ public struct ChangeFeed: Sendable {
             let start = endPosition
             batches.append((start, published))
             entries.append(contentsOf: events)
-            for (index, entry) in events.enumerated() {
-                switch entry.event {
+            // By index, matching the kind alone: nearly every event is neither, and is not copied.
+            for index in events.indices {
+                switch events[index].event {
                 case .bound, .unbound:
                     accountEvents.append(start + UInt64(index))
                 case .forgotten(let devices, _):
                     // The forget's own events, before this one, stay: they state the accounts now.
+                    let (log, sequence) = (events[index].log, events[index].sequence)
                     var first = index
-                    while first > 0, events[first - 1].log == entry.log, events[first - 1].sequence == entry.sequence { first -= 1 }
+                    while first > 0, events[first - 1].log == log, events[first - 1].sequence == sequence { first -= 1 }
                     erased += erase(accountsOf: Set(devices), before: start + UInt64(first))
                 default: break
                 }
