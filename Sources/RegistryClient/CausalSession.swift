@@ -8,8 +8,10 @@ import Synchronization
 /// answers the retryable `not_caught_up`).
 ///
 /// Give one session to the clients of several nodes (``RegistryClient/connect(to:role:clientName:token:tls:group:connectTimeout:maxCoalesced:ackReplicas:session:)``)
-/// for a guarantee that spans them. A session only grows: a long-lived one makes every request
-/// wait for everything it ever saw, which is what it promises. For a guarantee per device
+/// for a guarantee that spans them. A long-lived session makes every request wait for everything
+/// it ever saw, which is what it promises; it drops a log once an answer shows that every member
+/// holds what the session names of it (``observe(_:answering:)``), so it names the logs still
+/// replicating, not every epoch of every node's start. For a guarantee per device
 /// instead (the token an app keeps beside its keychain UUID), connect without a session and
 /// pass each request's own token (``RegistryClient/register(_:after:)``).
 public final class CausalSession: Sendable {
@@ -28,6 +30,14 @@ public final class CausalSession: Sendable {
     public func observe(_ token: CausalToken) {
         guard !token.isEmpty else { return }
         merged.withLock { $0.merge(token) }
+    }
+
+    /// Merges the token of a successful answer to a request that carried `sent`, and drops the
+    /// logs the answer shows every member holds (``CausalToken/pruned(bySent:answer:)``). Not for
+    /// refusals: a node that refused did not hold what the request carried.
+    public func observe(_ token: CausalToken, answering sent: CausalToken) {
+        guard !token.isEmpty else { return }
+        merged.withLock { $0 = $0.merging(token).pruned(bySent: sent, answer: token) }
     }
 }
 

@@ -70,6 +70,9 @@ final class ClientChannelHandler: ChannelDuplexHandler {
 
     private var nextRequestID: UInt64 = 1
     private var waiting: [UInt64: Waiting] = [:]
+    /// The causal token each waiting request carried, when it carried one and there is a
+    /// session: its answer's token tells which of those logs the session may drop.
+    private var sentAfter: [UInt64: CausalToken] = [:]
     private var closedReason: RegistryClientError?
     /// The connection is being closed by this side.
     private var closedHere = false
@@ -151,7 +154,9 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             }
             let sessionAfter: CausalToken
             if case .hello = body { sessionAfter = .empty } else { sessionAfter = session?.token ?? .empty }
-            try ClientFrame(requestID: id, body: body, ackReplicas: concern, after: after.merging(sessionAfter)).encodeFrame(into: &buffer)
+            let sent = after.merging(sessionAfter)
+            try ClientFrame(requestID: id, body: body, ackReplicas: concern, after: sent).encodeFrame(into: &buffer)
+            if session != nil, !sent.isEmpty { sentAfter[id] = sent }
         } catch {
             fail(waiter, .unexpectedResponse("cannot encode request: \(error)"), context: context)
             return
@@ -161,6 +166,7 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         let frameBytes = buffer.readableBytes - FrameDecoder.lengthPrefixBytes
         if let maxFrameBytes, frameBytes > maxFrameBytes {
             let error = WireError(code: .frameTooLarge, message: "the request's frame is \(frameBytes) bytes, over the server's limit of \(maxFrameBytes)")
+            sentAfter[id] = nil
             fail(waiter, .server(error), context: context)
             return
         }
@@ -185,7 +191,11 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
-        session?.observe(frame.token)
+        if let session {
+            let sent = sentAfter.removeValue(forKey: frame.requestID)
+            // Only an answer shows what the node held: a refusal (not caught up) does not.
+            if let sent, !Self.isRefusal(frame.body) { session.observe(frame.token, answering: sent) } else { session.observe(frame.token) }
+        }
         if frame.requestID == helloRequestID { helloRequestID = nil }
         switch waiting.removeValue(forKey: frame.requestID) {
         case .single(let answer):
@@ -235,11 +245,18 @@ final class ClientChannelHandler: ChannelDuplexHandler {
 
     /// Fails everything waiting for an answer, and the registrations held for a frame not yet
     /// written, and remembers why for every later request.
+    /// Whether an answer refuses its request.
+    private static func isRefusal(_ body: ServerBody) -> Bool {
+        if case .error = body { return true }
+        return false
+    }
+
     private func failAll(_ error: RegistryClientError) {
         closedReason = closedReason ?? error
         failure.record(error)
         let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
         waiting.removeAll()
+        sentAfter.removeAll()
         for answer in answers { answer.fail(error) }
     }
 }

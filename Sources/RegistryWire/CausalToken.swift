@@ -61,6 +61,29 @@ public struct CausalToken: Hashable, Sendable, CustomStringConvertible {
         self = merging(other)
     }
 
+    /// This token without the logs that `answer` shows every member holds: an answer to a
+    /// request that carried `sent` came from a node that held all of `sent`, and its token
+    /// (non-empty: the node has peers) leaves out only the logs every member holds as far as that
+    /// node does. So each log of `sent` that `answer` leaves out is held everywhere up to `sent`'s
+    /// position, and is dropped here unless this token names more of it.
+    public func pruned(bySent sent: CausalToken, answer: CausalToken) -> CausalToken {
+        guard !answer.isEmpty, !sent.isEmpty, !positions.isEmpty else { return self }
+        func key(_ position: LogPosition) -> LogKey { LogKey(origin: position.origin, epoch: position.epoch) }
+        let named = Set(answer.positions.map(key))
+        var stable = [LogKey: UInt64]()
+        for position in sent.positions where !named.contains(key(position)) { stable[key(position)] = position.sequence }
+        guard !stable.isEmpty else { return self }
+        var pruned = self
+        pruned.positions.removeAll { position in stable[key(position)].map { position.sequence <= $0 } ?? false }
+        return pruned
+    }
+
+    /// A log, as positions name it.
+    private struct LogKey: Hashable {
+        let origin: String
+        let epoch: UInt64
+    }
+
     public var description: String {
         positions.isEmpty ? "(empty)" : positions.map { "\($0.origin)/\($0.epoch): \($0.sequence)" }.joined(separator: ", ")
     }

@@ -46,6 +46,40 @@ import Testing
         return nil
     }
 
+    /// A session shared for a client's lifetime, while a node restarts (a new log each start):
+    /// the session drops each log once an answer shows every member holds it, where merging
+    /// alone keeps every epoch for good (past 256 logs, every request would be refused).
+    @Test func aSessionDropsTheLogsEveryMemberHolds() async throws {
+        let cluster = try ClusterTests.Cluster()
+        defer { cluster.stop() }
+        for node in cluster.nodes { try await ClusterTests.waitUntilStreaming(node.endpoint, to: 2) }
+        let session = CausalSession()
+        // What the session's answers named, merged as a session did before it dropped logs.
+        var merged = CausalToken.empty
+        for round in 0..<4 {
+            let b = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[1].endpoint), clientName: "causal-test", session: session)
+            let answer = try await b.register(registration(keychain: UUID128(high: 0x5E55, low: UInt64(round + 1)), idfv: UUID128(high: 0x5E55, low: UInt64(round + 9))), after: .empty)
+            merged.merge(answer.token)
+            await b.close()
+            cluster.nodes[1].stop()
+            cluster.nodes[1] = try cluster.start(1)
+            try await ClusterTests.waitUntilStreaming(cluster.nodes[1].endpoint, to: 2)
+        }
+        #expect(merged.positions.filter { $0.origin == "node-b" }.count >= 4, "every start of node-b wrote under a log of its own: \(merged)")
+        // Through node-a, once every member holds node-b's writes, the answers show it.
+        let a = try await RegistryClient.connect(to: Endpoint(parsing: cluster.nodes[0].endpoint), clientName: "causal-test", session: session)
+        defer { Task { await a.close() } }
+        let deadline = Date().addingTimeInterval(60)
+        var round: UInt64 = 0
+        while session.token.positions.contains(where: { $0.origin == "node-b" }), Date() < deadline {
+            round += 1
+            merged.merge(try await a.register(registration(keychain: UUID128(high: 0xA11, low: round), idfv: UUID128(high: 0xA12, low: round)), after: .empty).token)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(!session.token.positions.contains { $0.origin == "node-b" }, "the session still names node-b's logs: \(session.token)")
+        #expect(session.token.positions.count < merged.positions.count)
+    }
+
     @Test func aTokenCarriesAReinstallAcrossACutLink() async throws {
         let (cluster, relays) = try ClusterTests.relayedCluster(isolating: 1, extra: ["--causal-timeout", "\(Self.timeoutSeconds)"])
         defer { for relay in relays { relay.close() } }

@@ -43,6 +43,32 @@ import Testing
         #expect(try CausalToken(bytes: merged.bytes) == merged)
     }
 
+    /// Seeded: pruning by an answer drops exactly the logs the model says every member holds as
+    /// far as the token names them: named by the request, left out of a non-empty answer, and
+    /// not named further by the token.
+    @Test(arguments: Array(1...200) as [UInt64])
+    func anAnswerPrunesTheLogsItShowsHeldEverywhere(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        let (token, sent, answer) = (
+            CausalToken(positions: Self.randomPositions(&random)), CausalToken(positions: Self.randomPositions(&random)),
+            CausalToken(positions: Self.randomPositions(&random))
+        )
+        let (held, request, answered) = (Self.model(token), Self.model(sent), Self.model(answer))
+        var expected = held
+        if !answered.isEmpty {
+            for (key, sequence) in held where answered[key] == nil && request[key].map({ sequence <= $0 }) == true { expected[key] = nil }
+        }
+        #expect(Self.model(token.pruned(bySent: sent, answer: answer)) == expected, "seed \(seed)")
+    }
+
+    @Test func aPeerlessNodesEmptyAnswerPrunesNothing() {
+        let token = CausalToken(positions: [LogPosition(origin: "node-a", epoch: 1, sequence: 3)])
+        #expect(token.pruned(bySent: token, answer: .empty) == token)
+        let other = CausalToken(positions: [LogPosition(origin: "node-c", epoch: 2, sequence: 1)])
+        #expect(token.pruned(bySent: token, answer: other).isEmpty)
+        #expect(token.pruned(bySent: CausalToken(positions: [LogPosition(origin: "node-a", epoch: 1, sequence: 2)]), answer: other) == token)
+    }
+
     @Test func anEmptyTokenIsNoBytesAndRequiresNothing() throws {
         #expect(CausalToken.empty.bytes.isEmpty && CausalToken.empty.isEmpty)
         #expect(try CausalToken(bytes: []) == .empty)
