@@ -32,9 +32,10 @@ public struct FeedEntry: Hashable, Sendable {
 ///
 /// A forget erases what the feed held of the forgotten devices' accounts (`docs/security.md`):
 /// every account event (bound, unbound) of an operation before the forget that names one of its
-/// devices becomes ``FeedEvent/erased``, which readers pass over. The forget's own events state
-/// each of those accounts as it is after it, so a watcher that folds the feed from before the
-/// forget ends where the node is, as it did when it read them.
+/// devices, of an account the forget's own events state again, becomes ``FeedEvent/erased``,
+/// which readers pass over. Those events of the forget state each such account as it is after
+/// it, so a watcher that folds the feed from before the forget ends where the node is, as it did
+/// when it read them.
 public struct ChangeFeed: Sendable {
     /// Events held at most (a batch bigger than that is held alone until the next).
     public let capacity: Int
@@ -52,10 +53,8 @@ public struct ChangeFeed: Sendable {
     public private(set) var published: VersionVector
     /// Counts ``restart(holding:)``s: a reader of an earlier generation read a state that is gone.
     public private(set) var generation = 0
-    /// The positions of the account events held, oldest first from `accountHead`: what a forget
-    /// looks through (most events are not account events).
-    private var accountEvents: [UInt64] = []
-    private var accountHead = 0
+    /// Where the account events held are, by account: what a forget looks up.
+    private var accountEvents = AccountEventIndex()
 
     /// An empty feed of a node that holds `vector` (its state is what came before: the start is
     /// the floor). Its pages of events come from `pages` (see ``FeedPages``).
@@ -82,44 +81,49 @@ public struct ChangeFeed: Sendable {
             let start = endPosition
             batches.append((start, published))
             entries.append(contentsOf: events)
-            // By index, matching the kind alone: nearly every event is neither, and is not copied.
+            // By index, binding the payload of account events and forgets alone: nearly every
+            // event is neither, and is not copied.
             for index in events.indices {
                 switch events[index].event {
-                case .bound, .unbound:
-                    accountEvents.append(start + UInt64(index))
+                case .bound(let account, _, _), .unbound(let account, _, _, _):
+                    accountEvents.add(account, at: start + UInt64(index))
                 case .forgotten(let devices, _):
-                    // The forget's own events, before this one, stay: they state the accounts now.
-                    let (log, sequence) = (events[index].log, events[index].sequence)
-                    var first = index
-                    while first > 0, events[first - 1].log == log, events[first - 1].sequence == sequence { first -= 1 }
-                    erased += erase(accountsOf: Set(devices), before: start + UInt64(first))
+                    erased += erase(forgetAt: index, of: events, from: start, devices: Set(devices))
                 default: break
                 }
             }
         }
         published = vector
         trim()
-        return erased
+        return erased.count > 1 ? erased.sorted() : erased
     }
 
-    /// Erases the account events before `end` that name any of `devices`; their positions.
-    private mutating func erase(accountsOf devices: Set<DeviceID>, before end: UInt64) -> [UInt64] {
-        var erased = [UInt64]()
-        var kept = [UInt64]()
-        kept.reserveCapacity(accountEvents.count - accountHead)
-        for position in accountEvents[accountHead...] {
-            let index = Int(position - firstPosition)
-            if position < end, entries.withEntry(at: index, { $0.event.namesAccount(with: devices) }) {
-                let entry = entries[index]
-                entries.replace(at: index, with: FeedEntry(log: entry.log, sequence: entry.sequence, time: entry.time, event: .erased))
-                erased.append(position)
-            } else {
-                kept.append(position)
+    /// Erases, for the forget at `index` of `events` (published from position `start` on), the
+    /// earlier account events that name any of `devices`, of the accounts its own events state
+    /// again; their positions. Only those: a forget whose set was gone already (a second forget,
+    /// or a device merged into a gone set) states no account, and must not erase what the first
+    /// forget said of them, nor what binds that arrived after it said.
+    private mutating func erase(forgetAt index: Int, of events: [FeedEntry], from start: UInt64, devices: Set<DeviceID>) -> [UInt64] {
+        // The forget's own events, before this one, stay: they state the accounts now.
+        let (log, sequence) = (events[index].log, events[index].sequence)
+        var first = index
+        var restated = Set<AccountKey>()
+        while first > 0, events[first - 1].log == log, events[first - 1].sequence == sequence {
+            first -= 1
+            switch events[first].event {
+            case .bound(let account, _, _), .unbound(let account, _, _, _): restated.insert(account)
+            default: break
             }
         }
-        if !erased.isEmpty {
-            accountEvents = kept
-            accountHead = 0
+        var erased = [UInt64]()
+        for account in restated {
+            for position in accountEvents.positions(of: account, from: firstPosition, before: start + UInt64(first)) {
+                let offset = Int(position - firstPosition)
+                guard entries.withEntry(at: offset, { $0.event.namesAccount(with: devices) }) else { continue }
+                let entry = entries[offset]
+                entries.replace(at: offset, with: FeedEntry(log: entry.log, sequence: entry.sequence, time: entry.time, event: .erased))
+                erased.append(position)
+            }
         }
         return erased
     }
@@ -132,8 +136,7 @@ public struct ChangeFeed: Sendable {
         entries.removeAll()
         batches = []
         batchHead = 0
-        accountEvents = []
-        accountHead = 0
+        accountEvents.removeAll()
         floor = vector
         published = vector
     }
@@ -182,11 +185,7 @@ public struct ChangeFeed: Sendable {
             batchHead += 1
         }
         floor = batches[batchHead].before
-        while accountHead < accountEvents.count, accountEvents[accountHead] < firstPosition { accountHead += 1 }
-        if accountHead > accountEvents.count / 2 {
-            accountEvents.removeFirst(accountHead)
-            accountHead = 0
-        }
+        accountEvents.dropBelow(firstPosition)
         // Compacted when the dropped part outgrows what is held, so each batch moves O(1) times.
         if batchHead > batches.count / 2 {
             batches.removeFirst(batchHead)

@@ -246,7 +246,7 @@ import Testing
         var sequence: UInt64 = 0
         let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 1)
 
-        init() { state.recordEvents(configuredRules: []) }
+        init(rules: [VendorRule] = []) { state.recordEvents(configuredRules: rules) }
 
         mutating func apply(_ operation: Operation) {
             sequence += 1
@@ -314,6 +314,44 @@ import Testing
         #expect(nodeView.bound[account(1)] == [kept.device.id] && nodeView.bound[account(3)] == nil)
     }
 
+    /// A second forget of one merge set (another of its devices) buries it again, and states no
+    /// account: the binds went with the first. What the first forget said of the accounts stays.
+    @Test func aSecondForgetOfAGoneSetErasesNothingTheFirstSaid() throws {
+        let vendor = Vendor(trusted: "com.v")
+        let policy = try BindingPolicy(maxDevices: 2)
+        var scratch = RegistryState()
+        let (forgotten, other, alias) = (
+            register(&scratch, "com.v.a", keychain: 1, at: 10), register(&scratch, "com.v.a", keychain: 2, at: 11),
+            register(&scratch, "com.v.a", keychain: 3, at: 12)
+        )
+        let account = AccountKey(vendor: vendor, account: UUID128(high: 0xACC, low: 1))
+        func change(_ kind: BindingChange.Kind, _ device: DeviceID, at millis: UInt64) -> Operation {
+            .binding(BindingChange(kind: kind, vendor: vendor, account: account.account, device: device, time: HLCTimestamp(rawValue: millis << 16), origin: node))
+        }
+        var replica = RecordingNode(rules: [try VendorRule(name: "com.v", prefixes: ["com.v"], binding: policy)])
+        for op in [forgotten, other, alias] { replica.apply(.registration(op)) }
+        replica.apply(.registration(RegistrationOp(device: forgotten.device, bundle: forgotten.bundle, claims: [], merged: [alias.device], seen: HLCTimestamp(rawValue: 13 << 16))))
+        // Bound to both, then unbound from the other: the account's last event names the set.
+        for operation in [change(.bind, other.device.id, at: 20), change(.bind, forgotten.device.id, at: 21), change(.unbind, other.device.id, at: 22)] {
+            replica.apply(operation)
+        }
+        _ = replica.publish()
+        replica.apply(.forget(ForgetOp(device: forgotten.device.id, vendor: vendor)))
+        #expect(!replica.publish().isEmpty)
+        let said = (replica.feed.firstPosition..<replica.feed.endPosition).filter { replica.feed[$0].sequence == replica.sequence && replica.feed[$0].event.namesAccount(with: [forgotten.device.id]) }
+        #expect(!said.isEmpty, "the first forget states the account")
+        replica.apply(.forget(ForgetOp(device: alias.device.id, vendor: vendor)))
+        #expect(replica.publish().isEmpty, "the second forget erased what the first said")
+        #expect(said.allSatisfy { replica.feed[$0].event != .erased })
+
+        var reader = try FeedReader(feed: replica.feed, after: VersionVector(), filter: .everything)
+        var fold = FeedFold()
+        while !reader.isCaughtUp(in: replica.feed) {
+            for entry in try reader.read(replica.feed, limit: 3).entries { fold.fold(entry.event) }
+        }
+        #expect(fold.difference(from: FeedFold(reading: replica.state, policy: { _ in policy })) == nil)
+    }
+
     @Test func aBindThatArrivesBeforeItsDeviceIsReportedWhenTheDeviceArrives() {
         var origin = RegistryState()
         let op = register(&origin, "com.v.a", keychain: 5, at: 20)
@@ -345,6 +383,37 @@ import Testing
         FeedEntry(
             log: LogID(origin: NodeID(trusted: "node-a"), epoch: 1), sequence: sequence, time: HLCTimestamp(rawValue: sequence),
             event: .forgotten(devices: [], vendor: nil))
+    }
+
+    /// An entry replaced in a page a copy shares (not the last: appending copies that one)
+    /// leaves the copy's entry as it was.
+    @Test func aReplacedEntryOfAPageACopySharesStaysInTheCopy() {
+        var pages = FeedPages()
+        pages.append(contentsOf: (1...5_000).map(entry))
+        let copy = pages
+        let erased = FeedEntry(log: entry(10).log, sequence: 10, time: entry(10).time, event: .erased)
+        pages.replace(at: 9, with: erased)
+        #expect(pages[9] == erased && copy[9] == entry(10))
+        #expect((0..<5_000).allSatisfy { $0 == 9 || pages[$0] == copy[$0] })
+        // Replaced again, now in a page of its own: in place.
+        pages.replace(at: 10, with: erased)
+        #expect(pages[10] == erased && copy[10] == entry(11))
+    }
+
+    @Test func theAccountIndexDropsTheOldPositionsOnceTheyMayOutnumberTheRest() {
+        var index = AccountEventIndex()
+        let (one, two) = (AccountKey(vendor: Vendor(trusted: "com.v"), account: UUID128(high: 1, low: 1)), AccountKey(vendor: Vendor(trusted: "com.v"), account: UUID128(high: 2, low: 2)))
+        for position in UInt64(0)..<2_000 { index.add(position % 3 == 0 ? one : two, at: position) }
+        #expect(index.positions(of: one, from: 1_990, before: 2_000) == [1_992, 1_995, 1_998])
+        #expect(index.positions(of: two, from: 0, before: 5) == [1, 2, 4])
+        index.dropBelow(1_000)
+        // Fewer than twice the base (1,024 at first): all kept, the caller's range still applies.
+        #expect(index.heldCount == 2_000 && index.positions(of: one, from: 0, before: 3) == [0])
+        for position in UInt64(2_000)..<2_100 { index.add(position % 3 == 0 ? one : two, at: position) }
+        index.dropBelow(1_000)
+        #expect(index.positions(of: one, from: 0, before: 1_010) == [1_002, 1_005, 1_008])
+        #expect(index.positions(of: two, from: 2_095, before: 2_100) == [2_095, 2_096, 2_098, 2_099])
+        #expect(index.heldCount == 1_100)
     }
 
     @Test func eventsStayInOrderAcrossPagesAsTheOldestAreDropped() {

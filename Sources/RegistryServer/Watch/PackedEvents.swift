@@ -70,7 +70,9 @@ struct PackedEvents {
 
     /// Forgets the packed events at `positions` (the feed erased them, ``ChangeFeed``): their
     /// bytes are overwritten with zeros, and their slots emptied. A chunk that a frame being sent
-    /// still shares is copied by the overwrite, and the old bytes go when that send ends.
+    /// still shares is copied by the overwrite, and the old bytes go when that send ends. An event
+    /// whose slot a newer one took is not found: its bytes go with its chunk, once no slot
+    /// points into it.
     mutating func erase(_ positions: [UInt64]) {
         for position in positions {
             let slot = slots[index(position)]

@@ -53,9 +53,10 @@ final class WatchHub: Sendable {
     func publish(_ entries: [FeedEntry], through vector: VersionVector) {
         let woken = state.withLockedValue { state -> [@Sendable () -> Void] in
             let erased = state.feed.publish(entries, through: vector)
-            // A forget's erasure reaches the packed copies of those events too.
-            if !erased.isEmpty { state.packed.erase(erased) }
+            // Reads kept share the packed chunks: let go of them first, so that a forget's
+            // erasure overwrites the packed copies of its events in place, not in a copy.
             state.recentReads = []
+            if !erased.isEmpty { state.packed.erase(erased) }
             guard !state.waiting.isEmpty else { return [] }
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
