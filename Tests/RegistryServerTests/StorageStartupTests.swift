@@ -227,6 +227,79 @@ import Testing
         expectRefusal(fs, mentioning: "no snapshot is usable")
     }
 
+    /// A corrupt newest snapshot is set aside at start, so that a snapshot of the same
+    /// operations (a clean stop's, say) is written anew rather than counted as taken: left in
+    /// place, it stayed the newest, and the trim that follows a snapshot kept only it.
+    @Test func aCorruptSnapshotIsSetAsideAndOneOfTheSameOperationsIsWrittenAgain() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 1_000, seed: 14)
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 7)
+        try journal(Array(ops[..<500]), on: fs)
+        let snapshotter = { (index: JournalIndex) in
+            Snapshotter(fs: fs, directory: "/data", index: index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, claimSeed: nil, logger: .quiet("t"))
+        }
+        _ = try snapshotter(try start(fs).index).takeNow(through: [log: 500], clock: ops[499].timestamp, currentFile: .max, devices: 0).get()
+        try journal(Array(ops[500...]), on: fs)
+        _ = try snapshotter(try start(fs).index).takeNow(through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max, devices: 0).get()
+        let newest = "/data/" + SnapshotFile.name(label: 1_000)
+        var bytes = try fs.readAll(newest)
+        bytes[bytes.count / 2] ^= 0x10
+        try fs.replace(newest, with: bytes, inDirectory: "/data")
+
+        let fellBack = try start(fs)
+        #expect(fellBack.snapshotLabel == 500 && fellBack.registry.snapshot() == applied(ops).snapshot())
+        #expect(try SnapshotFile.labels(in: "/data", on: fs) == [500])
+        #expect(try fs.readAll(newest + SnapshotStore.unusableSuffix) == bytes, "kept aside for a look")
+        // The state a clean stop snapshots covers the same operations as the corrupt one did.
+        let taken = try snapshotter(fellBack.index).takeNow(
+            through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max, devices: 0, durable: fellBack.registry
+        ).get()
+        #expect(taken.label == 1_000 && taken.bytes > 0)
+        let restarted = try start(fs)
+        #expect(restarted.snapshotLabel == 1_000 && restarted.replayedOperations == 0)
+        #expect(restarted.registry.snapshot() == applied(ops).snapshot())
+    }
+
+    /// A snapshot's label says how many operations it covers, not which: a newest one whose label
+    /// matches but whose header covers other operations (as a peer's snapshot placed under the
+    /// label of what its install replayed beside it) does not count as taken.
+    @Test func aSnapshotOfTheNewestsLabelIsSkippedOnlyWhenItCoversTheSameOperations() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 600, seed: 15)
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 7)
+        try journal(ops, on: fs)
+        let recovered = try start(fs)
+        let snapshotter = Snapshotter(
+            fs: fs, directory: "/data", index: recovered.index, nodeID: Self.node, epoch: Self.epoch, expectedDevices: 0, claimSeed: nil,
+            logger: .quiet("t"))
+        let partial = applied(Array(ops[..<400]))
+        _ = try snapshotter.takeNow(through: [log: 400], clock: ops[399].timestamp, currentFile: .max, devices: 0, durable: partial).get()
+        // Named as if it covered all 600.
+        try fs.rename("/data/" + SnapshotFile.name(label: 400), to: "/data/" + SnapshotFile.name(label: 600))
+        let again = try snapshotter.takeNow(through: [log: 600], clock: ops[599].timestamp, currentFile: .max, devices: 0, durable: recovered.registry).get()
+        #expect(again.bytes > 0, "the snapshot of all 600 was counted as taken")
+        let same = try snapshotter.takeNow(through: [log: 600], clock: ops[599].timestamp, currentFile: .max, devices: 0, durable: recovered.registry).get()
+        #expect(same.bytes == 0, "one that covers the same operations is not written twice")
+        let restarted = try start(fs)
+        #expect(restarted.snapshotLabel == 600 && restarted.replayedOperations == 0)
+    }
+
+    /// What a killed process left unfinished (a snapshot being written, a peer's being received)
+    /// is removed at the next start; the rest stays.
+    @Test func unfinishedSnapshotsAreRemovedAtStart() throws {
+        let fs = SimulatedFileSystem()
+        let ops = try operations(count: 100, seed: 16)
+        try journal(ops, on: fs)
+        for name in ["snapshot-00000000000000000050.snap.tmp", Snapshotter.incomingName, "snapshot-00000000000000000010.snap.unusable"] {
+            try fs.replace("/data/" + name, with: [1, 2, 3], inDirectory: "/data")
+        }
+        let recovered = try start(fs)
+        #expect(recovered.registry.snapshot() == applied(ops).snapshot())
+        let names = try fs.list("/data")
+        #expect(!names.contains { $0.hasSuffix(".snap.tmp") } && !names.contains(Snapshotter.incomingName))
+        #expect(names.contains("snapshot-00000000000000000010.snap.unusable"), "one set aside is the operator's to delete")
+    }
+
     @Test func aHoleInTheJournalOrAnUndecodableOperationIsRefused() throws {
         let ops = try operations(count: 300, seed: 5)
         let holed = SimulatedFileSystem()

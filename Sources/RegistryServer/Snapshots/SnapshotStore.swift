@@ -188,6 +188,11 @@ enum SnapshotStore {
 
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
+    ///
+    /// A snapshot found corrupt is set aside (renamed `….snap.unusable`, kept for a look): left
+    /// in place, it stays the newest, a later snapshot of the same operations counts as taken
+    /// already, the trim keeps only it, and peers are sent it. One that could not be read (an I/O
+    /// error) stays: it may load next time.
     static func loadNewest(
         in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false, logger: Logger
@@ -203,11 +208,27 @@ enum SnapshotStore {
                 )
             } catch {
                 problems.append(error.description)
-                logger.warning("a snapshot is unusable; trying an older one", metadata: ["reason": "\(error)"])
+                guard case .corrupt = error else {
+                    logger.warning("a snapshot could not be read; trying an older one", metadata: ["reason": "\(error)"])
+                    continue
+                }
+                let path = directory + "/" + SnapshotFile.name(label: label)
+                do throws(StorageError) {
+                    try fs.rename(path, to: path + unusableSuffix)
+                    try fs.syncDirectory(directory)
+                    logger.warning(
+                        "a snapshot is corrupt; set it aside and trying an older one",
+                        metadata: ["reason": "\(error)", "set_aside": "\(path + unusableSuffix)"])
+                } catch {
+                    logger.warning("a snapshot is corrupt, and could not be set aside; trying an older one", metadata: ["reason": "\(error)"])
+                }
             }
         }
         return (nil, problems)
     }
+
+    /// What a corrupt snapshot's name gets when it is set aside (``loadNewest(in:on:expectedDevices:claimSeed:tables:inBackground:logger:)``).
+    static let unusableSuffix = ".unusable"
 
     /// Appends every record of `registry` to `writer`.
     static func append(_ registry: RegistryState, to writer: SnapshotWriter) throws(StorageError) {

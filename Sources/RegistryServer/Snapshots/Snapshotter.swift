@@ -268,7 +268,8 @@ final class Snapshotter: @unchecked Sendable {
     }
 
     /// Writes the snapshot `metadata` describes, its records from `fill`, unless `newest` (the label
-    /// of the newest snapshot there is) is its label (then `unneeded` is called instead); then keeps
+    /// of the newest snapshot there is) is its label and covers what it would (then `unneeded` is
+    /// called instead); then keeps
     /// the newest `keeping` snapshots and trims the journal. The snapshot's time counts from `started`.
     private func put(
         metadata: SnapshotMetadata, newest: UInt64?, started: UInt64, currentFile: UInt64, keeping: Int,
@@ -276,7 +277,7 @@ final class Snapshotter: @unchecked Sendable {
     ) throws(StorageError) -> Taken {
         let label = Self.label(covering: metadata.versionVector)
         let bytes: Int
-        if newest == label {
+        if newest == label, covers(label: label, metadata.versionVector) {
             unneeded()
             bytes = 0  // nothing new since the last snapshot
         } else {
@@ -420,6 +421,16 @@ final class Snapshotter: @unchecked Sendable {
             (writer) throws(StorageError) in
             try SnapshotStore.append(registry, to: writer)
         }
+    }
+
+    /// Whether the snapshot file of `label` covers exactly `vector`, by its header. A label names
+    /// how many operations a snapshot covers, and one placed from a peer is named after what its
+    /// install replayed beside it: the label alone does not say that nothing is new.
+    private func covers(label: UInt64, _ vector: VersionVector) -> Bool {
+        guard let bytes = try? SnapshotFile.readMetadata(directory + "/" + SnapshotFile.name(label: label), on: fs),
+            let held = try? SnapshotCodec.decodeMetadata(bytes)
+        else { return false }
+        return held.versionVector == vector
     }
 
     /// Deletes the oldest journal files, up to the first that some kept snapshot or the retention

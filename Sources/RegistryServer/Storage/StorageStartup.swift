@@ -48,6 +48,7 @@ enum StorageStartup {
         return try NodeStartupError.typed {
             let names = try fs.list(directory)
             if names.contains(DataDirectory.legacyDatabaseName) { throw NodeStartupError.olderDataDirectory(directory) }
+            try removeUnfinished(names, in: directory, on: fs, logger: logger)
             let metadata = try identity(
                 fs: fs, directory: directory, names: names, configured: configuredNodeID, identifierKey: identifierKey,
                 wallClock: wallClock, epochEntropy: epochEntropy, logger: logger)
@@ -118,6 +119,18 @@ enum StorageStartup {
                 ])
             return state
         }
+    }
+
+    /// Deletes what a process that ended mid-way left unfinished: a snapshot being written
+    /// (`.snap.tmp`) and a peer's snapshot being received. Nothing reads them again (a transfer
+    /// starts afresh), and each may be as large as the state: left, they take the room the next
+    /// snapshot, or the journal, needs.
+    static func removeUnfinished(_ names: [String], in directory: String, on fs: any FileSystem, logger: Logger) throws(StorageError) {
+        let unfinished = names.filter { ($0.hasPrefix("snapshot-") && $0.hasSuffix(".snap.tmp")) || $0 == Snapshotter.incomingName }
+        guard !unfinished.isEmpty else { return }
+        for name in unfinished { try fs.remove(directory + "/" + name) }
+        try fs.syncDirectory(directory)
+        logger.info("removed files a stopped process left unfinished", metadata: ["files": "\(unfinished.joined(separator: ", "))"])
     }
 
     /// Journal bytes a registration that creates a device takes at least in the usual shape (its
