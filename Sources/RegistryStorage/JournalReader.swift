@@ -136,6 +136,11 @@ public final class JournalReader {
         let header = try fs.read(open!, at: offset, count: JournalEntry.headerBytes)
         guard header.count == JournalEntry.headerBytes else { throw .corrupt("journal file \(file.number) ends inside a durable record") }
         let length = header.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self))) }
+        // A damaged length is refused before it sizes a read: the entry lies within what the
+        // file made durable.
+        guard length <= JournalEntry.maxPayloadBytes, offset + JournalEntry.headerBytes + length <= file.durableBytes else {
+            throw .corrupt("journal file \(file.number) is damaged at byte \(offset): a record of \(length) bytes runs past the \(file.durableBytes) durable")
+        }
         let whole = try fs.read(open!, at: offset, count: JournalEntry.headerBytes + length)
         let read = whole.withUnsafeBytes { raw in
             Result { () throws(StorageError) in try JournalEntry.read(raw, at: 0, file: file.number) }

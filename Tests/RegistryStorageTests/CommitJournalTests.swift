@@ -283,6 +283,28 @@ import Testing
         }
     }
 
+    /// A record's length damaged on disk is refused by a reader of the log before it sizes a read
+    /// by it (a length near 4 GiB asked for as much memory).
+    @Test func aReaderRefusesARecordLengthThatRunsPastTheDurableBytes() throws {
+        let fs = SimulatedFileSystem()
+        let index = JournalIndex()
+        do {
+            let journal = try CommitJournal(fs: fs, directory: "/data", number: 1, index: index)
+            for first in [UInt64(1), 7, 13] { try journal.append(JournalEntry(segments: [segment(first...(first + 5))], clock: first)) }
+        }
+        let log = LogID(origin: NodeID(trusted: "node-a"), epoch: 7)
+        #expect(try JournalReader(log: log, from: 1, in: "/data", on: fs, index: index).next(atMost: 100).count > 0)
+        var bytes = try fs.readAll(CommitJournal.path(in: "/data", number: 1))
+        for offset in 4..<8 { bytes[offset] = offset == 7 ? 0xFF : 0xF0 }
+        try fs.replace(CommitJournal.path(in: "/data", number: 1), with: bytes, inDirectory: "/data")
+        #expect {
+            _ = try JournalReader(log: log, from: 1, in: "/data", on: fs, index: index).next(atMost: 100)
+        } throws: { error in
+            guard case JournalReadError.storage(.corrupt(let reason)) = error else { return false }
+            return reason.contains("runs past")
+        }
+    }
+
     @Test func removingFilesDeletesTheOldestAndRecordsWhatWasTrimmed() throws {
         let fs = SimulatedFileSystem()
         let index = JournalIndex()
