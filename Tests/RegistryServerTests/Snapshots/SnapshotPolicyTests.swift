@@ -17,7 +17,32 @@ import Testing
         #expect(policy.shouldStart(durableOperations: 150, nowNanos: 63 * second) == true, "a minute passed with something new")
         policy.finished(covering: nil, nowNanos: 64 * second)
         #expect(policy.coveredOperations == 100, "a failed snapshot covers nothing")
-        #expect(policy.shouldStart(durableOperations: 150, nowNanos: 64 * second) == true, "so the next commit tries again")
+        #expect(policy.shouldStart(durableOperations: 150, nowNanos: 64 * second) == false, "not at the next commit")
+        #expect(policy.shouldStart(durableOperations: 150, nowNanos: 74 * second) == true, "10 s later")
+    }
+
+    /// Failures in a row wait longer and longer before the next try, up to 10 minutes; one that
+    /// works, or a snapshot taken otherwise, ends the wait.
+    @Test func failuresInARowWaitLongerAndASuccessEndsTheWait() {
+        var policy = SnapshotPolicy(everyOperations: 1, everySeconds: 0, coveredOperations: 0, nowNanos: 0)
+        var now: UInt64 = 0
+        #expect(policy.shouldStart(durableOperations: 10, nowNanos: now) == true)
+        policy.finished(covering: nil, nowNanos: now)
+        var waits = [UInt64]()
+        for _ in 0..<8 {
+            var next = now
+            while !policy.shouldStart(durableOperations: 10, nowNanos: next) { next += second }
+            waits.append((next - now) / second)
+            policy.finished(covering: nil, nowNanos: next)
+            now = next
+        }
+        #expect(waits == [10, 20, 40, 80, 160, 320, 600, 600])
+        #expect(policy.startByRequest() == true, "by hand, at once")
+        policy.finished(covering: 5, nowNanos: now)
+        #expect(policy.shouldStart(durableOperations: 10, nowNanos: now) == true, "a snapshot that worked ends the wait")
+        policy.finished(covering: nil, nowNanos: now)
+        policy.covers(10, nowNanos: now)
+        #expect(policy.shouldStart(durableOperations: 20, nowNanos: now) == true, "so does one installed or taken in the foreground")
     }
 
     @Test func nothingNewNeverSnapshotsAndZeroTurnsARuleOff() {
