@@ -15,6 +15,25 @@ final class ConnectionFailure: Sendable {
     var recorded: RegistryClientError? { reason.withLock { $0 } }
 }
 
+extension RegistryClientError {
+    /// This failure of a connection as the requests it cut short see it: their outcome is
+    /// unknown, so it is `connectionClosed`, saying why (a frame this client cannot read, TLS);
+    /// other kinds stay as they are (a refusal of the hello is the server's).
+    var forRequestsCutShort: RegistryClientError {
+        switch self {
+        case .unexpectedResponse(let what): return .connectionClosed("the server sent what this client cannot read: \(what)")
+        case .tls(let reason): return .connectionClosed("TLS failed: \(reason)")
+        default: return self
+        }
+    }
+
+    /// What a request whose write found the channel closed fails with: why the connection
+    /// failed (`recorded`), else the write's own error.
+    static func closedBefore(_ recorded: RegistryClientError?, write: any Error) -> RegistryClientError {
+        recorded?.forRequestsCutShort ?? .connectionClosed("\(write)")
+    }
+}
+
 /// Where a request's answer goes: an async caller's promise, or a callback that runs on the
 /// connection's event loop (for callers that must not pay for a task per request).
 enum AnswerSink: Sendable {
@@ -243,17 +262,21 @@ final class ClientChannelHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
-    /// Fails everything waiting for an answer, and the registrations held for a frame not yet
-    /// written, and remembers why for every later request.
     /// Whether an answer refuses its request.
     private static func isRefusal(_ body: ServerBody) -> Bool {
         if case .error = body { return true }
         return false
     }
 
-    private func failAll(_ error: RegistryClientError) {
+    /// Fails everything waiting for an answer, and the registrations held for a frame not yet
+    /// written, and remembers why for every later request. Whatever ended the connection, the
+    /// requests it cut short fail as `connectionClosed` (their outcome is unknown), saying why;
+    /// only a refusal of the hello stays the server's error. The connection's own failure keeps
+    /// its kind (a TLS handshake refused is `.tls` to `connect`).
+    private func failAll(_ cause: RegistryClientError) {
+        failure.record(cause)
+        let error = cause.forRequestsCutShort
         closedReason = closedReason ?? error
-        failure.record(error)
         let answers = waiting.values.flatMap(\.sinks) + (coalescer.take()?.sinks ?? [])
         waiting.removeAll()
         sentAfter.removeAll()

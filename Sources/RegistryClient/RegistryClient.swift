@@ -22,12 +22,24 @@ public final class RegistryClient: Sendable {
     /// the connection lasts (see ``connect(to:role:clientName:token:tls:group:connectTimeout:handshakeTimeout:answerTimeout:maxCoalesced:ackReplicas:session:)``).
     public let answerTimeout: TimeAmount?
 
-    private init(server: HelloAccepted, endpoint: Endpoint, session: CausalSession?, channel: any Channel, answerTimeout: TimeAmount?) {
+    /// Why the connection failed, as its handler first saw it: what a call whose write finds the
+    /// channel closed says.
+    private let failure: ConnectionFailure
+
+    private init(
+        server: HelloAccepted, endpoint: Endpoint, session: CausalSession?, channel: any Channel, answerTimeout: TimeAmount?, failure: ConnectionFailure
+    ) {
         self.server = server
         self.endpoint = endpoint
         self.session = session
         self.channel = channel
         self.answerTimeout = answerTimeout
+        self.failure = failure
+    }
+
+    /// A client let go of without ``close()`` closes its connection: the node gives its place back.
+    deinit {
+        channel.close(promise: nil)
     }
 
     /// Single registrations per frame at most, by default (see `maxCoalesced` in ``connect``).
@@ -115,7 +127,8 @@ public final class RegistryClient: Sendable {
         }
         switch answer {
         case .helloAccepted(let accepted):
-            return RegistryClient(server: accepted, endpoint: endpoint, session: session, channel: channel, answerTimeout: answerTimeout)
+            return RegistryClient(
+                server: accepted, endpoint: endpoint, session: session, channel: channel, answerTimeout: answerTimeout, failure: failure)
         case .error(let error):
             try? await channel.close()
             throw .server(error)
@@ -131,28 +144,35 @@ public final class RegistryClient: Sendable {
     /// too, so an answer in time never loses the connection. A cancelled task stops waiting at
     /// once (``RegistryClientError/cancelled``); the answer, if it comes, is dropped.
     private static func send(
-        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)? = nil
+        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)? = nil,
+        failure: ConnectionFailure? = nil
     ) async throws(RegistryClientError) -> ServerReply {
-        try await wait(for: write(body, after: after, on: channel, giveUp: giveUp), on: channel)
+        try await wait(for: write(body, after: after, on: channel, giveUp: giveUp, failure: failure), on: channel)
     }
 
     /// Writes `body` on `channel` (from any thread), and with `giveUp` arms its watch; returns
-    /// where its answer goes.
+    /// the promise the caller waits on, which the answer completes, or a cancellation first.
+    /// The watch ends with the answer, not with the caller's wait: a caller that gives up (its
+    /// own deadline, a cancelled task) still leaves the connection watched, so a node that stops
+    /// answering is given up all the same.
     private static func write(
-        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)?
+        _ body: ClientBody, after: CausalToken, on channel: any Channel, giveUp: (after: TimeAmount, reason: String)?,
+        failure: ConnectionFailure? = nil
     ) -> EventLoopPromise<ServerReply> {
-        let promise = channel.eventLoop.makePromise(of: ServerReply.self)
+        let answer = channel.eventLoop.makePromise(of: ServerReply.self)
+        let caller = channel.eventLoop.makePromise(of: ServerReply.self)
         if let giveUp {
             let watch = channel.eventLoop.scheduleTask(in: giveUp.after) { channel.pipeline.fireErrorCaught(Abandoned(reason: giveUp.reason)) }
             // Registered before the request is written, so before any answer can complete it.
-            promise.futureResult.whenComplete { _ in watch.cancel() }
+            answer.futureResult.whenComplete { _ in watch.cancel() }
         }
+        answer.futureResult.cascade(to: caller)
         // A write that never reaches the handler (the channel already closed) must still
         // complete the request.
-        channel.writeAndFlush(PendingRequest(body: body, after: after, answer: .promise(promise))).whenFailure { error in
-            promise.fail(RegistryClientError.connectionClosed("\(error)"))
+        channel.writeAndFlush(PendingRequest(body: body, after: after, answer: .promise(answer))).whenFailure { error in
+            answer.fail(RegistryClientError.closedBefore(failure?.recorded, write: error))
         }
-        return promise
+        return caller
     }
 
     /// Waits for the answer `promise` gets; a cancelled task stops waiting at once.
@@ -179,7 +199,7 @@ public final class RegistryClient: Sendable {
     /// Sends any request, to be answered only by a node that holds what `after` names (with the
     /// session's token), and returns the answer as is with its own causal token.
     public func reply(_ body: ClientBody, after: CausalToken = .empty) async throws(RegistryClientError) -> ServerReply {
-        try await Self.send(body, after: after, on: channel, giveUp: giveUp)
+        try await Self.send(body, after: after, on: channel, giveUp: giveUp, failure: failure)
     }
 
     /// What ``answerTimeout`` makes of a call's wait.
@@ -203,9 +223,10 @@ public final class RegistryClient: Sendable {
         _ body: ClientBody, after: CausalToken = .empty, onAnswer: @escaping @Sendable (Result<ServerReply, RegistryClientError>) -> Void
     ) {
         let eventLoop = channel.eventLoop
+        let failure = self.failure
         channel.write(PendingRequest(body: body, after: after, answer: .callback(onAnswer))).whenFailure { error in
             // Only for writes the handler never saw (the channel had already closed).
-            eventLoop.execute { onAnswer(.failure(.connectionClosed("\(error)"))) }
+            eventLoop.execute { onAnswer(.failure(.closedBefore(failure.recorded, write: error))) }
         }
     }
 
@@ -225,7 +246,7 @@ public final class RegistryClient: Sendable {
     public func register(
         _ request: RegisterRequest, after: CausalToken
     ) async throws(RegistryClientError) -> (result: RegisterResult, token: CausalToken) {
-        let reply = try await Self.send(.register(request), after: after, on: channel, giveUp: giveUp)
+        let reply = try await Self.send(.register(request), after: after, on: channel, giveUp: giveUp, failure: failure)
         switch reply.body {
         case .registerResult(let result): return (result, reply.token)
         case .error(let error): throw .server(error)

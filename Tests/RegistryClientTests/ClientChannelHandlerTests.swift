@@ -132,6 +132,25 @@ import Testing
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// A frame that does not decode ends the connection: the requests waiting on it fail as
+    /// `connectionClosed` (their outcome is unknown, as for any connection cut short), saying why;
+    /// the connection's failure, which `connect` reports, keeps its kind.
+    @Test func aFrameThatDoesNotDecodeClosesEveryWaitingRequestAsACutConnection() throws {
+        let failure = ConnectionFailure()
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1, failure: failure))
+        let answers = Answers()
+        send([PendingRequest(body: .register(registration(1)), answer: answers.sink(1))], on: channel)
+        _ = try written(channel)
+        var buffer = channel.allocator.buffer(capacity: 8)
+        buffer.writeBytes([0xFF, 0xFF, 0xFF, 0xFF])
+        try channel.writeInbound(buffer)
+        guard case .failure(.connectionClosed(let reason)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+        #expect(reason.contains("cannot read"), "\(reason)")
+        guard case .unexpectedResponse? = failure.recorded else { return #expect(Bool(false), "\(String(describing: failure.recorded))") }
+        #expect(RegistryClientError.closedBefore(failure.recorded, write: ChannelError.ioOnClosedChannel) == .connectionClosed(reason))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     /// A connection-level error before the hello's answer (a node at its `--max-connections`
     /// answers so at once) is the hello's refusal, typed as the node sent it.
     @Test func anErrorOfTheConnectionBeforeTheHellosAnswerRefusesTheHello() throws {

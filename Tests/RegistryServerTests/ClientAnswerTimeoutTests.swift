@@ -38,4 +38,47 @@ import Testing
         await client.close()
         try await node.stop()
     }
+
+    /// A caller that stops waiting first (its own deadline, here a cancelled task) leaves the
+    /// call watched: the connection is still given up once the node has not answered within the
+    /// answer timeout, and the calls after it are not left waiting behind a node that stopped.
+    @Test func aCancelledCallStillGivesTheConnectionUpPastTheAnswerTimeout() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try await TestNode.start(dataDirectory: temp.path) { $0.causalTimeoutMillis = 10_000 }
+        let client = try await RegistryClient.connect(to: node.endpoint, clientName: "t", answerTimeout: .milliseconds(500))
+        let own = try await client.stats()
+        let ahead = CausalToken(positions: [LogPosition(origin: own.nodeID, epoch: own.logEpoch, sequence: 1_000_000)])
+        let held = Task { try await client.reply(.stats, after: ahead) }
+        try await Task.sleep(for: .milliseconds(50))
+        held.cancel()
+        do {
+            let reply = try await held.value
+            Issue.record("expected the call to stop waiting, got \(reply.body)")
+        } catch {
+            #expect((error as? RegistryClientError).map { if case .cancelled = $0 { true } else { false } } == true, "\(error)")
+        }
+        // The node holds the call; past the answer timeout the client gives the connection up.
+        var outcome: Result<StatsMessage, RegistryClientError>?
+        for _ in 0..<100 {
+            outcome = await Self.stats(client)
+            if case .failure = outcome { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        guard case .failure(.connectionClosed(let reason)) = outcome else {
+            Issue.record("expected the connection given up, got \(String(describing: outcome))")
+            return
+        }
+        #expect(reason.contains("answerTimeout"), "\(reason)")
+        await client.close()
+        try await node.stop()
+    }
+
+    static func stats(_ client: RegistryClient) async -> Result<StatsMessage, RegistryClientError> {
+        do {
+            return .success(try await client.stats())
+        } catch {
+            return .failure(error)
+        }
+    }
 }
