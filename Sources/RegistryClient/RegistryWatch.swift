@@ -26,7 +26,8 @@ public struct WatchUpdate: Hashable, Sendable {
 /// until it is past the events it applied before it held the whole cursor (after a partition,
 /// up to its `--watch-history`), and the watch holds them in memory until then. It ends with an error
 /// for what retrying cannot mend: `cursor_expired` (read the state again, and watch from now),
-/// a refused token or filter, or `maxAttempts` failed attempts in a row.
+/// a refused token or filter, or `maxAttempts` failed attempts in a row (a TLS failure counts
+/// as a failed attempt: another endpoint may present a certificate this client trusts).
 ///
 /// ```swift
 /// for try await update in RegistryWatch(endpoints: nodes, vendors: ["com.vendor"], clientName: "billing") {
@@ -157,11 +158,13 @@ public struct RegistryWatch: AsyncSequence, Sendable {
                 let frame = frames.removeLast()
                 switch frame.body {
                 case .watchEvents(let batch):
-                    failures = 0
                     guard let next = batch.cursor else {
                         pending += batch.events
                         continue
                     }
+                    // Progress is a cursor: a node that sends part of a span and then drops the
+                    // connection, again and again, counts as failing.
+                    failures = 0
                     cursor = next
                     // Most frames end with a cursor: their events go out as they came.
                     let events = pending.isEmpty ? batch.events : pending + batch.events

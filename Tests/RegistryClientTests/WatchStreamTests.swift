@@ -65,9 +65,28 @@ import Testing
         #expect(sequences == Array(1...30))
         #expect(try await server.receivedWatchRequest())
     }
+
+    /// A node that sends events without a cursor and then drops the connection, every time,
+    /// gives the watch no progress: it counts as failing, and the watch gives up after
+    /// `maxAttempts` connections.
+    @Test func eventsWithoutACursorAreNoProgressAndAttemptsRunOut() async throws {
+        var frame = Self.eventsFrame(first: 1, count: 5)
+        if case .watchEvents(let batch) = frame.body {
+            frame = ServerFrame(requestID: 1, body: .watchEvents(WatchEventsMessage(events: batch.events, cursor: nil)))
+        }
+        let server = try ScriptedWatchServer(sending: [frame], connections: 10)
+        let watch = RegistryWatch(
+            endpoints: [try Endpoint(parsing: "127.0.0.1:\(server.port)")], clientName: "watch-stream-test", retryDelay: .milliseconds(10),
+            maxAttempts: 3, connectTimeout: .seconds(10))
+        let iterator = watch.makeAsyncIterator()
+        await #expect(throws: RegistryClientError.self) {
+            while try await iterator.next() != nil { Issue.record("a span without its cursor was yielded") }
+        }
+        #expect(server.watchRequestsAnswered == 3)
+    }
 }
 
-/// One connection's worth of a node: accepts once on 127.0.0.1, answers the first frame (the
+/// One connection's worth of a node (or several, one after the other): accepts on 127.0.0.1, answers the first frame (the
 /// hello) with `HelloAccepted`, reads the second (the watch request), writes `frames` and then
 /// the bytes `trailing` in one write, and closes. Runs on a thread of its own, whose socket calls
 /// give up after 5 minutes, so that a client that never connects or never asks fails the test
@@ -78,7 +97,12 @@ private final class ScriptedWatchServer: Sendable {
     /// Whether the watch request came; nil while the server runs.
     private let outcome = Mutex<Bool?>(nil)
 
-    init(sending frames: [ServerFrame], then trailing: [UInt8] = []) throws {
+    /// Watch requests answered so far.
+    private let answered = Mutex(0)
+    var watchRequestsAnswered: Int { answered.withLock { $0 } }
+
+    /// Serves `connections` connections one after the other, each the same way.
+    init(sending frames: [ServerFrame], then trailing: [UInt8] = [], connections: Int = 1) throws {
         let (listener, port) = try #require(listeningLoopbackSocket(), "cannot listen on 127.0.0.1")
         try #require(Self.limitWaits(of: listener), "cannot set a receive timeout")
         self.port = UInt16(port)
@@ -94,15 +118,18 @@ private final class ScriptedWatchServer: Sendable {
         let thread = Thread { [self] in
             var sawWatch = false
             defer { outcome.withLock { $0 = sawWatch } }
-            let connection = accept(listener, nil, nil)
-            close(listener)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            guard Self.limitWaits(of: connection) else { return }
-            guard Self.readFrame(connection) != nil, Self.send(helloBytes, to: connection) else { return }
-            guard let request = Self.readFrame(connection), (try? ClientFrame(decoding: ByteBuffer(bytes: request)))?.body.isWatch == true else { return }
-            sawWatch = true
-            _ = Self.send(streamBytes, to: connection)
+            defer { close(listener) }
+            for _ in 0..<connections {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                defer { close(connection) }
+                guard Self.limitWaits(of: connection) else { return }
+                guard Self.readFrame(connection) != nil, Self.send(helloBytes, to: connection) else { return }
+                guard let request = Self.readFrame(connection), (try? ClientFrame(decoding: ByteBuffer(bytes: request)))?.body.isWatch == true else { return }
+                sawWatch = true
+                answered.withLock { $0 += 1 }
+                _ = Self.send(streamBytes, to: connection)
+            }
         }
         thread.start()
     }
