@@ -54,13 +54,15 @@ proto-tools:
 
 # protoc and Python's protobuf run the interop test; Debian's prometheus (with promtool) scrapes
 # a node in the metrics test; openssl makes the TLS tests' certificates; systemd-analyze and
-# kubernetes-validate check deploy/; gdb prints the stacks of a test run that hangs.
+# kubernetes-validate check deploy/; gdb prints the stacks of a test run that hangs; ss shows
+# the connections' keepalive timers.
 test-tools: proto-tools
 	@command -v protoc >/dev/null || $(APT) protobuf-compiler
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || $(APT) prometheus
 	@command -v systemd-analyze >/dev/null || $(APT) systemd
 	@command -v openssl >/dev/null || $(APT) openssl
 	@command -v gdb >/dev/null || $(APT) gdb
+	@command -v ss >/dev/null || $(APT) iproute2
 	@python3 -c 'import yaml' 2>/dev/null || $(PIP) pyyaml
 	@python3 -c 'import kubernetes_validate' 2>/dev/null || $(PIP) kubernetes-validate
 	@python3 -c 'import google.protobuf' 2>/dev/null || $(PIP) 'protobuf>=4.21,<8'

@@ -88,6 +88,7 @@ public final class RegistryClient: Sendable {
         let giveUp = handshakeTimeout.map { ($0, "no answer to the hello in \(Double($0.nanoseconds) / 1e9)s") }
         do {
             (channel, hello) = try await ClientBootstrap(group: group)
+                .keepalive()
                 .connectTimeout(connectTimeout)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelInitializer { channel in

@@ -31,6 +31,7 @@ final class WatchConnection: Sendable {
         }
         do {
             (connection, helloWritten) = try await ClientBootstrap(group: group)
+                .keepalive()
                 .connectTimeout(connectTimeout)
                 .channelOption(.autoRead, value: false)
                 // Reads grow to 1 MiB (NIO's default stops at 64 KiB) while a watcher keeps

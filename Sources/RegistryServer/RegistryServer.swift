@@ -60,6 +60,7 @@ public final class RegistryServer: Service, Sendable {
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childKeepalive()
             .childChannelOption(.maxMessagesPerRead, value: 16)
             // Above the high mark a connection takes no more requests until its answers drain
             // below the low one (see RequestFlowControl).
@@ -132,5 +133,13 @@ public final class RegistryServer: Service, Sendable {
                 try? await channel.close()
             }
         }
+    }
+}
+
+extension ServerBootstrap {
+    /// This bootstrap with ``TCPKeepalive`` on every connection it accepts: a client whose host
+    /// died stops holding a place under `--max-connections` about two minutes later.
+    func childKeepalive() -> ServerBootstrap {
+        TCPKeepalive.options.reduce(self) { $0.childChannelOption($1.option, value: $1.value) }
     }
 }

@@ -40,6 +40,29 @@ import Testing
         #expect(stats.status == 0 && stats.stdout.contains("too_many_connections"), "\(stats.stdout)")
     }
 
+    /// Both ends of a client's connection probe a silent peer (TCP keepalive, 60 s idle): a
+    /// client whose host died stops holding a place, and a client waiting on a node whose host
+    /// died is told. `ss` shows each socket's keepalive timer.
+    @Test func bothEndsOfAClientsConnectionKeepItAlive() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.remove() }
+        let node = try DaemonProcess(dataDirectory: temp.path)
+        defer { node.stop() }
+        let client = try await RegistryClient.connect(to: Endpoint(parsing: node.endpoint), clientName: "keepalive-test")
+        _ = try await client.stats()
+        let port = node.endpoint.split(separator: ":").last!
+        // A socket with bytes in flight shows its retransmission timer instead, for a moment.
+        var sockets = try run("/usr/bin/env", ["ss", "-tnoH", "state", "established", "( sport = :\(port) or dport = :\(port) )"])
+        for _ in 0..<50 where !sockets.stdout.split(separator: "\n").allSatisfy({ $0.contains("timer:(keepalive") }) {
+            try await Task.sleep(for: .milliseconds(100))
+            sockets = try run("/usr/bin/env", ["ss", "-tnoH", "state", "established", "( sport = :\(port) or dport = :\(port) )"])
+        }
+        let lines = sockets.stdout.split(separator: "\n")
+        #expect(sockets.status == 0 && lines.count == 2, "\(sockets.stdout) \(sockets.stderr)")
+        #expect(lines.allSatisfy { $0.contains("timer:(keepalive") }, "\(sockets.stdout)")
+        await client.close()
+    }
+
     /// The node raises its soft limit of open files to the hard one, and warns when
     /// `--max-connections` does not fit under it.
     @Test func theOpenFilesLimitIsRaisedAndOneTooSmallIsWarnedOf() throws {

@@ -261,6 +261,7 @@ final class PeerLink: @unchecked Sendable {
     private func connect() {
         let link = self
         ClientBootstrap(group: group)
+            .keepalive()
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(3))
             .channelInitializer { [tls] channel in
