@@ -232,9 +232,11 @@ final class ClientChannelHandler: ChannelDuplexHandler {
             }
         case nil:
             guard case .error(let error) = frame.body else { break }
-            if helloRequestID != nil {
+            if helloRequestID != nil || nextRequestID == 1 {
                 // Before the hello's answer a connection-level error refuses the hello (too
-                // many connections): no request goes before that answer.
+                // many connections): no request goes before that answer. The node sends it as
+                // soon as it accepts, so it may come before the hello is even written: then the
+                // hello, written next, fails with it.
                 failAll(.server(error))
             } else {
                 // An error of the connection's (a frame too large or malformed), after which the

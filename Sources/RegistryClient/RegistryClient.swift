@@ -38,8 +38,9 @@ public final class RegistryClient: Sendable {
     }
 
     /// A client let go of without ``close()`` closes its connection: the node gives its place back.
+    /// (A closed one is left alone: its event loop may be shut down by now.)
     deinit {
-        channel.close(promise: nil)
+        if channel.isActive { channel.close(promise: nil) }
     }
 
     /// Single registrations per frame at most, by default (see `maxCoalesced` in ``connect``).

@@ -1,11 +1,13 @@
-/// Where a ``ChangeFeed``'s account events (bound, unbound) are, by account: what a forget
-/// looks up to erase, so that it reads the events of the accounts it states again and no others
-/// (a feed may hold a million events, and a forget is applied on the commit path).
+/// Where a ``ChangeFeed``'s account events (bound, unbound) are, by account ID whatever the
+/// vendor (a vendor move files an account under the joined vendor's name, and its earlier events
+/// name the old one): what a forget looks up to erase, so that it reads the events of the
+/// accounts it states again and no others (a feed may hold a million events, and a forget is
+/// applied on the commit path).
 ///
 /// Positions the feed dropped stay until the index holds twice as many as after its last
 /// clean-up, which then drops them: each position is added once and dropped once.
 struct AccountEventIndex: Sendable {
-    private var positions: [AccountKey: [UInt64]] = [:]
+    private var positions: [UUID128: [UInt64]] = [:]
     /// Positions held, dropped ones included.
     private var count = 0
     /// ``count``, for tests.
@@ -15,13 +17,14 @@ struct AccountEventIndex: Sendable {
 
     /// Notes that the event at `position`, the newest so far, is an event of `account`.
     mutating func add(_ account: AccountKey, at position: UInt64) {
-        positions[account, default: []].append(position)
+        positions[account.account, default: []].append(position)
         count += 1
     }
 
-    /// The positions of `account`'s events from `first` up to (not including) `end`, oldest first.
+    /// The positions of the events of `account`'s ID, under any vendor, from `first` up to (not
+    /// including) `end`, oldest first.
     func positions(of account: AccountKey, from first: UInt64, before end: UInt64) -> [UInt64] {
-        (positions[account] ?? []).filter { $0 >= first && $0 < end }
+        (positions[account.account] ?? []).filter { $0 >= first && $0 < end }
     }
 
     /// Drops the positions below `first` (the feed's oldest event) once they may outnumber the

@@ -116,7 +116,10 @@ public struct ChangeFeed: Sendable {
             }
         }
         var erased = [UInt64]()
-        for account in restated {
+        // By account ID: two restated accounts of one ID (a vendor move joined their vendors)
+        // look up the same positions once.
+        var seen = Set<UUID128>()
+        for account in restated where seen.insert(account.account).inserted {
             for position in accountEvents.positions(of: account, from: firstPosition, before: start + UInt64(first)) {
                 let offset = Int(position - firstPosition)
                 guard entries.withEntry(at: offset, { $0.event.namesAccount(with: devices) }) else { continue }
@@ -125,7 +128,7 @@ public struct ChangeFeed: Sendable {
                 erased.append(position)
             }
         }
-        return erased
+        return erased.sorted()
     }
 
     /// A state installed from elsewhere (a peer's snapshot) replaced the node's, which holds

@@ -46,6 +46,18 @@ public enum SnapshotFile {
         return try readHeader(file, path: path, on: fs)
     }
 
+    /// Whether the file at `path` is a snapshot in a format this version does not read: another
+    /// version wrote it (a rollback, say). It is not damaged, and is left where it is.
+    public static func isAnotherVersions(_ path: String, on fs: some FileSystem) -> Bool {
+        guard let file = try? fs.open(path, create: false) else { return false }
+        defer { fs.close(file) }
+        guard let header = try? fs.read(file, at: 0, count: 8), header.count == 8 else { return false }
+        let (magic, format) = header.withUnsafeBytes {
+            (UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)), UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+        }
+        return magic == headerMagic && format != Self.format
+    }
+
     /// The header's metadata, its magic, format and checksum checked; it ends at byte 20 plus
     /// its length.
     private static func readHeader(_ file: FileHandle, path: String, on fs: some FileSystem) throws(StorageError) -> [UInt8] {

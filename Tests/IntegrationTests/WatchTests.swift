@@ -64,6 +64,34 @@ final class WatchedView: Sendable {
     }
 }
 
+/// A node of its own, a client of it, and a watcher that follows it from now, with the first
+/// cursor it was given.
+struct WatchedNode {
+    let temp: TemporaryDirectory
+    let node: DaemonProcess
+    let endpoint: Endpoint
+    let client: RegistryClient
+    let view: WatchedView
+    let following: Task<Void, Never>
+    let early: WatchCursor
+
+    init(clusterID: String) async throws {
+        temp = try TemporaryDirectory()
+        node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", clusterID])
+        endpoint = try Endpoint(parsing: node.endpoint)
+        client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
+        view = WatchedView()
+        following = view.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
+        early = try #require(try await view.wait { $0.cursor != nil }.cursor)
+    }
+
+    func stop() {
+        following.cancel()
+        node.stop()
+        temp.remove()
+    }
+}
+
 @Suite(.serialized, .timeLimit(.minutes(5))) struct WatchTests {
     /// Registers `count` devices through `client`, each an app with an IDFV and a keychain UUID;
     /// one in five also a sibling app that shares the keychain UUID but presents a new IDFV, first
@@ -258,16 +286,10 @@ final class WatchedView: Sendable {
     /// A watcher that comes back to the node its cursor came from gets the backlog a frame at a
     /// time, each with its cursor: the node held that cursor, so no span waits for the end.
     @Test func aWatcherThatResumesOnItsOwnNodeGetsTheBacklogAFrameAtATime() async throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", "backlog"])
-        defer { node.stop() }
-        let endpoint = try Endpoint(parsing: node.endpoint)
-        let client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
-        let view = WatchedView()
-        let task = view.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
-        let early = try await view.wait { $0.cursor != nil }.cursor!
-        task.cancel()
+        let watched = try await WatchedNode(clusterID: "backlog")
+        defer { watched.stop() }
+        let (endpoint, client, early) = (watched.endpoint, watched.client, watched.early)
+        watched.following.cancel()
         for chunk in 0..<10 {
             _ = try await client.registerBatch((0..<100).map { RegisterRequest(bundleID: "com.backlog.app", idfv: UUID128(high: UInt64(chunk + 1), low: UInt64($0 + 1)).text) })
         }
@@ -287,15 +309,9 @@ final class WatchedView: Sendable {
     /// accounts were (docs/security.md): the binds before the forget are erased from the feed,
     /// and only the forget's own events name the account, to say it is bound to nothing now.
     @Test func aWatcherThatResumesFromBeforeAForgetIsNotGivenTheForgottenDevicesAccounts() async throws {
-        let temp = try TemporaryDirectory()
-        defer { temp.remove() }
-        let node = try DaemonProcess(dataDirectory: temp.path, arguments: ["--cluster-id", "erasure"])
-        defer { node.stop() }
-        let endpoint = try Endpoint(parsing: node.endpoint)
-        let client = try await RegistryClient.connect(to: endpoint, clientName: "watch-test")
-        let before = WatchedView()
-        let task = before.follow(RegistryWatch(endpoints: [endpoint], clientName: "watch-test"))
-        let early = try await before.wait { $0.cursor != nil }.cursor!
+        let watched = try await WatchedNode(clusterID: "erasure")
+        defer { watched.stop() }
+        let (endpoint, client, early, before, task) = (watched.endpoint, watched.client, watched.early, watched.view, watched.following)
 
         let device = try await client.register(RegisterRequest(bundleID: "com.erase.app", idfv: UUID128(high: 0xE1, low: 1).text)).deviceID
         let other = try await client.register(RegisterRequest(bundleID: "com.erase.app", idfv: UUID128(high: 0xE2, low: 2).text)).deviceID

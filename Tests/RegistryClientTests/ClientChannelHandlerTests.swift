@@ -167,6 +167,22 @@ import Testing
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// The node refuses at once, as it accepts: its refusal may arrive before the hello is
+    /// written. The hello written after it fails with the refusal, typed as the node sent it.
+    @Test func aRefusalThatComesBeforeTheHelloIsWrittenRefusesTheHello() throws {
+        let channel = EmbeddedChannel(handler: ClientChannelHandler(maxCoalesced: 1))
+        var buffer = channel.allocator.buffer(capacity: 64)
+        try ServerFrame(requestID: 0, body: .error(WireError(code: .tooManyConnections, message: "full", retryable: true))).encodeFrame(into: &buffer)
+        buffer.moveReaderIndex(forwardBy: 4)
+        try channel.writeInbound(buffer)
+        let answers = Answers()
+        send([PendingRequest(body: .hello(Hello(role: .client, clientName: "t", token: "")), answer: answers.sink(1))], on: channel)
+        channel.embeddedEventLoop.run()
+        guard case .failure(.server(let error)) = answers[1] else { return #expect(Bool(false), "\(String(describing: answers[1]))") }
+        #expect(error.code == .tooManyConnections && error.retryable)
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     /// A request refused before it is written (here one the encoder refuses) is answered on a
     /// later turn of the loop, never from inside the caller's write, as
     /// ``RegistryClient/enqueue(_:after:onAnswer:)`` promises: a callback that enqueues again

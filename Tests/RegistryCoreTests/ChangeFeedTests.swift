@@ -352,6 +352,34 @@ import Testing
         #expect(fold.difference(from: FeedFold(reading: replica.state, policy: { _ in policy })) == nil)
     }
 
+    /// A vendor move files an account under the joined vendor's name, without events: a forget
+    /// after it states the account under the new name, and erases its earlier events under the
+    /// old one too.
+    @Test func aForgetAfterAVendorMoveErasesTheAccountsEventsUnderItsOldVendor() throws {
+        var scratch = RegistryState()
+        let device = register(&scratch, "com.a.mail", keychain: 1, at: 10)
+        let old = AccountKey(vendor: Vendor(trusted: "com.a"), account: UUID128(high: 0xACC, low: 7))
+        var replica = RecordingNode()
+        replica.apply(.registration(device))
+        replica.apply(.binding(BindingChange(kind: .bind, vendor: old.vendor, account: old.account, device: device.device.id, time: HLCTimestamp(rawValue: 20 << 16), origin: node)))
+        _ = replica.publish()
+        let bound = try #require((replica.feed.firstPosition..<replica.feed.endPosition).first { replica.feed[$0].event.namesAccount(with: [device.device.id]) })
+        replica.apply(
+            .vendorRule(
+                VendorRuleChange(
+                    kind: .set, name: "ab", rule: try VendorRule(name: "ab", prefixes: ["com.a", "com.b"]), time: HLCTimestamp(rawValue: 30 << 16),
+                    origin: node, move: VendorMove(from: ["com.a", "com.b"], into: "ab"))))
+        _ = replica.publish()
+        replica.apply(.forget(ForgetOp(device: device.device.id, vendor: Vendor(trusted: "ab"))))
+        let erased = replica.publish()
+        #expect(erased == [bound] && replica.feed[bound].event == .erased)
+        let restated = (replica.feed.firstPosition..<replica.feed.endPosition).map { replica.feed[$0].event }.contains {
+            if case .unbound(let account, _, _, _) = $0 { return account.vendor.name == "ab" }
+            return false
+        }
+        #expect(restated, "the forget states the account under the joined vendor")
+    }
+
     @Test func aBindThatArrivesBeforeItsDeviceIsReportedWhenTheDeviceArrives() {
         var origin = RegistryState()
         let op = register(&origin, "com.v.a", keychain: 5, at: 20)

@@ -255,9 +255,18 @@ import Testing
             through: [log: 1_000], clock: ops[999].timestamp, currentFile: .max, devices: 0, durable: fellBack.registry
         ).get()
         #expect(taken.label == 1_000 && taken.bytes > 0)
+        #expect(try !fs.list("/data").contains { $0.hasSuffix(SnapshotStore.unusableSuffix) }, "a snapshot stands in for it: deleted")
         let restarted = try start(fs)
         #expect(restarted.snapshotLabel == 1_000 && restarted.replayedOperations == 0)
         #expect(restarted.registry.snapshot() == applied(ops).snapshot())
+
+        // Another version's format is not damage: left in place (a rollback, then forward again).
+        let path = "/data/" + SnapshotFile.name(label: 1_000)
+        var other = try fs.readAll(path)
+        other[4] &+= 1
+        try fs.replace(path, with: other, inDirectory: "/data")
+        #expect(try start(fs).snapshotLabel == 500)
+        #expect(try fs.readAll(path) == other)
     }
 
     /// A snapshot's label says how many operations it covers, not which: a newest one whose label

@@ -189,10 +189,11 @@ enum SnapshotStore {
     /// The newest snapshot that loads, trying older ones when it does not (each failure logged as
     /// a warning); nil when there is none. `problems` says what was wrong with those skipped.
     ///
-    /// A snapshot found corrupt is set aside (renamed `….snap.unusable`, kept for a look): left
-    /// in place, it stays the newest, a later snapshot of the same operations counts as taken
-    /// already, the trim keeps only it, and peers are sent it. One that could not be read (an I/O
-    /// error) stays: it may load next time.
+    /// A snapshot found corrupt is set aside (renamed `….snap.unusable`, kept for a look until
+    /// the next snapshot is taken, ``removeOld(keeping:in:on:)``): left in place, it stays the
+    /// newest, a later snapshot of the same operations counts as taken already, the trim keeps
+    /// only it, and peers are sent it. One that could not be read (an I/O error), or that another
+    /// version wrote (a format this one does not read), stays: it may load next time.
     static func loadNewest(
         in directory: String, on fs: any FileSystem, expectedDevices: Int, claimSeed: UInt64?,
         tables: any TableAllocator = HeapTableAllocator(), inBackground: Bool = false, logger: Logger
@@ -208,11 +209,11 @@ enum SnapshotStore {
                 )
             } catch {
                 problems.append(error.description)
-                guard case .corrupt = error else {
+                let path = directory + "/" + SnapshotFile.name(label: label)
+                guard case .corrupt = error, !SnapshotFile.isAnotherVersions(path, on: fs) else {
                     logger.warning("a snapshot could not be read; trying an older one", metadata: ["reason": "\(error)"])
                     continue
                 }
-                let path = directory + "/" + SnapshotFile.name(label: label)
                 do throws(StorageError) {
                     try fs.rename(path, to: path + unusableSuffix)
                     try fs.syncDirectory(directory)
@@ -244,12 +245,15 @@ enum SnapshotStore {
         if let failure { throw failure }
     }
 
-    /// Deletes all but the newest `keeping` snapshots, and any temporary file of an unfinished one.
+    /// Deletes all but the newest `keeping` snapshots, any temporary file of an unfinished one,
+    /// and any set aside as corrupt: a snapshot now stands in for it, and it may hold what an
+    /// erasure must take off the disk.
     static func removeOld(keeping: Int, in directory: String, on fs: any FileSystem) throws(StorageError) {
         for label in try SnapshotFile.labels(in: directory, on: fs).dropFirst(keeping) {
             try fs.remove(directory + "/" + SnapshotFile.name(label: label))
         }
-        for name in try fs.list(directory) where name.hasPrefix("snapshot-") && name.hasSuffix(".snap.tmp") {
+        for name in try fs.list(directory)
+        where name.hasPrefix("snapshot-") && (name.hasSuffix(".snap.tmp") || name.hasSuffix(".snap" + unusableSuffix)) {
             try fs.remove(directory + "/" + name)
         }
         try fs.syncDirectory(directory)
