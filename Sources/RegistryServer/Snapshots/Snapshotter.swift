@@ -269,8 +269,8 @@ final class Snapshotter: @unchecked Sendable {
 
     /// Writes the snapshot `metadata` describes, its records from `fill`, unless `newest` (the label
     /// of the newest snapshot there is) is its label and covers what it would (then `unneeded` is
-    /// called instead); then keeps
-    /// the newest `keeping` snapshots and trims the journal. The snapshot's time counts from `started`.
+    /// called instead); then keeps the newest `keeping` snapshots and trims the journal. The
+    /// snapshot's time counts from `started`.
     private func put(
         metadata: SnapshotMetadata, newest: UInt64?, started: UInt64, currentFile: UInt64, keeping: Int,
         unneeded: () -> Void = {}, fill: (SnapshotWriter) throws(StorageError) -> Void
