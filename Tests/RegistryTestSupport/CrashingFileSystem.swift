@@ -1,23 +1,42 @@
 import RegistryStorage
+import Synchronization
 
 /// The simulated disk, failing every call that would change it after the first `failingAfter` of
 /// them, as a process that died there would stop making them. Then ``SimulatedFileSystem/crash(tearing:)``
 /// on ``inner`` plays the power cut, and recovery runs on what is left.
-public final class CrashingFileSystem: FileSystem, @unchecked Sendable {
-    // @unchecked Sendable: used from one test thread (and a queue it waits on) at a time.
+///
+/// A process that dies stops every thread at once; an engine the simulation lets go of does not:
+/// work it queued (a trim the retention floor asked for) may still run. ``die()`` makes this disk
+/// refuse every change from then on, so that such work cannot change the disk the node restarts
+/// on (it once removed a journal file after the crash restored it: a gap at the next start).
+public final class CrashingFileSystem: FileSystem, Sendable {
     public let inner: SimulatedFileSystem
-    public var failingAfter: Int
+    private let counts = Mutex((calls: 0, failingAfter: 0, dead: false))
+
+    /// Changes after the first this many fail.
+    public var failingAfter: Int {
+        get { counts.withLock { $0.failingAfter } }
+        set { counts.withLock { $0.failingAfter = newValue } }
+    }
     /// Calls that would change the disk, so far.
-    public private(set) var calls = 0
+    public var calls: Int { counts.withLock { $0.calls } }
 
     public init(_ inner: SimulatedFileSystem, failingAfter calls: Int) {
         self.inner = inner
-        self.failingAfter = calls
+        counts.withLock { $0.failingAfter = calls }
+    }
+
+    /// The process died: every change from now on fails, whatever ``failingAfter`` says.
+    public func die() {
+        counts.withLock { $0.dead = true }
     }
 
     private func step() throws(StorageError) {
-        calls += 1
-        if calls > failingAfter { throw StorageError.io(path: "", reason: "the process died here") }
+        let refused = counts.withLock { counts in
+            counts.calls += 1
+            return counts.dead || counts.calls > counts.failingAfter
+        }
+        if refused { throw StorageError.io(path: "", reason: "the process died here") }
     }
 
     public func open(_ path: String, create: Bool) throws(StorageError) -> FileHandle {

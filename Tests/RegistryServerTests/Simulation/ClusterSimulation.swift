@@ -265,6 +265,8 @@ final class ClusterSimulation {
         guard nodes[index].engine != nil else { return }
         counts.crashes += 1
         nodes[index].engine = nil
+        // What the dead engine still had queued changes nothing from here on.
+        nodes[index].disk?.die()
         var tearing: SplitMix64? = SplitMix64(seed: random.next())
         nodes[index].fs.crash(tearing: &tearing)
         resetConnections(of: index)
