@@ -100,7 +100,7 @@ public struct ChangeFeed: Sendable {
 
     /// Erases, for the forget at `index` of `events` (published from position `start` on), the
     /// earlier account events that name any of `devices`, of the accounts its own events state
-    /// again; their positions. Only those: a forget whose set was gone already (a second forget,
+    /// again; their positions, in no order. Only those: a forget whose set was gone already (a second forget,
     /// or a device merged into a gone set) states no account, and must not erase what the first
     /// forget said of them, nor what binds that arrived after it said.
     private mutating func erase(forgetAt index: Int, of events: [FeedEntry], from start: UInt64, devices: Set<DeviceID>) -> [UInt64] {
@@ -128,7 +128,7 @@ public struct ChangeFeed: Sendable {
                 erased.append(position)
             }
         }
-        return erased.sorted()
+        return erased
     }
 
     /// A state installed from elsewhere (a peer's snapshot) replaced the node's, which holds

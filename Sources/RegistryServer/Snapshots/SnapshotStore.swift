@@ -228,6 +228,11 @@ enum SnapshotStore {
         return (nil, problems)
     }
 
+    /// Whether `name` is the temporary file of a snapshot being written (or left unfinished).
+    static func isUnfinished(_ name: String) -> Bool {
+        name.hasPrefix("snapshot-") && name.hasSuffix(".snap.tmp")
+    }
+
     /// What a corrupt snapshot's name gets when it is set aside (``loadNewest(in:on:expectedDevices:claimSeed:tables:inBackground:logger:)``).
     static let unusableSuffix = ".unusable"
 
@@ -252,8 +257,7 @@ enum SnapshotStore {
         for label in try SnapshotFile.labels(in: directory, on: fs).dropFirst(keeping) {
             try fs.remove(directory + "/" + SnapshotFile.name(label: label))
         }
-        for name in try fs.list(directory)
-        where name.hasPrefix("snapshot-") && (name.hasSuffix(".snap.tmp") || name.hasSuffix(".snap" + unusableSuffix)) {
+        for name in try fs.list(directory) where isUnfinished(name) || (name.hasPrefix("snapshot-") && name.hasSuffix(".snap" + unusableSuffix)) {
             try fs.remove(directory + "/" + name)
         }
         try fs.syncDirectory(directory)

@@ -126,7 +126,7 @@ enum StorageStartup {
     /// starts afresh), and each may be as large as the state: left, they take the room the next
     /// snapshot, or the journal, needs.
     static func removeUnfinished(_ names: [String], in directory: String, on fs: any FileSystem, logger: Logger) throws(StorageError) {
-        let unfinished = names.filter { ($0.hasPrefix("snapshot-") && $0.hasSuffix(".snap.tmp")) || $0 == Snapshotter.incomingName }
+        let unfinished = names.filter { SnapshotStore.isUnfinished($0) || $0 == Snapshotter.incomingName }
         guard !unfinished.isEmpty else { return }
         for name in unfinished { try fs.remove(directory + "/" + name) }
         try fs.syncDirectory(directory)
