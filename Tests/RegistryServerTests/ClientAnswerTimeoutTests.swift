@@ -46,7 +46,7 @@ import Testing
         let temp = try TemporaryDirectory()
         defer { temp.remove() }
         let node = try await TestNode.start(dataDirectory: temp.path) { $0.causalTimeoutMillis = 10_000 }
-        let client = try await RegistryClient.connect(to: node.endpoint, clientName: "t", answerTimeout: .milliseconds(500))
+        let client = try await RegistryClient.connect(to: node.endpoint, clientName: "t", answerTimeout: .seconds(2))
         let own = try await client.stats()
         let ahead = CausalToken(positions: [LogPosition(origin: own.nodeID, epoch: own.logEpoch, sequence: 1_000_000)])
         let held = Task { try await client.reply(.stats, after: ahead) }
@@ -55,8 +55,11 @@ import Testing
         do {
             let reply = try await held.value
             Issue.record("expected the call to stop waiting, got \(reply.body)")
+        } catch RegistryClientError.cancelled {
+        } catch RegistryClientError.connectionClosed(let reason) where reason.contains("answerTimeout") {
+            // A starved test task cancelled the call only after the timeout had given it up.
         } catch {
-            #expect((error as? RegistryClientError).map { if case .cancelled = $0 { true } else { false } } == true, "\(error)")
+            Issue.record("expected the call cancelled, got \(error)")
         }
         // The node holds the call; past the answer timeout the client gives the connection up.
         var outcome: Result<StatsMessage, RegistryClientError>?
