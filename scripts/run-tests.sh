@@ -4,7 +4,7 @@
 # Runs the Swift Testing tests of the package (already built; every test unless the options
 # say otherwise), printing each event as it happens, and bounds the run: a test that hangs does
 # not hold the CI until its own limit, but fails the run once TEST_TIME_LIMIT seconds (default
-# 1800; a whole run takes about 4 minutes) have passed, after printing what is needed to find it:
+# 1800; a whole run takes about 6 minutes) have passed, after printing what is needed to find it:
 #   - every process of the run, with its state;
 #   - every thread's stack of the test process (gdb);
 #   - last, the tests that started and never finished (the tail a CI keeps).
@@ -65,7 +65,7 @@ if kill -0 "$runner" 2>/dev/null; then
     kill "$follower" 2>/dev/null
     wait "$follower" 2>/dev/null
     echo
-    echo "== the tests ran past ${limit} s (a whole run takes about 4 minutes): something hangs"
+    echo "== the tests ran past ${limit} s (a whole run takes about 6 minutes): something hangs"
     echo "-- the processes of the run"
     ps -o pid,ppid,stat,etime,time,args -s "$runner" | cut -c1-200
     # The test process: an .xctest whose parent is not one (its forked children are).

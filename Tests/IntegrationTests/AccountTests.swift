@@ -8,7 +8,7 @@ import Testing
 /// Accounts bound to devices on real processes: `registryctl account` against one node whose
 /// bindings outlive a restart and a snapshot, and two nodes that each accept a bind of one account
 /// while a cut link keeps them apart, then agree once it heals.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct AccountTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct AccountTests {
     func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments + ["-o", "json"], environment: ["REGISTRY_ENDPOINT": endpoint])
     }

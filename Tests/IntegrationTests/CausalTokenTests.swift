@@ -10,7 +10,7 @@ import Testing
 /// it cannot hear node-a gets a second device without a token; with the token of the device's
 /// registration on node-a, node-b holds it until the link heals and answers the device's own ID,
 /// or, past `--causal-timeout`, answers NOT_CAUGHT_UP naming node-a.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct CausalTokenTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CausalTokenTests {
     /// Long enough for a link cut for a second to reconnect (its backoff) on a loaded machine.
     static let timeoutSeconds = 10.0
 

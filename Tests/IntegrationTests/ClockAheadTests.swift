@@ -11,7 +11,7 @@ import Testing
 /// A node whose wall clock once ran ahead persisted that clock. Once the wall clock is right
 /// again, every operation it stamps would carry the future time and peers would refuse its log
 /// until real time caught up, so it must not acknowledge writes in the meantime.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ClockAheadTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ClockAheadTests {
     /// Registers one device on an in-process engine whose wall clock reads `aheadMillis` in the
     /// future, so that the directory's persisted clock is ahead of real time.
     static func writeWithClockAhead(_ directory: String, aheadMillis: UInt64) async throws {

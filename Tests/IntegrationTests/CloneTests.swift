@@ -5,7 +5,7 @@ import Testing
 /// Keychains cloned onto a second phone, against a real `registryd`: a vendor's policy set with
 /// `registryctl vendor add`, the marks listed by `registryctl device clones`, the `split` event
 /// on `registryctl watch`, and both kept across a restart from the journal and from a snapshot.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct CloneIntegrationTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CloneIntegrationTests {
     func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments, environment: ["REGISTRY_ENDPOINT": endpoint])
     }

@@ -7,7 +7,7 @@ import Testing
 
 /// No key derives from a public value: a single node makes its own random secret, and a node
 /// that names peers must be given the cluster's.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ClusterSecretTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ClusterSecretTests {
     @Test func peersWithoutASecretAreRefusedWithExit78() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

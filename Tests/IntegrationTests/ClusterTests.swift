@@ -8,7 +8,7 @@ import RegistryWire
 import Testing
 
 /// Three `registryd` processes on loopback, replicating to each other.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct ClusterTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ClusterTests {
     /// A free loopback port: bound, read, released.
     static func freePort() throws -> Int {
         guard let (descriptor, port) = boundLoopbackSocket() else { throw ClusterError("no free port") }
@@ -243,12 +243,12 @@ import Testing
         }
         let writers = (0..<3).map(writer)
         /// Lets the writers run for `millis`, and on until `more` writes were acknowledged in all
-        /// (a busy machine's disk makes each one slow), for at most 20 s.
+        /// (a busy machine's disk makes each one slow), for at most 20 s of this task's time
+        /// (`poll`: the writers wait for the same threads this task does).
         func run(_ millis: Int, more: Int) async throws -> Int {
             let start = acknowledged.all.count
             try await Task.sleep(for: .milliseconds(millis))
-            let deadline = Date().addingTimeInterval(20)
-            while acknowledged.all.count < start + more, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            _ = try await poll(upTo: .seconds(20), every: .milliseconds(50)) { acknowledged.all.count >= start + more }
             return acknowledged.all.count
         }
         var counts = [try await run(700, more: 100)]
@@ -601,7 +601,7 @@ import Testing
 }
 
 /// Peers size batches and snapshot chunks to the receiver's frame limit.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SmallFrameClusterTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SmallFrameClusterTests {
     /// At the smallest frame limit a node accepts, 3,000 first installs sent in batches of 50
     /// through one node reach the other two (on f895048 senders built 256 KiB batches, which a
     /// receiver at this limit refused as too large, for ever).

@@ -7,7 +7,7 @@ import Testing
 /// `--max-connections`: a connection past the limit is refused with a retryable, typed error in
 /// place of the hello's answer, the connections already held go on, and a place freed is taken
 /// again.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ConnectionLimitTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ConnectionLimitTests {
     @Test func aConnectionPastTheLimitIsRefusedAndTheHeldOnesGoOn() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

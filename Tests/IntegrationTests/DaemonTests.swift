@@ -9,7 +9,7 @@ import Testing
 import Platform
 
 /// `registryd` as a process: crash durability, graceful stop, and refusal of bad start-up input.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct DaemonTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DaemonTests {
     @Test func killNineLosesNoAcknowledgedRegistration() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -5,7 +5,7 @@ import Testing
 /// unit by `systemd-analyze`, the Kubernetes manifests by `kubernetes-validate` (strict, the
 /// schemas it ships), the compose file by its structure. Each check is also run on a broken
 /// copy, to show it can fail.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct DeployTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DeployTests {
     let deploy = Binaries.repository.appendingPathComponent("deploy").path
 
     /// `systemd-analyze verify` on the unit with ExecStart pointed at the built registryd (it

@@ -8,7 +8,7 @@ import Testing
 /// Forgetting devices on real processes: a forget accepted while a member is down reaches it when
 /// it comes back from its journal, and a member wiped after the journals were trimmed catches up
 /// from a snapshot that holds the tombstone; in both, the device stays gone on every node.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct ErasureTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ErasureTests {
     func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments + ["-o", "json", "--timeout", "30"], environment: ["REGISTRY_ENDPOINT": endpoint])
     }
@@ -117,7 +117,7 @@ import Testing
 
 /// `--erasure-within`: a node that is otherwise idle takes the snapshots that take a forgotten
 /// device's bytes off its disk in time.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ErasureDeadlineTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ErasureDeadlineTests {
     /// The files of `directory` holding `bytes` anywhere, by name.
     static func files(in directory: String, holding bytes: [UInt8]) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in

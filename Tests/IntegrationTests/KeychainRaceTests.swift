@@ -6,7 +6,7 @@ import Testing
 
 /// Before the first unlock iOS gives no IDFV: sibling apps that present only the shared
 /// keychain UUID, through two nodes at the same moment, must get one ID at once.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct KeychainRaceTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct KeychainRaceTests {
     @Test func keychainOnlySiblingsRacedThroughTwoNodesGetOneID() async throws {
         let cluster = try ClusterTests.Cluster()
         defer { cluster.stop() }

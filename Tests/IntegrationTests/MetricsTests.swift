@@ -6,7 +6,7 @@ import Platform
 /// `--metrics-port` of a real node: the exposition passes Debian's `promtool`, a real
 /// `prometheus` server scrapes it and answers a query, junk requests are refused and counted,
 /// and the probes answer.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct MetricsTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct MetricsTests {
     /// The port of registryd's "metrics on HOST:PORT" log line.
     static func metricsPort(in log: String) -> Int? {
         port(after: "metrics on ", in: log)

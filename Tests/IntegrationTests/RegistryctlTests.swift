@@ -4,7 +4,7 @@ import Testing
 import Platform
 
 /// `registryctl` against a real `registryd` process.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryctlTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct RegistryctlTests {
     func ctl(_ arguments: [String], endpoint: String?) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments, environment: endpoint.map { ["REGISTRY_ENDPOINT": $0] } ?? [:])
     }

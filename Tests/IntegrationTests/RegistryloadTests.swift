@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// `registryload` against a real `registryd` process: short, bounded runs.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct RegistryloadTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct RegistryloadTests {
     func load(_ arguments: [String]) throws -> CommandResult {
         try run(Binaries.path("registryload"), arguments, timeout: 90)
     }

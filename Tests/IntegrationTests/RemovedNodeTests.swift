@@ -7,7 +7,7 @@ import Testing
 /// A node removed from the cluster while it still runs: its peers refuse it, so it must stop
 /// acknowledging writes that can never replicate, and a removal of a node that runs needs
 /// --force.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct RemovedNodeTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct RemovedNodeTests {
     func ctl(_ arguments: [String]) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments, timeout: 30)
     }

@@ -7,7 +7,7 @@ import Testing
 
 /// A data directory that goes back in time (a restored backup, a rolled-back disk) must not
 /// reuse the (node, epoch, sequence) names its peers already hold with other content.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct RestoredBackupTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct RestoredBackupTests {
     /// Registers `count` first installs through `endpoint`, each with its own IDFV (`high` names
     /// the step); returns (IDFV, device ID) for each.
     static func register(_ count: Int, step: UInt64, at endpoint: String) async throws -> [(String, String)] {

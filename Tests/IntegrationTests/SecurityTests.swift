@@ -6,7 +6,7 @@ import Platform
 /// A real `registryd` with `--token-secret`, driven by `registryctl` with tokens that
 /// `registryctl token issue` made: vendor scopes, roles, every kind of bad token, and the
 /// refusal to listen beyond loopback without `--insecure`.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SecurityTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SecurityTests {
     static let secret = "integration token secret 0123456789"
 
     func ctl(_ arguments: [String], endpoint: String, token: String? = nil, secret: String? = nil) throws -> CommandResult {
@@ -101,7 +101,7 @@ import Platform
 /// registryd as an unprivileged user, as the systemd unit (DynamicUser) and the container run
 /// it. A node once set SO_DEBUG where it meant TCP_NODELAY, which only root may set: run as
 /// anyone else, it closed every connection.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct UnprivilegedNodeTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct UnprivilegedNodeTests {
     @Test func aNodeRunAsNobodyServes() throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -9,7 +9,7 @@ import Platform
 
 /// A client that pipelines requests and never reads its answers must not be able to take the
 /// node's memory: the node stops reading from it, TCP pushes back, and everyone else is served.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SlowReaderTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SlowReaderTests {
     /// What one connection may add to the node's resident memory: the bytes of one read cycle
     /// (16 reads of up to 64 KiB), the answers of `--max-in-flight` requests, the write buffer's
     /// 256 KiB high water mark, and the allocator's slack around them.

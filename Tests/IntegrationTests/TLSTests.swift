@@ -7,7 +7,7 @@ import Testing
 /// Nodes with `--tls-cert`, certificates made by `openssl`: clients verify the node, peers
 /// verify each other (mutual TLS), and plaintext, untrusted clients and untrusted peers are
 /// refused and counted.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct TLSTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct TLSTests {
     static let tokenSecret = "tls test token secret 0123456789"
 
     /// A CA and a node certificate it signed (for 127.0.0.1 and localhost, server and client

@@ -9,7 +9,7 @@ import Testing
 /// node under it, over connections opened before it, without a restart; a move asked for joins a
 /// vendor's registered devices to the rule's on every node; only a different default depth still
 /// makes two nodes refuse each other.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct VendorRulesMismatchTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct VendorRulesMismatchTests {
     func ctl(_ arguments: [String], endpoint: String) throws -> CommandResult {
         try run(Binaries.path("registryctl"), arguments + ["-o", "json", "--timeout", "30"], environment: ["REGISTRY_ENDPOINT": endpoint])
     }

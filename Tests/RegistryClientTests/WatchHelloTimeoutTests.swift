@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// A watch against a node that accepts connections and never answers (stopped, say).
-@Suite(.timeLimit(.minutes(1))) struct WatchHelloTimeoutTests {
+@Suite(.timeLimit(.minutes(5))) struct WatchHelloTimeoutTests {
     /// Each attempt gives up once its connect timeout passes without the hello's answer, so the
     /// watch moves on and, out of attempts, throws: it waited for the answer for ever, and never
     /// reached its other endpoints.

@@ -213,7 +213,7 @@ struct FeedWorkload {
     }
 }
 
-@Suite struct FeedConvergenceTests {
+@Suite(.offThePool) struct FeedConvergenceTests {
     @Test func aWatcherThatMovesBetweenNodesEndsWithWhatTheNodeAndTheOperationsSay() {
         var (expiries, moves, delivered, checked) = (0, 0, 0, 0)
         for seed in UInt64(1)...300 {

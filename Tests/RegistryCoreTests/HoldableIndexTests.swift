@@ -15,7 +15,7 @@ struct HoldableIndexTests {
     /// Random sets, holds and releases against a Dictionary: every answer, the count and a full
     /// enumeration agree at every stage (holding, moving back, the held index's own growth), and
     /// while a hold lasts the main index gets no key it did not have.
-    @Test(arguments: [1 as UInt64, 2, 3])
+    @Test(.offThePool, arguments: [1 as UInt64, 2, 3])
     func agreesWithADictionaryThroughHoldsAndReleases(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var index = HoldableIndex(HashIndex<UUID128>(capacity: 16, seed: random.next()))

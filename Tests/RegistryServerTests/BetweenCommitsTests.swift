@@ -10,7 +10,7 @@ import Testing
 /// erasure check) runs between two passes of a commit loop that has more to write, not once the
 /// writes stop: under steady writes the loop may not end for as long as they last. The engine is
 /// real; its disk holds a commit's sync, so that the loop stands where the test needs it.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct BetweenCommitsTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BetweenCommitsTests {
     /// A count that closures on other threads share.
     final class Count: Sendable {
         private let value = Atomic<Int>(0)

@@ -10,7 +10,7 @@ import Testing
 /// must get the answer it would have got in a frame of its own, in order.
 // Three minutes, not one: an in-process node and client wait on the cooperative pool, which the
 // suite's CPU-bound tests can keep busy for a minute on 2 cores.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct CoalescingTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CoalescingTests {
     /// Ten registrations with a lookup among them: two apps of one device, one bad bundle, and a
     /// lookup that must see the registrations written before it.
     static let bodies: [ClientBody] = {

@@ -74,7 +74,7 @@ import Testing
     /// Each setting's value comes from its flag, else its environment variable, else the config
     /// file, else the default: checked for every setting in the table, each level above the
     /// ones below it.
-    @Test func flagsBeatTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
+    @Test(.offThePool) func flagsBeatTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
         // Two valid texts per setting, and the file's JSON for one of them. The lists are read.
         let lists = (1...2).map { FileManager.default.temporaryDirectory.path + "/config-test-\(getpid())-\($0).dat" }
         for path in lists { try Data("com\nuk\nco.uk\n".utf8).write(to: URL(fileURLWithPath: path)) }

@@ -6,7 +6,7 @@ import RegistryTestSupport
 import Testing
 @testable import RegistryServer
 
-@Suite(.timeLimit(.minutes(3))) struct EngineTests: EngineTesting {
+@Suite(.timeLimit(.minutes(5))) struct EngineTests: EngineTesting {
     @Test func acknowledgedRegistrationsSurviveReopeningAndSequencesContinue() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -10,7 +10,7 @@ import Testing
 @testable import RegistryServer
 
 /// Reading the log while the node serves, and trimming the journal after snapshots.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct LogReadingAndTrimmingTests: EngineTesting {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct LogReadingAndTrimmingTests: EngineTesting {
     func open(_ path: String, fileBytes: Int = 32 << 10, everyOperations: Int = 0, fs: any FileSystem = PosixFileSystem()) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"

@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 @testable import RegistryServer
 
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ServerTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ServerTests {
     @Test func badInputGetsTypedErrorsAndOtherConnectionsCarryOn() async throws {
         let temp = try TemporaryDirectory()
         defer { temp.remove() }

@@ -7,7 +7,7 @@ import Testing
 
 /// Requests prepared with vendor rules older than those in force are prepared again under the
 /// lock, every one of a group, and the connection's resolver is renewed.
-@Suite(.timeLimit(.minutes(3))) struct StaleRulesTests: EngineTesting {
+@Suite(.timeLimit(.minutes(5))) struct StaleRulesTests: EngineTesting {
     static func submit(
         _ engine: RegistryEngine, _ bodies: [ClientBody], resolver: BundleResolver
     ) async -> (answers: [ServerBody], resolver: BundleResolver) {

@@ -9,7 +9,7 @@ import Testing
 
 /// Bad peer input over real sockets: each is refused with its typed error, nothing of it is
 /// applied, the connection closes, and acknowledged data and other connections carry on.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct BadPeerInputTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct BadPeerInputTests {
     func hello(cluster: String = "default", node: String = "node-x") -> PeerHello {
         PeerHello(
             clusterID: cluster, nodeID: node, epoch: 1, versionVector: [], mintingKeyFingerprint: MintingKey(secret: TestNode.clusterSecret).fingerprint)

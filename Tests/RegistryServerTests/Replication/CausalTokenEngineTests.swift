@@ -11,7 +11,7 @@ import Testing
 /// request carrying that token until A's operations reach it (here through
 /// ``RegistryEngine/submitRemote(_:deliver:)``, replication's own path), or answers
 /// NOT_CAUGHT_UP once its `--causal-timeout` passes.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct CausalTokenEngineTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CausalTokenEngineTests {
     func open(_ path: String, node: String, causalTimeoutMillis: UInt64 = 10_000) throws -> RegistryEngine {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var configuration = NodeConfiguration()

@@ -14,7 +14,7 @@ import Testing
 /// fast sender is held back by TCP, and reads again once they are acknowledged. The engine is
 /// real; its disk holds the first commit's sync, so the batches stay in flight for as long as
 /// the test needs.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct PeerBackpressureTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PeerBackpressureTests {
     static func configuration(_ path: String, node: String) throws -> NodeConfiguration {
         try .withoutSnapshots(path, node: node)
     }

@@ -8,7 +8,7 @@ import Testing
 /// A peer's batch completes as a peer batch, not as a client's request: it hears what the node
 /// holds, or why its batch was refused, and the node's request and error counts (what clients
 /// asked and were told) leave it out.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct PeerBatchCompletionTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PeerBatchCompletionTests {
     func open(_ path: String, node: String) throws -> RegistryEngine {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var configuration = NodeConfiguration()

@@ -10,7 +10,7 @@ import Testing
 /// rule change with that reason, as it refuses any write, and not with the catch-up's
 /// `UNAVAILABLE` (``CatchUpBarrier``): no catch-up would let it take the change, and the
 /// operator is told what to do instead.
-@Suite(.timeLimit(.minutes(3))) struct VendorChangeWriteRefusalTests: EngineTesting {
+@Suite(.timeLimit(.minutes(5))) struct VendorChangeWriteRefusalTests: EngineTesting {
     /// A wall clock the test sets.
     final class Wall: Sendable {
         let millis: Mutex<UInt64>

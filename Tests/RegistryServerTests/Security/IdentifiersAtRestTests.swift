@@ -8,7 +8,7 @@ import Testing
 /// The data directory never holds a presented identifier: not in the journal, not in a
 /// snapshot, not in the metadata. Every byte of every file is searched for each identifier in
 /// every form it could be written in.
-@Suite(.timeLimit(.minutes(3))) struct IdentifiersAtRestTests: EngineTesting {
+@Suite(.timeLimit(.minutes(5))) struct IdentifiersAtRestTests: EngineTesting {
     /// 100 devices, each with a keychain UUID and an IDFV, from a seeded generator.
     static let identifiers: [(keychain: UUID128, idfv: UUID128)] = {
         var generator = SplitMix64(seed: 31)

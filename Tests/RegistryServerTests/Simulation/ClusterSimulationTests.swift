@@ -17,7 +17,7 @@ import Testing
 /// prints each seed's counts, which two runs must repeat exactly; `SIM_STEPS=1` prints what each
 /// node holds and how many disk changes it made after every step, to find where two runs part.
 /// A failure names its seed.
-@Suite struct ClusterSimulationTests {
+@Suite(.serialized, .offThePool) struct ClusterSimulationTests {
     static let seeds: [UInt64] = {
         let environment = ProcessInfo.processInfo.environment
         if let one = environment["SIM_SEED"].flatMap(UInt64.init) { return [one] }

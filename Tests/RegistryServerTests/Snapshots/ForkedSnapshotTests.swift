@@ -9,7 +9,7 @@ import Testing
 
 /// Snapshots taken by a forked copy of the node: the file holds the state as it was at the fork,
 /// whatever the node did afterwards, and a stream that breaks, lies or stalls is refused.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ForkedSnapshotTests: EngineTesting {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ForkedSnapshotTests: EngineTesting {
     static let metadataOfTest = SnapshotMetadata(
         nodeID: NodeID(trusted: "node-a"), epoch: 1, clock: HLCTimestamp(rawValue: 1 << 20), versionVector: VersionVector(), devices: 0)
 

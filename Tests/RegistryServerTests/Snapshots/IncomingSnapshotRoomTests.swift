@@ -9,7 +9,7 @@ import Testing
 
 /// A peer's snapshot is written only when the data directory keeps room for the journal after
 /// it: a transfer may announce up to a TiB, and a full disk stops the journal for good.
-@Suite(.timeLimit(.minutes(1))) struct IncomingSnapshotRoomTests {
+@Suite(.timeLimit(.minutes(5))) struct IncomingSnapshotRoomTests {
     /// The outcome of writing `chunk` as a transfer's first, on `engine`'s intake.
     private func firstWrite(_ chunk: SnapshotChunk, on engine: RegistryEngine) async throws -> WireError? {
         let intake = try #require(IncomingSnapshot.begin(engine: engine))

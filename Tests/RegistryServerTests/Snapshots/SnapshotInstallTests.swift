@@ -10,7 +10,7 @@ import Testing
 /// A node installing a snapshot a peer sent (``RegistryEngine/installIncomingSnapshot()``), on
 /// real engines and data directories. The oracle is a third node that received the same
 /// operations one by one through replication's usual path.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct SnapshotInstallTests: EngineTesting {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SnapshotInstallTests: EngineTesting {
     func open(_ path: String, node: String, fs: any FileSystem = PosixFileSystem()) throws -> RegistryEngine {
         var configuration = NodeConfiguration()
         configuration.clusterSecret = "test cluster secret"
