@@ -246,10 +246,10 @@ import Testing
         /// (a busy machine's disk makes each one slow), for at most 20 s of this task's time
         /// (`poll`: the writers wait for the same threads this task does).
         func run(_ millis: Int, more: Int) async throws -> Int {
-            let start = acknowledged.all.count
+            let start = acknowledged.count
             try await Task.sleep(for: .milliseconds(millis))
-            _ = try await poll(upTo: .seconds(20), every: .milliseconds(50)) { acknowledged.all.count >= start + more }
-            return acknowledged.all.count
+            _ = try await poll(upTo: .seconds(20), every: .milliseconds(50)) { acknowledged.count >= start + more }
+            return acknowledged.count
         }
         var counts = [try await run(700, more: 100)]
         // Kill -9 node b mid-load, and restart it.

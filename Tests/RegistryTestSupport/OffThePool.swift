@@ -17,15 +17,18 @@ import Testing
 /// integration tests wait for child processes so), and marking those let every integration suite
 /// start its nodes at once (see docs/architecture.md).
 ///
-/// Only work of the test's own task moves: its child tasks follow it (they inherit the task's
-/// executor preference), an actor's work and an unstructured task's do not.
+/// What moves is the work of the test's own task, of its child tasks (they inherit the task's
+/// executor preference) and of the default actors it calls; actors with executors of their own,
+/// and unstructured tasks, stay where they were. The work takes turns on one thread, so a marked
+/// test must never block its thread waiting for one of its own child tasks.
 public struct OffThePoolTrait: TestTrait, SuiteTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        // A suite's own scope runs no test code: its test cases each get a thread.
+        // Defensive: Swift Testing scopes this trait to test cases alone (a suite's own scope
+        // would run no test code); each test case gets a thread.
         guard testCase != nil else { return try await function() }
         let executor = ThreadTaskExecutor()
         defer { executor.stop() }

@@ -25,7 +25,8 @@ import Testing
         return (1...UInt64(count)).map { $0 }
     }()
 
-    /// The seeds in groups, so that groups run in parallel.
+    /// The seeds in groups of 25, a test case each: they run one at a time (`.serialized`), on a
+    /// thread of their own (`.offThePool`), leaving the other core to the rest of the tests.
     static let groups: [[UInt64]] = stride(from: 0, to: seeds.count, by: 25).map { Array(seeds[$0..<min($0 + 25, seeds.count)]) }
 
     /// A seed replays exactly, also after other seeds ran in the same process: a run of seeds,
