@@ -8,10 +8,10 @@ import Testing
 /// process at once. A test case that computes for seconds without suspending (a simulation of a
 /// cluster, a property test over thousands of seeds) holds a pool thread all that time; two of
 /// them hold the whole pool, and every test that waits on the pool (a client's answer, an
-/// in-process node's engine, a timer) waits with them. A CI run once saw tests with a 2 s answer
-/// timeout exceed a one-minute limit so. Marked with this trait, such a test case's work runs on a
-/// thread of its own instead (``ThreadTaskExecutor``), which the kernel schedules beside the
-/// pool's threads, so the tests on the pool go on getting their share of the CPU.
+/// in-process node's engine, a timer) waits with them (docs/architecture.md tells what a CI run
+/// saw). Marked with this trait, such a test case's work runs on a thread of its own instead
+/// (``ThreadTaskExecutor``), which the kernel schedules beside the pool's threads, so the tests
+/// on the pool go on getting their share of the CPU.
 ///
 /// For computing tests only: the pool also paces the tests that block their thread (the
 /// integration tests wait for child processes so), and marking those let every integration suite
